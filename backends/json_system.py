@@ -1,0 +1,40 @@
+"""``topoc compile --format json``: the ``topoc.system/1`` document (design.md section 4)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..compiler.ir import System
+from ..compiler.units import exact
+
+SCHEMA = "topoc.system/1"
+
+
+def document(system: System) -> dict[str, Any]:
+    """The system as plain data: devices and links sorted by id, summary, strategies."""
+    ranks = {d.id: r for r, d in enumerate(system.gpus)}
+    devices = []
+    for d in sorted(system.devices, key=lambda d: d.id):
+        attrs_ = {k: v for k, v in d.model.attrs}
+        if d.model.ports:
+            attrs_["ports"] = dict(d.model.ports)
+        devices.append({"id": d.id, "kind": d.kind, "model": d.model.name,
+                        "rank": ranks.get(d.id), "attrs": attrs_})
+    links = [{"id": link.id, "src": link.src, "dst": link.dst, "class": link.cls,
+              "type": link.type.name, "lanes": link.lanes, "bandwidth": exact(link.bandwidth),
+              "latency": exact(link.latency), "duplex": link.duplex}
+             for link in sorted(system.links, key=lambda link: link.id)]
+    parallel = [{"name": p.name, "sizes": dict(p.sizes), "order": list(p.order),
+                 "microbatches": p.microbatches,
+                 "traffic": [{"group": f.dim, "collective": f.collective, "bytes": f.bytes,
+                              "count": f.count} for f in p.flows]}
+                for p in system.parallels]
+    return {"schema": SCHEMA, "name": system.name, "params": dict(system.params),
+            "devices": devices, "links": links, "summary": system.summary(),
+            "parallel": parallel}
+
+
+def render(system: System) -> str:
+    """The JSON text, one stable layout (same input, same bytes)."""
+    return json.dumps(document(system), indent=1, ensure_ascii=False) + "\n"

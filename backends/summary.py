@@ -1,0 +1,36 @@
+"""``topoc compile`` (default): a short human summary of the compiled system."""
+
+from __future__ import annotations
+
+from ..compiler.ir import System
+from ..compiler.units import BYTES, RATE, human
+
+
+def render(system: System) -> str:
+    """Counts per kind, HBM, NVLink bandwidth, scale-out tiers and bisection, strategies."""
+    s = system.summary()
+    kinds = ", ".join(f"{n} {k}" for k, n in s["devices"].items())
+    lines = [f"system {system.name}"
+             + (f" ({', '.join(f'{k}={v}' for k, v in system.params)})" if system.params else ""),
+             f"  devices    {sum(s['devices'].values())}: {kinds}",
+             f"  links      {s['links']} ({s['lanes']} lanes)"]
+    if s["gpus"]:
+        per = s["scaleup_bandwidth_per_gpu"]
+        lanes = s["nvlink_lanes_per_gpu"]
+        per_txt = human(per["min"], RATE) if per["min"] == per["max"] else \
+            f"{human(per['min'], RATE)}..{human(per['max'], RATE)}"
+        lanes_txt = str(lanes["min"]) if lanes["min"] == lanes["max"] else \
+            f"{lanes['min']}..{lanes['max']}"
+        lines.append(f"  HBM        {human(s['hbm_bytes'], BYTES)} over {s['gpus']} GPUs")
+        lines.append(f"  NVLink     {human(s['scaleup_bandwidth'], RATE)} both directions "
+                     f"({per_txt} and {lanes_txt} lanes per GPU)" if s["scaleup_bandwidth"]
+                     else "  NVLink     none")
+    if s["scaleout_tiers"]:
+        tiers = ", ".join(f"tier {k} {human(v, RATE)}" for k, v in s["scaleout_tiers"].items())
+        lines.append(f"  scale-out  {tiers} per direction; "
+                     f"bisection {human(s['bisection_bandwidth'], RATE)}")
+    for p in system.parallels:
+        sizes = " ".join(f"{d}={n}" for d, n in p.sizes if n > 1) or "one GPU per group"
+        lines.append(f"  parallel   {p.name}: {sizes} (order {'-'.join(p.order)}, "
+                     f"{p.microbatches} micro-batches)")
+    return "\n".join(lines) + "\n"

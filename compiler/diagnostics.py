@@ -1,0 +1,167 @@
+"""Source spans and diagnostics: the one way topoc reports a problem in its input.
+
+A diagnostic renders as ``path:line:col: CODE severity: message``, then the source line with
+carets under the offending text, then notes that cite other spans ("first declared here").
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+ERROR = "error"
+WARNING = "warning"
+NOTE = "note"
+
+#: Past this many diagnostics in one run, the rest are summarised as "... and N more".
+MAX_REPORTED = 20
+
+
+@attrs.frozen
+class Source:
+    """One input text with its display path; lines are split once, on demand."""
+
+    path: str
+    text: str = attrs.field(repr=False)
+
+    @functools.cached_property
+    def lines(self) -> tuple[str, ...]:
+        """The text split into lines, once."""
+        return tuple(self.text.splitlines())
+
+    def line(self, number: int) -> str:
+        """The 1-based line ``number`` without its newline ('' past the end)."""
+        return self.lines[number - 1] if 0 < number <= len(self.lines) else ""
+
+
+@attrs.frozen
+class Span:
+    """A region of one source: 1-based line and column of its start and (inclusive) end."""
+
+    source: Source = attrs.field(repr=False, eq=False)
+    line: int
+    col: int
+    end_line: int = 0
+    end_col: int = 0
+
+    @property
+    def path(self) -> str:
+        """The display path of the source this span points into."""
+        return self.source.path
+
+    def location(self) -> str:
+        """``path:line:col``."""
+        return f"{self.source.path}:{self.line}:{self.col}"
+
+    def excerpt(self) -> str:
+        """The source line with carets under the span (multi-line spans mark the first line)."""
+        text = self.source.line(self.line)
+        if self.end_line == 0 or (not text and self.line > len(self.source.lines)):
+            return ""  # a span for a whole file, or past its end: nothing to point at
+        end = self.end_col if self.end_line == self.line and self.end_col > self.col else 0
+        width = max(1, end - self.col) if end else max(1, len(text) - self.col + 1)
+        gutter = f"{self.line:>5} | "
+        pad = " " * (len(gutter) - 2) + "| "
+        # Tabs keep their width so the carets line up under the text.
+        prefix = "".join(c if c == "\t" else " " for c in text[: self.col - 1])
+        return f"{gutter}{text}\n{pad}{prefix}{'^' * width}"
+
+
+def span_of_file(path: str, text: str = "") -> Span:
+    """A span for a whole file (reported at 1:1, with no excerpt)."""
+    return Span(Source(path, text), 1, 1, 0, 0)
+
+
+@attrs.frozen
+class Note:
+    """A secondary message that points at another span."""
+
+    message: str
+    span: Span | None = None
+
+
+@attrs.frozen
+class Diagnostic:
+    """One finding: a code (E1xx names, E2xx types/units/ports, E3xx parallel, W4xx/W5xx lint)."""
+
+    code: str
+    severity: str
+    message: str
+    span: Span
+    notes: tuple[Note, ...] = ()
+
+    def render(self) -> str:
+        """The full text form: header line, source excerpt with carets, then the notes."""
+        out = [f"{self.span.location()}: {self.code} {self.severity}: {self.message}"]
+        excerpt = self.span.excerpt()
+        if excerpt:
+            out.append(excerpt)
+        for note in self.notes:
+            if note.span is None:
+                out.append(f"  = note: {note.message}")
+            else:
+                out.append(f"{note.span.location()}: note: {note.message}")
+                ex = note.span.excerpt()
+                if ex:
+                    out.append(ex)
+        return "\n".join(out)
+
+    def sort_key(self) -> tuple:
+        """Order by file, position, then code, so reports are deterministic."""
+        return (self.span.path, self.span.line, self.span.col, self.code, self.message)
+
+
+class CompileError(Exception):
+    """Raised by a stage that cannot go on; carries every diagnostic collected so far."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic]):
+        self.diagnostics = tuple(diagnostics)
+        super().__init__(render_all(self.diagnostics))
+
+
+def error(code: str, message: str, span: Span, *notes: Note) -> Diagnostic:
+    """Shorthand for an error-level diagnostic."""
+    return Diagnostic(code, ERROR, message, span, tuple(notes))
+
+
+def render_all(diagnostics: Iterable[Diagnostic], cap: int = MAX_REPORTED) -> str:
+    """Render diagnostics in order, at most ``cap`` of them, then '... and N more'."""
+    diags = list(diagnostics)
+    shown = [d.render() for d in diags[:cap]]
+    if len(diags) > cap:
+        shown.append(f"... and {len(diags) - cap} more")
+    return "\n".join(shown)
+
+
+def suggest(name: str, candidates: Iterable[str]) -> str:
+    """'; did you mean 'x'?' for the closest candidate, or '' when nothing is close."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+class Collector:
+    """Collects diagnostics across a stage; ``check()`` raises if any error was collected."""
+
+    def __init__(self) -> None:
+        self.diagnostics: list[Diagnostic] = []
+
+    def add(self, diagnostic: Diagnostic) -> None:
+        """Record one diagnostic."""
+        self.diagnostics.append(diagnostic)
+
+    def error(self, code: str, message: str, span: Span, *notes: Note) -> None:
+        """Record an error."""
+        self.add(error(code, message, span, *notes))
+
+    @property
+    def has_errors(self) -> bool:
+        """True when an error-level diagnostic was recorded."""
+        return any(d.severity == ERROR for d in self.diagnostics)
+
+    def check(self) -> None:
+        """Raise CompileError with everything collected if any of it is an error."""
+        if self.has_errors:
+            raise CompileError(self.diagnostics)

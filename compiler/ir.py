@@ -1,0 +1,180 @@
+"""The System IR: devices, links and parallel strategies after elaboration.
+
+Devices and links are flat tuples in declaration order (GPU world ranks follow it); the link
+graph is built from them on first use. Models and link types are shared, so a device costs one
+small object however many attributes its model has.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+from attrs import field
+
+from .diagnostics import Span
+
+LINK_CLASSES = ("nvlink", "nvlink_c2c", "pcie", "infiniband", "ethernet", "inter_socket")
+SCALEUP_CLASSES = ("nvlink",)
+SCALEOUT_CLASSES = ("infiniband", "ethernet")
+DEVICE_KINDS = ("gpu", "cpu", "nic", "switch", "pcie_switch", "net_switch")
+PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
+DEFAULT_ORDER = ("tp", "cp", "ep", "dp", "pp")
+COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall",
+               "sendrecv")
+
+
+@attrs.frozen
+class LinkType:
+    """A declared link: its class and per-lane, per-direction bandwidth and latency."""
+
+    name: str
+    cls: str
+    bandwidth: float            # bytes/s per lane per direction
+    latency: float              # seconds
+    attrs: tuple[tuple[str, Any], ...] = ()
+    span: Span = field(eq=False, repr=False, default=None)
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        """An optional attribute such as ``gen`` or ``width``."""
+        return dict(self.attrs).get(key, default)
+
+
+@attrs.frozen
+class DeviceModel:
+    """A declared device model: its kind, attributes and port budget per link class."""
+
+    name: str
+    kind: str
+    attrs: tuple[tuple[str, Any], ...] = ()
+    ports: tuple[tuple[str, int], ...] = ()
+    span: Span = field(eq=False, repr=False, default=None)
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        """An attribute value in base units (bytes, seconds, bytes/s), or ``default``."""
+        return dict(self.attrs).get(key, default)
+
+    def port_budget(self, cls: str) -> int | None:
+        """How many lanes of link class ``cls`` the device has room for (None: unlimited)."""
+        return dict(self.ports).get(cls)
+
+
+@attrs.frozen
+class Device:
+    """One physical chip, named by its hierarchical path (``cluster.rack0.tray3.sc1.gpu0``)."""
+
+    id: str
+    model: DeviceModel
+    span: Span = field(eq=False, repr=False, default=None)
+
+    @property
+    def kind(self) -> str:
+        """gpu, cpu, nic, switch, pcie_switch or net_switch."""
+        return self.model.kind
+
+
+@attrs.frozen
+class Link:
+    """Lanes of one link type between two devices (``duplex``: both directions)."""
+
+    id: str
+    src: str
+    dst: str
+    type: LinkType
+    lanes: int
+    duplex: bool = True
+    span: Span = field(eq=False, repr=False, default=None)
+
+    @property
+    def cls(self) -> str:
+        """The link class: nvlink, nvlink_c2c, pcie, infiniband, ethernet or inter_socket."""
+        return self.type.cls
+
+    @property
+    def bandwidth(self) -> float:
+        """Bytes/s per direction over all lanes."""
+        return self.type.bandwidth * self.lanes
+
+    @property
+    def latency(self) -> float:
+        """Seconds for one traversal."""
+        return self.type.latency
+
+
+@attrs.frozen
+class TrafficFlow:
+    """What one group kind moves per training step: ``count`` collectives of ``bytes``."""
+
+    dim: str
+    collective: str
+    bytes: int
+    count: int
+    span: Span = field(eq=False, repr=False, default=None)
+
+
+@attrs.frozen
+class ParallelStrategy:
+    """A checked ``parallel`` block: sizes per dimension, rank order, traffic."""
+
+    name: str
+    sizes: tuple[tuple[str, int], ...]
+    order: tuple[str, ...]
+    microbatches: int
+    flows: tuple[TrafficFlow, ...]
+    settings: tuple[tuple[str, Any], ...] = ()
+    span: Span = field(eq=False, repr=False, default=None)
+
+    def size(self, dim: str) -> int:
+        """The size of one dimension (1 when not given)."""
+        return dict(self.sizes).get(dim, 1)
+
+
+@attrs.frozen
+class System:
+    """An elaborated system: devices, links, strategies and the parameters used."""
+
+    name: str
+    devices: tuple[Device, ...]
+    links: tuple[Link, ...]
+    parallels: tuple[ParallelStrategy, ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
+    span: Span = field(eq=False, repr=False, default=None)
+
+    @functools.cached_property
+    def graph(self):
+        """The link graph (networkx MultiGraph), built on first use; see ``compiler.graph``."""
+        from .graph import graph
+        return graph(self)
+
+    @functools.cached_property
+    def device_index(self) -> dict[str, Device]:
+        """Devices by id."""
+        return {d.id: d for d in self.devices}
+
+    @functools.cached_property
+    def gpus(self) -> tuple[Device, ...]:
+        """GPUs in world-rank order."""
+        return tuple(d for d in self.devices if d.kind == "gpu")
+
+    def device(self, device_id: str) -> Device:
+        """The device with this id (KeyError if none)."""
+        return self.device_index[device_id]
+
+    def parallel(self, name: str) -> ParallelStrategy:
+        """The parallel strategy called ``name`` (KeyError if none)."""
+        for p in self.parallels:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def links_of(self, device_id: str) -> Iterator[Link]:
+        """Every link with ``device_id`` at one end, via the graph."""
+        for _, _, link in self.graph.edges(device_id, data="link"):
+            yield link
+
+    def summary(self) -> dict[str, Any]:
+        """Counts per kind, HBM, scale-up and scale-out figures (see ``compiler.summary``)."""
+        from .summary import summarize
+        return summarize(self)

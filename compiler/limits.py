@@ -1,0 +1,24 @@
+"""Hard limits on input size, checked before the work they bound is done (docs/errors.md)."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Limits:
+    """Every explicit limit, with the diagnostic code that reports crossing it."""
+
+    file_bytes: int = 8 * 2**20          # E290: one source file
+    devices: int = 2_000_000             # E291: devices in the elaborated system
+    links: int = 4_000_000               # E292: links (each may carry many lanes)
+    nesting: int = 24                    # E293: group instantiation depth
+    imports: int = 16                    # E294: import chain depth
+    array: int = 1_000_000               # E295: elements in one array declaration
+    expression: int = 48                 # E296: nesting depth of one expression or selector
+    number_digits: int = 30              # E297: characters in one number literal
+    lanes: int = 100_000                 # E298: lanes in one connection
+    enumeration: int = 20_000_000        # E299: selector combinations in one connection
+
+
+LIMITS = Limits()

@@ -1,0 +1,143 @@
+"""Stage: parallel blocks checked against the system and attached to it (``ranks``).
+
+A block gives sizes for tp, cp, ep, dp and pp (one of them may be ``auto``), a rank ``order``
+(leftmost varies fastest, as Megatron's ``tp-cp-ep-dp-pp``), micro-batches and the traffic each
+group kind moves per step. The sizes must multiply to the number of GPUs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from . import syntax as s
+from .diagnostics import Collector, Note, suggest
+from .exprs import EvalError, evaluate
+from .ir import COLLECTIVES, DEFAULT_ORDER, PARALLEL_DIMS, ParallelStrategy, System, TrafficFlow
+from .resolve import Program
+from .units import BYTES, NUMBER, SECONDS
+
+SETTINGS = (*PARALLEL_DIMS, "order", "microbatches", "compute")
+
+
+def _int(value: s.Value, what: str, diags: Collector) -> int | None:
+    if isinstance(value, s.QuantityValue) and value.quantity.dim == NUMBER and \
+            value.quantity.value.denominator == 1 and value.quantity.value >= 1:
+        return int(value.quantity.value)
+    diags.error("E303", f"'{what}' takes a whole number of at least 1", value.span)
+    return None
+
+
+def _order(value: s.Value, diags: Collector) -> tuple[str, ...] | None:
+    if isinstance(value, s.StringValue):
+        names = tuple(n.strip() for n in value.value.split("-"))
+    elif isinstance(value, s.NameList):
+        names = value.names
+    else:
+        diags.error("E304", "'order' takes dimension names, as in 'order = tp, dp, pp' or "
+                    "'order = \"tp-cp-ep-dp-pp\"'", value.span)
+        return None
+    for n in names:
+        if n not in PARALLEL_DIMS:
+            diags.error("E304", f"unknown dimension '{n}' in order" + suggest(n, PARALLEL_DIMS),
+                        value.span)
+            return None
+    if len(set(names)) != len(names):
+        diags.error("E304", "a dimension appears twice in order", value.span)
+        return None
+    # Dimensions left out of the order keep their default places after the named ones.
+    return names + tuple(d for d in DEFAULT_ORDER if d not in names)
+
+
+def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> ParallelStrategy | None:
+    sizes: dict[str, int] = {}
+    auto = None
+    order, microbatches, compute = DEFAULT_ORDER, 1, None
+    seen = {}
+    for item in decl.settings:
+        if item.key in seen:
+            diags.error("E122", f"'{item.key}' is set twice", item.span,
+                        Note("first set here", seen[item.key]))
+            continue
+        seen[item.key] = item.span
+        if item.key in PARALLEL_DIMS:
+            if isinstance(item.value, s.Auto):
+                if auto is not None:
+                    diags.error("E303", "only one dimension can be 'auto'", item.span,
+                                Note("the other 'auto'", seen[auto]))
+                auto = item.key
+            else:
+                n = _int(item.value, item.key, diags)
+                if n is not None:
+                    sizes[item.key] = n
+        elif item.key == "order":
+            order = _order(item.value, diags) or order
+        elif item.key == "microbatches":
+            microbatches = _int(item.value, "microbatches", diags) or 1
+        elif item.key == "compute":
+            v = item.value
+            if isinstance(v, s.QuantityValue) and v.quantity.dim == SECONDS:
+                compute = v.quantity.as_number()
+            else:
+                diags.error("E201", "'compute' is a time per training step, as in "
+                            "'compute = 25 s'", v.span)
+        else:
+            diags.error("E301", f"unknown setting '{item.key}' in parallel block"
+                        + suggest(item.key, SETTINGS), item.span)
+    world = len(system.gpus)
+    known = math.prod(sizes.values())
+    if auto is not None:
+        if known == 0 or world % known:
+            diags.error("E302", f"'{auto} = auto' needs {world} GPUs to divide by the other "
+                        f"sizes, whose product is {known}", seen[auto])
+            return None
+        sizes[auto] = world // known
+    elif known != world:
+        detail = " x ".join(f"{d}={sizes[d]}" for d in PARALLEL_DIMS if d in sizes) or "nothing"
+        diags.error("E302", f"sizes multiply to {known} ({detail}) but system '{system.name}' has "
+                    f"{world} GPUs", decl.span)
+        return None
+    flows = []
+    for f in decl.flows:
+        if f.dim not in PARALLEL_DIMS:
+            diags.error("E305", f"unknown group kind '{f.dim}'" + suggest(f.dim, PARALLEL_DIMS),
+                        f.span)
+            continue
+        if f.collective not in COLLECTIVES:
+            diags.error("E306", f"unknown collective '{f.collective}'"
+                        + suggest(f.collective, COLLECTIVES), f.span)
+            continue
+        if f.size.quantity.dim != BYTES:
+            diags.error("E201", f"traffic size '{f.size.text}' is not bytes", f.size.span)
+            continue
+        try:
+            count = evaluate(f.count, {}) if f.count is not None else 1
+        except EvalError as exc:
+            diags.add(exc.diagnostic)
+            continue
+        if count < 1:
+            diags.error("E303", "a traffic count is at least 1", f.span)
+            continue
+        flows.append(TrafficFlow(f.dim, f.collective, int(f.size.quantity.value), count, f.span))
+    settings = (("compute", compute),) if compute is not None else ()
+    return ParallelStrategy(decl.name, tuple((d, sizes.get(d, 1)) for d in PARALLEL_DIMS), order,
+                            microbatches, tuple(flows), settings, decl.span)
+
+
+def ranks(program: Program, system: System) -> System:
+    """Check every parallel block of the root file against ``system`` and attach them."""
+    diags = Collector()
+    strategies = []
+    for decl in program.parallels:
+        if decl.system != system.name:
+            diags.error("E300", f"parallel block '{decl.name}' is on '{decl.system}', but the "
+                        f"system is '{system.name}'" + suggest(decl.system, [system.name]),
+                        decl.system_span)
+            continue
+        strat = _strategy(decl, system, diags)
+        if strat is not None:
+            strategies.append(strat)
+    diags.check()
+    return attrs.evolve(system, parallels=tuple(strategies))
+

@@ -1,0 +1,111 @@
+"""Quantities with dimensions: bytes, bits, seconds and their quotients, converted exactly.
+
+A dimension is a pair of exponents (bytes, seconds): ``GB`` is (1, 0), ``us`` is (0, 1), ``Gb/s``
+is (1, -1). Bits are bytes divided by eight, so ``400 Gb/s`` and ``50 GB/s`` are the same value.
+Values are exact fractions until they reach the IR.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import attrs
+
+Dim = tuple[int, int]
+
+NUMBER: Dim = (0, 0)
+BYTES: Dim = (1, 0)
+SECONDS: Dim = (0, 1)
+RATE: Dim = (1, -1)
+
+DIM_NAMES = {NUMBER: "a plain number", BYTES: "bytes", SECONDS: "a time", RATE: "a bandwidth"}
+
+_DECIMAL = {"": 1, "K": 10**3, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+_TIME = {"ns": Fraction(1, 10**9), "us": Fraction(1, 10**6), "µs": Fraction(1, 10**6),
+         "ms": Fraction(1, 10**3), "s": Fraction(1)}
+
+
+def _amounts() -> dict[str, Fraction]:
+    table: dict[str, Fraction] = {}
+    for prefix, factor in {**_DECIMAL, **_BINARY}.items():
+        table[prefix + "B"] = Fraction(factor)
+        table[prefix + "b"] = Fraction(factor, 8)
+    return table
+
+
+_AMOUNTS = _amounts()
+
+
+def unit_scale(unit: str) -> tuple[Fraction, Dim] | None:
+    """The factor to SI base units (bytes, seconds) and the dimension of ``unit``, or None."""
+    if unit in _TIME:
+        return _TIME[unit], SECONDS
+    if unit in _AMOUNTS:
+        return _AMOUNTS[unit], BYTES
+    if unit.endswith("/s") and unit[:-2] in _AMOUNTS:
+        return _AMOUNTS[unit[:-2]], RATE
+    return None
+
+
+def known_units() -> list[str]:
+    """Every unit spelling the language accepts (for docs and suggestions)."""
+    return sorted([*_TIME, *_AMOUNTS, *(u + "/s" for u in _AMOUNTS)])
+
+
+@attrs.frozen
+class Quantity:
+    """An exact value in base units (bytes, seconds, bytes/s) with its dimension."""
+
+    value: Fraction
+    dim: Dim
+
+    @classmethod
+    def parse(cls, number: str, unit: str | None) -> Quantity:
+        """Build from literal text, e.g. ``("400", "Gb/s")``; raises ValueError on a bad unit."""
+        value = Fraction(number.replace("_", ""))
+        if unit is None:
+            return cls(value, NUMBER)
+        scale = unit_scale(unit)
+        if scale is None:
+            raise ValueError(f"unknown unit '{unit}'")
+        return cls(value * scale[0], scale[1])
+
+    def as_number(self) -> int | float:
+        """The value as an int when integral, else a float (for the IR and JSON)."""
+        return exact(self.value)
+
+
+def exact(value: Fraction | int | float) -> int | float:
+    """An int when the value is integral, else a float: stable, readable JSON numbers."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    value = Fraction(value)
+    return int(value) if value.denominator == 1 else float(value)
+
+
+def describe(dim: Dim) -> str:
+    """A human name for a dimension ('a bandwidth', 'bytes', ...)."""
+    return DIM_NAMES.get(dim, f"bytes^{dim[0]} s^{dim[1]}")
+
+
+def human(value: float, dim: Dim, binary: bool = False) -> str:
+    """Format a base-unit value for people: 1.8e12 bytes/s -> '1.8 TB/s'."""
+    if dim == SECONDS:
+        for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+            if abs(value) >= scale or unit == "ns":
+                return f"{_trim(value / scale)} {unit}"
+    suffix = "/s" if dim == RATE else ""
+    if dim in (BYTES, RATE):
+        steps = (("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)) if binary \
+            else (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3))
+        for prefix, scale in steps:
+            if abs(value) >= scale:
+                return f"{_trim(value / scale)} {prefix}B{suffix}"
+        return f"{_trim(value)} B{suffix}"
+    return _trim(value)
+
+
+def _trim(x: float) -> str:
+    text = f"{x:.3f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"

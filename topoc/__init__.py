@@ -1,0 +1,82 @@
+"""topoc: a declarative language and compiler for GPU system topologies.
+
+>>> import topoc
+>>> system = topoc.load("library/nvidia/gb200_nvl72.topo")   # doctest: +SKIP
+>>> system.summary()["devices"]                                # doctest: +SKIP
+{'cpu': 36, 'gpu': 72, 'nic': 72, 'switch': 18}
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .compiler.diagnostics import CompileError, Diagnostic
+from .compiler.elaborate import elaborate
+from .compiler.ir import System
+from .compiler.parse import parse
+from .compiler.ranks import ranks
+from .compiler.resolve import Program, resolve
+from .compiler.verify import verify
+
+__version__ = "0.1.0"
+__all__ = ["CompileError", "Diagnostic", "System", "check", "compile", "load", "loads",
+           "__version__"]
+
+PathLike = str | os.PathLike
+
+
+def compile(text: str, path: PathLike | None = None, defines: Mapping[str, int] | None = None,
+            import_roots: Sequence[PathLike] = ()) -> System:
+    """Compile .topo source text to a System: the pipeline, one stage after the other.
+
+    ``path`` names the file (for diagnostics and relative imports), ``defines`` overrides
+    parameters of the file's system (``-D racks=20``), ``import_roots`` allows more folders for
+    imports. Raises ``CompileError`` carrying the diagnostics when the input has errors.
+    """
+    module = parse(text, _display(path))
+    program = resolve(module, path, import_roots)
+    system = elaborate(program, defines)
+    system = ranks(program, system)
+    errors = verify(system)
+    if errors:
+        raise CompileError(errors)
+    return system
+
+
+def load(path: PathLike, defines: Mapping[str, int] | None = None,
+         import_roots: Sequence[PathLike] = ()) -> System:
+    """Read and compile one .topo file (see ``compile``)."""
+    return compile(_read(path), path, defines, import_roots)
+
+
+def loads(text: str, defines: Mapping[str, int] | None = None,
+          import_roots: Sequence[PathLike] = ()) -> System:
+    """Compile .topo text that has no file; imports resolve from the current folder."""
+    return compile(text, None, defines, import_roots)
+
+
+def check(path: PathLike, defines: Mapping[str, int] | None = None,
+          import_roots: Sequence[PathLike] = ()) -> list[Diagnostic]:
+    """Every error diagnostic for one file, [] when it is clean. A file with no ``system``
+    (a library of declarations) is checked as far as its declarations go."""
+    try:
+        text = _read(path)
+        module = parse(text, _display(path))
+        program: Program = resolve(module, path, import_roots)
+        if not program.systems:
+            return []
+        system = ranks(program, elaborate(program, defines))
+        return verify(system)
+    except CompileError as exc:
+        return list(exc.diagnostics)
+
+
+def _read(path: PathLike) -> str:
+    """The file's text; OSError and UnicodeDecodeError go to the caller (a usage/I-O error)."""
+    return Path(path).read_text(encoding="utf-8")
+
+
+def _display(path: PathLike | None) -> str:
+    return "<input>" if path is None else os.fspath(path)
