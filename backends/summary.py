@@ -21,7 +21,7 @@ def render(system: System) -> str:
             f"{human(per['min'], RATE)}..{human(per['max'], RATE)}"
         lanes_txt = str(lanes["min"]) if lanes["min"] == lanes["max"] else \
             f"{lanes['min']}..{lanes['max']}"
-        lines.append(f"  HBM        {human(s['hbm_bytes'], BYTES)} over {s['gpus']} GPUs")
+        lines.append(f"  HBM        {human(s['hbm_bytes'], BYTES)} over {s['gpus']} GPU{'s' if s['gpus'] != 1 else ''}")
         lines.append(f"  NVLink     {human(s['scaleup_bandwidth'], RATE)} both directions "
                      f"({per_txt} and {lanes_txt} lanes per GPU)" if s["scaleup_bandwidth"]
                      else "  NVLink     none")

@@ -22,6 +22,9 @@ _PRETTY = {
 }
 
 
+_WORDS = ("NAME", "NUMBER", "STRING", "UNIT")
+
+
 class _Build(Transformer):
     """Lark tree to syntax nodes; every method sees the node's ``meta`` for its span."""
 
@@ -264,8 +267,14 @@ def _syntax_error(exc: lark.exceptions.UnexpectedInput, source: Source):
                      Span(source, last, end_col, last, end_col + 1))
     tok = exc.token
     width = max(1, len(str(tok)))
-    return error("E100", f"unexpected {_PRETTY.get(tok.type, repr(str(tok)))} '{tok}'; expected "
-                 f"{_expected(exc.expected)}", Span(source, line, col, line, col + width))
+    what = f"{_PRETTY[tok.type]} '{tok}'" if tok.type in _WORDS else f"'{tok}'"
+    return error("E100", f"unexpected {what}; expected {_expected(exc.expected)}",
+                 Span(source, line, col, line, col + width))
+
+
+def _too_deep(source: Source):
+    return error("E296", f"input nested too deeply to read (expressions nest at most "
+                 f"{LIMITS.expression} levels)", Span(source, 1, 1, 0, 0))
 
 
 def parse(text: str, path: str = "<input>") -> s.Module:
@@ -283,8 +292,9 @@ def parse(text: str, path: str = "<input>") -> s.Module:
     except lark.exceptions.VisitError as exc:
         if isinstance(exc.orig_exc, CompileError):
             raise exc.orig_exc from None
+        if isinstance(exc.orig_exc, RecursionError):
+            raise CompileError([_too_deep(source)]) from None
         raise
     except RecursionError:
-        raise CompileError([error("E296", "input nested too deeply to read",
-                                  Span(source, 1, 1, 0, 0))]) from None
+        raise CompileError([_too_deep(source)]) from None
     return s.Module(path, tuple(items.children), Span(source, 1, 1, 0, 0))

@@ -66,9 +66,9 @@ class _Loader:
             candidate = (folder / use.path).resolve()
             if candidate.is_file():
                 if not any(candidate.is_relative_to(r) for r in self.roots):
-                    self.diags.error("E132", f"import '{use.path}' resolves to {candidate}, outside "
-                                     "the importing file's folder and the bundled library",
-                                     use.span)
+                    self.diags.error("E132", f"import '{use.path}' leaves the importing file's "
+                                     "folder and the bundled library (allow more folders with "
+                                     "--import-root)", use.span)
                     return None
                 return candidate
         self.diags.error("E130", f"cannot find '{use.path}' next to this file or in the bundled "

@@ -1,0 +1,39 @@
+"""Shared pytest set-up: golden-file regeneration flag and hypothesis profiles."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parent.parent
+LIBRARY = ROOT / "library"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+# "ci" keeps the property suites quick on a 2-core machine; "thorough" is for local runs:
+#   HYPOTHESIS_PROFILE=thorough pytest
+settings.register_profile("ci", max_examples=40, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=1000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-goldens", action="store_true", default=False,
+                     help="rewrite golden files from the current output (review the diff!)")
+
+
+@pytest.fixture
+def update_goldens(request) -> bool:
+    """True when the run was asked to rewrite golden files."""
+    return request.config.getoption("--update-goldens")
+
+
+def library_file(name: str) -> Path:
+    """The bundled library file with this basename."""
+    matches = sorted(LIBRARY.rglob(name))
+    assert matches, name
+    return matches[0]
