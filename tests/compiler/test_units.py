@@ -1,0 +1,42 @@
+"""Units convert exactly and mixing dimensions is refused."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from topoc.compiler.units import BYTES, RATE, SECONDS, Quantity, human, known_units, unit_scale
+
+
+def test_bits_and_bytes_convert_exactly():
+    assert Quantity.parse("400", "Gb/s") == Quantity.parse("50", "GB/s")
+    assert Quantity.parse("1", "KiB").value == 1024
+    assert Quantity.parse("1", "KB").value == 1000
+    assert Quantity.parse("8", "b").value == 1
+    assert Quantity.parse("0.5", "us") == Quantity(Fraction(1, 2_000_000), SECONDS)
+
+
+def test_dimensions():
+    assert unit_scale("GB")[1] == BYTES
+    assert unit_scale("TB/s")[1] == RATE
+    assert unit_scale("ms")[1] == SECONDS
+    assert unit_scale("parsec") is None
+    with pytest.raises(ValueError):
+        Quantity.parse("1", "furlong")
+
+
+@given(st.sampled_from(known_units()), st.integers(min_value=0, max_value=10**6))
+def test_every_unit_round_trips_through_base_units(unit, n):
+    q = Quantity.parse(str(n), unit)
+    factor, dim = unit_scale(unit)
+    assert q.value == n * factor and q.dim == dim
+
+
+def test_human_units():
+    assert human(1.8e12, RATE) == "1.8 TB/s"
+    assert human(13.392e12, BYTES) == "13.392 TB"
+    assert human(2**30, BYTES, binary=True) == "1 GiB"
+    assert human(5e-6, SECONDS) == "5 us"

@@ -1,0 +1,128 @@
+"""Every bundled system compiles to the hardware its sources describe (hardware.md)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+import topoc
+from topoc.compiler.summary import summarize
+
+from .conftest import library_file
+
+TB = 10**12
+GB = 10**9
+
+# basename -> (devices per kind, NVLink lanes per GPU, NVLink bandwidth per GPU both directions)
+EXPECTED = {
+    "gb200_superchip.topo": ({"cpu": 1, "gpu": 2}, 0, 0),
+    "gb200_tray.topo": ({"cpu": 2, "gpu": 4, "nic": 4}, 0, 0),
+    "gb200_nvl72.topo": ({"cpu": 36, "gpu": 72, "nic": 72, "switch": 18}, 18, 1.8 * TB),
+    "dgx_h100.topo": ({"cpu": 2, "gpu": 8, "nic": 8, "pcie_switch": 8, "switch": 4}, 18, 900 * GB),
+    "hgx_b200.topo": ({"cpu": 2, "gpu": 8, "nic": 8, "pcie_switch": 4, "switch": 2}, 18, 1.8 * TB),
+    "dgx_a100.topo": ({"cpu": 2, "gpu": 8, "nic": 8, "pcie_switch": 4, "switch": 6}, 12, 600 * GB),
+    "pcie_server.topo": ({"cpu": 2, "gpu": 8, "nic": 4, "pcie_switch": 4}, 0, 0),
+    "nvl72_cluster.topo": ({"cpu": 288, "gpu": 576, "nic": 576, "switch": 144,
+                            "net_switch": 32 + 72}, 18, 1.8 * TB),
+    "h100_cluster.topo": ({"cpu": 64, "gpu": 256, "nic": 256, "pcie_switch": 256, "switch": 128,
+                           "net_switch": 8 + 4}, 18, 900 * GB),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(EXPECTED))
+def compiled(request):
+    return request.param, topoc.load(library_file(request.param))
+
+
+def test_device_counts(compiled):
+    name, system = compiled
+    assert dict(Counter(d.kind for d in system.devices)) == EXPECTED[name][0]
+
+
+def test_nvlink_per_gpu(compiled):
+    name, system = compiled
+    _, lanes, bandwidth = EXPECTED[name]
+    for gpu in system.gpus:
+        nvlinks = [link for link in system.links_of(gpu.id) if link.cls == "nvlink"]
+        assert sum(link.lanes for link in nvlinks) == lanes
+        both = sum(link.bandwidth * 2 for link in nvlinks)
+        assert both == pytest.approx(bandwidth)
+
+
+def test_ids_unique_and_hierarchical(compiled):
+    _, system = compiled
+    ids = [d.id for d in system.devices]
+    assert len(ids) == len(set(ids))
+    assert all(i.startswith(system.name + ".") for i in ids)
+    link_ids = [link.id for link in system.links]
+    assert len(link_ids) == len(set(link_ids))
+
+
+def test_nvl72_seed_figures():
+    s = summarize(topoc.load(library_file("gb200_nvl72.topo")))
+    assert s["devices"]["gpu"] == 72 and s["devices"]["cpu"] == 36
+    assert s["devices"]["switch"] == 18
+    assert s["hbm_bytes"] == pytest.approx(13.4 * TB, rel=0.01)
+    assert s["scaleup_bandwidth"] == pytest.approx(129.6 * TB, rel=0.01)
+
+
+def test_gb200_c2c_is_900_gbs_per_superchip():
+    system = topoc.load(library_file("gb200_superchip.topo"))
+    c2c = [link for link in system.links if link.cls == "nvlink_c2c"]
+    assert len(c2c) == 2 and all(link.lanes == 5 for link in c2c)
+    assert sum(link.bandwidth * 2 for link in c2c) == pytest.approx(900 * GB, rel=0.01)
+
+
+def test_dgx_h100_switch_split_and_numa():
+    system = topoc.load(library_file("dgx_h100.topo"))
+    for gpu in system.gpus:
+        split = sorted(link.lanes for link in system.links_of(gpu.id) if link.cls == "nvlink")
+        assert split == [4, 4, 5, 5]
+    g = system.graph
+    # GPU i shares a PCIe switch with NIC i; GPUs 0-3 on socket 0.
+    for i in range(8):
+        assert set(g[f"dgx.gpu{i}"]) >= {f"dgx.pcie{i}"}
+        assert set(g[f"dgx.nic{i}"]) == {f"dgx.pcie{i}"}
+        assert f"dgx.cpu{i // 4}" in g[f"dgx.pcie{i}"]
+
+
+def test_pcie_server_has_gpu_pairs_only_through_host():
+    system = topoc.load(library_file("pcie_server.topo"))
+    g = system.graph
+    # GPUs 0 and 1 share a switch; GPUs 0 and 7 only meet through both sockets.
+    assert set(g["server.gpu0"]) == set(g["server.gpu1"]) == {"server.pcie0"}
+    import networkx as nx
+    path = nx.shortest_path(g, "server.gpu0", "server.gpu7")
+    assert "server.cpu0" in path and "server.cpu1" in path
+
+
+def test_cluster_parameters_sweep():
+    path = library_file("nvl72_cluster.topo")
+    one = topoc.load(path, {"racks": 1})
+    assert len(one.gpus) == 72
+    four = topoc.load(path, {"racks": 4})
+    assert len(four.gpus) == 288
+    assert four.parallel("train").size("dp") == 4
+    nodes = topoc.load(library_file("h100_cluster.topo"), {"nodes": 64})
+    assert len(nodes.gpus) == 512
+
+
+def test_cluster_rails_are_aligned():
+    system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 2})
+    g = system.graph
+    for r in range(2):
+        for t in range(18):
+            for n in range(4):
+                nic = f"cluster.rack{r}.tray{t}.nic{n}"
+                assert f"cluster.leaf{4 * r + n}" in g[nic]
+    # Every leaf reaches the 18 spines of its rail's plane and no other.
+    for leaf in range(8):
+        spines = {v for v in g[f"cluster.leaf{leaf}"] if ".plane" in v}
+        assert spines == {f"cluster.plane{leaf % 4}.spine{k}" for k in range(18)}
+
+
+def test_every_library_file_checks_clean():
+    from topoc import library
+    for path in library.files():
+        assert topoc.check(path) == [], path
