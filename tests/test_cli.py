@@ -1,0 +1,116 @@
+"""The command line: verbs, formats, exit codes, -D, atomic output, determinism."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from topoc.cli import main
+
+from .conftest import library_file
+
+NVL72 = str(library_file("gb200_nvl72.topo"))
+CLUSTER = str(library_file("nvl72_cluster.topo"))
+
+
+def run(*argv, env=None):
+    """Run the installed CLI in a fresh interpreter (as a user would)."""
+    return subprocess.run([sys.executable, "-m", "topoc", *argv], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+def test_compile_summary_reports_seed_figures(capsys):
+    assert main(["compile", NVL72]) == 0
+    out = capsys.readouterr().out
+    assert "72 gpu" in out and "36 cpu" in out and "18 switch" in out
+    assert "13.392 TB" in out and "129.6 TB/s" in out
+
+
+def test_compile_json_follows_the_contract(capsys):
+    assert main(["compile", NVL72, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "topoc.system/1" and doc["name"] == "rack"
+    ids = [d["id"] for d in doc["devices"]]
+    assert ids == sorted(ids) and len(ids) == len(set(ids)) == 198
+    link_ids = [link["id"] for link in doc["links"]]
+    assert link_ids == sorted(link_ids) and len(set(link_ids)) == len(link_ids)
+    for d in doc["devices"]:
+        assert set(d) == {"id", "kind", "model", "rank", "attrs"}
+        assert (d["rank"] is not None) == (d["kind"] == "gpu")
+    assert sorted(d["rank"] for d in doc["devices"] if d["kind"] == "gpu") == list(range(72))
+    for link in doc["links"]:
+        assert set(link) >= {"id", "src", "dst", "class", "type", "lanes", "bandwidth",
+                             "latency", "duplex"}
+    nv = [link for link in doc["links"] if link["class"] == "nvlink"]
+    assert len(nv) == 72 * 18 and all(link["bandwidth"] == 50e9 for link in nv)
+    s = doc["summary"]
+    assert s["devices"] == {"cpu": 36, "gpu": 72, "nic": 72, "switch": 18}
+    assert s["hbm_bytes"] == 72 * 186 * 10**9 and s["scaleup_bandwidth"] == 129.6e12
+
+
+def test_json_is_byte_identical_across_hash_seeds():
+    outs = {run("compile", CLUSTER, "--format", "json", "-D", "racks=2",
+                env={"PYTHONHASHSEED": seed}).stdout for seed in ("0", "1", "12345")}
+    assert len(outs) == 1 and outs.pop().startswith("{")
+
+
+def test_define_overrides_and_bad_defines(capsys):
+    assert main(["compile", CLUSTER, "-D", "racks=1"]) == 0
+    assert "72 gpu" in capsys.readouterr().out
+    assert main(["compile", CLUSTER, "-D", "racks"]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err
+    assert main(["compile", CLUSTER, "-D", "rackz=3"]) == 1
+    assert "did you mean 'racks'" in capsys.readouterr().err
+
+
+def test_output_file_is_written_atomically(tmp_path, capsys):
+    out = tmp_path / "sys.json"
+    assert main(["compile", NVL72, "--format", "json", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["name"] == "rack"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sys.json"]
+    bad = tmp_path / "bad.topo"
+    bad.write_text("group G { g : Nope }\nsystem s : G\n")
+    target = tmp_path / "never.json"
+    assert main(["compile", str(bad), "--format", "json", "-o", str(target)]) == 1
+    assert not target.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.topo", "sys.json"]
+
+
+def test_exit_codes_for_usage_and_io(capsys, tmp_path):
+    assert main(["compile", str(tmp_path / "missing.topo")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main([]) == 2
+    with pytest.raises(SystemExit) as info:
+        main(["compile"])
+    assert info.value.code == 2
+
+
+def test_lint_library_is_clean_and_errors_fail(tmp_path, capsys):
+    from topoc import library
+    assert main(["lint", *map(str, library.files())]) == 0
+    bad = tmp_path / "bad.topo"
+    bad.write_text('use "nvidia/devices.topo"\ngroup G { g[2] : H100 }\nsystem s : G\n'
+                   "parallel p on s { tp = 3 }\n")
+    assert main(["lint", str(bad)]) == 1
+    assert "E302 error" in capsys.readouterr().out
+    assert main(["lint", str(bad), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["diagnostics"][0]["code"] == "E302" and doc["diagnostics"][0]["line"] == 4
+
+
+def test_version_and_help():
+    assert run("--version").stdout.startswith("topoc ")
+    helptext = run("--help").stdout
+    assert "compile" in helptext and "lint" in helptext
+
+
+def test_no_colour_when_not_a_terminal(tmp_path):
+    bad = tmp_path / "bad.topo"
+    bad.write_text("group G { g : Nope }\nsystem s : G\n")
+    result = run("compile", str(bad))
+    assert result.returncode == 1 and "\x1b[" not in result.stderr
+    assert "E110 error" in result.stderr
