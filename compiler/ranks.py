@@ -141,3 +141,23 @@ def ranks(program: Program, system: System) -> System:
     diags.check()
     return attrs.evolve(system, parallels=tuple(strategies))
 
+
+
+def rank_groups(strategy: ParallelStrategy, dim: str) -> list[list[int]]:
+    """The world-rank groups of one dimension, as Megatron's RankGenerator builds them: ranks
+    decompose in mixed radix over ``strategy.order`` (leftmost fastest), and a group holds the
+    ranks that differ only in ``dim``. Groups are listed by their first rank.
+
+    Order tp-pp-dp with sizes 2-2-2 gives dp groups [[0, 4], [1, 5], [2, 6], [3, 7]].
+    """
+    sizes = dict(strategy.sizes)
+    stride = 1
+    for d in strategy.order:
+        if d == dim:
+            break
+        stride *= sizes[d]
+    n = sizes[dim]
+    world = math.prod(sizes.values())
+    block = stride * n
+    return [[base + offset + k * stride for k in range(n)]
+            for base in range(0, world, block) for offset in range(stride)]

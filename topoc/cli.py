@@ -16,7 +16,7 @@ from pathlib import Path
 import topoc
 
 from .backends import REGISTRY
-from .compiler.diagnostics import CompileError, Diagnostic, render_all
+from .compiler.diagnostics import CompileError, Diagnostic, render_all, suggest
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
 
@@ -55,6 +55,9 @@ def write_output(text: str | bytes, out: str | None) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)   # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -109,6 +112,43 @@ def cmd_lint(args) -> int:
     return EXIT_INPUT if failing else EXIT_OK
 
 
+def cmd_render(args) -> int:
+    """topoc render FILE -o OUT.{svg,png,pdf,dot} [--view V] [--parallel P --color D]."""
+    from .backends import render as r
+    fmt = Path(args.output).suffix.lstrip(".").lower() if args.output != "-" else "dot"
+    if fmt not in ("dot", "gv", "svg", "png", "pdf"):
+        raise UsageError(f"cannot tell the format of '{args.output}': use a .svg, .png, .pdf or "
+                         ".dot file")
+    system = _load(args)
+    if args.parallel:
+        names = [p.name for p in system.parallels]
+        if args.parallel not in names:
+            raise UsageError(f"no parallel block '{args.parallel}' in {args.file}"
+                             + suggest(args.parallel, names)
+                             + (f" (it has {', '.join(names)})" if names else ""))
+    elif args.color:
+        raise UsageError("--color needs --parallel NAME")
+    opts = r.Options(args.view, args.parallel, args.color or "tp", tuple(args.highlight or ()))
+    try:
+        data, view = r.render(system, "dot" if fmt == "gv" else fmt, opts)
+    except graphviz_missing() as exc:
+        raise UsageError(f"Graphviz's 'dot' program is needed for .{fmt} output ({exc}); install "
+                         "it with 'apt-get install graphviz' (or your system's package manager), "
+                         "or write a .dot file") from None
+    if args.view is None:
+        print(f"topoc: render: drew the {view} view ({len(system.devices)} devices, "
+              f"{len(system.links)} links); --view {'|'.join(r.VIEWS)} picks another",
+              file=sys.stderr)
+    write_output(data, args.output)
+    return EXIT_OK
+
+
+def graphviz_missing():
+    """The exception graphviz raises when the dot program cannot be run."""
+    import graphviz
+    return (graphviz.ExecutableNotFound, graphviz.CalledProcessError)
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
                    help="override a parameter of the file's system, e.g. -D racks=20")
@@ -133,6 +173,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "json"], default="text")
     _common(p)
     p.set_defaults(func=cmd_lint)
+    p = sub.add_parser("render", help="draw the system with Graphviz")
+    p.add_argument("file")
+    p.add_argument("--view", choices=["physical", "logical", "racks"],
+                   help="default: the most detailed view that stays legible")
+    p.add_argument("--parallel", metavar="NAME", help="colour GPUs by the groups of this strategy")
+    p.add_argument("--color", choices=["tp", "cp", "ep", "dp", "pp"], help="which groups (tp)")
+    p.add_argument("--highlight", action="append", metavar="ID|CLASS",
+                   help="emphasise a device (or everything under an id) or a link class")
+    _common(p)
+    p.set_defaults(func=cmd_render)
+    for action in p._actions:
+        if action.dest == "output":
+            action.required = True
     return ap
 
 

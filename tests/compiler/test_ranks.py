@@ -30,3 +30,15 @@ def test_product_must_match_world():
         topoc.loads(BASE + "parallel p on s { tp = 8 pp = 4 }")
     assert info.value.diagnostics[0].code == "E302"
     assert "16 GPUs" in info.value.diagnostics[0].message
+
+
+def test_megatron_documented_example():
+    # Megatron-LM's RankGenerator docs: order tp-pp-dp, sizes 2-2-2.
+    from topoc.compiler.ranks import rank_groups
+    text = ('use "nvidia/devices.topo"\ngroup G { g[8] : H100 }\nsystem s : G\n'
+            'parallel p on s { tp = 2 pp = 2 dp = 2 order = tp, pp, dp }')
+    p = topoc.loads(text).parallel("p")
+    assert rank_groups(p, "dp") == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert rank_groups(p, "tp") == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert rank_groups(p, "pp") == [[0, 2], [1, 3], [4, 6], [5, 7]]
+    assert rank_groups(p, "cp") == [[r] for r in range(8)]

@@ -1,0 +1,327 @@
+"""``topoc render``: Graphviz diagrams of a compiled system.
+
+Views:
+- ``physical``: every device and link, nested in clusters that follow the hierarchy;
+- ``logical``: each NVLink switch domain drawn as one fabric node, every GPU's lanes into it
+  bundled on one edge;
+- ``racks``: one box per top-level instance (rack, node) with the links between boxes
+  aggregated per link class: the view for large clusters.
+
+The DOT text is built with everything sorted, so the same system gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+
+import attrs
+import graphviz
+
+from ..compiler.ir import System
+from ..compiler.ranks import rank_groups
+from ..compiler.units import RATE, human
+
+VIEWS = ("physical", "logical", "racks")
+#: The default view is the most detailed one whose drawing stays under these counts.
+LEGIBLE_NODES, LEGIBLE_EDGES = 320, 700
+
+KIND_STYLE = {
+    "gpu": {"shape": "box", "fillcolor": "#76b900", "fontcolor": "black"},
+    "cpu": {"shape": "box", "style": "filled,rounded", "fillcolor": "#4f81bd",
+            "fontcolor": "white"},
+    "nic": {"shape": "hexagon", "fillcolor": "#f79646"},
+    "switch": {"shape": "octagon", "fillcolor": "#8064a2", "fontcolor": "white"},
+    "pcie_switch": {"shape": "diamond", "fillcolor": "#bfbfbf"},
+    "net_switch": {"shape": "doubleoctagon", "fillcolor": "#c0504d", "fontcolor": "white"},
+    "fabric": {"shape": "box", "style": "filled,bold", "fillcolor": "#8064a2",
+               "fontcolor": "white"},
+    "unit": {"shape": "box3d", "fillcolor": "#eeeeee"},
+}
+CLASS_COLOR = {"nvlink": "#4e9a06", "nvlink_c2c": "#00a3a3", "pcie": "#555555",
+               "infiniband": "#1f4e9a", "ethernet": "#e36c09", "inter_socket": "#c00000"}
+# Ranks from the host down: CPU, PCIe switches, GPUs and NICs, NVLink switches, the network.
+TIER = {"cpu": 0, "unit": 0, "pcie_switch": 1, "gpu": 2, "nic": 2, "switch": 3, "fabric": 3,
+        "net_switch": 4}
+#: Past this many sibling clusters, ranks run left to right so the clusters stack vertically.
+STACK_CLUSTERS = 4
+PALETTE = ("#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
+           "#f032e6", "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324", "#fffac8",
+           "#800000", "#aaffc3", "#808000", "#ffd8b1", "#000075", "#808080")
+
+
+@attrs.frozen
+class Node:
+    """A drawn box: a device, a fabric or an aggregated unit."""
+
+    id: str
+    kind: str
+    label: str
+    cluster: str        # id prefix of the cluster it sits in ('' for the top)
+
+
+@attrs.frozen
+class Edge:
+    """A drawn line: one link or several bundled (lanes and bandwidth summed)."""
+
+    src: str
+    dst: str
+    cls: str
+    lanes: int
+    bandwidth: float
+    duplex: bool = True
+
+
+@attrs.frozen
+class Options:
+    """What to draw beyond the topology: group colours and highlights."""
+
+    view: str | None = None
+    parallel: str | None = None
+    color: str = "tp"
+    highlight: tuple[str, ...] = ()
+
+
+def _parent(device_id: str) -> str:
+    return device_id.rpartition(".")[0]
+
+
+def _short(device_id: str) -> str:
+    return device_id.rpartition(".")[2]
+
+
+def physical(system: System) -> tuple[list[Node], list[Edge]]:
+    """Every device and every link."""
+    nodes = [Node(d.id, d.kind, f"{_short(d.id)}\n{d.model.name}", _parent(d.id))
+             for d in system.devices]
+    edges = [Edge(link.src, link.dst, link.cls, link.lanes, link.bandwidth, link.duplex)
+             for link in system.links]
+    return nodes, edges
+
+
+def _common_prefix(ids: Iterable[str]) -> str:
+    parts = [i.split(".") for i in ids]
+    common = []
+    for column in zip(*parts):
+        if len(set(column)) != 1:
+            break
+        common.append(column[0])
+    return ".".join(common)
+
+
+def nvlink_domains(system: System) -> dict[str, list[str]]:
+    """NVLink switches grouped by the switch fabric they form (connected through GPUs)."""
+    switches = {d.id for d in system.devices if d.kind == "switch"}
+    parent = {s: s for s in switches}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    gpu_switches: dict[str, list[str]] = defaultdict(list)
+    for link in system.links:
+        if link.cls == "nvlink":
+            for a, b in ((link.src, link.dst), (link.dst, link.src)):
+                if a in switches:
+                    gpu_switches[b].append(a)
+    for members in gpu_switches.values():
+        for s in members[1:]:
+            parent[find(s)] = find(members[0])
+    domains: dict[str, list[str]] = defaultdict(list)
+    for s in sorted(switches):
+        domains[find(s)].append(s)
+    return {min(v): v for v in domains.values()}
+
+
+def logical(system: System) -> tuple[list[Node], list[Edge]]:
+    """NVLink switch domains collapsed into one fabric node each; lanes bundled."""
+    nodes, _ = physical(system)
+    fabric_of: dict[str, str] = {}
+    fabrics = []
+    for members in nvlink_domains(system).values():
+        prefix = _common_prefix(members)
+        fid = f"{prefix}.nvlink_fabric" if prefix else "nvlink_fabric"
+        model = system.device(members[0]).model.name
+        fabrics.append(Node(fid, "fabric", f"NVLink fabric\n{len(members)} x {model}",
+                            prefix if "." in fid else ""))
+        fabric_of.update(dict.fromkeys(members, fid))
+    nodes = [n for n in nodes if n.id not in fabric_of] + fabrics
+    return nodes, _bundle(system, lambda dev: fabric_of.get(dev, dev))
+
+
+def _bundle(system: System, where) -> list[Edge]:
+    """Links mapped through ``where`` (device -> drawn node), merged per node pair and class."""
+    merged: dict[tuple, list] = {}
+    for link in system.links:
+        a, b = where(link.src), where(link.dst)
+        if a == b:
+            continue
+        key = (min(a, b), max(a, b), link.cls, link.duplex) if link.duplex else \
+            (a, b, link.cls, False)
+        acc = merged.setdefault(key, [0, 0.0])
+        acc[0] += link.lanes
+        acc[1] += link.bandwidth
+    return [Edge(k[0], k[1], k[2], lanes, bw, k[3]) for k, (lanes, bw) in merged.items()]
+
+
+def racks(system: System) -> tuple[list[Node], list[Edge]]:
+    """One box per top-level instance; links between boxes aggregated per class."""
+    prefix = system.name + "."
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    single: dict[str, str] = {}
+    for d in system.devices:
+        unit = prefix + d.id[len(prefix):].split(".", 1)[0]
+        counts[unit][d.kind] += 1
+        single[unit] = d.model.name if unit == d.id else ""
+    nodes = []
+    for unit, kinds in counts.items():
+        if single[unit]:
+            kind = next(iter(kinds))
+            nodes.append(Node(unit, kind, f"{_short(unit)}\n{single[unit]}", ""))
+        else:
+            body = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+            nodes.append(Node(unit, "unit", f"{_short(unit)}\n{body}", ""))
+    return nodes, _bundle(system, lambda dev: prefix + dev[len(prefix):].split(".", 1)[0])
+
+
+BUILDERS = {"physical": physical, "logical": logical, "racks": racks}
+
+
+def choose_view(system: System) -> str:
+    """The most detailed view that stays legible (see LEGIBLE_NODES / LEGIBLE_EDGES)."""
+    if len(system.devices) <= LEGIBLE_NODES and len(system.links) <= LEGIBLE_EDGES:
+        return "physical"
+    nodes, edges = logical(system)
+    if len(nodes) <= LEGIBLE_NODES and len(edges) <= LEGIBLE_EDGES:
+        return "logical"
+    return "racks"
+
+
+def _natural(name: str) -> tuple:
+    """Sort key that puts tray2 before tray10."""
+    stem = name.rstrip("0123456789")
+    digits = name[len(stem):]
+    return (stem, int(digits) if digits else -1)
+
+
+def _penwidth(bandwidth: float) -> str:
+    # 1 at <= 25 GB/s, about +1 per doubling, capped so bundles stay readable.
+    return f"{min(8.0, 1.0 + max(0.0, math.log2(bandwidth / 25e9))):.2f}"
+
+
+def _group_colors(system: System, opts: Options) -> dict[str, tuple[str, str]]:
+    if not opts.parallel:
+        return {}
+    strategy = system.parallel(opts.parallel)
+    out = {}
+    for index, ranks in enumerate(rank_groups(strategy, opts.color)):
+        for r in ranks:
+            out[system.gpus[r].id] = (PALETTE[index % len(PALETTE)], f"{opts.color}:{index}")
+    return out
+
+
+def _highlighted(opts: Options, node_id: str) -> bool:
+    return any(node_id == h or node_id.startswith(h + ".") for h in opts.highlight)
+
+
+def _legend(kinds: set[str], classes: set[str], opts: Options, view: str) -> str:
+    rows = [f'<TR><TD COLSPAN="2"><B>{view} view</B></TD></TR>']
+    for kind in sorted(kinds):
+        color = KIND_STYLE[kind]["fillcolor"]
+        rows.append(f'<TR><TD BGCOLOR="{color}" WIDTH="24"></TD><TD ALIGN="LEFT">{kind}</TD></TR>')
+    for cls in sorted(classes):
+        rows.append(f'<TR><TD><FONT COLOR="{CLASS_COLOR[cls]}"><B>&#8212;&#8212;</B></FONT></TD>'
+                    f'<TD ALIGN="LEFT">{cls}</TD></TR>')
+    if opts.parallel:
+        rows.append(f'<TR><TD COLSPAN="2">GPU colour: {opts.color} group</TD></TR>')
+    return f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0">{"".join(rows)}</TABLE>>'
+
+
+def dot_source(system: System, opts: Options = Options()) -> tuple[str, str]:
+    """The DOT text for ``system`` and the view it shows."""
+    view = opts.view or choose_view(system)
+    nodes, edges = BUILDERS[view](system)
+    colors = _group_colors(system, opts)
+    g = graphviz.Graph(name=system.name, strict=False)
+    tops = {n.cluster.split(".")[1] if n.cluster.count(".") >= 1 else "" for n in nodes}
+    rankdir = "LR" if len(tops) > STACK_CLUSTERS else "TB"
+    g.attr(rankdir=rankdir, compound="true", newrank="true", fontname="Helvetica",
+           label=f"{system.name} ({view} view)", labelloc="t", fontsize="20", nodesep="0.15",
+           ranksep="0.6")
+    g.attr("node", style="filled", fontname="Helvetica", fontsize="10")
+    g.attr("edge", fontname="Helvetica", fontsize="8")
+
+    by_cluster: dict[str, list[Node]] = defaultdict(list)
+    for n in nodes:
+        by_cluster[n.cluster].append(n)
+    # Every ancestor of a used cluster is a cluster too, so the nesting is complete.
+    clusters = set()
+    for c in by_cluster:
+        while c and c != system.name:
+            clusters.add(c)
+            c = _parent(c)
+    children: dict[str, list[str]] = defaultdict(list)
+    for c in clusters:
+        p = _parent(c)
+        children[p if p in clusters else ""].append(c)
+
+    def emit(graph, cluster: str) -> None:
+        for n in sorted(by_cluster.get(cluster, ()), key=lambda n: n.id):
+            style = dict(KIND_STYLE[n.kind])
+            label = n.label
+            if n.id in colors:
+                style["fillcolor"], tag = colors[n.id]
+                label = f"{label}\n{tag}"
+            if _highlighted(opts, n.id):
+                style.update(penwidth="4", color="red")
+            graph.node(n.id, label=label, **style)
+        for c in sorted(children.get(cluster, ())):
+            with graph.subgraph(name=f"cluster_{c}") as sub:
+                sub.attr(label=_short(c), style="rounded", color="#999999", fontsize="12")
+                emit(sub, c)
+    emit(g, "")
+    if system.name in by_cluster:
+        emit(g, system.name)
+
+    tier = {n.id: TIER[n.kind] for n in nodes}
+    if rankdir == "LR":
+        # The second half of the stacked clusters mirrors onto the far side of what they share
+        # (an NVLink fabric, a spine), so a rack reads as trays around its switch fabric.
+        ordered = sorted(tops - {""}, key=_natural)
+        flipped = set(ordered[len(ordered) // 2:])
+        for n in nodes:
+            if n.cluster.count(".") >= 1 and n.cluster.split(".")[1] in flipped:
+                tier[n.id] = 2 * max(TIER.values()) + 2 - tier[n.id]
+    classes = set()
+    for e in sorted(edges, key=lambda e: (e.src, e.dst, e.cls)):
+        if e.duplex and tier[e.src] > tier[e.dst]:
+            e = attrs.evolve(e, src=e.dst, dst=e.src)   # dot ranks the tail above the head
+        classes.add(e.cls)
+        lanes = f"x{e.lanes} " if e.lanes > 1 else ""
+        attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": _penwidth(e.bandwidth),
+                  "label": f"{lanes}{human(e.bandwidth, RATE)}"}
+        if not e.duplex:
+            attrs_["dir"] = "forward"
+        if opts.highlight:
+            if e.cls in opts.highlight or _highlighted(opts, e.src) or _highlighted(opts, e.dst):
+                attrs_["penwidth"] = "4"
+            else:
+                attrs_["color"] += "40"   # fade what is not highlighted
+        g.edge(e.src, e.dst, **attrs_)
+    kinds = {n.kind for n in nodes}
+    g.node("legend", label=_legend(kinds, classes, opts, view), shape="plaintext",
+           style="", fillcolor="")
+    return g.source, view
+
+
+def render(system: System, fmt: str = "dot", opts: Options = Options()) -> tuple[bytes, str]:
+    """The diagram as bytes in ``fmt`` (dot, svg, png, pdf) and the view drawn.
+
+    Raises ``graphviz.ExecutableNotFound`` when a picture is asked for and ``dot`` is missing.
+    """
+    source, view = dot_source(system, opts)
+    if fmt == "dot":
+        return source.encode("utf-8"), view
+    return graphviz.pipe("dot", fmt, source.encode("utf-8")), view
