@@ -38,12 +38,15 @@ KIND_STYLE = {
     "fabric": {"shape": "box", "style": "filled,bold", "fillcolor": "#8064a2",
                "fontcolor": "white"},
     "unit": {"shape": "box3d", "fillcolor": "#eeeeee"},
+    "netunit": {"shape": "box3d", "fillcolor": "#e6b9b8"},
 }
 CLASS_COLOR = {"nvlink": "#4e9a06", "nvlink_c2c": "#00a3a3", "pcie": "#555555",
                "infiniband": "#1f4e9a", "ethernet": "#e36c09", "inter_socket": "#c00000"}
+LEGEND_NAME = {"unit": "rack / node (group)", "netunit": "switch group", "fabric": "NVLink fabric",
+               "switch": "NVLink switch", "net_switch": "network switch"}
 # Ranks from the host down: CPU, PCIe switches, GPUs and NICs, NVLink switches, the network.
 TIER = {"cpu": 0, "unit": 0, "pcie_switch": 1, "gpu": 2, "nic": 2, "switch": 3, "fabric": 3,
-        "net_switch": 4}
+        "net_switch": 4, "netunit": 5}
 #: Past this many sibling clusters, ranks run left to right so the clusters stack vertically.
 STACK_CLUSTERS = 4
 PALETTE = ("#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
@@ -182,7 +185,9 @@ def racks(system: System) -> tuple[list[Node], list[Edge]]:
             nodes.append(Node(unit, kind, f"{_short(unit)}\n{single[unit]}", ""))
         else:
             body = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-            nodes.append(Node(unit, "unit", f"{_short(unit)}\n{body}", ""))
+            # Boxes of network switches only (a spine plane) sit below the leaves.
+            kind = "netunit" if set(kinds) == {"net_switch"} else "unit"
+            nodes.append(Node(unit, kind, f"{_short(unit)}\n{body}", ""))
     return nodes, _bundle(system, lambda dev: prefix + dev[len(prefix):].split(".", 1)[0])
 
 
@@ -230,7 +235,8 @@ def _legend(kinds: set[str], classes: set[str], opts: Options, view: str) -> str
     rows = [f'<TR><TD COLSPAN="2"><B>{view} view</B></TD></TR>']
     for kind in sorted(kinds):
         color = KIND_STYLE[kind]["fillcolor"]
-        rows.append(f'<TR><TD BGCOLOR="{color}" WIDTH="24"></TD><TD ALIGN="LEFT">{kind}</TD></TR>')
+        name = LEGEND_NAME.get(kind, kind)
+        rows.append(f'<TR><TD BGCOLOR="{color}" WIDTH="24"></TD><TD ALIGN="LEFT">{name}</TD></TR>')
     for cls in sorted(classes):
         rows.append(f'<TR><TD><FONT COLOR="{CLASS_COLOR[cls]}"><B>&#8212;&#8212;</B></FONT></TD>'
                     f'<TD ALIGN="LEFT">{cls}</TD></TR>')

@@ -1,0 +1,99 @@
+"""Diagrams: golden DOT per view, real SVG/PNG when dot is installed, escaping, CLI errors."""
+
+from __future__ import annotations
+
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import topoc
+from topoc.backends import render as r
+from topoc.cli import main
+from topoc.compiler.ir import Device, DeviceModel, Link, LinkType, System
+
+from ..conftest import GOLDEN
+
+RENDER = GOLDEN / "render"
+CASES = [("nvl72", "physical"), ("nvl72", "logical"), ("dgx_h100", None),
+         ("pcie_server", None), ("cluster8", "racks")]
+HAS_DOT = shutil.which("dot") is not None
+
+
+@pytest.mark.parametrize("name,view", CASES)
+def test_golden_dot(name, view, update_goldens):
+    system = topoc.load(RENDER / f"{name}.topo")
+    source, chosen = r.dot_source(system, r.Options(view=view))
+    golden = RENDER / f"{name}.{chosen}.dot"
+    if update_goldens:
+        golden.write_text(source)
+    assert source == golden.read_text()
+
+
+def test_default_view_stays_legible():
+    rack = topoc.load(RENDER / "nvl72.topo")
+    assert r.choose_view(rack) == "logical"
+    nodes, edges = r.logical(rack)
+    assert len([n for n in nodes if n.kind == "fabric"]) == 1
+    assert len(nodes) == 198 - 18 + 1
+    gpu_edges = [e for e in edges if e.cls == "nvlink"]
+    assert len(gpu_edges) == 72 and {e.lanes for e in gpu_edges} == {18}
+    assert r.choose_view(topoc.load(RENDER / "dgx_h100.topo")) == "physical"
+    assert r.choose_view(topoc.load(RENDER / "cluster8.topo")) == "racks"
+
+
+def test_racks_view_aggregates_links():
+    nodes, edges = r.racks(topoc.load(RENDER / "cluster8.topo"))
+    units = {n.id for n in nodes if n.kind == "unit"}
+    assert units == {f"cluster.rack{i}" for i in range(8)}
+    rack_leaf = [e for e in edges if e.src == "cluster.rack0" or e.dst == "cluster.rack0"]
+    assert len(rack_leaf) == 4 and all(e.lanes == 18 for e in rack_leaf)
+
+
+def test_group_colour_overlay():
+    system = topoc.load(GOLDEN.parent.parent / "library/nvidia/nvl72_cluster.topo", {"racks": 1})
+    source, _ = r.dot_source(system, r.Options(view="physical", parallel="train", color="tp"))
+    assert source.count("tp:0") == 8 and source.count("tp:8") == 8
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz dot not installed")
+def test_svg_and_png_render(tmp_path):
+    svg = tmp_path / "dgx.svg"
+    assert main(["render", str(RENDER / "dgx_h100.topo"), "-o", str(svg)]) == 0
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    png = tmp_path / "rack.png"
+    assert main(["render", str(RENDER / "nvl72.topo"), "-o", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz dot not installed")
+def test_hostile_names_are_escaped(tmp_path):
+    gpu = DeviceModel('G "x" \\ <b>', "gpu")
+    lt = LinkType("l", "nvlink", 1e9, 0.0)
+    ids = ['s."quoted" id', 's.dash-ed.ünï', 's.back\\slash']
+    system = System("s", tuple(Device(i, gpu) for i in ids),
+                    (Link("x", ids[0], ids[1], lt, 1), Link("y", ids[1], ids[2], lt, 2)))
+    data, _ = r.render(system, "svg", r.Options(view="physical"))
+    text = ET.fromstring(data).itertext()
+    joined = " ".join(text)
+    assert '"quoted" id' in joined and "ünï" in joined
+
+
+def test_missing_dot_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    out = tmp_path / "x.png"
+    assert main(["render", str(RENDER / "dgx_h100.topo"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "apt-get install graphviz" in err and not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_render_cli_errors(tmp_path, capsys):
+    dgx = str(RENDER / "dgx_h100.topo")
+    assert main(["render", dgx, "-o", str(tmp_path / "x.jpg2")]) == 2
+    assert main(["render", dgx, "-o", str(tmp_path / "x.dot"), "--parallel", "nope"]) == 2
+    assert "no parallel block" in capsys.readouterr().err
+    assert main(["render", dgx, "-o", str(tmp_path / "x.dot"), "--color", "tp"]) == 2
+    assert main(["render", dgx, "-o", str(tmp_path / "x.dot"), "--view", "physical"]) == 0
+    assert (tmp_path / "x.dot").read_text().startswith("graph dgx {")
