@@ -310,6 +310,8 @@ def dot_source(system: System, opts: Options = Options()) -> tuple[str, str]:
                   "label": f"{lanes}{human(e.bandwidth, RATE)}"}
         if not e.duplex:
             attrs_["dir"] = "forward"
+        if tier[e.src] == tier[e.dst]:
+            attrs_["constraint"] = "false"   # peers (two sockets) stay on one rank
         if opts.highlight:
             if e.cls in opts.highlight or _highlighted(opts, e.src) or _highlighted(opts, e.dst):
                 attrs_["penwidth"] = "4"
