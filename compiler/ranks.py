@@ -15,7 +15,7 @@ from . import syntax as s
 from .diagnostics import Collector, Note, suggest
 from .exprs import EvalError, evaluate
 from .ir import COLLECTIVES, DEFAULT_ORDER, PARALLEL_DIMS, ParallelStrategy, System, TrafficFlow
-from .resolve import Program
+from .resolve import Program, unique
 from .units import BYTES, NUMBER, SECONDS
 
 SETTINGS = (*PARALLEL_DIMS, "order", "microbatches", "compute")
@@ -54,18 +54,13 @@ def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> Paralle
     sizes: dict[str, int] = {}
     auto = None
     order, microbatches, compute = DEFAULT_ORDER, 1, None
-    seen = {}
-    for item in decl.settings:
-        if item.key in seen:
-            diags.error("E122", f"'{item.key}' is set twice", item.span,
-                        Note("first set here", seen[item.key]))
-            continue
-        seen[item.key] = item.span
+    seen = unique(decl.settings, diags)
+    for item in seen.values():
         if item.key in PARALLEL_DIMS:
             if isinstance(item.value, s.Auto):
                 if auto is not None:
                     diags.error("E303", "only one dimension can be 'auto'", item.span,
-                                Note("the other 'auto'", seen[auto]))
+                                Note("the other 'auto'", seen[auto].span))
                 auto = item.key
             else:
                 n = _int(item.value, item.key, diags)
@@ -90,7 +85,7 @@ def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> Paralle
     if auto is not None:
         if known == 0 or world % known:
             diags.error("E302", f"'{auto} = auto' needs {world} GPUs to divide by the other "
-                        f"sizes, whose product is {known}", seen[auto])
+                        f"sizes, whose product is {known}", seen[auto].span)
             return None
         sizes[auto] = world // known
     elif known != world:

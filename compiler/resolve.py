@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from . import syntax as s
-from .diagnostics import Collector, CompileError, Note, Span, error, suggest
+from .diagnostics import Collector, CompileError, Note, Span, suggest
 from .ir import DEVICE_KINDS, LINK_CLASSES, DeviceModel, LinkType
 from .limits import LIMITS
 from .parse import parse
@@ -149,17 +149,23 @@ def _check_value(key: str, value: s.Value, want: Any, diags: Collector) -> Any:
     return q.as_number()
 
 
+def unique(settings: Sequence[s.Attr], diags: Collector) -> dict[str, s.Attr]:
+    """Settings by key, in order; a key set again is reported (E122) and the repeat dropped."""
+    out: dict[str, s.Attr] = {}
+    for attr in settings:
+        if attr.key in out:
+            diags.error("E122", f"'{attr.key}' is set twice", attr.span,
+                        Note("first set here", out[attr.key].span))
+            continue
+        out[attr.key] = attr
+    return out
+
+
 def _attributes(decl, schema: dict[str, Any], what: str, diags: Collector):
     """Checked (key, value) pairs and the port budget of one declaration."""
     values: dict[str, Any] = {}
     ports: dict[str, int] = {}
-    seen: dict[str, Span] = {}
-    for attr in decl.attrs:
-        if attr.key in seen:
-            diags.error("E122", f"'{attr.key}' is set twice", attr.span,
-                        Note("first set here", seen[attr.key]))
-            continue
-        seen[attr.key] = attr.span
+    for attr in unique(decl.attrs, diags).values():
         if attr.key.startswith("ports.") and what == "device":
             cls = attr.key[len("ports."):]
             if cls not in LINK_CLASSES:
