@@ -41,6 +41,7 @@ class Template:
     links: list[tuple[str, str, LinkType, int, bool, Span]]
     devices: int
     total_links: int
+    params: dict[str, int] = attrs.Factory(dict)
 
 
 class _Elaborator:
@@ -64,7 +65,7 @@ class _Elaborator:
         if env is None:
             self.cache[key] = None
             return None
-        t = Template(decl.name, {}, [], 0, 0)
+        t = Template(decl.name, {}, [], 0, 0, dict(env))
         self.cache[key] = None  # a recursive use of this key during elaboration sees None
         for stmt in decl.body:
             try:
@@ -344,6 +345,5 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
     devices: list[Device] = []
     links: dict[tuple, Link] = {}
     _instantiate(t, f"{decl.name}.", devices, links)
-    bound = elab.bind_params(group, args, decl.span) or {}
     return System(decl.name, tuple(devices), tuple(links.values()), (),
-                  tuple(sorted(bound.items())), decl.span)
+                  tuple(sorted(t.params.items())), decl.span)
