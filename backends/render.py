@@ -54,6 +54,10 @@ PALETTE = ("#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#4
            "#800000", "#aaffc3", "#808000", "#ffd8b1", "#000075", "#808080")
 
 
+class DotMissing(Exception):
+    """A picture format was asked for and Graphviz's ``dot`` could not run."""
+
+
 @attrs.frozen
 class Node:
     """A drawn box: a device, a fabric or an aggregated unit."""
@@ -194,14 +198,16 @@ def racks(system: System) -> tuple[list[Node], list[Edge]]:
 BUILDERS = {"physical": physical, "logical": logical, "racks": racks}
 
 
-def choose_view(system: System) -> str:
-    """The most detailed view that stays legible (see LEGIBLE_NODES / LEGIBLE_EDGES)."""
-    if len(system.devices) <= LEGIBLE_NODES and len(system.links) <= LEGIBLE_EDGES:
-        return "physical"
-    nodes, edges = logical(system)
-    if len(nodes) <= LEGIBLE_NODES and len(edges) <= LEGIBLE_EDGES:
-        return "logical"
-    return "racks"
+def choose_view(system: System) -> tuple[str, list[Node], list[Edge]]:
+    """The most detailed view that stays legible (LEGIBLE_NODES / LEGIBLE_EDGES), built."""
+    for view in ("physical", "logical"):
+        if view == "physical" and (len(system.devices) > LEGIBLE_NODES
+                                   or len(system.links) > LEGIBLE_EDGES):
+            continue   # counted without building: the physical view has one box per device
+        nodes, edges = BUILDERS[view](system)
+        if len(nodes) <= LEGIBLE_NODES and len(edges) <= LEGIBLE_EDGES:
+            return view, nodes, edges
+    return ("racks", *racks(system))
 
 
 def _natural(name: str) -> tuple:
@@ -247,8 +253,10 @@ def _legend(kinds: set[str], classes: set[str], opts: Options, view: str) -> str
 
 def dot_source(system: System, opts: Options = Options()) -> tuple[str, str]:
     """The DOT text for ``system`` and the view it shows."""
-    view = opts.view or choose_view(system)
-    nodes, edges = BUILDERS[view](system)
+    if opts.view:
+        view, (nodes, edges) = opts.view, BUILDERS[opts.view](system)
+    else:
+        view, nodes, edges = choose_view(system)
     colors = _group_colors(system, opts)
     g = graphviz.Graph(name=system.name, strict=False)
     tops = {n.cluster.split(".")[1] if n.cluster.count(".") >= 1 else "" for n in nodes}
@@ -327,9 +335,14 @@ def dot_source(system: System, opts: Options = Options()) -> tuple[str, str]:
 def render(system: System, fmt: str = "dot", opts: Options = Options()) -> tuple[bytes, str]:
     """The diagram as bytes in ``fmt`` (dot, svg, png, pdf) and the view drawn.
 
-    Raises ``graphviz.ExecutableNotFound`` when a picture is asked for and ``dot`` is missing.
+    Raises ``DotMissing`` when a picture is asked for and Graphviz's ``dot`` cannot run.
     """
     source, view = dot_source(system, opts)
     if fmt == "dot":
         return source.encode("utf-8"), view
-    return graphviz.pipe("dot", fmt, source.encode("utf-8")), view
+    try:
+        return graphviz.pipe("dot", fmt, source.encode("utf-8")), view
+    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError) as exc:
+        raise DotMissing(f"Graphviz's 'dot' program is needed for .{fmt} output ({exc}); install "
+                         "it with 'apt-get install graphviz' (or your system's package manager), "
+                         "or write a .dot file") from None

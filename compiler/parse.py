@@ -55,10 +55,7 @@ class _Build(Transformer):
     def quantity(self, meta, children):
         number, unit = children
         span = self._span(meta)
-        digits = str(number).replace("_", "")
-        if len(digits) > LIMITS.number_digits:
-            raise CompileError([error("E297", f"number literal longer than {LIMITS.number_digits} "
-                                      "characters", span)])
+        _digits(number, span)
         text = f"{number} {unit}" if unit else str(number)
         return s.QuantityValue(s.Quantity.parse(str(number), str(unit) if unit else None), text, span)
 
@@ -100,12 +97,8 @@ class _Build(Transformer):
     # -- expressions
     @v_args(meta=True)
     def num(self, meta, children):
-        text = str(children[0]).replace("_", "")
         span = self._span(meta)
-        if len(text) > LIMITS.number_digits:
-            raise CompileError([error("E297", f"number literal longer than {LIMITS.number_digits} "
-                                      "characters", span)])
-        value = Fraction(text)
+        value = Fraction(_digits(children[0], span))
         if value.denominator != 1:
             raise CompileError([error("E205", f"expected a whole number, found '{children[0]}'",
                                       span)])
@@ -233,6 +226,15 @@ class _Build(Transformer):
         flows = tuple(f for i in items if isinstance(i, tuple) for f in i[1])
         return s.ParallelDecl(str(name), str(system), settings, flows, self._span(meta),
                               self._tok(system))
+
+
+def _digits(token, span: Span) -> str:
+    """The literal without digit separators, refused past the length limit (E297)."""
+    text = str(token).replace("_", "")
+    if len(text) > LIMITS.number_digits:
+        raise CompileError([error("E297", f"number literal longer than {LIMITS.number_digits} "
+                                  "characters", span)])
+    return text
 
 
 def _unescape(raw: str) -> str:

@@ -25,22 +25,19 @@ def port_usage(system: System) -> dict[tuple[str, str], int]:
 def verify(system: System) -> list[Diagnostic]:
     """Error diagnostics for port budgets exceeded (E220); empty when the system is sound."""
     over: dict[tuple, list[tuple[str, int, int]]] = defaultdict(list)
-    budgets = {}
     for (dev_id, cls), lanes in port_usage(system).items():
         device = system.device(dev_id)
         budget = device.model.port_budget(cls)
         if budget is not None and lanes > budget:
-            key = (device.span, device.model.name, cls)
-            over[key].append((dev_id, lanes, budget))
-            budgets[key] = device.model
+            over[device.span, device.model, cls].append((dev_id, lanes, budget))
     out = []
     for key in sorted(over, key=lambda k: (k[0].path, k[0].line, k[0].col, k[2])):
-        span, model_name, cls = key
-        cases = sorted(over[key])
+        span, model, cls = key
+        cases = over[key]
         worst = max(cases, key=lambda c: (c[1], c[0]))
         many = f"{len(cases)} devices, e.g. " if len(cases) > 1 else ""
         out.append(error(
             "E220", f"port budget exceeded: {many}{worst[0]} has {worst[1]} {cls} lanes, but "
-            f"{model_name} has ports.{cls} = {worst[2]}", span,
-            Note(f"{model_name} declared here", budgets[key].span)))
+            f"{model.name} has ports.{cls} = {worst[2]}", span,
+            Note(f"{model.name} declared here", model.span)))
     return out

@@ -131,10 +131,8 @@ def cmd_render(args) -> int:
     opts = r.Options(args.view, args.parallel, args.color or "tp", tuple(args.highlight or ()))
     try:
         data, view = r.render(system, "dot" if fmt == "gv" else fmt, opts)
-    except graphviz_missing() as exc:
-        raise UsageError(f"Graphviz's 'dot' program is needed for .{fmt} output ({exc}); install "
-                         "it with 'apt-get install graphviz' (or your system's package manager), "
-                         "or write a .dot file") from None
+    except r.DotMissing as exc:
+        raise UsageError(str(exc)) from None
     if args.view is None:
         print(f"topoc: render: drew the {view} view ({len(system.devices)} devices, "
               f"{len(system.links)} links); --view {'|'.join(r.VIEWS)} picks another",
@@ -143,18 +141,13 @@ def cmd_render(args) -> int:
     return EXIT_OK
 
 
-def graphviz_missing():
-    """The exception graphviz raises when the dot program cannot be run."""
-    import graphviz
-    return (graphviz.ExecutableNotFound, graphviz.CalledProcessError)
-
-
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, output_required: bool = False) -> None:
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
                    help="override a parameter of the file's system, e.g. -D racks=20")
     p.add_argument("--import-root", action="append", metavar="DIR",
                    help="also allow imports from DIR (besides the file's folder and the library)")
-    p.add_argument("-o", "--output", metavar="PATH", help="write here (atomically); '-' is stdout")
+    p.add_argument("-o", "--output", metavar="PATH", required=output_required,
+                   help="write here (atomically); '-' is stdout")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -181,11 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--color", choices=["tp", "cp", "ep", "dp", "pp"], help="which groups (tp)")
     p.add_argument("--highlight", action="append", metavar="ID|CLASS",
                    help="emphasise a device (or everything under an id) or a link class")
-    _common(p)
+    _common(p, output_required=True)
     p.set_defaults(func=cmd_render)
-    for action in p._actions:
-        if action.dest == "output":
-            action.required = True
     return ap
 
 

@@ -32,14 +32,14 @@ def test_golden_dot(name, view, update_goldens):
 
 def test_default_view_stays_legible():
     rack = topoc.load(RENDER / "nvl72.topo")
-    assert r.choose_view(rack) == "logical"
+    assert r.choose_view(rack)[0] == "logical"
     nodes, edges = r.logical(rack)
     assert len([n for n in nodes if n.kind == "fabric"]) == 1
     assert len(nodes) == 198 - 18 + 1
     gpu_edges = [e for e in edges if e.cls == "nvlink"]
     assert len(gpu_edges) == 72 and {e.lanes for e in gpu_edges} == {18}
-    assert r.choose_view(topoc.load(RENDER / "dgx_h100.topo")) == "physical"
-    assert r.choose_view(topoc.load(RENDER / "cluster8.topo")) == "racks"
+    assert r.choose_view(topoc.load(RENDER / "dgx_h100.topo"))[0] == "physical"
+    assert r.choose_view(topoc.load(RENDER / "cluster8.topo"))[0] == "racks"
 
 
 def test_racks_view_aggregates_links():
