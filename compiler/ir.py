@@ -149,6 +149,12 @@ class System:
         return graph(self)
 
     @functools.cached_property
+    def locality(self):
+        """Islands, NVLink domains, sockets and NICs of the GPUs (``compiler.locality``)."""
+        from .locality import Locality
+        return Locality(self)
+
+    @functools.cached_property
     def device_index(self) -> dict[str, Device]:
         """Devices by id."""
         return {d.id: d for d in self.devices}

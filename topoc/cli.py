@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import os
 import sys
 import tempfile
@@ -141,6 +142,45 @@ def cmd_render(args) -> int:
     return EXIT_OK
 
 
+def cmd_schedule(args) -> int:
+    """topoc schedule FILE (--parallel P --group KIND[:I] | --ranks LIST) --collective C ..."""
+    from .backends import nccl_log, schedule_json
+    from .compiler.ranks import GroupError, select_group
+    from .compiler.route import NoRoute
+    from .compiler.schedule import ScheduleError, schedule
+    system = _load(args)
+    try:
+        group = select_group(system, args.group, args.parallel, args.ranks)
+    except GroupError as exc:
+        raise UsageError(str(exc)) from None
+    nbytes = parse_size(args.size)
+    if args.rank is not None and args.rank not in group.ranks:
+        raise UsageError(f"rank {args.rank} is not in group {group.name}")
+    try:
+        sched = schedule(system, group, args.collective, args.algorithm, nbytes, args.channels,
+                         args.chunks, args.root)
+        backend = schedule_json if args.format == "json" else nccl_log
+        text = backend.render(system, sched, args.rank)
+    except (ScheduleError, NoRoute) as exc:
+        print(f"{args.file}: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    write_output(text, args.output)
+    return EXIT_OK
+
+
+def parse_size(text: str) -> int:
+    """'1GiB', '64 MiB', '4096' -> bytes."""
+    from .compiler.units import BYTES, Quantity
+    m = re.fullmatch(r"\s*([\d_]+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text or "")
+    try:
+        q = Quantity.parse(m.group(1), m.group(2) or None) if m else None
+    except ValueError:
+        q = None
+    if q is None or q.dim not in (BYTES, (0, 0)) or q.value < 1 or q.value.denominator != 1:
+        raise UsageError(f"'{text}' is not a size in bytes, as in 1GiB or 64MiB")
+    return int(q.value)
+
+
 def _common(p: argparse.ArgumentParser, output_required: bool = False) -> None:
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
                    help="override a parameter of the file's system, e.g. -D racks=20")
@@ -176,6 +216,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="emphasise a device (or everything under an id) or a link class")
     _common(p, output_required=True)
     p.set_defaults(func=cmd_render)
+    p = sub.add_parser("schedule", help="plan a collective on a group, every transfer routed")
+    p.add_argument("file")
+    p.add_argument("--parallel", metavar="NAME", help="the strategy whose groups --group names")
+    p.add_argument("--group", metavar="KIND[:INDEX]", help="tp:0, dp:3, ... or world")
+    p.add_argument("--ranks", metavar="LIST", help="an ad-hoc group of world ranks: 0..7,16")
+    p.add_argument("--collective", required=True,
+                   choices=["allreduce", "reducescatter", "allgather", "broadcast", "reduce",
+                            "alltoall", "sendrecv"])
+    p.add_argument("--size", default="1GiB", help="bytes per rank (default 1GiB)")
+    p.add_argument("--algorithm", default="auto",
+                   choices=["auto", "ring", "tree", "nvls", "hierarchical", "direct", "pairwise"])
+    p.add_argument("--channels", type=int, help="rings run side by side (ring; default 2)")
+    p.add_argument("--chunks", type=int, help="slots the data is cut into (default per algorithm)")
+    p.add_argument("--root", type=int, default=0, help="group position of the root (broadcast, "
+                   "reduce)")
+    p.add_argument("--format", choices=["json", "nccl"], default="json")
+    p.add_argument("--rank", type=int, metavar="R", help="only the steps of world rank R")
+    _common(p)
+    p.set_defaults(func=cmd_schedule)
     return ap
 
 

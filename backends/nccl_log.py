@@ -1,0 +1,46 @@
+"""``topoc schedule --format nccl``: orders in the shapes of NCCL's INFO log.
+
+Rings print as NCCL prints them, one line per channel with world ranks::
+
+    Channel 00/02 :    0   1   2   3   4   5   6   7
+
+Trees print per rank as ``Trees [0] d0/d1/d2->rank->up [1] ...`` (-1 where there is none).
+"""
+
+from __future__ import annotations
+
+from ..compiler.ir import System
+from ..compiler.schedule import Schedule
+
+
+def render(system: System, sched: Schedule, rank: int | None = None) -> str:
+    """The ring or tree orders of ``sched`` (other algorithms list their rounds briefly)."""
+    ranks = sched.group.ranks
+    lines = [f"# {sched.algorithm} {sched.collective} on {sched.group.name} "
+             f"({len(ranks)} ranks, {sched.channels} channel(s), {sched.chunks} chunks)"]
+    if sched.rings:
+        total = len(sched.rings)
+        for c, ring in enumerate(sched.rings):
+            lines.append(f"Channel {c:02d}/{total:02d} : " + "".join(f"{ranks[p]:>4}" for p in ring))
+    if sched.trees:
+        children: list[list[list[int]]] = [[[] for _ in ranks] for _ in sched.trees]
+        for t, parent in enumerate(sched.trees):
+            for v, p in enumerate(parent):
+                if p >= 0:
+                    children[t][p].append(v)
+        for v in range(len(ranks)):
+            if rank is not None and ranks[v] != rank:
+                continue
+            parts = []
+            for t, parent in enumerate(sched.trees):
+                down = [ranks[c] for c in sorted(children[t][v])][:3]
+                down += [-1] * (3 - len(down))
+                up = ranks[parent[v]] if parent[v] >= 0 else -1
+                parts.append(f"[{t}] {'/'.join(map(str, down))}->{ranks[v]}->{up}")
+            lines.append(f"{ranks[v]:>6} Trees " + " ".join(parts))
+    if sched.agents:
+        lines.append("NVLS agents: " + " ".join(sched.agents))
+    if sched.domains:
+        for d, members in enumerate(sched.domains):
+            lines.append(f"Domain {d:02d} : " + "".join(f"{ranks[p]:>4}" for p in members))
+    return "\n".join(lines) + "\n"

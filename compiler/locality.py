@@ -1,0 +1,127 @@
+"""Where each GPU sits: its island, NVLink domain, CPU socket, PCIe switch and local NICs.
+
+An *island* is what the GPUs reach without the scale-out network (a node, or a whole NVL72
+rack). An *NVLink domain* is what they reach over NVLink alone (directly or through NVLink
+switches). Both come from one union-find pass over the links, so the cost is linear.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+
+from .ir import SCALEOUT_CLASSES, System
+
+_HOST_CLASSES = ("pcie", "nvlink_c2c")
+
+
+class _UnionFind:
+    def __init__(self):
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        parent = self.parent
+        root = parent.setdefault(x, x)
+        while root != parent[root]:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+class Locality:
+    """Locality facts of one system's GPUs; built on first use via ``System.locality``."""
+
+    def __init__(self, system: System):
+        self.system = system
+        islands, domains = _UnionFind(), _UnionFind()
+        self.host_adj: dict[str, list[str]] = defaultdict(list)
+        for link in system.links:
+            if link.cls not in SCALEOUT_CLASSES:
+                islands.union(link.src, link.dst)
+            if link.cls == "nvlink":
+                domains.union(link.src, link.dst)
+            if link.cls in _HOST_CLASSES:
+                self.host_adj[link.src].append(link.dst)
+                self.host_adj[link.dst].append(link.src)
+        gpus = system.gpus
+        self.rank_of = {g.id: r for r, g in enumerate(gpus)}
+        island_ids: dict[str, int] = {}
+        self.island = []
+        for g in gpus:
+            self.island.append(island_ids.setdefault(islands.find(g.id), len(island_ids)))
+        self.domain_root = [domains.find(g.id) if g.id in domains.parent else None for g in gpus]
+        self.domain_switches: dict[str, tuple[str, ...]] = defaultdict(tuple)
+        members: dict[str, list[str]] = defaultdict(list)
+        for d in system.devices:
+            if d.kind == "switch" and d.id in domains.parent:
+                members[domains.find(d.id)].append(d.id)
+        self.domain_switches.update({k: tuple(sorted(v)) for k, v in members.items()})
+
+    @functools.lru_cache(maxsize=None)
+    def _nearest(self, gpu_id: str, kind: str) -> tuple[str, ...]:
+        """The closest devices of ``kind`` over PCIe/C2C hops, never through another GPU."""
+        seen, frontier = {gpu_id}, [gpu_id]
+        while frontier:
+            found = sorted(n for n in frontier if self.system.device(n).kind == kind)
+            if found:
+                return tuple(found)
+            nxt = []
+            for node in frontier:
+                if node != gpu_id and self.system.device(node).kind == "gpu":
+                    continue
+                for other in self.host_adj[node]:
+                    if other not in seen:
+                        seen.add(other)
+                        nxt.append(other)
+            frontier = sorted(nxt)
+        return ()
+
+    @functools.lru_cache(maxsize=None)
+    def socket(self, rank: int) -> str:
+        """The CPU whose root complex the GPU hangs off ('' when none)."""
+        found = self._nearest(self.system.gpus[rank].id, "cpu")
+        return found[0] if found else ""
+
+    @functools.lru_cache(maxsize=None)
+    def pcie_switch(self, rank: int) -> str:
+        """The PCIe switch directly above the GPU ('' when none)."""
+        gid = self.system.gpus[rank].id
+        ups = sorted(n for n in self.host_adj[gid] if self.system.device(n).kind == "pcie_switch")
+        return ups[0] if ups else ""
+
+    @functools.lru_cache(maxsize=None)
+    def nic(self, rank: int) -> str:
+        """The GPU's own NIC for GPUDirect RDMA: the nearest one; among equally near NICs the
+        GPU's index among the GPUs sharing them picks, so GPU i of a tray takes rail i."""
+        gid = self.system.gpus[rank].id
+        nics = self._nearest(gid, "nic")
+        if not nics:
+            return ""
+        sharing = sorted((r for r in self._island_ranks(self.island[rank])
+                          if self._nearest(self.system.gpus[r].id, "nic") == nics))
+        return nics[sharing.index(rank) % len(nics)]
+
+    @functools.lru_cache(maxsize=None)
+    def _island_ranks(self, island: int) -> tuple[int, ...]:
+        return tuple(r for r, i in enumerate(self.island) if i == island)
+
+    def key(self, rank: int) -> tuple:
+        """Sort key that keeps islands, sockets and PCIe switches together."""
+        return (self.island[rank], self.socket(rank), self.pcie_switch(rank), rank)
+
+    def nvlink_agents(self, ranks) -> tuple[str, ...] | None:
+        """The reducing NVLink switches every GPU of ``ranks`` shares, or None when the group is
+        not inside one NVLink domain whose switches all reduce (NVLS is impossible then)."""
+        roots = {self.domain_root[r] for r in ranks}
+        if len(roots) != 1 or None in roots:
+            return None
+        switches = self.domain_switches.get(roots.pop(), ())
+        if not switches or not all(self.system.device(s).model.attr("reduction") for s in switches):
+            return None
+        return switches

@@ -1,0 +1,109 @@
+"""Stage: every step of a schedule placed on real links (``route``).
+
+Paths are least-cost paths in the link graph with costs that encode the preferences NCCL's
+topology search has: NVLink and C2C first, then PCIe peer-to-peer through a shared switch,
+then staging through host memory (a CPU, and the socket link if the GPUs sit on different
+sockets); across islands GPUDirect RDMA through the GPU's nearest NIC and the fabric. Another
+GPU is crossed only when nothing else connects (PXN-style forwarding). Ties are broken by a
+stable hash of the flow, so equal-cost paths (NVSwitch chips, spines) share the load
+deterministically: ECMP that gives the same answer on every run.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import attrs
+import networkx as nx
+
+from .ir import System
+from .schedule import Schedule
+
+# Cost of one hop per link class; a transit GPU or CPU adds its own penalty on top.
+HOP_COST = {"nvlink": 1.0, "nvlink_c2c": 1.0, "pcie": 3.0, "infiniband": 6.0, "ethernet": 6.0,
+            "inter_socket": 12.0}
+CPU_TRANSIT = 4.0      # staging through host memory
+GPU_TRANSIT = 100.0    # forwarding through another GPU's memory
+ECMP_BUCKETS = 8
+
+
+@attrs.frozen
+class Transfer:
+    """One step placed on links: participants, slots, buffers, bytes and the link ids crossed."""
+
+    src: int
+    dst: int
+    src_chunk: int
+    dst_chunk: int
+    op: str
+    src_buf: str
+    dst_buf: str
+    bytes: int
+    links: tuple[str, ...]
+
+
+class NoRoute(ValueError):
+    """Two devices of a schedule have no path between them."""
+
+
+class Router:
+    """Least-cost paths between devices of one system, cached per (source, target, bucket)."""
+
+    def __init__(self, system: System):
+        self.graph = system.graph
+        self.kind = {d.id: d.kind for d in system.devices}
+        self.cache: dict[tuple[str, str, int], tuple[str, ...]] = {}
+
+    def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
+        """Link ids from ``src`` to ``dst`` ('' path for a device to itself)."""
+        if src == dst:
+            return ()
+        bucket = flow % ECMP_BUCKETS
+        key = (src, dst, bucket)
+        if key not in self.cache:
+            self.cache[key] = self._search(src, dst, bucket)
+        return self.cache[key]
+
+    def _edge_cost(self, u: str, v: str, data: dict, ends: tuple[str, str], bucket: int) -> float:
+        cost = HOP_COST[data["cls"]]
+        for node in (u, v):
+            if node not in ends:
+                kind = self.kind[node]
+                cost += GPU_TRANSIT if kind == "gpu" else CPU_TRANSIT if kind == "cpu" else 0.0
+        # A tie-break far below any real cost difference, stable across runs and platforms.
+        salt = zlib.crc32(f"{data['link'].id}|{bucket}".encode()) / 2**32
+        return cost + salt * 1e-3
+
+    def _search(self, src: str, dst: str, bucket: int) -> tuple[str, ...]:
+        ends = (src, dst)
+
+        def weight(u, v, edges):
+            return min(self._edge_cost(u, v, d, ends, bucket) for d in edges.values())
+        try:
+            _, nodes = nx.bidirectional_dijkstra(self.graph, src, dst, weight=weight)
+        except nx.NetworkXNoPath:
+            raise NoRoute(f"no path from {src} to {dst}") from None
+        links = []
+        for u, v in zip(nodes, nodes[1:]):
+            edges = self.graph[u][v]
+            best = min(edges.values(), key=lambda d: (self._edge_cost(u, v, d, ends, bucket),
+                                                      d["link"].id))
+            links.append(best["link"].id)
+        return tuple(links)
+
+
+def participants(sched: Schedule) -> tuple[str, ...]:
+    """Device ids of positions 0..n-1 (the group) then n.. (agents)."""
+    return sched.devices + sched.agents
+
+
+def route(system: System, sched: Schedule, router: Router | None = None) -> list[list[Transfer]]:
+    """Every round of ``sched`` with each step's bytes and links."""
+    router = router or Router(system)
+    devs = participants(sched)
+    out = []
+    for steps in sched.rounds():
+        out.append([Transfer(s, d, sc, dc, op, sb, db, sched.slot_bytes(sc),
+                             router.path(devs[s], devs[d], sc))
+                    for s, d, sc, dc, op, sb, db in steps])
+    return out

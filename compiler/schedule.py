@@ -1,0 +1,316 @@
+"""Stage: a collective on a rank group to a compact ``Schedule`` (``schedule``).
+
+A schedule is stored as its algorithm, its orders (rings per channel, trees, domains) and its
+chunking; ``Schedule.rounds()`` materialises the steps on demand, so a ring over 73,728 ranks
+costs its order, not its 10^10 steps. Orders are topology-aware: positions are sorted so that
+islands (nodes, racks), sockets and PCIe switches stay together, and across islands each
+channel's ring leaves and enters every island through the same rail.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import attrs
+
+from . import algorithms as alg
+from .ir import System
+from .ranks import RankGroup
+
+COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall",
+               "sendrecv")
+ALGORITHMS = ("ring", "tree", "nvls", "hierarchical", "direct", "pairwise")
+SUPPORTED = {
+    "allreduce": ("ring", "tree", "nvls", "hierarchical"),
+    "reducescatter": ("ring", "nvls"),
+    "allgather": ("ring", "nvls"),
+    "broadcast": ("ring", "tree", "nvls"),
+    "reduce": ("ring", "tree", "nvls"),
+    "alltoall": ("direct", "pairwise"),
+    "sendrecv": ("direct",),
+}
+#: Below this many bytes ``auto`` takes the tree for all-reduce (latency-bound sizes); until the
+#: cost model lands these rules are documented in docs/schedules.md.
+TREE_BELOW = 256 * 1024
+PIPELINE = 4          # chunks per tree / chain, for pipelining
+MAX_CHANNELS = 64
+
+
+class ScheduleError(ValueError):
+    """A request the system cannot serve (NVLS without a reducing switch, ...)."""
+
+
+@attrs.frozen
+class Schedule:
+    """A collective on a group: algorithm, orders and chunking; steps come from ``rounds()``."""
+
+    collective: str
+    algorithm: str
+    group: RankGroup
+    devices: tuple[str, ...]
+    bytes: int
+    chunks: int
+    channels: int = 1
+    root: int | None = None
+    agents: tuple[str, ...] = ()
+    rings: tuple[tuple[int, ...], ...] = ()
+    trees: tuple[tuple[int, ...], ...] = ()
+    domains: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def n(self) -> int:
+        """Number of ranks in the group."""
+        return len(self.group.ranks)
+
+    @property
+    def result_buf(self) -> str:
+        """Where the result is read: ``out`` for all-to-all and send/recv, else ``in``."""
+        return "out" if self.collective in ("alltoall", "sendrecv") else "in"
+
+    def slot_bytes(self, chunk: int) -> int:
+        """Bytes of one slot: the size split evenly, the first slots taking the remainder."""
+        base, extra = divmod(self.bytes, self.chunks)
+        return base + (1 if chunk < extra else 0)
+
+    def owned(self, position: int) -> range:
+        """The slots a position owns (reduce-scatter result, all-gather input)."""
+        k = self.chunks // self.n
+        return range(position * k, (position + 1) * k)
+
+    def rounds(self) -> alg.Rounds:
+        """Every round's steps, materialised now."""
+        return _ROUNDS[self.algorithm](self)
+
+
+def _ring_rounds(s: Schedule) -> alg.Rounds:
+    n, C = s.n, s.channels
+    if s.collective in ("broadcast", "reduce"):
+        head = s.rings[0].index(s.root)
+        order = list(s.rings[0][head:] + s.rings[0][:head])
+        slots = range(s.chunks)
+        if s.collective == "broadcast":
+            return alg.chain(order, slots, "copy")
+        return alg.chain(order[1:] + order[:1], slots, "reduce")
+    phases_rs, phases_ag = [], []
+    for ch, ring in enumerate(s.rings):
+        block = {p: [p * C + ch] for p in range(n)}
+        if s.collective in ("allreduce", "reducescatter"):
+            phases_rs.append(alg.ring_reduce_scatter(ring, block))
+        if s.collective in ("allreduce", "allgather"):
+            phases_ag.append(alg.ring_all_gather(ring, block))
+    return alg.merge(*phases_rs) + alg.merge(*phases_ag)
+
+
+def _tree_rounds(s: Schedule) -> alg.Rounds:
+    if s.collective == "allreduce":
+        half = s.chunks // 2
+        parts = [range(0, half), range(half, s.chunks)]
+        up = alg.merge(*(alg.tree_reduce(t, p) for t, p in zip(s.trees, parts)))
+        down = alg.merge(*(alg.tree_broadcast(t, p) for t, p in zip(s.trees, parts)))
+        return up + down
+    if s.collective == "broadcast":
+        return alg.tree_broadcast(s.trees[0], range(s.chunks))
+    return alg.tree_reduce(s.trees[0], range(s.chunks))
+
+
+def _nvls_rounds(s: Schedule) -> alg.Rounds:
+    n = s.n
+    agents = [n + a for a in range(len(s.agents))]
+    everyone, slots = range(n), range(s.chunks)
+    if s.collective == "allreduce":
+        return alg.star(agents, everyone, slots, "reduce", None)
+    if s.collective == "reducescatter":
+        k = s.chunks // n
+        return alg.star(agents, everyone, slots, "reduce", lambda c: [c // k])
+    if s.collective == "allgather":
+        k = s.chunks // n
+        steps = alg.star(agents, everyone, slots, "copy", None)
+        steps[0] = [st for st in steps[0] if st[2] // k == st[0]]   # owners send their slots
+        return steps
+    if s.collective == "broadcast":
+        return alg.star(agents, everyone, slots, "copy", None, src_ranks=[s.root])
+    return alg.star(agents, everyone, slots, "reduce", lambda c: [s.root])
+
+
+def _hierarchical_rounds(s: Schedule) -> alg.Rounds:
+    m, L = len(s.domains), len(s.domains[0])
+    f = s.chunks // (m * L)          # slots per logical piece (pipelining)
+
+    def piece(x: int) -> list[int]:
+        return list(range(x * f, (x + 1) * f))
+    blocks = {d[l]: [c for q in range(m) for c in piece(l * m + q)]
+              for d in s.domains for l in range(L)}
+    rs = alg.merge(*(alg.ring_reduce_scatter(d, blocks) for d in s.domains))
+    across = []
+    for l in range(L):
+        order = [d[l] for d in s.domains]
+        own = {d[l]: piece(l * m + k) for k, d in enumerate(s.domains)}
+        across.append(alg.ring_reduce_scatter(order, own) + alg.ring_all_gather(order, own))
+    ag = alg.merge(*(alg.ring_all_gather(d, blocks) for d in s.domains))
+    return rs + alg.merge(*across) + ag
+
+
+_ROUNDS = {
+    "ring": _ring_rounds,
+    "tree": _tree_rounds,
+    "nvls": _nvls_rounds,
+    "hierarchical": _hierarchical_rounds,
+    "direct": lambda s: alg.sendrecv(s.n, s.chunks) if s.collective == "sendrecv"
+    else alg.alltoall_direct(s.n, s.chunks // s.n),
+    "pairwise": lambda s: alg.alltoall_pairwise(s.n, s.chunks // s.n),
+}
+
+
+# ---- topology-aware orders -------------------------------------------------------------------
+
+
+def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
+    """Group positions by island (node or NVLink rack), each sorted by locality, islands in
+    order of their first rank."""
+    loc = system.locality
+    positions = sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p]))
+    out: dict[int, list[int]] = {}
+    for p in positions:
+        out.setdefault(loc.island[ranks[p]], []).append(p)
+    return list(out.values())
+
+
+def ring_orders(system: System, ranks: Sequence[int], channels: int) -> list[tuple[int, ...]]:
+    """One ring per channel. Inside an island the ring follows locality (switch pairs, then
+    sockets, so a two-socket box crosses the socket link twice, the minimum). Across islands
+    (NET -> GPUs -> NET, as NCCL's rings) even islands run from local index c down to c+1 and odd
+    islands from c+1 up to c, so the GPU that leaves an island and the GPU that enters the next
+    share a local index, hence a rail; with an even island count the wrap-around is aligned too."""
+    parts = islands(system, ranks)
+    rings = []
+    for c in range(channels):
+        order: list[int] = []
+        for k, part in enumerate(parts):
+            size = len(part)
+            if len(parts) == 1:
+                order += [part[(c + i) % size] for i in range(size)]
+            elif k % 2 == 0:
+                order += [part[(c - i) % size] for i in range(size)]
+            else:
+                order += [part[(c + 1 + i) % size] for i in range(size)]
+        rings.append(tuple(order))
+    return rings
+
+
+def tree_parents(system: System, ranks: Sequence[int], root: int = 0) -> list[tuple[int, ...]]:
+    """NCCL's two trees over islands with a chain inside each island (as NCCL builds trees over
+    nodes). ``root`` leads the first island when a rooted tree is asked for."""
+    parts = islands(system, ranks)
+    for i, part in enumerate(parts):
+        if root in part:
+            j = part.index(root)
+            parts[i] = part[j:] + part[:j]
+            parts.insert(0, parts.pop(i))
+            break
+    trees = []
+    for island_parent in alg.double_btree(len(parts)):
+        parent = [-1] * len(ranks)
+        for i, part in enumerate(parts):
+            for a, b in zip(part, part[1:]):
+                parent[b] = a                       # chain inside the island
+            if island_parent[i] >= 0:
+                parent[part[0]] = parts[island_parent[i]][0]
+        trees.append(tuple(parent))
+    return trees
+
+
+def nvlink_domains(system: System, ranks: Sequence[int]) -> list[tuple[int, ...]]:
+    """Positions per NVLink domain, each in locality order."""
+    loc = system.locality
+    out: dict[object, list[int]] = {}
+    for p in sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p])):
+        out.setdefault(loc.domain_root[ranks[p]] or ("island", loc.island[ranks[p]]), []).append(p)
+    return [tuple(v) for v in out.values()]
+
+
+# ---- the stage -------------------------------------------------------------------------------
+
+
+def choose_algorithm(system: System, group: RankGroup, collective: str, nbytes: int) -> str:
+    """``auto``: NVLS inside a reducing NVLink domain, hierarchical across domains (all-reduce),
+    the tree for small all-reduces and broadcasts, pairwise all-to-all, else the ring."""
+    if collective == "sendrecv":
+        return "direct"
+    if collective == "alltoall":
+        return "pairwise"
+    if collective in ("allreduce", "reducescatter", "allgather", "broadcast", "reduce") and \
+            len(group.ranks) > 1 and system.locality.nvlink_agents(group.ranks):
+        return "nvls"
+    if collective == "allreduce":
+        domains = nvlink_domains(system, group.ranks)
+        if len(domains) > 1 and len({len(d) for d in domains}) == 1 and len(domains[0]) > 1:
+            return "hierarchical"
+        if nbytes < TREE_BELOW:
+            return "tree"
+    return "ring"
+
+
+def schedule(system: System, group: RankGroup, collective: str, algorithm: str = "auto",
+             nbytes: int = 2**30, channels: int | None = None, chunks: int | None = None,
+             root: int = 0) -> Schedule:
+    """Plan ``collective`` over ``group``; raises ScheduleError for impossible requests."""
+    n = len(group.ranks)
+    if collective not in COLLECTIVES:
+        raise ScheduleError(f"unknown collective '{collective}' (one of {', '.join(COLLECTIVES)})")
+    if n < 1:
+        raise ScheduleError("the group is empty")
+    if collective in ("alltoall", "sendrecv") and n < 2:
+        raise ScheduleError(f"{collective} needs at least 2 ranks")
+    if not 0 <= root < n:
+        raise ScheduleError(f"root {root} is not a position of the group (0..{n - 1})")
+    if nbytes < 1:
+        raise ScheduleError("the size must be at least 1 byte")
+    if algorithm == "auto":
+        algorithm = choose_algorithm(system, group, collective, nbytes)
+    if algorithm not in SUPPORTED[collective]:
+        raise ScheduleError(f"{collective} has no '{algorithm}' algorithm here (one of "
+                            f"{', '.join(SUPPORTED[collective])}, or auto)")
+    channels = channels or (2 if algorithm == "ring" and collective != "broadcast" and
+                            collective != "reduce" else 1)
+    if not 1 <= channels <= MAX_CHANNELS:
+        raise ScheduleError(f"channels must be 1..{MAX_CHANNELS}")
+    devices = tuple(system.gpus[r].id for r in group.ranks)
+    kw: dict = {"root": root if collective in ("broadcast", "reduce") else None}
+    if algorithm == "ring":
+        kw["rings"] = tuple(ring_orders(system, group.ranks, channels))
+        natural = PIPELINE * channels if collective in ("broadcast", "reduce") else n * channels
+    elif algorithm == "tree":
+        kw["trees"] = tuple(tree_parents(system, group.ranks, root))
+        natural = 2 * PIPELINE
+    elif algorithm == "nvls":
+        agents = system.locality.nvlink_agents(group.ranks)
+        if agents is None:
+            raise ScheduleError("NVLS needs every rank of the group in one NVLink domain whose "
+                                "switches all have 'reduction = true'")
+        kw["agents"] = agents
+        natural = n * math.ceil(len(agents) / n)
+    elif algorithm == "hierarchical":
+        domains = nvlink_domains(system, group.ranks)
+        if len({len(d) for d in domains}) != 1:
+            raise ScheduleError("hierarchical all-reduce needs the same number of ranks in every "
+                                f"NVLink domain (found {sorted({len(d) for d in domains})})")
+        kw["domains"] = tuple(domains)
+        natural = len(domains) * len(domains[0])
+    else:
+        natural = n if collective == "alltoall" else 1
+    chunks = chunks or natural
+    step = {"ring": n * channels if collective not in ("broadcast", "reduce") else 1,
+            "tree": 2 if collective == "allreduce" else 1, "hierarchical": natural,
+            "nvls": n if collective in ("reducescatter", "allgather") else 1,
+            "direct": n if collective == "alltoall" else 1,
+            "pairwise": n}[algorithm]
+    if chunks % step or chunks < 1:
+        raise ScheduleError(f"{algorithm} {collective} over {n} ranks needs a chunk count that is a "
+                            f"multiple of {step}, not {chunks}")
+    if algorithm == "ring" and collective not in ("broadcast", "reduce") and chunks != natural:
+        raise ScheduleError(f"ring {collective} uses one chunk per rank and channel "
+                            f"({natural}); change --channels instead")
+    if chunks > 1_000_000:
+        raise ScheduleError("more than 1,000,000 chunks")
+    return Schedule(collective, algorithm, group, devices, nbytes, chunks, channels, **kw)
