@@ -10,6 +10,7 @@ Trees print per rank as ``Trees [0] d0/d1/d2->rank->up [1] ...`` (-1 where there
 from __future__ import annotations
 
 from ..compiler.ir import System
+from ..compiler.route import route
 from ..compiler.schedule import Schedule
 
 
@@ -43,4 +44,26 @@ def render(system: System, sched: Schedule, rank: int | None = None) -> str:
     if sched.domains:
         for d, members in enumerate(sched.domains):
             lines.append(f"Domain {d:02d} : " + "".join(f"{ranks[p]:>4}" for p in members))
+    if rank is not None:
+        lines += steps_of(system, sched, ranks.index(rank))
     return "\n".join(lines) + "\n"
+
+
+def steps_of(system: System, sched: Schedule, position: int) -> list[str]:
+    """One rank's step list: what it sends and receives in every round, and over which links."""
+    names = [str(r) for r in sched.group.ranks] + [f"agent:{a}" for a in sched.agents]
+    out = [f"# steps of rank {names[position]}"]
+    for i, steps in enumerate(route(system, sched)):
+        for t in steps:
+            if position not in (t.src, t.dst):
+                continue
+            if t.src == t.dst:
+                what = f"copy   slot {t.src_chunk} {t.src_buf} -> slot {t.dst_chunk} {t.dst_buf}"
+            elif t.src == position:
+                what = (f"send   slot {t.src_chunk} {t.src_buf} -> {names[t.dst]} slot "
+                        f"{t.dst_chunk} {t.dst_buf} ({t.op})")
+            else:
+                what = (f"recv   slot {t.dst_chunk} {t.dst_buf} <- {names[t.src]} slot "
+                        f"{t.src_chunk} {t.src_buf} ({t.op})")
+            out.append(f"round {i:>4}  {what}  {t.bytes} B  via {' '.join(t.links) or '-'}")
+    return out

@@ -175,6 +175,26 @@ class System:
                 return p
         raise KeyError(name)
 
+    def groups(self, kind: str, parallel: str | None = None):
+        """The rank groups of one dimension (tp, cp, ep, dp, pp) of a strategy, as RankGroups
+        named ``kind:index``; ``parallel`` may be omitted when the file has one strategy."""
+        from .ranks import rank_groups, select_group
+        first = select_group(self, f"{kind}:0", parallel)
+        strategy = self.parallel(parallel or self.parallels[0].name)
+        groups = rank_groups(strategy, kind)
+        return [attrs.evolve(first, name=f"{kind}:{i}", ranks=tuple(g))
+                for i, g in enumerate(groups)]
+
+    def schedule(self, collective: str, group=None, *, ranks: str | None = None,
+                 algorithm: str = "auto", nbytes: int = 2**30, **options):
+        """Plan ``collective`` on ``group`` (a RankGroup, a spec like ``'dp:0'`` or ``'world'``)
+        or on ``ranks`` (``'0..7,16'``); see ``compiler.schedule.schedule`` for options."""
+        from .ranks import select_group
+        from .schedule import schedule
+        if group is None or isinstance(group, str):
+            group = select_group(self, group, options.pop("parallel", None), ranks)
+        return schedule(self, group, collective, algorithm, nbytes, **options)
+
     def links_of(self, device_id: str) -> Iterator[Link]:
         """Every link with ``device_id`` at one end, via the graph."""
         for _, _, link in self.graph.edges(device_id, data="link"):

@@ -18,11 +18,12 @@ from .compiler.ir import System
 from .compiler.parse import parse
 from .compiler.ranks import ranks
 from .compiler.resolve import Program, resolve
+from .compiler.replay import replay
 from .compiler.verify import verify
 
 __version__ = "0.1.0"
 __all__ = ["CompileError", "Diagnostic", "System", "check", "compile", "load", "loads",
-           "__version__"]
+           "replay", "__version__"]
 
 PathLike = str | os.PathLike
 

@@ -149,19 +149,17 @@ def cmd_schedule(args) -> int:
     from .compiler.route import NoRoute
     from .compiler.schedule import ScheduleError, schedule
     system = _load(args)
+    nbytes = parse_size(args.size)
     try:
         group = select_group(system, args.group, args.parallel, args.ranks)
-    except GroupError as exc:
-        raise UsageError(str(exc)) from None
-    nbytes = parse_size(args.size)
-    if args.rank is not None and args.rank not in group.ranks:
-        raise UsageError(f"rank {args.rank} is not in group {group.name}")
-    try:
+        if args.rank is not None and args.rank not in group.ranks:
+            raise GroupError(f"rank {args.rank} is not in group {group.name}")
         sched = schedule(system, group, args.collective, args.algorithm, nbytes, args.channels,
                          args.chunks, args.root)
         backend = schedule_json if args.format == "json" else nccl_log
         text = backend.render(system, sched, args.rank)
-    except (ScheduleError, NoRoute) as exc:
+    except (GroupError, ScheduleError, NoRoute) as exc:
+        # The file is fine but cannot serve this request: an input error (exit 1).
         print(f"{args.file}: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     write_output(text, args.output)
