@@ -47,6 +47,9 @@ LEGEND_NAME = {"unit": "rack / node (group)", "netunit": "switch group", "fabric
 # Ranks from the host down: CPU, PCIe switches, GPUs and NICs, NVLink switches, the network.
 TIER = {"cpu": 0, "unit": 0, "pcie_switch": 1, "gpu": 2, "nic": 2, "switch": 3, "fabric": 3,
         "net_switch": 4, "netunit": 5}
+#: A top-level array of network switches with more members than this is drawn as one box.
+FOLD = 64
+BLOCK = 32
 #: Past this many sibling clusters, ranks run left to right so the clusters stack vertically.
 STACK_CLUSTERS = 4
 PALETTE = ("#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
@@ -88,6 +91,7 @@ class Options:
     parallel: str | None = None
     color: str = "tp"
     highlight: tuple[str, ...] = ()
+    ring: str | None = None      # a group (dp:3, world, or a rank list 0..7) whose ring to draw
 
 
 def _parent(device_id: str) -> str:
@@ -173,13 +177,39 @@ def _bundle(system: System, where) -> list[Edge]:
     return [Edge(k[0], k[1], k[2], lanes, bw, k[3]) for k, (lanes, bw) in merged.items()]
 
 
+def _units(system: System) -> dict[str, str]:
+    """Device id -> its box in the racks view: the top-level instance it belongs to. A top-level
+    array with more than FOLD members is folded: network switches into one box, anything else
+    (racks, nodes) into boxes of BLOCK consecutive members."""
+    prefix = system.name + "."
+    top = {d.id: prefix + d.id[len(prefix):].split(".", 1)[0] for d in system.devices}
+    members: dict[str, set[str]] = defaultdict(set)
+    network_only: dict[str, bool] = defaultdict(lambda: True)
+    for d in system.devices:
+        stem = top[d.id].rstrip("0123456789")
+        if stem != top[d.id]:
+            members[stem].add(top[d.id])
+            network_only[stem] &= d.kind == "net_switch"
+    fold = {stem for stem, units in members.items() if len(units) > FOLD}
+
+    def box(unit: str) -> str:
+        stem = unit.rstrip("0123456789")
+        if stem not in fold:
+            return unit
+        if network_only[stem]:
+            return f"{stem}[*]"
+        lo = int(unit[len(stem):]) // BLOCK * BLOCK
+        return f"{stem}[{lo}..{min(lo + BLOCK, len(members[stem])) - 1}]"
+    return {dev: box(unit) for dev, unit in top.items()}
+
+
 def racks(system: System) -> tuple[list[Node], list[Edge]]:
     """One box per top-level instance; links between boxes aggregated per class."""
-    prefix = system.name + "."
+    unit_of = _units(system)
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     single: dict[str, str] = {}
     for d in system.devices:
-        unit = prefix + d.id[len(prefix):].split(".", 1)[0]
+        unit = unit_of[d.id]
         counts[unit][d.kind] += 1
         single[unit] = d.model.name if unit == d.id else ""
     nodes = []
@@ -192,7 +222,7 @@ def racks(system: System) -> tuple[list[Node], list[Edge]]:
             # Boxes of network switches only (a spine plane) sit below the leaves.
             kind = "netunit" if set(kinds) == {"net_switch"} else "unit"
             nodes.append(Node(unit, kind, f"{_short(unit)}\n{body}", ""))
-    return nodes, _bundle(system, lambda dev: prefix + dev[len(prefix):].split(".", 1)[0])
+    return nodes, _bundle(system, unit_of.__getitem__)
 
 
 BUILDERS = {"physical": physical, "logical": logical, "racks": racks}
@@ -237,6 +267,10 @@ def _highlighted(opts: Options, node_id: str) -> bool:
     return any(node_id == h or node_id.startswith(h + ".") for h in opts.highlight)
 
 
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _legend(kinds: set[str], classes: set[str], opts: Options, view: str) -> str:
     rows = [f'<TR><TD COLSPAN="2"><B>{view} view</B></TD></TR>']
     for kind in sorted(kinds):
@@ -248,6 +282,9 @@ def _legend(kinds: set[str], classes: set[str], opts: Options, view: str) -> str
                     f'<TD ALIGN="LEFT">{cls}</TD></TR>')
     if opts.parallel:
         rows.append(f'<TR><TD COLSPAN="2">GPU colour: {opts.color} group</TD></TR>')
+    if opts.ring:
+        rows.append(f'<TR><TD><FONT COLOR="{RING_COLOR}"><B>- - &gt;</B></FONT></TD>'
+                    f'<TD ALIGN="LEFT">ring of {_html(opts.ring)}</TD></TR>')
     return f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0">{"".join(rows)}</TABLE>>'
 
 
@@ -326,10 +363,40 @@ def dot_source(system: System, opts: Options = Options()) -> tuple[str, str]:
             else:
                 attrs_["color"] += "40"   # fade what is not highlighted
         g.edge(e.src, e.dst, **attrs_)
+    _draw_ring(g, system, opts, {n.id for n in nodes}, view)
     kinds = {n.kind for n in nodes}
     g.node("legend", label=_legend(kinds, classes, opts, view), shape="plaintext",
            style="", fillcolor="")
     return g.source, view
+
+
+RING_COLOR = "#d62728"
+def ring_group(system: System, opts: Options):
+    """The group ``opts.ring`` names: a rank list if it has digits only, else a group spec."""
+    from ..compiler.ranks import select_group
+    spec = opts.ring
+    if spec and (spec[0].isdigit()):
+        return select_group(system, ranks_text=spec)
+    return select_group(system, spec, opts.parallel)
+
+
+def _draw_ring(g, system: System, opts: Options, drawn: set[str], view: str) -> None:
+    """Channel 0 of the group's ring as numbered arrows between the boxes that hold its GPUs."""
+    if not opts.ring:
+        return
+    from ..compiler.schedule import ring_orders
+    group = ring_group(system, opts)
+    order = ring_orders(system, group.ranks, 1)[0]
+    prefix = system.name + "."
+
+    def box(position: int) -> str:
+        dev = system.gpus[group.ranks[position]].id
+        return dev if dev in drawn else prefix + dev[len(prefix):].split(".", 1)[0]
+    hops = [(box(a), box(b)) for a, b in zip(order, order[1:] + order[:1])]
+    for step, (a, b) in enumerate(hops):
+        if a != b:
+            g.edge(a, b, color=RING_COLOR, penwidth="2.5", dir="forward", constraint="false",
+                   label=str(step), fontcolor=RING_COLOR, style="dashed")
 
 
 def render(system: System, fmt: str = "dot", opts: Options = Options()) -> tuple[bytes, str]:

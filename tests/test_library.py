@@ -25,6 +25,8 @@ EXPECTED = {
     "pcie_server.topo": ({"cpu": 2, "gpu": 8, "nic": 4, "pcie_switch": 4}, 0, 0),
     "nvl72_cluster.topo": ({"cpu": 288, "gpu": 576, "nic": 576, "switch": 144,
                             "net_switch": 32 + 72}, 18, 1.8 * TB),
+    "nvl72_superpod.topo": ({"cpu": 2304, "gpu": 4608, "nic": 4608, "switch": 1152,
+                             "net_switch": 256 + 2 * 4 * 18 + 4 * 18 * 2}, 18, 1.8 * TB),
     "h100_cluster.topo": ({"cpu": 64, "gpu": 256, "nic": 256, "pcie_switch": 256, "switch": 128,
                            "net_switch": 8 + 4}, 18, 900 * GB),
 }
@@ -120,6 +122,16 @@ def test_cluster_rails_are_aligned():
     for leaf in range(8):
         spines = {v for v in g[f"cluster.leaf{leaf}"] if ".plane" in v}
         assert spines == {f"cluster.plane{leaf % 4}.spine{k}" for k in range(18)}
+
+
+def test_superpod_is_never_oversubscribed():
+    for racks in (1, 5, 32, 64, 256):
+        s = summarize(topoc.load(library_file("nvl72_superpod.topo"), {"racks": racks}))
+        tiers = list(s["scaleout_tiers"].values())
+        assert len(tiers) == 3 and tiers[0] == racks * 72 * 50e9
+        assert tiers[0] <= tiers[1] <= tiers[2]          # each tier carries what enters it
+        if racks % 32 == 0:
+            assert len(set(tiers)) == 1                   # full pods: exactly full bisection
 
 
 def test_every_library_file_checks_clean():

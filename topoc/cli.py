@@ -129,7 +129,14 @@ def cmd_render(args) -> int:
                              + (f" (it has {', '.join(names)})" if names else ""))
     elif args.color:
         raise UsageError("--color needs --parallel NAME")
-    opts = r.Options(args.view, args.parallel, args.color or "tp", tuple(args.highlight or ()))
+    opts = r.Options(args.view, args.parallel, args.color or "tp", tuple(args.highlight or ()),
+                     args.ring)
+    if args.ring:
+        from .compiler.ranks import GroupError
+        try:
+            r.ring_group(system, opts)
+        except GroupError as exc:
+            raise UsageError(f"--ring {args.ring}: {exc}") from None
     try:
         data, view = r.render(system, "dot" if fmt == "gv" else fmt, opts)
     except r.DotMissing as exc:
@@ -210,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default: the most detailed view that stays legible")
     p.add_argument("--parallel", metavar="NAME", help="colour GPUs by the groups of this strategy")
     p.add_argument("--color", choices=["tp", "cp", "ep", "dp", "pp"], help="which groups (tp)")
+    p.add_argument("--ring", metavar="GROUP", help="draw the ring order of a group: dp:3, world, "
+                   "or world ranks like 0..7")
     p.add_argument("--highlight", action="append", metavar="ID|CLASS",
                    help="emphasise a device (or everything under an id) or a link class")
     _common(p, output_required=True)

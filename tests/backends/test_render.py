@@ -97,3 +97,24 @@ def test_render_cli_errors(tmp_path, capsys):
     assert main(["render", dgx, "-o", str(tmp_path / "x.dot"), "--color", "tp"]) == 2
     assert main(["render", dgx, "-o", str(tmp_path / "x.dot"), "--view", "physical"]) == 0
     assert (tmp_path / "x.dot").read_text().startswith("graph dgx {")
+
+
+def test_ring_overlay_follows_the_topology_aware_order():
+    system = topoc.load(GOLDEN.parent.parent / "library/nvidia/pcie_server.topo")
+    source, _ = r.dot_source(system, r.Options(view="physical", ring="5,0,7,2,4,1,6,3"))
+    arrows = [line for line in source.splitlines() if r.RING_COLOR in line and "->" in line
+              or (r.RING_COLOR in line and "--" in line and "label=" in line)]
+    hops = [(line.split("--")[0].strip().strip('"'), line.split("--")[1].split("[")[0].strip()
+             .strip('"')) for line in source.splitlines() if f"color=\"{r.RING_COLOR}\"" in line]
+    assert hops[0] == ("server.gpu0", "server.gpu1") and len(hops) == 8
+    assert arrows
+
+
+def test_huge_racks_view_folds_arrays():
+    system = topoc.load(GOLDEN.parent.parent / "library/nvidia/nvl72_superpod.topo",
+                        {"racks": 128})
+    nodes, edges = r.racks(system)
+    ids = {n.id for n in nodes}
+    assert "superpod.rack[0..31]" in ids and "superpod.rack[96..127]" in ids
+    assert "superpod.leaf[*]" in ids and "superpod.core[*]" in ids
+    assert len(nodes) == 4 + 1 + 16 + 1         # rack blocks, leaves, 16 pod planes, cores
