@@ -29,8 +29,10 @@ class Source:
 
     @functools.cached_property
     def lines(self) -> tuple[str, ...]:
-        """The text split into lines, once."""
-        return tuple(self.text.splitlines())
+        """The text split into lines, once: at '\n' only, as the lexer counts them (a CRLF's
+        '\r' is dropped; a lone '\r' or form feed stays inside its line)."""
+        return tuple(line[:-1] if line.endswith("\r") else line
+                     for line in self.text.split("\n"))
 
     def line(self, number: int) -> str:
         """The 1-based line ``number`` without its newline ('' past the end)."""

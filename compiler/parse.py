@@ -264,6 +264,8 @@ def _syntax_error(exc: lark.exceptions.UnexpectedInput, source: Source):
     if isinstance(exc, lark.exceptions.UnexpectedEOF) or (
             isinstance(exc, lark.exceptions.UnexpectedToken) and exc.token.type == "$END"):
         last = max(1, len(source.lines))
+        while last > 1 and not source.line(last).strip():
+            last -= 1                       # point just past the last text, not at blank lines
         end_col = len(source.line(last)) + 1
         return error("E102", f"unexpected end of file; expected {_expected(exc.expected)}",
                      Span(source, last, end_col, last, end_col + 1))

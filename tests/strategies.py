@@ -71,3 +71,75 @@ def group_requests(draw, world: int):
     size = draw(st.integers(1, min(world, 64)))
     ranks = draw(st.permutations(range(world)))[:size]
     return ",".join(map(str, ranks))
+
+
+# ---- fuzzing --------------------------------------------------------------------------------
+
+_UNITS = ["B", "GB", "GiB", "Gb/s", "GB/s", "us", "ns", "ms", "s", "TB/s", "KiB", "b"]
+_NAMES = ["gpu", "sw", "nic", "cpu", "H100", "B200", "G", "nv", "nvlink4", "pcie5", "i", "n", "k",
+          "racks", "tp", "dp", "pp", "allreduce", "Node", "Rack", "cluster", "ports", "hbm",
+          "bandwidth", "latency", "nvlink", "switch", "order"]
+_NUMBERS = ["0", "1", "2", "3", "8", "18", "72", "1.5", "1e3", "1_000", "99999999999999",
+            "4096"]
+
+
+def grammar_programs():
+    """Programs drawn from the grammar itself (hypothesis.extra.lark), tokens spaced so that
+    keywords and names do not run together."""
+    import lark
+    from hypothesis.extra.lark import from_lark
+
+    from topoc.grammar import grammar_text
+
+    def spaced(options):
+        return st.sampled_from([f" {o} " for o in options])
+    parser = lark.Lark(grammar_text(), parser="lalr")
+    return from_lark(parser, explicit={
+        "UNIT": spaced(_UNITS), "NAME": spaced(_NAMES), "NUMBER": spaced(_NUMBERS),
+        "STRING": spaced(['"nvidia/links.topo"', '"nvidia/devices.topo"', '"a"', '"x.topo"']),
+        "COMMENT": st.just("# comment\n"), "ARROW": spaced(["<->", "->"])})
+
+
+_JUNK = ["\x00", "\xff", "é", "{", "}", "[", "]", "(", ")", "*", "..", "x", "<->", "->", ":", "=",
+         "999999999999999999", "0", "-1", "GB", "us", "Gb/s", "use", "group", "system",
+         "parallel", "let", "auto", '"', "#", "\n", "((((((((((", "1e308", "%", "/", "0..0"]
+
+
+@st.composite
+def mutated_library_files(draw):
+    """A bundled library file after one to three token-level mutations: delete, duplicate,
+    swap, truncate, insert junk, blow up numbers, change units, nest deeply, import itself."""
+    import re
+
+    from topoc import library
+    path = draw(st.sampled_from(library.files()))
+    tokens = re.findall(r'\s+|"[^"\n]*"|\w+|[^\w\s]', path.read_text())
+    for _ in range(draw(st.integers(1, 3))):
+        if not tokens:
+            break
+        i = draw(st.integers(0, len(tokens) - 1))
+        op = draw(st.sampled_from(["delete", "duplicate", "swap", "truncate", "junk", "number",
+                                   "unit", "nest", "self"]))
+        if op == "delete":
+            del tokens[i]
+        elif op == "duplicate":
+            tokens.insert(i, tokens[draw(st.integers(0, len(tokens) - 1))])
+        elif op == "swap":
+            j = draw(st.integers(0, len(tokens) - 1))
+            tokens[i], tokens[j] = tokens[j], tokens[i]
+        elif op == "truncate":
+            tokens = tokens[:i]
+        elif op == "junk":
+            tokens.insert(i, draw(st.sampled_from(_JUNK)))
+        elif op == "number":
+            tokens = [draw(st.sampled_from(_NUMBERS)) if t.isdigit() and draw(st.booleans())
+                      else t for t in tokens]
+        elif op == "unit":
+            tokens = [draw(st.sampled_from(_UNITS)) if t in ("GB", "us", "Gb", "TB") else t
+                      for t in tokens]
+        elif op == "nest":
+            depth = draw(st.integers(10, 3000))
+            tokens.insert(i, "(" * depth + "1" + ")" * depth)
+        else:
+            tokens.insert(0, f'use "{path.name}"\n')
+    return path, "".join(tokens)

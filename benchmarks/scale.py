@@ -1,0 +1,164 @@
+"""Scale benchmark: one NVL72 rack to 1,024 racks (and H100 clusters), stage by stage.
+
+Each size runs in a fresh interpreter so its peak RSS is its own. Stages: parse (the root file
+and its imports, resolved), elaborate, graph (networkx), lint, world ring orders and the
+ring orders of every data-parallel group, world all-reduce cost (when the cost model is there),
+racks-view render (DOT and Graphviz layout to SVG). ``networkx_floor_s`` is the bare
+construction of the same MultiGraph from a plain edge list, the floor for the graph stage;
+``compile_s`` (parse + elaborate + graph) is reported against it.
+
+    .venv/bin/python benchmarks/scale.py                 # the full sweep and a table
+    .venv/bin/python benchmarks/scale.py --racks 16,128 --json
+    .venv/bin/python benchmarks/scale.py --nodes 32,256  # H100 clusters
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NVL72 = ROOT / "library/nvidia/nvl72_superpod.topo"
+H100 = ROOT / "library/nvidia/h100_superpod.topo"
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    value = fn()
+    return value, round(time.perf_counter() - t, 3)
+
+
+def run_one(path: Path, param: str, size: int) -> dict:
+    """Every stage for one size, in this process."""
+    import networkx as nx
+
+    import topoc
+    from topoc.backends import render
+    from topoc.compiler.elaborate import elaborate
+    from topoc.compiler.parse import parse
+    from topoc.compiler.ranks import RankGroup, rank_groups, ranks
+    from topoc.compiler.resolve import resolve
+    from topoc.compiler.schedule import schedule
+    from topoc.compiler.verify import verify
+
+    out: dict = {param: size}
+    text = path.read_text()
+    program, out["parse_s"] = _timed(lambda: resolve(parse(text, str(path)), path))
+    system, out["elaborate_s"] = _timed(lambda: ranks(program, elaborate(program, {param: size})))
+    _, out["graph_s"] = _timed(lambda: system.graph)      # cached: later stages reuse it
+    out["gpus"], out["links"] = len(system.gpus), len(system.links)
+    out["compile_s"] = round(out["parse_s"] + out["elaborate_s"] + out["graph_s"], 3)
+    lint = getattr(topoc, "lint", None)
+    _, out["lint_s"] = _timed(lambda: lint(system) if lint else verify(system))
+    world = RankGroup("world", tuple(range(len(system.gpus))))
+    _, out["world_ring_s"] = _timed(lambda: schedule(system, world, "allreduce", "ring"))
+    strategy = system.parallels[0]
+
+    def dp_rings():
+        for i, members in enumerate(rank_groups(strategy, "dp")):
+            schedule(system, RankGroup(f"dp:{i}", tuple(members)), "allreduce", "ring")
+    _, out["dp_rings_s"] = _timed(dp_rings)
+    try:
+        from topoc.compiler.cost import cost_of
+    except ImportError:
+        cost_of = None
+    if cost_of:
+        sched = schedule(system, world, "allreduce", "auto", 2**30)
+        _, out["world_cost_s"] = _timed(lambda: cost_of(system, sched))
+    opts = render.Options(view="racks")
+    if shutil.which("dot"):
+        _, out["render_s"] = _timed(lambda: render.render(system, "svg", opts))
+    else:
+        _, out["render_s"] = _timed(lambda: render.dot_source(system, opts))
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    # The floor last, after the peak is read: its second graph is the benchmark's, not ours.
+    edges = [(link.src, link.dst, link.id) for link in system.links]
+    nodes = [d.id for d in system.devices]
+    del system
+
+    def floor():
+        h = nx.MultiGraph()
+        h.add_nodes_from(nodes)
+        h.add_edges_from(edges)
+        return h
+    _, out["networkx_floor_s"] = _timed(floor)
+    out["compile_over_floor"] = round(out["compile_s"] / max(out["networkx_floor_s"], 1e-9), 2)
+    return out
+
+
+def cli_seconds(*argv: str) -> float:
+    """Wall time of one whole CLI call, interpreter start included."""
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "topoc", *argv], check=True, capture_output=True)
+    return round(time.perf_counter() - t, 3)
+
+
+def growth(rows: list[dict], key: str, lo: int, hi: int, param: str) -> float | None:
+    """Exponent b of time ~ links^b between the sizes lo and hi."""
+    a = next((r for r in rows if r[param] == lo), None)
+    b = next((r for r in rows if r[param] == hi), None)
+    if not a or not b or a[key] <= 0:
+        return None
+    return round(math.log(b[key] / a[key]) / math.log(b["links"] / a["links"]), 3)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--racks", default="1,4,16,64,256,1024")
+    ap.add_argument("--nodes", default="", help="H100 cluster sizes, e.g. 32,64,128,256")
+    ap.add_argument("--json", action="store_true", help="print only the JSON lines")
+    ap.add_argument("--one", nargs=3, metavar=("FILE", "PARAM", "SIZE"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(run_one(Path(args.one[0]), args.one[1], int(args.one[2]))))
+        return
+    jobs = [(NVL72, "racks", int(n)) for n in args.racks.split(",") if n] + \
+           [(H100, "nodes", int(n)) for n in args.nodes.split(",") if n]
+    rows = []
+    for path, param, size in jobs:
+        done = subprocess.run([sys.executable, __file__, "--one", str(path), param, str(size)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            print(json.dumps({param: size, "error": done.stderr.strip().splitlines()[-1:]}))
+            continue
+        row = json.loads(done.stdout)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if args.json:
+        return
+    keys = ["gpus", "links", "parse_s", "elaborate_s", "graph_s", "networkx_floor_s",
+            "compile_s", "compile_over_floor", "lint_s", "world_ring_s", "dp_rings_s",
+            "world_cost_s", "render_s", "peak_rss_mb"]
+    keys = [k for k in keys if any(k in r for r in rows)]
+    print()
+    print("| size | " + " | ".join(keys) + " |")
+    print("|---" * (len(keys) + 1) + "|")
+    for r in rows:
+        size = f"racks={r['racks']}" if "racks" in r else f"nodes={r['nodes']}"
+        print(f"| {size} | " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+    racks = [r for r in rows if "racks" in r]
+    for r in rows:
+        r["stages_s"] = round(sum(v for k, v in r.items() if k.endswith("_s") and k not in
+                                  ("compile_s", "networkx_floor_s")), 3)
+    for key in ("stages_s", "compile_s", "lint_s", "world_ring_s"):
+        b = growth(racks, key, 64, 1024, "racks")
+        if b is not None:
+            print(f"growth of {key} from 64 to 1,024 racks: links^{b}")
+    one_rack = str(ROOT / "library/nvidia/gb200_nvl72.topo")
+    with tempfile.TemporaryDirectory() as tmp:
+        png = str(Path(tmp) / "rack.png")
+        print(f"one NVL72 rack, whole CLI (interpreter start included): compile "
+              f"{cli_seconds('compile', one_rack)} s, render to PNG "
+              f"{cli_seconds('render', one_rack, '-o', png)} s")
+
+
+if __name__ == "__main__":
+    main()
