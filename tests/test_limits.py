@@ -1,0 +1,59 @@
+"""Every limit is checked before the work it bounds: the error arrives without allocating in
+proportion to what the input asks for (peak traced memory stays small)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+import topoc
+from topoc.compiler.diagnostics import CompileError
+from topoc.compiler.limits import LIMITS
+
+H = 'use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n'
+CASES = {
+    "E291": H + "group R { gpu[1000] : H100 }\ngroup C { r[1000] : R }\ngroup W { c[1000] : C }\n"
+                "system s : W\n",
+    # 10,000 links per template, 10^7 once instantiated: refused before any is built
+    "E292": H + "group R { a[100] : H100  b[100] : H100  a[*] <-> b[*] : pcie5 }\n"
+                "group W { r[1000] : R }\nsystem s : W\n",
+    "E293": H + "".join(f"group L{i} {{ x : L{i + 1} }}\n" for i in range(200))
+            + "group L200 { g : H100 }\nsystem s : L0\n",
+    "E295": H + "group G { gpu[1000000000000000] : H100 }\nsystem s : G\n",
+    "E296": H + "group G { gpu[" + "1 + (" * 200 + "1" + ")" * 200 + "] : H100 }\nsystem s : G\n",
+    "E297": H + "group G { gpu[" + "9" * 5000 + "] : H100 }\nsystem s : G\n",
+    "E298": H + "group G { g[2] : H100  g[0] <-> g[1] : nvlink4 x 1000000000000 }\nsystem s : G\n",
+    "E299": H + "group G { a[999999] : H100  b[999999] : H100  a[*] <-> b[*] : pcie5 }\n"
+                "system s : G\n",
+}
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_limit_refused_before_work(code):
+    tracemalloc.start()
+    try:
+        with pytest.raises(CompileError) as info:
+            topoc.loads(CASES[code])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code in [d.code for d in info.value.diagnostics]
+    assert peak < 48 * 2**20, f"{peak / 2**20:.0f} MiB allocated before {code}"
+
+
+def test_file_size_limit_reads_nothing_more(tmp_path):
+    big = tmp_path / "big.topo"
+    big.write_text("#" * (LIMITS.file_bytes + 10))
+    with pytest.raises(CompileError) as info:
+        topoc.load(big)
+    assert [d.code for d in info.value.diagnostics] == ["E290"]
+
+
+def test_import_depth_limit(tmp_path):
+    for i in range(40):
+        (tmp_path / f"f{i}.topo").write_text(f'use "f{i + 1}.topo"\n')
+    (tmp_path / "f40.topo").write_text("")
+    with pytest.raises(CompileError) as info:
+        topoc.load(tmp_path / "f0.topo")
+    assert "E294" in [d.code for d in info.value.diagnostics]
