@@ -13,9 +13,8 @@ def _directions(link) -> int:
     return 2 if link.duplex else 1
 
 
-def scaleout_tiers(system: System) -> dict[int, float]:
-    """Per-direction bandwidth of each scale-out tier: tier 1 joins NICs to the first switches,
-    tier 2 those switches to the next, and so on (levels found breadth-first from the NICs)."""
+def scaleout_levels(system: System) -> dict[str, int]:
+    """Distance of every scale-out device from the NICs: NICs 0, leaves 1, spines 2, ..."""
     adj: dict[str, list] = defaultdict(list)
     for link in system.links:
         if link.cls in SCALEOUT_CLASSES:
@@ -32,6 +31,13 @@ def scaleout_tiers(system: System) -> dict[int, float]:
                     level[other] = level[node] + 1
                     nxt.append(other)
         frontier = nxt
+    return level
+
+
+def scaleout_tiers(system: System) -> dict[int, float]:
+    """Per-direction bandwidth of each scale-out tier: tier 1 joins NICs to the first switches,
+    tier 2 those switches to the next, and so on (levels found breadth-first from the NICs)."""
+    level = scaleout_levels(system)
     tiers: dict[int, float] = defaultdict(float)
     for link in system.links:
         if link.cls in SCALEOUT_CLASSES and link.src in level and link.dst in level:

@@ -23,7 +23,7 @@ from .compiler.verify import verify
 
 __version__ = "0.1.0"
 __all__ = ["CompileError", "Diagnostic", "System", "check", "compile", "load", "loads",
-           "replay", "__version__"]
+           "lint", "replay", "__version__"]
 
 PathLike = str | os.PathLike
 
@@ -72,6 +72,23 @@ def check(path: PathLike, defines: Mapping[str, int] | None = None,
         return verify(system)
     except CompileError as exc:
         return list(exc.diagnostics)
+
+
+def lint(path: PathLike, config=None, defines: Mapping[str, int] | None = None,
+         import_roots: Sequence[PathLike] = ()) -> list[Diagnostic]:
+    """Compile errors, or else the rule catalogue's findings, for one file, filtered by its
+    ``[tool.topoc.lint]`` configuration and ``# topoc: ignore[...]`` comments (docs/rules.md)."""
+    from .compiler.lint import lint_file
+    return lint_file(path, config, defines, import_roots)
+
+
+def _lint_pipeline(path: PathLike, defines, import_roots):
+    """The pipeline as lint runs it: a file without a system stops after its declarations."""
+    module = parse(_read(path), _display(path))
+    program = resolve(module, path, import_roots)
+    if not program.systems:
+        return None, module.span.source
+    return ranks(program, elaborate(program, defines)), module.span.source
 
 
 def _read(path: PathLike) -> str:

@@ -94,23 +94,68 @@ def cmd_compile(args) -> int:
 
 
 def cmd_lint(args) -> int:
-    """topoc lint FILE... : errors for now; the rule catalogue adds warnings."""
+    """topoc lint FILE... [--format F] [--select CODES] [--ignore CODES] [--strict]."""
+    from .backends import lint_report
+    from .compiler.lint import ConfigError, check_codes, find_config
+    select = [c.strip() for c in (args.select or "").split(",") if c.strip()]
+    ignore = [c.strip() for c in (args.ignore or "").split(",") if c.strip()]
     defines = parse_defines(args.define)
     found: list[Diagnostic] = []
+    strict = args.strict
+    try:
+        check_codes(select, "--select")
+        check_codes(ignore, "--ignore")
+        for file in args.files:
+            config = find_config(Path(file).resolve()).merged(select, ignore, args.strict)
+            strict = strict or config.strict
+            found += topoc.lint(file, config, defines, args.import_root or ())
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {exc.filename or ''}: {exc}") from None
+    if args.format == "text":
+        out = lint_report.text(found)
+        if out:
+            stream = sys.stdout if args.output in (None, "-") else None
+            if stream is not None and _color(stream):
+                out = out.replace(" error: ", " \x1b[1;31merror\x1b[0m: ") \
+                         .replace(" warning: ", " \x1b[1;33mwarning\x1b[0m: ")
+            write_output(out, args.output)
+    elif args.format == "json":
+        write_output(lint_report.as_json(found), args.output)
+    elif args.format == "github":
+        write_output(lint_report.github(found), args.output)
+    else:
+        write_output(lint_report.sarif(found, topoc.__version__), args.output)
+    failing = {"error", "warning"} if strict else {"error"}
+    return EXIT_INPUT if any(d.severity in failing for d in found) else EXIT_OK
+
+
+def cmd_fmt(args) -> int:
+    """topoc fmt FILE... [--check]: rewrite in the canonical layout, or only report."""
+    from .compiler.fmt import fmt
+    changed, failed = [], []
     for file in args.files:
         try:
-            found += topoc.check(file, defines, args.import_root or ())
+            text = Path(file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read {file}: {exc}") from None
-    if args.format == "json":
-        doc = {"schema": "topoc.lint/1", "diagnostics": [
-            {"path": d.span.path, "line": d.span.line, "col": d.span.col, "code": d.code,
-             "severity": d.severity, "message": d.message} for d in found]}
-        write_output(json.dumps(doc, indent=1) + "\n", args.output)
-    elif found:
-        report(found, sys.stdout if args.output in (None, "-") else None)
-    failing = any(d.severity == "error" for d in found)
-    return EXIT_INPUT if failing else EXIT_OK
+        try:
+            new = fmt(text, file)
+        except CompileError as exc:
+            report(exc.diagnostics)
+            failed.append(file)
+            continue
+        if new != text:
+            changed.append(file)
+            if not args.check:
+                write_output(new, file)
+    verb = "would reformat" if args.check else "reformatted"
+    for file in changed:
+        print(f"{verb} {file}", file=sys.stderr)
+    if failed or (args.check and changed):
+        return EXIT_INPUT
+    return EXIT_OK
 
 
 def cmd_render(args) -> int:
@@ -208,9 +253,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("lint", help="check .topo files and report problems")
     p.add_argument("files", nargs="+")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
+    p.add_argument("--select", metavar="CODES", help="only these codes or prefixes: W4,W501")
+    p.add_argument("--ignore", metavar="CODES", help="skip these codes or prefixes")
+    p.add_argument("--strict", action="store_true", help="warnings fail the run too")
     _common(p)
     p.set_defaults(func=cmd_lint)
+    p = sub.add_parser("fmt", help="rewrite .topo files in the canonical layout")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file "
+                   "would change")
+    p.set_defaults(func=cmd_fmt)
     p = sub.add_parser("render", help="draw the system with Graphviz")
     p.add_argument("file")
     p.add_argument("--view", choices=["physical", "logical", "racks"],

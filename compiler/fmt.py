@@ -1,0 +1,261 @@
+"""``topoc fmt``: one canonical layout for .topo files, comments kept, idempotent.
+
+The layout is printed from Lark's parse tree (so number and unit spellings survive), with
+parentheses restored by precedence. Comments are read from the text and attached to the unit
+they sit on (trailing) or before (leading): a top-level declaration, a group statement, an
+attribute or parallel setting. Runs of blank lines between units become one blank line.
+"""
+
+from __future__ import annotations
+
+import re
+
+import lark
+
+from ..grammar import parser
+from .diagnostics import CompileError
+from .parse import parse
+
+INDENT = "  "
+WIDTH = 100
+_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|\n|[^"#\n]+|.')
+_PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "div": 2, "mod": 2}
+_OP = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
+
+
+def _comments(text: str) -> list[tuple[int, int, str]]:
+    """(line, column, text) of every comment, skipping '#' inside strings."""
+    out, line, col = [], 1, 1
+    for m in _TOKENS.finditer(text):
+        tok = m.group()
+        if tok.startswith("#"):
+            out.append((line, col, tok.rstrip()))
+        if tok == "\n":
+            line, col = line + 1, 1
+        else:
+            col += len(tok)
+    return out
+
+
+class _Printer:
+    def __init__(self, text: str):
+        self.lines = text.split("\n")
+        self.comments = _comments(text)
+        self.taken: set[int] = set()          # indices of comments already printed
+        self.out: list[str] = []
+
+    # -- comments and blank lines
+    def _code_before(self, line: int, col: int) -> bool:
+        return bool(self.lines[line - 1][: col - 1].strip())
+
+    def leading(self, upto_line: int, indent: str) -> None:
+        """Own-line comments before ``upto_line`` not yet printed."""
+        for i, (line, col, text) in enumerate(self.comments):
+            if i not in self.taken and line < upto_line and not self._code_before(line, col):
+                self.taken.add(i)
+                if self.out and self.out[-1] != "" and self._blank_before(line) and \
+                        not self.out[-1].endswith("{"):
+                    self.out.append("")
+                self.out.append(indent + text)
+
+    def trailing(self, start: int, end: int) -> str:
+        """Comments after code on the lines start..end, joined for the end of one line."""
+        found = []
+        for i, (line, col, text) in enumerate(self.comments):
+            if i not in self.taken and start <= line <= end and self._code_before(line, col):
+                self.taken.add(i)
+                found.append(text)
+        return ("  " + "  ".join(found)) if found else ""
+
+    def _blank_before(self, line: int) -> bool:
+        return line >= 2 and not self.lines[line - 2].strip()
+
+    def separate(self, meta, first: bool, inner: bool) -> None:
+        """One blank line before a unit that had blank lines before it in the source."""
+        line = meta.line
+        # Look above any leading comments of this unit for the blank line.
+        while line > 1 and self.lines[line - 2].strip().startswith("#"):
+            line -= 1
+        if not first and self._blank_before(line) and self.out and self.out[-1] != "":
+            self.out.append("")
+        elif not first and not inner and self.out and self.out[-1] != "" and \
+                not self._same_kind_run(meta):
+            self.out.append("")
+
+    def _same_kind_run(self, meta) -> bool:
+        # Consecutive one-line declarations (use, link, device) stay together.
+        return self._prev_kind in ("use", "link_decl", "device_decl") and \
+            self._this_kind == self._prev_kind
+
+    # -- expressions and values
+    def expr(self, node, parent_prec: int = 0, right: bool = False) -> str:
+        if isinstance(node, lark.Token):
+            return str(node)
+        kind = node.data
+        if kind in ("num", "var"):
+            return str(node.children[0])
+        if kind == "neg":
+            return "-" + self.expr(node.children[0], 3)
+        prec = _PRECEDENCE[kind]
+        text = f"{self.expr(node.children[0], prec)} {_OP[kind]} " \
+               f"{self.expr(node.children[1], prec, right=True)}"
+        if prec < parent_prec or (right and prec == parent_prec):
+            return f"({text})"
+        return text
+
+    def value(self, node) -> str:
+        kind = node.data
+        if kind == "quantity":
+            number, unit = node.children
+            return f"{number} {unit}" if unit else str(number)
+        if kind == "string":
+            return str(node.children[0])
+        if kind in ("true", "false", "auto"):
+            return kind
+        if kind == "name_list":
+            return ", ".join(str(c) for c in node.children)
+        raise ValueError(kind)
+
+    def selector(self, node) -> str:
+        if node.data == "star":
+            return "*"
+        if node.data == "range":
+            return f"{self.expr(node.children[0])}..{self.expr(node.children[1])}"
+        return self.expr(node.children[0])
+
+    def segment(self, node) -> str:
+        name, sel = node.children
+        return str(name) + (f"[{self.selector(sel)}]" if sel is not None else "")
+
+    def args(self, node) -> str:
+        if node is None:
+            return ""
+        items = [c for c in node.children if c is not None]
+        if node.data == "params":
+            parts = [f"{p.children[0]}: {p.children[1]}" + (
+                f" = {self.expr(p.children[2])}" if p.children[2] is not None else "")
+                for p in items]
+        else:
+            parts = [f"{a.children[0]} = {self.expr(a.children[1])}" for a in items]
+        return "(" + ", ".join(parts) + ")"
+
+    # -- blocks
+    def attr_text(self, attr) -> str:
+        key, value = attr.children
+        return f"{'.'.join(str(t) for t in key.children)} = {self.value(value)}"
+
+    def block(self, head: str, attrs: list, meta, indent: str) -> None:
+        """``head { a = 1  b = 2 }`` on one line when it fits and holds no comments."""
+        inner = [self.attr_text(a) for a in attrs]
+        has_comments = any(i not in self.taken and meta.line < line < meta.end_line
+                           for i, (line, _, _) in enumerate(self.comments))
+        one = f"{head} {{ {'  '.join(inner)} }}" if inner else f"{head} {{ }}"
+        if not has_comments and len(indent + one) <= WIDTH:
+            self.out.append(indent + one + self.trailing(meta.line, meta.end_line))
+            return
+        self.out.append(f"{indent}{head} {{" + self.trailing(meta.line, meta.line))
+        for a in attrs:
+            self.leading(a.meta.line, indent + INDENT)
+            self.out.append(indent + INDENT + self.attr_text(a)
+                            + self.trailing(a.meta.line, a.meta.end_line))
+        self.leading(meta.end_line, indent + INDENT)
+        self.out.append(indent + "}" + self.trailing(meta.end_line, meta.end_line))
+
+    def statement(self, node, indent: str) -> str:
+        kind = node.data
+        if kind == "let":
+            return f"let {node.children[0]} = {self.expr(node.children[1])}"
+        if kind == "instance":
+            seg, target, args = node.children
+            return f"{self.segment(seg)} : {target}{self.args(args)}"
+        left, arrow, right, link, lanes = node.children
+        path = lambda p: ".".join(self.segment(s) for s in p.children)  # noqa: E731
+        text = f"{path(left)} {arrow} {path(right)} : {link}"
+        return text + (f" x {self.expr(lanes.children[0])}" if lanes is not None else "")
+
+    def body(self, items, meta, indent: str) -> None:
+        for n, item in enumerate(items):
+            if n and self._blank_before(self._first_line(item)) and self.out[-1] != "":
+                self.out.append("")
+            self.leading(item.meta.line, indent)
+            self.out.append(indent + self.statement(item, indent)
+                            + self.trailing(item.meta.line, item.meta.end_line))
+        self.leading(meta.end_line, indent)
+
+    def _first_line(self, item) -> int:
+        line = item.meta.line
+        while line > 1 and self.lines[line - 2].strip().startswith("#"):
+            line -= 1
+        return line
+
+    # -- top level
+    def item(self, node) -> None:
+        kind, c = node.data, node.children
+        if kind == "use":
+            self.out.append(f"use {c[0]}" + self.trailing(node.meta.line, node.meta.end_line))
+        elif kind == "link_decl":
+            self.block(f"link {c[0]} : {c[1]}", c[2].children, node.meta, "")
+        elif kind == "device_decl":
+            self.block(f"device {c[0]} : {c[1]}", c[2].children if c[2] is not None else [],
+                       node.meta, "")
+        elif kind == "system_decl":
+            self.out.append(f"system {c[0]} : {c[1]}{self.args(c[2])}"
+                            + self.trailing(node.meta.line, node.meta.end_line))
+        elif kind == "group_decl":
+            name, params, *stmts = c
+            self.out.append(f"group {name}{self.args(params)} {{"
+                            + self.trailing(node.meta.line, node.meta.line))
+            self.body(stmts, node.meta, INDENT)
+            self.out.append("}" + self.trailing(node.meta.end_line, node.meta.end_line))
+        elif kind == "parallel_decl":
+            name, system, *items = c
+            self.out.append(f"parallel {name} on {system} {{"
+                            + self.trailing(node.meta.line, node.meta.line))
+            for n, it in enumerate(items):
+                if n and self._blank_before(self._first_line(it)) and self.out[-1] != "":
+                    self.out.append("")
+                self.leading(it.meta.line, INDENT)
+                if it.data == "psetting":
+                    self.out.append(INDENT + f"{it.children[0]} = {self.value(it.children[1])}"
+                                    + self.trailing(it.meta.line, it.meta.end_line))
+                else:
+                    first = it.children[0].meta.line if it.children else it.meta.end_line
+                    head = self.trailing(it.meta.line, it.meta.line) \
+                        if first > it.meta.line else ""    # a flow on this line keeps its own
+                    self.out.append(INDENT + "traffic {" + head)
+                    for f in it.children:
+                        self.leading(f.meta.line, INDENT * 2)
+                        dim, coll, size, count = f.children
+                        text = f"{dim} {coll} {self.value(size)}"
+                        if count is not None:
+                            text += f" x {self.expr(count.children[0])}"
+                        self.out.append(INDENT * 2 + text
+                                        + self.trailing(f.meta.line, f.meta.end_line))
+                    self.leading(it.meta.end_line, INDENT * 2)
+                    self.out.append(INDENT + "}" + self.trailing(it.meta.end_line,
+                                                                 it.meta.end_line))
+            self.leading(node.meta.end_line, INDENT)
+            self.out.append("}" + self.trailing(node.meta.end_line, node.meta.end_line))
+
+    def run(self, tree) -> str:
+        self._prev_kind = None
+        for n, node in enumerate(tree.children):
+            self._this_kind = node.data
+            self.separate(node.meta, n == 0, inner=False)
+            self.leading(node.meta.line, "")
+            self.item(node)
+            self._prev_kind = node.data
+        self.leading(len(self.lines) + 1, "")
+        while self.out and self.out[-1] == "":
+            self.out.pop()
+        return "\n".join(self.out) + "\n" if self.out else ""
+
+
+def fmt(text: str, path: str = "<input>") -> str:
+    """The canonical layout of ``text``; raises CompileError if it does not parse."""
+    parse(text, path)                       # the same diagnostics as every other verb
+    tree = parser().parse(text)
+    return _Printer(text).run(tree)
+
+
+__all__ = ["fmt", "CompileError"]
