@@ -40,14 +40,13 @@ def run_one(path: Path, param: str, size: int) -> dict:
     """Every stage for one size, in this process."""
     import networkx as nx
 
-    import topoc
     from topoc.backends import render
     from topoc.compiler.elaborate import elaborate
     from topoc.compiler.parse import parse
     from topoc.compiler.ranks import RankGroup, rank_groups, ranks
     from topoc.compiler.resolve import resolve
     from topoc.compiler.schedule import schedule
-    from topoc.compiler.verify import verify
+    from topoc.compiler.lint import lint_system
 
     out: dict = {param: size}
     text = path.read_text()
@@ -56,8 +55,7 @@ def run_one(path: Path, param: str, size: int) -> dict:
     _, out["graph_s"] = _timed(lambda: system.graph)      # cached: later stages reuse it
     out["gpus"], out["links"] = len(system.gpus), len(system.links)
     out["compile_s"] = round(out["parse_s"] + out["elaborate_s"] + out["graph_s"], 3)
-    lint = getattr(topoc, "lint", None)
-    _, out["lint_s"] = _timed(lambda: lint(system) if lint else verify(system))
+    _, out["lint_s"] = _timed(lambda: lint_system(system))
     world = RankGroup("world", tuple(range(len(system.gpus))))
     _, out["world_ring_s"] = _timed(lambda: schedule(system, world, "allreduce", "ring"))
     strategy = system.parallels[0]

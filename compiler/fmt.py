@@ -58,34 +58,38 @@ class _Printer:
                     self.out.append("")
                 self.out.append(indent + text)
 
-    def trailing(self, start: int, end: int) -> str:
-        """Comments after code on the lines start..end, joined for the end of one line."""
+    def trailing(self, start: int, end: int, indent: str = "") -> str:
+        """The comment after code on the lines start..end, for the end of the unit's line. A
+        line holds one comment, so further ones go on their own lines just above the unit."""
         found = []
         for i, (line, col, text) in enumerate(self.comments):
             if i not in self.taken and start <= line <= end and self._code_before(line, col):
                 self.taken.add(i)
                 found.append(text)
-        return ("  " + "  ".join(found)) if found else ""
+        self.out += [indent + text for text in found[:-1]]
+        return ("  " + found[-1]) if found else ""
 
     def _blank_before(self, line: int) -> bool:
         return line >= 2 and not self.lines[line - 2].strip()
 
-    def separate(self, meta, first: bool, inner: bool) -> None:
-        """One blank line before a unit that had blank lines before it in the source."""
-        line = meta.line
-        # Look above any leading comments of this unit for the blank line.
-        while line > 1 and self.lines[line - 2].strip().startswith("#"):
-            line -= 1
-        if not first and self._blank_before(line) and self.out and self.out[-1] != "":
-            self.out.append("")
-        elif not first and not inner and self.out and self.out[-1] != "" and \
-                not self._same_kind_run(meta):
+    def gap(self, node_line: int, force: bool = False) -> None:
+        """A blank line before a unit (before its leading comments, if any) where the source
+        had one, or where ``force`` asks for one; then its leading comments; then a blank line
+        between those comments and the unit if the source had one there."""
+        pending = [line for i, (line, col, _) in enumerate(self.comments)
+                   if i not in self.taken and line < node_line and not self._code_before(line, col)]
+        start = min(pending) if pending else node_line
+        if self.out and self.out[-1] != "" and not self.out[-1].endswith("{") and \
+                (force or self._blank_before(start)):
             self.out.append("")
 
-    def _same_kind_run(self, meta) -> bool:
-        # Consecutive one-line declarations (use, link, device) stay together.
-        return self._prev_kind in ("use", "link_decl", "device_decl") and \
-            self._this_kind == self._prev_kind
+    def unit(self, node_line: int, indent: str, force: bool = False) -> None:
+        """Blank lines and leading comments before a unit that starts at ``node_line``."""
+        self.gap(node_line, force)
+        printed = len(self.out)
+        self.leading(node_line, indent)
+        if len(self.out) > printed and self._blank_before(node_line) and self.out[-1] != "":
+            self.out.append("")
 
     # -- expressions and values
     def expr(self, node, parent_prec: int = 0, right: bool = False) -> str:
@@ -147,19 +151,29 @@ class _Printer:
     def block(self, head: str, attrs: list, meta, indent: str) -> None:
         """``head { a = 1  b = 2 }`` on one line when it fits and holds no comments."""
         inner = [self.attr_text(a) for a in attrs]
-        has_comments = any(i not in self.taken and meta.line < line < meta.end_line
-                           for i, (line, _, _) in enumerate(self.comments))
+        first = attrs[0].meta.line if attrs else meta.end_line
+        # Multi-line only for comments that must sit inside: own-line ones, or ones after an
+        # attribute; comments before the first attribute stay on the header line.
+        has_comments = any(
+            i not in self.taken and meta.line < line < meta.end_line and
+            (not self._code_before(line, col) or line >= first)
+            for i, (line, col, _) in enumerate(self.comments))
         one = f"{head} {{ {'  '.join(inner)} }}" if inner else f"{head} {{ }}"
         if not has_comments and len(indent + one) <= WIDTH:
-            self.out.append(indent + one + self.trailing(meta.line, meta.end_line))
+            line = self.trailing(meta.line, meta.end_line, indent)
+            self.out.append(indent + one + line)
             return
-        self.out.append(f"{indent}{head} {{" + self.trailing(meta.line, meta.line))
+        head_comment = self.trailing(meta.line, first - 1, indent)
+        self.out.append(f"{indent}{head} {{" + head_comment)
         for a in attrs:
             self.leading(a.meta.line, indent + INDENT)
-            self.out.append(indent + INDENT + self.attr_text(a)
-                            + self.trailing(a.meta.line, a.meta.end_line))
+            comment = self.trailing(a.meta.line, a.meta.end_line, indent + INDENT)
+            self.out.append(indent + INDENT + self.attr_text(a) + comment)
         self.leading(meta.end_line, indent + INDENT)
-        self.out.append(indent + "}" + self.trailing(meta.end_line, meta.end_line))
+        last = attrs[-1].meta.end_line + 1 if attrs else meta.line
+        rest = self.trailing(last, meta.end_line - 1, indent + INDENT)
+        self.out[-1] += rest
+        self.out.append(indent + "}" + self.trailing(meta.end_line, meta.end_line, indent))
 
     def statement(self, node, indent: str) -> str:
         kind = node.data
@@ -174,53 +188,48 @@ class _Printer:
         return text + (f" x {self.expr(lanes.children[0])}" if lanes is not None else "")
 
     def body(self, items, meta, indent: str) -> None:
-        for n, item in enumerate(items):
-            if n and self._blank_before(self._first_line(item)) and self.out[-1] != "":
-                self.out.append("")
-            self.leading(item.meta.line, indent)
-            self.out.append(indent + self.statement(item, indent)
-                            + self.trailing(item.meta.line, item.meta.end_line))
+        for item in items:
+            self.unit(item.meta.line, indent)
+            comment = self.trailing(item.meta.line, item.meta.end_line, indent)
+            self.out.append(indent + self.statement(item, indent) + comment)
         self.leading(meta.end_line, indent)
-
-    def _first_line(self, item) -> int:
-        line = item.meta.line
-        while line > 1 and self.lines[line - 2].strip().startswith("#"):
-            line -= 1
-        return line
 
     # -- top level
     def item(self, node) -> None:
         kind, c = node.data, node.children
         if kind == "use":
-            self.out.append(f"use {c[0]}" + self.trailing(node.meta.line, node.meta.end_line))
+            comment = self.trailing(node.meta.line, node.meta.end_line)
+            self.out.append(f"use {c[0]}" + comment)
         elif kind == "link_decl":
             self.block(f"link {c[0]} : {c[1]}", c[2].children, node.meta, "")
         elif kind == "device_decl":
             self.block(f"device {c[0]} : {c[1]}", c[2].children if c[2] is not None else [],
                        node.meta, "")
         elif kind == "system_decl":
-            self.out.append(f"system {c[0]} : {c[1]}{self.args(c[2])}"
-                            + self.trailing(node.meta.line, node.meta.end_line))
+            comment = self.trailing(node.meta.line, node.meta.end_line)
+            self.out.append(f"system {c[0]} : {c[1]}{self.args(c[2])}" + comment)
         elif kind == "group_decl":
             name, params, *stmts = c
-            self.out.append(f"group {name}{self.args(params)} {{"
-                            + self.trailing(node.meta.line, node.meta.line))
+            first = stmts[0].meta.line - 1 if stmts else node.meta.end_line - 1
+            comment = self.trailing(node.meta.line, max(node.meta.line, first))
+            self.out.append(f"group {name}{self.args(params)} {{" + comment)
             self.body(stmts, node.meta, INDENT)
-            self.out.append("}" + self.trailing(node.meta.end_line, node.meta.end_line))
+            comment = self.trailing(node.meta.end_line, node.meta.end_line)
+            self.out.append("}" + comment)
         elif kind == "parallel_decl":
             name, system, *items = c
-            self.out.append(f"parallel {name} on {system} {{"
-                            + self.trailing(node.meta.line, node.meta.line))
-            for n, it in enumerate(items):
-                if n and self._blank_before(self._first_line(it)) and self.out[-1] != "":
-                    self.out.append("")
-                self.leading(it.meta.line, INDENT)
+            first = items[0].meta.line - 1 if items else node.meta.end_line - 1
+            comment = self.trailing(node.meta.line, max(node.meta.line, first))
+            self.out.append(f"parallel {name} on {system} {{" + comment)
+            for it in items:
+                self.unit(it.meta.line, INDENT)
                 if it.data == "psetting":
+                    comment = self.trailing(it.meta.line, it.meta.end_line, INDENT)
                     self.out.append(INDENT + f"{it.children[0]} = {self.value(it.children[1])}"
-                                    + self.trailing(it.meta.line, it.meta.end_line))
+                                    + comment)
                 else:
                     first = it.children[0].meta.line if it.children else it.meta.end_line
-                    head = self.trailing(it.meta.line, it.meta.line) \
+                    head = self.trailing(it.meta.line, it.meta.line, INDENT) \
                         if first > it.meta.line else ""    # a flow on this line keeps its own
                     self.out.append(INDENT + "traffic {" + head)
                     for f in it.children:
@@ -229,23 +238,27 @@ class _Printer:
                         text = f"{dim} {coll} {self.value(size)}"
                         if count is not None:
                             text += f" x {self.expr(count.children[0])}"
-                        self.out.append(INDENT * 2 + text
-                                        + self.trailing(f.meta.line, f.meta.end_line))
+                        comment = self.trailing(f.meta.line, f.meta.end_line, INDENT * 2)
+                        self.out.append(INDENT * 2 + text + comment)
                     self.leading(it.meta.end_line, INDENT * 2)
-                    self.out.append(INDENT + "}" + self.trailing(it.meta.end_line,
-                                                                 it.meta.end_line))
+                    comment = self.trailing(it.meta.end_line, it.meta.end_line, INDENT)
+                    self.out.append(INDENT + "}" + comment)
             self.leading(node.meta.end_line, INDENT)
-            self.out.append("}" + self.trailing(node.meta.end_line, node.meta.end_line))
+            comment = self.trailing(node.meta.end_line, node.meta.end_line)
+            self.out.append("}" + comment)
 
     def run(self, tree) -> str:
-        self._prev_kind = None
-        for n, node in enumerate(tree.children):
-            self._this_kind = node.data
-            self.separate(node.meta, n == 0, inner=False)
-            self.leading(node.meta.line, "")
+        previous = None
+        for node in tree.children:
+            # Declarations are separated by a blank line, except runs of one-line
+            # declarations of one kind (use, link, device), which stay together.
+            run = previous == node.data and node.data in ("use", "link_decl", "device_decl")
+            self.unit(node.meta.line, "", force=previous is not None and not run)
             self.item(node)
-            self._prev_kind = node.data
+            previous = node.data
         self.leading(len(self.lines) + 1, "")
+        # Whatever a layout rule did not place is kept at the end: no comment is ever lost.
+        self.out += [text for i, (_, _, text) in enumerate(self.comments) if i not in self.taken]
         while self.out and self.out[-1] == "":
             self.out.pop()
         return "\n".join(self.out) + "\n" if self.out else ""

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from .ir import SCALEOUT_CLASSES, System
 
-_HOST_CLASSES = ("pcie", "nvlink_c2c")
+_HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
 
 
 class _UnionFind:

@@ -6,7 +6,6 @@ Exit codes: 0 success, 1 the input has errors, 2 a usage or I/O error.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import os
 import sys

@@ -1,0 +1,55 @@
+"""fmt(fmt(x)) == fmt(x), and fmt(x) compiles to the same system as x."""
+
+from __future__ import annotations
+
+from hypothesis import assume, given
+
+import topoc
+from topoc.compiler.diagnostics import CompileError
+from topoc.compiler.fmt import _comments, fmt
+
+from ..strategies import grammar_programs, node_programs
+
+
+def same_system(a: str, b: str) -> None:
+    try:
+        first = topoc.loads(a)
+    except CompileError as exc:
+        codes = [d.code for d in exc.diagnostics]
+        try:
+            topoc.loads(b)
+        except CompileError as again:
+            assert [d.code for d in again.diagnostics] == codes
+            return
+        raise AssertionError("formatting made an invalid program valid") from None
+    second = topoc.loads(b)
+    assert (first.devices, first.links, first.parallels) == \
+        (second.devices, second.links, second.parallels)
+
+
+@given(node_programs())
+def test_fmt_of_generated_systems(program):
+    text = program[0]
+    once = fmt(text)
+    assert fmt(once) == once
+    same_system(text, once)
+
+
+@given(grammar_programs())
+def test_fmt_of_grammar_programs(text):
+    try:
+        once = fmt(text)
+    except CompileError:
+        assume(False)
+        return
+    assert fmt(once) == once
+    assert sorted(c[2] for c in _comments(text)) == sorted(c[2] for c in _comments(once))
+    same_system(text, once)
+
+
+def test_comments_survive():
+    text = '# head\nlink l : nvlink { bandwidth = 1 GB/s  # inside\n  latency = 1 us }  # tail\n'
+    out = fmt(text)
+    for comment in ("# head", "# inside", "# tail"):
+        assert comment in out
+    assert fmt(out) == out

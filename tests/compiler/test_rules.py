@@ -1,0 +1,120 @@
+"""Every lint rule: an input that triggers it and one that does not."""
+
+from __future__ import annotations
+
+import pytest
+
+import topoc
+from topoc.compiler.lint import LintConfig, apply_suppressions, lint_system
+
+BASE = '''link nv : nvlink { bandwidth = 25 GB/s }
+link pc : pcie { bandwidth = 63 GB/s }
+link ib : infiniband { bandwidth = 400 Gb/s }
+link upi : inter_socket { bandwidth = 22 GB/s }
+device G : gpu { hbm = 80 GB }
+device C : cpu { }
+device S : switch { reduction = true }
+device P : pcie_switch { }
+device N : nic { ports.pcie = 1 }
+device L : net_switch { }
+'''
+# A node: 4 GPUs on one NVSwitch, GPU i and NIC i under PCIe switch i, switches 0,1 on CPU 0.
+NODE = '''group Node {
+  gpu[4] : G  sw : S  pcie[4] : P  nic[4] : N  cpu[2] : C
+  gpu[*] <-> sw : nv x 4
+  gpu[i] <-> pcie[i] : pc  nic[i] <-> pcie[i] : pc  pcie[i] <-> cpu[i / 2] : pc
+  cpu[0] <-> cpu[1] : upi
+}
+'''
+TWO = '''group Two { node[2] : Node  leaf[4] : L  node[*].nic[n] <-> leaf[n] : ib }
+system two : Two
+'''
+
+
+def codes(text: str, select: str = "") -> list[str]:
+    system = topoc.loads(text)
+    config = LintConfig(select=(select,) if select else ())
+    return sorted(d.code for d in lint_system(system, config) if d.severity != "error")
+
+
+def has(code: str, text: str) -> bool:
+    return code in codes(text, code)
+
+
+CASES = {
+    "W401": (BASE + NODE + "group X { n : Node  spare : G }\nsystem x : X\n",
+             BASE + NODE + "system x : Node\n"),
+    "W402": (BASE + "group B { g[2] : G  p[2] : P  c : C  g[i] <-> p[i] : pc  p[i] <-> c : pc }\n"
+             "system b : B\n",
+             BASE + "group B { g[2] : G  p : P  c : C  g[*] <-> p : pc  p <-> c : pc }\n"
+             "system b : B\n"),
+    "W403": (BASE + "group B { g : G  n : N  c[2] : C  p[2] : P\n  g <-> p[0] : pc  "
+             "n <-> p[1] : pc  p[i] <-> c[i] : pc  c[0] <-> c[1] : upi }\nsystem b : B\n",
+             BASE + NODE + "system x : Node\n"),
+    "W404": (BASE + "group B { g[2] : G  s : S  g[0] <-> s : nv x 4  g[1] <-> s : nv x 2 }\n"
+             "system b : B\n",
+             BASE + NODE + "system x : Node\n"),
+    "W405": (BASE + NODE + "group Two { node[2] : Node  leaf : L  spine : L\n"
+             "  node[*].nic[*] <-> leaf : ib  leaf <-> spine : ib x 2 }\nsystem two : Two\n",
+             BASE + NODE + "group Two { node[2] : Node  leaf : L  spine : L\n"
+             "  node[*].nic[*] <-> leaf : ib  leaf <-> spine : ib x 8 }\nsystem two : Two\n"),
+    "W406": (BASE + NODE + "group Two { node[2] : Node  leaf[4] : L\n"
+             "  node[0].nic[n] <-> leaf[n] : ib  node[1].nic[n] <-> leaf[(n + 1) % 4] : ib }\n"
+             "system two : Two\n",
+             BASE + NODE + TWO),
+    "W407": (BASE + NODE + "system x : Node\n",
+             BASE.replace("ports.pcie = 1", "ports.pcie = 2") + NODE + "system x : Node\n"),
+    "W501": (BASE + NODE + TWO + "parallel p on two { tp = 8  traffic { tp allreduce 1 MiB } }\n",
+             BASE + NODE + TWO + "parallel p on two { tp = 4  dp = 2  traffic { tp allreduce "
+             "1 MiB  dp allreduce 1 GB } }\n"),
+    "W502": (BASE + NODE + TWO + "parallel p on two { ep = 8  traffic { ep alltoall 1 MiB } }\n",
+             BASE + NODE + TWO + "parallel p on two { ep = 4  dp = 2  traffic { ep alltoall "
+             "1 MiB  dp allreduce 1 GB } }\n"),
+    "W503": (BASE + NODE + TWO + "parallel p on two { pp = 4  dp = 2  microbatches = 2\n"
+             "  traffic { pp sendrecv 1 MiB  dp allreduce 1 GB } }\n",
+             BASE + NODE + TWO + "parallel p on two { pp = 4  dp = 2  microbatches = 64\n"
+             "  traffic { pp sendrecv 1 MiB  dp allreduce 1 GB } }\n"),
+    "W504": (BASE + NODE + TWO + "parallel p on two { tp = 2  dp = 4  order = dp, tp\n"
+             "  traffic { tp allreduce 1 MiB  dp allreduce 1 GB } }\n",
+             BASE + NODE + TWO + "parallel p on two { tp = 2  dp = 4  order = tp, dp\n"
+             "  traffic { tp allreduce 1 MiB  dp allreduce 1 GB } }\n"),
+    "W505": (BASE + NODE + TWO + "parallel p on two { dp = 8  traffic { tp allreduce 1 MiB "
+             "dp allreduce 1 GB } }\n",
+             BASE + NODE + TWO + "parallel p on two { dp = 8  traffic { dp allreduce 1 GB } }\n"),
+}
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_rule_fires_on_the_bad_example_only(code):
+    bad, good = CASES[code]
+    assert has(code, bad), codes(bad, code)
+    assert not has(code, good), codes(good, code)
+
+
+def test_every_rule_has_a_case_and_a_page():
+    from topoc.compiler.rules import RULES
+
+    from ..conftest import ROOT
+    page = (ROOT / "docs/rules.md").read_text()
+    for code in RULES:
+        assert code in CASES or code == "W400"
+        assert f"## {code}" in page, code
+
+
+def test_messages_name_the_devices():
+    bad, _ = CASES["W401"]
+    (finding,) = [d for d in lint_system(topoc.loads(bad)) if d.code == "W401"]
+    assert "x.spare" in finding.message and finding.span.line > 0
+
+
+def test_w400_unused_suppression_and_used_one():
+    bad, _ = CASES["W401"]
+    used = bad.replace("spare : G }", "spare : G }  # topoc: ignore[W401] kept for a test")
+    system = topoc.loads(used)
+    root = system.device("x.spare").span.source
+    kept = apply_suppressions(lint_system(system), root, LintConfig())
+    assert [d.code for d in kept] == []
+    unused = BASE + NODE + "system x : Node  # topoc: ignore[W404]\n"
+    system = topoc.loads(unused)
+    kept = apply_suppressions(lint_system(system), system.span.source, LintConfig())
+    assert [d.code for d in kept] == ["W400"]

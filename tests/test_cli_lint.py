@@ -1,0 +1,83 @@
+"""``topoc lint`` in CI: the same broken file at the same line in every format, config from
+pyproject.toml, exit codes, and ``topoc fmt``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from topoc.cli import main
+
+BROKEN = ('use "nvidia/devices.topo"\nuse "nvidia/links.topo"\ngroup G {\n  gpu[2] : H100\n'
+          '  gpu[0] <-> gpu[1] : nvlnk4\n}\nsystem s : G\n')
+WARNED = ('use "nvidia/devices.topo"\nuse "nvidia/links.topo"\ngroup G {\n  gpu[2] : H100\n'
+          '  spare : H100\n  gpu[0] <-> gpu[1] : nvlink4 x 18\n}\nsystem s : G\n')
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "broken.topo").write_text(BROKEN)
+    (tmp_path / "warned.topo").write_text(WARNED)
+    return tmp_path
+
+
+def test_broken_file_at_the_right_line_in_every_format(files, capsys):
+    path = str(files / "broken.topo")
+    assert main(["lint", path]) == 1
+    assert f"{path}:5:23: E111 error" in capsys.readouterr().out
+    assert main(["lint", path, "--format", "json"]) == 1
+    d = json.loads(capsys.readouterr().out)["diagnostics"][0]
+    assert (d["line"], d["col"], d["code"]) == (5, 23, "E111")
+    assert main(["lint", path, "--format", "github"]) == 1
+    assert capsys.readouterr().out.startswith(f"::error file={path},line=5,col=23,")
+    assert main(["lint", path, "--format", "sarif"]) == 1
+    sarif = json.loads(capsys.readouterr().out)
+    assert sarif["version"] == "2.1.0"
+    result = sarif["runs"][0]["results"][0]
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert result["ruleId"] == "E111" and region["startLine"] == 5 and region["startColumn"] == 23
+    assert sarif["runs"][0]["tool"]["driver"]["rules"][0]["id"] == "E111"
+
+
+def test_warnings_pass_unless_strict(files, capsys):
+    path = str(files / "warned.topo")
+    assert main(["lint", path]) == 0
+    assert "W401 warning" in capsys.readouterr().out
+    assert main(["lint", path, "--strict"]) == 1
+    assert main(["lint", path, "--ignore", "W401", "--strict"]) == 0
+    assert main(["lint", path, "--select", "W5", "--strict"]) == 0
+    assert main(["lint", path, "--select", "W99"]) == 2
+
+
+def test_pyproject_configuration(files, capsys):
+    path = str(files / "warned.topo")
+    (files / "pyproject.toml").write_text('[tool.topoc.lint]\nstrict = true\n'
+                                          '[tool.topoc.lint.severity]\nW401 = "error"\n')
+    assert main(["lint", path]) == 1
+    assert "W401 error" in capsys.readouterr().out
+    (files / "pyproject.toml").write_text('[tool.topoc.lint]\nignore = ["W401"]\nstrict = true\n')
+    assert main(["lint", path]) == 0
+    (files / "pyproject.toml").write_text('[tool.topoc.lint.options]\nW503 = { treshold = 1 }\n')
+    assert main(["lint", path]) == 2
+    assert "did you mean 'threshold'" in capsys.readouterr().err
+
+
+def test_fmt_check_and_rewrite(files, capsys):
+    path = files / "warned.topo"
+    path.write_text(WARNED.replace("gpu[2] : H100", "gpu[ 2 ]:H100"))
+    assert main(["fmt", str(path), "--check"]) == 1
+    assert "would reformat" in capsys.readouterr().err
+    assert main(["fmt", str(path)]) == 0
+    assert "gpu[2] : H100" in path.read_text()
+    assert main(["fmt", str(path), "--check"]) == 0
+    assert main(["fmt", str(files / "broken.topo")]) == 0   # it parses: formatting works
+    (files / "bad.topo").write_text("group {")
+    assert main(["fmt", str(files / "bad.topo")]) == 1
+
+
+def test_library_is_formatted_and_lints_clean(capsys):
+    from topoc import library
+    paths = [str(p) for p in library.files()]
+    assert main(["fmt", "--check", *paths]) == 0
+    assert main(["lint", "--strict", *paths]) == 0
