@@ -111,6 +111,17 @@ class Locality:
     def _island_ranks(self, island: int) -> tuple[int, ...]:
         return tuple(r for r, i in enumerate(self.island) if i == island)
 
+    def socket_of(self, device_id: str) -> str:
+        """The nearest CPU of any device over PCIe, C2C and socket links ('' when none)."""
+        found = self._nearest(device_id, "cpu")
+        return found[0] if found else ""
+
+    def pcie_switch_of(self, device_id: str) -> str:
+        """The PCIe switch directly above a device ('' when none)."""
+        ups = sorted(n for n in self.host_adj[device_id]
+                     if self.system.device(n).kind == "pcie_switch")
+        return ups[0] if ups else ""
+
     def key(self, rank: int) -> tuple:
         """Sort key that keeps islands, sockets and PCIe switches together."""
         return (self.island[rank], self.socket(rank), self.pcie_switch(rank), rank)

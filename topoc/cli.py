@@ -130,6 +130,44 @@ def cmd_lint(args) -> int:
     return EXIT_INPUT if any(d.severity in failing for d in found) else EXIT_OK
 
 
+def cmd_export(args) -> int:
+    """topoc export nccl-topo|nccl-graph FILE [--node PATH] [--ranks ...] -o OUT."""
+    from .backends import nccl_graph, nccl_topo
+    from .compiler.ranks import GroupError, select_group
+    system = _load(args)
+    try:
+        if args.format == "nccl-topo":
+            text = nccl_topo.render(system, args.node)
+        else:
+            group = select_group(system, args.group, args.parallel, args.ranks)
+            text = nccl_graph.render(system, group, args.node, args.channels or 2)
+    except (nccl_topo.ExportError, GroupError) as exc:
+        print(f"{args.file}: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    write_output(text, args.output)
+    return EXIT_OK
+
+
+def cmd_import(args) -> int:
+    """topoc import nccl-topo|nvidia-smi INPUT -o node.topo."""
+    from .importers import ImportFailure, from_nccl_xml, from_smi
+    try:
+        text = Path(args.input).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {args.input}: {exc}") from None
+    try:
+        converter = from_nccl_xml if args.format == "nccl-topo" else from_smi
+        topo, notes = converter(text, args.input)
+        topoc.loads(topo)                 # what we write must compile
+    except ImportFailure as exc:
+        print(f"topoc: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    write_output(topo, args.output)
+    return EXIT_OK
+
+
 def cmd_fmt(args) -> int:
     """topoc fmt FILE... [--check]: rewrite in the canonical layout, or only report."""
     from .compiler.fmt import fmt
@@ -258,6 +296,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="warnings fail the run too")
     _common(p)
     p.set_defaults(func=cmd_lint)
+    p = sub.add_parser("export", help="write NCCL's topology or graph XML for a node")
+    p.add_argument("format", choices=["nccl-topo", "nccl-graph"])
+    p.add_argument("file")
+    p.add_argument("--node", metavar="PATH", help="the node (host) to write, e.g. cluster.node3")
+    p.add_argument("--parallel", metavar="NAME")
+    p.add_argument("--group", metavar="KIND[:INDEX]", help="nccl-graph: the group whose orders")
+    p.add_argument("--ranks", metavar="LIST", help="nccl-graph: an ad-hoc group of world ranks")
+    p.add_argument("--channels", type=int, help="nccl-graph: rings per graph (default 2)")
+    _common(p, output_required=True)
+    p.set_defaults(func=cmd_export)
+    p = sub.add_parser("import", help="turn an NCCL dump or nvidia-smi topo -m into .topo")
+    p.add_argument("format", choices=["nccl-topo", "nvidia-smi"])
+    p.add_argument("input")
+    p.add_argument("-o", "--output", metavar="PATH", required=True)
+    p.set_defaults(func=cmd_import)
     p = sub.add_parser("fmt", help="rewrite .topo files in the canonical layout")
     p.add_argument("files", nargs="+")
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file "

@@ -1,0 +1,96 @@
+"""``topoc export nccl-graph``: the rings and trees topoc chose, as NCCL's ``NCCL_GRAPH_FILE``.
+
+NCCL reads one node's share of each graph: ``graphs version="1" > graph id pattern nchannels
+speedintra speedinter typeintra typeinter ... > channel > net|gpu``, devices numbered locally
+(the shape of NCCL's own graph dumps). Graph 0 holds the rings (pattern 4), graph 1 the trees
+(pattern 1); a channel that enters or leaves the node lists the NICs it uses.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from ..compiler.ir import System
+from ..compiler.ranks import RankGroup
+from ..compiler.schedule import ring_orders, tree_parents
+from .nccl_topo import check_nccl_xml, pick_node
+
+
+def _nvlink_peers(system: System, device_id: str) -> set[str]:
+    return {lk.dst if lk.src == device_id else lk.src
+            for lk in system.links_of(device_id) if lk.cls == "nvlink"}
+
+
+def _type(system: System, a: str, b: str) -> str:
+    """NCCL's path type between two GPUs: NVL over NVLink (directly or through an NVLink
+    switch), PIX under one PCIe switch, PHB through their CPU, SYS across sockets."""
+    peers_a, peers_b = _nvlink_peers(system, a), _nvlink_peers(system, b)
+    if b in peers_a or any(system.device(n).kind == "switch" for n in peers_a & peers_b):
+        return "NVL"
+    loc = system.locality
+    if loc.pcie_switch_of(a) and loc.pcie_switch_of(a) == loc.pcie_switch_of(b):
+        return "PIX"
+    return "PHB" if loc.socket_of(a) == loc.socket_of(b) else "SYS"
+
+
+def build(system: System, group: RankGroup, node: str | None = None,
+          channels: int = 2) -> ET.Element:
+    """Graphs 0 (rings) and 1 (trees) for one node of ``group``."""
+    prefix, members = pick_node(system, node)
+    local = {d.id: i for i, d in enumerate(d for d in members if d.kind == "gpu")}
+    nic_index = {d.id: i for i, d in enumerate(d for d in members if d.kind == "nic")}
+    devices = [system.gpus[r].id for r in group.ranks]
+    loc = system.locality
+    root = ET.Element("graphs", version="1")
+    spans = len({d.rsplit(".", 1)[0] for d in devices}) > 1 and any(d not in local for d in devices)
+    per_gpu = min((sum(lk.bandwidth for lk in system.links_of(d) if lk.cls == "nvlink")
+                   for d in devices if d in local), default=0)
+    nic_bw = max((system.device(n).model.attr("rate", 0) for n in nic_index), default=0)
+
+    def graph(gid: int, pattern: int, orders: list[list[int]]) -> None:
+        mine = [[p for p in order if devices[p] in local] for order in orders]
+        intra = per_gpu / max(1, len(orders)) / 1e9 if per_gpu else 24.0 / max(1, len(orders))
+        first = [devices[p] for p in mine[0]] if mine and mine[0] else []
+        typeintra = _type(system, first[0], first[1]) if len(first) > 1 else "LOC"
+        el = ET.SubElement(root, "graph", {
+            "id": str(gid), "pattern": str(pattern), "crossnic": "0",
+            "nchannels": str(len(mine)), "speedintra": f"{intra:g}",
+            "speedinter": f"{(nic_bw / 1e9 if spans else intra):g}", "latencyinter": "0",
+            "typeintra": typeintra, "typeinter": "PIX" if spans else typeintra,
+            "samechannels": "1" if all(m == mine[0] for m in mine) else "0"})
+        for order in mine:
+            ch = ET.SubElement(el, "channel")
+            if spans and order:
+                ET.SubElement(ch, "net", dev=str(nic_index.get(
+                    loc.nic(group.ranks[order[0]]), 0)))
+            for p in order:
+                ET.SubElement(ch, "gpu", dev=str(local[devices[p]]))
+            if spans and order:
+                ET.SubElement(ch, "net", dev=str(nic_index.get(
+                    loc.nic(group.ranks[order[-1]]), 0)))
+    if not any(d in local for d in devices):
+        from .nccl_topo import ExportError
+        raise ExportError(f"no rank of the group sits on node {prefix}")
+    graph(0, 4, [list(r) for r in ring_orders(system, group.ranks, channels)])
+    trees = tree_parents(system, group.ranks)
+    graph(1, 1, [sorted(range(len(t)), key=lambda v: _depth(t, v)) for t in trees])
+    return root
+
+
+def _depth(parent, v: int) -> int:
+    d = 0
+    while parent[v] >= 0:
+        v, d = parent[v], d + 1
+    return d
+
+
+def render(system: System, group: RankGroup, node: str | None = None, channels: int = 2) -> str:
+    """The graph XML text."""
+    root = build(system, group, node, channels)
+    ET.indent(root, space="  ")
+    text = ET.tostring(root, encoding="unicode").replace(" />", "/>") + "\n"
+    problems = check_nccl_xml(text)
+    if problems:
+        from .nccl_topo import ExportError
+        raise ExportError("; ".join(problems))
+    return text

@@ -1,0 +1,232 @@
+"""``topoc export nccl-topo``: one node as the XML NCCL reads from ``NCCL_TOPO_FILE``.
+
+The shape follows NCCL's own dumps (``NCCL_TOPO_DUMP_FILE``): ``system > cpu > pci ... > gpu|nic``,
+GPUs carrying ``nvlink target count tclass`` and, on Grace Blackwell, ``c2c bw count``. NCCL's
+parser (src/graph/xml.h) takes at most 16 attributes per element and strings of 255 characters;
+``check_nccl_xml`` enforces those rules (and at most 256 children per element, as older NCCL
+releases required) on everything written here. Bus ids are synthesised from declaration order, so
+the same node always gets the same ids.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+
+from ..compiler.ir import Device, System
+
+NVSWITCH_CLASS, GPU_CLASS, BRIDGE_CLASS = "0x068000", "0x030200", "0x060400"
+IB_CLASS, ETH_CLASS = "0x020700", "0x020000"
+EXTERNAL_NVSWITCH = "fffffff:ff:ff.0"       # how NCCL dumps NVLink switches outside the node
+MAX_ATTRS, MAX_CHILDREN, MAX_STR = 16, 256, 255
+_HOST = ("pcie", "nvlink_c2c", "inter_socket")
+# CPU identity as NCCL dumps show it (vendor string, familyid, modelid), by model name.
+CPU_IDS = {
+    "Xeon8480C": ("GenuineIntel", 6, 143),     # Sapphire Rapids
+    "Xeon8570": ("GenuineIntel", 6, 207),      # Emerald Rapids (as in the HGX H200 dump)
+    "EPYC7742": ("AuthenticAMD", 143, 49),     # Rome (as in NVIDIA/nccl issue 1505)
+}
+PCIE_SPEED = {3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe", 5: "32.0 GT/s PCIe", 6: "64.0 GT/s PCIe"}
+
+
+class ExportError(ValueError):
+    """The system cannot be written as an NCCL topology (no node, several nodes, ...)."""
+
+
+def _common_prefix(ids: list[str]) -> str:
+    parts = [i.split(".") for i in ids]
+    out = []
+    for column in zip(*parts):
+        if len(set(column)) != 1:
+            break
+        out.append(column[0])
+    return ".".join(out)
+
+
+def nodes(system: System) -> dict[str, list[Device]]:
+    """Hosts: devices joined by PCIe, C2C or socket links, named by their common id prefix
+    (a DGX node, a GB200 compute tray). Parts with one prefix are one host."""
+    parent: dict[str, str] = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    for link in system.links:
+        if link.cls in _HOST:
+            a, b = find(link.src), find(link.dst)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    parts: dict[str, list[str]] = defaultdict(list)
+    for d in system.devices:
+        if d.id in parent and d.kind in ("gpu", "cpu", "nic", "pcie_switch"):
+            parts[find(d.id)].append(d.id)
+    hosts: dict[str, set[str]] = defaultdict(set)
+    for ids in parts.values():
+        if any(system.device(i).kind == "gpu" for i in ids):
+            hosts[_common_prefix(ids) or system.name].update(ids)
+    out = {}
+    for prefix, ids in sorted(hosts.items()):
+        inside = {d.id for d in system.devices if d.kind == "switch" and d.id.startswith(prefix + ".")}
+        out[prefix] = [d for d in system.devices if d.id in ids or d.id in inside]
+    return out
+
+
+def pick_node(system: System, node: str | None) -> tuple[str, list[Device]]:
+    """The node asked for, or the only one; a clear error otherwise."""
+    found = nodes(system)
+    if not found:
+        raise ExportError("the system has no node: no GPU is attached to a CPU")
+    if node is None:
+        if len(found) > 1:
+            names = sorted(found)
+            raise ExportError(f"the system has {len(found)} nodes; choose one with --node, e.g. "
+                              f"--node {names[0]} (nodes: {', '.join(names[:4])}"
+                              + (", ..." if len(names) > 4 else "") + ")")
+        return next(iter(found.items()))
+    if node not in found:
+        from ..compiler.diagnostics import suggest
+        raise ExportError(f"no node '{node}'" + suggest(node, found) + f" ({len(found)} nodes)")
+    return node, found[node]
+
+
+def _affinity(index: int, cores: int) -> str:
+    """A CPU mask in NCCL's comma-separated 32-bit groups: ``cores`` bits from index*cores."""
+    mask = ((1 << cores) - 1) << (index * cores)
+    groups = []
+    while mask or not groups:
+        groups.append(f"{mask & 0xFFFFFFFF:08x}")
+        mask >>= 32
+    return ",".join(reversed(groups))
+
+
+def build(system: System, node: str | None = None) -> ET.Element:
+    """The XML tree of one node."""
+    prefix, members = pick_node(system, node)
+    ids = {d.id for d in members}
+    bus = {d.id: f"0000:{0x10 + i:02x}:00.0" for i, d in enumerate(members) if d.kind != "cpu"}
+    if len(bus) > 0xEF:
+        raise ExportError(f"node {prefix} has {len(bus)} PCI devices; bus ids run out at 239")
+    adj: dict[str, list] = defaultdict(list)
+    for link in system.links:
+        adj[link.src].append(link)
+        adj[link.dst].append(link)
+    ranks = {g.id: r for r, g in enumerate(system.gpus)}
+    root = ET.Element("system", version="1")
+    placed: set[str] = set()
+    local_gpu = {d.id: i for i, d in enumerate(d for d in members if d.kind == "gpu")}
+    local_nic = {d.id: i for i, d in enumerate(d for d in members if d.kind == "nic")}
+
+    def pci(parent: ET.Element, dev: Device, via) -> None:
+        placed.add(dev.id)
+        gen, width = via.type.attr("gen"), via.type.attr("width")
+        klass = {"gpu": GPU_CLASS, "pcie_switch": BRIDGE_CLASS}.get(dev.kind)
+        if dev.kind == "nic":
+            klass = IB_CLASS if dev.model.port_budget("infiniband") or any(
+                lk.cls == "infiniband" for lk in adj[dev.id]) else ETH_CLASS
+        attrs = {"busid": bus[dev.id], "class": klass,
+                 "vendor": "0x10de" if dev.kind == "gpu" else "0x15b3" if dev.kind == "nic"
+                 else "0x1000"}
+        if gen in PCIE_SPEED:
+            attrs["link_speed"] = PCIE_SPEED[gen]
+        attrs["link_width"] = str(width or 16)
+        el = ET.SubElement(parent, "pci", attrs)
+        if dev.kind == "gpu":
+            gpu(el, dev)
+        elif dev.kind == "nic":
+            nic_el = ET.SubElement(el, "nic")
+            i = local_nic[dev.id]
+            ET.SubElement(nic_el, "net", {
+                "name": f"mlx5_{i}", "dev": str(i), "latency": "0",
+                "speed": str(int(dev.model.attr("rate", 50e9) * 8 // 10**6)), "port": "1",
+                "guid": f"0x{0x1000 + i:x}", "maxconn": "131072", "gdr": "1"})
+        else:
+            for link in sorted(adj[dev.id], key=lambda lk: lk.id):
+                other = system.device(link.dst if link.src == dev.id else link.src)
+                if link.cls == "pcie" and other.id in ids and other.id not in placed and \
+                        other.kind in ("pcie_switch", "gpu", "nic"):
+                    pci(el, other, link)
+
+    def gpu(parent: ET.Element, dev: Device) -> None:
+        el = ET.SubElement(parent, "gpu", {"dev": str(local_gpu[dev.id]),
+                                           "sm": str(dev.model.attr("sm", 90)),
+                                           "rank": str(ranks[dev.id]), "gdr": "1"})
+        targets: dict[tuple[str, str], int] = defaultdict(int)
+        c2c = []
+        for link in sorted(adj[dev.id], key=lambda lk: lk.id):
+            other = system.device(link.dst if link.src == dev.id else link.src)
+            if link.cls == "nvlink":
+                if other.id in bus:
+                    klass = NVSWITCH_CLASS if other.kind == "switch" else GPU_CLASS
+                    targets[bus[other.id], klass] += link.lanes
+                else:
+                    targets[EXTERNAL_NVSWITCH, NVSWITCH_CLASS] += link.lanes
+            elif link.cls == "nvlink_c2c":
+                c2c.append(link)
+        for (target, klass), count in sorted(targets.items()):
+            ET.SubElement(el, "nvlink", target=target, count=str(count), tclass=klass)
+        if c2c:
+            ET.SubElement(el, "c2c", bw=str(int(c2c[0].type.bandwidth // 10**6)),
+                          count=str(sum(lk.lanes for lk in c2c)))
+
+    cpus = [d for d in members if d.kind == "cpu"]
+    for index, cpu in enumerate(cpus):
+        vendor, family, model = CPU_IDS.get(cpu.model.name, (None, None, None))
+        attrs = {"numaid": str(index),
+                 "affinity": _affinity(index, int(cpu.model.attr("cores", 32))),
+                 "arch": cpu.model.attr("arch", "x86_64")}
+        if vendor:
+            attrs.update(vendor=vendor, familyid=str(family), modelid=str(model))
+        el = ET.SubElement(root, "cpu", attrs)
+        for link in sorted(adj[cpu.id], key=lambda lk: lk.id):
+            other = system.device(link.dst if link.src == cpu.id else link.src)
+            if other.id in ids and other.id not in placed and link.cls in ("pcie", "nvlink_c2c") \
+                    and other.kind in ("pcie_switch", "gpu", "nic"):
+                if link.cls == "nvlink_c2c":
+                    # A C2C-attached GPU still has a PCI function under its CPU, as in GB dumps.
+                    pci(el, other, next((lk for lk in adj[other.id] if lk.cls == "pcie"), link))
+                else:
+                    pci(el, other, link)
+    missing = [d.id for d in members if d.kind in ("gpu", "nic") and d.id not in placed]
+    if missing:
+        raise ExportError(f"{missing[0]} is not attached to a CPU over PCIe or C2C, so it has no "
+                          "place in NCCL's PCI tree" + (f" (and {len(missing) - 1} more)"
+                                                        if len(missing) > 1 else ""))
+    return root
+
+
+def check_nccl_xml(text: str) -> list[str]:
+    """Breaches of NCCL's XML parser rules in ``text`` ([] when it is fine)."""
+    problems = []
+    if "\t" in text:
+        problems.append("tabs: NCCL's parser takes spaces only")
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        return problems + [f"not well-formed XML: {exc}"]
+    for el in root.iter():
+        if len(el.attrib) > MAX_ATTRS:
+            problems.append(f"<{el.tag}> has {len(el.attrib)} attributes (max {MAX_ATTRS})")
+        if len(el) > MAX_CHILDREN:
+            problems.append(f"<{el.tag}> has {len(el)} children (max {MAX_CHILDREN})")
+        for key, value in el.attrib.items():
+            if len(value) > MAX_STR or len(key) > MAX_STR:
+                problems.append(f"<{el.tag} {key}> is longer than {MAX_STR} characters")
+    return problems
+
+
+def render(system: System, node: str | None = None) -> str:
+    """The XML text, indented with two spaces as NCCL writes it."""
+    root = build(system, node)
+    ET.indent(root, space="  ")
+    # NCCL writes empty elements as "<nvlink .../>", without ElementTree's space before "/>".
+    text = ET.tostring(root, encoding="unicode").replace(" />", "/>") + "\n"
+    problems = check_nccl_xml(text)
+    if problems:
+        raise ExportError("; ".join(problems))
+    return text
+
+
+__all__ = ["ExportError", "build", "check_nccl_xml", "nodes", "render"]
