@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from ..compiler.ir import System
 from ..compiler.ranks import RankGroup
 from ..compiler.schedule import ring_orders, tree_parents
-from .nccl_topo import check_nccl_xml, pick_node
+from .nccl_topo import ExportError, pick_node, serialize
 
 
 def _nvlink_peers(system: System, device_id: str) -> set[str]:
@@ -69,7 +69,6 @@ def build(system: System, group: RankGroup, node: str | None = None,
                 ET.SubElement(ch, "net", dev=str(nic_index.get(
                     loc.nic(group.ranks[order[-1]]), 0)))
     if not any(d in local for d in devices):
-        from .nccl_topo import ExportError
         raise ExportError(f"no rank of the group sits on node {prefix}")
     graph(0, 4, [list(r) for r in ring_orders(system, group.ranks, channels)])
     trees = tree_parents(system, group.ranks)
@@ -86,11 +85,4 @@ def _depth(parent, v: int) -> int:
 
 def render(system: System, group: RankGroup, node: str | None = None, channels: int = 2) -> str:
     """The graph XML text."""
-    root = build(system, group, node, channels)
-    ET.indent(root, space="  ")
-    text = ET.tostring(root, encoding="unicode").replace(" />", "/>") + "\n"
-    problems = check_nccl_xml(text)
-    if problems:
-        from .nccl_topo import ExportError
-        raise ExportError("; ".join(problems))
-    return text
+    return serialize(build(system, group, node, channels))

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from ..compiler.ir import Device, System
+from ..compiler.locality import UnionFind, common_prefix
 
 NVSWITCH_CLASS, GPU_CLASS, BRIDGE_CLASS = "0x068000", "0x030200", "0x060400"
 IB_CLASS, ETH_CLASS = "0x020700", "0x020000"
@@ -33,40 +34,21 @@ class ExportError(ValueError):
     """The system cannot be written as an NCCL topology (no node, several nodes, ...)."""
 
 
-def _common_prefix(ids: list[str]) -> str:
-    parts = [i.split(".") for i in ids]
-    out = []
-    for column in zip(*parts):
-        if len(set(column)) != 1:
-            break
-        out.append(column[0])
-    return ".".join(out)
-
-
 def nodes(system: System) -> dict[str, list[Device]]:
     """Hosts: devices joined by PCIe, C2C or socket links, named by their common id prefix
     (a DGX node, a GB200 compute tray). Parts with one prefix are one host."""
-    parent: dict[str, str] = {}
-
-    def find(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
+    sets = UnionFind()
     for link in system.links:
         if link.cls in _HOST:
-            a, b = find(link.src), find(link.dst)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
+            sets.union(link.src, link.dst)
     parts: dict[str, list[str]] = defaultdict(list)
     for d in system.devices:
-        if d.id in parent and d.kind in ("gpu", "cpu", "nic", "pcie_switch"):
-            parts[find(d.id)].append(d.id)
+        if d.id in sets.parent and d.kind in ("gpu", "cpu", "nic", "pcie_switch"):
+            parts[sets.find(d.id)].append(d.id)
     hosts: dict[str, set[str]] = defaultdict(set)
     for ids in parts.values():
         if any(system.device(i).kind == "gpu" for i in ids):
-            hosts[_common_prefix(ids) or system.name].update(ids)
+            hosts[common_prefix(ids) or system.name].update(ids)
     out = {}
     for prefix, ids in sorted(hosts.items()):
         inside = {d.id for d in system.devices if d.kind == "switch" and d.id.startswith(prefix + ".")}
@@ -217,11 +199,10 @@ def check_nccl_xml(text: str) -> list[str]:
     return problems
 
 
-def render(system: System, node: str | None = None) -> str:
-    """The XML text, indented with two spaces as NCCL writes it."""
-    root = build(system, node)
+def serialize(root: ET.Element) -> str:
+    """XML text as NCCL writes it (two-space indent, "<x .../>"), checked against its parser's
+    rules before anything is returned."""
     ET.indent(root, space="  ")
-    # NCCL writes empty elements as "<nvlink .../>", without ElementTree's space before "/>".
     text = ET.tostring(root, encoding="unicode").replace(" />", "/>") + "\n"
     problems = check_nccl_xml(text)
     if problems:
@@ -229,4 +210,9 @@ def render(system: System, node: str | None = None) -> str:
     return text
 
 
-__all__ = ["ExportError", "build", "check_nccl_xml", "nodes", "render"]
+def render(system: System, node: str | None = None) -> str:
+    """The topology XML text of one node."""
+    return serialize(build(system, node))
+
+
+__all__ = ["ExportError", "build", "check_nccl_xml", "nodes", "render", "serialize"]

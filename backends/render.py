@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
 
 import attrs
 import graphviz
 
 from ..compiler.ir import System
+from ..compiler.locality import UnionFind, common_prefix
 from ..compiler.ranks import rank_groups
 from ..compiler.units import RATE, human
 
@@ -111,26 +111,10 @@ def physical(system: System) -> tuple[list[Node], list[Edge]]:
     return nodes, edges
 
 
-def _common_prefix(ids: Iterable[str]) -> str:
-    parts = [i.split(".") for i in ids]
-    common = []
-    for column in zip(*parts):
-        if len(set(column)) != 1:
-            break
-        common.append(column[0])
-    return ".".join(common)
-
-
 def nvlink_domains(system: System) -> dict[str, list[str]]:
     """NVLink switches grouped by the switch fabric they form (connected through GPUs)."""
     switches = {d.id for d in system.devices if d.kind == "switch"}
-    parent = {s: s for s in switches}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
+    sets = UnionFind()
     gpu_switches: dict[str, list[str]] = defaultdict(list)
     for link in system.links:
         if link.cls == "nvlink":
@@ -139,10 +123,10 @@ def nvlink_domains(system: System) -> dict[str, list[str]]:
                     gpu_switches[b].append(a)
     for members in gpu_switches.values():
         for s in members[1:]:
-            parent[find(s)] = find(members[0])
+            sets.union(s, members[0])
     domains: dict[str, list[str]] = defaultdict(list)
     for s in sorted(switches):
-        domains[find(s)].append(s)
+        domains[sets.find(s)].append(s)
     return {min(v): v for v in domains.values()}
 
 
@@ -152,7 +136,7 @@ def logical(system: System) -> tuple[list[Node], list[Edge]]:
     fabric_of: dict[str, str] = {}
     fabrics = []
     for members in nvlink_domains(system).values():
-        prefix = _common_prefix(members)
+        prefix = common_prefix(members)
         fid = f"{prefix}.nvlink_fabric" if prefix else "nvlink_fabric"
         model = system.device(members[0]).model.name
         fabrics.append(Node(fid, "fabric", f"NVLink fabric\n{len(members)} x {model}",

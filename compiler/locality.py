@@ -15,11 +15,14 @@ from .ir import SCALEOUT_CLASSES, System
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
 
 
-class _UnionFind:
-    def __init__(self):
+class UnionFind:
+    """Disjoint sets of device ids; the smallest id of a set is its representative."""
+
+    def __init__(self) -> None:
         self.parent: dict[str, str] = {}
 
     def find(self, x: str) -> str:
+        """The representative of ``x``'s set (``x`` joins as a singleton if new)."""
         parent = self.parent
         root = parent.setdefault(x, x)
         while root != parent[root]:
@@ -29,9 +32,20 @@ class _UnionFind:
         return root
 
     def union(self, a: str, b: str) -> None:
+        """Merge the sets of ``a`` and ``b``."""
         ra, rb = self.find(a), self.find(b)
         if ra != rb:
             self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def common_prefix(ids) -> str:
+    """The longest dotted prefix the ids share: ``rack.tray3`` for the devices of a tray."""
+    out = []
+    for column in zip(*(i.split(".") for i in ids)):
+        if len(set(column)) != 1:
+            break
+        out.append(column[0])
+    return ".".join(out)
 
 
 class Locality:
@@ -39,7 +53,7 @@ class Locality:
 
     def __init__(self, system: System):
         self.system = system
-        islands, domains = _UnionFind(), _UnionFind()
+        islands, domains = UnionFind(), UnionFind()
         self.host_adj: dict[str, list[str]] = defaultdict(list)
         for link in system.links:
             if link.cls not in SCALEOUT_CLASSES:

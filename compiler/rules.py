@@ -15,6 +15,7 @@ import attrs
 
 from .diagnostics import Span
 from .ir import SCALEOUT_CLASSES, System
+from .locality import UnionFind
 from .ranks import rank_groups
 from .summary import scaleout_levels
 
@@ -79,26 +80,13 @@ def isolated(system: System, opts) -> Iterable[Finding]:
         yield Finding("W401", f"{_many(ids)} ({model}) has no links", span)
 
 
-class _Components:
-    """Union-find over links chosen by a predicate."""
-
-    def __init__(self, system: System, keep):
-        self.parent: dict[str, str] = {}
-        for link in system.links:
-            if keep(link):
-                self.union(link.src, link.dst)
-
-    def find(self, x: str) -> str:
-        p = self.parent.setdefault(x, x)
-        while p != self.parent[p]:
-            self.parent[p] = self.parent[self.parent[p]]
-            p = self.parent[p]
-        return p
-
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
+def _components(system: System, keep) -> UnionFind:
+    """Devices joined by the links ``keep`` accepts."""
+    sets = UnionFind()
+    for link in system.links:
+        if keep(link):
+            sets.union(link.src, link.dst)
+    return sets
 
 
 @rule("W402", "warning", "GPU pair with no peer-to-peer path: traffic staged through host memory")
@@ -106,7 +94,7 @@ def no_p2p(system: System, opts) -> Iterable[Finding]:
     kind = {d.id: d.kind for d in system.devices}
     # Peer-to-peer: NVLink (directly or through NVLink switches), or PCIe switches that never
     # pass through a CPU's root complex.
-    p2p = _Components(system, lambda link: link.cls == "nvlink" or (
+    p2p = _components(system, lambda link: link.cls == "nvlink" or (
         link.cls == "pcie" and kind[link.src] != "cpu" and kind[link.dst] != "cpu"))
     loc = system.locality
     islands: dict[int, dict[str, list]] = defaultdict(lambda: defaultdict(list))
@@ -248,26 +236,28 @@ def _spans_domains(system: System, ranks) -> int:
     return len({loc.domain_root[r] or ("island", loc.island[r]) for r in ranks})
 
 
+def _spanning(system: System, dim: str, spans) -> Iterable[tuple]:
+    """(strategy, indices of its ``dim`` groups that ``spans`` counts as more than one place)."""
+    for p in system.parallels:
+        bad = [i for i, g in enumerate(rank_groups(p, dim)) if len(g) > 1 and spans(system, g) > 1]
+        if bad:
+            yield p, bad
+
+
 @rule("W501", "warning", "tensor-parallel group outside one NVLink domain")
 def tp_outside(system: System, opts) -> Iterable[Finding]:
-    for p in system.parallels:
-        bad = [i for i, g in enumerate(rank_groups(p, "tp"))
-               if len(g) > 1 and _spans_domains(system, g) > 1]
-        if bad:
-            yield Finding("W501", f"{len(bad)} tp group(s) of '{p.name}' leave one NVLink domain, "
-                          f"e.g. tp:{bad[0]}: TP communicates in every layer; keep it on NVLink",
-                          p.span)
+    for p, bad in _spanning(system, "tp", _spans_domains):
+        yield Finding("W501", f"{len(bad)} tp group(s) of '{p.name}' leave one NVLink domain, "
+                      f"e.g. tp:{bad[0]}: TP communicates in every layer; keep it on NVLink",
+                      p.span)
 
 
 @rule("W502", "warning", "expert-parallel all-to-all crossing the scale-out network")
 def ep_scaleout(system: System, opts) -> Iterable[Finding]:
-    for p in system.parallels:
-        bad = [i for i, g in enumerate(rank_groups(p, "ep"))
-               if len(g) > 1 and _spans_islands(system, g) > 1]
-        if bad:
-            yield Finding("W502", f"{len(bad)} ep group(s) of '{p.name}' span nodes, e.g. ep:"
-                          f"{bad[0]}: token all-to-all goes over the network, where it cannot "
-                          "aggregate NICs", p.span)
+    for p, bad in _spanning(system, "ep", _spans_islands):
+        yield Finding("W502", f"{len(bad)} ep group(s) of '{p.name}' span nodes, e.g. ep:"
+                      f"{bad[0]}: token all-to-all goes over the network, where it cannot "
+                      "aggregate NICs", p.span)
 
 
 @rule("W503", "warning", "pipeline bubble above the threshold", threshold=0.25)

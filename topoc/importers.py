@@ -15,6 +15,8 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from .compiler.locality import UnionFind
+
 # PCIe x16 bandwidth per direction by generation (R58 in the hardware sheet; Gen6 assumed).
 PCIE_X16 = {3: 15.75e9, 4: 31.5e9, 5: 63e9, 6: 121e9}
 SPEED_GEN = {"2.5": 1, "5.0": 2, "8.0": 3, "16.0": 4, "32.0": 5, "64.0": 6}
@@ -301,19 +303,14 @@ def from_smi(text: str, path: str = "<topo>") -> tuple[str, list[str]]:
     notes.append(f"{path}: PCIe generation and width are not in the matrix; assumed Gen4 x16")
     # PCIe: devices related by PIX or PXB share a switch (tree); the rest hang off their CPU.
     members = gpus + nics
-    parent = {d: d for d in members}
-
-    def find(d: str) -> str:
-        while parent[d] != d:
-            d = parent[d]
-        return d
+    sets = UnionFind()
     for a in members:
         for c in members:
             if a != c and rel[a, c] in ("PIX", "PXB"):
-                parent[find(c)] = find(a)
+                sets.union(a, c)
     trees: dict[str, list[str]] = defaultdict(list)
     for d in members:
-        trees[find(d)].append(d)
+        trees[sets.find(d)].append(d)
     for ds in trees.values():
         if len(ds) == 1:
             b.wires.append(f"{sel[ds[0]]} <-> {cpu_of[numa[ds[0]]]} : {pcie}")
