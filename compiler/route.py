@@ -76,6 +76,9 @@ class Router:
 
     def _search(self, src: str, dst: str, bucket: int) -> tuple[str, ...]:
         ends = (src, dst)
+        short = self._short(src, dst, bucket)
+        if short is not None:
+            return short
 
         def weight(u, v, edges):
             return min(self._edge_cost(u, v, d, ends, bucket) for d in edges.values())
@@ -90,6 +93,30 @@ class Router:
                                                       d["link"].id))
             links.append(best["link"].id)
         return tuple(links)
+
+
+    def _short(self, src: str, dst: str, bucket: int) -> tuple[str, ...] | None:
+        """The least-cost path when it has one or two hops and costs under 3 (a direct link, or
+        two NVLink hops through a switch): every longer path costs at least 3, so this is the
+        path Dijkstra finds, at the cost of scanning one neighbourhood."""
+        ends, graph = (src, dst), self.graph
+
+        def cheapest(u, v):
+            return min((self._edge_cost(u, v, d, ends, bucket), d["link"].id)
+                       for d in graph[u][v].values())
+        best: tuple[float, tuple[str, ...]] | None = None
+        for w in graph[src]:
+            if w == dst:
+                cost, link = cheapest(src, dst)
+                links: tuple[str, ...] = (link,)
+            elif self.kind[w] in ("gpu", "cpu") or dst not in graph[w]:
+                continue
+            else:
+                (c1, l1), (c2, l2) = cheapest(src, w), cheapest(w, dst)
+                cost, links = c1 + c2, (l1, l2)
+            if cost < 3.0 and (best is None or (cost, links) < best):
+                best = (cost, links)
+        return best[1] if best else None
 
 
 def participants(sched: Schedule) -> tuple[str, ...]:
