@@ -18,7 +18,12 @@ from .ir import COLLECTIVES, DEFAULT_ORDER, PARALLEL_DIMS, ParallelStrategy, Sys
 from .resolve import Program, unique
 from .units import BYTES, NUMBER, SECONDS
 
-SETTINGS = (*PARALLEL_DIMS, "order", "microbatches", "compute")
+SETTINGS = (*PARALLEL_DIMS, "order", "microbatches", "compute", "baseline")
+#: Time settings: compute time per training step on each GPU, and the same step on one GPU.
+TIME_SETTINGS = {"compute": "'compute' is the compute time per training step on each GPU, as in "
+                 "'compute = 25 s'",
+                 "baseline": "'baseline' is the time of one training step on a single GPU, as "
+                 "in 'baseline = 100 s'"}
 
 
 def _int(value: s.Value, what: str, diags: Collector) -> int | None:
@@ -53,7 +58,7 @@ def _order(value: s.Value, diags: Collector) -> tuple[str, ...] | None:
 def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> ParallelStrategy | None:
     sizes: dict[str, int] = {}
     auto = None
-    order, microbatches, compute = DEFAULT_ORDER, 1, None
+    order, microbatches, times = DEFAULT_ORDER, 1, {}
     seen = unique(decl.settings, diags)
     for item in seen.values():
         if item.key in PARALLEL_DIMS:
@@ -70,13 +75,13 @@ def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> Paralle
             order = _order(item.value, diags) or order
         elif item.key == "microbatches":
             microbatches = _int(item.value, "microbatches", diags) or 1
-        elif item.key == "compute":
+        elif item.key in TIME_SETTINGS:
             v = item.value
-            if isinstance(v, s.QuantityValue) and v.quantity.dim == SECONDS:
-                compute = v.quantity.as_number()
+            if isinstance(v, s.QuantityValue) and v.quantity.dim == SECONDS and \
+                    v.quantity.as_number() > 0:
+                times[item.key] = v.quantity.as_number()
             else:
-                diags.error("E201", "'compute' is a time per training step, as in "
-                            "'compute = 25 s'", v.span)
+                diags.error("E201", TIME_SETTINGS[item.key], v.span)
         else:
             diags.error("E301", f"unknown setting '{item.key}' in parallel block"
                         + suggest(item.key, SETTINGS), item.span)
@@ -115,7 +120,7 @@ def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> Paralle
             diags.error("E303", "a traffic count is at least 1", f.span)
             continue
         flows.append(TrafficFlow(f.dim, f.collective, int(f.size.quantity.value), count, f.span))
-    settings = (("compute", compute),) if compute is not None else ()
+    settings = tuple(sorted(times.items()))
     return ParallelStrategy(decl.name, tuple((d, sizes.get(d, 1)) for d in PARALLEL_DIMS), order,
                             microbatches, tuple(flows), settings, decl.span)
 

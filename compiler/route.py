@@ -47,10 +47,11 @@ class NoRoute(ValueError):
 
 
 class Router:
-    """Least-cost paths between devices of one system, cached per (source, target, bucket)."""
+    """Least-cost paths between devices of one system, cached per (source, target, bucket);
+    ``graph`` narrows the search to a subgraph (the scale-out fabric, say)."""
 
-    def __init__(self, system: System):
-        self.graph = system.graph
+    def __init__(self, system: System, graph=None):
+        self.graph = system.graph if graph is None else graph
         self.kind = {d.id: d.kind for d in system.devices}
         self.cache: dict[tuple[str, str, int], tuple[str, ...]] = {}
 

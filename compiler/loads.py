@@ -1,0 +1,171 @@
+"""Link loads for the cost model: which shared resource each transfer crosses, and its capacity.
+
+Contention is counted per *bundle*, not per physical link, because traffic spreads over
+equivalent parallel links: NCCL's channels use all of a GPU's NVLinks to the switch chips of
+its fabric, and ECMP or adaptive routing spreads a leaf's flows over its spines. A hop going
+up (towards switches) uses the bundle of the lower device's links to every sibling of the upper
+one (a GPU's 18 NVLinks to 18 switch chips, a leaf's uplinks to its spines); a hop going down
+uses the bundle of the lower device's links from every sibling of the upper one; a hop between
+peers (GPU-GPU NVLink, a socket link) is its own resource. Siblings share a *class*: the id
+with its array indices removed (``rack0.nvswitch_tray3.chip1`` -> ``rack.nvswitch_tray.chip``).
+
+Capacities are in NCCL's units, what its kernels reach rather than the signalling rate: NVLink
+per lane by GPU generation (src/graph/topo.h), PCIe at NCCL's 24/48 GB/s for Gen4/Gen5 x16,
+InfiniBand at 96 % of line rate (CX-7 NDR reaches 46-49 GB/s, nccl-tests issues 267 and 290).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from .ir import SCALEOUT_CLASSES, System
+from .route import NoRoute, Router
+from .summary import scaleout_levels
+
+#: NCCL's NVLink bandwidth per link in GB/s by compute capability (src/graph/topo.h:
+#: SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1).
+NCCL_NVLINK_GBS = ((100, 40.1), (90, 20.6), (70, 20.0), (0, 18.0))
+#: Usable fraction of the raw rate: PCIe as NCCL models a x16 link (24 of 31.5, 48 of 63 GB/s);
+#: scale-out at 96 % (46-49 of 50 GB/s for NDR); C2C and socket links are in NCCL's figures
+#: already (the library takes them from NCCL dumps and topo.h).
+CLASS_EFFICIENCY = {"pcie": 48 / 63, "infiniband": 0.96, "ethernet": 0.96,
+                    "nvlink_c2c": 1.0, "inter_socket": 1.0}
+_TIER = {"gpu": 0, "switch": 1, "pcie_switch": 1, "cpu": 2, "nic": 3, "net_switch": 4}
+_INDEX = re.compile(r"\d+(?=\.|$)")
+
+
+def nvlink_gbs(sm: int | None) -> float:
+    """NCCL's per-link NVLink bandwidth (GB/s) for a GPU of compute capability ``sm``."""
+    sm = 90 if sm is None else int(sm)
+    return next(bw for floor, bw in NCCL_NVLINK_GBS if sm >= floor)
+
+
+def device_class(device_id: str) -> str:
+    """The id without array indices: siblings of an array share it."""
+    return _INDEX.sub("", device_id)
+
+
+class Resources:
+    """Shared resources (link bundles) of one system, their capacities, and the resources a
+    transfer between two devices crosses (paths from the router, cached)."""
+
+    def __init__(self, system: System, sm: int | None):
+        self.system = system
+        self.graph = system.graph
+        self.router = Router(system)
+        fabric = [d.id for d in system.devices if d.kind in ("nic", "net_switch")]
+        self.fabric = Router(system, system.graph.subgraph(fabric))
+        self.nvlink_bw = nvlink_gbs(sm) * 1e9
+        self.kind = self.router.kind
+        self._levels: dict[str, int] | None = None
+        self._paths: dict[tuple[str, str], tuple[tuple, ...]] = {}
+        self.capacity: dict[tuple, float] = {}
+        self.example: dict[tuple, tuple[str, str]] = {}     # resource -> (link id, link class)
+
+    def tier(self, device_id: str) -> int:
+        """Height in the hierarchy: GPUs 0, NVSwitches and PCIe switches 1, CPUs 2, NICs 3,
+        network switches 4 and up by their distance from the NICs."""
+        kind = self.kind[device_id]
+        if kind != "net_switch":
+            return _TIER[kind]
+        if self._levels is None:
+            self._levels = scaleout_levels(self.system)
+        return _TIER[kind] + self._levels.get(device_id, 0)
+
+    def _efficiency(self, link) -> float:
+        if link.cls == "nvlink":
+            return min(1.0, self.nvlink_bw / link.type.bandwidth)
+        return CLASS_EFFICIENCY.get(link.cls, 1.0)
+
+    def _bundle(self, u: str, v: str, link) -> tuple:
+        """The resource a hop u -> v over ``link`` uses; its capacity is computed once."""
+        tu, tv = self.tier(u), self.tier(v)
+        if tu == tv:
+            key: tuple = ("link", link.id, u if link.duplex else "")
+            links = [link]
+        else:
+            low, high, way = (u, v, "up") if tu < tv else (v, u, "down")
+            cls = device_class(high)
+            key = (way, low, cls, link.cls)
+            links = [] if key in self.capacity else [
+                d["link"] for w, edges in self.graph[low].items() if device_class(w) == cls
+                for d in edges.values() if d["link"].cls == link.cls]
+        if key not in self.capacity:
+            self.capacity[key] = sum(x.bandwidth * self._efficiency(x) for x in links)
+            first = min(links, key=lambda x: x.id)
+            self.example[key] = (first.id, first.cls)
+        return key
+
+    def crossed(self, src: str, dst: str) -> tuple[tuple, ...]:
+        """The resources a transfer from device ``src`` to ``dst`` crosses, in path order."""
+        key = (src, dst)
+        found = self._paths.get(key)
+        if found is None:
+            found = tuple(self._hops(src, dst))
+            self._paths[key] = found
+        return found
+
+    def _hops(self, src: str, dst: str):
+        at = src
+        for link_id in self._path(src, dst):
+            link = self._link(at, link_id)
+            nxt = link.dst if link.src == at else link.src
+            yield self._bundle(at, nxt, link)
+            at = nxt
+
+    def _path(self, src: str, dst: str) -> tuple[str, ...]:
+        """GPUDirect paths between islands go through each GPU's own NIC (its rail, as NCCL
+        assigns them); everything else is the router's least-cost path."""
+        loc = self.system.locality
+        ranks = loc.rank_of
+        if src in ranks and dst in ranks and \
+                loc.island[ranks[src]] != loc.island[ranks[dst]]:
+            a, b = loc.nic(ranks[src]), loc.nic(ranks[dst])
+            if a and b:
+                try:
+                    across = self.fabric.path(a, b)
+                except NoRoute:
+                    across = self.router.path(a, b)
+                return self.router.path(src, a) + across + self.router.path(b, dst)
+        return self.router.path(src, dst)
+
+    def _link(self, at: str, link_id: str):
+        for edges in self.graph[at].values():
+            for d in edges.values():
+                if d["link"].id == link_id:
+                    return d["link"]
+        raise KeyError(link_id)
+
+    def crosses_scaleout(self, resources) -> bool:
+        """Whether any of ``resources`` is a scale-out (network) bundle."""
+        return any(self.example[r][1] in SCALEOUT_CLASSES for r in resources)
+
+    def classes(self, resources) -> set[str]:
+        """Link classes of ``resources``."""
+        return {self.example[r][1] for r in resources}
+
+
+class Loads:
+    """Bytes per resource, accumulated transfer by transfer."""
+
+    def __init__(self, resources: Resources):
+        self.resources = resources
+        self.bytes: dict[tuple, float] = defaultdict(float)
+
+    def add(self, src: str, dst: str, nbytes: float) -> None:
+        """Account one transfer of ``nbytes`` from device ``src`` to ``dst``."""
+        if src == dst:
+            return
+        for r in self.resources.crossed(src, dst):
+            self.bytes[r] += nbytes
+
+    def busiest(self) -> tuple[float, tuple | None]:
+        """Seconds the busiest resource needs for its bytes, and that resource."""
+        best, which = 0.0, None
+        cap = self.resources.capacity
+        for r in sorted(self.bytes, key=repr):
+            t = self.bytes[r] / cap[r] if cap[r] > 0 else float("inf")
+            if t > best:
+                best, which = t, r
+        return best, which

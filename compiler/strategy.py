@@ -1,0 +1,148 @@
+"""A parallel strategy's training step, analysed: the seed's checklist in numbers.
+
+For each traffic flow: the bytes per call and per step, how often, which link classes its group
+crosses, the predicted time (``compiler.cost``) and whether it can hide behind compute. Then the
+step: T_total = T_compute + T_comm + T_idle, where T_comm is the communication that is not
+hidden and T_idle the pipeline bubble; speedup S = T1 / T_total against one GPU and efficiency
+E = S / N.
+
+Overlap: data-parallel gradient traffic runs during the backward pass (about two thirds of a
+step's compute, backward costing twice the forward), context-parallel ring attention during the
+attention compute; both share that window. Tensor-, expert- and pipeline-parallel traffic sits
+on the critical path: each layer or stage waits for it.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from .cost import Cost, CostError, sweep
+from .ir import SCALEOUT_CLASSES, ParallelStrategy, System
+
+OVERLAPPING = {"dp": "yes, with the backward pass", "cp": "yes, with attention compute"}
+BACKWARD_SHARE = 2 / 3
+#: A flow called at least this often per step is "frequent" (every layer or micro-batch).
+FREQUENT = 8
+SLOW_CLASSES = (*SCALEOUT_CLASSES, "pcie", "inter_socket")
+
+
+def message_time(alpha: float, nbytes: float, bandwidth: float) -> float:
+    """T = alpha + D / B: start-up latency plus size over effective bandwidth."""
+    return alpha + nbytes / bandwidth
+
+
+def bubble(stages: int, microbatches: int) -> float:
+    """Pipeline bubble fraction (P - 1) / (M + P - 1)."""
+    return (stages - 1) / (microbatches + stages - 1)
+
+
+def step_time(compute: float, comm: float, idle: float) -> float:
+    """T_total = T_compute + T_comm + T_idle."""
+    return compute + comm + idle
+
+
+def speedup(t1: float, tn: float) -> float:
+    """S_N = T_1 / T_N."""
+    return t1 / tn
+
+
+def efficiency(t1: float, tn: float, n: int) -> float:
+    """E_N = S_N / N."""
+    return speedup(t1, tn) / n
+
+
+@attrs.frozen
+class FlowReport:
+    """One traffic line of a strategy, costed on its first group of that kind."""
+
+    dim: str
+    collective: str
+    bytes: int
+    count: int
+    groups: int
+    group_size: int
+    cost: Cost | None          # None: the group is one GPU, or the model refused (``note``)
+    classes: tuple[str, ...]
+    overlap: str
+    note: str = ""
+
+    @property
+    def per_step(self) -> float:
+        """Seconds per training step: the call's time times the calls per step."""
+        return self.cost.time * self.count if self.cost else 0.0
+
+    @property
+    def hidden(self) -> bool:
+        """Whether this traffic can overlap compute."""
+        return self.dim in OVERLAPPING
+
+
+@attrs.frozen
+class StepReport:
+    """The analysis of one strategy's training step."""
+
+    strategy: ParallelStrategy
+    gpus: int
+    flows: tuple[FlowReport, ...]
+    bubble: float
+    compute: float | None
+    baseline: float | None
+    comm: float                 # exposed communication per step
+    comm_total: float           # all communication per step, hidden or not
+    idle: float | None
+    warnings: tuple[str, ...]
+
+    @property
+    def total(self) -> float | None:
+        """T_total, when the file gives the compute time."""
+        if self.compute is None:
+            return None
+        return step_time(self.compute, self.comm, self.idle or 0.0)
+
+    @property
+    def t1(self) -> float | None:
+        """The single-GPU step: ``baseline``, else compute x N (a perfect split)."""
+        if self.baseline is not None:
+            return self.baseline
+        return None if self.compute is None else self.compute * self.gpus
+
+
+def _flow(system: System, p: ParallelStrategy, f) -> FlowReport:
+    groups = system.groups(f.dim, p.name)
+    group = groups[0]
+    overlap = OVERLAPPING.get(f.dim, "no: on the critical path")
+    if len(group.ranks) < 2:
+        return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), 1, None, (),
+                          overlap, "groups of one GPU move nothing")
+    try:
+        cost = sweep(system, group, f.collective, [f.bytes])[0]
+    except CostError as exc:
+        return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), len(group.ranks),
+                          None, (), overlap, str(exc))
+    return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), len(group.ranks),
+                      cost, cost.classes, overlap)
+
+
+def analyse(system: System, name: str) -> StepReport:
+    """Cost every traffic flow of strategy ``name`` and put the step together."""
+    from .lint import LintConfig, rule_findings
+    p = system.parallel(name)
+    flows = tuple(_flow(system, p, f) for f in p.flows)
+    settings = dict(p.settings)
+    compute, baseline = settings.get("compute"), settings.get("baseline")
+    frac = bubble(p.size("pp"), p.microbatches)
+    hidden = sum(f.per_step for f in flows if f.hidden)
+    exposed = sum(f.per_step for f in flows if not f.hidden)
+    window = BACKWARD_SHARE * compute if compute is not None else 0.0
+    comm = exposed + max(0.0, hidden - window)
+    # M micro-batches over P stages take M + P - 1 slots; the P - 1 extra are idle.
+    idle = compute * (p.size("pp") - 1) / p.microbatches if compute is not None else None
+    warnings = [d.message for d in rule_findings(system, LintConfig())
+                if d.code.startswith("W50") and f"'{name}'" in d.message]
+    for f in flows:
+        slow = [c for c in f.classes if c in SLOW_CLASSES]
+        if f.count >= FREQUENT and slow and not f.hidden:
+            warnings.append(f"{f.dim} {f.collective} runs {f.count} times per step over "
+                            f"{', '.join(slow)}: map {f.dim} onto the NVLink domain")
+    return StepReport(p, len(system.gpus), flows, frac, compute, baseline, comm,
+                      hidden + exposed, idle, tuple(warnings))
