@@ -52,7 +52,9 @@ NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwel
 #: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).
 NVLS_CHANNELS = 8
 LAUNCH = 10e-6           # s per call: kernel launch and enqueue as nccl-tests time them (fitted)
-CHANNEL_BYTES = 64 * 1024   # a channel carries at least this much per rank (fitted)
+#: Bytes that keep one channel busy: one step of NCCL's default buffer (NCCL_BUFFSIZE 4 MiB over
+#: NCCL_STEPS 8); a message of S bytes runs on ceil(S / CHANNEL_BYTES) channels at most.
+CHANNEL_BYTES = 512 * 1024
 SAMPLE_ISLANDS = 4
 ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair
 
@@ -307,7 +309,8 @@ def _bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> floa
         return raw * NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
     if p.algorithm in ("direct", "pairwise"):
         return raw * (0.5 if proto == 0 else 1.0)
-    used = min(p.channels, max(1, math.ceil(size / (n * CHANNEL_BYTES))))
+    # A channel is worth opening for one buffer step of data: small messages use fewer.
+    used = min(p.channels, max(1, math.ceil(size / CHANNEL_BYTES)))
     raw *= used / p.channels
     ll_cap = LL_MAX_BW[p.arch][nodes]
     if p.algorithm == "tree":

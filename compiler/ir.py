@@ -175,6 +175,10 @@ class System:
                 return p
         raise KeyError(name)
 
+    def parallel_names(self) -> list[str]:
+        """Names of the parallel strategies, in declaration order."""
+        return [p.name for p in self.parallels]
+
     def groups(self, kind: str, parallel: str | None = None):
         """The rank groups of one dimension (tp, cp, ep, dp, pp) of a strategy, as RankGroups
         named ``kind:index``; ``parallel`` may be omitted when the file has one strategy."""

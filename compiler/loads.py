@@ -54,8 +54,8 @@ class Resources:
         self.system = system
         self.graph = system.graph
         self.router = Router(system)
-        fabric = [d.id for d in system.devices if d.kind in ("nic", "net_switch")]
-        self.fabric = Router(system, system.graph.subgraph(fabric))
+        self.host = Router(system, ("pcie", "nvlink_c2c", "inter_socket"))
+        self.fabric = Router(system, SCALEOUT_CLASSES)
         self.nvlink_bw = nvlink_gbs(sm) * 1e9
         self.kind = self.router.kind
         self._levels: dict[str, int] | None = None
@@ -124,10 +124,10 @@ class Resources:
             a, b = loc.nic(ranks[src]), loc.nic(ranks[dst])
             if a and b:
                 try:
-                    across = self.fabric.path(a, b)
+                    return self.host.path(src, a) + self.fabric.path(a, b) + \
+                        self.host.path(b, dst)
                 except NoRoute:
-                    across = self.router.path(a, b)
-                return self.router.path(src, a) + across + self.router.path(b, dst)
+                    pass
         return self.router.path(src, dst)
 
     def _link(self, at: str, link_id: str):

@@ -11,6 +11,7 @@ deterministically: ECMP that gives the same answer on every run.
 
 from __future__ import annotations
 
+import math
 import zlib
 
 import attrs
@@ -48,10 +49,11 @@ class NoRoute(ValueError):
 
 class Router:
     """Least-cost paths between devices of one system, cached per (source, target, bucket);
-    ``graph`` narrows the search to a subgraph (the scale-out fabric, say)."""
+    ``classes`` limits the links a path may use (the scale-out fabric only, say)."""
 
-    def __init__(self, system: System, graph=None):
-        self.graph = system.graph if graph is None else graph
+    def __init__(self, system: System, classes: tuple[str, ...] | None = None):
+        self.graph = system.graph
+        self.classes = classes
         self.kind = {d.id: d.kind for d in system.devices}
         self.cache: dict[tuple[str, str, int], tuple[str, ...]] = {}
 
@@ -65,7 +67,10 @@ class Router:
             self.cache[key] = self._search(src, dst, bucket)
         return self.cache[key]
 
-    def _edge_cost(self, u: str, v: str, data: dict, ends: tuple[str, str], bucket: int) -> float:
+    def _edge_cost(self, u: str, v: str, data: dict, ends: tuple[str, str],
+                   bucket: int) -> float | None:
+        if self.classes is not None and data["cls"] not in self.classes:
+            return None                        # networkx hides an edge whose weight is None
         cost = HOP_COST[data["cls"]]
         for node in (u, v):
             if node not in ends:
@@ -82,7 +87,9 @@ class Router:
             return short
 
         def weight(u, v, edges):
-            return min(self._edge_cost(u, v, d, ends, bucket) for d in edges.values())
+            costs = [c for d in edges.values()
+                     if (c := self._edge_cost(u, v, d, ends, bucket)) is not None]
+            return min(costs) if costs else None
         try:
             _, nodes = nx.bidirectional_dijkstra(self.graph, src, dst, weight=weight)
         except nx.NetworkXNoPath:
@@ -90,8 +97,9 @@ class Router:
         links = []
         for u, v in zip(nodes, nodes[1:]):
             edges = self.graph[u][v]
-            best = min(edges.values(), key=lambda d: (self._edge_cost(u, v, d, ends, bucket),
-                                                      d["link"].id))
+            best = min((d for d in edges.values()
+                        if self._edge_cost(u, v, d, ends, bucket) is not None),
+                       key=lambda d: (self._edge_cost(u, v, d, ends, bucket), d["link"].id))
             links.append(best["link"].id)
         return tuple(links)
 
@@ -103,8 +111,9 @@ class Router:
         ends, graph = (src, dst), self.graph
 
         def cheapest(u, v):
-            return min((self._edge_cost(u, v, d, ends, bucket), d["link"].id)
-                       for d in graph[u][v].values())
+            return min(((c, d["link"].id) for d in graph[u][v].values()
+                        if (c := self._edge_cost(u, v, d, ends, bucket)) is not None),
+                       default=(math.inf, ""))
         best: tuple[float, tuple[str, ...]] | None = None
         for w in graph[src]:
             if w == dst:

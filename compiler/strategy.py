@@ -23,6 +23,7 @@ OVERLAPPING = {"dp": "yes, with the backward pass", "cp": "yes, with attention c
 BACKWARD_SHARE = 2 / 3
 #: A flow called at least this often per step is "frequent" (every layer or micro-batch).
 FREQUENT = 8
+PER_LAYER = ("tp", "cp", "ep")     # traffic inside every layer
 SLOW_CLASSES = (*SCALEOUT_CLASSES, "pcie", "inter_socket")
 
 
@@ -123,6 +124,28 @@ def _flow(system: System, p: ParallelStrategy, f) -> FlowReport:
                       cost, cost.classes, overlap)
 
 
+def _slow(f: FlowReport) -> list[str]:
+    return [c for c in f.classes if c in SLOW_CLASSES]
+
+
+def _mapping_warnings(flows: tuple[FlowReport, ...]) -> list[str]:
+    """Per-layer traffic (tp, cp, ep) on slow links, and frequent traffic on slow links while
+    rarer traffic has the fast ones."""
+    out = []
+    for f in flows:
+        if f.dim in PER_LAYER and f.count >= FREQUENT and _slow(f):
+            out.append(f"{f.dim} {f.collective} runs {f.count} times per step over "
+                       f"{', '.join(_slow(f))}: keep {f.dim} groups inside one NVLink domain")
+    for f in flows:
+        for g in flows:
+            if f.count >= FREQUENT and f.count > g.count and _slow(f) and g.classes and \
+                    not _slow(g):
+                out.append(f"{f.dim} {f.collective} ({f.count} per step) crosses "
+                           f"{', '.join(_slow(f))} while {g.dim} ({g.count} per step) stays on "
+                           f"{', '.join(g.classes)}: swap {f.dim} and {g.dim} in 'order'")
+    return out
+
+
 def analyse(system: System, name: str) -> StepReport:
     """Cost every traffic flow of strategy ``name`` and put the step together."""
     from .lint import LintConfig, rule_findings
@@ -139,10 +162,6 @@ def analyse(system: System, name: str) -> StepReport:
     idle = compute * (p.size("pp") - 1) / p.microbatches if compute is not None else None
     warnings = [d.message for d in rule_findings(system, LintConfig())
                 if d.code.startswith("W50") and f"'{name}'" in d.message]
-    for f in flows:
-        slow = [c for c in f.classes if c in SLOW_CLASSES]
-        if f.count >= FREQUENT and slow and not f.hidden:
-            warnings.append(f"{f.dim} {f.collective} runs {f.count} times per step over "
-                            f"{', '.join(slow)}: map {f.dim} onto the NVLink domain")
+    warnings += _mapping_warnings(flows)
     return StepReport(p, len(system.gpus), flows, frac, compute, baseline, comm,
                       hidden + exposed, idle, tuple(warnings))

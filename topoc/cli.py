@@ -19,6 +19,8 @@ from .backends import REGISTRY
 from .compiler.diagnostics import CompileError, Diagnostic, render_all, suggest
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
+COLLECTIVE_CHOICES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce",
+                      "alltoall", "sendrecv")
 
 
 class UsageError(Exception):
@@ -255,6 +257,86 @@ def cmd_schedule(args) -> int:
     return EXIT_OK
 
 
+MAX_SIZES = 64
+
+
+def parse_sizes(text: str) -> list[int]:
+    """'8B..8GiB' (doubling, as nccl-tests -f 2) or '32KiB,1MiB' -> sizes in bytes."""
+    if ".." in text:
+        lo, _, hi = text.partition("..")
+        a, b = parse_size(lo), parse_size(hi)
+        if a > b:
+            raise UsageError(f"--sizes {text}: the first size is larger than the last")
+        out = [a]
+        while out[-1] * 2 <= b and len(out) <= MAX_SIZES:
+            out.append(out[-1] * 2)
+    else:
+        out = [parse_size(t) for t in text.split(",") if t.strip()]
+    if not out or len(out) > MAX_SIZES:
+        raise UsageError(f"--sizes {text}: give 1 to {MAX_SIZES} sizes")
+    return out
+
+
+def cmd_cost(args) -> int:
+    """topoc cost FILE (--parallel P [--group KIND] | --ranks LIST | --group world) ..."""
+    from .backends import cost_table
+    from .compiler.cost import CostError, sweep
+    from .compiler.ranks import GroupError, select_group
+    system = _load(args)
+    sizes = parse_sizes(args.sizes) if args.sizes else None
+    try:
+        if args.parallel and not args.group and not args.ranks:
+            if system.parallel_names() and args.parallel not in system.parallel_names():
+                raise GroupError(f"no parallel block '{args.parallel}'"
+                                 + suggest(args.parallel, system.parallel_names()))
+            rows = _strategy_rows(system, args, sizes, sweep, select_group)
+        else:
+            group = select_group(system, args.group, args.parallel, args.ranks)
+            rows = sweep(system, group, args.collective or "allreduce",
+                         sizes or parse_sizes("8B..8GiB"), args.algorithm, args.protocol)
+    except (GroupError, CostError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) else exc
+        print(f"{args.file}: error: {message}", file=sys.stderr)
+        return EXIT_INPUT
+    title = f"topoc cost {args.file}: predicted times (NCCL-style model, docs/cost.md)"
+    write_output(cost_table.render(rows, args.format, title), args.output)
+    return EXIT_OK
+
+
+def _strategy_rows(system, args, sizes, sweep, select_group):
+    """--parallel NAME alone: one row per traffic line, on the first group of its kind."""
+    from .compiler.ranks import GroupError
+    strategy = system.parallel(args.parallel)
+    if not strategy.flows:
+        raise GroupError(f"parallel block '{args.parallel}' has no traffic; name a --group")
+    rows = []
+    for flow in strategy.flows:
+        if args.collective and flow.collective != args.collective:
+            continue
+        group = select_group(system, flow.dim, args.parallel)
+        if len(group.ranks) > 1:
+            rows += sweep(system, group, flow.collective, sizes or [flow.bytes], args.algorithm,
+                          args.protocol)
+    return rows
+
+
+def cmd_report(args) -> int:
+    """topoc report FILE --parallel NAME [--format text|markdown]."""
+    from .backends import report
+    from .compiler.strategy import analyse
+    system = _load(args)
+    names = system.parallel_names()
+    name = args.parallel or (names[0] if len(names) == 1 else None)
+    if name not in names:
+        have = ", ".join(names) or "the file has no parallel block"
+        hint = suggest(args.parallel, names) if args.parallel else ""
+        what = f"no parallel block '{args.parallel}'" if args.parallel else "name the strategy"
+        print(f"{args.file}: error: {what}{hint} (with --parallel; {have})", file=sys.stderr)
+        return EXIT_INPUT
+    write_output(report.render(analyse(system, name), system.name, args.format), args.output)
+    return EXIT_OK
+
+
 def parse_size(text: str) -> int:
     """'1GiB', '64 MiB', '4096' -> bytes."""
     from .compiler.units import BYTES, Quantity
@@ -333,9 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", metavar="NAME", help="the strategy whose groups --group names")
     p.add_argument("--group", metavar="KIND[:INDEX]", help="tp:0, dp:3, ... or world")
     p.add_argument("--ranks", metavar="LIST", help="an ad-hoc group of world ranks: 0..7,16")
-    p.add_argument("--collective", required=True,
-                   choices=["allreduce", "reducescatter", "allgather", "broadcast", "reduce",
-                            "alltoall", "sendrecv"])
+    p.add_argument("--collective", required=True, choices=list(COLLECTIVE_CHOICES))
     p.add_argument("--size", default="1GiB", help="bytes per rank (default 1GiB)")
     p.add_argument("--algorithm", default="auto",
                    choices=["auto", "ring", "tree", "nvls", "hierarchical", "direct", "pairwise"])
@@ -347,6 +427,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rank", type=int, metavar="R", help="only the steps of world rank R")
     _common(p)
     p.set_defaults(func=cmd_schedule)
+    p = sub.add_parser("cost", help="predict collective times, algbw and busbw (a sweep)")
+    p.add_argument("file")
+    p.add_argument("--parallel", metavar="NAME", help="the strategy; alone: cost its traffic")
+    p.add_argument("--group", metavar="KIND[:INDEX]", help="tp:0, dp:3, ... or world")
+    p.add_argument("--ranks", metavar="LIST", help="an ad-hoc group of world ranks: 0..7,16")
+    p.add_argument("--collective", choices=list(COLLECTIVE_CHOICES),
+                   help="default allreduce (with --parallel alone: the traffic's own)")
+    p.add_argument("--sizes", metavar="SIZES", help="8B..8GiB (doubling; the default) or a "
+                   "list 32KiB,1MiB")
+    p.add_argument("--algorithm", default="auto",
+                   choices=["auto", "ring", "tree", "nvls", "hierarchical", "direct", "pairwise"])
+    p.add_argument("--protocol", choices=["LL", "LL128", "Simple"],
+                   help="default: the fastest, as NCCL picks")
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    _common(p)
+    p.set_defaults(func=cmd_cost)
+    p = sub.add_parser("report", help="analyse a parallel strategy's training step")
+    p.add_argument("file")
+    p.add_argument("--parallel", metavar="NAME", help="the strategy (needed when several)")
+    p.add_argument("--format", choices=["text", "markdown"], default="text")
+    _common(p)
+    p.set_defaults(func=cmd_report)
     return ap
 
 

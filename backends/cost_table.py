@@ -1,0 +1,73 @@
+"""``topoc cost``: a sweep of predicted collectives as a table, ``topoc.cost/1`` JSON or CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+from ..compiler.cost import Cost
+
+SCHEMA = "topoc.cost/1"
+FIELDS = ("collective", "group", "ranks", "size", "algorithm", "protocol", "time", "algbw",
+          "busbw", "bottleneck")
+
+
+def human_size(n: int) -> str:
+    """8 -> '8 B', 1048576 -> '1 MiB', 2000000000 -> '2 GB': the largest exact unit."""
+    units = (("GiB", 2**30), ("GB", 10**9), ("MiB", 2**20), ("MB", 10**6), ("KiB", 2**10),
+             ("kB", 10**3))
+    for unit, scale in units:
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def _row(c: Cost) -> dict:
+    row = {k: getattr(c, k) for k in FIELDS}
+    row["bottleneck_link"] = c.bottleneck_link
+    row["latency"] = c.latency
+    return row
+
+
+def as_json(rows: Sequence[Cost]) -> str:
+    """The ``topoc.cost/1`` document: times in seconds, bandwidths in bytes/s."""
+    return json.dumps({"schema": SCHEMA, "rows": [_row(c) for c in rows]}, indent=1) + "\n"
+
+
+def as_csv(rows: Sequence[Cost]) -> str:
+    """One header line, then one line per row, columns as the JSON keys."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(FIELDS)
+    for c in rows:
+        writer.writerow([repr(v) if isinstance(v, float) else v for v in
+                         (getattr(c, k) for k in FIELDS)])
+    return out.getvalue()
+
+
+def as_table(rows: Sequence[Cost], title: str = "") -> str:
+    """An nccl-tests-like table: size, algorithm, protocol, time (us), algbw and busbw (GB/s,
+    1e9 bytes/s as nccl-tests prints them) and the bottleneck link class."""
+    lines = [f"# {title}"] if title else []
+    lines.append(f"# {'size':>12} {'':>9}  {'collective':<13} {'group':<8} {'ranks':>6}  "
+                 f"{'algorithm':<12} {'proto':<6} {'time(us)':>11} {'algbw(GB/s)':>11} "
+                 f"{'busbw(GB/s)':>11}  bottleneck")
+    for c in rows:
+        lines.append(f"  {c.size:>12} {human_size(c.size):>9}  {c.collective:<13} "
+                     f"{c.group:<8} {c.ranks:>6}  {c.algorithm:<12} {c.protocol:<6} "
+                     f"{c.time * 1e6:>11.2f} {c.algbw / 1e9:>11.2f} {c.busbw / 1e9:>11.2f}  "
+                     f"{c.bottleneck}")
+    if rows:
+        worst = max(rows, key=lambda c: c.size)
+        lines.append(f"# bottleneck at {human_size(worst.size)}: {worst.bottleneck_link}")
+    return "\n".join(lines) + "\n"
+
+
+FORMATS = {"table": as_table, "json": as_json, "csv": as_csv}
+
+
+def render(rows: Sequence[Cost], fmt: str = "table", title: str = "") -> str:
+    """The rows in ``fmt`` (table, json or csv)."""
+    return as_table(rows, title) if fmt == "table" else FORMATS[fmt](rows)

@@ -1,0 +1,96 @@
+"""``topoc report``: a strategy's training step analysed (``compiler.strategy``), as text or
+Markdown."""
+
+from __future__ import annotations
+
+from ..compiler.strategy import StepReport, efficiency, speedup
+from .cost_table import human_size
+
+
+def seconds(t: float | None) -> str:
+    """A duration with a readable unit: '227.5 us', '36.4 ms', '25.00 s'."""
+    if t is None:
+        return "-"
+    if t == 0:
+        return "0 s"
+    if t < 1e-3:
+        return f"{t * 1e6:.1f} us"
+    if t < 1:
+        return f"{t * 1e3:.1f} ms"
+    return f"{t:.2f} s"
+
+
+def _rows(r: StepReport) -> list[list[str]]:
+    rows = []
+    for f in r.flows:
+        c = f.cost
+        rows.append([f.dim, f.collective, human_size(f.bytes), str(f.count),
+                     f"{f.groups} x {f.group_size}", ", ".join(f.classes) or "-",
+                     f"{c.algorithm}/{c.protocol}" if c else "-",
+                     seconds(c.time) if c else "-", seconds(f.per_step) if c else "-",
+                     f.overlap + (f" ({f.note})" if f.note else "")])
+    return rows
+
+
+HEAD = ["group", "collective", "bytes/call", "calls/step", "groups x ranks", "links crossed",
+        "algorithm", "time/call", "time/step", "overlaps compute"]
+
+
+def _summary(r: StepReport) -> list[str]:
+    p = r.strategy
+    stages, micro = p.size("pp"), p.microbatches
+    out = [f"pipeline bubble: (P-1)/(M+P-1) = {stages - 1}/{micro + stages - 1} = "
+           f"{r.bubble:.1%} (P = {stages} stages, M = {micro} micro-batches)",
+           f"communication per step: {seconds(r.comm_total)} in all, {seconds(r.comm)} exposed"]
+    if r.compute is None:
+        out.append("no 'compute' time in the parallel block: add 'compute = 25 s' (per step, "
+                   "per GPU) for T_total, speedup and efficiency")
+        return out
+    total = r.total
+    out.append(f"T_total = T_compute + T_comm + T_idle = {seconds(r.compute)} + "
+               f"{seconds(r.comm)} + {seconds(r.idle)} = {seconds(total)}")
+    source = "baseline" if r.baseline is not None else "compute x N, a perfect split"
+    s, e = speedup(r.t1, total), efficiency(r.t1, total, r.gpus)
+    out.append(f"speedup S = T1 / T_total = {seconds(r.t1)} / {seconds(total)} = {s:.2f} "
+               f"(T1 from {source}); efficiency E = S / N = {s:.2f} / {r.gpus} = {e:.1%}")
+    return out
+
+
+def _title(r: StepReport, system_name: str) -> str:
+    p = r.strategy
+    sizes = " ".join(f"{d}={n}" for d, n in p.sizes if n > 1) or "one GPU per group"
+    return (f"strategy '{p.name}' on {system_name}: {r.gpus} GPUs, {sizes}, order "
+            f"{', '.join(d for d in p.order if p.size(d) > 1) or '-'}")
+
+
+def text(r: StepReport, system_name: str) -> str:
+    """Plain text: a header, the traffic table, the step figures and the warnings."""
+    rows = [HEAD] + _rows(r)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEAD))]
+    lines = [_title(r, system_name), "", "traffic per training step (each kind costed on its "
+             "first group):"]
+    for row in rows:
+        lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    lines.append("")
+    lines += _summary(r)
+    lines.append("")
+    lines.append("warnings:" if r.warnings else "warnings: none")
+    lines += [f"  - {w}" for w in r.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(r: StepReport, system_name: str) -> str:
+    """GitHub-flavoured Markdown: the same content with a table."""
+    lines = [f"## {_title(r, system_name)}", "",
+             "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    lines += ["| " + " | ".join(row) + " |" for row in _rows(r)]
+    lines.append("")
+    lines += [f"- {line}" for line in _summary(r)]
+    lines += ["", "### Warnings", ""]
+    lines += [f"- {w}" for w in r.warnings] or ["none"]
+    return "\n".join(lines) + "\n"
+
+
+def render(r: StepReport, system_name: str, fmt: str = "text") -> str:
+    """The report in ``fmt`` (text or markdown)."""
+    return markdown(r, system_name) if fmt == "markdown" else text(r, system_name)
