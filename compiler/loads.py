@@ -32,6 +32,8 @@ NCCL_NVLINK_GBS = ((100, 40.1), (90, 20.6), (70, 20.0), (0, 18.0))
 CLASS_EFFICIENCY = {"pcie": 48 / 63, "infiniband": 0.96, "ethernet": 0.96,
                     "nvlink_c2c": 1.0, "inter_socket": 1.0}
 _TIER = {"gpu": 0, "switch": 1, "pcie_switch": 1, "cpu": 2, "nic": 3, "net_switch": 4}
+_OUTER = {"nvlink": 0, "nvlink_c2c": 1, "pcie": 2, "inter_socket": 3, "ethernet": 4,
+          "infiniband": 4}
 _INDEX = re.compile(r"\d+(?=\.|$)")
 
 
@@ -161,11 +163,14 @@ class Loads:
             self.bytes[r] += nbytes
 
     def busiest(self) -> tuple[float, tuple | None]:
-        """Seconds the busiest resource needs for its bytes, and that resource."""
-        best, which = 0.0, None
-        cap = self.resources.capacity
-        for r in sorted(self.bytes, key=repr):
+        """Seconds the busiest resource needs for its bytes, and that resource; among equally
+        busy ones the outermost (network before PCIe before NVLink) is named."""
+        cap, example = self.resources.capacity, self.resources.example
+        best_t, best_rank, which = 0.0, (-1, ""), None
+        for r in self.bytes:
             t = self.bytes[r] / cap[r] if cap[r] > 0 else float("inf")
-            if t > best:
-                best, which = t, r
-        return best, which
+            rank = (_OUTER.get(example[r][1], 0), repr(r))
+            tie = abs(t - best_t) <= 1e-9 * max(t, best_t)
+            if (t > best_t and not tie) or (tie and rank > best_rank):
+                best_t, best_rank, which = max(t, best_t), rank, r
+        return best_t, which

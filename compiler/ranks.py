@@ -20,10 +20,10 @@ from .units import BYTES, NUMBER, SECONDS
 
 SETTINGS = (*PARALLEL_DIMS, "order", "microbatches", "compute", "baseline")
 #: Time settings: compute time per training step on each GPU, and the same step on one GPU.
-TIME_SETTINGS = {"compute": "'compute' is the compute time per training step on each GPU, as in "
-                 "'compute = 25 s'",
-                 "baseline": "'baseline' is the time of one training step on a single GPU, as "
-                 "in 'baseline = 100 s'"}
+TIME_SETTINGS = {"compute": "'compute' must be a positive time: the compute time per training step "
+                 "on each GPU, as in 'compute = 25 s'",
+                 "baseline": "'baseline' must be a positive time: one training step on a single "
+                 "GPU, as in 'baseline = 100 s'"}
 
 
 def _int(value: s.Value, what: str, diags: Collector) -> int | None:

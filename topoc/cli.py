@@ -286,7 +286,7 @@ def cmd_cost(args) -> int:
     sizes = parse_sizes(args.sizes) if args.sizes else None
     try:
         if args.parallel and not args.group and not args.ranks:
-            if system.parallel_names() and args.parallel not in system.parallel_names():
+            if args.parallel not in system.parallel_names():
                 raise GroupError(f"no parallel block '{args.parallel}'"
                                  + suggest(args.parallel, system.parallel_names()))
             rows = _strategy_rows(system, args, sizes, sweep, select_group)

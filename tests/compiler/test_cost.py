@@ -1,0 +1,144 @@
+"""The cost model: contention, protocols, nccl-tests' bandwidth factors, algorithm choice,
+sampled orders for large groups, and its refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+import topoc
+from topoc.compiler import cost as cost_model
+from topoc.compiler.cost import BUS_FACTOR, CostError, candidates, cost, sweep
+from topoc.compiler.ranks import RankGroup
+
+from ..conftest import library_file
+
+GiB, MiB, KiB = 2**30, 2**20, 2**10
+
+
+def node_pair(nics: int, uplinks: int = 2) -> topoc.System:
+    """Two 2-GPU nodes (NVLink between the GPUs), ``nics`` NICs each on the GPUs' PCIe switch,
+    one leaf switch per node, ``uplinks`` NDR links between the leaves."""
+    return topoc.loads(f'''
+use "nvidia/links.topo"
+use "nvidia/devices.topo"
+group Node {{
+  gpu[2] : H100
+  cpu : Xeon8480C
+  pcie : PEX89104
+  nic[{nics}] : CX7
+  gpu[0] <-> gpu[1] : nvlink4 x 18
+  gpu[*] <-> pcie : pcie5
+  nic[*] <-> pcie : pcie5
+  pcie <-> cpu : pcie5
+}}
+group Pair {{
+  node[2] : Node
+  leaf[2] : QM9700
+  node[i].nic[*] <-> leaf[i] : ndr
+  leaf[0] <-> leaf[1] : ndr x {uplinks}
+}}
+system pair : Pair
+''')
+
+
+WORLD4 = RankGroup("world", (0, 1, 2, 3))
+
+
+def test_rings_sharing_one_nic_pay_for_it():
+    one, two = node_pair(nics=1), node_pair(nics=2)
+    shared = cost(one, WORLD4, "allreduce", GiB, "ring")
+    spread = cost(two, WORLD4, "allreduce", GiB, "ring")
+    assert shared.bottleneck == spread.bottleneck == "infiniband"
+    # Both channels cross the node boundary through the one NIC: half the bandwidth.
+    assert shared.busbw == pytest.approx(spread.busbw / 2, rel=0.02)
+
+
+def test_a_thin_uplink_is_the_bottleneck():
+    thin = cost(node_pair(nics=2, uplinks=1), WORLD4, "allreduce", GiB, "ring")
+    wide = cost(node_pair(nics=2, uplinks=2), WORLD4, "allreduce", GiB, "ring")
+    assert thin.bottleneck_link.startswith("pair.leaf0<->pair.leaf1")
+    assert not wide.bottleneck_link.startswith("pair.leaf0<->pair.leaf1")
+    assert thin.busbw == pytest.approx(wide.busbw / 2, rel=0.02)
+
+
+def test_scaleout_ceiling_is_what_ndr_reaches():
+    # One 400G NIC per GPU, two per node: busbw = 2 NICs x 48 GB/s (46-49 GB/s in practice).
+    got = cost(node_pair(nics=2), WORLD4, "allreduce", 8 * GiB, "ring")
+    assert 2 * 46e9 <= got.busbw <= 2 * 49e9
+
+
+@pytest.mark.parametrize("collective", sorted(BUS_FACTOR))
+def test_busbw_is_algbw_times_the_nccl_tests_factor(collective):
+    system = topoc.load(library_file("dgx_h100.topo"))
+    n = 8
+    got = cost(system, RankGroup("ranks", tuple(range(n))), collective, 64 * MiB)
+    expected = {"allreduce": 2 * (n - 1) / n, "reducescatter": (n - 1) / n,
+                "allgather": (n - 1) / n, "alltoall": (n - 1) / n, "broadcast": 1.0,
+                "reduce": 1.0, "sendrecv": 1.0}[collective]
+    assert got.algbw == pytest.approx(got.size / got.time)
+    assert got.busbw == pytest.approx(got.algbw * expected)
+
+
+def test_protocols_follow_the_size():
+    system = topoc.load(library_file("dgx_a100.topo"))
+    rows = sweep(system, RankGroup("ranks", tuple(range(8))), "allreduce",
+                 [8, 32 * KiB, MiB, GiB], "ring")
+    assert [r.protocol for r in rows] == ["LL", "LL", "LL128", "Simple"]
+
+
+def test_auto_is_the_fastest_candidate_and_time_grows_with_size():
+    system = topoc.load(library_file("dgx_h100.topo"))
+    group = RankGroup("ranks", tuple(range(8)))
+    sizes = [2**k for k in range(3, 34, 2)]
+    auto = sweep(system, group, "allreduce", sizes)
+    for algo in candidates(system, group, "allreduce"):
+        for a, b in zip(auto, sweep(system, group, "allreduce", sizes, algo)):
+            assert a.time <= b.time
+    times = [r.time for r in auto]
+    assert times == sorted(times)
+
+
+def test_latency_and_bandwidth_regimes():
+    """T = alpha + D/B: tiny messages are all start-up, huge ones all bandwidth."""
+    system = topoc.load(library_file("dgx_h100.topo"))
+    group = RankGroup("ranks", tuple(range(8)))
+    tiny, huge = sweep(system, group, "allreduce", [8, 8 * GiB])
+    assert tiny.latency / tiny.time > 0.99
+    assert huge.latency / huge.time < 0.01
+
+
+def test_sampled_orders_match_the_whole_group(monkeypatch):
+    system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 8})
+    world = RankGroup("world", tuple(range(len(system.gpus))))
+    sampled = [cost(system, world, "allreduce", GiB, a) for a in ("ring", "hierarchical")]
+    monkeypatch.setattr(cost_model, "SAMPLE_ISLANDS", 100)
+    whole = [cost(system, world, "allreduce", GiB, a) for a in ("ring", "hierarchical")]
+    for s, w in zip(sampled, whole):
+        assert s.time == pytest.approx(w.time, rel=0.01)
+
+
+def test_refusals():
+    a100 = topoc.load(library_file("dgx_a100.topo"))
+    with pytest.raises(CostError, match="NVLS"):
+        cost(a100, RankGroup("ranks", tuple(range(8))), "allreduce", GiB, "nvls")
+    with pytest.raises(CostError, match="no 'tree'"):
+        cost(a100, RankGroup("ranks", tuple(range(8))), "alltoall", GiB, "tree")
+    big = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 4})
+    with pytest.raises(CostError, match="up to 256 ranks"):
+        cost(big, RankGroup("world", tuple(range(288))), "alltoall", GiB)
+
+
+def test_one_rank_costs_a_launch():
+    system = topoc.load(library_file("dgx_h100.topo"))
+    got = cost(system, RankGroup("ranks", (3,)), "allreduce", GiB)
+    assert got.time == pytest.approx(cost_model.LAUNCH) and got.busbw == 0
+
+
+def test_alltoall_across_nodes_gets_one_nic():
+    """All-to-all cannot aggregate NICs (nccl-tests issue 267): each GPU's remote traffic
+    leaves through its own NIC."""
+    system = topoc.load(library_file("h100_cluster.topo"), {"nodes": 4})
+    group = RankGroup("ranks", (0, 8, 16, 24))          # GPU 0 of each node: one rail
+    got = cost(system, group, "alltoall", GiB)
+    assert got.bottleneck == "infiniband"
+    assert 40e9 <= got.busbw <= 49e9

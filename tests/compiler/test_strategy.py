@@ -1,0 +1,91 @@
+"""The strategy analysis: the seed's worked examples, the step formula, overlap and warnings."""
+
+from __future__ import annotations
+
+import pytest
+
+import topoc
+from topoc.compiler.strategy import (analyse, bubble, efficiency, message_time, speedup,
+                                     step_time)
+
+
+def test_seed_example_step_time_and_speedup():
+    # 100 s on one GPU; on 4 GPUs 25 s compute + 10 s communication + 5 s waiting.
+    total = step_time(25.0, 10.0, 5.0)
+    assert total == 40.0
+    assert speedup(100.0, total) == 2.5
+
+
+def test_seed_example_efficiency():
+    # 100 s -> 30 s on 4 GPUs: S = 3.33, E = 83.3 %.
+    assert speedup(100.0, 30.0) == pytest.approx(3.333, abs=1e-3)
+    assert efficiency(100.0, 30.0, 4) == pytest.approx(0.833, abs=1e-3)
+
+
+@pytest.mark.parametrize("stages, micro, expected", [(1, 8, 0.0), (4, 12, 3 / 15),
+                                                     (8, 32, 7 / 39), (4, 1, 3 / 4)])
+def test_bubble_formula(stages, micro, expected):
+    assert bubble(stages, micro) == pytest.approx(expected)
+
+
+def test_latency_bound_and_bandwidth_bound_messages():
+    alpha, bw = 10e-6, 100e9
+    small, large = message_time(alpha, 1024, bw), message_time(alpha, 2**30, bw)
+    assert small == pytest.approx(alpha, rel=0.01)            # start-up dominates
+    assert large == pytest.approx(2**30 / bw, rel=0.01)       # bandwidth dominates
+    # Merging 1,000 small messages into one saves 999 start-ups.
+    assert 1000 * message_time(alpha, 1024, bw) > message_time(alpha, 1000 * 1024, bw) * 100
+
+
+STRATEGY = '''
+use "nvidia/dgx_h100.topo"
+use "nvidia/links.topo"
+group Pod {{
+  node[4] : DGXH100
+  ib : QM9700
+  node[*].nic[*] <-> ib : ndr
+}}
+system pod : Pod
+parallel train on pod {{
+  tp = 8  pp = 2  dp = 2
+  order = {order}
+  microbatches = 8
+  compute = {compute}
+  baseline = 100 s
+  traffic {{
+    tp allreduce 16 MiB x 64
+    dp allreduce 1 GB
+    pp sendrecv 8 MiB x 16
+  }}
+}}
+'''
+
+
+def test_step_adds_up_and_dp_hides_behind_compute():
+    system = topoc.loads(STRATEGY.format(order="tp, dp, pp", compute="4 s"))
+    r = analyse(system, "train")
+    tp, dp, pp = r.flows
+    assert tp.classes == ("nvlink",) and not tp.hidden and dp.hidden
+    assert "infiniband" in dp.classes and "infiniband" in pp.classes
+    assert r.comm == pytest.approx(tp.per_step + pp.per_step)     # dp fits the backward pass
+    assert r.comm_total == pytest.approx(tp.per_step + dp.per_step + pp.per_step)
+    assert r.idle == pytest.approx(4.0 * (2 - 1) / 8)
+    assert r.total == pytest.approx(4.0 + r.comm + r.idle)
+    assert r.t1 == 100.0 and r.bubble == pytest.approx(1 / 9)
+    assert not r.warnings
+
+
+def test_short_compute_exposes_data_parallel_traffic():
+    system = topoc.loads(STRATEGY.format(order="tp, dp, pp", compute="1 ms"))
+    r = analyse(system, "train")
+    tp, dp, pp = r.flows
+    window = 2 / 3 * 1e-3
+    assert r.comm == pytest.approx(tp.per_step + pp.per_step + dp.per_step - window)
+
+
+def test_inverted_mapping_is_warned_about():
+    system = topoc.loads(STRATEGY.format(order="dp, pp, tp", compute="4 s"))
+    r = analyse(system, "train")
+    text = "\n".join(r.warnings)
+    assert "tp allreduce runs 64 times per step over infiniband" in text
+    assert any("leave one NVLink domain" in w for w in r.warnings)      # lint's W501 too

@@ -1,0 +1,141 @@
+"""``topoc cost`` and ``topoc report`` from the command line: the sweep in its three formats,
+the contract's JSON keys, strategy traffic, the report, and clear refusals."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from topoc.cli import main
+
+from .conftest import library_file
+
+DGX = str(library_file("dgx_h100.topo"))
+CLUSTER = str(library_file("nvl72_cluster.topo"))
+ROW_KEYS = {"collective", "group", "ranks", "size", "algorithm", "protocol", "time", "algbw",
+            "busbw", "bottleneck"}
+
+
+def test_sweep_json_follows_the_contract(capsys):
+    assert main(["cost", DGX, "--ranks", "0..7", "--sizes", "8B..8GiB", "--format",
+                 "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "topoc.cost/1"
+    rows = doc["rows"]
+    assert [r["size"] for r in rows] == [8 * 2**k for k in range(31)]
+    for r in rows:
+        assert ROW_KEYS <= set(r)
+        assert r["collective"] == "allreduce" and r["ranks"] == 8 and r["group"] == "ranks"
+        assert r["busbw"] == pytest.approx(r["algbw"] * 2 * 7 / 8)
+        assert r["algbw"] == pytest.approx(r["size"] / r["time"])
+    assert rows[0]["protocol"] == "LL" and rows[-1]["algorithm"] == "nvls"
+
+
+def test_table_and_csv_carry_the_same_rows(capsys):
+    assert main(["cost", DGX, "--group", "world", "--sizes", "32KiB,1MiB,1GiB",
+                 "--collective", "allgather"]) == 0
+    table = capsys.readouterr().out
+    assert main(["cost", DGX, "--group", "world", "--sizes", "32KiB,1MiB,1GiB",
+                 "--collective", "allgather", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [int(r["size"]) for r in rows] == [32 * 1024, 2**20, 2**30]
+    lines = [line for line in table.splitlines() if not line.startswith("#")]
+    assert len(lines) == 3
+    for line, row in zip(lines, rows):
+        cells = line.split()
+        assert cells[0] == row["size"] and row["algorithm"] in cells
+        assert f"{float(row['time']) * 1e6:.2f}" in cells
+    assert "time(us)" in table and "busbw(GB/s)" in table
+
+
+def test_strategy_traffic_rows(capsys):
+    assert main(["cost", CLUSTER, "--parallel", "train", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["group"], r["collective"], r["size"]) for r in rows] == [
+        ("tp:0", "allreduce", 64 * 2**20), ("dp:0", "allreduce", 2 * 10**9),
+        ("pp:0", "sendrecv", 16 * 2**20)]
+    assert rows[0]["bottleneck"] == "nvlink" and rows[1]["bottleneck"] == "infiniband"
+
+
+def test_group_of_a_strategy(capsys):
+    assert main(["cost", CLUSTER, "--parallel", "train", "--group", "dp:3", "--sizes", "1GiB",
+                 "--algorithm", "ring", "--format", "csv"]) == 0
+    row = next(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert row["group"] == "dp:3" and row["algorithm"] == "ring" and row["ranks"] == "8"
+
+
+def test_thousand_rack_world_from_the_compact_schedule(capsys):
+    """A large world group costs seconds, not 10^10 steps (issue 4); 64 racks here, the
+    benchmark runs 1,024."""
+    assert main(["cost", CLUSTER, "-D", "racks=64", "--group", "world", "--sizes", "1GiB",
+                 "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["ranks"] == 4608 and row["time"] > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ranks", "0..7", "--algorithm", "nvls"], "NVLS"),
+    (["--group", "tp"], "name the strategy"),
+    (["--parallel", "nope"], "no parallel block 'nope'"),
+    (["--ranks", "0..9"], "rank"),
+])
+def test_refusals_are_input_errors(argv, message, capsys):
+    a100 = str(library_file("dgx_a100.topo"))
+    assert main(["cost", a100, *argv, "--sizes", "1MiB"]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("sizes, message", [("1GiB..1KiB", "larger than the last"),
+                                           ("12 parsecs", "not a size"), (",", "1 to 64 sizes"),
+                                           ("0B..1KiB", "not a size")])
+def test_bad_sizes_are_usage_errors(sizes, message, capsys):
+    assert main(["cost", DGX, "--ranks", "0..7", "--sizes", sizes]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cost_output_is_deterministic(tmp_path):
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"c{i}.json"
+        assert main(["cost", CLUSTER, "--group", "world", "--format", "json", "-o",
+                     str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+
+
+REPORTED = '''
+use "nvidia/dgx_h100.topo"
+system box : DGXH100
+parallel train on box {
+  tp = 4  dp = 2
+  compute = 25 s
+  baseline = 100 s
+  traffic {
+    tp allreduce 64 MiB x 100
+    dp allreduce 2 GB
+  }
+}
+'''
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_report(fmt, tmp_path, capsys):
+    path = tmp_path / "box.topo"
+    path.write_text(REPORTED)
+    assert main(["report", str(path), "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    assert "T_total = T_compute + T_comm + T_idle = 25.00 s" in out
+    assert "speedup S = T1 / T_total = 100.00 s" in out and "efficiency E = S / N = 4.00 / 8" in out
+    assert "yes, with the backward pass" in out and "no: on the critical path" in out
+    assert ("| tp | allreduce | 64 MiB | 100 |" in out) == (fmt == "markdown")
+
+
+def test_report_names_the_strategy(tmp_path, capsys):
+    path = tmp_path / "box.topo"
+    path.write_text(REPORTED)
+    assert main(["report", str(path), "--parallel", "trian"]) == 1
+    assert "did you mean 'train'" in capsys.readouterr().err
