@@ -30,8 +30,7 @@ SUPPORTED = {
     "alltoall": ("direct", "pairwise"),
     "sendrecv": ("direct",),
 }
-#: Below this many bytes ``auto`` takes the tree for all-reduce (latency-bound sizes); until the
-#: cost model lands these rules are documented in docs/schedules.md.
+#: Below this many bytes the fallback rules take the tree for all-reduce (latency-bound sizes).
 TREE_BELOW = 256 * 1024
 PIPELINE = 4          # chunks per tree / chain, for pipelining
 MAX_CHANNELS = 64
@@ -233,14 +232,20 @@ def nvlink_domains(system: System, ranks: Sequence[int]) -> list[tuple[int, ...]
 
 
 def choose_algorithm(system: System, group: RankGroup, collective: str, nbytes: int) -> str:
-    """``auto``: NVLS inside a reducing NVLink domain, hierarchical across domains (all-reduce),
-    the tree for small all-reduces and broadcasts, pairwise all-to-all, else the ring."""
+    """``auto``: the algorithm the cost model predicts fastest (``compiler.cost``), as NCCL's
+    tuner picks; pairwise all-to-all and direct send/recv, which have no rival. Should the cost
+    model refuse, the rules of thumb decide: NVLS inside a reducing NVLink domain, hierarchical
+    across equal domains, the tree for small all-reduces, else the ring."""
     if collective == "sendrecv":
         return "direct"
     if collective == "alltoall":
         return "pairwise"
-    if collective in ("allreduce", "reducescatter", "allgather", "broadcast", "reduce") and \
-            len(group.ranks) > 1 and system.locality.nvlink_agents(group.ranks):
+    from .cost import CostError, sweep
+    try:
+        return sweep(system, group, collective, [nbytes])[0].algorithm
+    except CostError:
+        pass
+    if len(group.ranks) > 1 and system.locality.nvlink_agents(group.ranks):
         return "nvls"
     if collective == "allreduce":
         domains = nvlink_domains(system, group.ranks)

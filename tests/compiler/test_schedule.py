@@ -113,15 +113,33 @@ def test_nvls_has_the_switches_as_agents():
     assert len(doc["rounds"]) == 2 and replay(doc) == []
 
 
-def test_auto_rules():
+def test_auto_takes_the_fastest_prediction():
+    from topoc.compiler.cost import candidates, cost
     dgx = topoc.load(library_file("dgx_h100.topo"))
-    world = select_group(dgx)
-    assert schedule(dgx, world, "allreduce").algorithm == "nvls"
     a100 = topoc.load(library_file("dgx_a100.topo"))
-    assert schedule(a100, select_group(a100), "allreduce", nbytes=2**30).algorithm == "ring"
-    assert schedule(a100, select_group(a100), "allreduce", nbytes=4096).algorithm == "tree"
     racks = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 2})
+    for system in (dgx, a100, racks):
+        world = select_group(system)
+        for size in (4096, 2**20, 2**30):
+            picked = schedule(system, world, "allreduce", nbytes=size).algorithm
+            times = {a: cost(system, world, "allreduce", size, a).time
+                     for a in candidates(system, world, "allreduce")}
+            assert times[picked] == min(times.values())
+    assert schedule(dgx, select_group(dgx), "allreduce").algorithm == "nvls"
+    assert schedule(a100, select_group(a100), "allreduce", nbytes=2**30).algorithm == "ring"
     assert schedule(racks, select_group(racks), "allreduce").algorithm == "hierarchical"
+
+
+def test_auto_falls_back_to_rules_when_the_cost_model_refuses(monkeypatch):
+    from topoc.compiler import cost
+    def refuse(*args, **kwargs):
+        raise cost.CostError("no")
+    monkeypatch.setattr(cost, "sweep", refuse)
+    a100 = topoc.load(library_file("dgx_a100.topo"))
+    assert schedule(a100, select_group(a100), "allreduce", nbytes=4096).algorithm == "tree"
+    assert schedule(a100, select_group(a100), "allreduce", nbytes=2**30).algorithm == "ring"
+    dgx = topoc.load(library_file("dgx_h100.topo"))
+    assert schedule(dgx, select_group(dgx), "allgather").algorithm == "nvls"
 
 
 def test_double_binary_tree_matches_nccl():
