@@ -15,8 +15,8 @@ send/recv 1. ``size`` is the whole buffer, as nccl-tests' size column.
 Groups spanning more than ``SAMPLE_ISLANDS`` islands are costed on the orders over their first
 islands: topology-aware orders repeat the same pattern from island to island, so one round's
 busiest bundle is the same; the round and hop counts come from the whole group. This is what
-makes a 73,728-rank all-reduce cost a second rather than 10^10 steps. Details and the fitted
-constants: docs/cost.md.
+makes a 73,728-rank all-reduce cost seconds rather than 10^10 steps. NCCL's tables live in
+``compiler.tuning``; details and the fitted constants: docs/cost.md.
 """
 
 from __future__ import annotations
@@ -30,38 +30,11 @@ from . import schedule as sch
 from .ir import System
 from .loads import Loads, Resources
 from .ranks import RankGroup
+from .tuning import (BUS_FACTOR, LAUNCH, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
+                     latency_us)
 
-PROTOCOLS = ("LL", "LL128", "Simple")
-#: Base latencies in us per algorithm and protocol (LL, LL128, Simple), tuning.cc baseLat.
-BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0)}
-#: Per-hop hardware latencies in us, tuning.cc hwLat[NVLINK | PCI | NET][TREE | RING].
-HW_LAT = {("nvlink", "tree"): (0.6, 1.25, 4.0), ("nvlink", "ring"): (0.6, 1.9, 3.4),
-          ("pci", "tree"): (1.0, 1.9, 4.0), ("pci", "ring"): (1.0, 2.5, 5.7),
-          ("net", "tree"): (5.0, 8.5, 14.0), ("net", "ring"): (2.7, 4.0, 14.0)}
-NVLS_LAT = 25.0          # us, hwLat[NVLINK][NVLS][Simple]; paid once per host, see docs/cost.md
-NVLS_LAT_NET = 18.0      # us, hwLat[NET][NVLS][Simple]
-#: llMaxBws (GB/s) by architecture index and node count (1, 2, more), tuning.cc.
-LL_MAX_BW = {1: (87.7, 22.5, 19.0), 2: (141.0, 45.0, 35.0), 3: (282.0, 90.0, 70.0),
-             0: (39.0, 39.0, 20.4)}
-#: Per-channel ceilings (GB/s) of LL128 on rings and trees, tuning.cc perChMaxRingLL128Bws /
-#: perChMaxTreeLL128Bws, single node.
-LL128_RING_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 40.0}
-LL128_TREE_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 55.6}
-NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwell
-#: Fitted: NCCL scales NVLS by (C-1)/C for the channel it keeps for synchronisation; C = 8 fits
-#: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).
-NVLS_CHANNELS = 8
-LAUNCH = 10e-6           # s per call: kernel launch and enqueue as nccl-tests time them (fitted)
-#: Bytes that keep one channel busy: one step of NCCL's default buffer (NCCL_BUFFSIZE 4 MiB over
-#: NCCL_STEPS 8); a message of S bytes runs on ceil(S / CHANNEL_BYTES) channels at most.
-CHANNEL_BYTES = 512 * 1024
 SAMPLE_ISLANDS = 4
 ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair
-
-BUS_FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "reducescatter": lambda n: (n - 1) / n,
-              "allgather": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
-              "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
-
 
 class CostError(ValueError):
     """A request the cost model cannot answer (too large an all-to-all, no algorithm)."""
@@ -84,27 +57,6 @@ class Cost:
     bottleneck_link: str     # one link of that bundle
     latency: float           # the part of ``time`` that does not depend on the size
     classes: tuple[str, ...] = ()   # link classes the transfers cross
-
-
-@attrs.frozen
-class Profile:
-    """What the size does not change: per-byte phase times, hop counts and the bottleneck."""
-
-    algorithm: str
-    seconds_per_byte: float      # Simple protocol, every channel busy
-    bottleneck: tuple[str, str]  # (link class, link id)
-    intra: str                   # "nvlink" or "pci": the class of hops inside islands
-    islands: int
-    hosts: int
-    channels: int                # NCCL channels at full size (NVLink lanes per GPU, >= 2)
-    arch: int
-    classes: tuple[str, ...]     # link classes the transfers cross
-
-
-def arch_index(sm: int | None) -> int:
-    """NCCL's compute-capability index: 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell."""
-    sm = 90 if sm is None else int(sm)
-    return 0 if sm < 80 else 1 if sm < 90 else 2 if sm < 100 else 3
 
 
 def _sample(system: System, ranks: Sequence[int]) -> tuple[int, ...]:
@@ -276,57 +228,6 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
                    max(2, lanes), arch_index(sm), classes)
 
 
-def _latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
-    m, algo = p.islands, p.algorithm
-    if algo == "nvls":
-        return NVLS_LAT * p.hosts + (NVLS_LAT_NET if m > 1 else 0.0)
-    kind = "tree" if algo == "tree" else "ring"
-    intra, net = HW_LAT[(p.intra, kind)][proto], HW_LAT[("net", kind)][proto]
-    base = BASE_LAT[kind][proto]
-    if algo == "tree":
-        passes = 2 if collective == "allreduce" else 1
-        return base + passes * ((n // m - 1) * intra + math.log2(m) * net)
-    if algo == "hierarchical":                     # rings inside domains, then across them
-        return base + 2 * (n // m - 1) * intra + 2 * (m - 1) * net
-    if collective in ("allreduce", "reducescatter", "allgather"):
-        steps = 2 * (n - 1) if collective == "allreduce" else n - 1
-        inter = (2 if collective == "allreduce" else 1) * (m - 1)
-        return base + (steps - inter) * intra + inter * net
-    if collective == "alltoall":
-        return base + (n - 1) * (net if m > 1 else intra)
-    if collective == "sendrecv":
-        return base + (net if m > 1 else intra)
-    return base + (n - m) * intra + (m - 1) * net       # broadcast, reduce: a chain
-
-
-def _bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
-    """busbw (GB/s) the bandwidth term gives at this size and protocol, NCCL's refinements
-    applied: protocol efficiency, per-channel ceilings, fewer channels for small messages."""
-    factor = BUS_FACTOR[collective](n)
-    raw = factor / p.seconds_per_byte / 1e9 if p.seconds_per_byte > 0 else math.inf
-    nodes = min(p.islands, 3) - 1
-    if p.algorithm == "nvls":
-        return raw * NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
-    if p.algorithm in ("direct", "pairwise"):
-        return raw * (0.5 if proto == 0 else 1.0)
-    # A channel is worth opening for one buffer step of data: small messages use fewer.
-    used = min(p.channels, max(1, math.ceil(size / CHANNEL_BYTES)))
-    raw *= used / p.channels
-    ll_cap = LL_MAX_BW[p.arch][nodes]
-    if p.algorithm == "tree":
-        if proto == 0:
-            return min(raw / 3.8, ll_cap)
-        if proto == 1:
-            return min(raw * (7 / 9 if p.islands == 1 else 120 / 128),
-                       used * LL128_TREE_CH[p.arch])
-        return raw * 0.92
-    if proto == 0:
-        return min(raw * 0.5, ll_cap)
-    if proto == 1:
-        return min(raw * 0.92, used * LL128_RING_CH[p.arch])
-    return raw
-
-
 def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
              protocol: str | None = None) -> Cost:
     """The cost of one size from a profile; the fastest protocol unless one is named."""
@@ -340,8 +241,8 @@ def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
     best = None
     factor = BUS_FACTOR[collective](n) if n > 1 else 0.0
     for proto in options:
-        latency = LAUNCH + (_latency_us(p, collective, n, proto) * 1e-6 if n > 1 else 0.0)
-        bus = _bus_gbs(p, collective, n, size, proto) * 1e9 if n > 1 else math.inf
+        latency = LAUNCH + (latency_us(p, collective, n, proto) * 1e-6 if n > 1 else 0.0)
+        bus = bus_gbs(p, collective, n, size, proto) * 1e9 if n > 1 else math.inf
         time = latency + (size * factor / bus if bus > 0 else math.inf)
         if best is None or time < best[0]:
             best = (time, proto, latency)

@@ -139,10 +139,6 @@ class Resources:
                     return d["link"]
         raise KeyError(link_id)
 
-    def crosses_scaleout(self, resources) -> bool:
-        """Whether any of ``resources`` is a scale-out (network) bundle."""
-        return any(self.example[r][1] in SCALEOUT_CLASSES for r in resources)
-
     def classes(self, resources) -> set[str]:
         """Link classes of ``resources``."""
         return {self.example[r][1] for r in resources}

@@ -1,0 +1,112 @@
+"""NCCL's tuning model (src/graph/tuning.cc and friends) as the cost model uses it: base and
+per-hop latencies, protocol efficiencies and ceilings, NVLS efficiency, and nccl-tests' bus
+bandwidth factors. Numbers are NCCL's unless a comment says *fitted* (docs/cost.md)."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+PROTOCOLS = ("LL", "LL128", "Simple")
+#: Base latencies in us per algorithm and protocol (LL, LL128, Simple), tuning.cc baseLat.
+BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0)}
+#: Per-hop hardware latencies in us, tuning.cc hwLat[NVLINK | PCI | NET][TREE | RING].
+HW_LAT = {("nvlink", "tree"): (0.6, 1.25, 4.0), ("nvlink", "ring"): (0.6, 1.9, 3.4),
+          ("pci", "tree"): (1.0, 1.9, 4.0), ("pci", "ring"): (1.0, 2.5, 5.7),
+          ("net", "tree"): (5.0, 8.5, 14.0), ("net", "ring"): (2.7, 4.0, 14.0)}
+NVLS_LAT = 25.0          # us, hwLat[NVLINK][NVLS][Simple]; paid once per host, see docs/cost.md
+NVLS_LAT_NET = 18.0      # us, hwLat[NET][NVLS][Simple]
+#: llMaxBws (GB/s) by architecture index and node count (1, 2, more), tuning.cc.
+LL_MAX_BW = {1: (87.7, 22.5, 19.0), 2: (141.0, 45.0, 35.0), 3: (282.0, 90.0, 70.0),
+             0: (39.0, 39.0, 20.4)}
+#: Per-channel ceilings (GB/s) of LL128 on rings and trees, tuning.cc perChMaxRingLL128Bws /
+#: perChMaxTreeLL128Bws, single node.
+LL128_RING_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 40.0}
+LL128_TREE_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 55.6}
+NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwell
+#: Fitted: NCCL scales NVLS by (C-1)/C for the channel it keeps for synchronisation; C = 8 fits
+#: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).
+NVLS_CHANNELS = 8
+LAUNCH = 10e-6           # s per call: kernel launch and enqueue as nccl-tests time them (fitted)
+#: Bytes that keep one channel busy: one step of NCCL's default buffer (NCCL_BUFFSIZE 4 MiB over
+#: NCCL_STEPS 8); a message of S bytes runs on ceil(S / CHANNEL_BYTES) channels at most.
+CHANNEL_BYTES = 512 * 1024
+#: busbw = algbw x factor(n), as nccl-tests defines it (doc/PERFORMANCE.md).
+BUS_FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "reducescatter": lambda n: (n - 1) / n,
+              "allgather": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
+              "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
+
+
+@attrs.frozen
+class Profile:
+    """What the size does not change: per-byte phase times, hop counts and the bottleneck."""
+
+    algorithm: str
+    seconds_per_byte: float      # Simple protocol, every channel busy
+    bottleneck: tuple[str, str]  # (link class, link id)
+    intra: str                   # "nvlink" or "pci": the class of hops inside islands
+    islands: int
+    hosts: int
+    channels: int                # NCCL channels at full size (NVLink lanes per GPU, >= 2)
+    arch: int
+    classes: tuple[str, ...]     # link classes the transfers cross
+
+
+def arch_index(sm: int | None) -> int:
+    """NCCL's compute-capability index: 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell."""
+    sm = 90 if sm is None else int(sm)
+    return 0 if sm < 80 else 1 if sm < 90 else 2 if sm < 100 else 3
+
+
+def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
+    """The size-independent time in us: NCCL's base latency plus per-hop latencies on the
+    critical path (protocol index ``proto``: 0 LL, 1 LL128, 2 Simple)."""
+    m, algo = p.islands, p.algorithm
+    if algo == "nvls":
+        return NVLS_LAT * p.hosts + (NVLS_LAT_NET if m > 1 else 0.0)
+    kind = "tree" if algo == "tree" else "ring"
+    intra, net = HW_LAT[(p.intra, kind)][proto], HW_LAT[("net", kind)][proto]
+    base = BASE_LAT[kind][proto]
+    if algo == "tree":
+        passes = 2 if collective == "allreduce" else 1
+        return base + passes * ((n // m - 1) * intra + math.log2(m) * net)
+    if algo == "hierarchical":                     # rings inside domains, then across them
+        return base + 2 * (n // m - 1) * intra + 2 * (m - 1) * net
+    if collective in ("allreduce", "reducescatter", "allgather"):
+        steps = 2 * (n - 1) if collective == "allreduce" else n - 1
+        inter = (2 if collective == "allreduce" else 1) * (m - 1)
+        return base + (steps - inter) * intra + inter * net
+    if collective == "alltoall":
+        return base + (n - 1) * (net if m > 1 else intra)
+    if collective == "sendrecv":
+        return base + (net if m > 1 else intra)
+    return base + (n - m) * intra + (m - 1) * net       # broadcast, reduce: a chain
+
+
+def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
+    """busbw (GB/s) the bandwidth term gives at this size and protocol, NCCL's refinements
+    applied: protocol efficiency, per-channel ceilings, fewer channels for small messages."""
+    factor = BUS_FACTOR[collective](n)
+    raw = factor / p.seconds_per_byte / 1e9 if p.seconds_per_byte > 0 else math.inf
+    nodes = min(p.islands, 3) - 1
+    if p.algorithm == "nvls":
+        return raw * NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
+    if p.algorithm in ("direct", "pairwise"):
+        return raw * (0.5 if proto == 0 else 1.0)
+    # A channel is worth opening for one buffer step of data: small messages use fewer.
+    used = min(p.channels, max(1, math.ceil(size / CHANNEL_BYTES)))
+    raw *= used / p.channels
+    ll_cap = LL_MAX_BW[p.arch][nodes]
+    if p.algorithm == "tree":
+        if proto == 0:
+            return min(raw / 3.8, ll_cap)
+        if proto == 1:
+            return min(raw * (7 / 9 if p.islands == 1 else 120 / 128),
+                       used * LL128_TREE_CH[p.arch])
+        return raw * 0.92
+    if proto == 0:
+        return min(raw * 0.5, ll_cap)
+    if proto == 1:
+        return min(raw * 0.92, used * LL128_RING_CH[p.arch])
+    return raw
