@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from . import schedule as sch
+from .gcpause import gc_paused
 from .ir import System
 from .loads import Loads, Resources
 from .ranks import RankGroup
@@ -270,6 +271,7 @@ def candidates(system: System, group: RankGroup, collective: str) -> list[str]:
     return out
 
 
+@gc_paused()
 def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int],
           algorithm: str = "auto", protocol: str | None = None) -> list[Cost]:
     """One row per size: the named algorithm, or the fastest one for ``auto``."""
@@ -299,6 +301,7 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
     return rows
 
 
+@gc_paused()
 def cost(system: System, group: RankGroup, collective: str, size: int,
          algorithm: str = "auto", protocol: str | None = None) -> Cost:
     """The predicted cost of one collective of ``size`` bytes on ``group``."""

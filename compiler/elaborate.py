@@ -16,6 +16,7 @@ import attrs
 from . import syntax as s
 from .diagnostics import Collector, CompileError, Note, Span, error, suggest
 from .exprs import EvalError, evaluate, variables
+from .gcpause import gc_paused
 from .ir import Device, DeviceModel, Link, LinkType, System
 from .limits import LIMITS
 from .resolve import Program
@@ -309,6 +310,7 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
         links[key] = Link(f"{src}{arrow}{dst}:{lt.name}", src, dst, lt, lanes, duplex, span)
 
 
+@gc_paused()
 def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> System:
     """Elaborate the root file's system (with ``-D`` overrides) into a flat ``System``."""
     diags = Collector()

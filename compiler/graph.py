@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import networkx as nx
 
+from .gcpause import gc_paused
 from .ir import System
 
 
+@gc_paused()
 def graph(system: System) -> nx.MultiGraph:
     """Build the link graph of ``system`` (linear in devices plus links)."""
     g = nx.MultiGraph(name=system.name)

@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from .diagnostics import ERROR, NOTE, WARNING, CompileError, Diagnostic, Source, Span, suggest
+from .gcpause import gc_paused
 from .ir import System
 from .rules import RULES
 from .verify import verify
@@ -182,6 +183,7 @@ def apply_suppressions(found: Sequence[Diagnostic], root: Source | None,
     return kept
 
 
+@gc_paused()
 def lint_system(system: System, config: LintConfig = LintConfig()) -> list[Diagnostic]:
     """Port-budget errors and rule findings of a compiled system (no suppression applied)."""
     return verify(system) + rule_findings(system, config)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 
+from .gcpause import gc_paused
 from .ir import SCALEOUT_CLASSES, System
 
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
@@ -51,6 +52,7 @@ def common_prefix(ids) -> str:
 class Locality:
     """Locality facts of one system's GPUs; built on first use via ``System.locality``."""
 
+    @gc_paused()
     def __init__(self, system: System):
         self.system = system
         islands, domains = UnionFind(), UnionFind()
@@ -66,9 +68,14 @@ class Locality:
         gpus = system.gpus
         self.rank_of = {g.id: r for r, g in enumerate(gpus)}
         island_ids: dict[str, int] = {}
-        self.island = []
-        for g in gpus:
-            self.island.append(island_ids.setdefault(islands.find(g.id), len(island_ids)))
+        self.island: list[int] = []
+        self.island_ranks: list[list[int]] = []     # ranks of each island, ascending
+        for r, g in enumerate(gpus):
+            i = island_ids.setdefault(islands.find(g.id), len(island_ids))
+            if i == len(self.island_ranks):
+                self.island_ranks.append([])
+            self.island.append(i)
+            self.island_ranks[i].append(r)
         self.domain_root = [domains.find(g.id) if g.id in domains.parent else None for g in gpus]
         self.domain_switches: dict[str, tuple[str, ...]] = defaultdict(tuple)
         members: dict[str, list[str]] = defaultdict(list)
@@ -117,13 +124,16 @@ class Locality:
         nics = self._nearest(gid, "nic")
         if not nics:
             return ""
-        sharing = sorted((r for r in self._island_ranks(self.island[rank])
-                          if self._nearest(self.system.gpus[r].id, "nic") == nics))
+        sharing = self._sharing(self.island[rank])[nics]
         return nics[sharing.index(rank) % len(nics)]
 
     @functools.lru_cache(maxsize=None)
-    def _island_ranks(self, island: int) -> tuple[int, ...]:
-        return tuple(r for r, i in enumerate(self.island) if i == island)
+    def _sharing(self, island: int) -> dict[tuple[str, ...], list[int]]:
+        """The island's ranks grouped by their set of nearest NICs, ascending."""
+        out: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for r in self.island_ranks[island]:
+            out[self._nearest(self.system.gpus[r].id, "nic")].append(r)
+        return out
 
     def socket_of(self, device_id: str) -> str:
         """The nearest CPU of any device over PCIe, C2C and socket links ('' when none)."""

@@ -14,6 +14,7 @@ import attrs
 from . import syntax as s
 from .diagnostics import Collector, Note, suggest
 from .exprs import EvalError, evaluate
+from .gcpause import gc_paused
 from .ir import COLLECTIVES, DEFAULT_ORDER, PARALLEL_DIMS, ParallelStrategy, System, TrafficFlow
 from .resolve import Program, unique
 from .units import BYTES, NUMBER, SECONDS
@@ -125,6 +126,7 @@ def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> Paralle
                             microbatches, tuple(flows), settings, decl.span)
 
 
+@gc_paused()
 def ranks(program: Program, system: System) -> System:
     """Check every parallel block of the root file against ``system`` and attach them."""
     diags = Collector()

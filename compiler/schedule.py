@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import attrs
 
 from . import algorithms as alg
+from .gcpause import gc_paused
 from .ir import System
 from .ranks import RankGroup
 
@@ -256,6 +257,7 @@ def choose_algorithm(system: System, group: RankGroup, collective: str, nbytes: 
     return "ring"
 
 
+@gc_paused()
 def schedule(system: System, group: RankGroup, collective: str, algorithm: str = "auto",
              nbytes: int = 2**30, channels: int | None = None, chunks: int | None = None,
              root: int = 0) -> Schedule:
