@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from topoc.cli import main
+from topoc.cli import main, parse_size
 
 from .conftest import library_file
 
@@ -95,6 +95,18 @@ def test_refusals_are_input_errors(argv, message, capsys):
 def test_bad_sizes_are_usage_errors(sizes, message, capsys):
     assert main(["cost", DGX, "--ranks", "0..7", "--sizes", sizes]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_bad_sizes_are_refused_before_compiling(tmp_path, capsys):
+    missing = str(tmp_path / "absent.topo")      # would be an input error if it were read
+    assert main(["cost", missing, "--group", "world", "--sizes", "12 parsecs"]) == 2
+    assert "not a size" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, expected", [("1G", 2**30), ("64M", 2**26), ("8k", 2**13),
+                                            ("1GB", 10**9), ("1GiB", 2**30), ("4096", 4096)])
+def test_sizes_take_nccl_tests_suffixes_as_binary(text, expected):
+    assert parse_size(text) == expected
 
 
 def test_cost_output_is_deterministic(tmp_path):

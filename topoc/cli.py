@@ -282,8 +282,8 @@ def cmd_cost(args) -> int:
     from .backends import cost_table
     from .compiler.cost import CostError, sweep
     from .compiler.ranks import GroupError, select_group
+    sizes = parse_sizes(args.sizes) if args.sizes else None     # before the slow part
     system = _load(args)
-    sizes = parse_sizes(args.sizes) if args.sizes else None
     try:
         if args.parallel and not args.group and not args.ranks:
             if args.parallel not in system.parallel_names():
@@ -338,11 +338,14 @@ def cmd_report(args) -> int:
 
 
 def parse_size(text: str) -> int:
-    """'1GiB', '64 MiB', '4096' -> bytes."""
+    """'1GiB', '64 MiB', '4096', or nccl-tests' '1G' (K, M, G, T are binary there) -> bytes."""
     from .compiler.units import BYTES, Quantity
     m = re.fullmatch(r"\s*([\d_]+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text or "")
+    unit = m.group(2) if m else ""
+    if unit.upper() in ("K", "M", "G", "T"):
+        unit = unit.upper() + "iB"
     try:
-        q = Quantity.parse(m.group(1), m.group(2) or None) if m else None
+        q = Quantity.parse(m.group(1), unit or None) if m else None
     except ValueError:
         q = None
     if q is None or q.dim not in (BYTES, (0, 0)) or q.value < 1 or q.value.denominator != 1:
@@ -435,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collective", choices=list(COLLECTIVE_CHOICES),
                    help="default allreduce (with --parallel alone: the traffic's own)")
     p.add_argument("--sizes", metavar="SIZES", help="8B..8GiB (doubling; the default) or a "
-                   "list 32KiB,1MiB")
+                   "list 32KiB,1MiB; nccl-tests' 1G, 64M, 8K mean GiB, MiB, KiB")
     p.add_argument("--algorithm", default="auto",
                    choices=["auto", "ring", "tree", "nvls", "hierarchical", "direct", "pairwise"])
     p.add_argument("--protocol", choices=["LL", "LL128", "Simple"],
