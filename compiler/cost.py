@@ -31,6 +31,7 @@ from .gcpause import gc_paused
 from .ir import System
 from .loads import Loads, Resources
 from .ranks import RankGroup
+from .route import NoRoute
 from .tuning import (BUS_FACTOR, LAUNCH, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
                      latency_us)
 
@@ -290,7 +291,10 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
         raise CostError("NVLS needs every rank of the group in one NVLink domain whose "
                         "switches all have 'reduction = true'")
     res = Resources(system, _gpu_facts(system, group.ranks)[0])
-    profiles = [profile(system, group, collective, a, res) for a in algos]
+    try:
+        profiles = [profile(system, group, collective, a, res) for a in algos]
+    except NoRoute as exc:
+        raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
     rows = []
     for size in sizes:
         found = [evaluate(p, group, collective, size, protocol) for p in profiles

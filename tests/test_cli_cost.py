@@ -97,6 +97,13 @@ def test_bad_sizes_are_usage_errors(sizes, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_a_group_without_links_between_its_gpus_is_an_input_error(capsys):
+    tray = str(library_file("gb200_tray.topo"))
+    assert main(["cost", tray, "--group", "world", "--sizes", "1MiB"]) == 1
+    err = capsys.readouterr().err
+    assert "no path from tray.sc0" in err and "Traceback" not in err
+
+
 def test_bad_sizes_are_refused_before_compiling(tmp_path, capsys):
     missing = str(tmp_path / "absent.topo")      # would be an input error if it were read
     assert main(["cost", missing, "--group", "world", "--sizes", "12 parsecs"]) == 2
@@ -151,3 +158,8 @@ def test_report_names_the_strategy(tmp_path, capsys):
     path.write_text(REPORTED)
     assert main(["report", str(path), "--parallel", "trian"]) == 1
     assert "did you mean 'train'" in capsys.readouterr().err
+
+
+def test_report_without_a_strategy_says_so(capsys):
+    assert main(["report", str(library_file("dgx_h100.topo"))]) == 1
+    assert "has no parallel block" in capsys.readouterr().err

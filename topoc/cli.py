@@ -328,10 +328,14 @@ def cmd_report(args) -> int:
     names = system.parallel_names()
     name = args.parallel or (names[0] if len(names) == 1 else None)
     if name not in names:
-        have = ", ".join(names) or "the file has no parallel block"
-        hint = suggest(args.parallel, names) if args.parallel else ""
-        what = f"no parallel block '{args.parallel}'" if args.parallel else "name the strategy"
-        print(f"{args.file}: error: {what}{hint} (with --parallel; {have})", file=sys.stderr)
+        if not names:
+            what = "the file has no parallel block to report on (docs/language.md)"
+        elif args.parallel:
+            what = f"no parallel block '{args.parallel}'" + (
+                suggest(args.parallel, names) or f"; the file has {', '.join(names)}")
+        else:
+            what = f"name the strategy with --parallel: one of {', '.join(names)}"
+        print(f"{args.file}: error: {what}", file=sys.stderr)
         return EXIT_INPUT
     write_output(report.render(analyse(system, name), system.name, args.format), args.output)
     return EXIT_OK

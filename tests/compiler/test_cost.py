@@ -127,6 +127,10 @@ def test_refusals():
     with pytest.raises(CostError, match="up to 256 ranks"):
         cost(big, RankGroup("world", tuple(range(288))), "alltoall", GiB)
 
+    tray = topoc.load(library_file("gb200_tray.topo"))   # two Superchips, no NVSwitch: apart
+    with pytest.raises(CostError, match="no path from .*not all linked"):
+        cost(tray, RankGroup("world", tuple(range(4))), "allreduce", GiB)
+
 
 def test_one_rank_costs_a_launch():
     system = topoc.load(library_file("dgx_h100.topo"))
