@@ -53,10 +53,8 @@ def steps_of(system: System, sched: Schedule, position: int) -> list[str]:
     """One rank's step list: what it sends and receives in every round, and over which links."""
     names = [str(r) for r in sched.group.ranks] + [f"agent:{a}" for a in sched.agents]
     out = [f"# steps of rank {names[position]}"]
-    for i, steps in enumerate(route(system, sched)):
+    for i, steps in enumerate(route(system, sched, position=position)):
         for t in steps:
-            if position not in (t.src, t.dst):
-                continue
             if t.src == t.dst:
                 what = f"copy   slot {t.src_chunk} {t.src_buf} -> slot {t.dst_chunk} {t.dst_buf}"
             elif t.src == position:

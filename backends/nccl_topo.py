@@ -63,7 +63,9 @@ def pick_node(system: System, node: str | None) -> tuple[str, list[Device]]:
         raise ExportError("the system has no node: no GPU is attached to a CPU")
     if node is None:
         if len(found) > 1:
-            names = sorted(found)
+            # In declaration order (tray0, tray1, tray2 ...), which each list keeps.
+            first = {d.id: i for i, d in enumerate(system.devices)}
+            names = sorted(found, key=lambda k: first[found[k][0].id])
             raise ExportError(f"the system has {len(found)} nodes; choose one with --node, e.g. "
                               f"--node {names[0]} (nodes: {', '.join(names[:4])}"
                               + (", ..." if len(names) > 4 else "") + ")")

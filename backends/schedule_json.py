@@ -16,17 +16,14 @@ def document(system: System, sched: Schedule, rank: int | None = None,
              router: Router | None = None) -> dict[str, Any]:
     """The schedule with every round materialised and routed. With ``rank`` (a world rank of
     the group) only the transfers that rank sends or receives are kept."""
-    rounds = route(system, sched, router)
-    keep = None
-    if rank is not None:
-        keep = sched.group.ranks.index(rank)
+    keep = None if rank is None else sched.group.ranks.index(rank)
     out_rounds = []
-    for steps in rounds:
+    for steps in route(system, sched, router, keep):
         out_rounds.append([
             {"src": t.src, "dst": t.dst, "src_chunk": t.src_chunk, "dst_chunk": t.dst_chunk,
              "op": t.op, "src_buf": t.src_buf, "dst_buf": t.dst_buf, "bytes": t.bytes,
              "links": list(t.links)}
-            for t in steps if keep is None or keep in (t.src, t.dst)])
+            for t in steps])
     return {"schema": SCHEMA, "collective": sched.collective, "algorithm": sched.algorithm,
             "group": sched.group.name, "ranks": list(sched.group.ranks),
             "devices": list(sched.devices), "agents": list(sched.agents), "root": sched.root,

@@ -134,13 +134,16 @@ def participants(sched: Schedule) -> tuple[str, ...]:
     return sched.devices + sched.agents
 
 
-def route(system: System, sched: Schedule, router: Router | None = None) -> list[list[Transfer]]:
-    """Every round of ``sched`` with each step's bytes and links."""
+def route(system: System, sched: Schedule, router: Router | None = None,
+          position: int | None = None) -> list[list[Transfer]]:
+    """Every round of ``sched`` with each step's bytes and links; with ``position`` only the
+    steps that position sends or receives are routed (every round is kept, maybe empty)."""
     router = router or Router(system)
     devs = participants(sched)
     out = []
     for steps in sched.rounds():
         out.append([Transfer(s, d, sc, dc, op, sb, db, sched.slot_bytes(sc),
                              router.path(devs[s], devs[d], sc))
-                    for s, d, sc, dc, op, sb, db in steps])
+                    for s, d, sc, dc, op, sb, db in steps
+                    if position is None or position in (s, d)])
     return out

@@ -31,6 +31,8 @@ SUPPORTED = {
     "alltoall": ("direct", "pairwise"),
     "sendrecv": ("direct",),
 }
+#: Steps a schedule materialises at most (about 1 KiB of memory and 280 bytes of JSON each).
+MAX_TRANSFERS = 2_000_000
 #: Below this many bytes the fallback rules take the tree for all-reduce (latency-bound sizes).
 TREE_BELOW = 256 * 1024
 PIPELINE = 4          # chunks per tree / chain, for pipelining
@@ -78,8 +80,32 @@ class Schedule:
         k = self.chunks // self.n
         return range(position * k, (position + 1) * k)
 
+    def transfer_count(self) -> int:
+        """How many steps ``rounds()`` would materialise, counted without materialising them."""
+        n, k, C = self.n, self.chunks, self.channels
+        two_phase = self.collective == "allreduce"
+        if self.algorithm == "ring":
+            if self.collective in ("broadcast", "reduce"):
+                return (n - 1) * k
+            return C * n * (n - 1) * (2 if two_phase else 1)
+        if self.algorithm == "tree":
+            return (n - 1) * k * (2 if two_phase else 1)
+        if self.algorithm == "nvls":
+            return k * (2 * n if two_phase else n + 1)
+        if self.algorithm == "hierarchical":
+            m, L = len(self.domains), len(self.domains[0])
+            f = k // (m * L)
+            return 2 * m * m * f * L * (L - 1) + 2 * L * m * (m - 1) * f
+        return (n - 1) * k if self.collective == "sendrecv" else n * k
+
     def rounds(self) -> alg.Rounds:
-        """Every round's steps, materialised now."""
+        """Every round's steps, materialised now; refused past ``MAX_TRANSFERS``."""
+        count = self.transfer_count()
+        if count > MAX_TRANSFERS:
+            raise ScheduleError(
+                f"{self.algorithm} {self.collective} over {self.n} ranks has {count:,} transfers; "
+                f"topoc lists at most {MAX_TRANSFERS:,}. Its time: topoc cost; its orders: "
+                "--format nccl; or a smaller group")
         return _ROUNDS[self.algorithm](self)
 
 

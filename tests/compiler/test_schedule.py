@@ -50,6 +50,7 @@ def test_every_collective_replays(system_and_group, collective, algorithm):
     assert check_links(doc, endpoints(system)) == []
     assert all(t["bytes"] == sched.slot_bytes(t["src_chunk"]) for r in doc["rounds"] for t in r)
     assert sum(sched.slot_bytes(c) for c in range(sched.chunks)) == sched.bytes
+    assert sched.transfer_count() == sum(len(r) for r in doc["rounds"])
 
 
 def test_ring_on_dgx_uses_nvlink_only():
@@ -188,6 +189,15 @@ def test_compact_schedules_scale():
     system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 16})
     sched = schedule(system, select_group(system), "allreduce", "ring", channels=2)
     assert len(sched.rings) == 2 and sorted(sched.rings[0]) == list(range(1152))
+
+
+def test_materialising_a_huge_schedule_is_refused_up_front():
+    # 4,096 ranks: a 2-channel ring all-reduce is 67 M transfers; its orders stay cheap.
+    system = topoc.load(library_file("h100_superpod.topo"))
+    sched = schedule(system, select_group(system), "allreduce", "ring")
+    assert sched.transfer_count() == 2 * 2 * 4096 * 4095
+    with pytest.raises(ScheduleError, match="67,092,480 transfers; topoc lists at most"):
+        sched.rounds()
 
 
 def test_replay_catches_defects():

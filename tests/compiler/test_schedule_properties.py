@@ -19,7 +19,6 @@ from ..strategies import cluster_programs, group_requests
 PAIRS = [(c, a) for c, algs in SUPPORTED.items() for a in (*algs, "auto")]
 
 
-
 @given(st.data())
 def test_schedules_compute_their_collective(data):
     text, world = data.draw(cluster_programs())
@@ -43,4 +42,11 @@ def test_schedules_compute_their_collective(data):
     ends = {link.id: (link.src, link.dst) for link in system.links}
     assert check_links(doc, ends) == []
     assert all(t["bytes"] == sched.slot_bytes(t["src_chunk"]) for r in doc["rounds"] for t in r)
+    assert sched.transfer_count() == sum(len(r) for r in doc["rounds"])
     assert document(system, sched) == doc
+    if group.ranks:                     # one rank's document: exactly its transfers
+        rank = data.draw(st.sampled_from(group.ranks))
+        mine = document(system, sched, rank, router)
+        p = group.ranks.index(rank)
+        assert mine["rounds"] == [[t for t in r if p in (t["src"], t["dst"])]
+                                  for r in doc["rounds"]]
