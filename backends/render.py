@@ -21,6 +21,7 @@ import graphviz
 from ..compiler.ir import System
 from ..compiler.locality import UnionFind, common_prefix
 from ..compiler.ranks import rank_groups
+from ..compiler.summary import scaleout_levels
 from ..compiler.units import RATE, human
 
 VIEWS = ("physical", "logical", "racks")
@@ -50,6 +51,8 @@ TIER = {"cpu": 0, "unit": 0, "pcie_switch": 1, "gpu": 2, "nic": 2, "switch": 3, 
 #: A top-level array of network switches with more members than this is drawn as one box.
 FOLD = 64
 BLOCK = 32
+#: Top-level boxes per row in the racks view.
+ROW_WIDTH = 16
 #: Past this many sibling clusters, ranks run left to right so the clusters stack vertically.
 STACK_CLUSTERS = 4
 PALETTE = ("#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
@@ -69,6 +72,7 @@ class Node:
     kind: str
     label: str
     cluster: str        # id prefix of the cluster it sits in ('' for the top)
+    tier: int | None = None     # drawing tier when not the kind's (a switch box's level)
 
 
 @attrs.frozen
@@ -196,16 +200,23 @@ def racks(system: System) -> tuple[list[Node], list[Edge]]:
         unit = unit_of[d.id]
         counts[unit][d.kind] += 1
         single[unit] = d.model.name if unit == d.id else ""
+    # Boxes of network switches sit below the racks, one tier per fabric level (leaves, then
+    # spines, then cores), so the uplinks between them are drawn top to bottom.
+    level = scaleout_levels(system)
+    unit_level: dict[str, int] = defaultdict(int)
+    for d in system.devices:
+        if d.kind == "net_switch":
+            unit_level[unit_of[d.id]] = max(unit_level[unit_of[d.id]], level.get(d.id, 1))
     nodes = []
     for unit, kinds in counts.items():
+        tier = TIER["net_switch"] + unit_level[unit] if set(kinds) == {"net_switch"} else None
         if single[unit]:
             kind = next(iter(kinds))
-            nodes.append(Node(unit, kind, f"{_short(unit)}\n{single[unit]}", ""))
+            nodes.append(Node(unit, kind, f"{_short(unit)}\n{single[unit]}", "", tier))
         else:
             body = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-            # Boxes of network switches only (a spine plane) sit below the leaves.
             kind = "netunit" if set(kinds) == {"net_switch"} else "unit"
-            nodes.append(Node(unit, kind, f"{_short(unit)}\n{body}", ""))
+            nodes.append(Node(unit, kind, f"{_short(unit)}\n{body}", "", tier))
     return nodes, _bundle(system, unit_of.__getitem__)
 
 
@@ -320,7 +331,7 @@ def dot_source(system: System, opts: Options = Options()) -> tuple[str, str]:
     if system.name in by_cluster:
         emit(g, system.name)
 
-    tier = {n.id: TIER[n.kind] for n in nodes}
+    tier = {n.id: TIER[n.kind] if n.tier is None else n.tier for n in nodes}
     if rankdir == "LR":
         # The second half of the stacked clusters mirrors onto the far side of what they share
         # (an NVLink fabric, a spine), so a rack reads as trays around its switch fabric.
@@ -347,11 +358,23 @@ def dot_source(system: System, opts: Options = Options()) -> tuple[str, str]:
             else:
                 attrs_["color"] += "40"   # fade what is not highlighted
         g.edge(e.src, e.dst, **attrs_)
+    _wrap_rows(g, nodes, rankdir)
     _draw_ring(g, system, opts, {n.id for n in nodes}, view)
     kinds = {n.kind for n in nodes}
     g.node("legend", label=_legend(kinds, classes, opts, view), shape="plaintext",
            style="", fillcolor="")
     return g.source, view
+
+
+def _wrap_rows(g, nodes: list[Node], rankdir: str) -> None:
+    """Top-level boxes of one tier (the racks of a pod, the nodes of a cluster) wrap into rows
+    of ROW_WIDTH: invisible edges hang box i + ROW_WIDTH below box i, so 64 racks draw as four
+    rows rather than one line 18,000 pixels long."""
+    if rankdir != "TB":
+        return
+    units = sorted((n.id for n in nodes if n.kind == "unit" and not n.cluster), key=_natural)
+    for a, b in zip(units, units[ROW_WIDTH:]):
+        g.edge(a, b, style="invis")
 
 
 RING_COLOR = "#d62728"

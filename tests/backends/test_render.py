@@ -118,3 +118,17 @@ def test_huge_racks_view_folds_arrays():
     assert "superpod.rack[0..31]" in ids and "superpod.rack[96..127]" in ids
     assert "superpod.leaf[*]" in ids and "superpod.core[*]" in ids
     assert len(nodes) == 4 + 1 + 16 + 1         # rack blocks, leaves, 16 pod planes, cores
+
+
+def test_racks_view_draws_fabric_levels_in_order_and_wraps_racks():
+    system = topoc.load(GOLDEN.parent.parent / "library/nvidia/nvl72_superpod.topo")  # 64 racks
+    nodes, _ = r.racks(system)
+    tier = {n.id: n.tier for n in nodes}
+    # Leaves, then the pod spine planes, then the cores: each level one tier further down.
+    assert tier["superpod.leaf[*]"] < tier["superpod.pod0"] < tier["superpod.core[*]"]
+    assert all(n.tier is None for n in nodes if n.kind == "unit")
+    source, _ = r.dot_source(system, r.Options(view="racks"))
+    # 64 racks in rows of ROW_WIDTH: each rack past the first row hangs below the one above.
+    hung = [line for line in source.splitlines() if "style=invis" in line]
+    assert len(hung) == 64 - r.ROW_WIDTH
+    assert '"superpod.rack0" -- "superpod.rack16" [style=invis]' in source
