@@ -43,6 +43,10 @@ def _summary(r: StepReport) -> list[str]:
            f"{r.bubble:.1%} (P = {stages} stages, M = {micro} micro-batches)",
            f"communication per step: {seconds(r.comm_total)} in all, {seconds(r.comm)} exposed"]
     if r.compute is None:
+        hideable = sum(f.per_step for f in r.flows if f.hidden)
+        if hideable:
+            out[-1] += (f" until a compute time is given; {seconds(hideable)} of it can overlap "
+                        "the backward pass")
         out.append("no 'compute' time in the parallel block: add 'compute = 25 s' (per step, "
                    "per GPU) for T_total, speedup and efficiency")
         return out

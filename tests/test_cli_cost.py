@@ -163,3 +163,16 @@ def test_report_names_the_strategy(tmp_path, capsys):
 def test_report_without_a_strategy_says_so(capsys):
     assert main(["report", str(library_file("dgx_h100.topo"))]) == 1
     assert "has no parallel block" in capsys.readouterr().err
+
+
+def test_report_without_compute_says_what_can_overlap(capsys):
+    import topoc
+    from topoc.backends.report import seconds
+    from topoc.compiler.strategy import analyse
+    cluster = library_file("nvl72_cluster.topo")
+    step = analyse(topoc.load(cluster), "train")
+    hideable = sum(f.per_step for f in step.flows if f.hidden)
+    assert step.compute is None and hideable > 0
+    assert main(["report", str(cluster)]) == 0
+    out = capsys.readouterr().out
+    assert f"{seconds(hideable)} of it can overlap the backward pass" in out
