@@ -9,7 +9,10 @@ import json
 
 import pytest
 
+import topoc
+from topoc.backends.report import seconds
 from topoc.cli import main, parse_size
+from topoc.compiler.strategy import analyse
 
 from .conftest import library_file
 
@@ -166,9 +169,6 @@ def test_report_without_a_strategy_says_so(capsys):
 
 
 def test_report_without_compute_says_what_can_overlap(capsys):
-    import topoc
-    from topoc.backends.report import seconds
-    from topoc.compiler.strategy import analyse
     cluster = library_file("nvl72_cluster.topo")
     step = analyse(topoc.load(cluster), "train")
     hideable = sum(f.per_step for f in step.flows if f.hidden)
