@@ -3,14 +3,26 @@
 A step is ``(src, dst, src_chunk, dst_chunk, op, src_buf, dst_buf)``; a round is a list of
 steps that read their sources as they were when the round began (design.md section 4). The
 functions here know nothing of links: ``compiler.route`` places every step on the graph.
+
+Every generator takes ``only``: a position whose steps alone are wanted (those it sends or
+receives), generated directly in time linear in the group rather than filtered from the whole
+schedule, with the same rounds, in the same order, as the whole schedule has. That is what lets
+one rank's steps of a 73,728-rank ring be listed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 Step = tuple[int, int, int, int, str, str, str]
 Rounds = list[list[Step]]
+
+
+class Owned(Protocol):
+    """The slots each position owns (a dict, or a rule computed on lookup)."""
+
+    def __getitem__(self, position: int) -> Sequence[int]: ...
 
 
 def merge(*phases: Rounds) -> Rounds:
@@ -24,14 +36,29 @@ def merge(*phases: Rounds) -> Rounds:
     return out
 
 
-def ring_reduce_scatter(order: Sequence[int], block: dict[int, Sequence[int]]) -> Rounds:
+def _senders(order: Sequence[int], only: int | None, wrap: bool) -> Sequence[int]:
+    """Indices i whose step i -> i+1 involves ``only`` (every index when None), ascending."""
+    n = len(order)
+    last = n if wrap else n - 1
+    if only is None:
+        return range(last)
+    if only not in order:
+        return ()
+    at = order.index(only)
+    found = {at, (at - 1) % n} if wrap else {at, at - 1}
+    return sorted(i for i in found if 0 <= i < last)
+
+
+def ring_reduce_scatter(order: Sequence[int], block: Owned,
+                        only: int | None = None) -> Rounds:
     """n-1 rounds; position ``order[x]`` ends holding its own ``block`` fully reduced. In round
     s ring index i passes the partial sum of block ``order[i-s-1]`` to index i+1."""
     n = len(order)
+    senders = _senders(order, only, wrap=True)
     rounds = []
     for s in range(n - 1):
         steps = []
-        for i in range(n):
+        for i in senders:
             owner = order[(i - s - 1) % n]
             steps += [(order[i], order[(i + 1) % n], c, c, "reduce", "in", "in")
                       for c in block[owner]]
@@ -39,14 +66,16 @@ def ring_reduce_scatter(order: Sequence[int], block: dict[int, Sequence[int]]) -
     return rounds
 
 
-def ring_all_gather(order: Sequence[int], block: dict[int, Sequence[int]]) -> Rounds:
+def ring_all_gather(order: Sequence[int], block: Owned,
+                    only: int | None = None) -> Rounds:
     """n-1 rounds; every position ends with every block. In round s ring index i forwards the
     block of ``order[i-s]`` (its own first, then what it just received)."""
     n = len(order)
+    senders = _senders(order, only, wrap=True)
     rounds = []
     for s in range(n - 1):
         steps = []
-        for i in range(n):
+        for i in senders:
             owner = order[(i - s) % n]
             steps += [(order[i], order[(i + 1) % n], c, c, "copy", "in", "in")
                       for c in block[owner]]
@@ -54,11 +83,11 @@ def ring_all_gather(order: Sequence[int], block: dict[int, Sequence[int]]) -> Ro
     return rounds
 
 
-def chain(order: Sequence[int], slots: Sequence[int], op: str) -> Rounds:
+def chain(order: Sequence[int], slots: Sequence[int], op: str, only: int | None = None) -> Rounds:
     """Pipelined chain: ``order[k]`` passes slot j to ``order[k+1]`` in round k + j.
     ``copy`` from the head is a broadcast; ``reduce`` towards the tail is a reduce."""
     rounds: Rounds = [[] for _ in range(max(0, len(order) - 2 + len(slots)))]
-    for k in range(len(order) - 1):
+    for k in _senders(order, only, wrap=False):
         for j, c in enumerate(slots):
             rounds[k + j].append((order[k], order[k + 1], c, c, op, "in", "in"))
     return rounds
@@ -89,27 +118,36 @@ def depths(parent: Sequence[int]) -> list[int]:
     return depth
 
 
-def tree_reduce(parent: Sequence[int], slots: Sequence[int]) -> Rounds:
+def _tree_rounds(parent: Sequence[int], top: int, slots: Sequence[int]) -> Rounds:
+    """Empty rounds for a pipelined tree: every level below ``top`` sends in some round, so
+    exactly the last of ``top + len(slots)`` rounds would stay empty (all of them for a lone
+    root); it is left out."""
+    busy = top + len(slots) - 1 if slots and any(p >= 0 for p in parent) else 0
+    return [[] for _ in range(busy)]
+
+
+def tree_reduce(parent: Sequence[int], slots: Sequence[int], only: int | None = None) -> Rounds:
     """Pipelined reduction to the root: a node of height h sends slot j up in round h + j,
     after everything below it has arrived."""
     h = heights(parent)
-    rounds: Rounds = [[] for _ in range(max(h) + len(slots))]
+    rounds = _tree_rounds(parent, max(h), slots)
     for v, p in enumerate(parent):
-        if p >= 0:
+        if p >= 0 and only in (None, v, p):
             for j, c in enumerate(slots):
                 rounds[h[v] + j].append((v, p, c, c, "reduce", "in", "in"))
-    return [r for r in rounds if r] or []
+    return rounds
 
 
-def tree_broadcast(parent: Sequence[int], slots: Sequence[int]) -> Rounds:
+def tree_broadcast(parent: Sequence[int], slots: Sequence[int],
+                   only: int | None = None) -> Rounds:
     """Pipelined broadcast from the root: a node at depth d sends slot j down in round d + j."""
     d = depths(parent)
-    rounds: Rounds = [[] for _ in range(max(d) + len(slots))]
+    rounds = _tree_rounds(parent, max(d), slots)
     for v, p in enumerate(parent):
-        if p >= 0:
+        if p >= 0 and only in (None, v, p):
             for j, c in enumerate(slots):
                 rounds[d[p] + j].append((p, v, c, c, "copy", "in", "in"))
-    return [r for r in rounds if r]
+    return rounds
 
 
 def btree(n: int) -> list[int]:
@@ -139,29 +177,39 @@ def double_btree(n: int) -> tuple[list[int], list[int]]:
 
 
 def star(agents: Sequence[int], ranks: Sequence[int], slots: Sequence[int], up: str,
-         down: Sequence[int] | None, src_ranks: Sequence[int] | None = None) -> Rounds:
+         down: Sequence[int] | None, src_ranks: Sequence[int] | None = None,
+         only: int | None = None) -> Rounds:
     """In-switch (NVLS) pattern: ``src_ranks`` send each slot to its agent (``up``: reduce or
     copy), then the agent sends it back to ``down`` (every rank when None)."""
-    first = [(r, agents[c % len(agents)], c, c, up, "in", "in")
-             for r in (src_ranks if src_ranks is not None else ranks) for c in slots]
-    second = [(agents[c % len(agents)], r, c, c, "copy", "in", "in")
-              for c in slots for r in (ranks if down is None else down(c))]
+    def agent(c: int) -> int:
+        return agents[c % len(agents)]
+    first = [(r, agent(c), c, c, up, "in", "in")
+             for r in (src_ranks if src_ranks is not None else ranks) for c in slots
+             if only in (None, r, agent(c))]
+    second = [(agent(c), r, c, c, "copy", "in", "in")
+              for c in slots for r in (ranks if down is None else down(c))
+              if only in (None, r, agent(c))]
     return [first, second]
 
 
-def alltoall_direct(n: int, k: int) -> Rounds:
+def alltoall_direct(n: int, k: int, only: int | None = None) -> Rounds:
     """One round: block j of every rank i goes to block i of rank j's out buffer."""
+    everyone = range(n)
     return [[(i, j, j * k + t, i * k + t, "copy", "in", "out")
-             for i in range(n) for j in range(n) for t in range(k)]]
+             for i in everyone for j in (everyone if only in (None, i) else (only,))
+             for t in range(k)]]
 
 
-def alltoall_pairwise(n: int, k: int) -> Rounds:
+def alltoall_pairwise(n: int, k: int, only: int | None = None) -> Rounds:
     """n rounds: in round s rank i exchanges with rank (i + s) mod n (round 0 is the local
     copy of its own block)."""
+    def senders(s: int) -> Sequence[int]:
+        return range(n) if only is None else sorted({only, (only - s) % n})
     return [[(i, (i + s) % n, ((i + s) % n) * k + t, i * k + t, "copy", "in", "out")
-             for i in range(n) for t in range(k)] for s in range(n)]
+             for i in senders(s) for t in range(k)] for s in range(n)]
 
 
-def sendrecv(n: int, chunks: int) -> Rounds:
+def sendrecv(n: int, chunks: int, only: int | None = None) -> Rounds:
     """Pipeline stages: stage s sends its activations (in) to stage s+1 (out), chunk by chunk."""
-    return [[(s, s + 1, c, c, "copy", "in", "out") for s in range(n - 1)] for c in range(chunks)]
+    stages = _senders(range(n), only, wrap=False)
+    return [[(s, s + 1, c, c, "copy", "in", "out") for s in stages] for c in range(chunks)]

@@ -141,9 +141,8 @@ def route(system: System, sched: Schedule, router: Router | None = None,
     router = router or Router(system)
     devs = participants(sched)
     out = []
-    for steps in sched.rounds():
+    for steps in sched.rounds(position):
         out.append([Transfer(s, d, sc, dc, op, sb, db, sched.slot_bytes(sc),
                              router.path(devs[s], devs[d], sc))
-                    for s, d, sc, dc, op, sb, db in steps
-                    if position is None or position in (s, d)])
+                    for s, d, sc, dc, op, sb, db in steps])
     return out

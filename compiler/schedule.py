@@ -10,7 +10,7 @@ channel's ring leaves and enters every island through the same rail.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -98,83 +98,104 @@ class Schedule:
             return 2 * m * m * f * L * (L - 1) + 2 * L * m * (m - 1) * f
         return (n - 1) * k if self.collective == "sendrecv" else n * k
 
-    def rounds(self) -> alg.Rounds:
-        """Every round's steps, materialised now; refused past ``MAX_TRANSFERS``."""
-        count = self.transfer_count()
+    def rounds(self, position: int | None = None) -> alg.Rounds:
+        """Every round's steps, materialised now; with ``position``, only the steps that group
+        position sends or receives (generated directly, same rounds). Refused past
+        ``MAX_TRANSFERS``."""
+        if position is None:
+            self._check_size(self.transfer_count(), "")
+            return _ROUNDS[self.algorithm](self, None)
+        rounds = _ROUNDS[self.algorithm](self, position)
+        self._check_size(sum(map(len, rounds)), f" for position {position}")
+        return rounds
+
+    def _check_size(self, count: int, which: str) -> None:
         if count > MAX_TRANSFERS:
             raise ScheduleError(
-                f"{self.algorithm} {self.collective} over {self.n} ranks has {count:,} transfers; "
-                f"topoc lists at most {MAX_TRANSFERS:,}. Its time: topoc cost; its orders: "
-                "--format nccl; or a smaller group")
-        return _ROUNDS[self.algorithm](self)
+                f"{self.algorithm} {self.collective} over {self.n} ranks has {count:,} transfers"
+                f"{which}; topoc lists at most {MAX_TRANSFERS:,}. Its time: topoc cost; its "
+                "orders: --format nccl; one rank's steps: --rank R; or a smaller group")
 
 
-def _ring_rounds(s: Schedule) -> alg.Rounds:
+def _ring_rounds(s: Schedule, only: int | None) -> alg.Rounds:
     n, C = s.n, s.channels
     if s.collective in ("broadcast", "reduce"):
         head = s.rings[0].index(s.root)
         order = list(s.rings[0][head:] + s.rings[0][:head])
         slots = range(s.chunks)
         if s.collective == "broadcast":
-            return alg.chain(order, slots, "copy")
-        return alg.chain(order[1:] + order[:1], slots, "reduce")
+            return alg.chain(order, slots, "copy", only)
+        return alg.chain(order[1:] + order[:1], slots, "reduce", only)
     phases_rs, phases_ag = [], []
     for ch, ring in enumerate(s.rings):
-        block = {p: [p * C + ch] for p in range(n)}
+        block = _Blocks(lambda p, ch=ch: [p * C + ch])
         if s.collective in ("allreduce", "reducescatter"):
-            phases_rs.append(alg.ring_reduce_scatter(ring, block))
+            phases_rs.append(alg.ring_reduce_scatter(ring, block, only))
         if s.collective in ("allreduce", "allgather"):
-            phases_ag.append(alg.ring_all_gather(ring, block))
+            phases_ag.append(alg.ring_all_gather(ring, block, only))
     return alg.merge(*phases_rs) + alg.merge(*phases_ag)
 
 
-def _tree_rounds(s: Schedule) -> alg.Rounds:
+def _tree_rounds(s: Schedule, only: int | None) -> alg.Rounds:
     if s.collective == "allreduce":
         half = s.chunks // 2
         parts = [range(0, half), range(half, s.chunks)]
-        up = alg.merge(*(alg.tree_reduce(t, p) for t, p in zip(s.trees, parts)))
-        down = alg.merge(*(alg.tree_broadcast(t, p) for t, p in zip(s.trees, parts)))
+        up = alg.merge(*(alg.tree_reduce(t, p, only) for t, p in zip(s.trees, parts)))
+        down = alg.merge(*(alg.tree_broadcast(t, p, only) for t, p in zip(s.trees, parts)))
         return up + down
     if s.collective == "broadcast":
-        return alg.tree_broadcast(s.trees[0], range(s.chunks))
-    return alg.tree_reduce(s.trees[0], range(s.chunks))
+        return alg.tree_broadcast(s.trees[0], range(s.chunks), only)
+    return alg.tree_reduce(s.trees[0], range(s.chunks), only)
 
 
-def _nvls_rounds(s: Schedule) -> alg.Rounds:
+def _nvls_rounds(s: Schedule, only: int | None) -> alg.Rounds:
     n = s.n
     agents = [n + a for a in range(len(s.agents))]
     everyone, slots = range(n), range(s.chunks)
     if s.collective == "allreduce":
-        return alg.star(agents, everyone, slots, "reduce", None)
+        return alg.star(agents, everyone, slots, "reduce", None, only=only)
     if s.collective == "reducescatter":
         k = s.chunks // n
-        return alg.star(agents, everyone, slots, "reduce", lambda c: [c // k])
+        return alg.star(agents, everyone, slots, "reduce", lambda c: [c // k], only=only)
     if s.collective == "allgather":
         k = s.chunks // n
-        steps = alg.star(agents, everyone, slots, "copy", None)
+        steps = alg.star(agents, everyone, slots, "copy", None, only=only)
         steps[0] = [st for st in steps[0] if st[2] // k == st[0]]   # owners send their slots
         return steps
     if s.collective == "broadcast":
-        return alg.star(agents, everyone, slots, "copy", None, src_ranks=[s.root])
-    return alg.star(agents, everyone, slots, "reduce", lambda c: [s.root])
+        return alg.star(agents, everyone, slots, "copy", None, src_ranks=[s.root], only=only)
+    return alg.star(agents, everyone, slots, "reduce", lambda c: [s.root], only=only)
 
 
-def _hierarchical_rounds(s: Schedule) -> alg.Rounds:
+def _hierarchical_rounds(s: Schedule, only: int | None) -> alg.Rounds:
     m, L = len(s.domains), len(s.domains[0])
     f = s.chunks // (m * L)          # slots per logical piece (pipelining)
 
     def piece(x: int) -> list[int]:
         return list(range(x * f, (x + 1) * f))
-    blocks = {d[l]: [c for q in range(m) for c in piece(l * m + q)]
-              for d in s.domains for l in range(L)}
-    rs = alg.merge(*(alg.ring_reduce_scatter(d, blocks) for d in s.domains))
+    # Position l of every domain owns pieces l*m .. l*m + m-1: one run of slots.
+    local = {p: l for d in s.domains for l, p in enumerate(d)}
+    blocks = _Blocks(lambda p: range(local[p] * m * f, (local[p] + 1) * m * f))
+    rs = alg.merge(*(alg.ring_reduce_scatter(d, blocks, only) for d in s.domains))
     across = []
     for l in range(L):
         order = [d[l] for d in s.domains]
         own = {d[l]: piece(l * m + k) for k, d in enumerate(s.domains)}
-        across.append(alg.ring_reduce_scatter(order, own) + alg.ring_all_gather(order, own))
-    ag = alg.merge(*(alg.ring_all_gather(d, blocks) for d in s.domains))
+        across.append(alg.ring_reduce_scatter(order, own, only)
+                      + alg.ring_all_gather(order, own, only))
+    ag = alg.merge(*(alg.ring_all_gather(d, blocks, only) for d in s.domains))
     return rs + alg.merge(*across) + ag
+
+
+class _Blocks:
+    """The slots each position owns, computed on lookup rather than tabled, so that one rank's
+    steps of a 73,728-rank group cost time linear in the group, not in its slots."""
+
+    def __init__(self, owned: Callable[[int], Sequence[int]]):
+        self.owned = owned
+
+    def __getitem__(self, position: int) -> Sequence[int]:
+        return self.owned(position)
 
 
 _ROUNDS = {
@@ -182,9 +203,9 @@ _ROUNDS = {
     "tree": _tree_rounds,
     "nvls": _nvls_rounds,
     "hierarchical": _hierarchical_rounds,
-    "direct": lambda s: alg.sendrecv(s.n, s.chunks) if s.collective == "sendrecv"
-    else alg.alltoall_direct(s.n, s.chunks // s.n),
-    "pairwise": lambda s: alg.alltoall_pairwise(s.n, s.chunks // s.n),
+    "direct": lambda s, only: alg.sendrecv(s.n, s.chunks, only) if s.collective == "sendrecv"
+    else alg.alltoall_direct(s.n, s.chunks // s.n, only),
+    "pairwise": lambda s, only: alg.alltoall_pairwise(s.n, s.chunks // s.n, only),
 }
 
 

@@ -198,6 +198,27 @@ def test_materialising_a_huge_schedule_is_refused_up_front():
     assert sched.transfer_count() == 2 * 2 * 4096 * 4095
     with pytest.raises(ScheduleError, match="67,092,480 transfers; topoc lists at most"):
         sched.rounds()
+    # One rank's steps are generated directly: 2 channels x 2(n-1) rounds x send and receive.
+    mine = sched.rounds(position=100)
+    assert len(mine) == 2 * 4095
+    assert sum(map(len, mine)) == 2 * 2 * 4095 * 2
+    assert all(100 in (st[0], st[1]) for r in mine for st in r)
+
+
+@pytest.mark.parametrize("collective,algorithm",
+                         [(c, a) for c, algs in SUPPORTED.items() for a in algs])
+def test_one_positions_rounds_are_the_whole_schedules_filtered(collective, algorithm):
+    system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 2})
+    ranks = "0..5,72..77" if algorithm != "nvls" else "0..11"
+    try:
+        sched = schedule(system, select_group(system, ranks_text=ranks), collective, algorithm,
+                         2**20, root=3 if collective in ("broadcast", "reduce") else 0)
+    except ScheduleError:
+        assert algorithm == "nvls"
+        return
+    whole = sched.rounds()
+    for p in range(sched.n):
+        assert sched.rounds(p) == [[st for st in r if p in (st[0], st[1])] for r in whole]
 
 
 def test_replay_catches_defects():
