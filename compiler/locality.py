@@ -49,12 +49,25 @@ def common_prefix(ids) -> str:
     return ".".join(out)
 
 
+def _memo(method):
+    """Cache a method's results on its instance. (``functools.lru_cache`` on a method would
+    keep every Locality, and with it its whole System, alive for the life of the process.)"""
+    @functools.wraps(method)
+    def cached(self, *args):
+        cache = self.memo.setdefault(method.__name__, {})
+        if args not in cache:
+            cache[args] = method(self, *args)
+        return cache[args]
+    return cached
+
+
 class Locality:
     """Locality facts of one system's GPUs; built on first use via ``System.locality``."""
 
     @gc_paused()
     def __init__(self, system: System):
         self.system = system
+        self.memo: dict[str, dict[tuple, object]] = {}
         islands, domains = UnionFind(), UnionFind()
         self.host_adj: dict[str, list[str]] = defaultdict(list)
         for link in system.links:
@@ -84,7 +97,7 @@ class Locality:
                 members[domains.find(d.id)].append(d.id)
         self.domain_switches.update({k: tuple(sorted(v)) for k, v in members.items()})
 
-    @functools.lru_cache(maxsize=None)
+    @_memo
     def _nearest(self, gpu_id: str, kind: str) -> tuple[str, ...]:
         """The closest devices of ``kind`` over PCIe/C2C hops, never through another GPU."""
         seen, frontier = {gpu_id}, [gpu_id]
@@ -103,20 +116,20 @@ class Locality:
             frontier = sorted(nxt)
         return ()
 
-    @functools.lru_cache(maxsize=None)
+    @_memo
     def socket(self, rank: int) -> str:
         """The CPU whose root complex the GPU hangs off ('' when none)."""
         found = self._nearest(self.system.gpus[rank].id, "cpu")
         return found[0] if found else ""
 
-    @functools.lru_cache(maxsize=None)
+    @_memo
     def pcie_switch(self, rank: int) -> str:
         """The PCIe switch directly above the GPU ('' when none)."""
         gid = self.system.gpus[rank].id
         ups = sorted(n for n in self.host_adj[gid] if self.system.device(n).kind == "pcie_switch")
         return ups[0] if ups else ""
 
-    @functools.lru_cache(maxsize=None)
+    @_memo
     def nic(self, rank: int) -> str:
         """The GPU's own NIC for GPUDirect RDMA: the nearest one; among equally near NICs the
         GPU's index among the GPUs sharing them picks, so GPU i of a tray takes rail i."""
@@ -127,7 +140,7 @@ class Locality:
         sharing = self._sharing(self.island[rank])[nics]
         return nics[sharing.index(rank) % len(nics)]
 
-    @functools.lru_cache(maxsize=None)
+    @_memo
     def _sharing(self, island: int) -> dict[tuple[str, ...], list[int]]:
         """The island's ranks grouped by their set of nearest NICs, ascending."""
         out: dict[tuple[str, ...], list[int]] = defaultdict(list)
