@@ -1,9 +1,9 @@
 """Scale benchmark: one NVL72 rack to 1,024 racks (and H100 clusters), stage by stage.
 
 Each size runs in a fresh interpreter so its peak RSS is its own. Stages: parse (the root file
-and its imports, resolved), elaborate, graph (networkx), lint, world ring orders and the
-ring orders of every data-parallel group, world all-reduce cost (1 GiB, every algorithm weighed),
-racks-view render (DOT and Graphviz layout to SVG). ``networkx_floor_s`` is the bare
+and its imports, resolved), elaborate, graph (networkx), lint, world ring orders, one rank's
+routed steps of that ring, the ring orders of every data-parallel group, world all-reduce cost
+(1 GiB, every algorithm weighed), racks-view render (DOT and Graphviz layout to SVG). ``networkx_floor_s`` is the bare
 construction of the same MultiGraph from a plain edge list, with the cyclic garbage collector
 paused as in our stages: the floor for the graph stage; ``compile_s`` (parse + elaborate +
 graph) is reported against it.
@@ -48,6 +48,7 @@ def run_one(path: Path, param: str, size: int) -> dict:
     from topoc.compiler.parse import parse
     from topoc.compiler.ranks import RankGroup, rank_groups, ranks
     from topoc.compiler.resolve import resolve
+    from topoc.compiler.route import route
     from topoc.compiler.schedule import schedule
     from topoc.compiler.lint import lint_system
 
@@ -60,7 +61,9 @@ def run_one(path: Path, param: str, size: int) -> dict:
     out["compile_s"] = round(out["parse_s"] + out["elaborate_s"] + out["graph_s"], 3)
     _, out["lint_s"] = _timed(lambda: lint_system(system))
     world = RankGroup("world", tuple(range(len(system.gpus))))
-    _, out["world_ring_s"] = _timed(lambda: schedule(system, world, "allreduce", "ring"))
+    ring, out["world_ring_s"] = _timed(lambda: schedule(system, world, "allreduce", "ring"))
+    # One rank's routed steps of that ring, as `topoc schedule --rank R` lists them.
+    _, out["rank_steps_s"] = _timed(lambda: route(system, ring, position=len(world.ranks) // 2))
     strategy = system.parallels[0]
 
     def dp_rings():
@@ -133,8 +136,8 @@ def main() -> None:
     if args.json:
         return
     keys = ["gpus", "links", "parse_s", "elaborate_s", "graph_s", "networkx_floor_s",
-            "compile_s", "compile_over_floor", "lint_s", "world_ring_s", "dp_rings_s",
-            "world_cost_s", "world_allreduce_1gib_ms", "render_s", "peak_rss_mb"]
+            "compile_s", "compile_over_floor", "lint_s", "world_ring_s", "rank_steps_s",
+            "dp_rings_s", "world_cost_s", "world_allreduce_1gib_ms", "render_s", "peak_rss_mb"]
     keys = [k for k in keys if any(k in r for r in rows)]
     print()
     print("| size | " + " | ".join(keys) + " |")
