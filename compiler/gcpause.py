@@ -2,12 +2,12 @@
 
 The stages that scale with the system (elaboration, the link graph, locality, lint, schedules,
 the cost model) allocate one or more objects per link and free almost nothing until they
-return; none of those objects form reference cycles that need the collector, and reference
-counting still frees everything as usual. With the collector running, each of its full passes
-walks every object allocated so far, so a 1,024-rack NVL72 cluster spent about half of
-elaboration and graph building in the collector and those stages grew faster than the link
-count (benchmarks/README.md). Pausing it makes them linear; the pause ends with the stage, and
-a nested pause leaves the outer one in charge.
+return. Reference counting still frees memory as usual during the pause; the few cycles (a
+System and the locality tables cached on it) wait for the collector's next pass after it. With
+the collector running, each of its full passes walks every object allocated so far, so a
+1,024-rack NVL72 cluster spent about half of elaboration and graph building in the collector
+and those stages grew faster than the link count (benchmarks/README.md). Pausing it makes them
+linear; the pause ends with the stage, and a nested pause leaves the outer one in charge.
 """
 
 from __future__ import annotations
