@@ -12,17 +12,10 @@ one rank's steps of a 73,728-rank ring be listed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
 
 Step = tuple[int, int, int, int, str, str, str]
 Rounds = list[list[Step]]
-
-
-class Owned(Protocol):
-    """The slots each position owns (a dict, or a rule computed on lookup)."""
-
-    def __getitem__(self, position: int) -> Sequence[int]: ...
 
 
 def merge(*phases: Rounds) -> Rounds:
@@ -49,10 +42,10 @@ def _senders(order: Sequence[int], only: int | None, wrap: bool) -> Sequence[int
     return sorted(i for i in found if 0 <= i < last)
 
 
-def ring_reduce_scatter(order: Sequence[int], block: Owned,
+def ring_reduce_scatter(order: Sequence[int], owned: Callable[[int], Sequence[int]],
                         only: int | None = None) -> Rounds:
-    """n-1 rounds; position ``order[x]`` ends holding its own ``block`` fully reduced. In round
-    s ring index i passes the partial sum of block ``order[i-s-1]`` to index i+1."""
+    """n-1 rounds; position ``order[x]`` ends holding its slots ``owned(order[x])`` fully
+    reduced. In round s ring index i passes the partial sum of ``order[i-s-1]``'s slots on."""
     n = len(order)
     senders = _senders(order, only, wrap=True)
     rounds = []
@@ -61,15 +54,15 @@ def ring_reduce_scatter(order: Sequence[int], block: Owned,
         for i in senders:
             owner = order[(i - s - 1) % n]
             steps += [(order[i], order[(i + 1) % n], c, c, "reduce", "in", "in")
-                      for c in block[owner]]
+                      for c in owned(owner)]
         rounds.append(steps)
     return rounds
 
 
-def ring_all_gather(order: Sequence[int], block: Owned,
+def ring_all_gather(order: Sequence[int], owned: Callable[[int], Sequence[int]],
                     only: int | None = None) -> Rounds:
-    """n-1 rounds; every position ends with every block. In round s ring index i forwards the
-    block of ``order[i-s]`` (its own first, then what it just received)."""
+    """n-1 rounds; every position ends with every position's ``owned`` slots. In round s ring
+    index i forwards those of ``order[i-s]`` (its own first, then what it just received)."""
     n = len(order)
     senders = _senders(order, only, wrap=True)
     rounds = []
@@ -78,7 +71,7 @@ def ring_all_gather(order: Sequence[int], block: Owned,
         for i in senders:
             owner = order[(i - s) % n]
             steps += [(order[i], order[(i + 1) % n], c, c, "copy", "in", "in")
-                      for c in block[owner]]
+                      for c in owned(owner)]
         rounds.append(steps)
     return rounds
 

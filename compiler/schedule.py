@@ -10,7 +10,7 @@ channel's ring leaves and enters every island through the same rail.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 
@@ -128,7 +128,8 @@ def _ring_rounds(s: Schedule, only: int | None) -> alg.Rounds:
         return alg.chain(order[1:] + order[:1], slots, "reduce", only)
     phases_rs, phases_ag = [], []
     for ch, ring in enumerate(s.rings):
-        block = _Blocks(lambda p, ch=ch: [p * C + ch])
+        def block(p: int, ch: int = ch) -> list[int]:
+            return [p * C + ch]
         if s.collective in ("allreduce", "reducescatter"):
             phases_rs.append(alg.ring_reduce_scatter(ring, block, only))
         if s.collective in ("allreduce", "allgather"):
@@ -175,27 +176,18 @@ def _hierarchical_rounds(s: Schedule, only: int | None) -> alg.Rounds:
         return list(range(x * f, (x + 1) * f))
     # Position l of every domain owns pieces l*m .. l*m + m-1: one run of slots.
     local = {p: l for d in s.domains for l, p in enumerate(d)}
-    blocks = _Blocks(lambda p: range(local[p] * m * f, (local[p] + 1) * m * f))
+
+    def blocks(p: int) -> range:
+        return range(local[p] * m * f, (local[p] + 1) * m * f)
     rs = alg.merge(*(alg.ring_reduce_scatter(d, blocks, only) for d in s.domains))
     across = []
     for l in range(L):
         order = [d[l] for d in s.domains]
         own = {d[l]: piece(l * m + k) for k, d in enumerate(s.domains)}
-        across.append(alg.ring_reduce_scatter(order, own, only)
-                      + alg.ring_all_gather(order, own, only))
+        across.append(alg.ring_reduce_scatter(order, own.__getitem__, only)
+                      + alg.ring_all_gather(order, own.__getitem__, only))
     ag = alg.merge(*(alg.ring_all_gather(d, blocks, only) for d in s.domains))
     return rs + alg.merge(*across) + ag
-
-
-class _Blocks:
-    """The slots each position owns, computed on lookup rather than tabled, so that one rank's
-    steps of a 73,728-rank group cost time linear in the group, not in its slots."""
-
-    def __init__(self, owned: Callable[[int], Sequence[int]]):
-        self.owned = owned
-
-    def __getitem__(self, position: int) -> Sequence[int]:
-        return self.owned(position)
 
 
 _ROUNDS = {
