@@ -158,8 +158,13 @@ def cmd_import(args) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {args.input}: {exc}") from None
     try:
-        converter = from_nccl_xml if args.format == "nccl-topo" else from_smi
-        topo, notes = converter(text, args.input)
+        if args.format == "nccl-topo":
+            if args.gpu:
+                raise UsageError("--gpu is for nvidia-smi matrices; an NCCL dump names each "
+                                 "GPU's sm itself")
+            topo, notes = from_nccl_xml(text, args.input)
+        else:
+            topo, notes = from_smi(text, args.input, gpu=args.gpu)
         topoc.loads(topo)                 # what we write must compile
     except ImportFailure as exc:
         print(f"topoc: error: {exc}", file=sys.stderr)
@@ -397,6 +402,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("import", help="turn an NCCL dump or nvidia-smi topo -m into .topo")
     p.add_argument("format", choices=["nccl-topo", "nvidia-smi"])
+    p.add_argument("--gpu", metavar="MODEL",
+                   help="nvidia-smi: the GPU model (B200, H100, A100...) when the paste does "
+                   "not show it; sets the NVLink generation")
     p.add_argument("input")
     p.add_argument("-o", "--output", metavar="PATH", required=True)
     p.set_defaults(func=cmd_import)

@@ -1,0 +1,105 @@
+"""What both importers share: the node being assembled, and the figures they default to."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+# PCIe x16 bandwidth per direction by generation, after line coding (R58 in the hardware sheet:
+# Gen1/2 8b/10b, Gen3+ 128b/130b; Gen6 assumed from its doubled rate).
+PCIE_X16 = {1: 4e9, 2: 8e9, 3: 15.75e9, 4: 31.5e9, 5: 63e9, 6: 121e9}
+# Transfer rate per lane (GT/s) -> generation, as sysfs and NCCL dumps spell it.
+GT_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+MAX_DEVICES = 4096
+
+# NVLink bandwidth per lane (link) and direction, by compute capability; links.topo cites the
+# sources (R6, R24, R40): NVLink 1 20 GB/s (P100), 2-4 25 GB/s (V100, A100, H100), 5 50 GB/s.
+NVLINK_LANE = [(100, 50e9, "NVLink5"), (70, 25e9, "NVLink2-4"), (60, 20e9, "NVLink1")]
+
+
+def nvlink_lane(sm: int) -> tuple[float, str]:
+    """Per-lane NVLink bandwidth and generation name for compute capability ``sm`` (e.g. 90)."""
+    for floor, bw, name in NVLINK_LANE:
+        if sm >= floor:
+            return bw, name
+    return 25e9, "unknown"
+
+
+class ImportFailure(ValueError):
+    """The input is not a dump this importer understands; the message names where."""
+
+
+@dataclass
+class Build:
+    """A node being assembled: device models, instances, links and notes."""
+
+    models: dict[str, str] = field(default_factory=dict)          # name -> declaration
+    links: dict[str, str] = field(default_factory=dict)           # name -> declaration
+    instances: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    wires: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+
+    def add(self, array: str, model: str) -> str:
+        """A new element of ``array`` with ``model``; returns its selector text."""
+        self.instances[array].append(model)
+        if sum(len(v) for v in self.instances.values()) > MAX_DEVICES:
+            raise ImportFailure(f"more than {MAX_DEVICES} devices in one node")
+        return f"{array}[{len(self.instances[array]) - 1}]"
+
+    def count(self, array: str) -> int:
+        """How many elements ``array`` has so far."""
+        return len(self.instances.get(array, ()))
+
+    def link(self, name: str, cls: str, bandwidth: float, extra: str = "") -> str:
+        """Declare link type ``name`` once; returns the name."""
+        self.links.setdefault(name, f"link {name} : {cls} {{ bandwidth = {gbs(bandwidth)}"
+                              f"{'  ' + extra if extra else ''} }}")
+        return name
+
+    def pcie(self, gen: int, width: int) -> str:
+        """The PCIe link type of generation ``gen`` and ``width`` lanes."""
+        return self.link(f"pcie_g{gen}_x{width}", "pcie", PCIE_X16[gen] * width / 16,
+                         f"gen = {gen}  width = {width}")
+
+    def model(self, name: str, decl: str) -> str:
+        """Declare device model ``name`` once; returns the name."""
+        self.models.setdefault(name, decl)
+        return name
+
+    def group(self, name: str) -> str:
+        """The group declaration holding every instance and wire."""
+        lines = [f"group {name} {{"]
+        lines += [f"  # {c}" for c in self.comments]
+        for array, models in self.instances.items():
+            if len(set(models)) == 1:
+                lines.append(f"  {array}[{len(models)}] : {models[0]}")
+            else:
+                raise ImportFailure(f"internal: mixed models in '{array}'")
+        lines += [f"  {w}" for w in self.wires]
+        lines.append("}")
+        return "\n".join(lines)
+
+
+def require_gpus(count: int, path: str, what: str) -> None:
+    """An input without GPUs is an error: an empty system would be a silent wrong answer."""
+    if count == 0:
+        raise ImportFailure(f"{path}: {what} describes no GPU; nothing to import "
+                            "(is this the right file, or a CPU-only node?)")
+
+
+def gbs(value: float) -> str:
+    """A bandwidth in GB/s as .topo text."""
+    return f"{value / 1e9:g} GB/s"
+
+
+def ident(text: str) -> str:
+    """``text`` as a .topo identifier."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+def header(path: str, source: str) -> list[str]:
+    """The comment lines every imported file starts with."""
+    return [f"# Imported by topoc from {path}, {source}.",
+            "# Defaults for what the input does not say are listed in docs/nccl.md.", ""]
