@@ -17,6 +17,8 @@ class Limits:
     array: int = 1_000_000               # E295: elements in one array declaration
     expression: int = 48                 # E296: nesting depth of one expression or selector
     number_digits: int = 30              # E297: characters in one number literal
+    number_magnitude: int = 24           # E297: a literal's value below 10^(this + 1) ...
+    number_fraction: int = 30            # ... and, when not zero, at least 10^-(this)
     lanes: int = 100_000                 # E298: lanes in one connection
     enumeration: int = 20_000_000        # E299: selector combinations in one connection
 

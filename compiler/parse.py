@@ -11,6 +11,7 @@ from ..grammar import parser
 from . import syntax as s
 from .diagnostics import CompileError, Source, Span, error
 from .limits import LIMITS
+from .units import LiteralRange, literal
 
 # Token names as people know them, for "expected ..." messages.
 _PRETTY = {
@@ -98,7 +99,7 @@ class _Build(Transformer):
     @v_args(meta=True)
     def num(self, meta, children):
         span = self._span(meta)
-        value = Fraction(_digits(children[0], span))
+        value = _digits(children[0], span)
         if value.denominator != 1:
             raise CompileError([error("E205", f"expected a whole number, found '{children[0]}'",
                                       span)])
@@ -228,13 +229,13 @@ class _Build(Transformer):
                               self._tok(system))
 
 
-def _digits(token, span: Span) -> str:
-    """The literal without digit separators, refused past the length limit (E297)."""
-    text = str(token).replace("_", "")
-    if len(text) > LIMITS.number_digits:
-        raise CompileError([error("E297", f"number literal longer than {LIMITS.number_digits} "
-                                  "characters", span)])
-    return text
+def _digits(token, span: Span) -> Fraction:
+    """The literal's exact value, refused past the length and magnitude limits (E297) before
+    any big integer is built."""
+    try:
+        return literal(str(token))
+    except LiteralRange as exc:
+        raise CompileError([error("E297", str(exc), span)]) from None
 
 
 def _unescape(raw: str) -> str:

@@ -7,9 +7,12 @@ Values are exact fractions until they reach the IR.
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import attrs
+
+from .limits import LIMITS
 
 Dim = tuple[int, int]
 
@@ -62,8 +65,9 @@ class Quantity:
 
     @classmethod
     def parse(cls, number: str, unit: str | None) -> Quantity:
-        """Build from literal text, e.g. ``("400", "Gb/s")``; raises ValueError on a bad unit."""
-        value = Fraction(number.replace("_", ""))
+        """Build from literal text, e.g. ``("400", "Gb/s")``; raises ValueError on a bad unit
+        or a literal out of range (see ``literal``)."""
+        value = literal(number)
         if unit is None:
             return cls(value, NUMBER)
         scale = unit_scale(unit)
@@ -74,6 +78,44 @@ class Quantity:
     def as_number(self) -> int | float:
         """The value as an int when integral, else a float (for the IR and JSON)."""
         return exact(self.value)
+
+
+_LITERAL = re.compile(r"^(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$")
+
+
+class LiteralRange(ValueError):
+    """A number literal too long, too large or too small to be a figure of a real system."""
+
+
+def literal(text: str) -> Fraction:
+    """The exact value of a number literal, checked for size *before* it is built.
+
+    ``1e99999999`` would otherwise make Python build a 100-million-digit integer (tens of
+    seconds); the magnitude is read from the digits and the exponent alone. Limits: at most
+    ``number_digits`` characters, a value below 10^25 and, unless zero, at least 10^-30.
+    """
+    text = text.replace("_", "").strip()
+    if len(text) > LIMITS.number_digits:
+        raise LiteralRange(f"number literal longer than {LIMITS.number_digits} characters")
+    m = _LITERAL.match(text)
+    if not m or not (m.group(1) or m.group(2)):
+        raise LiteralRange(f"'{text}' is not a number")
+    whole, frac, exp = m.group(1).lstrip("0"), m.group(2) or "", m.group(3) or "0"
+    if len(exp.lstrip("+-")) > 6:
+        raise LiteralRange(f"number literal '{text}' is out of range (exponent {exp})")
+    if whole:
+        magnitude = len(whole) - 1 + int(exp)
+    elif frac.strip("0"):
+        magnitude = -(len(frac) - len(frac.lstrip("0")) + 1) + int(exp)
+    else:
+        return Fraction(0)
+    if magnitude > LIMITS.number_magnitude:
+        raise LiteralRange(f"number literal '{text}' is out of range: about 1e{magnitude}, "
+                           f"the limit is below 1e{LIMITS.number_magnitude + 1}")
+    if magnitude < -LIMITS.number_fraction:
+        raise LiteralRange(f"number literal '{text}' is out of range: about 1e{magnitude}, "
+                           f"the limit is 1e-{LIMITS.number_fraction}")
+    return Fraction(text)
 
 
 def exact(value: Fraction | int | float) -> int | float:

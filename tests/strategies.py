@@ -143,3 +143,50 @@ def mutated_library_files(draw):
         else:
             tokens.insert(0, f'use "{path.name}"\n')
     return path, "".join(tokens)
+
+
+# Extreme spellings of numbers (issue 18): each must be refused or accepted in seconds.
+EXTREME_NUMBERS = ["1e99999999", "1e9999999", "1e309", "1e-400", "1" + "0" * 100, "9" * 3000,
+                   "-0", "-99999999999999999999", "0", "0e0", "0.0", "1e25", "9.99e24",
+                   "1_000_000_000_000", "4294967296", "1e-31", "nan", "inf", "-inf", "1e+6"]
+_NUMBER_TOKEN = r"(?<![\w.])\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])"
+
+
+def _blow_up_numbers(draw, text: str) -> str:
+    """``text`` with one to three of its number literals replaced by extreme spellings."""
+    import re
+    spots = [m.span() for m in re.finditer(_NUMBER_TOKEN, text)]
+    if not spots:
+        return text
+    chosen = sorted(set(draw(st.lists(st.sampled_from(spots), min_size=1, max_size=3))),
+                    reverse=True)
+    for a, b in chosen:
+        text = text[:a] + draw(st.sampled_from(EXTREME_NUMBERS)) + text[b:]
+    return text
+
+
+@st.composite
+def number_bombs(draw):
+    """(verb arguments, library file path, mutated text): a bundled file whose numbers were
+    blown up, and the CLI verb to run on it."""
+    from topoc import library
+    files = [p for p in library.files() if p.name != "nvl72_superpod.topo"]
+    path = draw(st.sampled_from(files))
+    verb = draw(st.sampled_from([["compile"], ["compile", "--format", "json"], ["lint"],
+                                 ["fmt", "--check"], ["render", "-o", "{out}.dot"],
+                                 ["cost", "--group", "world", "--sizes", "1MiB"],
+                                 ["compile", "-D", "{define}"]]))
+    define = draw(st.sampled_from(["racks", "nodes", "pods"])) + "=" + draw(
+        st.sampled_from(EXTREME_NUMBERS))
+    verb = [a.replace("{define}", define) for a in verb]
+    return verb, path, _blow_up_numbers(draw, path.read_text())
+
+
+@st.composite
+def importer_bombs(draw):
+    """(format, fixture name, mutated text): a published matrix or dump with numbers blown up."""
+    from pathlib import Path
+    fixtures = sorted((Path(__file__).parent / "fixtures" / "nccl").glob("*.[tx][xm][tl]"))
+    path = draw(st.sampled_from(fixtures))
+    kind = "nccl-topo" if path.suffix == ".xml" else "nvidia-smi"
+    return kind, path.name, _blow_up_numbers(draw, path.read_text())

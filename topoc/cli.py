@@ -73,10 +73,10 @@ def parse_defines(items: Sequence[str]) -> dict[str, int]:
         name, sep, value = item.partition("=")
         if not sep or not name.strip().isidentifier():
             raise UsageError(f"-D {item}: expected NAME=VALUE, as in -D racks=20")
-        try:
-            out[name.strip()] = int(value.strip().replace("_", ""))
-        except ValueError:
-            raise UsageError(f"-D {item}: '{value}' is not a whole number") from None
+        digits = value.strip().replace("_", "")
+        if not re.fullmatch(r"[+-]?\d{1,18}", digits):
+            raise UsageError(f"-D {item}: '{value}' is not a whole number of at most 18 digits")
+        out[name.strip()] = int(digits)
     return out
 
 
@@ -263,6 +263,7 @@ def cmd_schedule(args) -> int:
 
 
 MAX_SIZES = 64
+MAX_SIZE = 2**50          # bytes in one collective (1 PiB): far past any real buffer
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -349,7 +350,7 @@ def cmd_report(args) -> int:
 def parse_size(text: str) -> int:
     """'1GiB', '64 MiB', '4096', or nccl-tests' '1G' (K, M, G, T are binary there) -> bytes."""
     from .compiler.units import BYTES, Quantity
-    m = re.fullmatch(r"\s*([\d_]+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text or "")
+    m = re.fullmatch(r"\s*([\d_]+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*", text or "")
     unit = m.group(2) if m else ""
     if unit.upper() in ("K", "M", "G", "T"):
         unit = unit.upper() + "iB"
@@ -359,6 +360,8 @@ def parse_size(text: str) -> int:
         q = None
     if q is None or q.dim not in (BYTES, (0, 0)) or q.value < 1 or q.value.denominator != 1:
         raise UsageError(f"'{text}' is not a size in bytes, as in 1GiB or 64MiB")
+    if q.value > MAX_SIZE:
+        raise UsageError(f"'{text}' is larger than the limit of 1 PiB per collective")
     return int(q.value)
 
 
