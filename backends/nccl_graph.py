@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 from ..compiler.ir import System
 from ..compiler.ranks import RankGroup
-from ..compiler.schedule import ring_orders, tree_parents
+from ..compiler.orders import ring_orders, tree_parents
 from .nccl_topo import ExportError, pick_node, serialize
 
 

@@ -391,7 +391,7 @@ def _draw_ring(g, system: System, opts: Options, drawn: set[str], view: str) -> 
     """Channel 0 of the group's ring as numbered arrows between the boxes that hold its GPUs."""
     if not opts.ring:
         return
-    from ..compiler.schedule import ring_orders
+    from ..compiler.orders import ring_orders
     group = ring_group(system, opts)
     order = ring_orders(system, group.ranks, 1)[0]
     prefix = system.name + "."

@@ -26,9 +26,9 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from . import schedule as sch
+from . import orders
 from .gcpause import gc_paused
-from .ir import System
+from .ir import COLLECTIVES, System
 from .loads import Loads, Resources
 from .ranks import RankGroup
 from .route import NoRoute
@@ -62,21 +62,9 @@ class Cost:
 
 
 def _sample(system: System, ranks: Sequence[int]) -> tuple[int, ...]:
-    """The group's ranks in its first SAMPLE_ISLANDS islands (all of them if fewer)."""
-    parts = sch.islands(system, ranks)
-    if len(parts) <= SAMPLE_ISLANDS:
-        return tuple(ranks)
-    keep = sorted(p for part in parts[:SAMPLE_ISLANDS] for p in part)
-    return tuple(ranks[p] for p in keep)
-
-
-def _ring_channels(system: System, ranks: Sequence[int]) -> int:
-    """Rings NCCL would open across islands: one per distinct NIC of an island (at least 2,
-    at most 16), so crossings spread over the rails."""
-    loc = system.locality
-    first = loc.island[ranks[0]]
-    nics = {loc.nic(r) for r in ranks if loc.island[r] == first} - {""}
-    return max(2, min(16, len(nics)))
+    """The group's ranks in its first SAMPLE_ISLANDS islands (all of them if fewer), the
+    island count's parity kept."""
+    return orders.sample_islands(system, ranks, SAMPLE_ISLANDS)
 
 
 def _ring_loads(res: Resources, system, ranks, collective, n: int) -> tuple[Loads, float]:
@@ -84,12 +72,12 @@ def _ring_loads(res: Resources, system, ranks, collective, n: int) -> tuple[Load
     loads = Loads(res)
     gpu = [g.id for g in system.gpus]
     if collective in ("broadcast", "reduce"):
-        ring = sch.ring_orders(system, ranks, 1)[0]
+        ring = orders.ring_orders(system, ranks, 1)[0]
         for a, b in zip(ring, ring[1:]):
             loads.add(gpu[ranks[a]], gpu[ranks[b]], 1.0)
         return loads, 1.0
-    channels = _ring_channels(system, ranks) if len(sch.islands(system, ranks)) > 1 else 2
-    for ring in sch.ring_orders(system, ranks, channels):
+    channels = orders.net_channels(system, ranks) if len(orders.islands(system, ranks)) > 1 else 2
+    for ring in orders.ring_orders(system, ranks, channels):
         for i, a in enumerate(ring):
             loads.add(gpu[ranks[a]], gpu[ranks[ring[(i + 1) % len(ring)]]], 1.0 / (n * channels))
     rounds = 2 * (n - 1) if collective == "allreduce" else n - 1
@@ -99,7 +87,7 @@ def _ring_loads(res: Resources, system, ranks, collective, n: int) -> tuple[Load
 def _tree_loads(res: Resources, system, ranks, collective) -> Loads:
     loads = Loads(res)
     gpu = [g.id for g in system.gpus]
-    trees = sch.tree_parents(system, ranks)
+    trees = orders.tree_parents(system, ranks)
     share = 0.5 if collective == "allreduce" else 1.0
     for parents in trees if collective == "allreduce" else trees[:1]:
         for child, parent in enumerate(parents):
@@ -145,7 +133,7 @@ def _direct_loads(res: Resources, system, ranks, collective) -> Loads:
 def _hierarchical_loads(res, system, ranks) -> list[tuple[Loads, float]]:
     """Reduce-scatter then all-gather inside each NVLink domain, an all-reduce across domains
     per local index: one round of each phase and its number of rounds."""
-    domains = sch.nvlink_domains(system, ranks)
+    domains = orders.nvlink_domains(system, ranks)
     m, L = len(domains), len(domains[0])
     gpu = [g.id for g in system.gpus]
     inside, across = Loads(res), Loads(res)
@@ -258,11 +246,11 @@ def candidates(system: System, group: RankGroup, collective: str) -> list[str]:
     """The algorithms ``auto`` weighs for this collective on this group."""
     ranks = group.ranks
     out = []
-    for algo in sch.SUPPORTED[collective]:
+    for algo in orders.SUPPORTED[collective]:
         if algo == "nvls" and (len(ranks) < 2 or system.locality.nvlink_agents(ranks) is None):
             continue
         if algo == "hierarchical":
-            domains = sch.nvlink_domains(system, ranks)
+            domains = orders.nvlink_domains(system, ranks)
             if len(domains) < 2 or len({len(d) for d in domains}) != 1 or len(domains[0]) < 2:
                 continue
         if algo in ("direct", "pairwise") and collective == "alltoall":
@@ -276,15 +264,15 @@ def candidates(system: System, group: RankGroup, collective: str) -> list[str]:
 def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int],
           algorithm: str = "auto", protocol: str | None = None) -> list[Cost]:
     """One row per size: the named algorithm, or the fastest one for ``auto``."""
-    if collective not in sch.COLLECTIVES:
+    if collective not in COLLECTIVES:
         raise CostError(f"unknown collective '{collective}'")
     if algorithm == "auto":
         algos = candidates(system, group, collective)
-    elif algorithm in sch.SUPPORTED[collective]:
+    elif algorithm in orders.SUPPORTED[collective]:
         algos = [algorithm]
     else:
         raise CostError(f"{collective} has no '{algorithm}' algorithm (one of "
-                        f"{', '.join(sch.SUPPORTED[collective])}, or auto)")
+                        f"{', '.join(orders.SUPPORTED[collective])}, or auto)")
     if collective in ("alltoall", "sendrecv") and len(group.ranks) < 2:
         raise CostError(f"{collective} needs at least 2 ranks")
     if algorithm == "nvls" and system.locality.nvlink_agents(group.ranks) is None:
@@ -312,6 +300,6 @@ def cost(system: System, group: RankGroup, collective: str, size: int,
     return sweep(system, group, collective, [size], algorithm, protocol)[0]
 
 
-def cost_of(system: System, sched: sch.Schedule) -> Cost:
+def cost_of(system: System, sched) -> Cost:
     """The predicted cost of a planned schedule (its algorithm, group and size)."""
     return cost(system, sched.group, sched.collective, sched.bytes, sched.algorithm)

@@ -8,6 +8,7 @@ switches). Both come from one union-find pass over the links, so the cost is lin
 from __future__ import annotations
 
 import functools
+import re
 from collections import defaultdict
 
 from .gcpause import gc_paused
@@ -37,6 +38,15 @@ class UnionFind:
         ra, rb = self.find(a), self.find(b)
         if ra != rb:
             self.parent[max(ra, rb)] = min(ra, rb)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural(device_id: str) -> tuple:
+    """A sort key that compares the numbers in an id as numbers: tray2 before tray10."""
+    return tuple(int(part) if i % 2 else part
+                 for i, part in enumerate(_DIGITS.split(device_id)))
 
 
 def common_prefix(ids) -> str:
@@ -161,7 +171,8 @@ class Locality:
 
     def key(self, rank: int) -> tuple:
         """Sort key that keeps islands, sockets and PCIe switches together."""
-        return (self.island[rank], self.socket(rank), self.pcie_switch(rank), rank)
+        return (self.island[rank], natural(self.socket(rank)), natural(self.pcie_switch(rank)),
+                rank)
 
     def nvlink_agents(self, ranks) -> tuple[str, ...] | None:
         """The reducing NVLink switches every GPU of ``ranks`` shares, or None when the group is

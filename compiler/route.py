@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 import zlib
+from typing import TYPE_CHECKING
 
 import attrs
 import networkx as nx
 
 from .ir import System
-from .schedule import Schedule
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
 
 # Cost of one hop per link class; a transit GPU or CPU adds its own penalty on top.
 HOP_COST = {"nvlink": 1.0, "nvlink_c2c": 1.0, "pcie": 3.0, "infiniband": 6.0, "ethernet": 6.0,
@@ -129,12 +132,12 @@ class Router:
         return best[1] if best else None
 
 
-def participants(sched: Schedule) -> tuple[str, ...]:
+def participants(sched: "Schedule") -> tuple[str, ...]:
     """Device ids of positions 0..n-1 (the group) then n.. (agents)."""
     return sched.devices + sched.agents
 
 
-def route(system: System, sched: Schedule, router: Router | None = None,
+def route(system: System, sched: "Schedule", router: Router | None = None,
           position: int | None = None) -> list[list[Transfer]]:
     """Every round of ``sched`` with each step's bytes and links; with ``position`` only the
     steps that position sends or receives are routed (every round is kept, maybe empty)."""

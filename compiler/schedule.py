@@ -17,20 +17,11 @@ import attrs
 from . import algorithms as alg
 from .gcpause import gc_paused
 from .ir import System
+from .ir import COLLECTIVES
+from .orders import (ALGORITHMS, SUPPORTED, islands, nvlink_domains, ring_orders,  # noqa: F401
+                     tree_parents)
 from .ranks import RankGroup
 
-COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall",
-               "sendrecv")
-ALGORITHMS = ("ring", "tree", "nvls", "hierarchical", "direct", "pairwise")
-SUPPORTED = {
-    "allreduce": ("ring", "tree", "nvls", "hierarchical"),
-    "reducescatter": ("ring", "nvls"),
-    "allgather": ("ring", "nvls"),
-    "broadcast": ("ring", "tree", "nvls"),
-    "reduce": ("ring", "tree", "nvls"),
-    "alltoall": ("direct", "pairwise"),
-    "sendrecv": ("direct",),
-}
 #: Steps a schedule materialises at most (about 1 KiB of memory and 280 bytes of JSON each).
 MAX_TRANSFERS = 2_000_000
 #: Below this many bytes the fallback rules take the tree for all-reduce (latency-bound sizes).
@@ -138,9 +129,9 @@ def _ring_rounds(s: Schedule, only: int | None) -> alg.Rounds:
 
 
 def _tree_rounds(s: Schedule, only: int | None) -> alg.Rounds:
-    if s.collective == "allreduce":
-        half = s.chunks // 2
-        parts = [range(0, half), range(half, s.chunks)]
+    if s.collective == "allreduce":       # the chunks split evenly over every channel's 2 trees
+        per = s.chunks // len(s.trees)
+        parts = [range(i * per, (i + 1) * per) for i in range(len(s.trees))]
         up = alg.merge(*(alg.tree_reduce(t, p, only) for t, p in zip(s.trees, parts)))
         down = alg.merge(*(alg.tree_broadcast(t, p, only) for t, p in zip(s.trees, parts)))
         return up + down
@@ -199,73 +190,6 @@ _ROUNDS = {
     else alg.alltoall_direct(s.n, s.chunks // s.n, only),
     "pairwise": lambda s, only: alg.alltoall_pairwise(s.n, s.chunks // s.n, only),
 }
-
-
-# ---- topology-aware orders -------------------------------------------------------------------
-
-
-def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
-    """Group positions by island (node or NVLink rack), each sorted by locality, islands in
-    order of their first rank."""
-    loc = system.locality
-    positions = sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p]))
-    out: dict[int, list[int]] = {}
-    for p in positions:
-        out.setdefault(loc.island[ranks[p]], []).append(p)
-    return list(out.values())
-
-
-def ring_orders(system: System, ranks: Sequence[int], channels: int) -> list[tuple[int, ...]]:
-    """One ring per channel. Inside an island the ring follows locality (switch pairs, then
-    sockets, so a two-socket box crosses the socket link twice, the minimum). Across islands
-    (NET -> GPUs -> NET, as NCCL's rings) even islands run from local index c down to c+1 and odd
-    islands from c+1 up to c, so the GPU that leaves an island and the GPU that enters the next
-    share a local index, hence a rail; with an even island count the wrap-around is aligned too."""
-    parts = islands(system, ranks)
-    rings = []
-    for c in range(channels):
-        order: list[int] = []
-        for k, part in enumerate(parts):
-            size = len(part)
-            if len(parts) == 1:
-                order += [part[(c + i) % size] for i in range(size)]
-            elif k % 2 == 0:
-                order += [part[(c - i) % size] for i in range(size)]
-            else:
-                order += [part[(c + 1 + i) % size] for i in range(size)]
-        rings.append(tuple(order))
-    return rings
-
-
-def tree_parents(system: System, ranks: Sequence[int], root: int = 0) -> list[tuple[int, ...]]:
-    """NCCL's two trees over islands with a chain inside each island (as NCCL builds trees over
-    nodes). ``root`` leads the first island when a rooted tree is asked for."""
-    parts = islands(system, ranks)
-    for i, part in enumerate(parts):
-        if root in part:
-            j = part.index(root)
-            parts[i] = part[j:] + part[:j]
-            parts.insert(0, parts.pop(i))
-            break
-    trees = []
-    for island_parent in alg.double_btree(len(parts)):
-        parent = [-1] * len(ranks)
-        for i, part in enumerate(parts):
-            for a, b in zip(part, part[1:]):
-                parent[b] = a                       # chain inside the island
-            if island_parent[i] >= 0:
-                parent[part[0]] = parts[island_parent[i]][0]
-        trees.append(tuple(parent))
-    return trees
-
-
-def nvlink_domains(system: System, ranks: Sequence[int]) -> list[tuple[int, ...]]:
-    """Positions per NVLink domain, each in locality order."""
-    loc = system.locality
-    out: dict[object, list[int]] = {}
-    for p in sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p])):
-        out.setdefault(loc.domain_root[ranks[p]] or ("island", loc.island[ranks[p]]), []).append(p)
-    return [tuple(v) for v in out.values()]
 
 
 # ---- the stage -------------------------------------------------------------------------------
@@ -327,8 +251,8 @@ def schedule(system: System, group: RankGroup, collective: str, algorithm: str =
         kw["rings"] = tuple(ring_orders(system, group.ranks, channels))
         natural = PIPELINE * channels if collective in ("broadcast", "reduce") else n * channels
     elif algorithm == "tree":
-        kw["trees"] = tuple(tree_parents(system, group.ranks, root))
-        natural = 2 * PIPELINE
+        kw["trees"] = tuple(tree_parents(system, group.ranks, root, channels))
+        natural = 2 * PIPELINE * channels
     elif algorithm == "nvls":
         agents = system.locality.nvlink_agents(group.ranks)
         if agents is None:
@@ -347,7 +271,7 @@ def schedule(system: System, group: RankGroup, collective: str, algorithm: str =
         natural = n if collective == "alltoall" else 1
     chunks = chunks or natural
     step = {"ring": n * channels if collective not in ("broadcast", "reduce") else 1,
-            "tree": 2 if collective == "allreduce" else 1, "hierarchical": natural,
+            "tree": 2 * channels if collective == "allreduce" else 1, "hierarchical": natural,
             "nvls": n if collective in ("reducescatter", "allgather") else 1,
             "direct": n if collective == "alltoall" else 1,
             "pairwise": n}[algorithm]

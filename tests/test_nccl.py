@@ -178,7 +178,7 @@ def test_graph_export_follows_the_ring_orders():
     assert nccl_topo.check_nccl_xml(text) == []
     root = nccl_topo.ET.fromstring(text)
     (rings,) = [g for g in root.findall("graph") if g.get("pattern") == "4"]
-    from topoc.compiler.schedule import ring_orders
+    from topoc.compiler.orders import ring_orders
     expected = [[p - 8 for p in order if p >= 8] for order in ring_orders(system, group.ranks, 2)]
     for channel, order in zip(rings.findall("channel"), expected):
         assert [int(g.get("dev")) for g in channel.findall("gpu")] == order
