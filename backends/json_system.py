@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..compiler.ir import System
+from ..compiler.summary import summarize
 from ..compiler.units import exact
 
 SCHEMA = "topoc.system/1"
@@ -31,7 +32,7 @@ def document(system: System) -> dict[str, Any]:
                               "count": f.count} for f in p.flows]}
                 for p in system.parallels]
     return {"schema": SCHEMA, "name": system.name, "params": dict(system.params),
-            "devices": devices, "links": links, "summary": system.summary(),
+            "devices": devices, "links": links, "summary": summarize(system),
             "parallel": parallel}
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from ..compiler.ir import System
+from ..compiler.summary import summarize
 from ..compiler.units import BYTES, RATE, human
 
 
 def render(system: System) -> str:
     """Counts per kind, HBM, NVLink bandwidth, scale-out tiers and bisection, strategies."""
-    s = system.summary()
+    s = summarize(system)
     kinds = ", ".join(f"{n} {k}" for k, n in s["devices"].items())
     lines = [f"system {system.name}"
              + (f" ({', '.join(f'{k}={v}' for k, v in system.params)})" if system.params else ""),

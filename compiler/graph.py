@@ -11,6 +11,7 @@ from __future__ import annotations
 import networkx as nx
 
 from .gcpause import gc_paused
+from . import ir
 from .ir import System
 
 
@@ -24,3 +25,6 @@ def graph(system: System) -> nx.MultiGraph:
                                        "bandwidth": link.bandwidth, "latency": link.latency})
         for link in system.links)
     return g
+
+
+ir.VIEWS["graph"] = graph

@@ -8,7 +8,7 @@ small object however many attributes its model has.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -22,6 +22,11 @@ SCALEOUT_CLASSES = ("infiniband", "ethernet")
 DEVICE_KINDS = ("gpu", "cpu", "nic", "switch", "pcie_switch", "net_switch")
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_ORDER = ("tp", "cp", "ep", "dp", "pp")
+#: Builders of a System's derived views, registered by the stages that own them
+#: (``compiler.graph``, ``compiler.locality``) when the compiler package is imported, so that
+#: the IR imports no later stage.
+VIEWS: dict[str, Callable[[System], Any]] = {}
+
 COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall",
                "sendrecv")
 
@@ -144,15 +149,13 @@ class System:
 
     @functools.cached_property
     def graph(self):
-        """The link graph (networkx MultiGraph), built on first use; see ``compiler.graph``."""
-        from .graph import graph
-        return graph(self)
+        """The link graph (networkx MultiGraph), built on first use by ``compiler.graph``."""
+        return VIEWS["graph"](self)
 
     @functools.cached_property
     def locality(self):
-        """Islands, NVLink domains, sockets and NICs of the GPUs (``compiler.locality``)."""
-        from .locality import Locality
-        return Locality(self)
+        """Islands, NVLink domains, sockets and NICs of the GPUs, by ``compiler.locality``."""
+        return VIEWS["locality"](self)
 
     @functools.cached_property
     def device_index(self) -> dict[str, Device]:
@@ -179,32 +182,7 @@ class System:
         """Names of the parallel strategies, in declaration order."""
         return [p.name for p in self.parallels]
 
-    def groups(self, kind: str, parallel: str | None = None):
-        """The rank groups of one dimension (tp, cp, ep, dp, pp) of a strategy, as RankGroups
-        named ``kind:index``; ``parallel`` may be omitted when the file has one strategy."""
-        from .ranks import rank_groups, select_group
-        first = select_group(self, f"{kind}:0", parallel)
-        strategy = self.parallel(parallel or self.parallels[0].name)
-        groups = rank_groups(strategy, kind)
-        return [attrs.evolve(first, name=f"{kind}:{i}", ranks=tuple(g))
-                for i, g in enumerate(groups)]
-
-    def schedule(self, collective: str, group=None, *, ranks: str | None = None,
-                 algorithm: str = "auto", nbytes: int = 2**30, **options):
-        """Plan ``collective`` on ``group`` (a RankGroup, a spec like ``'dp:0'`` or ``'world'``)
-        or on ``ranks`` (``'0..7,16'``); see ``compiler.schedule.schedule`` for options."""
-        from .ranks import select_group
-        from .schedule import schedule
-        if group is None or isinstance(group, str):
-            group = select_group(self, group, options.pop("parallel", None), ranks)
-        return schedule(self, group, collective, algorithm, nbytes, **options)
-
     def links_of(self, device_id: str) -> Iterator[Link]:
         """Every link with ``device_id`` at one end, via the graph."""
         for _, _, link in self.graph.edges(device_id, data="link"):
             yield link
-
-    def summary(self) -> dict[str, Any]:
-        """Counts per kind, HBM, scale-up and scale-out figures (see ``compiler.summary``)."""
-        from .summary import summarize
-        return summarize(self)

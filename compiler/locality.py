@@ -12,6 +12,7 @@ import re
 from collections import defaultdict
 
 from .gcpause import gc_paused
+from . import ir
 from .ir import SCALEOUT_CLASSES, System
 
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
@@ -184,3 +185,6 @@ class Locality:
         if not switches or not all(self.system.device(s).model.attr("reduction") for s in switches):
             return None
         return switches
+
+
+ir.VIEWS["locality"] = Locality

@@ -228,3 +228,12 @@ def select_group(system: System, spec: str | None = None, parallel: str | None =
     if not 0 <= i < len(groups):
         raise GroupError(f"{kind} has groups 0..{len(groups) - 1}, not {i}")
     return RankGroup(f"{kind}:{i}", tuple(groups[i]))
+
+
+def groups(system: System, kind: str, parallel: str | None = None) -> list[RankGroup]:
+    """The rank groups of one dimension (tp, cp, ep, dp, pp) of a strategy, as RankGroups
+    named ``kind:index``; ``parallel`` may be omitted when the file has one strategy."""
+    first = select_group(system, f"{kind}:0", parallel)
+    strategy = system.parallel(parallel or system.parallels[0].name)
+    return [attrs.evolve(first, name=f"{kind}:{i}", ranks=tuple(g))
+            for i, g in enumerate(rank_groups(strategy, kind))]

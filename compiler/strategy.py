@@ -18,6 +18,7 @@ import attrs
 
 from .cost import Cost, CostError, sweep
 from .ir import SCALEOUT_CLASSES, ParallelStrategy, System
+from .ranks import groups as rank_groups_of
 
 OVERLAPPING = {"dp": "yes, with the backward pass", "cp": "yes, with attention compute"}
 BACKWARD_SHARE = 2 / 3
@@ -109,7 +110,7 @@ class StepReport:
 
 
 def _flow(system: System, p: ParallelStrategy, f) -> FlowReport:
-    groups = system.groups(f.dim, p.name)
+    groups = rank_groups_of(system, f.dim, p.name)
     group = groups[0]
     overlap = OVERLAPPING.get(f.dim, "no: on the critical path")
     if len(group.ranks) < 2:

@@ -68,8 +68,8 @@ def test_bad_size_is_usage_error(capsys):
 
 def test_python_api_groups_and_schedule():
     system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 2})
-    dp = system.groups("dp")
+    dp = topoc.groups(system, "dp")
     assert len(dp) == 72 and dp[5].ranks == (5, 77) and dp[5].name == "dp:5"
-    sched = system.schedule("allreduce", "tp:1", nbytes=2**30, algorithm="nvls")
+    sched = topoc.schedule(system, "allreduce", "tp:1", nbytes=2**30, algorithm="nvls")
     assert sched.algorithm == "nvls" and sched.group.ranks == tuple(range(8, 16))
-    assert system.schedule("alltoall", ranks="0..3").chunks == 4
+    assert topoc.schedule(system, "alltoall", ranks="0..3").chunks == 4

@@ -25,7 +25,7 @@ def test_readme_example_compiles():
     (block,) = _blocks(ROOT / "README.md")
     system = topoc.loads(block)
     assert len(system.gpus) == 72
-    assert system.summary()["scaleup_bandwidth"] == 129.6e12
+    assert topoc.summary(system)["scaleup_bandwidth"] == 129.6e12
 
 
 def test_language_reference_examples_parse():

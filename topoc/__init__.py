@@ -2,7 +2,7 @@
 
 >>> import topoc
 >>> system = topoc.load("library/nvidia/gb200_nvl72.topo")   # doctest: +SKIP
->>> system.summary()["devices"]                                # doctest: +SKIP
+>>> topoc.summary(system)["devices"]                           # doctest: +SKIP
 {'cpu': 36, 'gpu': 72, 'nic': 72, 'switch': 18}
 """
 
@@ -89,6 +89,30 @@ def _lint_pipeline(path: PathLike, defines, import_roots):
     if not program.systems:
         return None, module.span.source
     return ranks(program, elaborate(program, defines)), module.span.source
+
+
+def summary(system: System) -> dict:
+    """Counts per kind, HBM, scale-up and scale-out figures (``compiler.summary``)."""
+    from .compiler.summary import summarize
+    return summarize(system)
+
+
+def groups(system: System, kind: str, parallel: str | None = None):
+    """The rank groups of one dimension (tp, cp, ep, dp, pp) of a strategy, as RankGroups
+    named ``kind:index``; ``parallel`` may be omitted when the file has one strategy."""
+    from .compiler.ranks import groups as rank_groups
+    return rank_groups(system, kind, parallel)
+
+
+def schedule(system: System, collective: str, group=None, *, ranks: str | None = None,
+             algorithm: str = "auto", nbytes: int = 2**30, **options):
+    """Plan ``collective`` on ``group`` (a RankGroup, a spec like ``'dp:0'`` or ``'world'``)
+    or on ``ranks`` (``'0..7,16'``); see ``compiler.schedule.schedule`` for the options."""
+    from .compiler.ranks import select_group
+    from .compiler.schedule import schedule as plan
+    if group is None or isinstance(group, str):
+        group = select_group(system, group, options.pop("parallel", None), ranks)
+    return plan(system, group, collective, algorithm, nbytes, **options)
 
 
 def _read(path: PathLike) -> str:
