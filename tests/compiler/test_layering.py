@@ -12,10 +12,14 @@ COMPILER = Path(__file__).resolve().parents[2] / "compiler"
 
 
 def relative_imports(name: str) -> set[str]:
-    """Modules of the compiler package that ``name`` imports, at any depth of its code."""
+    """Modules of the compiler package that ``name`` imports when it runs, at any depth of its
+    code (imports under ``if TYPE_CHECKING:`` are for annotations only)."""
     tree = ast.parse((COMPILER / f"{name}.py").read_text())
-    return {n.module or "" for n in ast.walk(tree)
-            if isinstance(n, ast.ImportFrom) and n.level == 1}
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and getattr(block.test, "id", "") == "TYPE_CHECKING"
+                   for n in ast.walk(block)}
+    return {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+            and n.level == 1 and id(n) not in typing_only}
 
 
 def test_ir_imports_no_later_stage():
