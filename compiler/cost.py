@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from . import algorithms as alg
 from . import orders
 from .gcpause import gc_paused
 from .ir import COLLECTIVES, System
@@ -76,26 +77,65 @@ def _ring_loads(res: Resources, system, ranks, collective, n: int) -> tuple[Load
         for a, b in zip(ring, ring[1:]):
             loads.add(gpu[ranks[a]], gpu[ranks[b]], 1.0)
         return loads, 1.0
-    channels = orders.net_channels(system, ranks) if len(orders.islands(system, ranks)) > 1 else 2
-    for ring in orders.ring_orders(system, ranks, channels):
+    channels = _channels(system, ranks, 2)
+    for ch, ring in enumerate(orders.ring_orders(system, ranks, channels)):
         for i, a in enumerate(ring):
-            loads.add(gpu[ranks[a]], gpu[ranks[ring[(i + 1) % len(ring)]]], 1.0 / (n * channels))
+            loads.add(gpu[ranks[a]], gpu[ranks[ring[(i + 1) % len(ring)]]],
+                      1.0 / (n * channels), ch)
     rounds = 2 * (n - 1) if collective == "allreduce" else n - 1
     return loads, float(rounds)
 
 
+def _channels(system: System, ranks: Sequence[int], inside: int) -> int:
+    """Channels across islands as NCCL opens them (two per NIC), ``inside`` one island."""
+    return orders.net_channels(system, ranks) if len(orders.islands(system, ranks)) > 1 \
+        else inside
+
+
 def _tree_loads(res: Resources, system, ranks, collective) -> Loads:
+    """Every channel's two trees, each carrying its share of the data up and down."""
     loads = Loads(res)
     gpu = [g.id for g in system.gpus]
-    trees = orders.tree_parents(system, ranks)
-    share = 0.5 if collective == "allreduce" else 1.0
-    for parents in trees if collective == "allreduce" else trees[:1]:
+    rooted = collective in ("broadcast", "reduce")
+    channels = 1 if rooted else _channels(system, ranks, 1)
+    trees = orders.tree_parents(system, ranks, 0, channels)
+    trees = trees[:1] if rooted else trees
+    share = 1.0 / len(trees)
+    for k, parents in enumerate(trees):
         for child, parent in enumerate(parents):
             if parent >= 0:
                 if collective in ("allreduce", "reduce"):
-                    loads.add(gpu[ranks[child]], gpu[ranks[parent]], share)
+                    loads.add(gpu[ranks[child]], gpu[ranks[parent]], share, k // 2)
                 if collective in ("allreduce", "broadcast"):
-                    loads.add(gpu[ranks[parent]], gpu[ranks[child]], share)
+                    loads.add(gpu[ranks[parent]], gpu[ranks[child]], share, k // 2)
+    return loads
+
+
+def _nvls_tree_loads(res: Resources, system, ranks, agents_of) -> Loads:
+    """NCCL's NVLS-tree all-reduce: NVLS inside every island (each GPU up to its island's
+    switches and back) and, between islands, two trees per channel headed at the channel's
+    GPU of every island (NCCL's channels spread over the NICs, two per NIC)."""
+    loads = Loads(res)
+    gpu = [g.id for g in system.gpus]
+    parts = orders.islands(system, ranks)
+    for part in parts:
+        agents = agents_of([ranks[p] for p in part])
+        for p in part:
+            for agent in agents:
+                loads.add(gpu[ranks[p]], agent, 1.0 / len(agents))
+                loads.add(agent, gpu[ranks[p]], 1.0 / len(agents))
+    channels = orders.net_channels(system, ranks)
+    pairs = alg.double_btree(len(parts))
+    # tuning.cc: NVLS-tree gets half the inter-node bandwidth beyond two nodes
+    share = (0.5 if len(parts) <= 2 else 1.0) / channels
+    for c in range(channels):
+        heads = [part[(c * len(part) // channels) % len(part)] for part in parts]
+        for island_parent in pairs:
+            for i, up in enumerate(island_parent):
+                if up >= 0:
+                    a, b = gpu[ranks[heads[i]]], gpu[ranks[heads[up]]]
+                    loads.add(a, b, share, c)
+                    loads.add(b, a, share, c)
     return loads
 
 
@@ -146,6 +186,12 @@ def _hierarchical_loads(res, system, ranks) -> list[tuple[Loads, float]]:
     return [(inside, 2.0 * (L - 1)), (across, 2.0 * (m - 1))]
 
 
+def _island_agents(system: System, ranks: Sequence[int]):
+    """Each island's reducing NVLink switches, or None when some island has none."""
+    found = [system.locality.nvlink_agents(part) for part in orders.islands_ranks(system, ranks)]
+    return None if any(a is None for a in found) else found
+
+
 def _gpu_facts(system: System, ranks: Sequence[int]) -> tuple[int | None, int]:
     """Compute capability and NVLink lanes of the group's first GPU (groups are uniform)."""
     first = system.gpus[ranks[0]]
@@ -194,6 +240,11 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
         if agents is None:
             raise CostError("NVLS needs the group inside one NVLink domain of reducing switches")
         phases = [(_nvls_loads(res, system, ranks, agents, collective), 1.0)]
+    elif algorithm == "nvlstree":
+        if islands < 2 or _island_agents(system, ranks) is None:
+            raise CostError("NVLS-tree needs two or more islands, each one NVLink domain of "
+                            "reducing switches")
+        phases = [(_nvls_tree_loads(res, system, sample, loc.nvlink_agents), 1.0)]
     elif algorithm == "hierarchical":
         phases = _hierarchical_loads(res, system, ranks)
     else:
@@ -213,7 +264,9 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
         if loc.island[a] == loc.island[b]:
             intra_classes |= res.classes(res.crossed(system.gpus[a].id, system.gpus[b].id))
     intra = "pci" if intra_classes & host_hops or lanes == 0 else "nvlink"
-    hosts = _hosts(system, ranks) if algorithm == "nvls" else islands
+    hosts = _hosts(system, ranks) if algorithm == "nvls" else \
+        _hosts(system, orders.islands_ranks(system, ranks)[0]) if algorithm == "nvlstree" \
+        else islands
     return Profile(algorithm, total, (example[1], example[0]), intra, islands, hosts,
                    max(2, lanes), arch_index(sm), classes)
 
@@ -222,7 +275,7 @@ def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
              protocol: str | None = None) -> Cost:
     """The cost of one size from a profile; the fastest protocol unless one is named."""
     n = len(group.ranks)
-    options = (2,) if p.algorithm == "nvls" else (0, 2) if p.algorithm in (
+    options = (2,) if p.algorithm in ("nvls", "nvlstree") else (0, 2) if p.algorithm in (
         "direct", "pairwise") else (0, 1, 2)
     if protocol is not None:
         if PROTOCOLS.index(protocol) not in options:
@@ -242,17 +295,26 @@ def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
                 algbw * factor, p.bottleneck[0], p.bottleneck[1], latency, p.classes)
 
 
-def candidates(system: System, group: RankGroup, collective: str) -> list[str]:
-    """The algorithms ``auto`` weighs for this collective on this group."""
+def candidates(system: System, group: RankGroup, collective: str,
+               among: Sequence[str] = ()) -> list[str]:
+    """The algorithms ``auto`` weighs for this collective on this group: NCCL's own (ring,
+    tree, NVLS, NVLS-tree, direct), where the topology allows them; ``among`` narrows them."""
     ranks = group.ranks
     out = []
-    for algo in orders.SUPPORTED[collective]:
+    for algo in among or orders.COSTED[collective]:
+        if algo in orders.NOT_NCCL:
+            continue                     # selectable by name; never what NCCL would run
         if algo == "nvls" and (len(ranks) < 2 or system.locality.nvlink_agents(ranks) is None):
             continue
-        if algo == "hierarchical":
-            domains = orders.nvlink_domains(system, ranks)
-            if len(domains) < 2 or len({len(d) for d in domains}) != 1 or len(domains[0]) < 2:
-                continue
+        if algo in ("tree", "nvlstree"):
+            parts = orders.islands_ranks(system, ranks)
+            if len(parts) < 2:
+                continue                 # NCCL builds trees across nodes only (NVIDIA/nccl#211)
+            if _hosts(system, parts[0]) > 1:
+                continue                 # multi-node NVLink islands: NCCL runs rings (docs/cost.md)
+        if algo == "nvlstree" and (len(orders.islands(system, ranks)) < 2 or
+                                   _island_agents(system, ranks) is None):
+            continue
         if algo in ("direct", "pairwise") and collective == "alltoall":
             if algo == "pairwise":
                 continue         # same loads as direct: one pass over every pair
@@ -262,17 +324,19 @@ def candidates(system: System, group: RankGroup, collective: str) -> list[str]:
 
 @gc_paused()
 def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int],
-          algorithm: str = "auto", protocol: str | None = None) -> list[Cost]:
-    """One row per size: the named algorithm, or the fastest one for ``auto``."""
+          algorithm: str = "auto", protocol: str | None = None,
+          among: Sequence[str] = ()) -> list[Cost]:
+    """One row per size: the named algorithm, or for ``auto`` the fastest of NCCL's (those in
+    ``among`` when given: the schedule stage asks only for what it can plan)."""
     if collective not in COLLECTIVES:
         raise CostError(f"unknown collective '{collective}'")
     if algorithm == "auto":
-        algos = candidates(system, group, collective)
-    elif algorithm in orders.SUPPORTED[collective]:
+        algos = candidates(system, group, collective, among)
+    elif algorithm in orders.COSTED[collective]:
         algos = [algorithm]
     else:
         raise CostError(f"{collective} has no '{algorithm}' algorithm (one of "
-                        f"{', '.join(orders.SUPPORTED[collective])}, or auto)")
+                        f"{', '.join(orders.COSTED[collective])}, or auto)")
     if collective in ("alltoall", "sendrecv") and len(group.ranks) < 2:
         raise CostError(f"{collective} needs at least 2 ranks")
     if algorithm == "nvls" and system.locality.nvlink_agents(group.ranks) is None:
@@ -286,7 +350,7 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
     rows = []
     for size in sizes:
         found = [evaluate(p, group, collective, size, protocol) for p in profiles
-                 if protocol is None or p.algorithm != "nvls" or protocol == "Simple"]
+                 if protocol is None or p.algorithm not in ("nvls", "nvlstree") or protocol == "Simple"]
         if not found:
             raise CostError(f"no algorithm runs {collective} with the {protocol} protocol")
         rows.append(min(found, key=lambda c: (c.time, c.algorithm)))

@@ -20,6 +20,7 @@ import re
 from collections import defaultdict
 
 from .ir import SCALEOUT_CLASSES, System
+from .orders import CHANNELS_PER_NIC
 from .route import NoRoute, Router
 from .summary import scaleout_levels
 
@@ -64,6 +65,7 @@ class Resources:
         self._paths: dict[tuple[str, str], tuple[tuple, ...]] = {}
         self.capacity: dict[tuple, float] = {}
         self.example: dict[tuple, tuple[str, str]] = {}     # resource -> (link id, link class)
+        self._proxies: dict[tuple[int, str], tuple | None] = {}   # (rank, NIC) -> PXN hop
 
     def tier(self, device_id: str) -> int:
         """Height in the hierarchy: GPUs 0, NVSwitches and PCIe switches 1, CPUs 2, NICs 3,
@@ -118,7 +120,9 @@ class Resources:
 
     def _path(self, src: str, dst: str) -> tuple[str, ...]:
         """GPUDirect paths between islands go through each GPU's own NIC (its rail, as NCCL
-        assigns them); everything else is the router's least-cost path."""
+        assigns them); when the fabric joins no path between those two NICs (separate rail
+        planes), PXN: over NVLink to the island's GPU whose NIC reaches the destination's, then
+        through that NIC, as NCCL's PXN does. Everything else is the router's least-cost path."""
         loc = self.system.locality
         ranks = loc.rank_of
         if src in ranks and dst in ranks and \
@@ -129,8 +133,51 @@ class Resources:
                     return self.host.path(src, a) + self.fabric.path(a, b) + \
                         self.host.path(b, dst)
                 except NoRoute:
-                    pass
+                    proxy = self._pxn(ranks[src], ranks[dst], b)
+                    if proxy is not None:
+                        gpu, nic, net = proxy
+                        try:
+                            return (self.router.path(src, gpu) + self.host.path(gpu, nic) + net
+                                    + self.host.path(b, dst))
+                        except NoRoute:
+                            pass
         return self.router.path(src, dst)
+
+    def _pxn(self, rank: int, dst: int, nic: str):
+        """The (GPU, its NIC, fabric path) of ``rank``'s island whose NIC has the shortest
+        fabric path to ``nic``; among equals the GPU at ``dst``'s place in its own island (the
+        mirror of the receiver, so proxies spread over NICs as receivers do), or None."""
+        key = (rank, nic)
+        if key not in self._proxies:
+            loc, best = self.system.locality, None
+            mirror = loc.island_ranks[loc.island[dst]].index(dst)
+            for at, r in enumerate(loc.island_ranks[loc.island[rank]]):
+                own = loc.nic(r)
+                if not own:
+                    continue
+                try:
+                    net = self.fabric.path(own, nic)
+                except NoRoute:
+                    continue
+                score = (len(net), abs(at - mirror), abs(r - rank))
+                if best is None or score < best[0]:
+                    best = (score, (self.system.gpus[r].id, own, net))
+            self._proxies[key] = best[1] if best else None
+        return self._proxies[key]
+
+    def net_channel(self, resource: tuple, channel: int) -> tuple | None:
+        """The per-channel share of a NIC's scale-out bundle: NCCL drives a NIC with
+        CHANNELS_PER_NIC channels, each at that fraction of the NIC (docs/cost.md). None when
+        ``resource`` is not a NIC's scale-out bundle."""
+        way, low = resource[0], resource[1]
+        if way not in ("up", "down") or resource[3] not in SCALEOUT_CLASSES or \
+                self.kind.get(low) != "nic":
+            return None
+        key = ("netchan", low, way, channel)
+        if key not in self.capacity:
+            self.capacity[key] = self.capacity[resource] / CHANNELS_PER_NIC
+            self.example[key] = self.example[resource]
+        return key
 
     def _link(self, at: str, link_id: str):
         for edges in self.graph[at].values():
@@ -151,12 +198,17 @@ class Loads:
         self.resources = resources
         self.bytes: dict[tuple, float] = defaultdict(float)
 
-    def add(self, src: str, dst: str, nbytes: float) -> None:
-        """Account one transfer of ``nbytes`` from device ``src`` to ``dst``."""
+    def add(self, src: str, dst: str, nbytes: float, channel: int | None = None) -> None:
+        """Account one transfer of ``nbytes`` from device ``src`` to ``dst``; with ``channel``,
+        also on that channel's share of every NIC it crosses."""
         if src == dst:
             return
         for r in self.resources.crossed(src, dst):
             self.bytes[r] += nbytes
+            if channel is not None:
+                share = self.resources.net_channel(r, channel)
+                if share is not None:
+                    self.bytes[share] += nbytes
 
     def busiest(self) -> tuple[float, tuple | None]:
         """Seconds the busiest resource needs for its bytes, and that resource; among equally

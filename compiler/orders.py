@@ -35,6 +35,9 @@ SUPPORTED = {
     "alltoall": ("direct", "pairwise"),
     "sendrecv": ("direct",),
 }
+#: What the cost model also prices: NCCL's NVLS-tree all-reduce (NVLS inside each island, a
+#: tree between islands), which topoc does not plan step by step.
+COSTED = {**SUPPORTED, "allreduce": (*SUPPORTED["allreduce"], "nvlstree")}
 #: NCCL searches at most MAXCHANNELS/2 = 16 channels for a ring or tree graph (graph/search.cc).
 MAX_GRAPH_CHANNELS = 16
 #: Channels NCCL opens per NIC across nodes: its graph search settles on two channels of half a
@@ -51,6 +54,11 @@ def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
     for p in positions:
         out.setdefault(loc.island[ranks[p]], []).append(p)
     return list(out.values())
+
+
+def islands_ranks(system: System, ranks: Sequence[int]) -> list[list[int]]:
+    """The group's ranks (not positions) per island, as ``islands`` orders them."""
+    return [[ranks[p] for p in part] for part in islands(system, ranks)]
 
 
 def nvlink_domains(system: System, ranks: Sequence[int]) -> list[tuple[int, ...]]:

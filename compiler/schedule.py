@@ -206,7 +206,7 @@ def choose_algorithm(system: System, group: RankGroup, collective: str, nbytes: 
         return "pairwise"
     from .cost import CostError, sweep
     try:
-        return sweep(system, group, collective, [nbytes])[0].algorithm
+        return sweep(system, group, collective, [nbytes], among=SUPPORTED[collective])[0].algorithm
     except CostError:
         pass
     if len(group.ranks) > 1 and system.locality.nvlink_agents(group.ranks):

@@ -29,9 +29,34 @@ NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwel
 #: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).
 NVLS_CHANNELS = 8
 LAUNCH = 10e-6           # s per call: kernel launch and enqueue as nccl-tests time them (fitted)
-#: Bytes that keep one channel busy: one step of NCCL's default buffer (NCCL_BUFFSIZE 4 MiB over
-#: NCCL_STEPS 8); a message of S bytes runs on ceil(S / CHANNEL_BYTES) channels at most.
-CHANNEL_BYTES = 512 * 1024
+#: Channels a message keeps busy, as NCCL's enqueue.cc picks them: it drops channels while
+#: bytes < channels x threads x threshold (src/include/device.h: NCCL_{LL,LL128,SIMPLE}_
+#: THREAD_THRESHOLD 8, 8, 64 bytes; NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS 512, 640, 512), the
+#: ring's thresholds multiplied by the rank count (tuning.cc).
+THREAD_BYTES = (8 * 512, 8 * 640, 64 * 512)
+#: ... and a channel pipelines in buffer steps (NCCL_BUFFSIZE 4 MiB over NCCL_STEPS 8 = 512 KiB
+#: for Simple; LL128's buffer steps hold about as much), so Simple and LL128 open one channel
+#: per step of data. LL's step is 32 KiB of data, below its thread threshold on rings.
+STEP_BYTES = (0, 512 * 1024, 512 * 1024)
+#: Fitted: what one LL channel moves (busbw, GB/s). NCCL's model lets LL use every channel at
+#: a quarter of the bus bandwidth; the published DGX A100 1 MiB and 32 KiB rows (101.9 and
+#: 43.8 us) take 4x longer than that, which a per-channel LL ceiling reproduces (docs/cost.md).
+LL_CHANNEL_GBS = 2.5
+#: Tree all-reduce bandwidth correction by log2(size / 64 B), NCCL's cost_model.cc
+#: treeCorrectionFactor ("trees are not perfectly sticking to the model for medium sizes").
+TREE_CORRECTION = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
+     1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0,
+     1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9,
+     .9))
+#: Per-channel tree ceilings (GB/s) for 1, 2 and 4+ nodes, tuning.cc perChMaxTreeBws (Simple)
+#: and perChMaxTreeLL128Bws, by architecture index; Blackwell doubles Hopper's.
+TREE_CH = {0: (26.5, 18.5, 10.0), 1: (24.0, 23.6, 17.8), 2: (38.7, 41.4, 36.0),
+           3: (77.4, 82.8, 72.0)}
+TREE_LL128_CH = {0: (20.0, 20.0, 20.0), 1: (20.0, 20.0, 20.0), 2: (36.7, 36.7, 29.0),
+                 3: (73.4, 73.4, 58.0)}
 #: busbw = algbw x factor(n), as nccl-tests defines it (doc/PERFORMANCE.md).
 BUS_FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "reducescatter": lambda n: (n - 1) / n,
               "allgather": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
@@ -65,6 +90,8 @@ def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
     m, algo = p.islands, p.algorithm
     if algo == "nvls":
         return NVLS_LAT * p.hosts + (NVLS_LAT_NET if m > 1 else 0.0)
+    if algo == "nvlstree":      # NVLS in each island, then up and down a tree of islands
+        return NVLS_LAT * p.hosts + 2 * math.log2(m) * HW_LAT[("net", "tree")][proto]
     kind = "tree" if algo == "tree" else "ring"
     intra, net = HW_LAT[(p.intra, kind)][proto], HW_LAT[("net", kind)][proto]
     base = BASE_LAT[kind][proto]
@@ -84,29 +111,38 @@ def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
     return base + (n - m) * intra + (m - 1) * net       # broadcast, reduce: a chain
 
 
+def channels_used(p: Profile, n: int, size: int, proto: int) -> int:
+    """Channels NCCL keeps busy for ``size`` bytes: fewer for small messages (THREAD_BYTES)."""
+    per = max(THREAD_BYTES[proto] * (n if p.algorithm == "ring" else 1), STEP_BYTES[proto])
+    return min(p.channels, max(1, size // per))
+
+
 def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
     """busbw (GB/s) the bandwidth term gives at this size and protocol, NCCL's refinements
     applied: protocol efficiency, per-channel ceilings, fewer channels for small messages."""
     factor = BUS_FACTOR[collective](n)
     raw = factor / p.seconds_per_byte / 1e9 if p.seconds_per_byte > 0 else math.inf
     nodes = min(p.islands, 3) - 1
-    if p.algorithm == "nvls":
+    if p.algorithm in ("nvls", "nvlstree"):
         return raw * NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
     if p.algorithm in ("direct", "pairwise"):
         return raw * (0.5 if proto == 0 else 1.0)
-    # A channel is worth opening for one buffer step of data: small messages use fewer.
-    used = min(p.channels, max(1, math.ceil(size / CHANNEL_BYTES)))
+    used = channels_used(p, n, size, proto)
     raw *= used / p.channels
     ll_cap = LL_MAX_BW[p.arch][nodes]
     if p.algorithm == "tree":
+        log_size = max(0, int(math.log2(max(1, size >> 6))))
+        if collective == "allreduce" and log_size < len(TREE_CORRECTION[proto]):
+            raw *= TREE_CORRECTION[proto][log_size]
         if proto == 0:
             return min(raw / 3.8, ll_cap)
         if proto == 1:
             return min(raw * (7 / 9 if p.islands == 1 else 120 / 128),
-                       used * LL128_TREE_CH[p.arch])
-        return raw * 0.92
-    if proto == 0:
-        return min(raw * 0.5, ll_cap)
+                       used * TREE_LL128_CH[p.arch][nodes])
+        return min(raw * 0.92, used * TREE_CH[p.arch][nodes])
+    if proto == 0:     # tuning.cc: LL moves 8 of every 16 bytes, and more sync for reductions
+        ll = 0.25 if p.islands > 1 or collective in ("allreduce", "reduce") else 1 / 3
+        return min(raw * ll, ll_cap, used * LL_CHANNEL_GBS)
     if proto == 1:
         return min(raw * 0.92, used * LL128_RING_CH[p.arch])
     return raw
