@@ -4,12 +4,17 @@ The shape follows NCCL's own dumps (``NCCL_TOPO_DUMP_FILE``): ``system > cpu > p
 GPUs carrying ``nvlink target count tclass`` and, on Grace Blackwell, ``c2c bw count``. NCCL's
 parser (src/graph/xml.h) takes at most 16 attributes per element and strings of 255 characters;
 ``check_nccl_xml`` enforces those rules (and at most 256 children per element, as older NCCL
-releases required) on everything written here. Bus ids are synthesised from declaration order, so
-the same node always gets the same ids.
+releases required) on everything written here, and that every ``<pci>`` has the ``link_speed``
+and ``link_width`` NCCL needs (a link type without ``gen`` gets the generation its bandwidth
+implies). Bus ids are synthesised from declaration order, so the same node always gets the same
+ids, unless ``bus_ids`` gives the machine's own (``topoc import nccl-topo --bus-ids`` writes
+them); NCCL matches a topology file to the machine by bus id, so synthesised ids only describe
+a machine NCCL is told to trust the file for (docs/nccl.md).
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
@@ -27,7 +32,11 @@ CPU_IDS = {
     "Xeon8570": ("GenuineIntel", 6, 207),      # Emerald Rapids (as in the HGX H200 dump)
     "EPYC7742": ("AuthenticAMD", 143, 49),     # Rome (as in NVIDIA/nccl issue 1505)
 }
-PCIE_SPEED = {3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe", 5: "32.0 GT/s PCIe", 6: "64.0 GT/s PCIe"}
+PCIE_SPEED = {1: "2.5 GT/s PCIe", 2: "5.0 GT/s PCIe", 3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe",
+              5: "32.0 GT/s PCIe", 6: "64.0 GT/s PCIe"}
+#: x16 bandwidth per direction by generation, to name the generation of a link that omits it.
+PCIE_X16 = {1: 4e9, 2: 8e9, 3: 15.75e9, 4: 31.5e9, 5: 63e9, 6: 121e9}
+BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$")
 
 
 class ExportError(ValueError):
@@ -86,13 +95,34 @@ def _affinity(index: int, cores: int) -> str:
     return ",".join(reversed(groups))
 
 
-def build(system: System, node: str | None = None) -> ET.Element:
-    """The XML tree of one node."""
+def _generation(link) -> int:
+    """The link's PCIe generation: declared, else the one whose x16 rate its bandwidth fits."""
+    gen = link.type.attr("gen")
+    if gen in PCIE_SPEED:
+        return int(gen)
+    per_x16 = link.type.bandwidth * 16 / int(link.type.attr("width") or 16)
+    return min(PCIE_X16, key=lambda g: abs(PCIE_X16[g] - per_x16))
+
+
+def build(system: System, node: str | None = None,
+          bus_ids: dict[str, str] | None = None) -> ET.Element:
+    """The XML tree of one node; ``bus_ids`` maps device ids to the machine's bus ids."""
     prefix, members = pick_node(system, node)
     ids = {d.id for d in members}
     bus = {d.id: f"0000:{0x10 + i:02x}:00.0" for i, d in enumerate(members) if d.kind != "cpu"}
-    if len(bus) > 0xEF:
+    if len(bus) > 0xEF and not bus_ids:
         raise ExportError(f"node {prefix} has {len(bus)} PCI devices; bus ids run out at 239")
+    for device_id, busid in sorted((bus_ids or {}).items()):
+        if device_id not in bus:
+            from ..compiler.diagnostics import suggest
+            raise ExportError(f"--bus-ids names {device_id}, which is no PCI device of node "
+                              f"{prefix}{suggest(device_id, sorted(bus))}")
+        if not BUS_ID.match(busid.lower()):
+            raise ExportError(f"--bus-ids: '{busid}' for {device_id} is not a bus id like "
+                              "0000:19:00.0")
+        bus[device_id] = busid.lower()
+    if len(set(bus.values())) != len(bus):
+        raise ExportError("--bus-ids gives two devices the same bus id")
     adj: dict[str, list] = defaultdict(list)
     for link in system.links:
         adj[link.src].append(link)
@@ -105,7 +135,7 @@ def build(system: System, node: str | None = None) -> ET.Element:
 
     def pci(parent: ET.Element, dev: Device, via) -> None:
         placed.add(dev.id)
-        gen, width = via.type.attr("gen"), via.type.attr("width")
+        gen, width = _generation(via), via.type.attr("width")
         klass = {"gpu": GPU_CLASS, "pcie_switch": BRIDGE_CLASS}.get(dev.kind)
         if dev.kind == "nic":
             klass = IB_CLASS if dev.model.port_budget("infiniband") or any(
@@ -113,8 +143,7 @@ def build(system: System, node: str | None = None) -> ET.Element:
         attrs = {"busid": bus[dev.id], "class": klass,
                  "vendor": "0x10de" if dev.kind == "gpu" else "0x15b3" if dev.kind == "nic"
                  else "0x1000"}
-        if gen in PCIE_SPEED:
-            attrs["link_speed"] = PCIE_SPEED[gen]
+        attrs["link_speed"] = PCIE_SPEED[gen]        # NCCL needs both on every <pci>
         attrs["link_width"] = str(width or 16)
         el = ET.SubElement(parent, "pci", attrs)
         if dev.kind == "gpu":
@@ -195,6 +224,9 @@ def check_nccl_xml(text: str) -> list[str]:
             problems.append(f"<{el.tag}> has {len(el.attrib)} attributes (max {MAX_ATTRS})")
         if len(el) > MAX_CHILDREN:
             problems.append(f"<{el.tag}> has {len(el)} children (max {MAX_CHILDREN})")
+        if el.tag == "pci" and not {"link_speed", "link_width"} <= set(el.attrib):
+            problems.append(f"<pci busid={el.get('busid')}> lacks link_speed or link_width, "
+                            "which NCCL reads")
         for key, value in el.attrib.items():
             if len(value) > MAX_STR or len(key) > MAX_STR:
                 problems.append(f"<{el.tag} {key}> is longer than {MAX_STR} characters")
@@ -212,9 +244,30 @@ def serialize(root: ET.Element) -> str:
     return text
 
 
-def render(system: System, node: str | None = None) -> str:
+def render(system: System, node: str | None = None, bus_ids: dict[str, str] | None = None) -> str:
     """The topology XML text of one node."""
-    return serialize(build(system, node))
+    return serialize(build(system, node, bus_ids))
 
 
-__all__ = ["ExportError", "build", "check_nccl_xml", "nodes", "render", "serialize"]
+def read_bus_ids(text: str) -> dict[str, str]:
+    """A ``--bus-ids`` file: ``<device id> <bus id>`` a line, ``#`` comments."""
+    out: dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise ExportError(f"--bus-ids line {n}: expected '<device id> <bus id>'")
+        out[parts[0]] = parts[1]
+    return out
+
+
+def write_bus_ids(bus_ids: dict[str, str]) -> str:
+    """The ``--bus-ids`` file text for ``bus_ids``, sorted."""
+    return "# topoc bus ids: <device id> <bus id>, from the imported dump\n" + "".join(
+        f"{k} {v}\n" for k, v in sorted(bus_ids.items()))
+
+
+__all__ = ["ExportError", "build", "check_nccl_xml", "nodes", "read_bus_ids", "render",
+           "serialize", "write_bus_ids"]

@@ -179,11 +179,30 @@ def test_graph_export_follows_the_ring_orders():
     root = nccl_topo.ET.fromstring(text)
     (rings,) = [g for g in root.findall("graph") if g.get("pattern") == "4"]
     from topoc.compiler.orders import ring_orders
-    expected = [[p - 8 for p in order if p >= 8] for order in ring_orders(system, group.ranks, 2)]
-    for channel, order in zip(rings.findall("channel"), expected):
+    assert rings.get("nchannels") == "16"             # two per NIC across nodes, as NCCL
+    expected = [[p - 8 for p in order if p >= 8] for order in ring_orders(system, group.ranks, 16)]
+    for channel, order in zip(rings.findall("channel"), expected, strict=True):
         assert [int(g.get("dev")) for g in channel.findall("gpu")] == order
         nets = channel.findall("net")
         assert len(nets) == 2          # the ring enters and leaves the node through NICs
+    # per channel: half a 400G NIC at 96 %, and the GPU's 18 NVLinks in NCCL's units over 16
+    assert float(rings.get("speedinter")) == pytest.approx(24.0)
+    assert float(rings.get("speedintra")) == pytest.approx(18 * 20.6 / 16, rel=1e-3)
+    (trees,) = [g for g in root.findall("graph") if g.get("id") == "1"]
+    assert trees.get("pattern") == "3"
+    heads = [ch.find("gpu").get("dev") for ch in trees.findall("channel")]
+    assert len(set(heads)) == 8                      # channels spread over every GPU and NIC
+    for ch in trees.findall("channel"):              # a head sends and receives on its NIC
+        nets = [n.get("dev") for n in ch.findall("net")]
+        assert nets[0] == nets[1] == ch.find("gpu").get("dev")
+
+
+def test_graph_export_lists_nets_only_where_the_group_leaves_its_island():
+    rack = topoc.load(library_file("gb200_nvl72.topo"))
+    text = nccl_graph.render(rack, select_group(rack, ranks_text="0..71"), "rack.tray0")
+    root = nccl_topo.ET.fromstring(text)
+    assert not root.findall(".//net")                # one NVLink island: no NET hops
+    assert root.find("graph").get("nchannels") == "16"
 
 
 def test_export_cli(tmp_path, capsys):
@@ -197,3 +216,35 @@ def test_export_cli(tmp_path, capsys):
     assert main(["export", "nccl-graph", nvl72, "--node", "rack.tray0", "--ranks", "0..71",
                  "-o", str(graph)]) == 0
     assert graph.read_text().startswith('<graphs version="1">')
+
+
+def test_bus_ids_from_a_dump_go_back_into_the_export(tmp_path, capsys):
+    dump = FIXTURES / "hgx_h200_topo.xml"
+    topo, ids = tmp_path / "node.topo", tmp_path / "node.busids"
+    assert main(["import", "nccl-topo", str(dump), "-o", str(topo), "--bus-ids", str(ids)]) == 0
+    out = tmp_path / "back.xml"
+    assert main(["export", "nccl-topo", str(topo), "--bus-ids", str(ids), "-o", str(out)]) == 0
+    source = nccl_topo.ET.fromstring(dump.read_text())
+    back = nccl_topo.ET.fromstring(out.read_text())
+
+    def gpu_buses(root):
+        return sorted(p.get("busid").lower() for p in root.iter("pci") if p.find("gpu") is not None)
+
+    def nvlink_targets(root):
+        return sorted({nv.get("target").lower() for nv in root.iter("nvlink")})
+    assert gpu_buses(back) == gpu_buses(source)
+    assert nvlink_targets(back) == nvlink_targets(source)
+    assert all(p.get("link_speed") and p.get("link_width") for p in back.iter("pci"))
+    ids.write_text("node.host0.gpuu0 0000:83:00.0\n")
+    assert main(["export", "nccl-topo", str(topo), "--bus-ids", str(ids), "-o", str(out)]) == 1
+    assert "did you mean 'node.host0.gpu0'" in capsys.readouterr().err
+    ids.write_text("node.host0.gpu0 banana\n")
+    assert main(["export", "nccl-topo", str(topo), "--bus-ids", str(ids), "-o", str(out)]) == 1
+    assert "not a bus id" in capsys.readouterr().err
+
+
+def test_every_export_has_link_speed_and_width():
+    text = nccl_topo.render(topoc.load(library_file("pcie_server.topo")))
+    assert nccl_topo.check_nccl_xml(text) == []
+    bad = '<system version="1"><cpu numaid="0"><pci busid="0000:01:00.0"/></cpu></system>'
+    assert any("link_speed" in p for p in nccl_topo.check_nccl_xml(bad))

@@ -80,6 +80,13 @@ def parse_defines(items: Sequence[str]) -> dict[str, int]:
     return out
 
 
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+
+
 def _load(args) -> topoc.System:
     try:
         return topoc.load(args.file, parse_defines(args.define), args.import_root or ())
@@ -139,10 +146,11 @@ def cmd_export(args) -> int:
     system = _load(args)
     try:
         if args.format == "nccl-topo":
-            text = nccl_topo.render(system, args.node)
+            bus_ids = nccl_topo.read_bus_ids(_read_text(args.bus_ids)) if args.bus_ids else None
+            text = nccl_topo.render(system, args.node, bus_ids)
         else:
             group = select_group(system, args.group, args.parallel, args.ranks)
-            text = nccl_graph.render(system, group, args.node, args.channels or 2)
+            text = nccl_graph.render(system, group, args.node, args.channels)
     except (nccl_topo.ExportError, GroupError) as exc:
         print(f"{args.file}: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -151,18 +159,18 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    """topoc import nccl-topo|nvidia-smi INPUT -o node.topo."""
+    """topoc import nccl-topo|nvidia-smi INPUT -o node.topo [--bus-ids FILE]."""
+    from .backends.nccl_topo import write_bus_ids
     from .importers import ImportFailure, from_nccl_xml, from_smi
-    try:
-        text = Path(args.input).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {args.input}: {exc}") from None
+    if args.format == "nccl-topo" and args.gpu:
+        raise UsageError("--gpu is for nvidia-smi matrices; an NCCL dump names each GPU's sm")
+    if args.format == "nvidia-smi" and args.bus_ids:
+        raise UsageError("--bus-ids is for NCCL dumps; a topo -m matrix has no bus ids")
+    text = _read_text(args.input)
+    bus_ids: dict[str, str] = {}
     try:
         if args.format == "nccl-topo":
-            if args.gpu:
-                raise UsageError("--gpu is for nvidia-smi matrices; an NCCL dump names each "
-                                 "GPU's sm itself")
-            topo, notes = from_nccl_xml(text, args.input)
+            topo, notes = from_nccl_xml(text, args.input, bus_ids)
         else:
             topo, notes = from_smi(text, args.input, gpu=args.gpu)
         topoc.loads(topo)                 # what we write must compile
@@ -172,6 +180,8 @@ def cmd_import(args) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     write_output(topo, args.output)
+    if args.bus_ids:
+        write_output(write_bus_ids(bus_ids), args.bus_ids)
     return EXIT_OK
 
 
@@ -400,11 +410,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", metavar="NAME")
     p.add_argument("--group", metavar="KIND[:INDEX]", help="nccl-graph: the group whose orders")
     p.add_argument("--ranks", metavar="LIST", help="nccl-graph: an ad-hoc group of world ranks")
-    p.add_argument("--channels", type=int, help="nccl-graph: rings per graph (default 2)")
+    p.add_argument("--bus-ids", metavar="FILE",
+                   help="nccl-topo: the machine's bus ids ('<device id> <bus id>' lines, as "
+                   "topoc import nccl-topo --bus-ids writes them) instead of synthesised ones")
+    p.add_argument("--channels", type=int, help="nccl-graph: channels per graph (default: NCCL's, two per NIC across "
+                   "nodes, one per NVLink lane inside one)")
     _common(p, output_required=True)
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("import", help="turn an NCCL dump or nvidia-smi topo -m into .topo")
     p.add_argument("format", choices=["nccl-topo", "nvidia-smi"])
+    p.add_argument("--bus-ids", metavar="FILE",
+                   help="nccl-topo: also write each device's bus id in the dump to FILE")
     p.add_argument("--gpu", metavar="MODEL",
                    help="nvidia-smi: the GPU model (B200, H100, A100...) when the paste does "
                    "not show it; sets the NVLink generation")

@@ -42,8 +42,11 @@ def _int(el: ET.Element, name: str, default: int = 0) -> int:
     return int(value) if value.isdigit() and len(value) <= 9 else default
 
 
-def from_nccl_xml(text: str, path: str = "<dump>") -> tuple[str, list[str]]:
-    """A .topo text (and notes) for an NCCL topology XML file."""
+def from_nccl_xml(text: str, path: str = "<dump>",
+                  bus_ids: dict[str, str] | None = None) -> tuple[str, list[str]]:
+    """A .topo text (and notes) for an NCCL topology XML file; ``bus_ids``, when given, is
+    filled with each imported PCI device's id in the node and its bus id in the dump (for
+    ``topoc export nccl-topo --bus-ids``)."""
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -68,6 +71,9 @@ def from_nccl_xml(text: str, path: str = "<dump>") -> tuple[str, list[str]]:
             host.cpu(cpu)
         _sockets(b, host_cpus, path)
         external += [(h, *e) for e in host.nvlinks()]
+        if bus_ids is not None:
+            bus_ids.update({f"node.host{h}.{sel.replace('[', '').rstrip(']')}": busid
+                            for sel, busid in host.bus.items()})
         notes += b.notes
         groups.append((f"Host{h}", b))
     require_gpus(sum(b.count("gpu") for _, b in groups), path, "the dump")
@@ -92,6 +98,7 @@ class _Host:
         self.b, self.path = b, path
         self.gpu_by_bus: dict[str, tuple[str, int]] = {}
         self.pending: list[tuple[str, str, ET.Element, int]] = []   # sel, own bus, nvlink, sm
+        self.bus: dict[str, str] = {}                                # selector -> bus id
 
     def cpu(self, cpu: ET.Element) -> None:
         vendor = cpu.get("vendor", cpu.get("arch", "cpu"))
@@ -125,6 +132,7 @@ class _Host:
             b.model(model, f"device {model} : gpu {{{f' sm = {sm} ' if sm else ' '}}}")
             sel = b.add("gpu", model)
             self.gpu_by_bus[busid] = (sel, sm)
+            self.bus[sel] = busid
             c2c = gpu_el.find("c2c") if gpu_el is not None else None
             if c2c is not None:
                 bw = _int(c2c, "bw") * 1e6
@@ -136,19 +144,21 @@ class _Host:
                 self.pending += [(sel, busid, nv, sm) for nv in gpu_el.findall("nvlink")]
             return []
         if nic_el is not None or (klass.startswith("0x02") and not len(el)):
-            self.nic(parent, nic_el, _pcie_type(b, el, where), where)
+            self.bus[self.nic(parent, nic_el, _pcie_type(b, el, where), where)] = busid
             return []
         if klass.startswith("0x0604") or len(el):
             b.model("PCIeSwitch", "device PCIeSwitch : pcie_switch { }")
             sel = b.add("sw", "PCIeSwitch")
+            self.bus[sel] = busid
             b.wires.append(f"{parent} <-> {sel} : {_pcie_type(b, el, where)}")
             return [(sel, child) for child in el]
         b.notes.append(f"{where}: class {klass} with no GPU or NIC below; left out")
         return []
 
     def nic(self, parent: str, el: ET.Element | None, link: str | None,
-            where: str | None = None) -> None:
-        """One card: its ports share its PCIe link, so its rate is their sum."""
+            where: str | None = None) -> str:
+        """One card: its ports share its PCIe link, so its rate is their sum. Returns its
+        selector."""
         b = self.b
         nets = el.findall("net") if el is not None else []
         where = where or f"{self.path}: nic under {parent}"
@@ -171,6 +181,7 @@ class _Host:
                            "assumed a Gen4 x16 link")
             link = b.pcie(4, 16)
         b.wires.append(f"{parent} <-> {sel} : {link}")
+        return sel
 
     def nvlinks(self) -> list[tuple[str, str, int]]:
         """Wire NVLink to peers and switches; returns the links to a fabric outside the dump."""
@@ -200,6 +211,7 @@ class _Host:
                     b.model("NVSwitch", "device NVSwitch : switch {"
                             + ("  reduction = true" if nvls else "") + " }")
                     switches[target] = b.add("nvswitch", "NVSwitch")
+                    self.bus[switches[target]] = target
                 b.wires.append(f"{sel} <-> {switches[target]} : {kind} x {count}")
         return external
 
