@@ -21,7 +21,7 @@ from collections import defaultdict
 
 from .ir import SCALEOUT_CLASSES, System
 from .orders import CHANNELS_PER_NIC
-from .route import NoRoute, Router
+from .route import RailRouter
 from .summary import scaleout_levels
 
 #: NCCL's NVLink bandwidth per link in GB/s by compute capability (src/graph/topo.h:
@@ -56,16 +56,13 @@ class Resources:
     def __init__(self, system: System, sm: int | None):
         self.system = system
         self.graph = system.graph
-        self.router = Router(system)
-        self.host = Router(system, ("pcie", "nvlink_c2c", "inter_socket"))
-        self.fabric = Router(system, SCALEOUT_CLASSES)
+        self.router = RailRouter(system)
         self.nvlink_bw = nvlink_gbs(sm) * 1e9
         self.kind = self.router.kind
         self._levels: dict[str, int] | None = None
         self._paths: dict[tuple[str, str], tuple[tuple, ...]] = {}
         self.capacity: dict[tuple, float] = {}
         self.example: dict[tuple, tuple[str, str]] = {}     # resource -> (link id, link class)
-        self._proxies: dict[tuple[int, str], tuple | None] = {}   # (rank, NIC) -> PXN hop
 
     def tier(self, device_id: str) -> int:
         """Height in the hierarchy: GPUs 0, NVSwitches and PCIe switches 1, CPUs 2, NICs 3,
@@ -119,51 +116,9 @@ class Resources:
             at = nxt
 
     def _path(self, src: str, dst: str) -> tuple[str, ...]:
-        """GPUDirect paths between islands go through each GPU's own NIC (its rail, as NCCL
-        assigns them); when the fabric joins no path between those two NICs (separate rail
-        planes), PXN: over NVLink to the island's GPU whose NIC reaches the destination's, then
-        through that NIC, as NCCL's PXN does. Everything else is the router's least-cost path."""
-        loc = self.system.locality
-        ranks = loc.rank_of
-        if src in ranks and dst in ranks and \
-                loc.island[ranks[src]] != loc.island[ranks[dst]]:
-            a, b = loc.nic(ranks[src]), loc.nic(ranks[dst])
-            if a and b:
-                try:
-                    return self.host.path(src, a) + self.fabric.path(a, b) + \
-                        self.host.path(b, dst)
-                except NoRoute:
-                    proxy = self._pxn(ranks[src], ranks[dst], b)
-                    if proxy is not None:
-                        gpu, nic, net = proxy
-                        try:
-                            return (self.router.path(src, gpu) + self.host.path(gpu, nic) + net
-                                    + self.host.path(b, dst))
-                        except NoRoute:
-                            pass
+        """The route stage's path (``route.RailRouter``): the links costed are the links a
+        schedule's transfers are routed over."""
         return self.router.path(src, dst)
-
-    def _pxn(self, rank: int, dst: int, nic: str):
-        """The (GPU, its NIC, fabric path) of ``rank``'s island whose NIC has the shortest
-        fabric path to ``nic``; among equals the GPU at ``dst``'s place in its own island (the
-        mirror of the receiver, so proxies spread over NICs as receivers do), or None."""
-        key = (rank, nic)
-        if key not in self._proxies:
-            loc, best = self.system.locality, None
-            mirror = loc.island_ranks[loc.island[dst]].index(dst)
-            for at, r in enumerate(loc.island_ranks[loc.island[rank]]):
-                own = loc.nic(r)
-                if not own:
-                    continue
-                try:
-                    net = self.fabric.path(own, nic)
-                except NoRoute:
-                    continue
-                score = (len(net), abs(at - mirror), abs(r - rank))
-                if best is None or score < best[0]:
-                    best = (score, (self.system.gpus[r].id, own, net))
-            self._proxies[key] = best[1] if best else None
-        return self._proxies[key]
 
     def net_channel(self, resource: tuple, channel: int) -> tuple | None:
         """The per-channel share of a NIC's scale-out bundle: NCCL drives a NIC with

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import attrs
 import networkx as nx
 
-from .ir import System
+from .ir import SCALEOUT_CLASSES, System
 
 if TYPE_CHECKING:
     from .schedule import Schedule
@@ -132,16 +132,78 @@ class Router:
         return best[1] if best else None
 
 
+class RailRouter:
+    """Paths as NCCL takes them. Between islands a GPU sends through its own NIC (its rail, as
+    NCCL assigns them) to the receiver's own NIC; when the fabric joins no path between those
+    two NICs (separate rail planes), PXN: over NVLink to the sender's island GPU whose NIC
+    reaches the receiver's (the receiver's mirror among equals), then through that NIC. All
+    else is the least-cost path. The route stage and the cost model's loads both use it, so
+    what is costed is what is routed."""
+
+    def __init__(self, system: System):
+        self.system = system
+        self.any = Router(system)
+        self.host = Router(system, ("pcie", "nvlink_c2c", "inter_socket"))
+        self.fabric = Router(system, SCALEOUT_CLASSES)
+        self.kind = self.any.kind
+        self.graph = self.any.graph
+        self._proxies: dict[tuple[int, str], tuple | None] = {}     # (rank, NIC) -> PXN hop
+
+    def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
+        """Link ids from ``src`` to ``dst``; ``flow`` picks among equal-cost fabric paths."""
+        loc = self.system.locality
+        ranks = loc.rank_of
+        if src in ranks and dst in ranks and loc.island[ranks[src]] != loc.island[ranks[dst]]:
+            a, b = loc.nic(ranks[src]), loc.nic(ranks[dst])
+            if a and b:
+                try:
+                    return (self.host.path(src, a) + self.fabric.path(a, b, flow)
+                            + self.host.path(b, dst))
+                except NoRoute:
+                    proxy = self._pxn(ranks[src], ranks[dst], b)
+                    if proxy is not None:
+                        gpu, nic, net = proxy
+                        try:
+                            return (self.any.path(src, gpu) + self.host.path(gpu, nic) + net
+                                    + self.host.path(b, dst))
+                        except NoRoute:
+                            pass
+        return self.any.path(src, dst, flow)
+
+    def _pxn(self, rank: int, dst: int, nic: str):
+        """The (GPU, its NIC, fabric path) of ``rank``'s island whose NIC has the shortest
+        fabric path to ``nic``; among equals the GPU at ``dst``'s place in its own island (so
+        proxies spread over NICs as receivers do), or None; cached per (rank, NIC)."""
+        key = (rank, nic)
+        if key not in self._proxies:
+            loc, best = self.system.locality, None
+            mirror = loc.island_ranks[loc.island[dst]].index(dst)
+            for at, r in enumerate(loc.island_ranks[loc.island[rank]]):
+                own = loc.nic(r)
+                if not own:
+                    continue
+                try:
+                    net = self.fabric.path(own, nic)
+                except NoRoute:
+                    continue
+                score = (len(net), abs(at - mirror), abs(r - rank))
+                if best is None or score < best[0]:
+                    best = (score, (self.system.gpus[r].id, own, net))
+            self._proxies[key] = best[1] if best else None
+        return self._proxies[key]
+
+
 def participants(sched: "Schedule") -> tuple[str, ...]:
     """Device ids of positions 0..n-1 (the group) then n.. (agents)."""
     return sched.devices + sched.agents
 
 
-def route(system: System, sched: "Schedule", router: Router | None = None,
+def route(system: System, sched: "Schedule", router: Router | RailRouter | None = None,
           position: int | None = None) -> list[list[Transfer]]:
-    """Every round of ``sched`` with each step's bytes and links; with ``position`` only the
-    steps that position sends or receives are routed (every round is kept, maybe empty)."""
-    router = router or Router(system)
+    """Every round of ``sched`` with each step's bytes and links, over the rails NCCL would use
+    (``RailRouter``); with ``position`` only the steps that position sends or receives are
+    routed (every round is kept, maybe empty)."""
+    router = router or RailRouter(system)
     devs = participants(sched)
     out = []
     for steps in sched.rounds(position):

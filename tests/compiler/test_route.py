@@ -7,6 +7,8 @@ import pytest
 import topoc
 from topoc.compiler.route import Router
 
+from ..conftest import library_file
+
 LIB = "library/nvidia"
 
 
@@ -22,3 +24,36 @@ def test_shortcut_matches_dijkstra(name):
         assert fast.path(a, b, bucket) == slow.path(a, b, bucket)
         checked += 1
     assert checked > 100
+
+
+def test_schedule_routes_cross_islands_on_the_rails_the_cost_model_charges():
+    """Every inter-island transfer of a routed ring leaves through the sender's own NIC and
+    enters through the receiver's, as the cost model's loads count it; on an odd island count
+    the one crossing that cannot keep its rail goes over PXN (NVLink, then a NIC on the
+    receiver's rail), never through a GPU-to-GPU fabric detour."""
+    from topoc.compiler.loads import Resources
+    from topoc.compiler.ranks import select_group
+    from topoc.compiler.route import route
+    from topoc.compiler.schedule import schedule
+    for name, defines, ranks in (("h100_cluster.topo", {"nodes": 2}, "0..15"),
+                                 ("nvl72_cluster.topo", {"racks": 3}, "0..7,72..79,144..151")):
+        system = topoc.load(library_file(name), defines)
+        loc = system.locality
+        group = select_group(system, ranks_text=ranks)
+        sched = schedule(system, group, "allgather", "ring", 2**20, channels=4)
+        res = Resources(system, 90)
+        pxn = 0
+        for rnd in route(system, sched):
+            for t in rnd:
+                a, b = group.ranks[t.src], group.ranks[t.dst]
+                if loc.island[a] == loc.island[b]:
+                    continue
+                assert tuple(t.links) == res.router.path(sched.devices[t.src],
+                                                         sched.devices[t.dst], t.src_chunk)
+                ends = {lk for lk in t.links if "nic" in lk}
+                mine, theirs = loc.nic(a), loc.nic(b)
+                assert any(theirs in lk for lk in ends)
+                if not any(mine in lk for lk in ends):
+                    pxn += 1
+                    assert "nvlink" in t.links[0], t.links      # PXN: NVLink to the proxy first
+        assert (pxn > 0) == (name.startswith("nvl72"))
