@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 
 from ..compiler.cost import Cost
+from ..compiler.orders import NOT_NCCL
 
 SCHEMA = "topoc.cost/1"
 FIELDS = ("collective", "group", "ranks", "size", "algorithm", "protocol", "time", "algbw",
@@ -62,6 +63,8 @@ def as_table(rows: Sequence[Cost], title: str = "") -> str:
     if rows:
         worst = max(rows, key=lambda c: c.size)
         lines.append(f"# bottleneck at {human_size(worst.size)}: {worst.bottleneck_link}")
+    for algo in sorted({c.algorithm for c in rows} & NOT_NCCL):
+        lines.append(f"# {algo} is topoc's own algorithm: NCCL does not run it")
     return "\n".join(lines) + "\n"
 
 

@@ -176,3 +176,27 @@ def test_report_without_compute_says_what_can_overlap(capsys):
     assert main(["report", str(cluster)]) == 0
     out = capsys.readouterr().out
     assert f"{seconds(hideable)} of it can overlap the backward pass" in out
+
+
+def test_hierarchical_is_labelled_and_never_auto(capsys):
+    nvl = str(library_file("nvl72_cluster.topo"))
+    assert main(["cost", nvl, "-D", "racks=2", "--group", "world", "--sizes", "1GiB",
+                 "--algorithm", "hierarchical"]) == 0
+    assert "hierarchical is topoc's own algorithm" in capsys.readouterr().out
+    for racks in ("2", "3", "4"):
+        assert main(["cost", nvl, "-D", f"racks={racks}", "--group", "world", "--sizes",
+                     "1MiB,64MiB,8GiB", "--format", "json"]) == 0
+        rows = json.loads(capsys.readouterr().out)["rows"]
+        assert {r["algorithm"] for r in rows} <= {"ring", "tree", "nvls", "nvlstree"}
+
+
+def test_three_racks_keep_their_rails():
+    """An odd island count used to cross rails on every channel's wrap-around (5x slower)."""
+    import topoc
+    from topoc.compiler.cost import cost
+    from topoc.compiler.ranks import select_group
+    busbw = {}
+    for racks in (2, 3, 4):
+        system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": racks})
+        busbw[racks] = cost(system, select_group(system), "allreduce", 8 * 2**30, "ring").busbw
+    assert busbw[3] > 0.8 * min(busbw[2], busbw[4])

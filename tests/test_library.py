@@ -138,3 +138,17 @@ def test_every_library_file_checks_clean():
     from topoc import library
     for path in library.files():
         assert topoc.check(path) == [], path
+
+
+@pytest.mark.parametrize("name,param", [("a100_cluster.topo", "nodes"),
+                                        ("h100_cluster.topo", "nodes"),
+                                        ("h100_superpod.topo", "nodes"),
+                                        ("nvl72_cluster.topo", "racks"),
+                                        ("nvl72_superpod.topo", "racks")])
+def test_cluster_files_work_at_two(name, param, tmp_path):
+    """Every bundled cluster compiles, reports its strategy and costs its world at 2."""
+    from topoc.cli import main
+    path = str(library_file(name))
+    for verb in (["compile"], ["lint"], ["report", "--parallel", "train"],
+                 ["cost", "--group", "world", "--sizes", "1GiB"]):
+        assert main([verb[0], path, "-D", f"{param}=2", *verb[1:]]) == 0, verb
