@@ -175,6 +175,10 @@ def number_bombs(draw):
     verb = draw(st.sampled_from([["compile"], ["compile", "--format", "json"], ["lint"],
                                  ["fmt", "--check"], ["render", "-o", "{out}.dot"],
                                  ["cost", "--group", "world", "--sizes", "1MiB"],
+                                 ["report", "--parallel", "train"],
+                                 ["schedule", "--ranks", "0..1", "--collective", "allreduce",
+                                  "--format", "nccl"],
+                                 ["export", "nccl-topo", "-o", "{out}.xml"],
                                  ["compile", "-D", "{define}"]]))
     define = draw(st.sampled_from(["racks", "nodes", "pods"])) + "=" + draw(
         st.sampled_from(EXTREME_NUMBERS))

@@ -97,13 +97,6 @@ def test_bad_dumps_name_the_problem(text, needle):
         from_nccl_xml(text, "x.xml")
 
 
-def test_bad_matrix_names_the_row():
-    with pytest.raises(ImportFailure, match=r"unknown relation 'NV\?'"):
-        from_smi("\tGPU0\tGPU1\nGPU0\t X \tNV?\nGPU1\tNV4\t X \n", "m.txt")
-    with pytest.raises(ImportFailure, match="no matrix header"):
-        from_smi("hello\n", "m.txt")
-
-
 def test_dgx_h100_export_meets_the_parser_rules():
     system = topoc.load(library_file("dgx_h100.topo"))
     text = nccl_topo.render(system)

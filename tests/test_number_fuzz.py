@@ -43,8 +43,11 @@ def run_verb(argv: list[str]) -> tuple[int, float, int]:
 def check_bomb(verb, path, text, tmp_path):
     src = tmp_path / path.name
     src.write_text(text)
-    argv = [verb[0], str(src), *[a.replace("{out}", str(tmp_path / "out")) for a in verb[1:]],
-            "--import-root", str(path.parent)]
+    rest = [a.replace("{out}", str(tmp_path / "out")) for a in verb[1:]]
+    if verb[0] == "export":             # export FORMAT FILE ...
+        argv = [verb[0], rest[0], str(src), *rest[1:], "--import-root", str(path.parent)]
+    else:
+        argv = [verb[0], str(src), *rest, "--import-root", str(path.parent)]
     if verb[0] == "fmt":
         argv = argv[:-2]                   # fmt resolves no imports
     code, seconds, peak = run_verb(argv)
