@@ -9,6 +9,7 @@ Trees print per rank as ``Trees [0] d0/d1/d2->rank->up [1] ...`` (-1 where there
 
 from __future__ import annotations
 
+from ..compiler.diagnostics import plural
 from ..compiler.ir import System
 from ..compiler.route import route
 from ..compiler.schedule import Schedule
@@ -18,7 +19,8 @@ def render(system: System, sched: Schedule, rank: int | None = None) -> str:
     """The ring or tree orders of ``sched`` (other algorithms list their rounds briefly)."""
     ranks = sched.group.ranks
     lines = [f"# {sched.algorithm} {sched.collective} on {sched.group.name} "
-             f"({len(ranks)} ranks, {sched.channels} channel(s), {sched.chunks} chunks)"]
+             f"({plural(len(ranks), 'rank')}, {plural(sched.channels, 'channel')}, "
+             f"{plural(sched.chunks, 'chunk')})"]
     if sched.rings:
         total = len(sched.rings)
         for c, ring in enumerate(sched.rings):

@@ -124,6 +124,13 @@ class CompileError(Exception):
         super().__init__(render_all(self.diagnostics))
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 GPU pair', '24 GPU pairs', '2 switches': a count and its noun, in agreement."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {many or (word + 'es' if word.endswith(('s', 'sh', 'ch', 'x')) else word + 's')}"
+
+
 def error(code: str, message: str, span: Span, *notes: Note) -> Diagnostic:
     """Shorthand for an error-level diagnostic."""
     return Diagnostic(code, ERROR, message, span, tuple(notes))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import attrs
 import lark
 from lark import Transformer, v_args
 
 from ..grammar import parser
 from . import syntax as s
-from .diagnostics import CompileError, Source, Span, error
+from .diagnostics import CompileError, Note, Source, Span, error
 from .limits import LIMITS
 from .units import LiteralRange, literal
 
@@ -257,6 +258,45 @@ def _expected(names) -> str:
     return ", ".join(pretty)
 
 
+_DECLARATIONS = {"use", "link", "device", "group", "system", "parallel"}
+
+
+def _unclosed(source: Source, line: int, col: int) -> tuple[int, int] | None:
+    """Line and column of the innermost '{' still open before (line, col), comments and
+    strings skipped; None when every block is closed."""
+    stack: list[tuple[int, int]] = []
+    for n in range(1, min(line, len(source.lines)) + 1):
+        text = source.line(n)
+        end = col - 1 if n == line else len(text)
+        i, quoted = 0, False
+        while i < end:
+            ch = text[i]
+            if quoted and ch == "\\":
+                i += 1                                  # an escaped character
+            elif ch == '"':
+                quoted = not quoted
+            elif not quoted and ch == "#":
+                break
+            elif not quoted and ch == "{":
+                stack.append((n, i + 1))
+            elif not quoted and ch == "}" and stack:
+                stack.pop()
+            i += 1
+    return stack[-1] if stack else None
+
+
+def _missing_brace(source: Source, at: Span, what: str):
+    """E103 at the block that was never closed, when the parser stopped at a new declaration
+    or the end of the file inside it; None otherwise."""
+    opened = _unclosed(source, at.line, at.col)
+    if opened is None:
+        return None
+    line, col = opened
+    header = source.line(line).strip().split("{")[0].strip() or "block"
+    return error("E103", f"'{header}' opened here is never closed: add '}}' before {what}",
+                 Span(source, line, col, line, col + 1), Note(f"{what} found here", at))
+
+
 def _syntax_error(exc: lark.exceptions.UnexpectedInput, source: Source):
     line, col = max(1, exc.line or 1), max(1, exc.column or 1)
     if isinstance(exc, lark.exceptions.UnexpectedCharacters):
@@ -268,13 +308,26 @@ def _syntax_error(exc: lark.exceptions.UnexpectedInput, source: Source):
         while last > 1 and not source.line(last).strip():
             last -= 1                       # point just past the last text, not at blank lines
         end_col = len(source.line(last)) + 1
-        return error("E102", f"unexpected end of file; expected {_expected(exc.expected)}",
-                     Span(source, last, end_col, last, end_col + 1))
+        at = Span(source, last, end_col, last, end_col + 1)
+        if "RBRACE" in exc.expected:
+            found = _missing_brace(source, Span(source, len(source.lines) + 1, 1, 0, 0),
+                                   "the end of the file")
+            if found is not None:
+                return attrs.evolve(found, notes=(Note("the file ends here", at),))
+        return error("E102", f"unexpected end of file; expected {_expected(exc.expected)}", at)
     tok = exc.token
     width = max(1, len(str(tok)))
-    what = f"{_PRETTY[tok.type]} '{tok}'" if tok.type in _WORDS else f"'{tok}'"
-    return error("E100", f"unexpected {what}; expected {_expected(exc.expected)}",
-                 Span(source, line, col, line, col + width))
+    at = Span(source, line, col, line, col + width)
+    text = source.line(line)
+    first = text.split(None, 1)[0] if text.strip() else ""
+    if first in _DECLARATIONS:           # a new declaration where a block should have closed
+        start = len(text) - len(text.lstrip()) + 1
+        found = _missing_brace(source, Span(source, line, start, line, start + len(first)),
+                               f"'{first}'")
+        if found is not None:
+            return found
+    what = f"{_PRETTY[tok.type][2:]} '{tok}'" if tok.type in _WORDS else f"'{tok}'"
+    return error("E100", f"unexpected {what}; expected {_expected(exc.expected)}", at)
 
 
 def _too_deep(source: Source):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from .diagnostics import Span
+from .diagnostics import Span, plural
 from .ir import SCALEOUT_CLASSES, System
 from .locality import UnionFind
 from .ranks import rank_groups
@@ -106,8 +106,9 @@ def no_p2p(system: System, opts) -> Iterable[Finding]:
         sizes = [len(v) for v in parts.values()]
         pairs = (sum(sizes) ** 2 - sum(s * s for s in sizes)) // 2
         first, second = (sorted(v, key=lambda d: d.id)[0] for v in list(parts.values())[:2])
-        yield Finding("W402", f"{pairs} GPU pair(s) have no peer-to-peer path and stage through "
-                      f"host memory, e.g. {first.id} and {second.id}", first.span)
+        verb = "has" if pairs == 1 else "have"
+        yield Finding("W402", f"{plural(pairs, 'GPU pair')} {verb} no peer-to-peer path and "
+                      f"stage through host memory, e.g. {first.id} and {second.id}", first.span)
 
 
 @rule("W403", "warning", "GPU whose nearest NIC hangs off another CPU socket")
@@ -176,8 +177,8 @@ def oversubscribed(system: System, opts) -> Iterable[Finding]:
     for (span, lvl), cases in found.items():
         ratio, sw, d, u = max(cases)
         yield Finding("W405", f"tier-{lvl} switches oversubscribed up to {ratio:.2f}:1, e.g. "
-                      f"{sw}: {d / 1e9:g} GB/s down, {u / 1e9:g} GB/s up ({len(cases)} "
-                      "switch(es))", span)
+                      f"{sw}: {d / 1e9:g} GB/s down, {u / 1e9:g} GB/s up "
+                      f"({plural(len(cases), 'switch')})", span)
 
 
 @rule("W406", "warning", "rail misalignment: NIC n of a node lands on another rail's switch")
@@ -204,7 +205,8 @@ def rails(system: System, opts) -> Iterable[Finding]:
     wrong = [(nic, leaf) for nic, leaf in leaf_of.items() if local[nic] != rail[leaf]]
     if wrong:
         nic, leaf = min(wrong)
-        yield Finding("W406", f"{len(wrong)} NIC(s) off their rail, e.g. {nic} (NIC {local[nic]} "
+        their = "its" if len(wrong) == 1 else "their"
+        yield Finding("W406", f"{plural(len(wrong), 'NIC')} off {their} rail, e.g. {nic} (NIC {local[nic]} "
                       f"of its node) on {leaf}, which carries rail {rail[leaf]}",
                       system.device(nic).span)
 
@@ -247,7 +249,8 @@ def _spanning(system: System, dim: str, spans) -> Iterable[tuple]:
 @rule("W501", "warning", "tensor-parallel group outside one NVLink domain")
 def tp_outside(system: System, opts) -> Iterable[Finding]:
     for p, bad in _spanning(system, "tp", _spans_domains):
-        yield Finding("W501", f"{len(bad)} tp group(s) of '{p.name}' leave one NVLink domain, "
+        leave = "leaves" if len(bad) == 1 else "leave"
+        yield Finding("W501", f"{plural(len(bad), 'tp group')} of '{p.name}' {leave} one NVLink domain, "
                       f"e.g. tp:{bad[0]}: TP communicates in every layer; keep it on NVLink",
                       p.span)
 
@@ -255,7 +258,8 @@ def tp_outside(system: System, opts) -> Iterable[Finding]:
 @rule("W502", "warning", "expert-parallel all-to-all crossing the scale-out network")
 def ep_scaleout(system: System, opts) -> Iterable[Finding]:
     for p, bad in _spanning(system, "ep", _spans_islands):
-        yield Finding("W502", f"{len(bad)} ep group(s) of '{p.name}' span nodes, e.g. ep:"
+        span = "spans" if len(bad) == 1 else "span"
+        yield Finding("W502", f"{plural(len(bad), 'ep group')} of '{p.name}' {span} nodes, e.g. ep:"
                       f"{bad[0]}: token all-to-all goes over the network, where it cannot "
                       "aggregate NICs", p.span)
 

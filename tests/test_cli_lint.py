@@ -81,3 +81,19 @@ def test_library_is_formatted_and_lints_clean(capsys):
     paths = [str(p) for p in library.files()]
     assert main(["fmt", "--check", *paths]) == 0
     assert main(["lint", "--strict", *paths]) == 0
+
+
+@pytest.mark.parametrize("verb", [["lint"], ["compile"], ["fmt", "--check"], ["render", "-o", "x.dot"]])
+def test_non_utf8_file_names_the_byte(verb, tmp_path, capsys):
+    bad = tmp_path / "latin1.topo"
+    bad.write_bytes(b'device G : gpu { }\n# caf\xe9\ngroup N { g[2] : G }\nsystem n : N\n')
+    args = [verb[0], str(bad), *[a.replace("x.dot", str(tmp_path / "x.dot")) for a in verb[1:]]]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:2:6: not UTF-8 text (byte 0xe9)" in err and "Traceback" not in err
+
+
+def test_counts_agree_with_their_nouns():
+    from topoc.compiler.diagnostics import plural
+    assert plural(1, "GPU pair") == "1 GPU pair" and plural(24, "GPU pair") == "24 GPU pairs"
+    assert plural(2, "switch") == "2 switches" and plural(1, "NIC") == "1 NIC"

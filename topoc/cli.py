@@ -80,18 +80,30 @@ def parse_defines(items: Sequence[str]) -> dict[str, int]:
     return out
 
 
+def unreadable(path, exc: Exception) -> UsageError:
+    """The usage error for a file that cannot be read: for text that is not UTF-8, the line and
+    column of the first bad byte, so the user can find it."""
+    if isinstance(exc, UnicodeDecodeError):
+        data = exc.object[:exc.start]
+        line = data.count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n") + 1) + 1
+        return UsageError(f"{path}:{line}:{col}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); "
+                          "save the file as UTF-8")
+    return UsageError(f"cannot read {getattr(exc, 'filename', None) or path}: {exc}")
+
+
 def _read_text(path: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
+        raise unreadable(path, exc) from None
 
 
 def _load(args) -> topoc.System:
     try:
         return topoc.load(args.file, parse_defines(args.define), args.import_root or ())
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {args.file}: {exc}") from None
+        raise unreadable(args.file, exc) from None
 
 
 def cmd_compile(args) -> int:
@@ -116,11 +128,12 @@ def cmd_lint(args) -> int:
         for file in args.files:
             config = find_config(Path(file).resolve()).merged(select, ignore, args.strict)
             strict = strict or config.strict
-            found += topoc.lint(file, config, defines, args.import_root or ())
+            try:
+                found += topoc.lint(file, config, defines, args.import_root or ())
+            except (OSError, UnicodeDecodeError) as exc:
+                raise unreadable(file, exc) from None
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {exc.filename or ''}: {exc}") from None
     if args.format == "text":
         out = lint_report.text(found)
         if out:
@@ -190,10 +203,7 @@ def cmd_fmt(args) -> int:
     from .compiler.fmt import fmt
     changed, failed = [], []
     for file in args.files:
-        try:
-            text = Path(file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {file}: {exc}") from None
+        text = _read_text(file)
         try:
             new = fmt(text, file)
         except CompileError as exc:

@@ -55,7 +55,8 @@ def test_unit_names_do_not_eat_attribute_names():
 @pytest.mark.parametrize("text,code,line,col", [
     ("group G {\n  gpu[8] : \n}", "E100", 3, 1),
     ("group G { gpu[8] : H100 @ }", "E101", 1, 25),
-    ("group G {", "E102", 1, 10),
+    ("group G {", "E103", 1, 9),
+    ("system s :", "E102", 1, 11),
     ("group G { gpu[1.5] : H100 }", "E205", 1, 15),
 ])
 def test_syntax_errors_have_positions(text, code, line, col):
