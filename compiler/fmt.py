@@ -211,7 +211,8 @@ class _Printer:
         elif kind == "group_decl":
             name, params, *stmts = c
             first = stmts[0].meta.line - 1 if stmts else node.meta.end_line - 1
-            comment = self.trailing(node.meta.line, max(node.meta.line, first))
+            # a statement on the header's line keeps its own comment (printed with it)
+            comment = self.trailing(node.meta.line, first) if first >= node.meta.line else ""
             self.out.append(f"group {name}{self.args(params)} {{" + comment)
             self.body(stmts, node.meta, INDENT)
             comment = self.trailing(node.meta.end_line, node.meta.end_line)
@@ -219,7 +220,7 @@ class _Printer:
         elif kind == "parallel_decl":
             name, system, *items = c
             first = items[0].meta.line - 1 if items else node.meta.end_line - 1
-            comment = self.trailing(node.meta.line, max(node.meta.line, first))
+            comment = self.trailing(node.meta.line, first) if first >= node.meta.line else ""
             self.out.append(f"parallel {name} on {system} {{" + comment)
             for it in items:
                 self.unit(it.meta.line, INDENT)

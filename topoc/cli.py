@@ -199,24 +199,35 @@ def cmd_import(args) -> int:
 
 
 def cmd_fmt(args) -> int:
-    """topoc fmt FILE... [--check]: rewrite in the canonical layout, or only report."""
+    """topoc fmt FILE... [--check] [--diff] [--stdout]; FILE '-' reads standard input and
+    writes the result to standard output."""
+    import difflib
     from .compiler.fmt import fmt
     changed, failed = [], []
     for file in args.files:
-        text = _read_text(file)
+        text = sys.stdin.read() if file == "-" else _read_text(file)
+        name = "<stdin>" if file == "-" else file
         try:
-            new = fmt(text, file)
+            new = fmt(text, name)
         except CompileError as exc:
             report(exc.diagnostics)
             failed.append(file)
             continue
+        if args.diff and new != text:
+            sys.stdout.writelines(difflib.unified_diff(
+                text.splitlines(keepends=True), new.splitlines(keepends=True),
+                f"{name} (original)", f"{name} (formatted)"))
+        elif (args.stdout or file == "-") and not args.check:
+            sys.stdout.write(new)
         if new != text:
-            changed.append(file)
-            if not args.check:
+            changed.append(name)
+            if not (args.check or args.diff or args.stdout or file == "-"):
                 write_output(new, file)
-    verb = "would reformat" if args.check else "reformatted"
-    for file in changed:
-        print(f"{verb} {file}", file=sys.stderr)
+    if not (args.stdout and not args.check):
+        verb = "would reformat" if args.check or args.diff else "reformatted"
+        for name in changed:
+            if name != "<stdin>" or args.check:
+                print(f"{verb} {name}", file=sys.stderr)
     if failed or (args.check and changed):
         return EXIT_INPUT
     return EXIT_OK
@@ -441,6 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+")
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file "
                    "would change")
+    p.add_argument("--diff", action="store_true", help="change nothing; print a unified diff "
+                   "of what would change (with --check, exit 1 if anything would)")
+    p.add_argument("--stdout", action="store_true", help="print the formatted text instead of "
+                   "rewriting the files ('-' as FILE reads standard input and does this)")
     p.set_defaults(func=cmd_fmt)
     p = sub.add_parser("render", help="draw the system with Graphviz")
     p.add_argument("file")

@@ -53,3 +53,30 @@ def test_comments_survive():
     for comment in ("# head", "# inside", "# tail"):
         assert comment in out
     assert fmt(out) == out
+
+
+def test_a_statement_on_the_header_line_keeps_its_comment():
+    text = 'device G : gpu { }\ngroup N { g[2] : G # two\n}\nsystem n : N\nparallel p on n { tp = 2 # tp\n}\n'
+    out = fmt(text)
+    assert "  g[2] : G  # two" in out and "group N {\n" in out
+    assert "  tp = 2  # tp" in out and "parallel p on n {\n" in out
+    assert fmt(out) == out
+
+
+def test_fmt_diff_stdout_and_stdin(tmp_path, capsys, monkeypatch):
+    import io
+    from topoc.cli import main
+    path = tmp_path / "x.topo"
+    messy = "device G : gpu {   }\ngroup N { g[2] : G }\nsystem n:N\n"
+    path.write_text(messy)
+    assert main(["fmt", "--diff", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"--- {path} (original)") and "+system n : N" in out
+    assert path.read_text() == messy                       # --diff changes nothing
+    assert main(["fmt", "--diff", "--check", str(path)]) == 1
+    capsys.readouterr()
+    assert main(["fmt", "--stdout", str(path)]) == 0
+    assert capsys.readouterr().out == fmt(messy) and path.read_text() == messy
+    monkeypatch.setattr("sys.stdin", io.StringIO(messy))
+    assert main(["fmt", "-"]) == 0
+    assert capsys.readouterr().out == fmt(messy)
