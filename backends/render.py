@@ -13,6 +13,8 @@ The DOT text is built with everything sorted, so the same system gives the same 
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
 from collections import defaultdict
 
 import attrs
@@ -55,6 +57,10 @@ BLOCK = 32
 ROW_WIDTH = 16
 #: Past this many sibling clusters, ranks run left to right so the clusters stack vertically.
 STACK_CLUSTERS = 4
+#: Boxes plus lines Graphviz lays out in seconds: a 2-rack NVL72 physical view (3,644) takes
+#: about 5 s on 2 cores, and the time grows faster than the size. Past this a picture is
+#: refused (the DOT text can still be written).
+MAX_LAYOUT = 5000
 PALETTE = ("#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
            "#f032e6", "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324", "#fffac8",
            "#800000", "#aaffc3", "#808000", "#ffd8b1", "#000075", "#808080")
@@ -266,7 +272,8 @@ def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _legend(kinds: set[str], classes: set[str], opts: Options, view: str) -> str:
+def _legend(kinds: set[str], classes: set[str], opts: Options, view: str,
+            shown: bool = True) -> str:
     rows = [f'<TR><TD COLSPAN="2"><B>{view} view</B></TD></TR>']
     for kind in sorted(kinds):
         color = KIND_STYLE[kind]["fillcolor"]
@@ -275,7 +282,7 @@ def _legend(kinds: set[str], classes: set[str], opts: Options, view: str) -> str
     for cls in sorted(classes):
         rows.append(f'<TR><TD><FONT COLOR="{CLASS_COLOR[cls]}"><B>&#8212;&#8212;</B></FONT></TD>'
                     f'<TD ALIGN="LEFT">{cls}</TD></TR>')
-    if opts.parallel:
+    if opts.parallel and shown:
         rows.append(f'<TR><TD COLSPAN="2">GPU colour: {opts.color} group</TD></TR>')
     if opts.ring:
         rows.append(f'<TR><TD><FONT COLOR="{RING_COLOR}"><B>- - &gt;</B></FONT></TD>'
@@ -283,13 +290,16 @@ def _legend(kinds: set[str], classes: set[str], opts: Options, view: str) -> str
     return f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0">{"".join(rows)}</TABLE>>'
 
 
-def dot_source(system: System, opts: Options = Options()) -> tuple[str, str]:
-    """The DOT text for ``system`` and the view it shows."""
-    if opts.view:
-        view, (nodes, edges) = opts.view, BUILDERS[opts.view](system)
-    else:
-        view, nodes, edges = choose_view(system)
+def dot_source(system: System, opts: Options = Options(),
+               notes: list[str] | None = None) -> tuple[str, str]:
+    """The DOT text for ``system`` and the view it shows; what the drawing cannot show goes to
+    ``notes``."""
+    view, nodes, edges = _view(system, opts)
     colors = _group_colors(system, opts)
+    shown = any(n.id in colors for n in nodes)
+    if opts.parallel and not shown and notes is not None:
+        notes.append(f"--color {opts.color}: the {view} view draws no GPU boxes to colour; "
+                     "use --view logical or --view physical")
     g = graphviz.Graph(name=system.name, strict=False)
     tops = {n.cluster.split(".")[1] if n.cluster.count(".") >= 1 else "" for n in nodes}
     rankdir = "LR" if len(tops) > STACK_CLUSTERS else "TB"
@@ -361,9 +371,21 @@ def dot_source(system: System, opts: Options = Options()) -> tuple[str, str]:
     _wrap_rows(g, nodes, rankdir)
     _draw_ring(g, system, opts, {n.id for n in nodes}, view)
     kinds = {n.kind for n in nodes}
-    g.node("legend", label=_legend(kinds, classes, opts, view), shape="plaintext",
+    g.node("legend", label=_legend(kinds, classes, opts, view, shown), shape="plaintext",
            style="", fillcolor="")
     return g.source, view
+
+
+def _view(system: System, opts: Options):
+    if opts.view:
+        return (opts.view, *BUILDERS[opts.view](system))
+    return choose_view(system)
+
+
+def layout_size(system: System, opts: Options) -> tuple[str, int]:
+    """The view ``opts`` draws and its boxes plus lines, what Graphviz's time grows with."""
+    view, nodes, edges = _view(system, opts)
+    return view, len(nodes) + len(edges)
 
 
 def _wrap_rows(g, nodes: list[Node], rankdir: str) -> None:
@@ -406,17 +428,40 @@ def _draw_ring(g, system: System, opts: Options, drawn: set[str], view: str) -> 
                    label=str(step), fontcolor=RING_COLOR, style="dashed")
 
 
-def render(system: System, fmt: str = "dot", opts: Options = Options()) -> tuple[bytes, str]:
-    """The diagram as bytes in ``fmt`` (dot, svg, png, pdf) and the view drawn.
+class TooLarge(ValueError):
+    """The view has more boxes and lines than Graphviz lays out in reasonable time."""
 
-    Raises ``DotMissing`` when a picture is asked for and Graphviz's ``dot`` cannot run.
+
+def render(system: System, fmt: str = "dot", opts: Options = Options(),
+           notes: list[str] | None = None) -> tuple[bytes, str]:
+    """The diagram as bytes in ``fmt`` (dot, svg, png, pdf) and the view drawn; Graphviz's
+    warnings and what the view cannot show are summarised in ``notes``.
+
+    Raises ``DotMissing`` when a picture is asked for and Graphviz's ``dot`` cannot run, and
+    ``TooLarge`` when the view has more than ``MAX_LAYOUT`` boxes and lines to lay out.
     """
-    source, view = dot_source(system, opts)
+    if fmt != "dot":
+        view, size = layout_size(system, opts)
+        if size > MAX_LAYOUT:
+            raise TooLarge(f"the {view} view has {size:,} boxes and lines; Graphviz lays out "
+                           f"at most {MAX_LAYOUT:,} in reasonable time. Draw --view racks (it "
+                           "folds arrays), a smaller system (-D), or write the DOT text with "
+                           "-o FILE.dot")
+    source, view = dot_source(system, opts, notes)
     if fmt == "dot":
         return source.encode("utf-8"), view
-    try:
-        return graphviz.pipe("dot", fmt, source.encode("utf-8")), view
-    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError) as exc:
-        raise DotMissing(f"Graphviz's 'dot' program is needed for .{fmt} output ({exc}); install "
-                         "it with 'apt-get install graphviz' (or your system's package manager), "
-                         "or write a .dot file") from None
+    dot = shutil.which("dot")
+    if dot is None:
+        raise DotMissing(f"Graphviz's 'dot' program is needed for .{fmt} output; install it "
+                         "with 'apt-get install graphviz' (or your system's package manager), "
+                         "or write a .dot file")
+    done = subprocess.run([dot, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
+                          check=False)
+    warnings = [ln for ln in done.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if done.returncode != 0:
+        raise DotMissing(f"Graphviz's dot failed: {warnings[-1] if warnings else done.returncode}")
+    if warnings and notes is not None:
+        notes.append(f"Graphviz reported {len(warnings)} layout warning"
+                     f"{'s' if len(warnings) > 1 else ''} (some lines may be drawn oddly), "
+                     f"e.g. {warnings[0][:160]}")
+    return done.stdout, view

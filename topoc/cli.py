@@ -249,6 +249,8 @@ def cmd_render(args) -> int:
                              + (f" (it has {', '.join(names)})" if names else ""))
     elif args.color:
         raise UsageError("--color needs --parallel NAME")
+    for h in args.highlight or ():
+        _check_highlight(system, h)
     opts = r.Options(args.view, args.parallel, args.color or "tp", tuple(args.highlight or ()),
                      args.ring)
     if args.ring:
@@ -257,16 +259,30 @@ def cmd_render(args) -> int:
             r.ring_group(system, opts)
         except GroupError as exc:
             raise UsageError(f"--ring {args.ring}: {exc}") from None
+    notes: list[str] = []
     try:
-        data, view = r.render(system, "dot" if fmt == "gv" else fmt, opts)
-    except r.DotMissing as exc:
+        data, view = r.render(system, "dot" if fmt == "gv" else fmt, opts, notes)
+    except (r.DotMissing, r.TooLarge) as exc:
         raise UsageError(str(exc)) from None
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if args.view is None:
         print(f"topoc: render: drew the {view} view ({len(system.devices)} devices, "
               f"{len(system.links)} links); --view {'|'.join(r.VIEWS)} picks another",
               file=sys.stderr)
     write_output(data, args.output)
     return EXIT_OK
+
+
+def _check_highlight(system, name: str) -> None:
+    """``--highlight`` names a device, a group instance (an id prefix) or a link class."""
+    from .compiler.ir import LINK_CLASSES
+    depth = name.count(".") + 1
+    prefixes = {".".join(d.id.split(".")[:depth]) for d in system.devices}
+    if name in prefixes or name in LINK_CLASSES:
+        return
+    raise UsageError(f"--highlight {name}: no device, group or link class of that name"
+                     + suggest(name, sorted(prefixes | set(LINK_CLASSES))))
 
 
 def cmd_schedule(args) -> int:

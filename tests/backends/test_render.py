@@ -12,7 +12,7 @@ from topoc.backends import render as r
 from topoc.cli import main
 from topoc.compiler.ir import Device, DeviceModel, Link, LinkType, System
 
-from ..conftest import GOLDEN
+from ..conftest import GOLDEN, library_file
 
 RENDER = GOLDEN / "render"
 CASES = [("nvl72", "physical"), ("nvl72", "logical"), ("dgx_h100", None),
@@ -132,3 +132,34 @@ def test_racks_view_draws_fabric_levels_in_order_and_wraps_racks():
     hung = [line for line in source.splitlines() if "style=invis" in line]
     assert len(hung) == 64 - r.ROW_WIDTH
     assert '"superpod.rack0" -- "superpod.rack16" [style=invis]' in source
+
+
+def test_render_guards(tmp_path, capsys):
+    """Too large a view is refused at once, a bad --highlight gets a suggestion, --color in a
+    view without GPU boxes says so (and the legend does not claim it), and Graphviz's own
+    warnings come as one summarised note."""
+    from topoc.cli import main
+    cluster = str(library_file("nvl72_cluster.topo"))
+    assert main(["render", cluster, "-D", "racks=4", "--view", "physical",
+                 "-o", str(tmp_path / "x.png")]) == 2
+    assert "7,216 boxes and lines" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
+    assert main(["render", cluster, "-D", "racks=4", "--view", "physical",
+                 "-o", str(tmp_path / "x.dot")]) == 0                # DOT text is still fine
+    dgx = str(library_file("dgx_h100.topo"))
+    assert main(["render", dgx, "--highlight", "nvlnk", "-o", str(tmp_path / "y.dot")]) == 2
+    assert "did you mean 'nvlink'" in capsys.readouterr().err
+    assert main(["render", dgx, "--highlight", "dgx.gpu3", "--highlight", "pcie",
+                 "-o", str(tmp_path / "y.dot")]) == 0
+    capsys.readouterr()
+    assert main(["render", cluster, "--view", "racks", "--parallel", "train", "--color", "dp",
+                 "-o", str(tmp_path / "r.dot")]) == 0
+    assert "draws no GPU boxes to colour" in capsys.readouterr().err
+    assert "GPU colour" not in (tmp_path / "r.dot").read_text()
+    notes: list[str] = []
+    if not HAS_DOT:
+        return
+    system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 1})
+    data, _ = r.render(system, "svg", r.Options(view="physical"), notes)
+    assert data.startswith(b"<?xml") and len(notes) <= 1
+    assert all(n.startswith("Graphviz reported") for n in notes)
