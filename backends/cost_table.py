@@ -11,6 +11,8 @@ from ..compiler.cost import Cost
 from ..compiler.orders import NOT_NCCL
 
 SCHEMA = "topoc.cost/1"
+NVLS_VALID_FROM = 64 * 2**20     # the NVLS start-up fit holds from here (docs/cost.md)
+NVLS_NOTE_LATENCY = 100e-6
 FIELDS = ("collective", "group", "ranks", "size", "algorithm", "protocol", "time", "algbw",
           "busbw", "bottleneck")
 
@@ -65,6 +67,10 @@ def as_table(rows: Sequence[Cost], title: str = "") -> str:
         lines.append(f"# bottleneck at {human_size(worst.size)}: {worst.bottleneck_link}")
     for algo in sorted({c.algorithm for c in rows} & NOT_NCCL):
         lines.append(f"# {algo} is topoc's own algorithm: NCCL does not run it")
+    if any(c.algorithm in ("nvls", "nvlstree") and c.latency > NVLS_NOTE_LATENCY and
+           c.size < NVLS_VALID_FROM for c in rows):
+        lines.append("# nvls below 64 MiB across many hosts: its start-up (25 us per host, fitted "
+                     "at 512 MiB-8 GiB on NVL72) overstates small messages; docs/cost.md")
     return "\n".join(lines) + "\n"
 
 

@@ -200,3 +200,13 @@ def test_three_racks_keep_their_rails():
         system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": racks})
         busbw[racks] = cost(system, select_group(system), "allreduce", 8 * 2**30, "ring").busbw
     assert busbw[3] > 0.8 * min(busbw[2], busbw[4])
+
+
+def test_nvls_start_up_is_flagged_outside_its_fit(capsys):
+    rack = str(library_file("gb200_nvl72.topo"))
+    assert main(["cost", rack, "--group", "world", "--sizes", "8B", "--algorithm", "nvls"]) == 0
+    assert "overstates small messages" in capsys.readouterr().out
+    assert main(["cost", rack, "--group", "world", "--sizes", "8B,4GiB", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[0]["algorithm"] == "ring" and rows[0]["time"] < 200e-6   # auto avoids it
+    assert rows[1]["algorithm"] == "nvls"
