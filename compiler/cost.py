@@ -260,15 +260,20 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     classes = tuple(sorted({res.example[r][1] for loads, _ in phases for r in loads.bytes}))
     host_hops = {"pcie", "inter_socket"}
     intra_classes = set()
-    for a, b in zip(sample, sample[1:]):
-        if loc.island[a] == loc.island[b]:
-            intra_classes |= res.classes(res.crossed(system.gpus[a].id, system.gpus[b].id))
+    declared = {True: 0.0, False: 0.0}         # slowest declared hop inside / between islands
+    for a, b in zip(sample, sample[1:] + sample[:1]):
+        ga, gb = system.gpus[a].id, system.gpus[b].id
+        inside = loc.island[a] == loc.island[b]
+        if inside:
+            intra_classes |= res.classes(res.crossed(ga, gb))
+        if ga != gb:
+            declared[inside] = max(declared[inside], res.extra_latency(ga, gb) * 1e6)
     intra = "pci" if intra_classes & host_hops or lanes == 0 else "nvlink"
     hosts = _hosts(system, ranks) if algorithm == "nvls" else \
         _hosts(system, orders.islands_ranks(system, ranks)[0]) if algorithm == "nvlstree" \
         else islands
     return Profile(algorithm, total, (example[1], example[0]), intra, islands, hosts,
-                   max(2, lanes), arch_index(sm), classes)
+                   max(2, lanes), arch_index(sm), classes, declared[True], declared[False])
 
 
 def evaluate(p: Profile, group: RankGroup, collective: str, size: int,

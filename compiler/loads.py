@@ -27,11 +27,20 @@ from .summary import scaleout_levels
 #: NCCL's NVLink bandwidth per link in GB/s by compute capability (src/graph/topo.h:
 #: SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1).
 NCCL_NVLINK_GBS = ((100, 40.1), (90, 20.6), (70, 20.0), (0, 18.0))
+#: The generation's nominal NVLink rate per lane and direction (links.topo cites NVIDIA's
+#: figures: NVLink5 50, NVLink2-4 25, NVLink1 20 GB/s). NCCL's figure over this is the
+#: efficiency applied to what a file declares, so a faster declared lane costs faster.
+NVLINK_NOMINAL_GBS = ((100, 50.0), (70, 25.0), (0, 20.0))
 #: Usable fraction of the raw rate: PCIe as NCCL models a x16 link (24 of 31.5, 48 of 63 GB/s);
 #: scale-out at 96 % (46-49 of 50 GB/s for NDR); C2C and socket links are in NCCL's figures
 #: already (the library takes them from NCCL dumps and topo.h).
 CLASS_EFFICIENCY = {"pcie": 48 / 63, "infiniband": 0.96, "ethernet": 0.96,
                     "nvlink_c2c": 1.0, "inter_socket": 1.0}
+#: Per-link latencies (s) that NCCL's per-hop figures (tuning.cc hwLat) already cover: the
+#: library's links.topo values, which are NCCL's LL hop latencies. A file that declares more
+#: adds the difference to every hop over such a link; less never goes below NCCL's figure.
+REFERENCE_LATENCY = {"nvlink": 0.6e-6, "nvlink_c2c": 0.6e-6, "pcie": 1e-6,
+                     "inter_socket": 1e-6, "infiniband": 0.3e-6, "ethernet": 0.3e-6}
 _TIER = {"gpu": 0, "switch": 1, "pcie_switch": 1, "cpu": 2, "nic": 3, "net_switch": 4}
 _OUTER = {"nvlink": 0, "nvlink_c2c": 1, "pcie": 2, "inter_socket": 3, "ethernet": 4,
           "infiniband": 4}
@@ -42,6 +51,13 @@ def nvlink_gbs(sm: int | None) -> float:
     """NCCL's per-link NVLink bandwidth (GB/s) for a GPU of compute capability ``sm``."""
     sm = 90 if sm is None else int(sm)
     return next(bw for floor, bw in NCCL_NVLINK_GBS if sm >= floor)
+
+
+def nvlink_efficiency(sm: int | None) -> float:
+    """What NCCL's kernels reach of a lane's nominal rate: 40.1 of 50 GB/s on Blackwell,
+    20.6 of 25 on Hopper, 20 of 25 on Ampere and Volta."""
+    s = 90 if sm is None else int(sm)
+    return nvlink_gbs(sm) / next(bw for floor, bw in NVLINK_NOMINAL_GBS if s >= floor)
 
 
 def device_class(device_id: str) -> str:
@@ -57,10 +73,11 @@ class Resources:
         self.system = system
         self.graph = system.graph
         self.router = RailRouter(system)
-        self.nvlink_bw = nvlink_gbs(sm) * 1e9
+        self.nvlink_eff = nvlink_efficiency(sm)
         self.kind = self.router.kind
         self._levels: dict[str, int] | None = None
         self._paths: dict[tuple[str, str], tuple[tuple, ...]] = {}
+        self._latency: dict[tuple[str, str], float] = {}
         self.capacity: dict[tuple, float] = {}
         self.example: dict[tuple, tuple[str, str]] = {}     # resource -> (link id, link class)
 
@@ -75,9 +92,27 @@ class Resources:
         return _TIER[kind] + self._levels.get(device_id, 0)
 
     def _efficiency(self, link) -> float:
+        """The fraction of a declared link's bandwidth NCCL's kernels reach (an efficiency,
+        never a replacement: the file's figure drives the cost)."""
         if link.cls == "nvlink":
-            return min(1.0, self.nvlink_bw / link.type.bandwidth)
+            return self.nvlink_eff
         return CLASS_EFFICIENCY.get(link.cls, 1.0)
+
+    def extra_latency(self, src: str, dst: str) -> float:
+        """What the file declares for the path from ``src`` to ``dst`` beyond the reference
+        latencies NCCL's per-hop figures already hold (s, never negative): the sum over its
+        links of declared minus REFERENCE_LATENCY for the link's class."""
+        key = (src, dst)
+        found = self._latency.get(key)
+        if found is None:
+            at, found = src, 0.0
+            for link_id in self._path(src, dst):
+                link = self._link(at, link_id)
+                at = link.dst if link.src == at else link.src
+                found += link.type.latency - REFERENCE_LATENCY.get(link.cls, 0.0)
+            found = max(0.0, found)
+            self._latency[key] = found
+        return found
 
     def _bundle(self, u: str, v: str, link) -> tuple:
         """The resource a hop u -> v over ``link`` uses; its capacity is computed once."""

@@ -76,6 +76,8 @@ class Profile:
     channels: int                # NCCL channels at full size (NVLink lanes per GPU, >= 2)
     arch: int
     classes: tuple[str, ...]     # link classes the transfers cross
+    intra_declared: float = 0.0  # us: the file's extra latency of a hop inside an island
+    net_declared: float = 0.0    # us: the file's extra latency of a hop between islands
 
 
 def arch_index(sm: int | None) -> int:
@@ -93,7 +95,9 @@ def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
     if algo == "nvlstree":      # NVLS in each island, then up and down a tree of islands
         return NVLS_LAT * p.hosts + 2 * math.log2(m) * HW_LAT[("net", "tree")][proto]
     kind = "tree" if algo == "tree" else "ring"
-    intra, net = HW_LAT[(p.intra, kind)][proto], HW_LAT[("net", kind)][proto]
+    # NCCL's per-hop figure, plus what the file declares beyond the reference links it covers
+    intra = HW_LAT[(p.intra, kind)][proto] + p.intra_declared
+    net = HW_LAT[("net", kind)][proto] + p.net_declared
     base = BASE_LAT[kind][proto]
     if algo == "tree":
         passes = 2 if collective == "allreduce" else 1

@@ -146,3 +146,35 @@ def test_alltoall_across_nodes_gets_one_nic():
     got = cost(system, group, "alltoall", GiB)
     assert got.bottleneck == "infiniband"
     assert 40e9 <= got.busbw <= 49e9
+
+
+def _switched(lane: str, latency: str) -> topoc.System:
+    """Eight B200s on two NVLink switch chips, 9 lanes to each, links as declared."""
+    return topoc.loads(f'''use "nvidia/devices.topo"
+link nv : nvlink {{ bandwidth = {lane}  latency = {latency} }}
+group Box {{
+  gpu[8] : B200
+  sw[2] : NVSwitch5
+  gpu[*] <-> sw[*] : nv x 9
+}}
+system box : Box
+''')
+
+
+def test_declared_lane_bandwidth_drives_the_cost():
+    """NCCL's per-architecture figure is an efficiency on the declared lane, not a ceiling:
+    a 100 GB/s-per-lane part costs faster than a B200's 50 GB/s lanes."""
+    group = RankGroup("ranks", tuple(range(8)))
+    b200 = cost(_switched("50 GB/s", "0.6 us"), group, "allreduce", GiB, "ring")
+    faster = cost(_switched("100 GB/s", "0.6 us"), group, "allreduce", GiB, "ring")
+    assert faster.busbw > 1.9 * b200.busbw
+    assert b200.busbw == pytest.approx(18 * 40.1e9, rel=0.05)   # NCCL's 40.1 GB/s a lane
+
+
+def test_declared_latency_drives_the_cost():
+    group = RankGroup("ranks", tuple(range(8)))
+    slow = cost(_switched("50 GB/s", "600 ms"), group, "allreduce", KiB, "ring")
+    none = cost(_switched("50 GB/s", "0 us"), group, "allreduce", KiB, "ring")
+    ref = cost(_switched("50 GB/s", "0.6 us"), group, "allreduce", KiB, "ring")
+    assert slow.time > 1.0 > none.time                 # 14 steps over two 600 ms links
+    assert none.time == pytest.approx(ref.time)         # NCCL's figure holds the reference
