@@ -21,6 +21,9 @@ SCALEUP_CLASSES = ("nvlink",)
 SCALEOUT_CLASSES = ("infiniband", "ethernet")
 DEVICE_KINDS = ("gpu", "cpu", "nic", "switch", "pcie_switch", "net_switch")
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
+#: Group kinds: the dimensions, plus Megatron's expert data parallel group (the ranks that hold
+#: the same experts and reduce their gradients).
+GROUP_KINDS = (*PARALLEL_DIMS, "edp")
 DEFAULT_ORDER = ("tp", "cp", "ep", "dp", "pp")
 #: Builders of a System's derived views, registered by the stages that own them
 #: (``compiler.graph``, ``compiler.locality``) when the compiler package is imported, so that
@@ -130,9 +133,13 @@ class ParallelStrategy:
     flows: tuple[TrafficFlow, ...]
     settings: tuple[tuple[str, Any], ...] = ()
     span: Span = field(eq=False, repr=False, default=None)
+    expert_tp: int = 1
 
     def size(self, dim: str) -> int:
-        """The size of one dimension (1 when not given)."""
+        """The size of one dimension or group kind (1 when not given); ``edp`` is derived."""
+        if dim == "edp":
+            return self.size("tp") * self.size("cp") * self.size("dp") // \
+                (self.expert_tp * self.size("ep"))
         return dict(self.sizes).get(dim, 1)
 
 

@@ -15,11 +15,12 @@ from . import syntax as s
 from .diagnostics import Collector, Note, suggest
 from .exprs import EvalError, evaluate
 from .gcpause import gc_paused
-from .ir import COLLECTIVES, DEFAULT_ORDER, PARALLEL_DIMS, ParallelStrategy, System, TrafficFlow
+from .ir import (COLLECTIVES, DEFAULT_ORDER, GROUP_KINDS, PARALLEL_DIMS, ParallelStrategy, System,
+                 TrafficFlow)
 from .resolve import Program, unique
 from .units import BYTES, NUMBER, SECONDS
 
-SETTINGS = (*PARALLEL_DIMS, "order", "microbatches", "compute", "baseline")
+SETTINGS = (*PARALLEL_DIMS, "etp", "order", "microbatches", "compute", "baseline")
 #: Time settings: compute time per training step on each GPU, and the same step on one GPU.
 TIME_SETTINGS = {"compute": "'compute' must be a positive time: the compute time per training step "
                  "on each GPU, as in 'compute = 25 s'",
@@ -52,17 +53,27 @@ def _order(value: s.Value, diags: Collector) -> tuple[str, ...] | None:
     if len(set(names)) != len(names):
         diags.error("E304", "a dimension appears twice in order", value.span)
         return None
-    # Dimensions left out of the order keep their default places after the named ones.
-    return names + tuple(d for d in DEFAULT_ORDER if d not in names)
+    # Dimensions left out of the order keep their default places after the named ones, except
+    # ep, which Megatron carves out of the data-parallel ranks: it goes just before dp.
+    rest = [d for d in DEFAULT_ORDER if d not in names and d != "ep"]
+    out = list(names) + rest
+    if "ep" not in names:
+        out.insert(out.index("dp"), "ep")
+    return tuple(out)
 
 
 def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> ParallelStrategy | None:
     sizes: dict[str, int] = {}
     auto = None
-    order, microbatches, times = DEFAULT_ORDER, 1, {}
+    order, microbatches, times, etp = DEFAULT_ORDER, 1, {}, 1
     seen = unique(decl.settings, diags)
     for item in seen.values():
-        if item.key in PARALLEL_DIMS:
+        if item.key == "ep" and isinstance(item.value, s.Auto):
+            diags.error("E303", "'ep' cannot be 'auto': expert groups split the data-parallel "
+                        "ranks, so give their size", item.span)
+        elif item.key == "etp":
+            etp = _int(item.value, "etp", diags) or 1
+        elif item.key in PARALLEL_DIMS:
             if isinstance(item.value, s.Auto):
                 if auto is not None:
                     diags.error("E303", "only one dimension can be 'auto'", item.span,
@@ -87,7 +98,8 @@ def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> Paralle
             diags.error("E301", f"unknown setting '{item.key}' in parallel block"
                         + suggest(item.key, SETTINGS), item.span)
     world = len(system.gpus)
-    known = math.prod(sizes.values())
+    # Megatron: world = tp x cp x dp x pp; expert parallelism reuses those ranks (below).
+    known = math.prod(n for d, n in sizes.items() if d != "ep")
     if auto is not None:
         if known == 0 or world % known:
             diags.error("E302", f"'{auto} = auto' needs {world} GPUs to divide by the other "
@@ -95,14 +107,24 @@ def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> Paralle
             return None
         sizes[auto] = world // known
     elif known != world:
-        detail = " x ".join(f"{d}={sizes[d]}" for d in PARALLEL_DIMS if d in sizes) or "nothing"
-        diags.error("E302", f"sizes multiply to {known} ({detail}) but system '{system.name}' has "
-                    f"{world} GPUs", decl.span)
+        detail = " x ".join(f"{d}={sizes[d]}" for d in PARALLEL_DIMS if d in sizes and d != "ep")
+        note = (" (ep is no factor: expert groups split the tp x cp x dp ranks)"
+                if "ep" in sizes else "")
+        diags.error("E302", f"sizes multiply to {known} ({detail or 'nothing'}) but system "
+                    f"'{system.name}' has {world} GPUs{note}", decl.span)
+        return None
+    dense = sizes.get("tp", 1) * sizes.get("cp", 1) * sizes.get("dp", 1)
+    if dense % (etp * sizes.get("ep", 1)):
+        where = seen.get("ep", seen.get("etp"))
+        diags.error("E307", f"ep={sizes.get('ep', 1)} x etp={etp} does not divide the "
+                    f"tp x cp x dp = {dense} ranks of a pipeline stage that expert layers "
+                    "split (Megatron's expert data parallel size would not be whole)",
+                    where.span if where else decl.span)
         return None
     flows = []
     for f in decl.flows:
-        if f.dim not in PARALLEL_DIMS:
-            diags.error("E305", f"unknown group kind '{f.dim}'" + suggest(f.dim, PARALLEL_DIMS),
+        if f.dim not in GROUP_KINDS:
+            diags.error("E305", f"unknown group kind '{f.dim}'" + suggest(f.dim, GROUP_KINDS),
                         f.span)
             continue
         if f.collective not in COLLECTIVES:
@@ -123,7 +145,7 @@ def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> Paralle
         flows.append(TrafficFlow(f.dim, f.collective, int(f.size.quantity.value), count, f.span))
     settings = tuple(sorted(times.items()))
     return ParallelStrategy(decl.name, tuple((d, sizes.get(d, 1)) for d in PARALLEL_DIMS), order,
-                            microbatches, tuple(flows), settings, decl.span)
+                            microbatches, tuple(flows), settings, decl.span, etp)
 
 
 @gc_paused()
@@ -150,9 +172,18 @@ def rank_groups(strategy: ParallelStrategy, dim: str) -> list[list[int]]:
     decompose in mixed radix over ``strategy.order`` (leftmost fastest), and a group holds the
     ranks that differ only in ``dim``. Groups are listed by their first rank.
 
+    Dense groups (tp, cp, dp, pp) use the sizes with ep = 1; expert groups (ep, and edp, the
+    expert data parallel group) use Megatron's expert generator over the same order: tp = etp,
+    cp = 1, ep, dp = edp = tp x cp x dp / (etp x ep), pp.
+
     Order tp-pp-dp with sizes 2-2-2 gives dp groups [[0, 4], [1, 5], [2, 6], [3, 7]].
     """
-    sizes = dict(strategy.sizes)
+    if dim in ("ep", "edp"):
+        sizes = {"tp": strategy.expert_tp, "cp": 1, "ep": strategy.size("ep"),
+                 "dp": strategy.size("edp"), "pp": strategy.size("pp")}
+        dim = "ep" if dim == "ep" else "dp"
+    else:
+        sizes = {**dict(strategy.sizes), "ep": 1}
     stride = 1
     for d in strategy.order:
         if d == dim:
@@ -210,8 +241,8 @@ def select_group(system: System, spec: str | None = None, parallel: str | None =
     if spec in (None, "world"):
         return RankGroup("world", tuple(range(world)))
     kind, _, index = spec.partition(":")
-    if kind not in PARALLEL_DIMS:
-        raise GroupError(f"unknown group kind '{kind}'" + suggest(kind, [*PARALLEL_DIMS, "world"]))
+    if kind not in GROUP_KINDS:
+        raise GroupError(f"unknown group kind '{kind}'" + suggest(kind, [*GROUP_KINDS, "world"]))
     names = [p.name for p in system.parallels]
     if parallel is None:
         if len(names) != 1:

@@ -67,8 +67,10 @@ CASES = {
     "W501": (BASE + NODE + TWO + "parallel p on two { tp = 8  traffic { tp allreduce 1 MiB } }\n",
              BASE + NODE + TWO + "parallel p on two { tp = 4  dp = 2  traffic { tp allreduce "
              "1 MiB  dp allreduce 1 GB } }\n"),
-    "W502": (BASE + NODE + TWO + "parallel p on two { ep = 8  traffic { ep alltoall 1 MiB } }\n",
-             BASE + NODE + TWO + "parallel p on two { ep = 4  dp = 2  traffic { ep alltoall "
+    # Megatron's EP: expert groups split the 8 data-parallel ranks of two 4-GPU nodes
+    "W502": (BASE + NODE + TWO + "parallel p on two { dp = 8  ep = 8  traffic { ep alltoall "
+             "1 MiB  dp allreduce 1 GB } }\n",
+             BASE + NODE + TWO + "parallel p on two { dp = 8  ep = 4  traffic { ep alltoall "
              "1 MiB  dp allreduce 1 GB } }\n"),
     "W503": (BASE + NODE + TWO + "parallel p on two { pp = 4  dp = 2  microbatches = 2\n"
              "  traffic { pp sendrecv 1 MiB  dp allreduce 1 GB } }\n",
