@@ -55,7 +55,7 @@ def efficiency(t1: float, tn: float, n: int) -> float:
 
 @attrs.frozen
 class FlowReport:
-    """One traffic line of a strategy, costed on its first group of that kind."""
+    """One traffic line of a strategy, costed on the slowest of its kinds of group."""
 
     dim: str
     collective: str
@@ -109,20 +109,41 @@ class StepReport:
         return None if self.compute is None else self.compute * self.gpus
 
 
+def _kind(system: System, ranks) -> tuple:
+    """What makes two groups of one dimension cost alike: their GPU models in order and how
+    they fall into islands (a group of H200s and one of A100s are two kinds)."""
+    loc = system.locality
+    gpus = system.gpus
+    islands: dict[int, int] = {}
+    for r in ranks:
+        islands[loc.island[r]] = islands.get(loc.island[r], 0) + 1
+    return tuple(gpus[r].model.name for r in ranks), tuple(islands.values())
+
+
 def _flow(system: System, p: ParallelStrategy, f) -> FlowReport:
+    """One traffic line, costed on one group of every distinct kind; the slowest kind is the
+    one on the critical path and the one reported."""
     groups = rank_groups_of(system, f.dim, p.name)
-    group = groups[0]
     overlap = OVERLAPPING.get(f.dim, "no: on the critical path")
-    if len(group.ranks) < 2:
+    size = len(groups[0].ranks)
+    if size < 2:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), 1, None, (),
                           overlap, "groups of one GPU move nothing")
+    kinds: dict[tuple, object] = {}
+    for g in groups:
+        kinds.setdefault(_kind(system, g.ranks), g)
+    costs = []
     try:
-        cost = sweep(system, group, f.collective, [f.bytes])[0]
+        for g in kinds.values():
+            costs.append(sweep(system, g, f.collective, [f.bytes])[0])
     except CostError as exc:
-        return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), len(group.ranks),
+        return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
                           None, (), overlap, str(exc))
-    return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), len(group.ranks),
-                      cost, cost.classes, overlap)
+    cost = max(costs, key=lambda c: c.time)
+    note = (f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
+            f"{cost.group}, is reported" if len(kinds) > 1 else "")
+    return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
+                      cost, cost.classes, overlap, note)
 
 
 def _slow(f: FlowReport) -> list[str]:

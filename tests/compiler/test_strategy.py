@@ -89,3 +89,19 @@ def test_inverted_mapping_is_warned_about():
     text = "\n".join(r.warnings)
     assert "tp allreduce runs 64 times per step over infiniband" in text
     assert any("leave one NVLink domain" in w for w in r.warnings)      # lint's W501 too
+
+
+def test_every_kind_of_group_is_costed_and_the_slowest_reported():
+    """An H100 node and an A100 node: tp:0 and tp:1 are two kinds; the A100's is slower and
+    is the one on the critical path."""
+    from topoc.compiler.cost import cost
+    system = topoc.loads('use "nvidia/dgx_h100.topo"\nuse "nvidia/dgx_a100.topo"\n'
+                         "group Mixed {\n  h : DGXH100\n  a : DGXA100\n}\nsystem m : Mixed\n"
+                         "parallel p on m { tp = 8  dp = 2  traffic { tp allreduce 256 MiB } }\n")
+    flow = analyse(system, "p").flows[0]
+    h100, a100 = topoc.groups(system, "tp")
+    slow = cost(system, a100, "allreduce", 256 * 2**20)
+    fast = cost(system, h100, "allreduce", 256 * 2**20)
+    assert slow.time > fast.time
+    assert flow.cost.time == slow.time and flow.cost.group == "tp:1"
+    assert "2 kinds of tp group" in flow.note
