@@ -71,8 +71,8 @@ def text(r: StepReport, system_name: str) -> str:
     """Plain text: a header, the traffic table, the step figures and the warnings."""
     rows = [HEAD] + _rows(r)
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEAD))]
-    lines = [_title(r, system_name), "", "traffic per training step (each kind costed on its "
-             "first group):"]
+    lines = [_title(r, system_name), "", "traffic per training step (one group of every distinct "
+             "kind costed, the slowest shown):"]
     for row in rows:
         lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
     lines.append("")

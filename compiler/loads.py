@@ -134,13 +134,32 @@ class Resources:
         return key
 
     def crossed(self, src: str, dst: str) -> tuple[tuple, ...]:
-        """The resources a transfer from device ``src`` to ``dst`` crosses, in path order."""
+        """The resources a transfer from device ``src`` to ``dst`` crosses, in path order; a
+        host-staged GPU pair adds its staging (``staging``)."""
         key = (src, dst)
         found = self._paths.get(key)
         if found is None:
             found = tuple(self._hops(src, dst))
+            staging = self.staging(src, dst, found)
+            if staging is not None:
+                found += (staging,)
             self._paths[key] = found
         return found
+
+    def staging(self, src: str, dst: str, hops: tuple[tuple, ...]) -> tuple | None:
+        """Two GPUs with no peer-to-peer path (``Locality.staged``) move data as NCCL's SHM
+        transport does: the sender copies into host memory, the receiver copies out. topoc
+        costs the two copies back to back, so the pair gets half the bandwidth of its slowest
+        link (a resource of its own on top of the links' shared ones); None for other pairs."""
+        loc = self.system.locality
+        ranks = loc.rank_of
+        if src not in ranks or dst not in ranks or not loc.staged(ranks[src], ranks[dst]):
+            return None
+        key = ("staged", src, dst)
+        if key not in self.capacity:
+            self.capacity[key] = min(self.capacity[h] for h in hops) / 2
+            self.example[key] = self.example[hops[0]]
+        return key
 
     def _hops(self, src: str, dst: str):
         at = src

@@ -170,6 +170,25 @@ class Locality:
                      if self.system.device(n).kind == "pcie_switch")
         return ups[0] if ups else ""
 
+    @functools.cached_property
+    def p2p(self) -> UnionFind:
+        """GPUs that reach each other peer to peer: over NVLink (directly or through NVLink
+        switches) or over PCIe switches that never pass a CPU's root complex. Two GPUs of one
+        island in different sets stage their traffic through host memory."""
+        kind = {d.id: d.kind for d in self.system.devices}
+        sets = UnionFind()
+        for link in self.system.links:
+            if link.cls == "nvlink" or (link.cls == "pcie" and kind[link.src] != "cpu" and
+                                        kind[link.dst] != "cpu"):
+                sets.union(link.src, link.dst)
+        return sets
+
+    def staged(self, a: int, b: int) -> bool:
+        """True when ranks ``a`` and ``b`` share an island but no peer-to-peer path."""
+        gpus = self.system.gpus
+        return self.island[a] == self.island[b] and \
+            self.p2p.find(gpus[a].id) != self.p2p.find(gpus[b].id)
+
     def key(self, rank: int) -> tuple:
         """Sort key that keeps islands, sockets and PCIe switches together."""
         return (self.island[rank], natural(self.socket(rank)), natural(self.pcie_switch(rank)),

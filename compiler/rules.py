@@ -91,12 +91,8 @@ def _components(system: System, keep) -> UnionFind:
 
 @rule("W402", "warning", "GPU pair with no peer-to-peer path: traffic staged through host memory")
 def no_p2p(system: System, opts) -> Iterable[Finding]:
-    kind = {d.id: d.kind for d in system.devices}
-    # Peer-to-peer: NVLink (directly or through NVLink switches), or PCIe switches that never
-    # pass through a CPU's root complex.
-    p2p = _components(system, lambda link: link.cls == "nvlink" or (
-        link.cls == "pcie" and kind[link.src] != "cpu" and kind[link.dst] != "cpu"))
     loc = system.locality
+    p2p = loc.p2p            # NVLink, or PCIe switches that never pass a CPU's root complex
     islands: dict[int, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for r, g in enumerate(system.gpus):
         islands[loc.island[r]][p2p.find(g.id)].append(g)

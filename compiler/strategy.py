@@ -14,9 +14,12 @@ on the critical path: each layer or stage waits for it.
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 import attrs
 
 from .cost import Cost, CostError, sweep
+from .diagnostics import plural
 from .ir import SCALEOUT_CLASSES, ParallelStrategy, System
 from .ranks import groups as rank_groups_of
 
@@ -109,6 +112,24 @@ class StepReport:
         return None if self.compute is None else self.compute * self.gpus
 
 
+def staged_pairs(system: System, ranks) -> tuple[int, tuple[int, int]] | None:
+    """How many pairs of ``ranks`` stage through host memory, and one of them; None if none."""
+    loc = system.locality
+    parts: dict[tuple, list[int]] = defaultdict(list)
+    for r in ranks:
+        parts[loc.island[r], loc.p2p.find(system.gpus[r].id)].append(r)
+    by_island: dict[int, list[list[int]]] = defaultdict(list)
+    for (island, _), members in parts.items():
+        by_island[island].append(members)
+    count, example = 0, None
+    for sets in by_island.values():
+        sizes = [len(s) for s in sets]
+        count += (sum(sizes) ** 2 - sum(s * s for s in sizes)) // 2
+        if len(sets) > 1 and example is None:
+            example = (sets[0][0], sets[1][0])
+    return (count, example) if count else None
+
+
 def _kind(system: System, ranks) -> tuple:
     """What makes two groups of one dimension cost alike: their GPU models in order and how
     they fall into islands (a group of H200s and one of A100s are two kinds)."""
@@ -140,8 +161,14 @@ def _flow(system: System, p: ParallelStrategy, f) -> FlowReport:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
                           None, (), overlap, str(exc))
     cost = max(costs, key=lambda c: c.time)
-    note = (f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
-            f"{cost.group}, is reported" if len(kinds) > 1 else "")
+    notes = [f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
+             f"{cost.group}, is reported"] if len(kinds) > 1 else []
+    staged = staged_pairs(system, next(g for g in kinds.values() if g.name == cost.group).ranks)
+    if staged:
+        count, (a, b) = staged
+        notes.append(f"{plural(count, 'GPU pair')} of {cost.group} stage through host memory "
+                     f"(no peer-to-peer path), e.g. {system.gpus[a].id} and {system.gpus[b].id}")
+    note = "; ".join(notes)
     return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
                       cost, cost.classes, overlap, note)
 

@@ -178,3 +178,21 @@ def test_declared_latency_drives_the_cost():
     ref = cost(_switched("50 GB/s", "0.6 us"), group, "allreduce", KiB, "ring")
     assert slow.time > 1.0 > none.time                 # 14 steps over two 600 ms links
     assert none.time == pytest.approx(ref.time)         # NCCL's figure holds the reference
+
+
+def test_host_staged_pairs_cost_two_copies_and_the_report_names_them():
+    """On a two-socket PCIe server, GPUs under one PCIe switch talk peer to peer; GPUs on
+    different sockets copy through host memory, which the model charges twice."""
+    from topoc.compiler.strategy import analyse
+    server = topoc.load(library_file("pcie_server.topo"))
+    p2p = cost(server, RankGroup("ranks", (0, 1)), "sendrecv", GiB)
+    staged = cost(server, RankGroup("ranks", (0, 7)), "sendrecv", GiB)
+    assert server.locality.staged(0, 7) and not server.locality.staged(0, 1)
+    assert staged.time > 1.5 * p2p.time
+    text = library_file("pcie_server.topo").read_text().split("system ")[0]
+    mine = topoc.loads(text.replace('use "links.topo"', 'use "nvidia/links.topo"')
+                       .replace('use "devices.topo"', 'use "nvidia/devices.topo"')
+                       + "system server : PCIeServer\nparallel p on server { dp = 8  traffic "
+                       "{ dp allreduce 1 GB } }\n")
+    flow = analyse(mine, "p").flows[0]
+    assert "stage through host memory" in flow.note and "server.gpu0" in flow.note
