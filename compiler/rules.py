@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
+from . import plausible
 from .diagnostics import Span, plural
 from .ir import SCALEOUT_CLASSES, System
 from .locality import UnionFind
@@ -220,6 +221,12 @@ def ports_full(system: System, opts) -> Iterable[Finding]:
     for (span, model, cls, budget), ids in found.items():
         yield Finding("W407", f"{_many(ids)} ({model}) uses its {cls} ports up to the budget of "
                       f"{budget}", span)
+
+
+@rule("W408", "warning", "implausible figure: a lane, NIC rate or compute capability no part has")
+def implausible(system: System, opts) -> Iterable[Finding]:
+    for message, span in plausible.findings(system):
+        yield Finding("W408", message, span)
 
 
 # ---- strategies -----------------------------------------------------------------------------

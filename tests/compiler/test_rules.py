@@ -64,6 +64,8 @@ CASES = {
              BASE + NODE + TWO),
     "W407": (BASE + NODE + "system x : Node\n",
              BASE.replace("ports.pcie = 1", "ports.pcie = 2") + NODE + "system x : Node\n"),
+    "W408": (BASE.replace("bandwidth = 25 GB/s", "bandwidth = 900 Gb/s") + NODE
+             + "system x : Node\n", BASE + NODE + "system x : Node\n"),
     "W501": (BASE + NODE + TWO + "parallel p on two { tp = 8  traffic { tp allreduce 1 MiB } }\n",
              BASE + NODE + TWO + "parallel p on two { tp = 4  dp = 2  traffic { tp allreduce "
              "1 MiB  dp allreduce 1 GB } }\n"),
@@ -120,3 +122,17 @@ def test_w400_unused_suppression_and_used_one():
     system = topoc.loads(unused)
     kept = apply_suppressions(lint_system(system), system.span.source, LintConfig())
     assert [d.code for d in kept] == ["W400"]
+
+
+@pytest.mark.parametrize("change,needle", [
+    (("bandwidth = 25 GB/s", "bandwidth = 900 Gb/s"), "25 GB/s (a GPU's both-ways total"),
+    (("bandwidth = 25 GB/s", "bandwidth = 50 Gb/s"), "50 GB/s (the figure in bytes where bits"),
+    (("device G : gpu { hbm = 80 GB }", "device G : gpu { hbm = 80 GB  sm = 9.0 }"), "as 90"),
+    (("device N : nic { ports.pcie = 1 }", "device N : nic { ports.pcie = 1  rate = 200 Gb/s }"),
+     "cabled at 50 GB/s"),
+])
+def test_implausible_figures_name_the_likely_meant_value(change, needle):
+    text = BASE.replace(*change) + NODE + TWO
+    messages = [d.message for d in lint_system(topoc.loads(text), LintConfig())
+                if d.code == "W408"]
+    assert any(needle in m for m in messages), messages
