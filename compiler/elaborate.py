@@ -289,14 +289,16 @@ class _Elaborator:
 
 
 def _instantiate(t: Template, prefix: str, devices: list[Device],
-                 links: dict[tuple, Link]) -> None:
+                 links: dict[tuple, Link], sites: dict[str, Span], stem: str) -> None:
     for m in t.members.values():
         names = [m.name] if m.size is None else [f"{m.name}{i}" for i in range(m.size)]
+        sites.setdefault(stem + m.name, m.span)     # once per member, not per element
         if m.model is not None:
             devices.extend(Device(prefix + n, m.model, m.span) for n in names)
         else:
             for n in names:
-                _instantiate(m.template, f"{prefix}{n}.", devices, links)
+                _instantiate(m.template, f"{prefix}{n}.", devices, links, sites,
+                             f"{stem}{m.name}.")
     for a, b, lt, lanes, duplex, span in t.links:
         src, dst = prefix + a, prefix + b
         key = (min(src, dst), max(src, dst), lt.name, True) if duplex else (src, dst, lt.name,
@@ -346,6 +348,7 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
     assert t is not None
     devices: list[Device] = []
     links: dict[tuple, Link] = {}
-    _instantiate(t, f"{decl.name}.", devices, links)
+    sites: dict[str, Span] = {}
+    _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.")
     return System(decl.name, tuple(devices), tuple(links.values()), (),
-                  tuple(sorted(t.params.items())), decl.span)
+                  tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())))

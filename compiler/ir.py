@@ -153,6 +153,10 @@ class System:
     parallels: tuple[ParallelStrategy, ...] = ()
     params: tuple[tuple[str, Any], ...] = ()
     span: Span = field(eq=False, repr=False, default=None)
+    #: Where each member was declared, by its path with array indices left out
+    #: (``cluster.rack.tray`` -> the ``tray[18] : Tray`` statement): lint's way back from a
+    #: device to the user's line that put it there.
+    sites: tuple[tuple[str, Span], ...] = field(eq=False, repr=False, default=())
 
     @functools.cached_property
     def graph(self):

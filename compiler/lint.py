@@ -27,7 +27,8 @@ from typing import Any
 
 import attrs
 
-from .diagnostics import ERROR, NOTE, WARNING, CompileError, Diagnostic, Source, Span, suggest
+from .diagnostics import (ERROR, NOTE, WARNING, CompileError, Diagnostic, Note, Source, Span,
+                          suggest)
 from .gcpause import gc_paused
 from .ir import System
 from .rules import RULES
@@ -144,8 +145,44 @@ def rule_findings(system: System, config: LintConfig) -> list[Diagnostic]:
         if level == "off":
             continue
         for f in RULES[code].check(system, config.rule_options(code)):
-            out.append(Diagnostic(f.code, level, f.message, f.span))
+            out.append(_at_user_line(system, Diagnostic(f.code, level, f.message, f.span),
+                                     f.subject))
     return out
+
+
+_INDEX = re.compile(r"\d+(?=\.|$)")
+ORIGIN = "the library line it comes from"
+
+
+def user_site(system: System, subject: str) -> Span | None:
+    """The line of the linted file that made ``subject`` what it is: a connection of the file
+    that touches it (its wiring), else the file's statement that instantiated it or the group
+    holding it, else the ``system`` line; None when nothing in the file is nearer."""
+    root = system.span.source if system.span is not None else None
+    if root is None:
+        return None
+    for link in sorted(system.links_of(subject), key=lambda lk: lk.id):
+        if link.span is not None and link.span.source is root:
+            return link.span
+    sites = dict(system.sites)
+    parts = _INDEX.sub("", subject).split(".")
+    for n in range(len(parts), 1, -1):
+        span = sites.get(".".join(parts[:n]))
+        if span is not None and span.source is root:
+            return span
+    return system.span
+
+
+def _at_user_line(system: System, d: Diagnostic, subject: str | None) -> Diagnostic:
+    """A finding on a library line is moved to the user's own line (where a suppression and a
+    GitHub annotation can sit), the library line kept as a note."""
+    root = system.span.source if system.span is not None else None
+    if subject is None or root is None or d.span is None or d.span.source is root:
+        return d
+    site = user_site(system, subject)
+    if site is None or site.source is not root:
+        return d
+    return attrs.evolve(d, span=site, notes=(Note(ORIGIN, d.span), *d.notes))
 
 
 def _suppressions(source: Source) -> dict[int, tuple[set[str] | None, Span]]:
@@ -167,13 +204,16 @@ def apply_suppressions(found: Sequence[Diagnostic], root: Source | None,
     used: set[tuple[str, int]] = set()
     kept = []
     for d in found:
-        source = d.span.source
-        table = tables.setdefault(id(source), _suppressions(source))
-        entry = table.get(d.span.line)
-        if entry and d.severity != ERROR and (entry[0] is None or d.code in entry[0]):
-            used.add((source.path, d.span.line))
-            continue
-        kept.append(d)
+        # a suppression on the user's line, or on the library line the finding comes from
+        places = [d.span] + [n.span for n in d.notes if n.message == ORIGIN and n.span]
+        for span in places:
+            table = tables.setdefault(id(span.source), _suppressions(span.source))
+            entry = table.get(span.line)
+            if entry and d.severity != ERROR and (entry[0] is None or d.code in entry[0]):
+                used.add((span.source.path, span.line))
+                break
+        else:
+            kept.append(d)
     if root is not None and config.level("W400") != "off":
         for line, (codes, span) in sorted(_suppressions(root).items()):
             if (root.path, line) not in used:

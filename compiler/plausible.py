@@ -68,7 +68,8 @@ def sm_finding(sm) -> str | None:
 
 
 def findings(system: System) -> Iterator[tuple[str, object]]:
-    """(message, span) for every implausible link type, GPU model and NIC model in use."""
+    """(message, span, a device it concerns) for every implausible link type, GPU model and
+    NIC model in use."""
     seen_types, seen_models = set(), set()
     nic_links: dict[str, float] = {}
     for link in system.links:
@@ -77,7 +78,7 @@ def findings(system: System) -> Iterator[tuple[str, object]]:
             seen_types.add(t.name)
             message = lane_finding(t.cls, t.bandwidth)
             if message:
-                yield f"link '{t.name}': {message}", t.span
+                yield f"link '{t.name}': {message}", t.span, link.src
         if link.cls in SCALEOUT_CLASSES:
             for end in (link.src, link.dst):
                 nic_links[end] = nic_links.get(end, 0.0) + link.bandwidth
@@ -87,7 +88,7 @@ def findings(system: System) -> Iterator[tuple[str, object]]:
             seen_models.add(m.name)
             message = sm_finding(m.attr("sm"))
             if message:
-                yield f"device '{m.name}': {message}", m.span
+                yield f"device '{m.name}': {message}", m.span, d.id
         if m.kind == "nic" and m.attr("rate") and d.id in nic_links and \
                 ("nic", m.name) not in seen_models:
             rate, link = m.attr("rate"), nic_links[d.id]
@@ -95,4 +96,4 @@ def findings(system: System) -> Iterator[tuple[str, object]]:
                 seen_models.add(("nic", m.name))
                 yield (f"device '{m.name}': rate {human(rate, RATE)} but {d.id} is cabled at "
                        f"{human(link, RATE)}; one of the two is likely wrong (the cost model "
-                       "uses the link)"), m.span
+                       "uses the link)"), m.span, d.id

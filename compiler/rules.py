@@ -39,6 +39,7 @@ class Finding:
     code: str
     message: str
     span: Span
+    subject: str | None = None     # a device the finding is about: lint finds the user's line
 
 
 RULES: dict[str, Rule] = {}
@@ -78,7 +79,7 @@ def isolated(system: System, opts) -> Iterable[Finding]:
         if d.id not in linked:
             by_stmt[d.span, d.model.name].append(d.id)
     for (span, model), ids in by_stmt.items():
-        yield Finding("W401", f"{_many(ids)} ({model}) has no links", span)
+        yield Finding("W401", f"{_many(ids)} ({model}) has no links", span, min(ids))
 
 
 def _components(system: System, keep) -> UnionFind:
@@ -103,9 +104,10 @@ def no_p2p(system: System, opts) -> Iterable[Finding]:
         sizes = [len(v) for v in parts.values()]
         pairs = (sum(sizes) ** 2 - sum(s * s for s in sizes)) // 2
         first, second = (sorted(v, key=lambda d: d.id)[0] for v in list(parts.values())[:2])
-        verb = "has" if pairs == 1 else "have"
+        verb, stage = ("has", "stages") if pairs == 1 else ("have", "stage")
         yield Finding("W402", f"{plural(pairs, 'GPU pair')} {verb} no peer-to-peer path and "
-                      f"stage through host memory, e.g. {first.id} and {second.id}", first.span)
+                      f"{stage} through host memory, e.g. {first.id} and {second.id}", first.span,
+                      first.id)
 
 
 @rule("W403", "warning", "GPU whose nearest NIC hangs off another CPU socket")
@@ -125,7 +127,8 @@ def remote_nic(system: System, opts) -> Iterable[Finding]:
             found[g.span, socket, nic_socket[nic]].append(f"{g.id} -> {nic}")
     for (span, mine, theirs), pairs in found.items():
         yield Finding("W403", f"GPUDirect RDMA crosses the socket link: {_many(pairs)} "
-                      f"(GPU on {mine}, NIC on {theirs})", span)
+                      f"(GPU on {mine}, NIC on {theirs})", span,
+                      min(pairs).split(" -> ")[1])
 
 
 @rule("W404", "warning", "asymmetric NVLink: GPUs of one NVLink domain with different bandwidth")
@@ -149,7 +152,7 @@ def asymmetric(system: System, opts) -> Iterable[Finding]:
             hi = max(gpus, key=lambda g: (bw[g.id], g.id))
             yield Finding("W404", f"NVLink bandwidth differs inside one domain: {lo.id} has "
                           f"{bw[lo.id] / 1e9:g} GB/s, {hi.id} {bw[hi.id] / 1e9:g} GB/s per "
-                          "direction", lo.span)
+                          "direction", lo.span, lo.id)
 
 
 @rule("W405", "warning", "oversubscribed switch tier: uplinks carry less than downlinks",
@@ -175,7 +178,7 @@ def oversubscribed(system: System, opts) -> Iterable[Finding]:
         ratio, sw, d, u = max(cases)
         yield Finding("W405", f"tier-{lvl} switches oversubscribed up to {ratio:.2f}:1, e.g. "
                       f"{sw}: {d / 1e9:g} GB/s down, {u / 1e9:g} GB/s up "
-                      f"({plural(len(cases), 'switch')})", span)
+                      f"({plural(len(cases), 'switch')})", span, sw)
 
 
 @rule("W406", "warning", "rail misalignment: NIC n of a node lands on another rail's switch")
@@ -205,7 +208,7 @@ def rails(system: System, opts) -> Iterable[Finding]:
         their = "its" if len(wrong) == 1 else "their"
         yield Finding("W406", f"{plural(len(wrong), 'NIC')} off {their} rail, e.g. {nic} (NIC {local[nic]} "
                       f"of its node) on {leaf}, which carries rail {rail[leaf]}",
-                      system.device(nic).span)
+                      system.device(nic).span, nic)
 
 
 @rule("W407", "off", "port budget fully used: no spare ports (select it to audit headroom)",
@@ -220,13 +223,13 @@ def ports_full(system: System, opts) -> Iterable[Finding]:
             found[device.span, device.model.name, cls, budget].append(dev_id)
     for (span, model, cls, budget), ids in found.items():
         yield Finding("W407", f"{_many(ids)} ({model}) uses its {cls} ports up to the budget of "
-                      f"{budget}", span)
+                      f"{budget}", span, min(ids))
 
 
 @rule("W408", "warning", "implausible figure: a lane, NIC rate or compute capability no part has")
 def implausible(system: System, opts) -> Iterable[Finding]:
-    for message, span in plausible.findings(system):
-        yield Finding("W408", message, span)
+    for message, span, subject in plausible.findings(system):
+        yield Finding("W408", message, span, subject)
 
 
 # ---- strategies -----------------------------------------------------------------------------

@@ -97,3 +97,37 @@ def test_counts_agree_with_their_nouns():
     from topoc.compiler.diagnostics import plural
     assert plural(1, "GPU pair") == "1 GPU pair" and plural(24, "GPU pair") == "24 GPU pairs"
     assert plural(2, "switch") == "2 switches" and plural(1, "NIC") == "1 NIC"
+
+
+USER_FILE = '''use "nvidia/links.topo"
+use "nvidia/devices.topo"
+use "nvidia/dgx_h100.topo"
+group C {
+  node[2] : DGXH100
+  leaf[8] : QM9700
+  node[0].nic[n] <-> leaf[n] : ndr
+  node[1].nic[n] <-> leaf[(n + 1) % 8] : ndr{comment}
+  spare : H100
+}
+system c : C
+'''
+
+
+def test_findings_land_on_the_users_line(tmp_path, capsys):
+    """A finding about a library device the user wired or placed is reported at the user's
+    line (their connection, or their instance), the library line kept as a note; a
+    suppression on the user's line works and GitHub annotations point at the user's file."""
+    path = tmp_path / "c.topo"
+    path.write_text(USER_FILE.replace("{comment}", ""))
+    assert main(["lint", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{path}:8:3: W406 warning" in out            # the misaligned connection
+    assert f"{path}:9:3: W401 warning" in out            # the spare GPU
+    assert "note: the library line it comes from" in out and "dgx_h100.topo" in out
+    assert main(["lint", "--format", "github", str(path)]) == 0
+    gh = capsys.readouterr().out
+    assert f"file={path},line=8" in gh and "dgx_h100.topo,line" not in gh
+    path.write_text(USER_FILE.replace("{comment}", "  # topoc: ignore[W406] being rewired"))
+    assert main(["lint", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "W406" not in out and "W400" not in out
