@@ -54,7 +54,7 @@ def build(system: System, group: RankGroup, node: str | None = None,
     through its head GPU) for one node of ``group``."""
     prefix, members = pick_node(system, node)
     local = {d.id: i for i, d in enumerate(d for d in members if d.kind == "gpu")}
-    nic_index = {d.id: i for i, d in enumerate(d for d in members if d.kind == "nic")}
+    nic_index = {d.id: i for i, d in enumerate(d for d in members if d.compute_nic)}
     devices = [system.gpus[r].id for r in group.ranks]
     if not any(d in local for d in devices):
         raise ExportError(f"no rank of the group sits on node {prefix}")

@@ -131,7 +131,8 @@ def build(system: System, node: str | None = None,
     root = ET.Element("system", version="1")
     placed: set[str] = set()
     local_gpu = {d.id: i for i, d in enumerate(d for d in members if d.kind == "gpu")}
-    local_nic = {d.id: i for i, d in enumerate(d for d in members if d.kind == "nic")}
+    # NCCL's NICs are the compute NICs: storage NICs and DPUs are left out of its topology
+    local_nic = {d.id: i for i, d in enumerate(d for d in members if d.compute_nic)}
 
     def pci(parent: ET.Element, dev: Device, via) -> None:
         placed.add(dev.id)
@@ -159,7 +160,7 @@ def build(system: System, node: str | None = None,
             for link in sorted(adj[dev.id], key=lambda lk: lk.id):
                 other = system.device(link.dst if link.src == dev.id else link.src)
                 if link.cls == "pcie" and other.id in ids and other.id not in placed and \
-                        other.kind in ("pcie_switch", "gpu", "nic"):
+                        (other.kind in ("pcie_switch", "gpu") or other.compute_nic):
                     pci(el, other, link)
 
     def gpu(parent: ET.Element, dev: Device) -> None:
@@ -196,13 +197,13 @@ def build(system: System, node: str | None = None,
         for link in sorted(adj[cpu.id], key=lambda lk: lk.id):
             other = system.device(link.dst if link.src == cpu.id else link.src)
             if other.id in ids and other.id not in placed and link.cls in ("pcie", "nvlink_c2c") \
-                    and other.kind in ("pcie_switch", "gpu", "nic"):
+                    and (other.kind in ("pcie_switch", "gpu") or other.compute_nic):
                 if link.cls == "nvlink_c2c":
                     # A C2C-attached GPU still has a PCI function under its CPU, as in GB dumps.
                     pci(el, other, next((lk for lk in adj[other.id] if lk.cls == "pcie"), link))
                 else:
                     pci(el, other, link)
-    missing = [d.id for d in members if d.kind in ("gpu", "nic") and d.id not in placed]
+    missing = [d.id for d in members if (d.kind == "gpu" or d.compute_nic) and d.id not in placed]
     if missing:
         raise ExportError(f"{missing[0]} is not attached to a CPU over PCIe or C2C, so it has no "
                           "place in NCCL's PCI tree" + (f" (and {len(missing) - 1} more)"

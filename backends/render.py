@@ -35,6 +35,7 @@ KIND_STYLE = {
     "cpu": {"shape": "box", "style": "filled,rounded", "fillcolor": "#4f81bd",
             "fontcolor": "white"},
     "nic": {"shape": "hexagon", "fillcolor": "#f79646"},
+    "dpu": {"shape": "hexagon", "fillcolor": "#fac090", "style": "filled,bold"},
     "switch": {"shape": "octagon", "fillcolor": "#8064a2", "fontcolor": "white"},
     "pcie_switch": {"shape": "diamond", "fillcolor": "#bfbfbf"},
     "net_switch": {"shape": "doubleoctagon", "fillcolor": "#c0504d", "fontcolor": "white"},
@@ -48,7 +49,7 @@ CLASS_COLOR = {"nvlink": "#4e9a06", "nvlink_c2c": "#00a3a3", "pcie": "#555555",
 LEGEND_NAME = {"unit": "rack / node (group)", "netunit": "switch group", "fabric": "NVLink fabric",
                "switch": "NVLink switch", "net_switch": "network switch"}
 # Ranks from the host down: CPU, PCIe switches, GPUs and NICs, NVLink switches, the network.
-TIER = {"cpu": 0, "unit": 0, "pcie_switch": 1, "gpu": 2, "nic": 2, "switch": 3, "fabric": 3,
+TIER = {"cpu": 0, "unit": 0, "pcie_switch": 1, "gpu": 2, "nic": 2, "dpu": 2, "switch": 3, "fabric": 3,
         "net_switch": 4, "netunit": 5}
 #: A top-level array of network switches with more members than this is drawn as one box.
 FOLD = 64

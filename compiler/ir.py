@@ -19,7 +19,8 @@ from .diagnostics import Span
 LINK_CLASSES = ("nvlink", "nvlink_c2c", "pcie", "infiniband", "ethernet", "inter_socket")
 SCALEUP_CLASSES = ("nvlink",)
 SCALEOUT_CLASSES = ("infiniband", "ethernet")
-DEVICE_KINDS = ("gpu", "cpu", "nic", "switch", "pcie_switch", "net_switch")
+DEVICE_KINDS = ("gpu", "cpu", "nic", "dpu", "switch", "pcie_switch", "net_switch")
+NIC_ROLES = ("compute", "storage")
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 #: Group kinds: the dimensions, plus Megatron's expert data parallel group (the ranks that hold
 #: the same experts and reduce their gradients).
@@ -76,6 +77,11 @@ class Device:
     id: str
     model: DeviceModel
     span: Span = field(eq=False, repr=False, default=None)
+
+    @property
+    def compute_nic(self) -> bool:
+        """A NIC that carries GPU traffic (NCCL's NICs, rails): not a DPU or a storage NIC."""
+        return self.kind == "nic" and self.model.attr("role", "compute") == "compute"
 
     @property
     def kind(self) -> str:

@@ -41,7 +41,7 @@ CLASS_EFFICIENCY = {"pcie": 48 / 63, "infiniband": 0.96, "ethernet": 0.96,
 #: adds the difference to every hop over such a link; less never goes below NCCL's figure.
 REFERENCE_LATENCY = {"nvlink": 0.6e-6, "nvlink_c2c": 0.6e-6, "pcie": 1e-6,
                      "inter_socket": 1e-6, "infiniband": 0.3e-6, "ethernet": 0.3e-6}
-_TIER = {"gpu": 0, "switch": 1, "pcie_switch": 1, "cpu": 2, "nic": 3, "net_switch": 4}
+_TIER = {"gpu": 0, "switch": 1, "pcie_switch": 1, "cpu": 2, "nic": 3, "dpu": 3, "net_switch": 4}
 _OUTER = {"nvlink": 0, "nvlink_c2c": 1, "pcie": 2, "inter_socket": 3, "ethernet": 4,
           "infiniband": 4}
 _INDEX = re.compile(r"\d+(?=\.|$)")

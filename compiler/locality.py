@@ -113,7 +113,9 @@ class Locality:
         """The closest devices of ``kind`` over PCIe/C2C hops, never through another GPU."""
         seen, frontier = {gpu_id}, [gpu_id]
         while frontier:
-            found = sorted(n for n in frontier if self.system.device(n).kind == kind)
+            # "nic" means a compute NIC: DPUs and storage NICs carry no GPU traffic
+            found = sorted(n for n in frontier if self.system.device(n).kind == kind and
+                           (kind != "nic" or self.system.device(n).compute_nic))
             if found:
                 return tuple(found)
             nxt = []

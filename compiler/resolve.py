@@ -16,7 +16,7 @@ import attrs
 
 from . import syntax as s
 from .diagnostics import Collector, CompileError, Note, Span, suggest
-from .ir import DEVICE_KINDS, LINK_CLASSES, DeviceModel, LinkType
+from .ir import DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, DeviceModel, LinkType
 from .limits import LIMITS
 from .parse import parse
 from .units import BYTES, NUMBER, RATE, SECONDS, Dim, describe
@@ -28,7 +28,8 @@ _COMMON = {"vendor": STRING, "arch": STRING, "description": STRING}
 DEVICE_SCHEMA: dict[str, dict[str, Any]] = {
     "gpu": {**_COMMON, "hbm": BYTES, "hbm_bandwidth": RATE, "sm": INT},
     "cpu": {**_COMMON, "memory": BYTES, "memory_bandwidth": RATE, "cores": INT},
-    "nic": {**_COMMON, "rate": RATE},
+    "nic": {**_COMMON, "rate": RATE, "role": STRING},
+    "dpu": {**_COMMON, "rate": RATE, "cores": INT, "memory": BYTES},
     "switch": {**_COMMON, "reduction": BOOL},
     "pcie_switch": {**_COMMON},
     "net_switch": {**_COMMON, "rate": RATE},
@@ -182,6 +183,11 @@ def _attributes(decl, schema: dict[str, Any], what: str, diags: Collector):
                                                             else [])), attr.span)
             continue
         value = _check_value(attr.key, attr.value, schema[attr.key], diags)
+        if attr.key == "role" and value is not None and value not in NIC_ROLES:
+            diags.error("E200", f"role '{value}': a NIC's role is "
+                        + " or ".join(f"'{r}'" for r in NIC_ROLES)
+                        + suggest(value, NIC_ROLES), attr.value.span)
+            continue
         if value is not None:
             values[attr.key] = value
     return values, ports

@@ -187,7 +187,7 @@ def rails(system: System, opts) -> Iterable[Finding]:
     # a GB200 compute tray), in declaration order.
     siblings: dict[str, list[str]] = defaultdict(list)
     for d in system.devices:
-        if d.kind == "nic":
+        if d.compute_nic:            # storage NICs and DPUs sit on their own networks
             siblings[d.id.rpartition(".")[0]].append(d.id)
     local = {nic: i for nics in siblings.values() for i, nic in enumerate(nics)}
     leaf_of: dict[str, str] = {}

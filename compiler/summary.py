@@ -20,7 +20,7 @@ def scaleout_levels(system: System) -> dict[str, int]:
         if link.cls in SCALEOUT_CLASSES:
             adj[link.src].append(link)
             adj[link.dst].append(link)
-    level = {d.id: 0 for d in system.devices if d.kind == "nic" and d.id in adj}
+    level = {d.id: 0 for d in system.devices if d.kind in ("nic", "dpu") and d.id in adj}
     frontier = sorted(level)
     while frontier:
         nxt = []

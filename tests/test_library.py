@@ -152,3 +152,54 @@ def test_cluster_files_work_at_two(name, param, tmp_path):
     for verb in (["compile"], ["lint"], ["report", "--parallel", "train"],
                  ["cost", "--group", "world", "--sizes", "1GiB"]):
         assert main([verb[0], path, "-D", f"{param}=2", *verb[1:]]) == 0, verb
+
+
+STORAGE = '''use "nvidia/links.topo"
+use "nvidia/devices.topo"
+device Storage : nic { rate = 400 Gb/s  role = "storage" }
+device BF3 : dpu { rate = 400 Gb/s  cores = 16 }
+group Node {
+  gpu[4] : H100
+  pcie[4] : PEX89104
+  nic[4] : CX7
+  store : Storage
+  dpu : BF3
+  cpu : Xeon8480C
+  gpu[i] <-> pcie[i] : pcie5
+  nic[i] <-> pcie[i] : pcie5
+  store <-> pcie[0] : pcie5
+  dpu <-> pcie[1] : pcie5
+  pcie[*] <-> cpu : pcie5
+}
+group Two {
+  node[2] : Node
+  leaf[4] : QM9700
+  sleaf : QM9700
+  node[*].nic[n] <-> leaf[n] : ndr
+  node[*].store <-> sleaf : ndr
+  node[*].dpu <-> sleaf : ndr
+}
+system two : Two
+'''
+
+
+def test_dpus_and_storage_nics_stay_out_of_gpu_traffic():
+    """A storage NIC and a BlueField DPU next to the GPUs: not a GPU's NIC, no rail, no NCCL
+    net, no extra channels."""
+    from topoc.backends import nccl_topo
+    from topoc.compiler.orders import net_channels
+    system = topoc.loads(STORAGE)
+    loc = system.locality
+    assert {loc.nic(r) for r in range(8)} == {f"two.node{k}.nic{i}" for k in (0, 1) for i in range(4)}
+    assert net_channels(system, tuple(range(8))) == 8
+    assert topoc.summary(system)["devices"]["dpu"] == 2
+    from topoc.compiler.lint import LintConfig, lint_system
+    assert "W406" not in {d.code for d in lint_system(system, LintConfig())}
+    xml = nccl_topo.render(system, "two.node0")
+    assert xml.count("<net ") == 4
+
+
+def test_a_nic_role_is_compute_or_storage():
+    from topoc.compiler.diagnostics import CompileError
+    with pytest.raises(CompileError, match="role 'stroage'.*did you mean 'storage'"):
+        topoc.loads(STORAGE.replace('role = "storage"', 'role = "stroage"'))
