@@ -153,6 +153,15 @@ class _Elaborator:
                 chain = " > ".join([*stack[stack.index(decl.name):], decl.name])
                 raise EvalError(error("E140", f"group '{decl.name}' contains itself ({chain})",
                                       stmt.target_span, Note("group declared here", decl.span)))
+            unbound = sorted({v for a in stmt.args for v in variables(a.value)} - set(env))
+            if unbound and size is not None:
+                first = next(a for a in stmt.args if unbound[0] in variables(a.value))
+                raise EvalError(error(
+                    "E114", f"unknown name '{unbound[0]}': the arguments of array '{stmt.name}' "
+                    "are evaluated once, for every element alike, and no element index is "
+                    "bound here. For elements that differ, declare one member per variant, "
+                    f"e.g. 'big[2] : {decl.name}(...)' and 'small[2] : {decl.name}(...)', and "
+                    "wire each (docs/language.md, heterogeneous arrays)", first.value.span))
             args = {a.name: evaluate(a.value, env) for a in stmt.args}
             child = self.template(decl, args, stmt.span, stack)
             if child is None:

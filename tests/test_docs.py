@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 import topoc
 from topoc.compiler.parse import parse
 
@@ -33,3 +35,18 @@ def test_language_reference_examples_parse():
     assert len(blocks) >= 6
     for block in blocks:
         parse(block, "doc.topo")
+
+
+def test_heterogeneous_array_example_compiles_and_per_element_arguments_are_guided():
+    from topoc.compiler.diagnostics import CompileError
+    block = next(b for b in _blocks(ROOT / "docs/language.md") if "group Mixed" in b)
+    system = topoc.loads(block)
+    assert len(system.gpus) == 2 * 8 + 2 * 4
+    assert [g.id for g in system.gpus][16] == "mixed.small0.gpu0"
+    wrong = block.replace("  big[2] : Node(gpus = 8)\n  small[2] : Node(gpus = 4)\n",
+                          "  big[2] : Node(gpus = 4 + 4 * i)\n").replace(
+                              "  small[*].nic <-> leaf : ndr\n", "")
+    with pytest.raises(CompileError) as exc:
+        topoc.loads(wrong)
+    message = exc.value.diagnostics[0].render()
+    assert "E114" in message and "one member per variant" in message
