@@ -198,8 +198,8 @@ _ROUNDS = {
 def choose_algorithm(system: System, group: RankGroup, collective: str, nbytes: int) -> str:
     """``auto``: the algorithm the cost model predicts fastest (``compiler.cost``), as NCCL's
     tuner picks; pairwise all-to-all and direct send/recv, which have no rival. Should the cost
-    model refuse, the rules of thumb decide: NVLS inside a reducing NVLink domain, hierarchical
-    across equal domains, the tree for small all-reduces, else the ring."""
+    model refuse, the rules of thumb decide among NCCL's algorithms: NVLS inside a reducing
+    NVLink domain, the tree for small all-reduces across islands, else the ring."""
     if collective == "sendrecv":
         return "direct"
     if collective == "alltoall":
@@ -211,13 +211,9 @@ def choose_algorithm(system: System, group: RankGroup, collective: str, nbytes: 
         pass
     if len(group.ranks) > 1 and system.locality.nvlink_agents(group.ranks):
         return "nvls"
-    if collective == "allreduce":
-        domains = nvlink_domains(system, group.ranks)
-        if len(domains) > 1 and len({len(d) for d in domains}) == 1 and len(domains[0]) > 1:
-            return "hierarchical"
-        if nbytes < TREE_BELOW:
-            return "tree"
-    return "ring"
+    if collective == "allreduce" and nbytes < TREE_BELOW and len(islands(system, group.ranks)) > 1:
+        return "tree"
+    return "ring"                # hierarchical is topoc's own: never picked, only named
 
 
 @gc_paused()

@@ -140,9 +140,13 @@ def test_auto_falls_back_to_rules_when_the_cost_model_refuses(monkeypatch):
     def refuse(*args, **kwargs):
         raise cost.CostError("no")
     monkeypatch.setattr(cost, "sweep", refuse)
-    a100 = topoc.load(library_file("dgx_a100.topo"))
-    assert schedule(a100, select_group(a100), "allreduce", nbytes=4096).algorithm == "tree"
+    a100 = topoc.load(library_file("dgx_a100.topo"))     # one node: NCCL builds no tree
+    assert schedule(a100, select_group(a100), "allreduce", nbytes=4096).algorithm == "ring"
     assert schedule(a100, select_group(a100), "allreduce", nbytes=2**30).algorithm == "ring"
+    nodes = topoc.load(library_file("a100_cluster.topo"), {"nodes": 2})
+    assert schedule(nodes, select_group(nodes), "allreduce", nbytes=4096).algorithm == "tree"
+    racks = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 2})
+    assert schedule(racks, select_group(racks), "allreduce").algorithm != "hierarchical"
     dgx = topoc.load(library_file("dgx_h100.topo"))
     assert schedule(dgx, select_group(dgx), "allgather").algorithm == "nvls"
 
