@@ -261,13 +261,15 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     host_hops = {"pcie", "inter_socket"}
     intra_classes = set()
     declared = {True: 0.0, False: 0.0}         # slowest declared hop inside / between islands
-    for a, b in zip(sample, sample[1:] + sample[:1]):
-        ga, gb = system.gpus[a].id, system.gpus[b].id
-        inside = loc.island[a] == loc.island[b]
-        if inside:
+    for a, b in zip(sample, sample[1:]):
+        if loc.island[a] == loc.island[b]:
+            ga, gb = system.gpus[a].id, system.gpus[b].id
             intra_classes |= res.classes(res.crossed(ga, gb))
-        if ga != gb:
-            declared[inside] = max(declared[inside], res.extra_latency(ga, gb) * 1e6)
+            declared[True] = max(declared[True], res.extra_latency(ga, gb) * 1e6)
+    parts = orders.islands_ranks(system, sample)
+    if len(parts) > 1:                         # a rail-aligned crossing: same local index
+        declared[False] = res.extra_latency(system.gpus[parts[0][0]].id,
+                                            system.gpus[parts[1][0]].id) * 1e6
     intra = "pci" if intra_classes & host_hops or lanes == 0 else "nvlink"
     hosts = _hosts(system, ranks) if algorithm == "nvls" else \
         _hosts(system, orders.islands_ranks(system, ranks)[0]) if algorithm == "nvlstree" \

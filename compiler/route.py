@@ -148,6 +148,7 @@ class RailRouter:
         self.kind = self.any.kind
         self.graph = self.any.graph
         self._proxies: dict[tuple[int, str], tuple | None] = {}     # (rank, NIC) -> PXN hop
+        self._hops: dict[str, dict[str, int]] = {}
 
     def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
         """Link ids from ``src`` to ``dst``; ``flow`` picks among equal-cost fabric paths."""
@@ -171,26 +172,41 @@ class RailRouter:
         return self.any.path(src, dst, flow)
 
     def _pxn(self, rank: int, dst: int, nic: str):
-        """The (GPU, its NIC, fabric path) of ``rank``'s island whose NIC has the shortest
-        fabric path to ``nic``; among equals the GPU at ``dst``'s place in its own island (so
-        proxies spread over NICs as receivers do), or None; cached per (rank, NIC)."""
+        """The (GPU, its NIC, fabric path) of ``rank``'s island whose NIC is fewest fabric hops
+        from ``nic``; among equals the GPU at ``dst``'s place in its own island (so proxies
+        spread over NICs as receivers do), or None; cached per (rank, NIC)."""
         key = (rank, nic)
         if key not in self._proxies:
             loc, best = self.system.locality, None
+            hops = self._fabric_hops(nic)
             mirror = loc.island_ranks[loc.island[dst]].index(dst)
             for at, r in enumerate(loc.island_ranks[loc.island[rank]]):
                 own = loc.nic(r)
-                if not own:
-                    continue
-                try:
-                    net = self.fabric.path(own, nic)
-                except NoRoute:
-                    continue
-                score = (len(net), abs(at - mirror), abs(r - rank))
-                if best is None or score < best[0]:
-                    best = (score, (self.system.gpus[r].id, own, net))
-            self._proxies[key] = best[1] if best else None
+                if own and own in hops:
+                    score = (hops[own], abs(at - mirror), abs(r - rank))
+                    if best is None or score < best[0]:
+                        best = (score, r, own)
+            self._proxies[key] = None if best is None else \
+                (self.system.gpus[best[1]].id, best[2], self.fabric.path(best[2], nic))
         return self._proxies[key]
+
+    def _fabric_hops(self, nic: str) -> dict[str, int]:
+        """Hops from ``nic`` to every device over scale-out links (one BFS, cached)."""
+        found = self._hops.get(nic)
+        if found is None:
+            found, frontier, graph = {nic: 0}, [nic], self.graph
+            while frontier:
+                nxt = []
+                for u in frontier:
+                    for v, edges in graph[u].items():
+                        if v not in found and any(d["cls"] in SCALEOUT_CLASSES
+                                                  for d in edges.values()):
+                            found[v] = found[u] + 1
+                            if self.kind[v] not in ("gpu", "cpu"):
+                                nxt.append(v)
+                frontier = nxt
+            self._hops[nic] = found
+        return found
 
 
 def participants(sched: "Schedule") -> tuple[str, ...]:
