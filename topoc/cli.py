@@ -16,6 +16,8 @@ from pathlib import Path
 import topoc
 
 from .backends import REGISTRY
+from .compiler.ir import GROUP_KINDS
+from .compiler.orders import ALGORITHMS
 from .compiler.diagnostics import CompileError, Diagnostic, render_all, suggest
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
@@ -478,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--view", choices=["physical", "logical", "racks"],
                    help="default: the most detailed view that stays legible")
     p.add_argument("--parallel", metavar="NAME", help="colour GPUs by the groups of this strategy")
-    p.add_argument("--color", choices=["tp", "cp", "ep", "dp", "pp"], help="which groups (tp)")
+    p.add_argument("--color", choices=list(GROUP_KINDS), help="which groups (tp)")
     p.add_argument("--ring", metavar="GROUP", help="draw the ring order of a group: dp:3, world, "
                    "or world ranks like 0..7")
     p.add_argument("--highlight", action="append", metavar="ID|CLASS",
@@ -492,9 +494,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ranks", metavar="LIST", help="an ad-hoc group of world ranks: 0..7,16")
     p.add_argument("--collective", required=True, choices=list(COLLECTIVE_CHOICES))
     p.add_argument("--size", default="1GiB", help="bytes per rank (default 1GiB)")
-    p.add_argument("--algorithm", default="auto",
-                   choices=["auto", "ring", "tree", "nvls", "hierarchical", "direct", "pairwise"])
-    p.add_argument("--channels", type=int, help="rings run side by side (ring; default 2)")
+    p.add_argument("--algorithm", default="auto", choices=["auto", *ALGORITHMS],
+                   help="default: the fastest of NCCL's; hierarchical is topoc's own")
+    p.add_argument("--channels", type=int, help="channels side by side: rings (default 2) or "
+                   "pairs of trees (default 1)")
     p.add_argument("--chunks", type=int, help="slots the data is cut into (default per algorithm)")
     p.add_argument("--root", type=int, default=0, help="group position of the root (broadcast, "
                    "reduce)")
@@ -511,9 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default allreduce (with --parallel alone: the traffic's own)")
     p.add_argument("--sizes", metavar="SIZES", help="8B..8GiB (doubling; the default) or a "
                    "list 32KiB,1MiB; nccl-tests' 1G, 64M, 8K mean GiB, MiB, KiB")
-    p.add_argument("--algorithm", default="auto",
-                   choices=["auto", "ring", "tree", "nvls", "nvlstree", "hierarchical", "direct",
-                            "pairwise"],
+    p.add_argument("--algorithm", default="auto", choices=["auto", *ALGORITHMS, "nvlstree"],
                    help="default: the fastest of NCCL's; nvlstree is NVLS in each island and a "
                    "tree between; hierarchical is topoc's own")
     p.add_argument("--protocol", choices=["LL", "LL128", "Simple"],
