@@ -186,6 +186,12 @@ def _hierarchical_loads(res, system, ranks) -> list[tuple[Loads, float]]:
     return [(inside, 2.0 * (L - 1)), (across, 2.0 * (m - 1))]
 
 
+def _one_per_island(system: System, ranks: Sequence[int]) -> bool:
+    """Every rank of the group on an island of its own (NCCL's PAT condition, nNodes ==
+    nRanks)."""
+    return len({system.locality.island[r] for r in ranks}) == len(ranks) > 1
+
+
 def _island_agents(system: System, ranks: Sequence[int]):
     """Each island's reducing NVLink switches, or None when some island has none."""
     found = [system.locality.nvlink_agents(part) for part in orders.islands_ranks(system, ranks)]
@@ -231,7 +237,9 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     loc = system.locality
     islands = len({loc.island[r] for r in ranks})
     sample = _sample(system, ranks)
-    if algorithm == "ring":
+    if algorithm in ("ring", "pat"):   # PAT moves a ring's bytes in log2(n) latency steps
+        if algorithm == "pat" and not _one_per_island(system, ranks):
+            raise CostError("PAT runs with one GPU per node (island), as NCCL uses it")
         phases = [_ring_loads(res, system, sample, collective, n)]
     elif algorithm == "tree":
         phases = [(_tree_loads(res, system, sample, collective), 1.0)]
@@ -282,7 +290,7 @@ def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
              protocol: str | None = None) -> Cost:
     """The cost of one size from a profile; the fastest protocol unless one is named."""
     n = len(group.ranks)
-    options = (2,) if p.algorithm in ("nvls", "nvlstree") else (0, 2) if p.algorithm in (
+    options = (2,) if p.algorithm in ("nvls", "nvlstree", "pat") else (0, 2) if p.algorithm in (
         "direct", "pairwise") else (0, 1, 2)
     if protocol is not None:
         if PROTOCOLS.index(protocol) not in options:
@@ -313,6 +321,8 @@ def candidates(system: System, group: RankGroup, collective: str,
             continue                     # selectable by name; never what NCCL would run
         if algo == "nvls" and (len(ranks) < 2 or system.locality.nvlink_agents(ranks) is None):
             continue
+        if algo == "pat" and not _one_per_island(system, ranks):
+            continue                     # NCCL enables PAT with one GPU per node only
         if algo in ("tree", "nvlstree"):
             parts = orders.islands_ranks(system, ranks)
             if len(parts) < 2:

@@ -92,6 +92,8 @@ def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
     m, algo = p.islands, p.algorithm
     if algo == "nvls":
         return NVLS_LAT * p.hosts + (NVLS_LAT_NET if m > 1 else 0.0)
+    if algo == "pat":           # Parallel Aggregated Trees: log2(n) network steps
+        return BASE_LAT["ring"][proto] + math.ceil(math.log2(n)) * HW_LAT[("net", "ring")][proto]
     if algo == "nvlstree":      # NVLS in each island, then up and down a tree of islands
         return NVLS_LAT * p.hosts + 2 * math.log2(m) * HW_LAT[("net", "tree")][proto]
     kind = "tree" if algo == "tree" else "ring"

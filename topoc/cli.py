@@ -514,7 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default allreduce (with --parallel alone: the traffic's own)")
     p.add_argument("--sizes", metavar="SIZES", help="8B..8GiB (doubling; the default) or a "
                    "list 32KiB,1MiB; nccl-tests' 1G, 64M, 8K mean GiB, MiB, KiB")
-    p.add_argument("--algorithm", default="auto", choices=["auto", *ALGORITHMS, "nvlstree"],
+    p.add_argument("--algorithm", default="auto",
+                   choices=["auto", *ALGORITHMS, "nvlstree", "pat"],
                    help="default: the fastest of NCCL's; nvlstree is NVLS in each island and a "
                    "tree between; hierarchical is topoc's own")
     p.add_argument("--protocol", choices=["LL", "LL128", "Simple"],

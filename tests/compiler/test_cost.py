@@ -196,3 +196,18 @@ def test_host_staged_pairs_cost_two_copies_and_the_report_names_them():
                        "{ dp allreduce 1 GB } }\n")
     flow = analyse(mine, "p").flows[0]
     assert "stage through host memory" in flow.note and "server.gpu0" in flow.note
+
+
+def test_pat_is_weighed_only_with_one_gpu_per_node():
+    from topoc.compiler.cost import CostError, candidates
+    cluster = topoc.load(library_file("h100_cluster.topo"), {"nodes": 4})
+    spread = RankGroup("ranks", (0, 8, 16, 24))            # one GPU on each of 4 nodes
+    packed = RankGroup("ranks", tuple(range(8)))
+    assert "pat" in candidates(cluster, spread, "allgather")
+    assert "pat" not in candidates(cluster, packed, "allgather")
+    assert "pat" not in candidates(cluster, spread, "allreduce")    # NCCL: not for all-reduce
+    pat = cost(cluster, spread, "reducescatter", GiB, "pat")
+    ring = cost(cluster, spread, "reducescatter", GiB, "ring")
+    assert pat.busbw == pytest.approx(ring.busbw, rel=0.01) and pat.latency < ring.latency
+    with pytest.raises(CostError, match="one GPU per node"):
+        cost(cluster, packed, "allgather", GiB, "pat")
