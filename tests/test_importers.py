@@ -66,6 +66,21 @@ def test_matrix_imports_what_it_says(name):
         nv = [int(v[2:]) for c, v in rows[g].items() if v.startswith("NV")]
         lanes = sorted(lk.lanes for lk in system.links_of(device_id(g, cols)) if lk.cls == "nvlink")
         assert sum(lanes) in (sum(nv), nv[0] if nv and len(set(nv)) == 1 else -1)
+    # NUMA: GPUs with the same NUMA affinity share a CPU, GPUs with different ones do not
+    text = (FIXTURES / name).read_text()
+    header = next(ln for ln in text.splitlines() if ln.split()[:1] == ["GPU0"])
+    labels = {}
+    if "NUMA" in header:
+        for g in gpus:
+            line = next(ln for ln in text.splitlines() if ln.split()[:1] == [g])
+            tail = line.split()[1 + len(cols):]
+            numa = tail[1] if len(tail) > 1 and "Affinity" in header else tail[0] if tail else ""
+            if re.fullmatch(r"\d+", numa):
+                labels[g] = numa
+    sockets = {g: system.locality.socket(gpus.index(g)) for g in labels}
+    for a in labels:
+        for b in labels:
+            assert (labels[a] == labels[b]) == (sockets[a] == sockets[b]), (a, b)
     for a in cols:
         for b in cols:
             cell = rows[a].get(b, rows[b].get(a))
