@@ -204,3 +204,15 @@ def test_dump_without_gpus_is_an_error(text, tmp_path, capsys):
     assert main(["import", "nccl-topo", str(tmp_path / "x.xml"), "-o", str(tmp_path / "o")]) == 1
     assert not (tmp_path / "o").exists()
     assert "describes no GPU" in capsys.readouterr().err
+
+
+def test_a_header_whose_names_ran_together_is_split():
+    """As in a vLLM issue's pasted matrix: 'NIC0NIC1' in the header line."""
+    text = ("        GPU0    GPU1    NIC0NIC1    CPU Affinity    NUMA Affinity\n"
+            "GPU0     X      NV4     PIX  SYS     0-7    0\n"
+            "GPU1    NV4      X      SYS  PIX     8-15   1\n"
+            "NIC0    PIX     SYS      X   SYS\n"
+            "NIC1    SYS     PIX     SYS   X\n")
+    system = topoc.loads(from_smi(text, "m.txt", gpu="H100")[0])
+    assert len(system.gpus) == 2 and sum(d.kind == "nic" for d in system.devices) == 2
+    assert system.locality.nic(0).endswith("nic0") and system.locality.nic(1).endswith("nic1")

@@ -27,10 +27,13 @@ def test_schedules_compute_their_collective(data):
     collective, algorithm = data.draw(st.sampled_from(PAIRS))
     nbytes = data.draw(st.integers(1, 10**9))
     factor = data.draw(st.integers(1, 3))
+    # rings and trees side by side: trees per channel head islands at different GPUs
+    channels = data.draw(st.integers(1, 4)) if algorithm in ("ring", "tree") else None
     try:
-        base = schedule(system, group, collective, algorithm, nbytes)
+        base = schedule(system, group, collective, algorithm, nbytes, channels=channels)
         chunks = base.chunks if base.algorithm == "ring" else base.chunks * factor
-        sched = schedule(system, group, collective, algorithm, nbytes, chunks=chunks)
+        sched = schedule(system, group, collective, algorithm, nbytes, chunks=chunks,
+                         channels=channels)
     except ScheduleError as exc:
         message = str(exc)
         assert any(reason in message for reason in (
