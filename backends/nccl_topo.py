@@ -18,6 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
+from ..compiler.figures import PCIE_X16
 from ..compiler.ir import Device, System
 from ..compiler.locality import UnionFind, common_prefix
 
@@ -34,8 +35,6 @@ CPU_IDS = {
 }
 PCIE_SPEED = {1: "2.5 GT/s PCIe", 2: "5.0 GT/s PCIe", 3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe",
               5: "32.0 GT/s PCIe", 6: "64.0 GT/s PCIe"}
-#: x16 bandwidth per direction by generation, to name the generation of a link that omits it.
-PCIE_X16 = {1: 4e9, 2: 8e9, 3: 15.75e9, 4: 31.5e9, 5: 63e9, 6: 121e9}
 BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$")
 
 

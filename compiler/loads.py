@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from .figures import nvlink_nominal
 from .ir import SCALEOUT_CLASSES, System
 from .orders import CHANNELS_PER_NIC
 from .route import RailRouter
@@ -27,10 +28,6 @@ from .summary import scaleout_levels
 #: NCCL's NVLink bandwidth per link in GB/s by compute capability (src/graph/topo.h:
 #: SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1).
 NCCL_NVLINK_GBS = ((100, 40.1), (90, 20.6), (70, 20.0), (0, 18.0))
-#: The generation's nominal NVLink rate per lane and direction (links.topo cites NVIDIA's
-#: figures: NVLink5 50, NVLink2-4 25, NVLink1 20 GB/s). NCCL's figure over this is the
-#: efficiency applied to what a file declares, so a faster declared lane costs faster.
-NVLINK_NOMINAL_GBS = ((100, 50.0), (70, 25.0), (0, 20.0))
 #: Usable fraction of the raw rate: PCIe as NCCL models a x16 link (24 of 31.5, 48 of 63 GB/s);
 #: scale-out at 96 % (46-49 of 50 GB/s for NDR); C2C and socket links are in NCCL's figures
 #: already (the library takes them from NCCL dumps and topo.h).
@@ -56,8 +53,7 @@ def nvlink_gbs(sm: int | None) -> float:
 def nvlink_efficiency(sm: int | None) -> float:
     """What NCCL's kernels reach of a lane's nominal rate: 40.1 of 50 GB/s on Blackwell,
     20.6 of 25 on Hopper, 20 of 25 on Ampere and Volta."""
-    s = 90 if sm is None else int(sm)
-    return nvlink_gbs(sm) / next(bw for floor, bw in NVLINK_NOMINAL_GBS if s >= floor)
+    return nvlink_gbs(sm) * 1e9 / nvlink_nominal(sm)[0]
 
 
 def device_class(device_id: str) -> str:

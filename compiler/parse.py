@@ -57,9 +57,9 @@ class _Build(Transformer):
     def quantity(self, meta, children):
         number, unit = children
         span = self._span(meta)
-        _digits(number, span)
+        value = _digits(number, span)
         text = f"{number} {unit}" if unit else str(number)
-        return s.QuantityValue(s.Quantity.parse(str(number), str(unit) if unit else None), text, span)
+        return s.QuantityValue(s.Quantity.of(value, str(unit) if unit else None), text, span)
 
     @v_args(meta=True)
     def string(self, meta, children):

@@ -67,7 +67,11 @@ class Quantity:
     def parse(cls, number: str, unit: str | None) -> Quantity:
         """Build from literal text, e.g. ``("400", "Gb/s")``; raises ValueError on a bad unit
         or a literal out of range (see ``literal``)."""
-        value = literal(number)
+        return cls.of(literal(number), unit)
+
+    @classmethod
+    def of(cls, value: Fraction, unit: str | None) -> Quantity:
+        """Build from an already checked value and its unit text."""
         if unit is None:
             return cls(value, NUMBER)
         scale = unit_scale(unit)

@@ -6,25 +6,9 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-# PCIe x16 bandwidth per direction by generation, after line coding (R58 in the hardware sheet:
-# Gen1/2 8b/10b, Gen3+ 128b/130b; Gen6 assumed from its doubled rate).
-PCIE_X16 = {1: 4e9, 2: 8e9, 3: 15.75e9, 4: 31.5e9, 5: 63e9, 6: 121e9}
-# Transfer rate per lane (GT/s) -> generation, as sysfs and NCCL dumps spell it.
-GT_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+from ..compiler.figures import PCIE_X16
+
 MAX_DEVICES = 4096
-
-# NVLink bandwidth per lane (link) and direction, by compute capability; links.topo cites the
-# sources (R6, R24, R40): NVLink 1 20 GB/s (P100), 2-4 25 GB/s (V100, A100, H100), 5 50 GB/s.
-NVLINK_LANE = [(100, 50e9, "NVLink5"), (70, 25e9, "NVLink2-4"), (60, 20e9, "NVLink1")]
-
-
-def nvlink_lane(sm: int) -> tuple[float, str]:
-    """Per-lane NVLink bandwidth and generation name for compute capability ``sm`` (e.g. 90)."""
-    for floor, bw, name in NVLINK_LANE:
-        if sm >= floor:
-            return bw, name
-    return 25e9, "unknown"
-
 
 class ImportFailure(ValueError):
     """The input is not a dump this importer understands; the message names where."""

@@ -14,7 +14,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
-from .base import GT_GEN, Build, ImportFailure, gbs, header, ident, nvlink_lane, require_gpus
+from ..compiler.figures import GT_GEN, nvlink_nominal
+from .base import Build, ImportFailure, gbs, header, ident, require_gpus
 
 # NCCL's CPU-to-CPU figures (src/graph/topo.h): by (vendor, familyid, modelid) prefix.
 SOCKET_BW = [(("GenuineIntel", "6", "143"), 22e9), (("GenuineIntel", "6", "207"), 40e9),
@@ -190,7 +191,7 @@ class _Host:
         for sel, own, nv, sm in self.pending:
             target = (nv.get("target") or "").lower()
             count = _int(nv, "count", 1)
-            lane, _ = nvlink_lane(sm) if sm else (25e9, "")
+            lane, _ = nvlink_nominal(sm) if sm else (25e9, "")
             if not sm:
                 b.notes.append(f"{self.path}: NVLink of a GPU without sm; assumed 25 GB/s per lane")
             kind = b.link(f"nvlink_bw{int(lane // 1e9)}", "nvlink", lane)

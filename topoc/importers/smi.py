@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from ..compiler.figures import nvlink_nominal
 from ..compiler.locality import UnionFind
-from .base import Build, ImportFailure, gbs, header, nvlink_lane, require_gpus
+from .base import Build, ImportFailure, gbs, header, require_gpus
 
 _NV = re.compile(r"^NV(\d{1,3})$")
 _RELATIONS = ("X", "PIX", "PXB", "PHB", "NODE", "SYS")
@@ -268,7 +269,7 @@ def _nvlink(b, gpus, rel, sel, sm, path, notes):
               if a != c and _NV.match(rel[a, c])}
     if not counts:
         return
-    lane, name = nvlink_lane(sm) if sm else (25e9, "unknown")
+    lane, name = nvlink_nominal(sm) if sm else (25e9, "unknown")
     nv = b.link(f"nvlink_bw{int(lane // 1e9)}", "nvlink", lane)
     per_gpu = {g: [counts[g, c] for c in gpus if (g, c) in counts] for g in gpus}
     linked = [g for g, v in per_gpu.items() if v]
