@@ -127,22 +127,19 @@ def test_short_rows_fill_from_the_mirror_cell():
     assert len(system.gpus) == 2
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("\tNIC0\tNIC1\nNIC0\t X \tPIX\nNIC1\tPIX\t X \n", "no matrix header"),
-    ("\tGPU0\tGPU1\nGPU0\t X \tNV?\nGPU1\tNV4\t X \n", r"unknown relation 'NV\?'"),
-    ("\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tSYS\t X \n", "must be symmetric"),
-    ("\tGPU0\tGPU1\nGPU0\t X \tPIX\n", "no row for it"),
-    ("\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tPIX\tPIX\n", "diagonal"),
+@pytest.mark.parametrize("convert,text,needle", [
+    (from_smi, "\tNIC0\tNIC1\nNIC0\t X \tPIX\nNIC1\tPIX\t X \n", "no matrix header"),
+    (from_smi, "\tGPU0\tGPU1\nGPU0\t X \tNV?\nGPU1\tNV4\t X \n", r"unknown relation 'NV\?'"),
+    (from_smi, "\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tSYS\t X \n", "must be symmetric"),
+    (from_smi, "\tGPU0\tGPU1\nGPU0\t X \tPIX\n", "no row for it"),
+    (from_smi, "\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tPIX\tPIX\n", "diagonal"),
+    (from_nccl_xml, "<system", "not well-formed"),
+    (from_nccl_xml, "<graphs/>", "expected <system>"),
+    (from_nccl_xml, '<system version="1"/>', "no <cpu>"),
 ])
-def test_bad_matrices_name_the_problem(text, needle):
+def test_bad_inputs_name_the_problem(convert, text, needle):
     with pytest.raises(ImportFailure, match=needle):
-        from_smi(text, "m.txt")
-
-
-def pcis(name: str, prefix: str) -> list[ET.Element]:
-    root = ET.fromstring((FIXTURES / name).read_text())
-    return [p for p in root.iter("pci") if (p.get("class") or "").startswith(prefix)
-            and (p.find("gpu") is not None or p.find("nic") is not None or not len(p))]
+        convert(text, "input")
 
 
 @pytest.mark.parametrize("name", DUMPS)
