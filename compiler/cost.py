@@ -286,12 +286,19 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
                    max(2, lanes), arch_index(sm), classes, declared[True], declared[False])
 
 
+def protocols(algorithm: str) -> tuple[int, ...]:
+    """Indices into PROTOCOLS of the protocols NCCL runs ``algorithm`` with: Simple only for
+    NVLS, NVLS-tree and PAT; no LL128 for the point-to-point algorithms."""
+    if algorithm in ("nvls", "nvlstree", "pat"):
+        return (2,)
+    return (0, 2) if algorithm in ("direct", "pairwise") else (0, 1, 2)
+
+
 def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
              protocol: str | None = None) -> Cost:
     """The cost of one size from a profile; the fastest protocol unless one is named."""
     n = len(group.ranks)
-    options = (2,) if p.algorithm in ("nvls", "nvlstree", "pat") else (0, 2) if p.algorithm in (
-        "direct", "pairwise") else (0, 1, 2)
+    options = protocols(p.algorithm)
     if protocol is not None:
         if PROTOCOLS.index(protocol) not in options:
             raise CostError(f"{p.algorithm} has no {protocol} protocol")
@@ -367,7 +374,7 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
     rows = []
     for size in sizes:
         found = [evaluate(p, group, collective, size, protocol) for p in profiles
-                 if protocol is None or p.algorithm not in ("nvls", "nvlstree") or protocol == "Simple"]
+                 if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
         if not found:
             raise CostError(f"no algorithm runs {collective} with the {protocol} protocol")
         rows.append(min(found, key=lambda c: (c.time, c.algorithm)))

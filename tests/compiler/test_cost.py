@@ -199,7 +199,6 @@ def test_host_staged_pairs_cost_two_copies_and_the_report_names_them():
 
 
 def test_pat_is_weighed_only_with_one_gpu_per_node():
-    from topoc.compiler.cost import CostError, candidates
     cluster = topoc.load(library_file("h100_cluster.topo"), {"nodes": 4})
     spread = RankGroup("ranks", (0, 8, 16, 24))            # one GPU on each of 4 nodes
     packed = RankGroup("ranks", tuple(range(8)))
@@ -211,3 +210,13 @@ def test_pat_is_weighed_only_with_one_gpu_per_node():
     assert pat.busbw == pytest.approx(ring.busbw, rel=0.01) and pat.latency < ring.latency
     with pytest.raises(CostError, match="one GPU per node"):
         cost(cluster, packed, "allgather", GiB, "pat")
+
+
+def test_a_named_protocol_skips_the_algorithms_without_it():
+    cluster = topoc.load(library_file("h100_cluster.topo"), {"nodes": 4})
+    spread = RankGroup("ranks", (0, 8, 16, 24))            # PAT is a candidate: Simple only
+    rows = sweep(cluster, spread, "allgather", [MiB], protocol="LL")
+    assert [(r.algorithm, r.protocol) for r in rows] == [("ring", "LL")]
+    dgx = topoc.load(library_file("dgx_h100.topo"))        # all-to-all: direct has no LL128
+    with pytest.raises(CostError, match="no algorithm runs alltoall with the LL128"):
+        sweep(dgx, RankGroup("world", tuple(range(8))), "alltoall", [MiB], protocol="LL128")
