@@ -336,8 +336,7 @@ def candidates(system: System, group: RankGroup, collective: str,
                 continue                 # NCCL builds trees across nodes only (NVIDIA/nccl#211)
             if _hosts(system, parts[0]) > 1:
                 continue                 # multi-node NVLink islands: NCCL runs rings (docs/cost.md)
-        if algo == "nvlstree" and (len(orders.islands(system, ranks)) < 2 or
-                                   _island_agents(system, ranks) is None):
+        if algo == "nvlstree" and _island_agents(system, ranks) is None:
             continue
         if algo in ("direct", "pairwise") and collective == "alltoall":
             if algo == "pairwise":

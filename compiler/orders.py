@@ -41,6 +41,7 @@ SUPPORTED = {
 COSTED = {**SUPPORTED, "allreduce": (*SUPPORTED["allreduce"], "nvlstree"),
           "reducescatter": (*SUPPORTED["reducescatter"], "pat"),
           "allgather": (*SUPPORTED["allgather"], "pat")}
+COSTED_ALGORITHMS = (*ALGORITHMS, "nvlstree", "pat")
 #: NCCL searches at most MAXCHANNELS/2 = 16 channels for a ring or tree graph (graph/search.cc).
 MAX_GRAPH_CHANNELS = 16
 #: Channels NCCL opens per NIC across nodes: its graph search settles on two channels of half a

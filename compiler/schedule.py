@@ -16,10 +16,8 @@ import attrs
 
 from . import algorithms as alg
 from .gcpause import gc_paused
-from .ir import System
-from .ir import COLLECTIVES
-from .orders import (ALGORITHMS, SUPPORTED, islands, nvlink_domains, ring_orders,  # noqa: F401
-                     tree_parents)
+from .ir import COLLECTIVES, System
+from .orders import SUPPORTED, islands, nvlink_domains, ring_orders, tree_parents
 from .ranks import RankGroup
 
 #: Steps a schedule materialises at most (about 1 KiB of memory and 280 bytes of JSON each).

@@ -17,7 +17,7 @@ import topoc
 
 from .backends import REGISTRY
 from .compiler.ir import GROUP_KINDS
-from .compiler.orders import ALGORITHMS
+from .compiler.orders import ALGORITHMS, COSTED_ALGORITHMS
 from .compiler.diagnostics import CompileError, Diagnostic, render_all, suggest
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
@@ -515,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", metavar="SIZES", help="8B..8GiB (doubling; the default) or a "
                    "list 32KiB,1MiB; nccl-tests' 1G, 64M, 8K mean GiB, MiB, KiB")
     p.add_argument("--algorithm", default="auto",
-                   choices=["auto", *ALGORITHMS, "nvlstree", "pat"],
+                   choices=["auto", *COSTED_ALGORITHMS],
                    help="default: the fastest of NCCL's; nvlstree is NVLS in each island and a "
                    "tree between; hierarchical is topoc's own")
     p.add_argument("--protocol", choices=["LL", "LL128", "Simple"],
