@@ -205,6 +205,8 @@ class _Printer:
         elif kind == "device_decl":
             self.block(f"device {c[0]} : {c[1]}", c[2].children if c[2] is not None else [],
                        node.meta, "")
+        elif kind == "model_decl":
+            self.block(f"model {c[0]}", c[1].children, node.meta, "")
         elif kind == "system_decl":
             comment = self.trailing(node.meta.line, node.meta.end_line)
             self.out.append(f"system {c[0]} : {c[1]}{self.args(c[2])}" + comment)

@@ -118,6 +118,37 @@ class Link:
 
 
 @attrs.frozen
+class Transformer:
+    """A ``model`` declaration: a decoder-only transformer as Megatron builds it.
+
+    ``ffn`` is the MLP's inner size (4 x hidden unless given); ``gated`` means SwiGLU (three
+    matrices instead of two); ``experts`` > 0 makes every layer after ``dense_layers`` a
+    mixture of experts with ``top_k`` routed experts of ``expert_ffn`` each, plus
+    ``shared_experts`` always-on ones; ``tied`` shares the input embedding with the output
+    layer; ``dropout`` keeps Megatron's default dropout masks in the activations.
+    """
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    seq: int
+    vocab: int
+    ffn: int
+    kv_heads: int
+    experts: int = 0
+    top_k: int = 0
+    expert_ffn: int = 0
+    shared_experts: int = 0
+    dense_layers: int = 0
+    gated: bool = False
+    tied: bool = True
+    dropout: bool = True
+    dtype: str = "bf16"
+    span: Span = field(eq=False, repr=False, default=None)
+
+
+@attrs.frozen
 class TrafficFlow:
     """What one group kind moves per training step: ``count`` collectives of ``bytes``."""
 
@@ -126,6 +157,9 @@ class TrafficFlow:
     bytes: int
     count: int
     span: Span = field(eq=False, repr=False, default=None)
+    #: When it can hide behind compute: "" (by its group kind, for written traffic lines),
+    #: "none", "backward", "forward" or "wgrad" (lines derived from a model).
+    overlap: str = ""
 
 
 @attrs.frozen
@@ -140,6 +174,14 @@ class ParallelStrategy:
     settings: tuple[tuple[str, Any], ...] = ()
     span: Span = field(eq=False, repr=False, default=None)
     expert_tp: int = 1
+    #: The ``compiler.training.Training`` the traffic was derived from, when the block names a
+    #: model (None for written traffic lines).
+    training: Any = field(eq=False, repr=False, default=None)
+
+    @property
+    def world(self) -> int:
+        """GPUs the strategy runs on: tp x cp x dp x pp."""
+        return self.size("tp") * self.size("cp") * self.size("dp") * self.size("pp")
 
     def size(self, dim: str) -> int:
         """The size of one dimension or group kind (1 when not given); ``edp`` is derived."""

@@ -208,6 +208,11 @@ class _Build(Transformer):
         return s.DeviceDecl(str(name), str(kind), attrs_ or (), self._span(meta), self._tok(kind))
 
     @v_args(meta=True)
+    def model_decl(self, meta, children):
+        name, attrs_ = children
+        return s.ModelDecl(str(name), attrs_, self._span(meta))
+
+    @v_args(meta=True)
     def system_decl(self, meta, children):
         name, group, args = children
         return s.SystemDecl(str(name), str(group), args or (), self._span(meta), self._tok(group))
@@ -258,7 +263,7 @@ def _expected(names) -> str:
     return ", ".join(pretty)
 
 
-_DECLARATIONS = {"use", "link", "device", "group", "system", "parallel"}
+_DECLARATIONS = {"use", "link", "device", "model", "group", "system", "parallel"}
 
 
 def _unclosed(source: Source, line: int, col: int) -> tuple[int, int] | None:

@@ -18,9 +18,11 @@ from .gcpause import gc_paused
 from .ir import (COLLECTIVES, DEFAULT_ORDER, GROUP_KINDS, PARALLEL_DIMS, ParallelStrategy, System,
                  TrafficFlow)
 from .resolve import Program, unique
+from .derive import TRAINING_SETTINGS, derive
 from .units import BYTES, NUMBER, SECONDS
 
-SETTINGS = (*PARALLEL_DIMS, "etp", "order", "microbatches", "compute", "baseline")
+SETTINGS = (*PARALLEL_DIMS, "etp", "order", "microbatches", "compute", "baseline",
+            *TRAINING_SETTINGS)
 #: Time settings: compute time per training step on each GPU, and the same step on one GPU.
 TIME_SETTINGS = {"compute": "'compute' must be a positive time: the compute time per training step "
                  "on each GPU, as in 'compute = 25 s'",
@@ -62,12 +64,15 @@ def _order(value: s.Value, diags: Collector) -> tuple[str, ...] | None:
     return tuple(out)
 
 
-def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> ParallelStrategy | None:
+def _strategy(decl: s.ParallelDecl, program: Program, system: System,
+              diags: Collector) -> ParallelStrategy | None:
     sizes: dict[str, int] = {}
     auto = None
     order, microbatches, times, etp = DEFAULT_ORDER, 1, {}, 1
     seen = unique(decl.settings, diags)
     for item in seen.values():
+        if item.key in TRAINING_SETTINGS:
+            continue            # read by training.derive once the sizes are known
         if item.key == "ep" and isinstance(item.value, s.Auto):
             diags.error("E303", "'ep' cannot be 'auto': expert groups split the data-parallel "
                         "ranks, so give their size", item.span)
@@ -144,8 +149,23 @@ def _strategy(decl: s.ParallelDecl, system: System, diags: Collector) -> Paralle
             continue
         flows.append(TrafficFlow(f.dim, f.collective, int(f.size.quantity.value), count, f.span))
     settings = tuple(sorted(times.items()))
-    return ParallelStrategy(decl.name, tuple((d, sizes.get(d, 1)) for d in PARALLEL_DIMS), order,
-                            microbatches, tuple(flows), settings, decl.span, etp)
+    strategy = ParallelStrategy(decl.name, tuple((d, sizes.get(d, 1)) for d in PARALLEL_DIMS),
+                                order, microbatches, tuple(flows), settings, decl.span, etp)
+    if "model" in seen:
+        return derive(strategy, seen, program, system, diags)
+    for key in TRAINING_SETTINGS:
+        if key in seen and key != "model":
+            near = suggest(key, [k for k in SETTINGS if k not in TRAINING_SETTINGS])
+            if near:        # 'microbatch' for 'microbatches' is a typo more often than not
+                diags.error("E301", f"unknown setting '{key}' in parallel block{near} "
+                            f"('{key}' is a training setting, which needs 'model = ...')",
+                            seen[key].span)
+            else:
+                diags.error("E308", f"'{key}' describes training a model: name it with "
+                            "'model = ...' (a 'model' declaration, e.g. from use "
+                            "\"models/llama3.topo\")", seen[key].span)
+            return None
+    return strategy
 
 
 @gc_paused()
@@ -159,7 +179,7 @@ def ranks(program: Program, system: System) -> System:
                         f"system is '{system.name}'" + suggest(decl.system, [system.name]),
                         decl.system_span)
             continue
-        strat = _strategy(decl, system, diags)
+        strat = _strategy(decl, program, system, diags)
         if strat is not None:
             strategies.append(strat)
     diags.check()

@@ -16,7 +16,7 @@ import attrs
 
 from . import syntax as s
 from .diagnostics import Collector, CompileError, Note, Span, suggest
-from .ir import DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, DeviceModel, LinkType
+from .ir import DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, DeviceModel, LinkType, Transformer
 from .limits import LIMITS
 from .parse import parse
 from .units import BYTES, NUMBER, RATE, SECONDS, Dim, describe
@@ -26,7 +26,8 @@ STRING, BOOL, INT = "string", "bool", "int"
 LINK_SCHEMA: dict[str, Any] = {"bandwidth": RATE, "latency": SECONDS, "gen": INT, "width": INT}
 _COMMON = {"vendor": STRING, "arch": STRING, "description": STRING}
 DEVICE_SCHEMA: dict[str, dict[str, Any]] = {
-    "gpu": {**_COMMON, "hbm": BYTES, "hbm_bandwidth": RATE, "sm": INT},
+    "gpu": {**_COMMON, "hbm": BYTES, "hbm_bandwidth": RATE, "sm": INT,
+            "tflops_bf16": NUMBER, "tflops_fp8": NUMBER, "gemm_efficiency": NUMBER},
     "cpu": {**_COMMON, "memory": BYTES, "memory_bandwidth": RATE, "cores": INT},
     "nic": {**_COMMON, "rate": RATE, "role": STRING},
     "dpu": {**_COMMON, "rate": RATE, "cores": INT, "memory": BYTES},
@@ -34,6 +35,16 @@ DEVICE_SCHEMA: dict[str, dict[str, Any]] = {
     "pcie_switch": {**_COMMON},
     "net_switch": {**_COMMON, "rate": RATE},
 }
+
+
+#: A ``model`` declaration: a decoder-only transformer's shape (``compiler.training``).
+MODEL_SCHEMA: dict[str, Any] = {
+    "layers": INT, "hidden": INT, "ffn": INT, "heads": INT, "kv_heads": INT, "seq": INT,
+    "vocab": INT, "experts": INT, "top_k": INT, "expert_ffn": INT, "shared_experts": INT,
+    "dense_layers": INT, "gated": BOOL, "tied": BOOL, "dropout": BOOL, "dtype": STRING,
+    "description": STRING, "source": STRING}
+MODEL_REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
+DTYPES = ("bf16", "fp16", "fp8")
 
 
 @attrs.frozen
@@ -44,6 +55,7 @@ class Program:
     link_types: dict[str, LinkType]
     device_models: dict[str, DeviceModel]
     groups: dict[str, s.GroupDecl]
+    models: dict[str, Transformer]
     systems: tuple[s.SystemDecl, ...]
     parallels: tuple[s.ParallelDecl, ...]
     root_span: Span = attrs.field(eq=False, repr=False)
@@ -222,6 +234,52 @@ def _device_model(decl: s.DeviceDecl, diags: Collector) -> DeviceModel | None:
                        tuple(sorted(ports.items())), decl.span)
 
 
+def _transformer(decl: s.ModelDecl, diags: Collector) -> Transformer | None:
+    values, _ = _attributes(decl, MODEL_SCHEMA, "model", diags)
+    missing = [k for k in MODEL_REQUIRED if k not in values
+               and not any(a.key == k for a in decl.attrs)]
+    if missing:
+        diags.error("E203", f"model '{decl.name}' needs {', '.join(missing)}, as in "
+                    "'model m { layers = 32  hidden = 4096  heads = 32  seq = 4096  "
+                    "vocab = 32000 }'", decl.span)
+        return None
+    if any(k not in values for k in MODEL_REQUIRED):
+        return None
+    for key in ("layers", "hidden", "heads", "seq", "vocab"):
+        if values[key] == 0:
+            diags.error("E200", f"model '{decl.name}': '{key}' must be at least 1", decl.span)
+            return None
+    where = {a.key: a.value.span for a in decl.attrs}
+    heads, kv = values["heads"], values.get("kv_heads", values["heads"])
+    if values["hidden"] % heads or kv == 0 or heads % kv:
+        diags.error("E200", f"model '{decl.name}': hidden = {values['hidden']} must divide by "
+                    f"heads = {heads}, and heads by kv_heads = {kv}",
+                    where.get("kv_heads", where["heads"]))
+        return None
+    experts, top_k = values.get("experts", 0), values.get("top_k", 0)
+    if experts and not 1 <= top_k <= experts:
+        diags.error("E200", f"model '{decl.name}' has {experts} experts: 'top_k' must be "
+                    f"between 1 and {experts}", where.get("top_k", decl.span))
+        return None
+    dtype = values.get("dtype", "bf16")
+    if dtype not in DTYPES:
+        diags.error("E200", f"dtype '{dtype}': one of {', '.join(DTYPES)}"
+                    + suggest(dtype, DTYPES), where["dtype"])
+        return None
+    if values.get("dense_layers", 0) > values["layers"]:
+        diags.error("E200", f"model '{decl.name}': dense_layers is more than its "
+                    f"{values['layers']} layers", where["dense_layers"])
+        return None
+    return Transformer(
+        decl.name, values["layers"], values["hidden"], heads, values["seq"], values["vocab"],
+        ffn=values.get("ffn", 4 * values["hidden"]), kv_heads=kv, experts=experts,
+        top_k=top_k, expert_ffn=values.get("expert_ffn", values.get("ffn", 4 * values["hidden"])),
+        shared_experts=values.get("shared_experts", 0),
+        dense_layers=values.get("dense_layers", 0), gated=values.get("gated", False),
+        tied=values.get("tied", True), dropout=values.get("dropout", True), dtype=dtype,
+        span=decl.span)
+
+
 def resolve(module: s.Module, root_path: str | None = None,
             extra_roots: Sequence[str | os.PathLike] = ()) -> Program:
     """Load ``module``'s imports, check every declaration and index them by name."""
@@ -238,6 +296,7 @@ def resolve(module: s.Module, root_path: str | None = None,
     link_types: dict[str, LinkType] = {}
     models: dict[str, DeviceModel] = {}
     groups: dict[str, s.GroupDecl] = {}
+    transformers: dict[str, Transformer] = {}
     for mod in modules:
         for item in mod.items:
             if isinstance(item, (s.Use, s.SystemDecl, s.ParallelDecl)):
@@ -255,6 +314,10 @@ def resolve(module: s.Module, root_path: str | None = None,
                 dm = _device_model(item, diags)
                 if dm:
                     models[item.name] = dm
+            elif isinstance(item, s.ModelDecl):
+                tf = _transformer(item, diags)
+                if tf:
+                    transformers[item.name] = tf
             else:
                 groups[item.name] = item
     # Systems and strategies come from the root file only, so every library file can be
@@ -271,4 +334,5 @@ def resolve(module: s.Module, root_path: str | None = None,
                         Note("first declared here", seen[p.name]))
         seen[p.name] = p.span
     diags.check()
-    return Program(module.path, link_types, models, groups, systems[:1], parallels, module.span)
+    return Program(module.path, link_types, models, groups, transformers, systems[:1], parallels,
+                   module.span)

@@ -21,10 +21,19 @@ import attrs
 from .cost import Cost, CostError, sweep
 from .diagnostics import plural
 from .ir import SCALEOUT_CLASSES, ParallelStrategy, System
-from .ranks import groups as rank_groups_of
+from .ranks import RankGroup, rank_groups
+from .derive import gpu_rates
+from .training import Memory, memory, model_flops, shape_of
 
 OVERLAPPING = {"dp": "yes, with the backward pass", "cp": "yes, with attention compute"}
 BACKWARD_SHARE = 2 / 3
+#: Overlap classes of derived traffic and the share of the step's compute each can hide behind:
+#: the gradient reduction behind the backward pass, the parameter all-gather behind the
+#: forward, the backward tensor-parallel collectives behind the weight-gradient GEMMs (a third
+#: of the compute; Megatron overlaps them by default).
+WINDOWS = {"backward": BACKWARD_SHARE, "forward": 1 - BACKWARD_SHARE, "wgrad": 1 / 3}
+OVERLAP_TEXT = {"backward": "yes, with the backward pass", "forward": "yes, with the forward pass",
+                "wgrad": "yes, with the weight-gradient GEMMs", "none": "no: on the critical path"}
 #: A flow called at least this often per step is "frequent" (every layer or micro-batch).
 FREQUENT = 8
 PER_LAYER = ("tp", "cp", "ep")     # traffic inside every layer
@@ -70,6 +79,7 @@ class FlowReport:
     classes: tuple[str, ...]
     overlap: str
     note: str = ""
+    window: str = ""           # "backward", "forward", "wgrad", or "" (on the critical path)
 
     @property
     def per_step(self) -> float:
@@ -79,7 +89,7 @@ class FlowReport:
     @property
     def hidden(self) -> bool:
         """Whether this traffic can overlap compute."""
-        return self.dim in OVERLAPPING
+        return bool(self.window)
 
 
 @attrs.frozen
@@ -96,6 +106,10 @@ class StepReport:
     comm_total: float           # all communication per step, hidden or not
     idle: float | None
     warnings: tuple[str, ...]
+    memory: Memory | None = None       # per GPU, when the strategy names a model
+    model_flops: float | None = None   # per step, all GPUs (the numerator of MFU)
+    tokens: int | None = None          # per step
+    peak: float | None = None          # dense FLOP/s of the (slowest) GPU
 
     @property
     def total(self) -> float | None:
@@ -103,6 +117,18 @@ class StepReport:
         if self.compute is None:
             return None
         return step_time(self.compute, self.comm, self.idle or 0.0)
+
+    @property
+    def mfu(self) -> float | None:
+        """Model FLOPs utilisation: model FLOPs per second over the GPUs' dense peak."""
+        if self.model_flops is None or not self.total or not self.peak:
+            return None
+        return self.model_flops / (self.total * self.gpus * self.peak)
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Tokens trained per second, all GPUs."""
+        return self.tokens / self.total if self.tokens and self.total else None
 
     @property
     def t1(self) -> float | None:
@@ -141,25 +167,42 @@ def _kind(system: System, ranks) -> tuple:
     return tuple(gpus[r].model.name for r in ranks), tuple(islands.values())
 
 
-def _flow(system: System, p: ParallelStrategy, f) -> FlowReport:
+def _window(f) -> str:
+    """The overlap class of a traffic line: derived lines carry one; written lines overlap by
+    their group kind (dp with the backward pass, cp with attention)."""
+    if f.overlap:
+        return "" if f.overlap == "none" else f.overlap
+    return "backward" if f.dim in OVERLAPPING else ""
+
+
+def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None) -> FlowReport:
     """One traffic line, costed on one group of every distinct kind; the slowest kind is the
-    one on the critical path and the one reported."""
-    groups = rank_groups_of(system, f.dim, p.name)
-    overlap = OVERLAPPING.get(f.dim, "no: on the critical path")
+    one on the critical path and the one reported. ``cache`` memoises costs across calls."""
+    groups = [RankGroup(f"{f.dim}:{i}", tuple(g)) for i, g in enumerate(rank_groups(p, f.dim))]
+    window = _window(f)
+    overlap = OVERLAP_TEXT[window or "none"] if f.overlap else \
+        OVERLAPPING.get(f.dim, "no: on the critical path")
     size = len(groups[0].ranks)
     if size < 2:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), 1, None, (),
                           overlap, "groups of one GPU move nothing")
-    kinds: dict[tuple, object] = {}
+    kinds: dict[tuple, RankGroup] = {}
     for g in groups:
         kinds.setdefault(_kind(system, g.ranks), g)
     costs = []
     try:
         for g in kinds.values():
-            costs.append(sweep(system, g, f.collective, [f.bytes])[0])
+            key = (g.ranks, f.collective, f.bytes)
+            if cache is None or key not in cache:
+                c = sweep(system, g, f.collective, [f.bytes])[0]
+                if cache is None:
+                    costs.append(c)
+                    continue
+                cache[key] = c
+            costs.append(attrs.evolve(cache[key], group=g.name))
     except CostError as exc:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
-                          None, (), overlap, str(exc))
+                          None, (), overlap, str(exc), window)
     cost = max(costs, key=lambda c: c.time)
     notes = [f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
              f"{cost.group}, is reported"] if len(kinds) > 1 else []
@@ -170,7 +213,7 @@ def _flow(system: System, p: ParallelStrategy, f) -> FlowReport:
                      f"(no peer-to-peer path), e.g. {system.gpus[a].id} and {system.gpus[b].id}")
     note = "; ".join(notes)
     return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
-                      cost, cost.classes, overlap, note)
+                      cost, cost.classes, overlap, note, window)
 
 
 def _slow(f: FlowReport) -> list[str]:
@@ -195,22 +238,45 @@ def _mapping_warnings(flows: tuple[FlowReport, ...]) -> list[str]:
     return out
 
 
+def exposed(flows, compute: float | None) -> float:
+    """Communication on the critical path: lines that cannot overlap, plus whatever of each
+    overlap class outgrows its share of the compute (all of it without a compute time)."""
+    out = sum(f.per_step for f in flows if not f.window)
+    for window, share in WINDOWS.items():
+        hidden = sum(f.per_step for f in flows if f.window == window)
+        out += max(0.0, hidden - share * compute) if compute is not None else hidden
+    return out
+
+
+def step(system: System, p: ParallelStrategy, cache: dict | None = None,
+         warnings: tuple[str, ...] = ()) -> StepReport:
+    """Cost every traffic flow of strategy ``p`` (attached to ``system`` or not) and put the
+    step together; with a model, also its memory, model FLOPs and tokens."""
+    flows = tuple(_flow(system, p, f, cache) for f in p.flows)
+    settings = dict(p.settings)
+    compute, baseline = settings.get("compute"), settings.get("baseline")
+    stages, chunks = p.size("pp"), p.training.interleave if p.training else 1
+    frac = bubble(stages, p.microbatches * chunks)
+    comm = exposed(flows, compute)
+    # M micro-batches over P stages take M + P - 1 slots; the P - 1 extra are idle (an
+    # interleaved schedule of V chunks divides the idle part by V).
+    idle = compute * (stages - 1) / (p.microbatches * chunks) if compute is not None else None
+    extra = {}
+    if p.training is not None:
+        t = p.training
+        tokens = t.batch * t.model.seq
+        rates = gpu_rates(system, t.model.dtype)
+        extra = {"memory": memory(t.model, t, shape_of(p), p.microbatches),
+                 "model_flops": model_flops(t.model, tokens), "tokens": tokens,
+                 "peak": rates[0] if rates else None}
+    return StepReport(p, p.world, flows, frac, compute, baseline, comm,
+                      sum(f.per_step for f in flows), idle, warnings + tuple(
+                          _mapping_warnings(flows)), **extra)
+
+
 def analyse(system: System, name: str) -> StepReport:
     """Cost every traffic flow of strategy ``name`` and put the step together."""
     from .lint import LintConfig, rule_findings
-    p = system.parallel(name)
-    flows = tuple(_flow(system, p, f) for f in p.flows)
-    settings = dict(p.settings)
-    compute, baseline = settings.get("compute"), settings.get("baseline")
-    frac = bubble(p.size("pp"), p.microbatches)
-    hidden = sum(f.per_step for f in flows if f.hidden)
-    exposed = sum(f.per_step for f in flows if not f.hidden)
-    window = BACKWARD_SHARE * compute if compute is not None else 0.0
-    comm = exposed + max(0.0, hidden - window)
-    # M micro-batches over P stages take M + P - 1 slots; the P - 1 extra are idle.
-    idle = compute * (p.size("pp") - 1) / p.microbatches if compute is not None else None
-    warnings = [d.message for d in rule_findings(system, LintConfig())
-                if d.code.startswith("W50") and f"'{name}'" in d.message]
-    warnings += _mapping_warnings(flows)
-    return StepReport(p, len(system.gpus), flows, frac, compute, baseline, comm,
-                      hidden + exposed, idle, tuple(warnings))
+    warnings = tuple(d.message for d in rule_findings(system, LintConfig())
+                     if d.code.startswith("W50") and f"'{name}'" in d.message)
+    return step(system, system.parallel(name), warnings=warnings)

@@ -138,6 +138,15 @@ class DeviceDecl:
 
 
 @attrs.frozen
+class ModelDecl:
+    """``model NAME { attrs }``: a transformer's shape (layers, hidden, heads, ...)."""
+
+    name: str
+    attrs: tuple[Attr, ...]
+    span: Span = field(eq=False, repr=False)
+
+
+@attrs.frozen
 class Param:
     """``name: type = default`` in a group's parameter list."""
 
@@ -281,7 +290,7 @@ class ParallelDecl:
     system_span: Span = field(eq=False, repr=False)
 
 
-Declaration = Union[Use, LinkDecl, DeviceDecl, GroupDecl, SystemDecl, ParallelDecl]
+Declaration = Union[Use, LinkDecl, DeviceDecl, ModelDecl, GroupDecl, SystemDecl, ParallelDecl]
 
 
 @attrs.frozen

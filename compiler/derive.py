@@ -1,0 +1,159 @@
+"""A parallel block that names a model: its training settings read and its step derived.
+
+``parallel train on rack { tp = 8  pp = 9  dp = auto  model = llama3_70b  batch = 512 ... }``
+replaces hand-written ``traffic`` lines and the ``compute`` time: ``compiler.training`` derives
+both from the model's shape, the mapping and the GPUs' declared peak and memory bandwidth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from . import syntax as s
+from .diagnostics import Collector, suggest
+from .ir import ParallelStrategy, System
+from .resolve import Program, library_root
+from .training import GEMM_EFFICIENCY, RECOMPUTE, PlanError, Training, check, compute, shape_of, traffic
+from .units import BYTES, NUMBER
+
+_WHOLE = ("batch", "microbatch", "interleave")
+_BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention")
+_FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
+TRAINING_SETTINGS = ("model", *_WHOLE, "recompute", *_BOOLS, "bucket", "imbalance", *_FRACTIONS)
+
+
+def _name(value: s.Value) -> str | None:
+    if isinstance(value, s.NameList) and len(value.names) == 1:
+        return value.names[0]
+    if isinstance(value, s.StringValue):
+        return value.value
+    return None
+
+
+def _number(value: s.Value) -> float | None:
+    if isinstance(value, s.QuantityValue) and value.quantity.dim == NUMBER:
+        return value.quantity.as_number()
+    return None
+
+
+def _library_hint(name: str) -> str:
+    """'; add use "models/llama3.topo"' when a bundled file declares a model of that name."""
+    for path in sorted((library_root() / "models").glob("*.topo")):
+        if f"model {name} " in path.read_text(encoding="utf-8"):
+            return f'; add use "models/{path.name}" (bundled)'
+    return ""
+
+
+def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
+    out: dict = {}
+    ok = True
+    for key, item in seen.items():
+        if key not in TRAINING_SETTINGS or key == "model":
+            continue
+        v = item.value
+        if key in _WHOLE:
+            n = _number(v)
+            if n is None or n != int(n) or n < 1:
+                diags.error("E303", f"'{key}' takes a whole number of at least 1", v.span)
+                ok = False
+            else:
+                out[key] = int(n)
+        elif key in _BOOLS:
+            if isinstance(v, s.BoolValue):
+                out[key] = v.value
+            else:
+                diags.error("E303", f"'{key}' takes true or false", v.span)
+                ok = False
+        elif key == "recompute":
+            name = _name(v)
+            if name not in RECOMPUTE:
+                diags.error("E303", f"'recompute' is one of {', '.join(RECOMPUTE)}"
+                            + (suggest(name, RECOMPUTE) if name else ""), v.span)
+                ok = False
+            else:
+                out[key] = name
+        elif key == "bucket":
+            if isinstance(v, s.QuantityValue) and v.quantity.dim == BYTES and \
+                    v.quantity.value >= 1:
+                out[key] = int(v.quantity.value)
+            else:
+                diags.error("E201", "'bucket' is bytes of gradients, as in 'bucket = 160 MB'",
+                            v.span)
+                ok = False
+        else:
+            n = _number(v)
+            lo_ok = n is not None and (n >= 1 if key == "imbalance" else 0 < n <= 1)
+            if not lo_ok:
+                want = ("a number of at least 1 (the busiest expert's load over the mean)"
+                        if key == "imbalance" else "a fraction between 0 and 1")
+                diags.error("E303", f"'{key}' takes {want}", v.span)
+                ok = False
+            else:
+                out[key] = float(n)
+    return out if ok else None
+
+
+def gpu_rates(system: System, dtype: str) -> tuple[float, float, float] | None:
+    """(peak FLOP/s, HBM bytes/s, GEMM efficiency) of the slowest GPU: the step waits for it.
+    None when a GPU model declares no peak."""
+    key = "tflops_fp8" if dtype == "fp8" else "tflops_bf16"
+    worst = None
+    for model in {g.model.name: g.model for g in system.gpus}.values():
+        peak, bw = model.attr(key), model.attr("hbm_bandwidth")
+        if peak is None or bw is None:
+            return None
+        if worst is None or peak * 1e12 < worst[0]:
+            worst = (peak * 1e12, bw, model.attr("gemm_efficiency", GEMM_EFFICIENCY))
+    return worst
+
+
+def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Program,
+           system: System, diags: Collector) -> ParallelStrategy | None:
+    """The strategy with its traffic, micro-batches and compute time derived from the model."""
+    item = seen["model"]
+    name = _name(item.value)
+    if name is None or name not in program.models:
+        known = sorted(program.models)
+        diags.error("E110", f"unknown model '{name}'" + (suggest(name, known) if name else "")
+                    + (_library_hint(name) if name else ""), item.value.span)
+        return None
+    if strategy.flows:
+        diags.error("E308", "a parallel block that names a model derives its traffic: drop the "
+                    "'traffic' lines or the model", strategy.flows[0].span)
+        return None
+    if "compute" in seen:
+        diags.error("E308", "a parallel block that names a model derives its compute time: "
+                    "drop 'compute' (or tune 'gemm_efficiency')", seen["compute"].span)
+        return None
+    options = _settings(seen, diags)
+    if options is None:
+        return None
+    if "batch" not in options:
+        diags.error("E303", "a parallel block that names a model needs 'batch' (the global "
+                    "batch in sequences, as in 'batch = 512')", item.span)
+        return None
+    model = program.models[name]
+    training = Training(model, **options)
+    shape = shape_of(strategy)
+    try:
+        micro = check(training, shape)
+    except PlanError as exc:
+        diags.error("E303", str(exc), strategy.span)
+        return None
+    if "microbatches" in seen and strategy.microbatches != micro:
+        diags.error("E303", f"'microbatches = {strategy.microbatches}', but batch "
+                    f"{training.batch} / (microbatch {training.microbatch} x dp {shape.dp}) is "
+                    f"{micro}", seen["microbatches"].span)
+        return None
+    rates = gpu_rates(system, model.dtype)
+    if rates is None:
+        diags.error("E309", f"the GPUs of '{system.name}' do not all declare "
+                    f"{'tflops_fp8' if model.dtype == 'fp8' else 'tflops_bf16'} and "
+                    "hbm_bandwidth, which a model's compute time needs", item.span)
+        return None
+    comp = compute(model, training, shape, *rates)
+    settings = tuple(sorted({**dict(strategy.settings), "compute": comp.time}.items()))
+    return attrs.evolve(strategy, flows=traffic(model, training, shape, micro),
+                        microbatches=micro, settings=settings, training=training)
