@@ -4,6 +4,7 @@ Markdown."""
 from __future__ import annotations
 
 from ..compiler.strategy import StepReport, efficiency, speedup
+from ..compiler.training import parameters
 from .cost_table import human_size
 
 
@@ -36,11 +37,57 @@ HEAD = ["group", "collective", "bytes/call", "calls/step", "groups x ranks", "li
         "algorithm", "time/call", "time/step", "overlaps compute"]
 
 
+def _training(r: StepReport) -> list[str]:
+    """The model's lines: what is trained, the compute split, memory per GPU, MFU."""
+    t = r.strategy.training
+    if t is None:
+        return []
+    m = t.model
+    opts = [f"recompute {t.recompute}"]
+    opts += [name for name, on in (("sequence parallel", t.sequence_parallel),
+                                   ("distributed optimizer", t.distributed_optimizer),
+                                   ("overlapped gradient reduction", t.overlap),
+                                   ("flash attention", t.flash_attention)) if on]
+    if t.interleave > 1:
+        opts.append(f"{t.interleave} model chunks per stage")
+    params = parameters(m)
+    out = [f"model {m.name}: {params['total'] / 1e9:.1f} B parameters "
+           f"({params['active'] / 1e9:.1f} B active), batch {t.batch} x {m.seq} tokens, "
+           f"micro-batch {t.microbatch}; " + ", ".join(opts)]
+    d = r.detail
+    if d is not None:
+        out.append(f"compute per step and GPU: {seconds(d.time)} = GEMMs {seconds(d.gemm_time)} "
+                   f"({d.hardware_flops / 1e15:.1f} PFLOP, recompute included, at "
+                   f"{d.efficiency:.0%} of "
+                   f"{r.peak / 1e12:.0f} TFLOP/s) + element-wise {seconds(d.memory_time)}")
+    mem = r.memory
+    gb = 1e9
+    line = (f"memory per GPU ({mem.stage} pipeline stage): weights {mem.weights / gb:.1f} GB + "
+            f"gradients {mem.gradients / gb:.1f} GB + optimizer {mem.optimizer / gb:.1f} GB + "
+            f"activations {mem.activations / gb:.1f} GB + runtime {mem.reserve / gb:.1f} GB = "
+            f"{mem.total / gb:.1f} GB")
+    if r.hbm:
+        line += (f" of {r.hbm / gb:.0f} GB: fits ({mem.total / r.hbm:.0%})" if r.fits else
+                 f" of {r.hbm / gb:.0f} GB: does NOT fit, {(mem.total - r.hbm) / gb:.1f} GB over")
+    out.append(line)
+    if r.mfu is not None:
+        out.append(f"MFU {r.mfu:.1%}, {r.tokens_per_s:,.0f} tokens/s "
+                   f"({r.tokens_per_s / r.gpus:,.0f} per GPU)")
+    return out
+
+
 def _summary(r: StepReport) -> list[str]:
     p = r.strategy
     stages, micro = p.size("pp"), p.microbatches
-    out = [f"pipeline bubble: (P-1)/(M+P-1) = {stages - 1}/{micro + stages - 1} = "
-           f"{r.bubble:.1%} (P = {stages} stages, M = {micro} micro-batches)",
+    chunks = p.training.interleave if p.training else 1
+    if chunks > 1:
+        head = (f"pipeline bubble: (P-1)/(V*M+P-1) = {stages - 1}/{chunks * micro + stages - 1} = "
+                f"{r.bubble:.1%} (P = {stages} stages, M = {micro} micro-batches, V = {chunks} "
+                "model chunks per stage)")
+    else:
+        head = (f"pipeline bubble: (P-1)/(M+P-1) = {stages - 1}/{micro + stages - 1} = "
+                f"{r.bubble:.1%} (P = {stages} stages, M = {micro} micro-batches)")
+    out = _training(r) + [head,
            f"communication per step: {seconds(r.comm_total)} in all, {seconds(r.comm)} exposed"]
     if r.compute is None:
         hideable = sum(f.per_step for f in r.flows if f.hidden)

@@ -7,13 +7,14 @@ both from the model's shape, the mapping and the GPUs' declared peak and memory 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import attrs
 
 from . import syntax as s
 from .diagnostics import Collector, suggest
-from .ir import ParallelStrategy, System
+from .ir import ParallelStrategy, System, Transformer
 from .resolve import Program, library_root
 from .training import GEMM_EFFICIENCY, RECOMPUTE, PlanError, Training, check, compute, shape_of, traffic
 from .units import BYTES, NUMBER
@@ -36,6 +37,28 @@ def _number(value: s.Value) -> float | None:
     if isinstance(value, s.QuantityValue) and value.quantity.dim == NUMBER:
         return value.quantity.as_number()
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_models() -> dict[str, Transformer]:
+    """Every model declared in the bundled library/models/*.topo, by name."""
+    from .parse import parse
+    from .resolve import resolve
+    out: dict[str, Transformer] = {}
+    for path in sorted((library_root() / "models").glob("*.topo")):
+        out.update(resolve(parse(path.read_text(encoding="utf-8"), str(path)), str(path)).models)
+    return out
+
+
+def find_model(system: System, name: str) -> Transformer:
+    """A model by name (``llama3-70b`` is ``llama3_70b``): the file's own declarations first,
+    then the bundled presets. KeyError with a suggestion when there is none."""
+    key = name.strip().lower().replace("-", "_").replace(".", "_")
+    known = {m.name: m for m in (*bundled_models().values(), *system.models)}
+    if key in known:
+        return known[key]
+    raise KeyError(f"unknown model '{name}'" + (suggest(key, sorted(known)) or
+                   f"; known models: {', '.join(sorted(known))}"))
 
 
 def _library_hint(name: str) -> str:

@@ -205,6 +205,8 @@ class System:
     #: (``cluster.rack.tray`` -> the ``tray[18] : Tray`` statement): lint's way back from a
     #: device to the user's line that put it there.
     sites: tuple[tuple[str, Span], ...] = field(eq=False, repr=False, default=())
+    #: The ``model`` declarations the file can see (``topoc plan --model`` looks here first).
+    models: tuple[Transformer, ...] = field(eq=False, repr=False, default=())
 
     @functools.cached_property
     def graph(self):

@@ -183,7 +183,8 @@ def ranks(program: Program, system: System) -> System:
         if strat is not None:
             strategies.append(strat)
     diags.check()
-    return attrs.evolve(system, parallels=tuple(strategies))
+    return attrs.evolve(system, parallels=tuple(strategies),
+                        models=tuple(program.models[k] for k in sorted(program.models)))
 
 
 

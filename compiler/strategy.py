@@ -23,7 +23,8 @@ from .diagnostics import plural
 from .ir import SCALEOUT_CLASSES, ParallelStrategy, System
 from .ranks import RankGroup, rank_groups
 from .derive import gpu_rates
-from .training import Memory, memory, model_flops, shape_of
+from .training import Compute, Memory, memory, model_flops, shape_of
+from .training import compute as compute_of
 
 OVERLAPPING = {"dp": "yes, with the backward pass", "cp": "yes, with attention compute"}
 BACKWARD_SHARE = 2 / 3
@@ -110,6 +111,15 @@ class StepReport:
     model_flops: float | None = None   # per step, all GPUs (the numerator of MFU)
     tokens: int | None = None          # per step
     peak: float | None = None          # dense FLOP/s of the (slowest) GPU
+    detail: Compute | None = None      # the derived compute time, split
+    hbm: float | None = None           # bytes of the smallest GPU memory
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the memory per GPU fits the GPU's HBM (None without a model)."""
+        if self.memory is None or self.hbm is None:
+            return None
+        return self.memory.total <= self.hbm
 
     @property
     def total(self) -> float | None:
@@ -248,6 +258,23 @@ def exposed(flows, compute: float | None) -> float:
     return out
 
 
+def exposed_by_dim(flows, compute: float | None) -> dict[str, float]:
+    """``exposed`` split by group kind: a window's overflow is shared in proportion to what
+    each kind put in it."""
+    out: dict[str, float] = {}
+    for f in flows:
+        if not f.window:
+            out[f.dim] = out.get(f.dim, 0.0) + f.per_step
+    for window, share in WINDOWS.items():
+        inside = [f for f in flows if f.window == window]
+        hidden = sum(f.per_step for f in inside)
+        over = max(0.0, hidden - share * compute) if compute is not None else hidden
+        for f in inside:
+            if hidden:
+                out[f.dim] = out.get(f.dim, 0.0) + over * f.per_step / hidden
+    return out
+
+
 def step(system: System, p: ParallelStrategy, cache: dict | None = None,
          warnings: tuple[str, ...] = ()) -> StepReport:
     """Cost every traffic flow of strategy ``p`` (attached to ``system`` or not) and put the
@@ -266,9 +293,12 @@ def step(system: System, p: ParallelStrategy, cache: dict | None = None,
         t = p.training
         tokens = t.batch * t.model.seq
         rates = gpu_rates(system, t.model.dtype)
+        hbm = [g.model.attr("hbm") for g in system.gpus[:p.world]]
         extra = {"memory": memory(t.model, t, shape_of(p), p.microbatches),
                  "model_flops": model_flops(t.model, tokens), "tokens": tokens,
-                 "peak": rates[0] if rates else None}
+                 "peak": rates[0] if rates else None,
+                 "detail": compute_of(t.model, t, shape_of(p), *rates) if rates else None,
+                 "hbm": min(hbm) if all(hbm) else None}
     return StepReport(p, p.world, flows, frac, compute, baseline, comm,
                       sum(f.per_step for f in flows), idle, warnings + tuple(
                           _mapping_warnings(flows)), **extra)

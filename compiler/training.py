@@ -210,6 +210,7 @@ class Compute:
     hardware_flops: float      # per GPU, recompute included
     gemm_time: float
     memory_time: float
+    efficiency: float          # the GEMM efficiency used
 
 
 def compute(m: Transformer, t: Training, sh: Shape, peak: float, hbm_bandwidth: float,
@@ -232,9 +233,10 @@ def compute(m: Transformer, t: Training, sh: Shape, peak: float, hbm_bandwidth: 
     ew_extra = {"none": 0.0, "full": ew,
                 "selective": 0.0 if t.flash_attention else softmax}[t.recompute]
     mem = tokens * layers * (3 * ew + ew_extra)
-    gemm_time = gemm / (peak * (t.gemm_efficiency or gemm_efficiency))
+    eff = t.gemm_efficiency or gemm_efficiency
+    gemm_time = gemm / (peak * eff)
     mem_time = mem / (hbm_bandwidth * t.hbm_efficiency)
-    return Compute(gemm_time + mem_time, gemm, gemm_time, mem_time)
+    return Compute(gemm_time + mem_time, gemm, gemm_time, mem_time, eff)
 
 
 # ---- memory -----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import topoc
 
+from . import cli_plan
 from .backends import REGISTRY
 from .compiler.ir import GROUP_KINDS
 from .compiler.orders import ALGORITHMS, COSTED_ALGORITHMS
@@ -529,6 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "markdown"], default="text")
     _common(p)
     p.set_defaults(func=cmd_report)
+    cli_plan.add_parser(sub, _common)
     return ap
 
 

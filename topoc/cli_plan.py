@@ -1,0 +1,121 @@
+"""``topoc plan FILE --model NAME --batch B [fixed dimensions]``: the verb's flags and its run
+(kept apart from cli.py, which holds the other verbs)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .compiler.training import RECOMPUTE
+
+
+def add_parser(sub, common) -> None:
+    """Register ``plan`` on the verbs' subparsers; ``common`` adds -D, --import-root, -o."""
+    p = sub.add_parser("plan", help="search the parallel strategies of a model on the topology")
+    p.add_argument("file")
+    p.add_argument("--model", required=True, help="a model declared in the file or bundled "
+                   "(library/models): llama3-70b, gpt3-175b, mixtral-8x7b, ...")
+    p.add_argument("--batch", type=int, required=True, help="global batch, in sequences")
+    p.add_argument("--gpus", type=int, help="use the first N GPUs (default: all)")
+    for dim in ("tp", "cp", "ep", "dp", "pp"):
+        p.add_argument(f"--{dim}", type=int, metavar="N", help=f"fix {dim}")
+    p.add_argument("--microbatch", type=int, metavar="N", help="fix the micro-batch size")
+    p.add_argument("--recompute", choices=RECOMPUTE, help="fix activation recomputation")
+    p.add_argument("--interleave", type=int, metavar="N", help="fix the model chunks per stage")
+    sp = p.add_mutually_exclusive_group()
+    sp.add_argument("--sequence-parallel", dest="sequence_parallel", action="store_const",
+                    const=True, help="only with sequence parallelism (default: both)")
+    sp.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_const",
+                    const=False, help="only without it")
+    p.add_argument("--distributed-optimizer", action="store_true",
+                   help="shard optimizer states over data parallelism (ZeRO-1)")
+    p.add_argument("--overlap", action="store_true", help="overlap the gradient reduction "
+                   "with backward and the parameter gather with forward")
+    p.add_argument("--imbalance", type=float, default=1.0, help="expert load: the busiest "
+                   "expert's tokens over the mean (default 1)")
+    p.add_argument("--gemm-efficiency", type=float, help="fraction of dense peak the GEMMs "
+                   "reach (default: the GPU model's)")
+    p.add_argument("--top", type=int, default=20, metavar="K", help="rows to show (0: all)")
+    p.add_argument("--format", choices=["text", "json", "csv"], default="text")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="local worker processes (default: one per core)")
+    p.add_argument("--ray", metavar="ADDRESS", help="run on the Ray cluster at ADDRESS "
+                   "(host:port, or 'auto'); needs pip install 'topoc[ray]'")
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not write the row "
+                   "cache ($TOPOC_CACHE or ~/.cache/topoc)")
+    common(p)
+    p.set_defaults(func=cmd_plan)
+
+
+def _progress():
+    if not sys.stderr.isatty():
+        return None
+    last = [-1]
+
+    def show(done: int, total: int) -> None:
+        pct = done * 100 // max(1, total)
+        if pct != last[0] or done == total:
+            last[0] = pct
+            bar = "#" * (pct // 4)
+            sys.stderr.write(f"\rplan: [{bar:<25}] {done:,}/{total:,} candidates")
+            if done == total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+    return show
+
+
+def cmd_plan(args) -> int:
+    """Enumerate, cost and rank; exit 1 when nothing can run or nothing fits."""
+    from .backends import plan_table
+    from .cli import EXIT_INPUT, EXIT_OK, UsageError, _load, parse_defines, write_output
+    from .compiler.derive import find_model
+    from .compiler.plan import PlanUsageError, cache_dir, plan
+    from .compiler.training import Training
+    system = _load(args)
+    try:
+        model = find_model(system, args.model)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+    for name in ("batch", "gpus", "tp", "cp", "ep", "dp", "pp", "microbatch", "interleave",
+                 "jobs", "top"):
+        value = getattr(args, name)
+        if value is not None and value < (0 if name == "top" else 1):
+            raise UsageError(f"--{name} {value}: must be at least {0 if name == 'top' else 1}")
+    if args.imbalance < 1:
+        raise UsageError("--imbalance must be at least 1")
+    if args.gemm_efficiency is not None and not 0 < args.gemm_efficiency <= 1:
+        raise UsageError("--gemm-efficiency is a fraction between 0 and 1")
+    base = Training(model, args.batch, distributed_optimizer=args.distributed_optimizer,
+                    overlap=args.overlap, imbalance=args.imbalance,
+                    gemm_efficiency=args.gemm_efficiency)
+    fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
+                                             "recompute", "interleave", "sequence_parallel")}
+    source = {"path": os.path.abspath(args.file), "defines": parse_defines(args.define),
+              "import_roots": [os.path.abspath(r) for r in args.import_root or ()]}
+    try:
+        result = plan(system, model, base, args.gpus, fixed, jobs=args.jobs, ray=args.ray,
+                      source=source, use_cache=not args.no_cache, progress=_progress())
+    except PlanUsageError as exc:
+        raise UsageError(str(exc)) from None
+    if result.cached:
+        # stderr, so that a cached rerun writes the same bytes as the first run
+        print(f"plan: {result.cached:,} of {result.considered:,} candidates from the cache "
+              f"({cache_dir()}; --no-cache to recompute)", file=sys.stderr)
+    head = {"system": system.name, "model": model.name, "batch": args.batch,
+            "seq": model.seq, "gpus": result.gpus}
+    if not result.rows:
+        print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
+              f"batch {args.batch}: all {result.considered:,} candidates were rejected (layers, "
+              "heads, batch or experts do not divide); try --gpus or another --batch",
+              file=sys.stderr)
+        return EXIT_INPUT
+    write_output(plan_table.render(result, head, args.format, args.top), args.output)
+    if not any(r.fits for r in result.rows):
+        best = min(result.rows, key=lambda r: r.memory_per_gpu)
+        hbm = min(g.model.attr("hbm") or 0 for g in system.gpus)
+        print(f"{args.file}: error: no mapping fits in GPU memory; the smallest needs "
+              f"{best.memory_per_gpu / 1e9:.1f} GB per GPU, {(best.memory_per_gpu - hbm) / 1e9:.1f}"
+              f" GB over ({best.candidate.key})", file=sys.stderr)
+        return EXIT_INPUT
+    return EXIT_OK
