@@ -163,7 +163,8 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
     try:
         micro = check(training, shape)
     except PlanError as exc:
-        diags.error("E303", str(exc), strategy.span)
+        where = seen.get("batch") if "batch" in str(exc) else item
+        diags.error("E303", str(exc), where.span)
         return None
     if "microbatches" in seen and strategy.microbatches != micro:
         diags.error("E303", f"'microbatches = {strategy.microbatches}', but batch "

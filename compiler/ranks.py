@@ -155,7 +155,8 @@ def _strategy(decl: s.ParallelDecl, program: Program, system: System,
         return derive(strategy, seen, program, system, diags)
     for key in TRAINING_SETTINGS:
         if key in seen and key != "model":
-            near = suggest(key, [k for k in SETTINGS if k not in TRAINING_SETTINGS])
+            near = suggest(key, [k for k in SETTINGS if k not in TRAINING_SETTINGS
+                                 and k.startswith(key)])
             if near:        # 'microbatch' for 'microbatches' is a typo more often than not
                 diags.error("E301", f"unknown setting '{key}' in parallel block{near} "
                             f"('{key}' is a training setting, which needs 'model = ...')",

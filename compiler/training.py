@@ -151,7 +151,8 @@ def moe_layers(m: Transformer) -> int:
 
 def parameters(m: Transformer) -> dict[str, int]:
     """Weights by part: attention, dense MLP, experts, shared experts, router, norms,
-    embeddings; ``total`` and ``active`` (what one token multiplies by)."""
+    embeddings; ``total`` and ``active`` (the weights one token uses, embeddings included, as
+    MoE papers count them)."""
     h = m.hidden
     attn = h * (h + 2 * _kv(m)) + h * h
     mlp = _matrices(m) * h * m.ffn
@@ -162,8 +163,7 @@ def parameters(m: Transformer) -> dict[str, int]:
              "router": moe * h * m.experts, "norms": m.layers * 2 * h + h,
              "embedding": m.vocab * h * (1 if m.tied else 2)}
     parts["total"] = sum(parts.values())
-    parts["active"] = parts["total"] - parts["experts"] + moe * m.top_k * expert - \
-        m.vocab * h * (0 if m.tied else 1)
+    parts["active"] = parts["total"] - parts["experts"] + moe * m.top_k * expert
     return parts
 
 

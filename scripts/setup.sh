@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install everything topoc needs, idempotently: a virtual environment in .venv with the package
-# and its dev extras, and Graphviz's `dot` (Debian package graphviz) when it is missing.
+# Install everything topoc needs, idempotently: a virtual environment in .venv with the package,
+# its dev extras and its Ray extra (the tests start a local Ray cluster for `topoc plan --ray`),
+# and Graphviz's `dot` (Debian package graphviz) when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +13,7 @@ fi
 stamp=.venv/.topoc-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  .venv/bin/python -m pip install --quiet -e '.[dev,ray]'
   touch "$stamp"
 fi
 

@@ -1,0 +1,213 @@
+"""compiler.plan and ``topoc plan``: enumeration, ranking, the fixed strategy equal to ``topoc
+report``, the disk cache, the process pool and a Ray cluster started here."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import topoc
+from topoc.cli import main
+from topoc.compiler.derive import find_model
+from topoc.compiler.plan import PlanUsageError, candidates, plan
+from topoc.compiler.strategy import analyse
+from topoc.compiler.training import Training
+
+from ..conftest import LIBRARY
+
+DGX = str(LIBRARY / "nvidia" / "dgx_h100.topo")
+NVL72 = str(LIBRARY / "nvidia" / "gb200_nvl72.topo")
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPOC_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def dgx():
+    return topoc.load(DGX)
+
+
+def test_model_names_take_dashes_and_suggest(dgx):
+    assert find_model(dgx, "llama3-70b").name == "llama3_70b"
+    with pytest.raises(KeyError, match="did you mean 'llama3_70b'"):
+        find_model(dgx, "llama3-7b")
+
+
+def test_candidates_cover_the_mappings_and_respect_fixed_dimensions(dgx):
+    m = find_model(dgx, "llama3-8b")
+    every = candidates(m, 8, 64, {})
+    assert {(c.tp * c.cp * c.dp * c.pp) for c in every} == {8}
+    assert {c.recompute for c in every} == {"none", "selective", "full"}
+    fixed = candidates(m, 8, 64, {"tp": 2, "pp": 2, "recompute": "full"})
+    assert fixed and all(c.tp == 2 and c.pp == 2 and c.recompute == "full" for c in fixed)
+    assert all(not c.sequence_parallel for c in every if c.tp == 1)
+
+
+def test_rows_are_ranked_fitting_first_then_by_step_time(dgx):
+    m = find_model(dgx, "llama3-8b")
+    result = plan(dgx, m, Training(m, 64, distributed_optimizer=True), use_cache=False)
+    rows = result.rows
+    assert rows and result.invalid > 0 and len(rows) + result.invalid == result.considered
+    fits = [r.fits for r in rows]
+    assert fits == sorted(fits, reverse=True)
+    fitting = [r.step_time for r in rows if r.fits]
+    assert fitting == sorted(fitting)
+    assert any(not r.fits for r in rows)          # some mappings of 8B on 8 GPUs do not fit
+    for r in rows[:5]:
+        assert r.step_time == pytest.approx(r.compute_time + r.comm_time + r.bubble_time)
+        assert sum(dict(r.comm_by_dim).values()) == pytest.approx(r.comm_time)
+        assert 0 < r.mfu < 1
+
+
+def test_a_fixed_strategy_gives_the_numbers_of_topoc_report(tmp_path):
+    text = (f'use "nvidia/gb200_nvl72.topo"\nuse "models/llama3.topo"\nsystem rack : NVL72\n'
+            "parallel train on rack {\n  tp = 8  pp = 9  dp = 1\n  model = llama3_70b  "
+            "batch = 512  microbatch = 1  recompute = selective\n  sequence_parallel = true  "
+            "distributed_optimizer = true  overlap = true\n}\n")
+    path = tmp_path / "train.topo"
+    path.write_text(text)
+    system = topoc.load(path)
+    rep = analyse(system, "train")
+    m = find_model(system, "llama3_70b")
+    base = Training(m, 512, distributed_optimizer=True, overlap=True)
+    fixed = {"tp": 8, "cp": 1, "ep": 1, "dp": 1, "pp": 9, "microbatch": 1,
+             "recompute": "selective", "interleave": 1, "sequence_parallel": True}
+    result = plan(system, m, base, fixed=fixed, use_cache=False)
+    assert len(result.rows) == 1
+    row = result.rows[0]
+    assert row.step_time == pytest.approx(rep.total, rel=1e-12)
+    assert row.memory_per_gpu == pytest.approx(rep.memory.total, rel=1e-12)
+    assert row.mfu == pytest.approx(rep.mfu, rel=1e-12)
+
+
+def test_the_disk_cache_makes_a_rerun_identical_and_computes_nothing(dgx):
+    m = find_model(dgx, "llama3-8b")
+    base = Training(m, 32)
+    first = plan(dgx, m, base, fixed={"tp": 2})
+    again = plan(dgx, m, base, fixed={"tp": 2})
+    assert first.cached == 0 and again.cached == again.considered and again.runner == "cache"
+    assert again.rows == first.rows
+    other = plan(dgx, m, Training(m, 32, overlap=True), fixed={"tp": 2})
+    assert other.cached == 0                       # a different option is a different key
+
+
+def test_a_damaged_cache_is_rebuilt(dgx, tmp_path):
+    m = find_model(dgx, "llama3-8b")
+    base = Training(m, 32)
+    first = plan(dgx, m, base, fixed={"tp": 4})
+    for f in (Path(os.environ["TOPOC_CACHE"]) / "plan").glob("*.json"):
+        f.write_text("{not json")
+    again = plan(dgx, m, base, fixed={"tp": 4})
+    assert again.cached == 0 and again.rows == first.rows
+
+
+def test_the_process_pool_gives_the_in_process_rows(dgx):
+    m = find_model(dgx, "llama3-8b")
+    base = Training(m, 64)
+    one = plan(dgx, m, base, fixed={"recompute": "selective"}, jobs=1, use_cache=False)
+    two = plan(dgx, m, base, fixed={"recompute": "selective"}, jobs=2, use_cache=False)
+    assert one.runner == "process" and two.runner == "pool"
+    assert one.rows == two.rows
+
+
+def test_gpus_beyond_the_system_are_a_usage_error(dgx):
+    m = find_model(dgx, "llama3-8b")
+    with pytest.raises(PlanUsageError, match="has 8 GPUs"):
+        plan(dgx, m, Training(m, 8), gpus=16)
+
+
+# ---- the command line -----------------------------------------------------------------------
+
+def test_plan_json_follows_the_contract(capsys):
+    assert main(["plan", NVL72, "--model", "llama3-70b", "--batch", "512", "--format", "json",
+                 "--top", "5", "--distributed-optimizer", "--recompute", "selective"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["format"] == doc["schema"] == "topoc.plan/1"
+    assert len(doc["rows"]) == 5
+    keys = {"tp", "cp", "ep", "dp", "pp", "microbatch", "recompute", "interleave", "step_time",
+            "compute_time", "comm_time", "bubble_time", "memory_per_gpu", "fits", "mfu",
+            "tokens_per_s"}
+    for row in doc["rows"]:
+        assert keys <= set(row) and row["fits"]
+        assert row["tp"] * row["cp"] * row["dp"] * row["pp"] == 72
+    times = [r["step_time"] for r in doc["rows"]]
+    assert times == sorted(times)
+
+
+def test_plan_text_and_csv_and_byte_identical_reruns(tmp_path, capsys):
+    args = ["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "2"]
+    outs = []
+    for i in range(2):          # the second run reads the cache
+        out = tmp_path / f"plan{i}.csv"
+        assert main([*args, "--format", "csv", "-o", str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    assert "from the cache" in capsys.readouterr().err
+    lines = outs[0].decode().splitlines()
+    assert lines[0].startswith("rank,tp,cp,ep,dp,pp,microbatch,recompute")
+    assert main([*args, "--top", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "plan for llama3_8b on dgx: 8 GPUs" in text and "... and" in text
+
+
+def test_plan_exit_codes(capsys):
+    assert main(["plan", DGX, "--model", "llama3-9b", "--batch", "64"]) == 2
+    assert "did you mean" in capsys.readouterr().err
+    # no mapping of 80 layers and batch 7 on 8 GPUs... batch 7 over dp in {1} with tp 8 works
+    assert main(["plan", DGX, "--model", "llama3-70b", "--batch", "7", "--pp", "3"]) == 1
+    assert "no mapping of llama3_70b runs" in capsys.readouterr().err
+    # 405B on one node never fits: exit 1 and say by how much
+    assert main(["plan", DGX, "--model", "llama3-405b", "--batch", "8", "--tp", "8",
+                 "--top", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "no mapping fits in GPU memory" in err and "GB over" in err
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "0"]) == 2
+
+
+# ---- Ray ------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A one-node Ray cluster on this machine, stopped afterwards."""
+    ray_bin = Path(sys.executable).with_name("ray")
+    assert ray_bin.exists(), "Ray is part of the test set-up: pip install -e '.[dev,ray]'"
+    port = _free_port()
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    subprocess.run([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=2",
+                    "--node-ip-address=127.0.0.1", "--include-dashboard=false",
+                    "--disable-usage-stats"], check=True, env=env, capture_output=True,
+                   timeout=180)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([str(ray_bin), "stop", "--force"], env=env, capture_output=True,
+                       timeout=120)
+
+
+def test_plan_runs_on_a_local_ray_cluster(ray_cluster, dgx, capsys):
+    m = find_model(dgx, "llama3-8b")
+    base = Training(m, 64)
+    source = {"path": DGX, "defines": {}, "import_roots": []}
+    fixed = {"recompute": "selective"}
+    on_ray = plan(dgx, m, base, fixed=fixed, ray=ray_cluster, source=source, use_cache=False)
+    local = plan(dgx, m, base, fixed=fixed, use_cache=False)
+    assert on_ray.runner == "ray" and on_ray.rows == local.rows
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--recompute", "full",
+                 "--ray", ray_cluster, "--no-cache", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"]
+    shutil.rmtree(Path(os.environ["TOPOC_CACHE"]), ignore_errors=True)
