@@ -50,3 +50,11 @@ def test_heterogeneous_array_example_compiles_and_per_element_arguments_are_guid
         topoc.loads(wrong)
     message = exc.value.diagnostics[0].render()
     assert "E114" in message and "one member per variant" in message
+
+
+def test_training_example_compiles_and_costs():
+    from topoc.compiler.strategy import analyse
+    block = next(b for b in _blocks(ROOT / "docs/language.md") if "model tiny_moe" in b)
+    system = topoc.loads(block)
+    report = analyse(system, "train")
+    assert report.strategy.microbatches == 512 and report.fits and report.total > 0

@@ -1,0 +1,54 @@
+"""How fast `topoc plan` searches: candidates enumerated and costed, wall time cold (no cache,
+in process and with a pool of --jobs workers) and warm (every row from the cache).
+
+    .venv/bin/python benchmarks/plan_speed.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import topoc  # noqa: E402
+from topoc.compiler.derive import find_model  # noqa: E402
+from topoc.compiler.plan import plan  # noqa: E402
+from topoc.compiler.training import Training  # noqa: E402
+
+CASES = [("gb200_nvl72.topo", {}, "llama3-70b", 512),
+         ("gb200_nvl72.topo", {}, "mixtral-8x7b", 512),
+         ("h100_cluster.topo", {"nodes": 16}, "llama3-70b", 1024)]
+
+
+def main() -> None:
+    """One line per case."""
+    jobs = os.cpu_count() or 1
+    print(f"| system | model | GPUs | candidates | costed | 1 process s | {jobs} processes s | "
+          "cached s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for file, defines, name, batch in CASES:
+        system = topoc.load(ROOT / "library" / "nvidia" / file, defines)
+        model = find_model(system, name)
+        base = Training(model, batch, distributed_optimizer=True, overlap=True)
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["TOPOC_CACHE"] = cache
+            t0 = time.perf_counter()
+            one = plan(system, model, base, jobs=1, use_cache=False)
+            t1 = time.perf_counter()
+            plan(system, model, base, jobs=jobs, use_cache=True)
+            t2 = time.perf_counter()
+            warm = plan(system, model, base, jobs=jobs, use_cache=True)
+            t3 = time.perf_counter()
+        assert warm.cached == warm.considered
+        label = file + "".join(f" -D {k}={v}" for k, v in defines.items())
+        print(f"| {label} | {model.name} | {len(system.gpus)} | {one.considered:,} | "
+              f"{len(one.rows):,} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t3 - t2:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
