@@ -63,7 +63,9 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
     rows = [head_row]
     for i, r in enumerate(_shown(result, top)):
         c = r.candidate
-        memory = f"{r.memory_per_gpu / 1e9:.1f} GB" + ("" if r.fits else " (no fit)")
+        over = (r.memory_per_gpu - head["hbm_per_gpu"]) / 1e9 if head.get("hbm_per_gpu") else 0
+        memory = f"{r.memory_per_gpu / 1e9:.1f} GB" + ("" if r.fits else
+                                                        f" ({over:.1f} GB over)")
         rows.append([str(i + 1), str(c.tp), str(c.cp), str(c.ep), str(c.dp), str(c.pp),
                      str(c.microbatch), c.recompute, str(c.interleave),
                      "yes" if c.sequence_parallel else "no", seconds(r.step_time),

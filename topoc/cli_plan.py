@@ -102,8 +102,9 @@ def cmd_plan(args) -> int:
         # stderr, so that a cached rerun writes the same bytes as the first run
         print(f"plan: {result.cached:,} of {result.considered:,} candidates from the cache "
               f"({cache_dir()}; --no-cache to recompute)", file=sys.stderr)
+    hbm = [g.model.attr("hbm") for g in system.gpus]
     head = {"system": system.name, "model": model.name, "batch": args.batch,
-            "seq": model.seq, "gpus": result.gpus}
+            "seq": model.seq, "gpus": result.gpus, "hbm_per_gpu": min(hbm) if all(hbm) else None}
     if not result.rows:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
               f"batch {args.batch}: all {result.considered:,} candidates were rejected (layers, "
@@ -113,9 +114,9 @@ def cmd_plan(args) -> int:
     write_output(plan_table.render(result, head, args.format, args.top), args.output)
     if not any(r.fits for r in result.rows):
         best = min(result.rows, key=lambda r: r.memory_per_gpu)
-        hbm = min(g.model.attr("hbm") or 0 for g in system.gpus)
+        cap = head["hbm_per_gpu"] or 0
         print(f"{args.file}: error: no mapping fits in GPU memory; the smallest needs "
-              f"{best.memory_per_gpu / 1e9:.1f} GB per GPU, {(best.memory_per_gpu - hbm) / 1e9:.1f}"
+              f"{best.memory_per_gpu / 1e9:.1f} GB per GPU, {(best.memory_per_gpu - cap) / 1e9:.1f}"
               f" GB over ({best.candidate.key})", file=sys.stderr)
         return EXIT_INPUT
     return EXIT_OK

@@ -85,6 +85,10 @@ CASES = {
     "W505": (BASE + NODE + TWO + "parallel p on two { dp = 8  traffic { tp allreduce 1 MiB "
              "dp allreduce 1 GB } }\n",
              BASE + NODE + TWO + "parallel p on two { dp = 8  traffic { dp allreduce 1 GB } }\n"),
+    "W506": ('use "nvidia/dgx_h100.topo"\nuse "models/llama3.topo"\nsystem dgx : DGXH100\n'
+             "parallel p on dgx { tp = 8  model = llama3_405b  batch = 8 }\n",
+             'use "nvidia/dgx_h100.topo"\nuse "models/llama3.topo"\nsystem dgx : DGXH100\n'
+             "parallel p on dgx { tp = 8  model = llama3_8b  batch = 8  recompute = full }\n"),
 }
 
 
