@@ -135,7 +135,9 @@ def candidates(model: Transformer, gpus: int, batch: int, fixed: Mapping[str, ob
                 for ep in choices("ep", [e for e in eps if (tp * cp * dp) % e == 0]):
                     for mb in choices("microbatch", MICROBATCHES):
                         for rc in choices("recompute", RECOMPUTE):
-                            for v in choices("interleave", INTERLEAVES):
+                            for v in choices("interleave", [
+                                    v for v in INTERLEAVES if v == 1 or
+                                    pp > 1 and model.layers % (pp * v) == 0]):
                                 for sp in choices("sequence_parallel",
                                                   (False, True) if tp > 1 else (False,)):
                                     out.append(Candidate(tp, cp, ep, dp, pp, mb, rc, v, sp))

@@ -360,15 +360,19 @@ def cmd_cost(args) -> int:
 
 
 def _strategy_rows(system, args, sizes, sweep, select_group):
-    """--parallel NAME alone: one row per traffic line, on the first group of its kind."""
+    """--parallel NAME alone: one row per distinct traffic line (a model's forward and backward
+    collectives of one size are one row), on the first group of its kind."""
     from .compiler.ranks import GroupError
     strategy = system.parallel(args.parallel)
     if not strategy.flows:
         raise GroupError(f"parallel block '{args.parallel}' has no traffic; name a --group")
     rows = []
+    seen = set()
     for flow in strategy.flows:
-        if args.collective and flow.collective != args.collective:
+        if args.collective and flow.collective != args.collective or \
+                (flow.dim, flow.collective, flow.bytes) in seen:
             continue
+        seen.add((flow.dim, flow.collective, flow.bytes))
         group = select_group(system, flow.dim, args.parallel)
         if len(group.ranks) > 1:
             rows += sweep(system, group, flow.collective, sizes or [flow.bytes], args.algorithm,
