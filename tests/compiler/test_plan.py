@@ -54,7 +54,8 @@ def test_candidates_cover_the_mappings_and_respect_fixed_dimensions(dgx):
 
 def test_rows_are_ranked_fitting_first_then_by_step_time(dgx):
     m = find_model(dgx, "llama3-8b")
-    result = plan(dgx, m, Training(m, 64, distributed_optimizer=True), use_cache=False)
+    # batch 48 does not split into micro-batches of 4 or 8 over dp = 8: some are rejected
+    result = plan(dgx, m, Training(m, 48, distributed_optimizer=True), use_cache=False)
     rows = result.rows
     assert rows and result.invalid > 0 and len(rows) + result.invalid == result.considered
     fits = [r.fits for r in rows]
