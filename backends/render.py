@@ -25,6 +25,7 @@ from ..compiler.locality import UnionFind, common_prefix
 from ..compiler.ranks import rank_groups
 from ..compiler.summary import scaleout_levels
 from ..compiler.units import RATE, human
+from .layout import box_size, layout, natural, parts
 
 VIEWS = ("physical", "logical", "racks")
 #: The default view is the most detailed one whose drawing stays under these counts.
@@ -54,14 +55,19 @@ TIER = {"cpu": 0, "unit": 0, "pcie_switch": 1, "gpu": 2, "nic": 2, "dpu": 2, "sw
 #: A top-level array of network switches with more members than this is drawn as one box.
 FOLD = 64
 BLOCK = 32
-#: Top-level boxes per row in the racks view.
-ROW_WIDTH = 16
-#: Past this many sibling clusters, ranks run left to right so the clusters stack vertically.
-STACK_CLUSTERS = 4
 #: Boxes plus lines Graphviz lays out in seconds: a 2-rack NVL72 physical view (3,644) takes
 #: about 5 s on 2 cores, and the time grows faster than the size. Past this a picture is
 #: refused (the DOT text can still be written).
 MAX_LAYOUT = 5000
+#: Up to this many lines Graphviz routes them around the boxes; past it they are straight and
+#: drawn under the boxes (routing around obstacles took 9.5 s for the NVL72's 216 lines).
+SPLINE_EDGES = 100
+#: The DOT text carries topoc's positions: dot would discard them, neato -n2 keeps them.
+HEADER = "// topoc placed every box: draw with  neato -n2 -Tsvg FILE.dot -o FILE.svg\n"
+#: A box holding more groups than this shows the first ones' colours and names the count.
+MAX_STRIPES = 8
+SHAPE_ROOM = {"diamond": (1.6, 1.5), "hexagon": (1.25, 1.1), "octagon": (1.25, 1.15),
+              "doubleoctagon": (1.3, 1.2), "box3d": (1.05, 1.05)}
 PALETTE = ("#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
            "#f032e6", "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324", "#fffac8",
            "#800000", "#aaffc3", "#808000", "#ffd8b1", "#000075", "#808080")
@@ -110,7 +116,7 @@ def _parent(device_id: str) -> str:
 
 
 def _short(device_id: str) -> str:
-    return device_id.rpartition(".")[2]
+    return parts(device_id)[-1]
 
 
 def physical(system: System) -> tuple[list[Node], list[Edge]]:
@@ -242,11 +248,15 @@ def choose_view(system: System) -> tuple[str, list[Node], list[Edge]]:
     return ("racks", *racks(system))
 
 
-def _natural(name: str) -> tuple:
-    """Sort key that puts tray2 before tray10."""
-    stem = name.rstrip("0123456789")
-    digits = name[len(stem):]
-    return (stem, int(digits) if digits else -1)
+def _box(n: Node) -> tuple[float, float]:
+    """Points a box needs: its label (two more lines room for a group tag), its shape."""
+    w, h = box_size(n.label + "\ntp:00")
+    fw, fh = SHAPE_ROOM.get(KIND_STYLE[n.kind]["shape"], (1.0, 1.0))
+    return w * fw, h * fh
+
+
+def _tier(n: Node) -> int:
+    return TIER[n.kind] if n.tier is None else n.tier
 
 
 def _penwidth(bandwidth: float) -> str:
@@ -262,6 +272,38 @@ def _group_colors(system: System, opts: Options) -> dict[str, tuple[str, str]]:
     for index, ranks in enumerate(rank_groups(strategy, opts.color)):
         for r in ranks:
             out[system.gpus[r].id] = (PALETTE[index % len(PALETTE)], f"{opts.color}:{index}")
+    return out
+
+
+def _unit_colors(system: System, gpu_colors: dict[str, tuple[str, str]],
+                 nodes: list[Node]) -> dict[str, tuple[str, str]]:
+    """Boxes that stand for many GPUs (racks, nodes, folded blocks) coloured by the groups they
+    hold: one group's colour, or stripes of up to MAX_STRIPES groups, and the groups named
+    ('dp:3', 'dp:0..7', 'dp: 12 groups')."""
+    unit_of = _units(system)
+    held: dict[str, list[int]] = defaultdict(list)
+    tags: dict[int, str] = {}
+    for gpu in system.gpus:
+        if gpu.id in gpu_colors:
+            color, tag = gpu_colors[gpu.id]
+            index = int(tag.rpartition(":")[2])
+            tags[index] = color
+            box = unit_of[gpu.id]
+            if index not in held[box]:
+                held[box].append(index)
+    kind = next(iter(gpu_colors.values()))[1].partition(":")[0] if gpu_colors else ""
+    out = {}
+    for n in nodes:
+        groups = sorted(held.get(n.id, ()))
+        if not groups:
+            continue
+        if len(groups) == 1:
+            out[n.id] = (tags[groups[0]], f"{kind}:{groups[0]}")
+            continue
+        run = groups == list(range(groups[0], groups[-1] + 1))
+        name = f"{kind}:{groups[0]}..{groups[-1]}" if run else f"{kind}: {len(groups)} groups"
+        stripes = ":".join(tags[i] for i in groups[:MAX_STRIPES])
+        out[n.id] = (stripes, name)
     return out
 
 
@@ -284,7 +326,7 @@ def _legend(kinds: set[str], classes: set[str], opts: Options, view: str,
         rows.append(f'<TR><TD><FONT COLOR="{CLASS_COLOR[cls]}"><B>&#8212;&#8212;</B></FONT></TD>'
                     f'<TD ALIGN="LEFT">{cls}</TD></TR>')
     if opts.parallel and shown:
-        rows.append(f'<TR><TD COLSPAN="2">GPU colour: {opts.color} group</TD></TR>')
+        rows.append(f'<TR><TD COLSPAN="2">fill: {opts.color} group (stripes: several)</TD></TR>')
     if opts.ring:
         rows.append(f'<TR><TD><FONT COLOR="{RING_COLOR}"><B>- - &gt;</B></FONT></TD>'
                     f'<TD ALIGN="LEFT">ring of {_html(opts.ring)}</TD></TR>')
@@ -298,31 +340,26 @@ def dot_source(system: System, opts: Options = Options(),
     view, nodes, edges = _view(system, opts)
     colors = _group_colors(system, opts)
     shown = any(n.id in colors for n in nodes)
+    if opts.parallel and not shown:
+        colors = _unit_colors(system, colors, nodes)
+        shown = bool(colors)
     if opts.parallel and not shown and notes is not None:
-        notes.append(f"--color {opts.color}: the {view} view draws no GPU boxes to colour; "
-                     "use --view logical or --view physical")
+        notes.append(f"--color {opts.color}: the {view} view draws no box that holds a GPU")
     g = graphviz.Graph(name=system.name, strict=False)
-    tops = {n.cluster.split(".")[1] if n.cluster.count(".") >= 1 else "" for n in nodes}
-    rankdir = "LR" if len(tops) > STACK_CLUSTERS else "TB"
-    g.attr(rankdir=rankdir, compound="true", newrank="true", fontname="Helvetica",
-           label=f"{system.name} ({view} view)", labelloc="t", fontsize="20", nodesep="0.15",
-           ranksep="0.6")
+    pos, boxes, (width, height) = layout(nodes, system.name, _box, _tier)
+    g.attr(splines="true" if len(edges) <= SPLINE_EDGES else "line", outputorder="edgesfirst",
+           fontname="Helvetica", label=f"{system.name} ({view} view)", labelloc="t",
+           fontsize="20", overlap="true")
     g.attr("node", style="filled", fontname="Helvetica", fontsize="10")
     g.attr("edge", fontname="Helvetica", fontsize="8")
 
     by_cluster: dict[str, list[Node]] = defaultdict(list)
     for n in nodes:
         by_cluster[n.cluster].append(n)
-    # Every ancestor of a used cluster is a cluster too, so the nesting is complete.
-    clusters = set()
-    for c in by_cluster:
-        while c and c != system.name:
-            clusters.add(c)
-            c = _parent(c)
     children: dict[str, list[str]] = defaultdict(list)
-    for c in clusters:
+    for c in boxes:
         p = _parent(c)
-        children[p if p in clusters else ""].append(c)
+        children[p if p in boxes else ""].append(c)
 
     def emit(graph, cluster: str) -> None:
         for n in sorted(by_cluster.get(cluster, ()), key=lambda n: n.id):
@@ -331,50 +368,48 @@ def dot_source(system: System, opts: Options = Options(),
             if n.id in colors:
                 style["fillcolor"], tag = colors[n.id]
                 label = f"{label}\n{tag}"
+                if ":" in style["fillcolor"]:      # several groups: stripes, on a flat box
+                    style.update(shape="box", style="striped")
             if _highlighted(opts, n.id):
                 style.update(penwidth="4", color="red")
-            graph.node(n.id, label=label, **style)
-        for c in sorted(children.get(cluster, ())):
+            x, y = pos[n.id]
+            w, h = _box(n)
+            graph.node(n.id, label=label, pos=f"{x:.1f},{y:.1f}!", width=f"{w / 72:.3f}",
+                       height=f"{h / 72:.3f}", **style)
+        for c in sorted(children.get(cluster, ()), key=natural):
+            x0, y0, x1, y1 = boxes[c]
             with graph.subgraph(name=f"cluster_{c}") as sub:
-                sub.attr(label=_short(c), style="rounded", color="#999999", fontsize="12")
+                sub.attr(label=_short(c), style="rounded", color="#999999", fontsize="12",
+                         bb=f"{x0:.1f},{y0:.1f},{x1:.1f},{y1:.1f}", labelloc="t")
                 emit(sub, c)
     emit(g, "")
     if system.name in by_cluster:
         emit(g, system.name)
 
-    tier = {n.id: TIER[n.kind] if n.tier is None else n.tier for n in nodes}
-    if rankdir == "LR":
-        # The second half of the stacked clusters mirrors onto the far side of what they share
-        # (an NVLink fabric, a spine), so a rack reads as trays around its switch fabric.
-        ordered = sorted(tops - {""}, key=_natural)
-        flipped = set(ordered[len(ordered) // 2:])
-        for n in nodes:
-            if n.cluster.count(".") >= 1 and n.cluster.split(".")[1] in flipped:
-                tier[n.id] = 2 * max(TIER.values()) + 2 - tier[n.id]
+    tier = {n.id: _tier(n) for n in nodes}
     classes = set()
     for e in sorted(edges, key=lambda e: (e.src, e.dst, e.cls)):
         if e.duplex and tier[e.src] > tier[e.dst]:
-            e = attrs.evolve(e, src=e.dst, dst=e.src)   # dot ranks the tail above the head
+            e = attrs.evolve(e, src=e.dst, dst=e.src)   # a stable direction for the DOT text
         classes.add(e.cls)
         lanes = f"x{e.lanes} " if e.lanes > 1 else ""
         attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": _penwidth(e.bandwidth),
                   "label": f"{lanes}{human(e.bandwidth, RATE)}"}
         if not e.duplex:
             attrs_["dir"] = "forward"
-        if tier[e.src] == tier[e.dst]:
-            attrs_["constraint"] = "false"   # peers (two sockets) stay on one rank
         if opts.highlight:
             if e.cls in opts.highlight or _highlighted(opts, e.src) or _highlighted(opts, e.dst):
                 attrs_["penwidth"] = "4"
             else:
                 attrs_["color"] += "40"   # fade what is not highlighted
         g.edge(e.src, e.dst, **attrs_)
-    _wrap_rows(g, nodes, rankdir)
     _draw_ring(g, system, opts, {n.id for n in nodes}, view)
     kinds = {n.kind for n in nodes}
-    g.node("legend", label=_legend(kinds, classes, opts, view, shown), shape="plaintext",
-           style="", fillcolor="")
-    return g.source, view
+    legend = _legend(kinds, classes, opts, view, shown)
+    rows = legend.count("<TR>")
+    g.node("legend", label=legend, shape="plaintext", style="", fillcolor="",
+           pos=f"{width + 110:.1f},{height - 9 * rows:.1f}!")
+    return HEADER + g.source, view
 
 
 def _view(system: System, opts: Options):
@@ -387,17 +422,6 @@ def layout_size(system: System, opts: Options) -> tuple[str, int]:
     """The view ``opts`` draws and its boxes plus lines, what Graphviz's time grows with."""
     view, nodes, edges = _view(system, opts)
     return view, len(nodes) + len(edges)
-
-
-def _wrap_rows(g, nodes: list[Node], rankdir: str) -> None:
-    """Top-level boxes of one tier (the racks of a pod, the nodes of a cluster) wrap into rows
-    of ROW_WIDTH: invisible edges hang box i + ROW_WIDTH below box i, so 64 racks draw as four
-    rows rather than one line 18,000 pixels long."""
-    if rankdir != "TB":
-        return
-    units = sorted((n.id for n in nodes if n.kind == "unit" and not n.cluster), key=_natural)
-    for a, b in zip(units, units[ROW_WIDTH:]):
-        g.edge(a, b, style="invis")
 
 
 RING_COLOR = "#d62728"
@@ -456,8 +480,9 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
         raise DotMissing(f"Graphviz's 'dot' program is needed for .{fmt} output; install it "
                          "with 'apt-get install graphviz' (or your system's package manager), "
                          "or write a .dot file")
-    done = subprocess.run([dot, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
-                          check=False)
+    # topoc placed every box; neato -n2 keeps those positions and only routes the lines.
+    done = subprocess.run([dot, "-Kneato", "-n2", f"-T{fmt}"], input=source.encode("utf-8"),
+                          capture_output=True, check=False)
     warnings = [ln for ln in done.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
     if done.returncode != 0:
         raise DotMissing(f"Graphviz's dot failed: {warnings[-1] if warnings else done.returncode}")

@@ -1,0 +1,239 @@
+"""Positions for ``topoc render``: the hierarchy laid out in declaration order.
+
+Graphviz's ``dot`` orders boxes by crossing minimisation, which scatters gpu0..7 and racks 0..7;
+a person reads a diagram in index order. So topoc places every box itself and Graphviz (``neato
+-n2``) only routes the lines between them:
+
+- a cluster (tray, node, rack) stacks its contents in rows by tier, from the host down: CPUs,
+  PCIe switches, GPUs and NICs, NVLink switches, the network; each row in index order (gpu2
+  before gpu10), wrapped into a grid when it would make the picture too wide;
+- a cluster holding GPU units and switch units is drawn as the NVL72 is built: the GPU trays in
+  two stacks, the larger above, the switch trays between them;
+- the wrap width is chosen per cluster so its aspect ratio stays near ``TARGET`` and between
+  1:3 and 3:1 wherever the contents allow.
+
+Coordinates are Graphviz points, y growing upwards (the first row is at the top).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+import attrs
+
+#: Width over height aimed at, and the limits kept where possible.
+TARGET = 1.6
+MIN_ASPECT, MAX_ASPECT = 1 / 3, 3.0
+GAP_X, GAP_Y = 18.0, 46.0           # between boxes in a row, between rows (room for labels)
+PAD, TITLE = 12.0, 22.0             # inside a cluster's frame, and its label above
+CHAR_W, LINE_H = 6.2, 13.0          # Helvetica 10 pt
+
+
+@attrs.frozen
+class Item:
+    """A box to place: a device or unit (``cluster`` False) or a laid-out cluster."""
+
+    id: str
+    tier: int
+    width: float
+    height: float
+    cluster: bool = False
+    gpus: bool = False          # holds GPUs (a compute unit), for the switch sandwich
+
+
+@attrs.define
+class Placed:
+    """A laid-out cluster: its size and the offsets of what it contains."""
+
+    width: float
+    height: float
+    nodes: dict[str, tuple[float, float]]        # centre, relative to the top-left corner
+    clusters: dict[str, tuple[float, float, float, float]]   # x0, y0 (top), x1, y1 (bottom)
+    ragged: bool = False        # some wrapped row is shorter than the one above it
+
+
+def box_size(label: str) -> tuple[float, float]:
+    """Width and height in points of a box with this label (Helvetica 10, Graphviz margins)."""
+    lines = label.split("\n")
+    return max(54.0, max(len(s) for s in lines) * CHAR_W + 20), max(36.0, len(lines) * LINE_H + 14)
+
+
+_PART = re.compile(r"[^.\[]+(?:\[[^\]]*\])?")
+_INDEX = re.compile(r"^(\D*?)\[?(\d+)")
+
+
+def parts(path: str) -> list[str]:
+    """A path's parts, dots inside a folded range kept: 'pod.rack[0..31]' -> pod, rack[0..31]."""
+    return _PART.findall(path)
+
+
+def natural(name: str) -> tuple:
+    """Sort key for a path: each part's stem, then its first number (tray2 before tray10,
+    rack[32..63] before rack[128..159])."""
+    out = []
+    for part in parts(name):
+        m = _INDEX.match(part)
+        out.append((m.group(1), int(m.group(2))) if m else (part, -1))
+    return tuple(out)
+
+
+def _stem(item_id: str) -> str:
+    last = parts(item_id)[-1] if item_id else ""
+    m = _INDEX.match(last)
+    return m.group(1) if m else last
+
+
+def _balanced(members: list[Item], wrap: int) -> list[list[Item]]:
+    """``members`` in rows of at most ``wrap``, as even as possible (8 at 7 -> 4 + 4)."""
+    lines = -(-len(members) // wrap)
+    per = -(-len(members) // lines)
+    return [members[i:i + per] for i in range(0, len(members), per)]
+
+
+def _groups(items: Sequence[Item]) -> list[list[Item]]:
+    """Items by tier and, inside a tier, by name (gpus, then nics), each in index order."""
+    groups: dict[tuple[int, str], list[Item]] = defaultdict(list)
+    for it in items:
+        groups[it.tier, _stem(it.id)].append(it)
+    return [sorted(groups[k], key=lambda it: natural(it.id)) for k in sorted(groups)]
+
+
+def _per_row(group: list[Item], width: float) -> int:
+    """How many of ``group`` fit side by side in ``width``."""
+    widest = max(it.width for it in group)
+    return max(1, int((width + GAP_X) // (widest + GAP_X)))
+
+
+def _rows(items: Sequence[Item], width: float) -> list[list[Item]]:
+    """Every group wrapped into even rows no wider than ``width`` (or one item, if wider)."""
+    return [row for g in _groups(items) for row in _balanced(g, _per_row(g, width))]
+
+
+def _sandwich(items: Sequence[Item]) -> list[list[Item]] | None:
+    """GPU units above and below what switches them (the NVL72's build: 10 compute trays, the
+    9 NVLink switch trays, 8 compute trays), when a cluster holds just those: two or more units
+    with GPUs, and switch units or switch boxes (tier 3 and below)."""
+    compute = sorted((it for it in items if it.cluster and it.gpus), key=lambda it: natural(it.id))
+    middle = [it for it in items if not (it.cluster and it.gpus)]
+    if len(compute) < 2 or not middle or any(it.tier < 3 for it in middle):
+        return None
+    upper = (len(compute) + 2) // 2
+    return [compute[:upper], *_rows(middle, len(middle)), compute[upper:]]
+
+
+def _arrange(rows: list[list[Item]]) -> Placed:
+    """Rows top to bottom, each centred in the widest."""
+    rows = [r for r in rows if r]
+    widths = [sum(it.width for it in r) + GAP_X * (len(r) - 1) for r in rows]
+    inner_w = max(widths, default=0.0)
+    nodes: dict[str, tuple[float, float]] = {}
+    clusters: dict[str, tuple[float, float, float, float]] = {}
+    y = 0.0
+    for row, w in zip(rows, widths):
+        height = max(it.height for it in row)
+        x = (inner_w - w) / 2
+        for it in row:
+            top = y + (height - it.height) / 2
+            if it.cluster:
+                clusters[it.id] = (x, top, x + it.width, top + it.height)
+            else:
+                nodes[it.id] = (x + it.width / 2, top + it.height / 2)
+            x += it.width + GAP_X
+        y += height + GAP_Y
+    ragged = any(len(b) < len(a) and _stem(a[0].id) == _stem(b[0].id) and a[0].tier == b[0].tier
+                 for a, b in zip(rows, rows[1:]))
+    return Placed(inner_w, max(0.0, y - GAP_Y), nodes, clusters, ragged)
+
+
+def _aspect(p: Placed, framed: bool) -> float:
+    extra_w, extra_h = (2 * PAD, 2 * PAD + TITLE) if framed else (0.0, 0.0)
+    return (p.width + extra_w) / max(1.0, p.height + extra_h)
+
+
+def _best(items: Sequence[Item], framed: bool) -> Placed:
+    """The wrap width whose aspect is nearest TARGET, preferring ones within
+    MIN_ASPECT..MAX_ASPECT, then the smaller area."""
+    groups = _groups(items)
+    main = max(groups, key=len)
+    unit = max(it.width for it in main)
+    sandwich = _sandwich(items)
+    if sandwich is not None:        # one unit per line, or each part wrapped at w per line
+        options = [_arrange(_wrap_parts(sandwich, w)) for w in range(1, 7)]
+    else:                           # the largest group w wide, the others fitted to that width
+        options = [_arrange(_rows(items, w * unit + (w - 1) * GAP_X))
+                   for w in sorted({*range(1, min(len(main), 64) + 1), len(main)})]
+
+    def score(p: Placed) -> tuple:
+        a = _aspect(p, framed)
+        inside = MIN_ASPECT <= a <= MAX_ASPECT
+        return (not inside, p.ragged, abs(math.log(a / TARGET)), p.width * p.height)
+    return min(options, key=score)
+
+
+def _wrap_parts(parts: list[list[Item]], wrap: int) -> list[list[Item]]:
+    """Each part of a sandwich as rows of ``wrap`` items, the parts kept in their order."""
+    return [row for part in parts if part for row in _balanced(part, wrap)]
+
+
+def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, float]],
+           tier: Callable[[object], int]) -> tuple[dict[str, tuple[float, float]],
+                                                   dict[str, tuple[float, float, float, float]],
+                                                   tuple[float, float]]:
+    """Positions of ``nodes`` (with ``id``, ``kind`` and ``cluster``), bounding boxes of their
+    clusters and the drawing's width and height, all in points with y upwards. ``root`` is the
+    cluster drawn without a frame (the system)."""
+    by_cluster: dict[str, list] = defaultdict(list)
+    for n in nodes:
+        by_cluster[n.cluster if n.cluster != root else ""].append(n)
+    clusters: set[str] = set()
+    for c in by_cluster:
+        while c and c != root:
+            clusters.add(c)
+            c = c.rpartition(".")[0]
+    children: dict[str, list[str]] = defaultdict(list)
+    for c in clusters:
+        parent = c.rpartition(".")[0]
+        children[parent if parent in clusters else ""].append(c)
+    has_gpu: dict[str, bool] = {}
+
+    def place(cluster: str) -> Placed:
+        items = [Item(n.id, tier(n), *size(n)) for n in by_cluster.get(cluster, ())]
+        inner: dict[str, Placed] = {}
+        gpu_here = any(n.kind == "gpu" for n in by_cluster.get(cluster, ()))
+        for c in children.get(cluster, ()):
+            inner[c] = place(c)
+            gpu_here |= has_gpu[c]
+            sub_tiers = [tier(n) for n in nodes_under(c)]
+            items.append(Item(c, min(sub_tiers), inner[c].width + 2 * PAD,
+                              inner[c].height + 2 * PAD + TITLE, True, has_gpu[c]))
+        has_gpu[cluster] = gpu_here
+        placed = _best(items, framed=bool(cluster))
+        # Nest: a child's contents move into its frame.
+        for c, (x0, y0, x1, y1) in list(placed.clusters.items()):
+            sub = inner[c]
+            ox, oy = x0 + PAD + (x1 - x0 - 2 * PAD - sub.width) / 2, y0 + PAD + TITLE
+            for nid, (x, y) in sub.nodes.items():
+                placed.nodes[nid] = (x + ox, y + oy)
+            for cid, (a, b, c2, d) in sub.clusters.items():
+                placed.clusters[cid] = (a + ox, b + oy, c2 + ox, d + oy)
+        return placed
+
+    under: dict[str, list] = defaultdict(list)
+    for n in nodes:
+        c = n.cluster
+        while c and c != root:
+            under[c].append(n)
+            c = c.rpartition(".")[0]
+
+    def nodes_under(c: str) -> list:
+        return under[c]
+
+    top = place("")
+    height = top.height
+    flip = lambda y: height - y       # noqa: E731 - Graphviz's y grows upwards
+    pos = {nid: (x, flip(y)) for nid, (x, y) in top.nodes.items()}
+    boxes = {cid: (x0, flip(y1), x1, flip(y0)) for cid, (x0, y0, x1, y1) in top.clusters.items()}
+    return pos, boxes, (top.width, height)

@@ -1,0 +1,125 @@
+"""Diagrams read in index order with a sane shape: every library drawing, rendered to SVG by
+Graphviz and parsed back, keeps siblings (gpu0..7, tray0..17, racks, leaves, spine planes) in
+reading order and its aspect ratio between 1:3 and 3:1. No golden image is involved."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+
+import pytest
+
+import topoc
+from topoc.backends import render as r
+from topoc.backends.layout import MAX_ASPECT, MIN_ASPECT
+
+from ..conftest import LIBRARY
+
+pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
+SVG = "{http://www.w3.org/2000/svg}"
+SYSTEMS = sorted(p for p in (LIBRARY / "nvidia").glob("*.topo")
+                 if re.search(r"^system ", p.read_text(), re.M))
+#: Cluster files at a small, a large and (where the fabric allows) a huge size.
+SIZES = [("a100_cluster.topo", "nodes", (2, 100)), ("h100_cluster.topo", "nodes", (2, 256)),
+         ("nvl72_cluster.topo", "racks", (2, 64)), ("nvl72_superpod.topo", "racks", (8, 1024)),
+         ("h100_superpod.topo", "nodes", (64, 1024))]
+
+
+def _centres(svg: bytes) -> tuple[dict[str, tuple[float, float]], float]:
+    """Node and cluster centres by id (SVG coordinates, y down) and the width/height ratio."""
+    root = ET.fromstring(svg)
+    width = float(root.get("width").rstrip("pt"))
+    height = float(root.get("height").rstrip("pt"))
+    out = {}
+    for g in root.iter(f"{SVG}g"):
+        kind = g.get("class")
+        if kind not in ("node", "cluster"):
+            continue
+        title = g.find(f"{SVG}title").text
+        if kind == "cluster":
+            title = title.removeprefix("cluster_")
+        xs, ys = [], []
+        for shape in g:
+            if shape.tag in (f"{SVG}polygon", f"{SVG}path"):
+                nums = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", shape.get("points")
+                                                           or shape.get("d", ""))]
+                xs += nums[0::2]
+                ys += nums[1::2]
+            elif shape.tag == f"{SVG}ellipse":
+                xs.append(float(shape.get("cx")))
+                ys.append(float(shape.get("cy")))
+        if xs:
+            out[title] = ((min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2)
+    return out, width / height
+
+
+def _siblings(ids) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """Ids grouped by parent path and name stem, with their index: gpu0..7 of one node,
+    rack[0..31] and rack[32..63] of one cluster."""
+    groups = defaultdict(list)
+    for i in ids:
+        parent, _, last = i.rpartition(".")
+        m = re.match(r"^(\D*?)\[?(\d+)", last)
+        if m:
+            groups[parent, m.group(1)].append((int(m.group(2)), i))
+    return groups
+
+
+def check_drawing(svg: bytes, what: str) -> None:
+    """Reading order for every sibling group and the aspect ratio."""
+    centres, aspect = _centres(svg)
+    assert MIN_ASPECT <= aspect <= MAX_ASPECT, f"{what}: aspect {aspect:.2f}"
+    for key, members in _siblings(centres).items():
+        members.sort()
+        for (ia, a), (ib, b) in zip(members, members[1:]):
+            (xa, ya), (xb, yb) = centres[a], centres[b]
+            same_row = abs(ya - yb) < 2
+            assert (same_row and xa < xb) or yb > ya + 2, \
+                f"{what}: {a} ({xa:.0f},{ya:.0f}) is not read before {b} ({xb:.0f},{yb:.0f})"
+
+
+@pytest.mark.parametrize("path", SYSTEMS, ids=lambda p: p.stem)
+def test_library_drawings_keep_index_order_and_shape(path):
+    system = topoc.load(path)
+    for view in (None, "racks"):
+        opts = r.Options(view=view)
+        if r.layout_size(system, opts)[1] > r.MAX_LAYOUT:
+            continue
+        svg, drawn = r.render(system, "svg", opts)
+        check_drawing(svg, f"{path.stem} {drawn}")
+
+
+@pytest.mark.parametrize("name, param, sizes", SIZES, ids=[s[0] for s in SIZES])
+def test_cluster_drawings_at_every_size(name, param, sizes):
+    for n in sizes:
+        system = topoc.load(LIBRARY / "nvidia" / name, {param: n})
+        svg, view = r.render(system, "svg", r.Options(view="racks"))
+        check_drawing(svg, f"{name} {param}={n} {view}")
+
+
+def test_the_nvl72_is_drawn_as_built():
+    """Compute trays 0-9 above the NVLink switches, 10-17 below (NVIDIA's rack layout)."""
+    system = topoc.load(LIBRARY / "nvidia" / "gb200_nvl72.topo")
+    for view in ("logical", "physical"):
+        source, _ = r.dot_source(system, r.Options(view=view))
+        svg, _ = r.render(system, "svg", r.Options(view=view)) if view == "logical" else \
+            (None, None)
+        if svg is None:
+            continue
+        centres, _ = _centres(svg)
+        fabric_y = centres["rack.nvlink_fabric"][1]
+        assert all(centres[f"rack.tray{i}"][1] < fabric_y for i in range(10))
+        assert all(centres[f"rack.tray{i}"][1] > fabric_y for i in range(10, 18))
+
+
+def test_the_physical_nvl72_puts_switch_trays_between_the_compute_trays():
+    from topoc.backends.layout import layout
+    system = topoc.load(LIBRARY / "nvidia" / "gb200_nvl72.topo")
+    nodes, _ = r.physical(system)
+    _, boxes, _ = layout(nodes, system.name, r._box, r._tier)
+    top = lambda c: boxes[c][3]      # noqa: E731 - y upwards: a larger top is higher
+    switches = [top(f"rack.nvswitch_tray{i}") for i in range(9)]
+    assert min(top(f"rack.tray{i}") for i in range(10)) > max(switches)
+    assert max(top(f"rack.tray{i}") for i in range(10, 18)) < min(switches)
