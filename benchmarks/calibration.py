@@ -1,4 +1,4 @@
-"""Print the cost model's predictions next to every published row of tests/data/calibration.csv
+"""Print the cost model's predictions next to every published row of library/calibration.csv
 as a Markdown table, then the median and worst error per system class (docs/cost.md carries
 this output).
 

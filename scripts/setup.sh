@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything topoc needs, idempotently: a virtual environment in .venv with the package,
-# its dev extras and its Ray extra (the tests start a local Ray cluster for `topoc plan --ray`),
-# and Graphviz's `dot` (Debian package graphviz) when it is missing.
+# its dev extras, its report extra (matplotlib) and its Ray extra (the tests start a local Ray
+# cluster for `topoc plan --ray`); and from Debian's packages Graphviz's `dot` and headless
+# Chromium (the HTML report's browser test) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,17 +14,21 @@ fi
 stamp=.venv/.topoc-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev,ray]'
+  .venv/bin/python -m pip install --quiet -e '.[dev,report,ray]'
   touch "$stamp"
 fi
 
-if ! command -v dot >/dev/null 2>&1; then
+missing=()
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+  || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "setup: installing graphviz (dot) with apt-get" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz) \
-      >/dev/null 2>&1 || echo "setup: could not install graphviz; rendering to svg/png/pdf \
-will report how to install it" >&2
+    echo "setup: installing ${missing[*]} with apt-get" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") \
+      >/dev/null 2>&1 || echo "setup: could not install ${missing[*]}; rendering reports how to \
+install Graphviz, and the browser test needs Chromium" >&2
   else
-    echo "setup: 'dot' is missing; install Graphviz (e.g. apt-get install graphviz) to render" >&2
+    echo "setup: missing ${missing[*]}; install them (e.g. apt-get install ${missing[*]})" >&2
   fi
 fi

@@ -1,4 +1,4 @@
-"""Reading tests/data/calibration.csv: one published nccl-tests all-reduce row a line, with the
+"""Reading library/calibration.csv: one published nccl-tests all-reduce row a line, with the
 system (a library file), its -D parameters and the group. Shared by the calibration tests and
 benchmarks/calibration.py so both predict each row the same way."""
 
@@ -14,7 +14,7 @@ from topoc.compiler.ranks import RankGroup, parse_rank_list
 from topoc.compiler.units import Quantity
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "calibration.csv"
+DATA = ROOT / "library" / "calibration.csv"
 
 
 def rows() -> list[dict]:

@@ -397,8 +397,37 @@ def cmd_report(args) -> int:
             what = f"name the strategy with --parallel: one of {', '.join(names)}"
         print(f"{args.file}: error: {what}", file=sys.stderr)
         return EXIT_INPUT
+    if args.format == "html":
+        write_output(_html_report(system, name), args.output)
+        return EXIT_OK
     write_output(report.render(analyse(system, name), system.name, args.format), args.output)
     return EXIT_OK
+
+
+def _published() -> list[dict]:
+    """The single-node calibration rows with the GPU model of the library system they name."""
+    from .backends.report_html import read_calibration
+    from .compiler.resolve import library_root
+    rows, models = [], {}
+    for row in read_calibration():
+        if row["defines"]:
+            continue
+        if row["system"] not in models:
+            models[row["system"]] = topoc.load(library_root() / "nvidia" /
+                                               f"{row['system']}.topo").gpus[0].model.name
+        rows.append({**row, "gpu_model": models[row["system"]]})
+    return rows
+
+
+def _html_report(system, name: str) -> str:
+    """The self-contained page: the diagram (GPUs coloured by tp group), plots, tables."""
+    from .backends import render as r
+    from .backends import report_html
+    try:
+        svg, _ = r.render(system, "svg", r.Options(parallel=name, color="tp"))
+        return report_html.document(system, name, svg, _published())
+    except (r.DotMissing, r.TooLarge, report_html.ReportUnavailable) as exc:
+        raise UsageError(str(exc)) from None
 
 
 def parse_size(text: str) -> int:
@@ -531,7 +560,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="analyse a parallel strategy's training step")
     p.add_argument("file")
     p.add_argument("--parallel", metavar="NAME", help="the strategy (needed when several)")
-    p.add_argument("--format", choices=["text", "markdown"], default="text")
+    p.add_argument("--format", choices=["text", "markdown", "html"], default="text",
+                   help="html: one self-contained page with the diagram and plots")
     _common(p)
     p.set_defaults(func=cmd_report)
     cli_plan.add_parser(sub, _common)

@@ -1,4 +1,4 @@
-"""The cost model against every published measurement in tests/data/calibration.csv.
+"""The cost model against every published measurement in library/calibration.csv.
 
 Bounds: single-node busbw within 15 % at 1 GiB and above and within 30 % from 1 MiB up to
 1 GiB (issue 4); multi-node busbw within 20 % from 64 MiB up, and single-node times within 25 %

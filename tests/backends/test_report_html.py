@@ -1,0 +1,115 @@
+"""``topoc report --format html``: a self-contained page, byte-identical across runs, that loads
+in headless Chromium without console messages, and whose screenshot shows the diagram (GPU
+green) and the plots (their line colours)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from topoc.cli import main
+
+from ..conftest import LIBRARY
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+TRAIN = """use "nvidia/gb200_nvl72.topo"
+use "models/llama3.topo"
+system rack : NVL72
+parallel train on rack {
+  tp = 8  pp = 9  dp = 1
+  model = llama3_70b  batch = 512  recompute = selective
+  sequence_parallel = true  distributed_optimizer = true
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("report")
+    src = folder / "train.topo"
+    src.write_text(TRAIN)
+    out = folder / "report.html"
+    assert main(["report", str(src), "--format", "html", "-o", str(out)]) == 0
+    return out
+
+
+def test_the_page_holds_everything_and_loads_nothing(page, tmp_path):
+    text = page.read_text()
+    assert text.count("<svg") >= 1 + 1 + 3     # diagram, step bar, three busbw curves
+    assert "rack (logical view)" in text and "Bus bandwidth by message size" in text
+    assert len(re.findall(r"<li>", text.split("The checklist")[1].split("</ol>")[0])) == 7
+    assert "Other strategies (topoc plan)" in text and "<td>yes</td>" in text
+    # self-contained: no script, stylesheet or image fetched, no link out of the page
+    assert "<script" not in text and "<link" not in text and "<img" not in text
+    for ref in re.findall(r'(?:href|src)="([^"]*)"', text):
+        assert ref.startswith("#"), ref
+    again = tmp_path / "again.html"
+    src = page.parent / "train.topo"
+    assert main(["report", str(src), "--format", "html", "-o", str(again)]) == 0
+    assert again.read_bytes() == page.read_bytes()
+
+
+def test_published_points_are_drawn_where_the_hardware_matches(tmp_path):
+    """An 8-GPU H100 NVLink group carries the published DGX H100 crosses; L40S GPUs over PCIe,
+    which no published row measured, do not."""
+    for file, group, expected in (("dgx_h100", "DGXH100", True),
+                                  ("pcie_server", "PCIeServer", False)):
+        src = tmp_path / f"{file}.topo"
+        src.write_text(f'use "nvidia/{file}.topo"\nsystem s : {group}\n'
+                       "parallel p on s { tp = 8  traffic { tp allreduce 64 MiB x 100 } }\n")
+        out = tmp_path / f"{file}.html"
+        assert main(["report", str(src), "--format", "html", "-o", str(out)]) == 0
+        assert ("published (nccl-tests)" in out.read_text()) is expected
+
+
+def _chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--hide-scrollbars", "--enable-logging=stderr", "--v=0", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _console(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    assert CHROMIUM, "headless Chromium is part of the test set-up (apt-get install chromium)"
+    return CHROMIUM
+
+
+def test_headless_chromium_reports_console_messages(chromium, tmp_path):
+    """The check below can fail: a page that logs an error is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><p>x</p><script>console.error("boom")</script>')
+    assert any("boom" in line for line in _console(_chromium("--dump-dom", bad.as_uri()).stderr))
+
+
+def test_the_page_loads_in_headless_chromium_and_shows_diagram_and_plots(chromium, page,
+                                                                          tmp_path):
+    from PIL import Image
+    done = _chromium("--dump-dom", page.as_uri())
+    assert done.returncode == 0 and _console(done.stderr) == []
+    assert "Bus bandwidth by message size" in done.stdout and "<svg" in done.stdout
+    shot = tmp_path / "shot.png"
+    done = _chromium("--window-size=1500,4200", f"--screenshot={shot}", page.as_uri())
+    assert done.returncode == 0 and shot.exists()
+    img = Image.open(shot).convert("RGB")
+    w, h = img.size
+    pixels = img.load()
+
+    def count(color, box):
+        x0, y0, x1, y1 = box
+        r, g, b = color
+        return sum(1 for x in range(x0, x1, 2) for y in range(y0, y1, 2)
+                   if abs(pixels[x, y][0] - r) < 12 and abs(pixels[x, y][1] - g) < 12 and
+                   abs(pixels[x, y][2] - b) < 12)
+    top = (0, 0, w, min(h, 1100))
+    assert count((0x76, 0xb9, 0x00), top) > 200 or count((0x4e, 0x9a, 0x06), top) > 200
+    whole = (0, 0, w, h)
+    assert count((0x1f, 0x77, 0xb4), whole) > 200       # the tp curves and the step bar
+    assert count((0xd6, 0x27, 0x28), whole) > 50        # the pp curve
