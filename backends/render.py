@@ -441,11 +441,11 @@ def _draw_ring(g, system: System, opts: Options, drawn: set[str], view: str) -> 
     from ..compiler.orders import ring_orders
     group = ring_group(system, opts)
     order = ring_orders(system, group.ranks, 1)[0]
-    prefix = system.name + "."
+    unit_of = _units(system)
 
     def box(position: int) -> str:
         dev = system.gpus[group.ranks[position]].id
-        return dev if dev in drawn else prefix + dev[len(prefix):].split(".", 1)[0]
+        return dev if dev in drawn else unit_of[dev]     # a rack, node or folded block
     hops = [(box(a), box(b)) for a, b in zip(order, order[1:] + order[:1])]
     for step, (a, b) in enumerate(hops):
         if a != b:

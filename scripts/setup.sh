@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install everything topoc needs, idempotently: a virtual environment in .venv with the package,
-# its dev extras, its report extra (matplotlib) and its Ray extra (the tests start a local Ray
+# Install everything topoc needs, idempotently: a virtual environment in .venv with the package
+# and its dev, report (matplotlib), lsp (pygls) and ray extras (the tests start a local Ray
 # cluster for `topoc plan --ray`); and from Debian's packages Graphviz's `dot` and headless
 # Chromium (the HTML report's browser test) when they are missing.
 set -euo pipefail
@@ -14,7 +14,7 @@ fi
 stamp=.venv/.topoc-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev,report,ray]'
+  .venv/bin/python -m pip install --quiet -e '.[dev,report,lsp,ray]'
   touch "$stamp"
 fi
 

@@ -565,7 +565,20 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.set_defaults(func=cmd_report)
     cli_plan.add_parser(sub, _common)
+    p = sub.add_parser("lsp", help="run the .topo language server on stdio (for editors)")
+    p.set_defaults(func=cmd_lsp)
     return ap
+
+
+def cmd_lsp(args) -> int:
+    """topoc lsp: diagnostics, hover, definition, completion and formatting over stdio."""
+    from . import lsp
+    try:
+        server = lsp.build_server()
+    except RuntimeError as exc:
+        raise UsageError(str(exc)) from None
+    server.start_io()
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,152 @@
+"""``topoc lsp`` over its stdio protocol: diagnostics with the compiler's codes and spans, hover
+with resolved figures, definition across imports into the bundled library, completion and
+formatting; plus the analysis directly."""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from topoc.lsp import Analysis
+
+from .conftest import LIBRARY
+
+GOOD = """use "nvidia/links.topo"
+use "nvidia/devices.topo"
+group Box {
+  gpu[8] : H100
+  sw : NVSwitch3
+  gpu[*] <-> sw : nvlink4 x 4
+}
+system box : Box
+"""
+
+
+class Client:
+    """A minimal LSP client: Content-Length framed JSON-RPC over the server's pipes."""
+
+    def __init__(self, cwd: Path):
+        self.proc = subprocess.Popen([sys.executable, "-m", "topoc", "lsp"], cwd=cwd,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.messages: queue.Queue = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            header = b""
+            while not header.endswith(b"\r\n\r\n"):
+                byte = out.read(1)
+                if not byte:
+                    return
+                header += byte
+            length = int([ln for ln in header.decode().split("\r\n")
+                          if ln.lower().startswith("content-length")][0].split(":")[1])
+            self.messages.put(json.loads(out.read(length)))
+
+    def send(self, method: str, params: dict, request: bool = True) -> int | None:
+        msg = {"jsonrpc": "2.0", "method": method, "params": params}
+        if request:
+            self.next_id += 1
+            msg["id"] = self.next_id
+        body = json.dumps(msg).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.proc.stdin.flush()
+        return msg.get("id")
+
+    def wait(self, pred, timeout: float = 60.0) -> dict:
+        while True:
+            msg = self.messages.get(timeout=timeout)
+            if pred(msg):
+                return msg
+
+    def request(self, method: str, params: dict) -> dict:
+        rid = self.send(method, params)
+        return self.wait(lambda m: m.get("id") == rid)["result"]
+
+    def diagnostics(self, uri: str) -> list[dict]:
+        return self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                         and m["params"]["uri"] == uri)["params"]["diagnostics"]
+
+
+@pytest.fixture
+def client(tmp_path):
+    c = Client(tmp_path)
+    c.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+                             "capabilities": {}})
+    c.send("initialized", {}, request=False)
+    yield c
+    try:
+        c.request("shutdown", {})
+        c.send("exit", {}, request=False)
+        c.proc.wait(timeout=20)
+    finally:
+        c.proc.kill()
+
+
+def _open(client, path: Path, text: str) -> str:
+    path.write_text(text)
+    uri = path.as_uri()
+    client.send("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "topo",
+                                                         "version": 1, "text": text}},
+                request=False)
+    return uri
+
+
+def test_diagnostics_as_you_type(client, tmp_path):
+    uri = _open(client, tmp_path / "box.topo", GOOD.replace("nvlink4 x 4", "nvlnk4 x 4"))
+    (d,) = client.diagnostics(uri)
+    assert d["code"] == "E111" and "did you mean 'nvlink4'" in d["message"]
+    assert d["range"]["start"] == {"line": 5, "character": 18}
+    assert d["severity"] == 1
+    client.send("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                           "contentChanges": [{"text": GOOD}]}, request=False)
+    assert client.diagnostics(uri) == []
+
+
+def test_hover_definition_completion_and_formatting(client, tmp_path):
+    uri = _open(client, tmp_path / "box.topo", GOOD.replace("  sw : NVSwitch3", "sw:NVSwitch3"))
+    client.diagnostics(uri)
+    hover = client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                  "position": {"line": 3, "character": 13}})
+    value = hover["contents"]["value"]
+    assert "device H100" in value and "hbm = 80 GB" in value and "tflops_bf16 = 989" in value
+    link = client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                 "position": {"line": 5, "character": 20}})
+    assert "link nvlink4" in link["contents"]["value"] and "per lane" in link["contents"]["value"]
+    loc = client.request("textDocument/definition", {"textDocument": {"uri": uri},
+                                                     "position": {"line": 3, "character": 13}})
+    assert loc["uri"] == (LIBRARY / "nvidia" / "devices.topo").resolve().as_uri()
+    text = (LIBRARY / "nvidia" / "devices.topo").read_text().split("\n")
+    assert text[loc["range"]["start"]["line"]].startswith("device H100 ")
+    items = client.request("textDocument/completion", {"textDocument": {"uri": uri},
+                                                       "position": {"line": 5, "character": 18}})
+    labels = {i["label"] for i in items["items"]}
+    assert {"nvlink4", "ndr", "pcie5"} <= labels and "H100" not in labels
+    edits = client.request("textDocument/formatting", {"textDocument": {"uri": uri},
+                                                       "options": {"tabSize": 2,
+                                                                   "insertSpaces": True}})
+    assert len(edits) == 1 and "  sw : NVSwitch3" in edits[0]["newText"]
+
+
+def test_analysis_lint_findings_and_models(tmp_path):
+    text = ('use "nvidia/dgx_h100.topo"\nuse "models/llama3.topo"\nsystem dgx : DGXH100\n'
+            "parallel p on dgx { tp = 8  model = llama3_405b  batch = 8 }\n")
+    path = tmp_path / "oom.topo"
+    path.write_text(text)
+    a = Analysis(text, str(path))
+    assert [f.code for f in a.diagnostics] == ["W506"] and a.diagnostics[0].severity == 2
+    assert "405" in a.hover(3, 42) and "parameters" in a.hover(3, 42)
+    assert {c[0] for c in a.completions(3, len("parallel p on dgx { tp = 8  model = "))} >= \
+        {"llama3_8b", "llama3_70b", "llama3_405b"}
+    broken = Analysis("group {", str(tmp_path / "b.topo"))
+    assert broken.diagnostics and broken.diagnostics[0].code.startswith("E1")
+    assert broken.hover(0, 1) is None and broken.formatted() is None

@@ -1,0 +1,301 @@
+"""``topoc lsp``: a language server for .topo files over stdio (pygls).
+
+Diagnostics as you type, with the compiler's codes and spans (errors, then lint findings when
+the file compiles); hover with a name's resolved figures (a link type's class, bandwidth and
+latency; a device model's attributes and ports; a group's parameters and members; a model's
+parameter count); go to definition across ``use`` imports and into the bundled library;
+completion of link types, device models, groups, models and the system's parameters; and
+formatting with ``topoc fmt``. The analysis (``Analysis``) is plain Python, independent of
+pygls, so it is tested directly and through the protocol.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import attrs
+
+from .compiler import syntax as s
+from .compiler.diagnostics import CompileError, Diagnostic, Span
+from .compiler.parse import parse
+from .compiler.resolve import Program, resolve
+from .compiler.units import BYTES, RATE, SECONDS, human
+
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+KEYWORDS = ("use", "link", "device", "model", "group", "let", "system", "parallel", "on",
+            "traffic", "auto", "true", "false")
+
+
+def uri_to_path(uri: str) -> str:
+    """file:///a/b.topo -> /a/b.topo."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
+def path_to_uri(path: str) -> str:
+    """A display or absolute path -> file:// URI."""
+    return Path(path).resolve().as_uri()
+
+
+@attrs.frozen
+class Found:
+    """A diagnostic for the editor: 0-based range, severity 1 (error) or 2 (warning)."""
+
+    code: str
+    severity: int
+    message: str
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+
+def _range(span: Span) -> tuple[tuple[int, int], tuple[int, int]]:
+    start = (max(0, span.line - 1), max(0, span.col - 1))
+    if span.end_line:
+        end = (span.end_line - 1, max(0, span.end_col - 1))
+    else:
+        end = (start[0], start[1] + 1)
+    return start, end if end > start else (start[0], start[1] + 1)
+
+
+def _found(d: Diagnostic, path: str) -> Found | None:
+    """Only findings in this document; their notes join the message."""
+    if Path(d.span.path).resolve() != Path(path).resolve():
+        return None
+    start, end = _range(d.span)
+    message = d.message + "".join(f"\n{n.span.location()}: note: {n.message}" for n in d.notes)
+    return Found(d.code, 1 if d.severity == "error" else 2, message, start, end)
+
+
+class Analysis:
+    """Everything the server knows about one document's text."""
+
+    def __init__(self, text: str, path: str):
+        self.text, self.path = text, path
+        self.program: Program | None = None
+        self.diagnostics: list[Found] = []
+        self._run()
+
+    def _run(self) -> None:
+        import topoc
+        found: list[Diagnostic] = []
+        try:
+            module = parse(self.text, self.path)
+            self.program = resolve(module, self.path)
+        except CompileError as exc:
+            found = list(exc.diagnostics)
+        if self.program is not None:
+            try:
+                system = topoc.compile(self.text, self.path) if self.program.systems else None
+            except CompileError as exc:
+                found = list(exc.diagnostics)
+                system = None
+            except RecursionError:
+                system = None
+            if system is not None:
+                from .compiler.lint import LintConfig, apply_suppressions, lint_system
+                found = apply_suppressions(lint_system(system), system.span.source,
+                                           LintConfig())
+        self.diagnostics = [f for d in found if (f := _found(d, self.path))]
+
+    # -- positions
+    def word_at(self, line: int, character: int) -> str | None:
+        """The name under a 0-based position."""
+        lines = self.text.split("\n")
+        if not 0 <= line < len(lines):
+            return None
+        for m in WORD.finditer(lines[line]):
+            if m.start() <= character <= m.end():
+                return m.group(0)
+        return None
+
+    def declaration(self, name: str):
+        """The resolved declaration called ``name`` (link type, device model, group, model)."""
+        p = self.program
+        if p is None:
+            return None
+        for table in (p.link_types, p.device_models, p.groups, p.models):
+            if name in table:
+                return table[name]
+        return None
+
+    def definition(self, line: int, character: int) -> tuple[str, tuple, tuple] | None:
+        """(path, start, end) of the declaration of the name under the cursor."""
+        decl = self.declaration(self.word_at(line, character) or "")
+        if decl is None or decl.span is None:
+            return None
+        start, end = _range(decl.span)
+        return str(Path(decl.span.path).resolve()), start, end
+
+    def hover(self, line: int, character: int) -> str | None:
+        """Markdown with the resolved figures of the name under the cursor."""
+        name = self.word_at(line, character)
+        decl = self.declaration(name or "")
+        if decl is None:
+            return None
+        where = f"\n\n*declared at {decl.span.location()}*" if decl.span else ""
+        return describe(decl) + where
+
+    def completions(self, line: int, character: int) -> list[tuple[str, str, str]]:
+        """(label, kind, detail) choices for the cursor: after a connection's ':' link types;
+        after an instance's ':' device models and groups; after '=' in a parallel block's
+        'model' a model; in arguments the system's parameters; else all names and keywords."""
+        p = self.program
+        lines = self.text.split("\n")
+        before = lines[line][:character] if 0 <= line < len(lines) else ""
+        out: list[tuple[str, str, str]] = []
+        if p is None:
+            return [(k, "keyword", "") for k in KEYWORDS]
+        links = [(n, "link", describe(lt).split("\n")[0]) for n, lt in sorted(p.link_types.items())]
+        devices = [(n, "device", describe(d).split("\n")[0])
+                   for n, d in sorted(p.device_models.items())]
+        groups = [(n, "group", f"group {n}") for n in sorted(p.groups)]
+        models = [(n, "model", describe(m).split("\n")[0]) for n, m in sorted(p.models.items())]
+        params = sorted({(q.name, "parameter", f"{q.name}: {q.type}")
+                         for g in p.groups.values() for q in g.params})
+        if re.search(r"(<->|->).*:\s*\w*$", before):
+            return links
+        if re.search(r"\bmodel\s*=\s*\w*$", before):
+            return models
+        if re.search(r"\(\s*(\w+\s*=\s*[^,]*,\s*)*\w*$", before):
+            return [x for x in params]
+        if re.search(r":\s*\w*$", before):
+            return devices + groups
+        out = links + devices + groups + models + [(k, "keyword", "") for k in KEYWORDS]
+        return out
+
+    def formatted(self) -> str | None:
+        """The document in topoc fmt's layout (None when it does not parse)."""
+        from .compiler.fmt import fmt
+        try:
+            return fmt(self.text, self.path)
+        except CompileError:
+            return None
+
+
+def _q(value, dim) -> str:
+    return human(value, dim) if isinstance(value, (int, float)) else str(value)
+
+
+def describe(decl) -> str:
+    """A declaration's resolved figures as Markdown."""
+    from .compiler.ir import DeviceModel, LinkType, Transformer
+    if isinstance(decl, LinkType):
+        lines = [f"**link {decl.name}** : {decl.cls}, {human(decl.bandwidth, RATE)} per lane per "
+                 f"direction, latency {human(decl.latency, SECONDS)}"]
+        lines += [f"- {k} = {v}" for k, v in decl.attrs]
+        return "\n".join(lines)
+    if isinstance(decl, DeviceModel):
+        dims = {"hbm": BYTES, "memory": BYTES, "hbm_bandwidth": RATE, "memory_bandwidth": RATE,
+                "rate": RATE}
+        lines = [f"**device {decl.name}** : {decl.kind}"]
+        lines += [f"- {k} = {_q(v, dims[k]) if k in dims else v}" for k, v in decl.attrs]
+        lines += [f"- ports.{c} = {n}" for c, n in decl.ports]
+        return "\n".join(lines)
+    if isinstance(decl, Transformer):
+        from .compiler.training import parameters
+        p = parameters(decl)
+        return (f"**model {decl.name}**: {p['total'] / 1e9:.2f} B parameters "
+                f"({p['active'] / 1e9:.2f} B active), {decl.layers} layers, hidden {decl.hidden},"
+                f" {decl.heads} heads ({decl.kv_heads} key/value), seq {decl.seq}, vocab "
+                f"{decl.vocab}" + (f", {decl.experts} experts, top-{decl.top_k}"
+                                   if decl.experts else ""))
+    if isinstance(decl, s.GroupDecl):
+        params = ", ".join(f"{q.name}: {q.type}" for q in decl.params)
+        members = [st for st in decl.body if isinstance(st, s.Instance)]
+        lines = [f"**group {decl.name}**" + (f"({params})" if params else "")]
+        lines += [f"- {m.name}: {m.target}" for m in members[:12]]
+        return "\n".join(lines)
+    return str(decl)
+
+
+# ---- the protocol (pygls) -----------------------------------------------------------------------
+
+def build_server():
+    """The pygls LanguageServer with topoc's features registered."""
+    try:
+        from lsprotocol import types as t
+        from pygls.lsp.server import LanguageServer
+    except ImportError:
+        raise RuntimeError("topoc lsp needs pygls: pip install 'topoc[lsp]'") from None
+    from . import __version__
+    server = LanguageServer("topoc", __version__)
+    docs: dict[str, Analysis] = {}
+    kinds = {"link": t.CompletionItemKind.Interface, "device": t.CompletionItemKind.Class,
+             "group": t.CompletionItemKind.Module, "model": t.CompletionItemKind.Struct,
+             "parameter": t.CompletionItemKind.Variable, "keyword": t.CompletionItemKind.Keyword}
+
+    def analyse(uri: str) -> Analysis:
+        doc = server.workspace.get_text_document(uri)
+        a = Analysis(doc.source, uri_to_path(uri))
+        docs[uri] = a
+        return a
+
+    def publish(uri: str) -> None:
+        a = analyse(uri)
+        server.text_document_publish_diagnostics(t.PublishDiagnosticsParams(
+            uri=uri, diagnostics=[
+                t.Diagnostic(range=t.Range(t.Position(*f.start), t.Position(*f.end)),
+                             message=f.message, code=f.code, source="topoc",
+                             severity=t.DiagnosticSeverity(f.severity))
+                for f in a.diagnostics]))
+
+    @server.feature(t.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls, params: t.DidOpenTextDocumentParams):
+        publish(params.text_document.uri)
+
+    @server.feature(t.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls, params: t.DidChangeTextDocumentParams):
+        publish(params.text_document.uri)
+
+    @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls, params: t.DidSaveTextDocumentParams):
+        publish(params.text_document.uri)
+
+    def current(uri: str) -> Analysis:
+        return docs.get(uri) or analyse(uri)
+
+    @server.feature(t.TEXT_DOCUMENT_HOVER)
+    def hover(ls, params: t.HoverParams):
+        text = current(params.text_document.uri).hover(params.position.line,
+                                                       params.position.character)
+        if text is None:
+            return None
+        return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=text))
+
+    @server.feature(t.TEXT_DOCUMENT_DEFINITION)
+    def definition(ls, params: t.DefinitionParams):
+        found = current(params.text_document.uri).definition(params.position.line,
+                                                             params.position.character)
+        if found is None:
+            return None
+        path, start, end = found
+        return t.Location(uri=path_to_uri(path),
+                          range=t.Range(t.Position(*start), t.Position(*end)))
+
+    @server.feature(t.TEXT_DOCUMENT_COMPLETION,
+                    t.CompletionOptions(trigger_characters=[":", "=", "("]))
+    def completion(ls, params: t.CompletionParams):
+        items = current(params.text_document.uri).completions(params.position.line,
+                                                              params.position.character)
+        return t.CompletionList(is_incomplete=False, items=[
+            t.CompletionItem(label=label, kind=kinds[kind], detail=detail)
+            for label, kind, detail in items])
+
+    @server.feature(t.TEXT_DOCUMENT_FORMATTING)
+    def formatting(ls, params: t.DocumentFormattingParams):
+        a = current(params.text_document.uri)
+        new = a.formatted()
+        if new is None or new == a.text:
+            return []
+        lines = a.text.split("\n")
+        end = t.Position(len(lines) - 1, len(lines[-1]))
+        return [t.TextEdit(range=t.Range(t.Position(0, 0), end), new_text=new)]
+
+    return server
+
+
+def serve() -> None:
+    """Run the server on standard input and output."""
+    build_server().start_io()
