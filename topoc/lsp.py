@@ -256,18 +256,21 @@ def build_server():
     def current(uri: str) -> Analysis:
         return docs.get(uri) or analyse(uri)
 
+    def ask(params, question: str):
+        """The document's answer at the request's position (hover, definition, ...)."""
+        analysis = current(params.text_document.uri)
+        return getattr(analysis, question)(params.position.line, params.position.character)
+
     @server.feature(t.TEXT_DOCUMENT_HOVER)
     def hover(ls, params: t.HoverParams):
-        text = current(params.text_document.uri).hover(params.position.line,
-                                                       params.position.character)
+        text = ask(params, "hover")
         if text is None:
             return None
         return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=text))
 
     @server.feature(t.TEXT_DOCUMENT_DEFINITION)
     def definition(ls, params: t.DefinitionParams):
-        found = current(params.text_document.uri).definition(params.position.line,
-                                                             params.position.character)
+        found = ask(params, "definition")
         if found is None:
             return None
         path, start, end = found
@@ -277,8 +280,7 @@ def build_server():
     @server.feature(t.TEXT_DOCUMENT_COMPLETION,
                     t.CompletionOptions(trigger_characters=[":", "=", "("]))
     def completion(ls, params: t.CompletionParams):
-        items = current(params.text_document.uri).completions(params.position.line,
-                                                              params.position.character)
+        items = ask(params, "completions")
         return t.CompletionList(is_incomplete=False, items=[
             t.CompletionItem(label=label, kind=kinds[kind], detail=detail)
             for label, kind, detail in items])

@@ -83,7 +83,7 @@ def check_drawing(svg: bytes, what: str) -> None:
 @pytest.mark.parametrize("path", SYSTEMS, ids=lambda p: p.stem)
 def test_library_drawings_keep_index_order_and_shape(path):
     system = topoc.load(path)
-    for view in (None, "racks"):
+    for view in (None, *r.VIEWS):
         opts = r.Options(view=view)
         if r.layout_size(system, opts)[1] > r.MAX_LAYOUT:
             continue
@@ -123,3 +123,12 @@ def test_the_physical_nvl72_puts_switch_trays_between_the_compute_trays():
     switches = [top(f"rack.nvswitch_tray{i}") for i in range(9)]
     assert min(top(f"rack.tray{i}") for i in range(10)) > max(switches)
     assert max(top(f"rack.tray{i}") for i in range(10, 18)) < min(switches)
+
+
+def test_folded_blocks_carry_the_groups_they_hold():
+    system = topoc.load(LIBRARY / "nvidia" / "nvl72_superpod.topo", {"racks": 128})
+    source, _ = r.dot_source(system, r.Options(view="racks", parallel="train", color="tp"))
+    start = source.index('"superpod.rack[32..63]" [')
+    block = source[start:source.index("]\n", start)]
+    # 32 racks x 72 GPUs in tp groups of 8: 288 groups, too many to stripe: named by range
+    assert "tp:288..575" in block or "tp: 288 groups" in block
