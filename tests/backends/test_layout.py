@@ -129,6 +129,6 @@ def test_folded_blocks_carry_the_groups_they_hold():
     system = topoc.load(LIBRARY / "nvidia" / "nvl72_superpod.topo", {"racks": 128})
     source, _ = r.dot_source(system, r.Options(view="racks", parallel="train", color="tp"))
     start = source.index('"superpod.rack[32..63]" [')
-    block = source[start:source.index("]\n", start)]
+    block = source[start:source.index("]\n\t", start)]
     # 32 racks x 72 GPUs in tp groups of 8: 288 groups, too many to stripe: named by range
     assert "tp:288..575" in block or "tp: 288 groups" in block
