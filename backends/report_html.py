@@ -19,6 +19,8 @@ from . import report as text_report
 from .cost_table import human_size
 
 SIZES = [2**k for k in range(10, 34)]          # 1 KiB .. 8 GiB, as nccl-tests sweeps
+#: The page runs topoc plan's search only below this many candidates (seconds, not minutes).
+PLAN_LIMIT = 50_000
 DIM_COLORS = {"compute": "#76b900", "bubble": "#bbbbbb", "tp": "#1f77b4", "cp": "#17becf",
               "ep": "#9467bd", "dp": "#ff7f0e", "edp": "#e377c2", "pp": "#d62728"}
 CSS = """
@@ -191,8 +193,16 @@ def _plan_table(system: System, r: StepReport) -> str | None:
     t = r.strategy.training
     if t is None:
         return None
-    from ..compiler.plan import plan
-    result = plan(system, t.model, t, gpus=r.gpus, jobs=1)
+    from ..compiler.plan import PlanUsageError, candidates, plan
+    fixed = {"sequence_parallel": None}
+    if len(candidates(t.model, r.gpus, t.batch, fixed)) > PLAN_LIMIT:
+        return (f"<p class=\"note\">{r.gpus} GPUs give more than {PLAN_LIMIT:,} candidate "
+                f"mappings: run <code>topoc plan FILE --model {t.model.name} --batch "
+                f"{t.batch}</code> with some dimensions fixed.</p>")
+    try:
+        result = plan(system, t.model, t, gpus=r.gpus, jobs=1)
+    except PlanUsageError as exc:
+        return f"<p class=\"note\">{html.escape(str(exc))}</p>"
     head = ["#", "tp", "cp", "ep", "dp", "pp", "mb", "recompute", "v", "sp", "step s",
             "compute s", "exposed comm s", "bubble s", "memory GB", "fits", "MFU"]
     rows = []
