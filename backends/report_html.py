@@ -16,7 +16,7 @@ from ..compiler.ir import System
 from ..compiler.ranks import RankGroup, rank_groups
 from ..compiler.strategy import StepReport, analyse, exposed_by_dim
 from . import report as text_report
-from .cost_table import human_size
+from ..compiler.units import BYTES, human
 
 SIZES = [2**k for k in range(10, 34)]          # 1 KiB .. 8 GiB, as nccl-tests sweeps
 #: The page runs topoc plan's search only below this many candidates (seconds, not minutes).
@@ -179,8 +179,8 @@ def _checklist(system: System, r: StepReport) -> list[str]:
     return [f"Is the single-GPU work efficient? {one}.",
             f"How is the work split? {sizes}, order {', '.join(p.order)}, "
             f"{r.gpus} GPUs.",
-            f"Bytes communicated per iteration: {human_size(int(moved))} per GPU's groups "
-            f"in all ({len(r.flows)} traffic lines).",
+            f"Bytes communicated per iteration: {human(moved, BYTES)} for each GPU, bytes per "
+            f"call times calls over {len(r.flows)} traffic lines.",
             f"How often: {often}.",
             f"Which links: {links}.",
             f"Can it overlap with compute? {hidden}; exposed in all "
