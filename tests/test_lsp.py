@@ -147,6 +147,11 @@ def test_analysis_lint_findings_and_models(tmp_path):
     assert "405" in a.hover(3, 42) and "parameters" in a.hover(3, 42)
     assert {c[0] for c in a.completions(3, len("parallel p on dgx { tp = 8  model = "))} >= \
         {"llama3_8b", "llama3_70b", "llama3_405b"}
+    box = tmp_path / "box.topo"
+    box.write_text(GOOD)
+    inside = Analysis(GOOD, str(box))
+    assert inside.hover(5, 3).startswith("`gpu` : H100") and "hbm = 80 GB" in inside.hover(5, 3)
+    assert inside.definition(5, 13)[0].endswith("devices.topo")       # sw -> NVSwitch3
     broken = Analysis("group {", str(tmp_path / "b.topo"))
     assert broken.diagnostics and broken.diagnostics[0].code.startswith("E1")
     assert broken.hover(0, 1) is None and broken.formatted() is None

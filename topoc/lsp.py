@@ -120,22 +120,49 @@ class Analysis:
                 return table[name]
         return None
 
+    def instance(self, name: str, line: int):
+        """The ``name[n] : Target`` statement of the group around 0-based ``line``, if any."""
+        p = self.program
+        if p is None:
+            return None
+        for g in p.groups.values():
+            span = g.span
+            if span is None or Path(span.path).resolve() != Path(self.path).resolve():
+                continue
+            if span.line - 1 <= line <= (span.end_line or span.line) - 1:
+                return next((st for st in g.body
+                             if isinstance(st, s.Instance) and st.name == name), None)
+        return None
+
+    def target(self, line: int, character: int):
+        """What the name under the cursor stands for: a declaration, or an instance's target."""
+        name = self.word_at(line, character) or ""
+        decl = self.declaration(name)
+        if decl is None:
+            inst = self.instance(name, line)
+            decl = self.declaration(inst.target) if inst is not None else None
+        return decl
+
     def definition(self, line: int, character: int) -> tuple[str, tuple, tuple] | None:
-        """(path, start, end) of the declaration of the name under the cursor."""
-        decl = self.declaration(self.word_at(line, character) or "")
+        """(path, start, end) of the declaration of the name under the cursor (for an
+        instance's name, of its device model or group)."""
+        decl = self.target(line, character)
         if decl is None or decl.span is None:
             return None
         start, end = _range(decl.span)
         return str(Path(decl.span.path).resolve()), start, end
 
     def hover(self, line: int, character: int) -> str | None:
-        """Markdown with the resolved figures of the name under the cursor."""
-        name = self.word_at(line, character)
-        decl = self.declaration(name or "")
+        """Markdown with the resolved figures of the name under the cursor (an instance's name
+        shows its device model or group)."""
+        name = self.word_at(line, character) or ""
+        decl = self.target(line, character)
         if decl is None:
             return None
+        inst = self.instance(name, line) if self.declaration(name) is None else None
+        head = f"`{name}` : {inst.target}\n\n" if inst is not None else ""
         where = f"\n\n*declared at {decl.span.location()}*" if decl.span else ""
-        return describe(decl) + where
+        return head + describe(decl) + where
 
     def completions(self, line: int, character: int) -> list[tuple[str, str, str]]:
         """(label, kind, detail) choices for the cursor: after a connection's ':' link types;
