@@ -13,6 +13,7 @@ in process, in a local process pool (``jobs``), or on a Ray cluster (``ray``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -259,12 +260,23 @@ def run_ray(address: str, source: dict, model: Transformer, base: Training,
 
 # ---- the disk cache -------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1)
+def _code_hash() -> str:
+    """A hash of the compiler's own source: a row computed by other code is never reused, even
+    between two commits of one version."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def fingerprint(system: System, model: Transformer, base: Training, gpus: int) -> str:
     """A hash of everything a row depends on: the devices and their figures, the links, the
-    model, the training options, the GPU count and topoc's cost model version."""
+    model, the training options, the GPU count and the code that computes it."""
     from topoc import __version__
     h = hashlib.sha256()
-    h.update(f"{CACHE_VERSION} {__version__} {gpus}\n".encode())
+    h.update(f"{CACHE_VERSION} {__version__} {_code_hash()} {gpus}\n".encode())
     h.update(repr(attrs.evolve(model, span=None)).encode())
     h.update(repr(attrs.evolve(base, model=None)).encode())
     models = {}

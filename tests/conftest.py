@@ -21,6 +21,12 @@ settings.register_profile("thorough", max_examples=1000, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_plan_cache(tmp_path_factory):
+    """topoc plan's row cache in a folder of this run, never the user's ~/.cache."""
+    os.environ["TOPOC_CACHE"] = str(tmp_path_factory.mktemp("topoc-cache"))
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-goldens", action="store_true", default=False,
                      help="rewrite golden files from the current output (review the diff!)")
