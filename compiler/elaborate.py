@@ -130,7 +130,7 @@ class _Elaborator:
             size = evaluate(stmt.size, env)
             if size < 1:
                 raise EvalError(error("E221", f"array '{stmt.name}' has size {size}; sizes are "
-                                      "at least 1", stmt.size.span))
+                                      f"at least 1{_values(stmt.size, env)}", stmt.size.span))
             if size > LIMITS.array:
                 raise EvalError(error("E295", f"array '{stmt.name}' has {size} elements; the limit "
                                       f"is {LIMITS.array}", stmt.size.span))
@@ -200,8 +200,8 @@ class _Elaborator:
         if stmt.lanes is not None:
             lanes = evaluate(stmt.lanes, env)
             if lanes < 1:
-                raise EvalError(error("E222", f"a connection needs at least one lane, not {lanes}",
-                                      stmt.lanes.span))
+                raise EvalError(error("E222", f"a connection needs at least one lane, not {lanes}"
+                                      + _values(stmt.lanes, env), stmt.lanes.span))
             if lanes > LIMITS.lanes:
                 raise EvalError(error("E298", f"{lanes} lanes in one connection; the limit is "
                                       f"{LIMITS.lanes}", stmt.lanes.span))
@@ -295,6 +295,13 @@ class _Elaborator:
                                       + f", but '{name}' has elements 0..{size - 1}", sel.span))
             parts.append(f"{name}{idx}")
         return ".".join(parts)
+
+
+def _values(expr, env: Mapping[str, int]) -> str:
+    """' (with spines = 56, nodes = 280)': the names an expression read, for a message about
+    its value, so a -D sweep that breaks a library formula says which value broke it."""
+    names = sorted(v for v in variables(expr) if v in env)
+    return f" (with {', '.join(f'{v} = {env[v]}' for v in names)})" if names else ""
 
 
 def _instantiate(t: Template, prefix: str, devices: list[Device],
