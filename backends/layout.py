@@ -198,16 +198,22 @@ def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, flo
         parent = c.rpartition(".")[0]
         children[parent if parent in clusters else ""].append(c)
     has_gpu: dict[str, bool] = {}
+    under: dict[str, list] = defaultdict(list)       # every node inside a cluster, at any depth
+    for n in nodes:
+        c = n.cluster
+        while c and c != root:
+            under[c].append(n)
+            c = c.rpartition(".")[0]
 
     def place(cluster: str) -> Placed:
+        """Lay out one cluster's contents (its sub-clusters first, recursively)."""
         items = [Item(n.id, tier(n), *size(n)) for n in by_cluster.get(cluster, ())]
         inner: dict[str, Placed] = {}
         gpu_here = any(n.kind == "gpu" for n in by_cluster.get(cluster, ()))
         for c in children.get(cluster, ()):
             inner[c] = place(c)
             gpu_here |= has_gpu[c]
-            sub_tiers = [tier(n) for n in nodes_under(c)]
-            items.append(Item(c, min(sub_tiers), inner[c].width + 2 * PAD,
+            items.append(Item(c, min(tier(n) for n in under[c]), inner[c].width + 2 * PAD,
                               inner[c].height + 2 * PAD + TITLE, True, has_gpu[c]))
         has_gpu[cluster] = gpu_here
         placed = _best(items, framed=bool(cluster))
@@ -220,16 +226,6 @@ def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, flo
             for cid, (a, b, c2, d) in sub.clusters.items():
                 placed.clusters[cid] = (a + ox, b + oy, c2 + ox, d + oy)
         return placed
-
-    under: dict[str, list] = defaultdict(list)
-    for n in nodes:
-        c = n.cluster
-        while c and c != root:
-            under[c].append(n)
-            c = c.rpartition(".")[0]
-
-    def nodes_under(c: str) -> list:
-        return under[c]
 
     top = place("")
     height = top.height
