@@ -6,10 +6,8 @@ ranked table of ``topoc plan``. Plots are matplotlib SVG; the page loads nothing
 
 from __future__ import annotations
 
-import csv
 import html
 import io
-from pathlib import Path
 
 from ..compiler.cost import CostError, sweep
 from ..compiler.ir import System
@@ -17,6 +15,7 @@ from ..compiler.ranks import RankGroup, rank_groups
 from ..compiler.strategy import StepReport, analyse, exposed_by_dim
 from . import report as text_report
 from ..compiler.units import BYTES, human
+from ..library import size_bytes
 
 SIZES = [2**k for k in range(10, 34)]          # 1 KiB .. 8 GiB, as nccl-tests sweeps
 #: The page runs topoc plan's search only below this many candidates (seconds, not minutes).
@@ -86,20 +85,6 @@ def _breakdown(r: StepReport) -> str | None:
     return _svg(fig)
 
 
-def read_calibration() -> list[dict]:
-    """The published rows of library/calibration.csv (nccl-tests all-reduce busbw)."""
-    from .. import library
-    data = Path(library.__file__).resolve().parent / "calibration.csv"
-    lines = [ln for ln in data.read_text(encoding="utf-8").splitlines() if not ln.startswith("#")]
-    return list(csv.DictReader(lines))
-
-
-def _size_of(text: str) -> int:
-    number = text.rstrip("KMGiB")
-    unit = text[len(number):]
-    return int(float(number) * {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[unit])
-
-
 def _curves(system: System, r: StepReport, published: list[dict]) -> list[tuple[str, str]]:
     """One busbw-vs-size plot per distinct (group kind, collective): the cost model's sweep,
     and the published all-reduce points measured on as many GPUs of the same model inside one
@@ -125,8 +110,9 @@ def _curves(system: System, r: StepReport, published: list[dict]) -> list[tuple[
         points = [row for row in published if coll == "allreduce" and one_island and
                   models == {row["gpu_model"]} and int(row["gpus"]) == len(group.ranks)]
         if points:
-            ax.scatter([_size_of(p["size"]) for p in points], [float(p["busbw"]) for p in points],
-                       color="black", marker="x", zorder=3, label="published (nccl-tests)")
+            ax.scatter([size_bytes(p["size"]) for p in points],
+                       [float(p["busbw"]) for p in points], color="black", marker="x", zorder=3,
+                       label="published (nccl-tests)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("size per rank (bytes)")
@@ -194,8 +180,7 @@ def _plan_table(system: System, r: StepReport) -> str | None:
     if t is None:
         return None
     from ..compiler.plan import PlanUsageError, candidates, plan
-    fixed = {"sequence_parallel": None}
-    if len(candidates(t.model, r.gpus, t.batch, fixed)) > PLAN_LIMIT:
+    if len(candidates(t.model, r.gpus, t.batch, {})) > PLAN_LIMIT:
         return (f"<p class=\"note\">{r.gpus} GPUs give more than {PLAN_LIMIT:,} candidate "
                 f"mappings: run <code>topoc plan FILE --model {t.model.name} --batch "
                 f"{t.batch}</code> with some dimensions fixed.</p>")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from pathlib import Path
 
 import attrs
 
@@ -16,7 +17,8 @@ from . import syntax as s
 from .diagnostics import Collector, suggest
 from .ir import ParallelStrategy, System, Transformer
 from .resolve import Program, library_root
-from .training import GEMM_EFFICIENCY, RECOMPUTE, PlanError, Training, check, compute, shape_of, traffic
+from .training import (GEMM_EFFICIENCY, RECOMPUTE, PlanError, Training, check, compute,
+                       shape_of, traffic)
 from .units import BYTES, NUMBER
 
 _WHOLE = ("batch", "microbatch", "interleave")
@@ -63,10 +65,8 @@ def find_model(system: System, name: str) -> Transformer:
 
 def _library_hint(name: str) -> str:
     """'; add use "models/llama3.topo"' when a bundled file declares a model of that name."""
-    for path in sorted((library_root() / "models").glob("*.topo")):
-        if f"model {name} " in path.read_text(encoding="utf-8"):
-            return f'; add use "models/{path.name}" (bundled)'
-    return ""
+    model = bundled_models().get(name)
+    return f'; add use "models/{Path(model.span.path).name}" (bundled)' if model else ""
 
 
 def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
@@ -123,13 +123,22 @@ def gpu_rates(system: System, dtype: str) -> tuple[float, float, float] | None:
     None when a GPU model declares no peak."""
     key = "tflops_fp8" if dtype == "fp8" else "tflops_bf16"
     worst = None
-    for model in {g.model.name: g.model for g in system.gpus}.values():
+    for model in system.gpu_models.values():
         peak, bw = model.attr(key), model.attr("hbm_bandwidth")
         if peak is None or bw is None:
             return None
         if worst is None or peak * 1e12 < worst[0]:
             worst = (peak * 1e12, bw, model.attr("gemm_efficiency", GEMM_EFFICIENCY))
     return worst
+
+
+def hbm_of(system: System, gpus: int | None = None) -> float | None:
+    """Bytes of the smallest GPU memory among the first ``gpus`` GPUs (all by default); None
+    when one of them declares no ``hbm``."""
+    models = system.gpu_models.values() if gpus is None or gpus >= len(system.gpus) else \
+        {g.model.name: g.model for g in system.gpus[:gpus]}.values()
+    sizes = [m.attr("hbm") for m in models]
+    return min(sizes) if sizes and all(sizes) else None
 
 
 def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Program,
@@ -159,25 +168,34 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
         return None
     model = program.models[name]
     training = Training(model, **options)
-    shape = shape_of(strategy)
-    try:
-        micro = check(training, shape)
-    except PlanError as exc:
-        where = seen.get("batch") if "batch" in str(exc) else item
-        diags.error("E303", str(exc), where.span)
-        return None
-    if "microbatches" in seen and strategy.microbatches != micro:
-        diags.error("E303", f"'microbatches = {strategy.microbatches}', but batch "
-                    f"{training.batch} / (microbatch {training.microbatch} x dp {shape.dp}) is "
-                    f"{micro}", seen["microbatches"].span)
-        return None
     rates = gpu_rates(system, model.dtype)
     if rates is None:
         diags.error("E309", f"the GPUs of '{system.name}' do not all declare "
                     f"{'tflops_fp8' if model.dtype == 'fp8' else 'tflops_bf16'} and "
                     "hbm_bandwidth, which a model's compute time needs", item.span)
         return None
-    comp = compute(model, training, shape, *rates)
+    try:
+        derived = with_training(strategy, training, rates)
+    except PlanError as exc:
+        where = seen.get("batch") if "batch" in str(exc) else item
+        diags.error("E303", str(exc), where.span)
+        return None
+    if "microbatches" in seen and strategy.microbatches != derived.microbatches:
+        diags.error("E303", f"'microbatches = {strategy.microbatches}', but batch "
+                    f"{training.batch} / (microbatch {training.microbatch} x dp "
+                    f"{strategy.size('dp')}) is {derived.microbatches}",
+                    seen["microbatches"].span)
+        return None
+    return derived
+
+
+def with_training(strategy: ParallelStrategy, training: Training,
+                  rates: tuple[float, float, float]) -> ParallelStrategy:
+    """``strategy`` with the micro-batches, traffic and compute time ``training`` gives it on
+    GPUs of ``rates`` (``gpu_rates``); PlanError when the model cannot run the mapping."""
+    shape = shape_of(strategy)
+    micro = check(training, shape)
+    comp = compute(training.model, training, shape, *rates)
     settings = tuple(sorted({**dict(strategy.settings), "compute": comp.time}.items()))
-    return attrs.evolve(strategy, flows=traffic(model, training, shape, micro),
+    return attrs.evolve(strategy, flows=traffic(training.model, training, shape, micro),
                         microbatches=micro, settings=settings, training=training)

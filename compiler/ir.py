@@ -228,6 +228,11 @@ class System:
         """GPUs in world-rank order."""
         return tuple(d for d in self.devices if d.kind == "gpu")
 
+    @functools.cached_property
+    def gpu_models(self) -> dict[str, DeviceModel]:
+        """The GPUs' device models by name, in the order ranks first use them."""
+        return {g.model.name: g.model for g in self.gpus}
+
     def device(self, device_id: str) -> Device:
         """The device with this id (KeyError if none)."""
         return self.device_index[device_id]

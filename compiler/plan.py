@@ -22,11 +22,10 @@ from pathlib import Path
 
 import attrs
 
-from .derive import gpu_rates
+from .derive import gpu_rates, with_training
 from .ir import DEFAULT_ORDER, ParallelStrategy, System, Transformer
 from .strategy import StepReport, exposed_by_dim, step
-from .training import (RECOMPUTE, Compute, PlanError, Shape, Training, check, compute,
-                       traffic)
+from .training import RECOMPUTE, PlanError, Shape, Training
 
 DIMS = ("tp", "cp", "ep", "dp", "pp")
 MICROBATCHES = (1, 2, 4, 8)
@@ -149,37 +148,30 @@ def candidates(model: Transformer, gpus: int, batch: int, fixed: Mapping[str, ob
     return out
 
 
-def strategy_for(system: System, model: Transformer, base: Training, c: Candidate) \
-        -> tuple[ParallelStrategy, Compute] | None:
-    """The ParallelStrategy and compute of one candidate; None when the model cannot run it."""
-    shape = c.shape
+def strategy_for(system: System, base: Training, c: Candidate) -> ParallelStrategy | None:
+    """The ParallelStrategy of one candidate; None when the model cannot run it."""
     training = attrs.evolve(base, microbatch=c.microbatch, recompute=c.recompute,
                             interleave=c.interleave, sequence_parallel=c.sequence_parallel)
+    sizes = tuple((d, getattr(c, d)) for d in DIMS)
     try:
-        micro = check(training, shape)
+        return with_training(ParallelStrategy("plan", sizes, DEFAULT_ORDER, 1, ()), training,
+                             gpu_rates(system, base.model.dtype))
     except PlanError:
         return None
-    rates = gpu_rates(system, model.dtype)
-    comp = compute(model, training, shape, *rates)
-    sizes = tuple((d, getattr(c, d)) for d in DIMS)
-    p = ParallelStrategy("plan", sizes, DEFAULT_ORDER, micro, traffic(model, training, shape, micro),
-                         (("compute", comp.time),), training=training)
-    return p, comp
 
 
-def evaluate(system: System, model: Transformer, base: Training, c: Candidate,
+def evaluate(system: System, base: Training, c: Candidate,
              cache: dict | None = None) -> PlanRow | None:
     """One candidate's row, or None when the model cannot run with it."""
-    made = strategy_for(system, model, base, c)
-    if made is None:
+    p = strategy_for(system, base, c)
+    if p is None:
         return None
-    p, comp = made
     r: StepReport = step(system, p, cache)
     by_dim = exposed_by_dim(r.flows, r.compute)
     links: dict[str, set] = {}
     for f in r.flows:
         links.setdefault(f.dim, set()).update(f.classes)
-    return PlanRow(c, r.total, comp.time, r.comm, r.idle or 0.0, r.memory.total, bool(r.fits),
+    return PlanRow(c, r.total, r.compute, r.comm, r.idle or 0.0, r.memory.total, bool(r.fits),
                    r.mfu or 0.0, r.tokens_per_s or 0.0,
                    tuple(sorted(by_dim.items())),
                    tuple(sorted((k, tuple(sorted(v))) for k, v in links.items())))
@@ -192,20 +184,20 @@ _WORK: dict = {}
 
 
 def _run_chunk(chunk: Sequence[Candidate]) -> list[tuple[Candidate, PlanRow | None]]:
-    system, model, base = _WORK["system"], _WORK["model"], _WORK["base"]
+    system, base = _WORK["system"], _WORK["base"]
     cache = _WORK.setdefault("cache", {})
-    return [(c, evaluate(system, model, base, c, cache)) for c in chunk]
+    return [(c, evaluate(system, base, c, cache)) for c in chunk]
 
 
 def _chunks(items: Sequence, n: int) -> list[Sequence]:
     return [items[i:i + n] for i in range(0, len(items), n)]
 
 
-def run_local(system: System, model: Transformer, base: Training, todo: Sequence[Candidate],
+def run_local(system: System, base: Training, todo: Sequence[Candidate],
               jobs: int, progress: Callable[[int], None]) -> dict[Candidate, PlanRow | None]:
     """Evaluate ``todo`` in this process (jobs = 1) or a pool of forked processes."""
     import multiprocessing
-    _WORK.update(system=system, model=model, base=base)
+    _WORK.update(system=system, base=base)
     _WORK.pop("cache", None)
     out: dict[Candidate, PlanRow | None] = {}
     chunks = _chunks(todo, max(1, min(64, len(todo) // (4 * max(1, jobs)) or 1)))
@@ -222,20 +214,19 @@ def run_local(system: System, model: Transformer, base: Training, todo: Sequence
     return out
 
 
-def _ray_chunk(source: dict, model: Transformer, base: Training,
-               chunk: Sequence[Candidate]) -> list:
+def _ray_chunk(source: dict, base: Training, chunk: Sequence[Candidate]) -> list:
     """A Ray task: compile the system where it runs (once per worker) and evaluate a chunk."""
     import topoc
     key = json.dumps(source, sort_keys=True)
     if _WORK.get("ray_key") != key:
         _WORK.update(ray_key=key, system=topoc.load(source["path"], source["defines"],
                                                     source["import_roots"]),
-                     model=model, base=base, cache={})
-    _WORK.update(model=model, base=base)
+                     base=base, cache={})
+    _WORK.update(base=base)
     return _run_chunk(chunk)
 
 
-def run_ray(address: str, source: dict, model: Transformer, base: Training,
+def run_ray(address: str, source: dict, base: Training,
             todo: Sequence[Candidate], progress: Callable[[int], None]) \
         -> dict[Candidate, PlanRow | None]:
     """Evaluate ``todo`` as Ray tasks on the cluster at ``address``."""
@@ -247,7 +238,7 @@ def run_ray(address: str, source: dict, model: Transformer, base: Training,
              logging_level="ERROR")
     try:
         task = ray.remote(_ray_chunk)
-        pending = [task.remote(source, model, base, chunk) for chunk in _chunks(todo, 64)]
+        pending = [task.remote(source, base, chunk) for chunk in _chunks(todo, 64)]
         out: dict[Candidate, PlanRow | None] = {}
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
@@ -271,13 +262,13 @@ def _code_hash() -> str:
     return h.hexdigest()
 
 
-def fingerprint(system: System, model: Transformer, base: Training, gpus: int) -> str:
+def fingerprint(system: System, base: Training, gpus: int) -> str:
     """A hash of everything a row depends on: the devices and their figures, the links, the
     model, the training options, the GPU count and the code that computes it."""
     from topoc import __version__
     h = hashlib.sha256()
     h.update(f"{CACHE_VERSION} {__version__} {_code_hash()} {gpus}\n".encode())
-    h.update(repr(attrs.evolve(model, span=None)).encode())
+    h.update(repr(attrs.evolve(base.model, span=None)).encode())
     h.update(repr(attrs.evolve(base, model=None)).encode())
     models = {}
     for d in system.devices:
@@ -336,7 +327,11 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
          fixed: Mapping[str, object] | None = None, jobs: int = 1, ray: str | None = None,
          source: dict | None = None, use_cache: bool = True,
          progress: Callable[[int, int], None] | None = None) -> PlanResult:
-    """Enumerate, evaluate (cached) and rank the mappings of ``model`` on ``system``."""
+    """Enumerate, evaluate (cached) and rank the mappings of ``model`` (``base.model``, the
+    model the training options are for) on ``system``."""
+    if model != base.model:
+        raise PlanUsageError(f"the training options are for '{base.model.name}', not "
+                             f"'{model.name}'")
     world = len(system.gpus)
     gpus = gpus or world
     if not 1 <= gpus <= world:
@@ -346,7 +341,7 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
                              f"{'tflops_fp8' if model.dtype == 'fp8' else 'tflops_bf16'} and "
                              "hbm_bandwidth, which a compute time needs")
     todo = candidates(model, gpus, base.batch, fixed or {})
-    path = cache_dir() / "plan" / f"{fingerprint(system, model, base, gpus)}.json"
+    path = cache_dir() / "plan" / f"{fingerprint(system, base, gpus)}.json"
     stored = _load_cache(path) if use_cache else {}
     done: dict[Candidate, PlanRow | None] = {}
     for c in todo:
@@ -361,10 +356,10 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
         if ray:
             if source is None:
                 raise PlanUsageError("--ray needs the system's file (its path and -D values)")
-            done.update(run_ray(ray, source, model, base, rest, tick))
+            done.update(run_ray(ray, source, base, rest, tick))
             runner = "ray"
         else:
-            done.update(run_local(system, model, base, rest, jobs, tick))
+            done.update(run_local(system, base, rest, jobs, tick))
             runner = "pool" if jobs > 1 and len(rest) >= POOL_MIN else "process"
         if use_cache:
             stored.update({c.key: (r.as_dict() if r else None) for c, r in done.items()})

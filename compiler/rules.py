@@ -309,21 +309,22 @@ def unused(system: System, opts) -> Iterable[Finding]:
 
 @rule("W506", "warning", "a strategy's model does not fit in GPU memory")
 def out_of_memory(system: System, opts) -> Iterable[Finding]:
+    from .derive import hbm_of
     from .training import memory, shape_of
     for p in system.parallels:
         t = p.training
         if t is None:
             continue
-        hbm = [g.model.attr("hbm") for g in system.gpus]
-        if not all(hbm):
+        hbm = hbm_of(system)
+        if hbm is None:
             continue
         mem = memory(t.model, t, shape_of(p), p.microbatches)
-        if mem.total > min(hbm):
+        if mem.total > hbm:
             gb = 1e9
             yield Finding("W506", f"'{p.name}': {t.model.name} needs {mem.total / gb:.1f} GB per "
                           f"GPU on the {mem.stage} pipeline stage (weights {mem.weights / gb:.1f}, "
                           f"gradients {mem.gradients / gb:.1f}, optimizer "
                           f"{mem.optimizer / gb:.1f}, activations {mem.activations / gb:.1f}), "
-                          f"{(mem.total - min(hbm)) / gb:.1f} GB over the {min(hbm) / gb:.0f} GB "
+                          f"{(mem.total - hbm) / gb:.1f} GB over the {hbm / gb:.0f} GB "
                           "of HBM; try recompute, distributed_optimizer, more tp or pp "
                           "(topoc plan searches them)", p.span)

@@ -22,7 +22,7 @@ from .cost import Cost, CostError, sweep
 from .diagnostics import plural
 from .ir import SCALEOUT_CLASSES, ParallelStrategy, System
 from .ranks import RankGroup, rank_groups
-from .derive import gpu_rates
+from .derive import gpu_rates, hbm_of
 from .training import Compute, Memory, memory, model_flops, shape_of
 from .training import compute as compute_of
 
@@ -203,13 +203,12 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None) -> 
     try:
         for g in kinds.values():
             key = (g.ranks, f.collective, f.bytes)
-            if cache is None or key not in cache:
+            c = cache.get(key) if cache is not None else None
+            if c is None:
                 c = sweep(system, g, f.collective, [f.bytes])[0]
-                if cache is None:
-                    costs.append(c)
-                    continue
-                cache[key] = c
-            costs.append(attrs.evolve(cache[key], group=g.name))
+                if cache is not None:
+                    cache[key] = c
+            costs.append(attrs.evolve(c, group=g.name))
     except CostError as exc:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
                           None, (), overlap, str(exc), window)
@@ -293,12 +292,11 @@ def step(system: System, p: ParallelStrategy, cache: dict | None = None,
         t = p.training
         tokens = t.batch * t.model.seq
         rates = gpu_rates(system, t.model.dtype)
-        hbm = [g.model.attr("hbm") for g in system.gpus[:p.world]]
         extra = {"memory": memory(t.model, t, shape_of(p), p.microbatches),
                  "model_flops": model_flops(t.model, tokens), "tokens": tokens,
                  "peak": rates[0] if rates else None,
                  "detail": compute_of(t.model, t, shape_of(p), *rates) if rates else None,
-                 "hbm": min(hbm) if all(hbm) else None}
+                 "hbm": hbm_of(system, p.world)}
     return StepReport(p, p.world, flows, frac, compute, baseline, comm,
                       sum(f.per_step for f in flows), idle, warnings + tuple(
                           _mapping_warnings(flows)), **extra)

@@ -122,8 +122,6 @@ def check(t: Training, sh: Shape) -> int:
                         if m.experts else f"ep = {sh.ep} on '{m.name}', which has no experts")
     if (sh.tp * sh.cp * sh.dp) % (sh.etp * sh.ep):
         raise PlanError(f"ep = {sh.ep} x etp = {sh.etp} does not divide tp x cp x dp")
-    if t.sequence_parallel and sh.tp == 1:
-        pass        # Megatron ignores the flag without tensor parallelism; so does topoc
     return micro
 
 
@@ -167,6 +165,16 @@ def parameters(m: Transformer) -> dict[str, int]:
     return parts
 
 
+def stage_parameters(m: Transformer, sh: Shape) -> tuple[float, float, float]:
+    """Weights one GPU of the heaviest stage holds, embeddings left out: (dense layers split
+    over tp, routers (replicated), experts split over ep x etp)."""
+    p = parameters(m)
+    layers = stage_layers(m, sh)
+    dense = (p["attention"] + p["mlp"] + p["shared"] + p["norms"]) / m.layers * layers / sh.tp
+    return dense, p["router"] / m.layers * layers, \
+        p["experts"] / m.layers * layers / (sh.ep * sh.etp)
+
+
 def _layer_flops(m: Transformer) -> tuple[float, float, float, float]:
     """Forward FLOPs per token of one layer: (projections, attention core, dense MLP, MoE MLP)."""
     h, s = m.hidden, m.seq
@@ -197,7 +205,7 @@ def _elementwise(m: Transformer, t: Training, sh: Shape, mlp_width: float) -> tu
     h = m.hidden
     stream = 2 * (10 * h + (5 * h if m.dropout else 0))
     stream /= sh.tp if t.sequence_parallel and sh.tp > 1 else 1
-    act = 2 * (3 if m.gated else 2) * mlp_width / sh.tp
+    act = 2 * _matrices(m) * mlp_width / sh.tp
     core = 2 * m.heads * m.seq * (2 + (2.5 if m.dropout else 0)) / sh.tp
     return stream + act + (0 if t.flash_attention else core), core
 
@@ -292,14 +300,9 @@ def _activation_per_layer(m: Transformer, t: Training, sh: Shape) -> float:
 
 def memory(m: Transformer, t: Training, sh: Shape, microbatches: int) -> Memory:
     """Per-GPU memory of the heavier of the first and last pipeline stages."""
-    p = parameters(m)
     layers = stage_layers(m, sh)
-    moe_share = moe_layers(m) / m.layers
-    dense_layer = (p["attention"] + p["mlp"] + p["shared"] + p["norms"]) / m.layers
-    expert_layer = p["experts"] / m.layers
-    router = p["router"] / m.layers
-    dense = layers * (dense_layer / sh.tp + router)
-    experts = layers * expert_layer / (sh.ep * sh.etp)
+    dense, router, experts = stage_parameters(m, sh)
+    dense += router
     embed = m.vocab * m.hidden / sh.tp
     tokens = m.seq * t.microbatch / sh.cp
     per_layer = _activation_per_layer(m, t, sh) * tokens
@@ -317,10 +320,10 @@ def memory(m: Transformer, t: Training, sh: Shape, microbatches: int) -> Memory:
     if sh.pp == 1:
         stages = {"only": (dense + embed * (1 if m.tied else 2), experts,
                            layers * per_layer + drop_embed + logits)}
+    w_d, g_d, o_d = _bytes_per_param(m, t, sh.dp * sh.cp)
+    w_e, g_e, o_e = _bytes_per_param(m, t, sh.edp)
     best = None
     for name, (dense_p, expert_p, act) in stages.items():
-        w_d, g_d, o_d = _bytes_per_param(m, t, sh.dp * sh.cp)
-        w_e, g_e, o_e = _bytes_per_param(m, t, sh.edp)
         mem = Memory(dense_p * w_d + expert_p * w_e, dense_p * g_d + expert_p * g_e,
                      dense_p * o_d + expert_p * o_e, act, stage=name)
         if best is None or mem.total > best.total:
@@ -370,11 +373,8 @@ def traffic(m: Transformer, t: Training, sh: Shape, microbatches: int) -> tuple[
 
 
 def _gradient_flows(m: Transformer, t: Training, sh: Shape) -> list[TrafficFlow]:
-    p = parameters(m)
-    layers = stage_layers(m, sh)
-    dense = (p["attention"] + p["mlp"] + p["shared"] + p["norms"]) / m.layers * layers / sh.tp \
-        + m.vocab * m.hidden / sh.tp
-    experts = p["experts"] / m.layers * layers / (sh.ep * sh.etp)
+    dense, _, experts = stage_parameters(m, sh)
+    dense += m.vocab * m.hidden / sh.tp             # one embedding (input or output) per stage
     out = []
     for kind, params, size in (("dp", dense, sh.dp * sh.cp), ("edp", experts, sh.edp)):
         if size < 2 or params < 1:

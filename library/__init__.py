@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -18,3 +19,16 @@ def find(basename: str) -> Path:
         if path.name == basename:
             return path
     raise FileNotFoundError(basename)
+
+
+def calibration() -> list[dict]:
+    """The published nccl-tests rows of calibration.csv (comments skipped), as dicts of text."""
+    text = (ROOT / "calibration.csv").read_text(encoding="utf-8")
+    return list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+
+
+def size_bytes(text: str) -> int:
+    """A calibration row's size ('64MiB', '8GiB', '1KiB') in bytes."""
+    from ..compiler.units import Quantity
+    number = text.rstrip("KMGiB")
+    return int(Quantity.parse(number, text[len(number):] or None).value)

@@ -4,29 +4,25 @@ benchmarks/calibration.py so both predict each row the same way."""
 
 from __future__ import annotations
 
-import csv
 import functools
 from pathlib import Path
 
 import topoc
 from topoc.compiler.cost import Cost, cost
 from topoc.compiler.ranks import RankGroup, parse_rank_list
-from topoc.compiler.units import Quantity
+from topoc.library import calibration, size_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "library" / "calibration.csv"
 
 
 def rows() -> list[dict]:
     """Every published row, comments skipped."""
-    lines = [line for line in DATA.read_text().splitlines() if not line.startswith("#")]
-    return list(csv.DictReader(lines))
+    return calibration()
 
 
 def size_of(text: str) -> int:
     """'64MiB' -> bytes."""
-    number = text.rstrip("KMGiB")
-    return int(Quantity.parse(number, text[len(number):]).value)
+    return size_bytes(text)
 
 
 @functools.lru_cache(maxsize=None)

@@ -406,10 +406,10 @@ def cmd_report(args) -> int:
 
 def _published() -> list[dict]:
     """The single-node calibration rows with the GPU model of the library system they name."""
-    from .backends.report_html import read_calibration
     from .compiler.resolve import library_root
+    from .library import calibration
     rows, models = [], {}
-    for row in read_calibration():
+    for row in calibration():
         if row["defines"]:
             continue
         if row["system"] not in models:

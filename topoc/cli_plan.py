@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -69,7 +68,7 @@ def cmd_plan(args) -> int:
     """Enumerate, cost and rank; exit 1 when nothing can run or nothing fits."""
     from .backends import plan_table
     from .cli import EXIT_INPUT, EXIT_OK, UsageError, _load, parse_defines, write_output
-    from .compiler.derive import find_model
+    from .compiler.derive import find_model, hbm_of
     from .compiler.plan import PlanUsageError, cache_dir, plan
     from .compiler.training import Training
     system = _load(args)
@@ -102,9 +101,8 @@ def cmd_plan(args) -> int:
         # stderr, so that a cached rerun writes the same bytes as the first run
         print(f"plan: {result.cached:,} of {result.considered:,} candidates from the cache "
               f"({cache_dir()}; --no-cache to recompute)", file=sys.stderr)
-    hbm = [g.model.attr("hbm") for g in system.gpus]
     head = {"system": system.name, "model": model.name, "batch": args.batch,
-            "seq": model.seq, "gpus": result.gpus, "hbm_per_gpu": min(hbm) if all(hbm) else None}
+            "seq": model.seq, "gpus": result.gpus, "hbm_per_gpu": hbm_of(system, result.gpus)}
     if not result.rows:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
               f"batch {args.batch}: all {result.considered:,} candidates were rejected (layers, "

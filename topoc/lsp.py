@@ -78,25 +78,25 @@ class Analysis:
         self._run()
 
     def _run(self) -> None:
-        import topoc
+        """The pipeline once (as ``topoc.compile`` runs it, the resolved program kept for hover
+        and definition), then the lint rules when it compiles."""
+        from .compiler.elaborate import elaborate
+        from .compiler.ranks import ranks
+        from .compiler.verify import verify
         found: list[Diagnostic] = []
         try:
-            module = parse(self.text, self.path)
-            self.program = resolve(module, self.path)
+            self.program = resolve(parse(self.text, self.path), self.path)
+            if self.program.systems:
+                system = ranks(self.program, elaborate(self.program))
+                found = verify(system)
+                if not found:
+                    from .compiler.lint import LintConfig, apply_suppressions, lint_system
+                    found = apply_suppressions(lint_system(system), system.span.source,
+                                               LintConfig())
         except CompileError as exc:
             found = list(exc.diagnostics)
-        if self.program is not None:
-            try:
-                system = topoc.compile(self.text, self.path) if self.program.systems else None
-            except CompileError as exc:
-                found = list(exc.diagnostics)
-                system = None
-            except RecursionError:
-                system = None
-            if system is not None:
-                from .compiler.lint import LintConfig, apply_suppressions, lint_system
-                found = apply_suppressions(lint_system(system), system.span.source,
-                                           LintConfig())
+        except RecursionError:
+            pass                # nested too deeply to analyse: nothing to say at a position
         self.diagnostics = [f for d in found if (f := _found(d, self.path))]
 
     # -- positions
