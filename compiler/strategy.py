@@ -250,11 +250,7 @@ def _mapping_warnings(flows: tuple[FlowReport, ...]) -> list[str]:
 def exposed(flows, compute: float | None) -> float:
     """Communication on the critical path: lines that cannot overlap, plus whatever of each
     overlap class outgrows its share of the compute (all of it without a compute time)."""
-    out = sum(f.per_step for f in flows if not f.window)
-    for window, share in WINDOWS.items():
-        hidden = sum(f.per_step for f in flows if f.window == window)
-        out += max(0.0, hidden - share * compute) if compute is not None else hidden
-    return out
+    return sum(exposed_by_dim(flows, compute).values())
 
 
 def exposed_by_dim(flows, compute: float | None) -> dict[str, float]:
