@@ -449,7 +449,7 @@ def _draw_ring(g, system: System, opts: Options, drawn: set[str], view: str) -> 
     hops = [(box(a), box(b)) for a, b in zip(order, order[1:] + order[:1])]
     for step, (a, b) in enumerate(hops):
         if a != b:
-            g.edge(a, b, color=RING_COLOR, penwidth="2.5", dir="forward", constraint="false",
+            g.edge(a, b, color=RING_COLOR, penwidth="2.5", dir="forward",
                    label=str(step), fontcolor=RING_COLOR, style="dashed")
 
 

@@ -406,15 +406,13 @@ def cmd_report(args) -> int:
 
 def _published() -> list[dict]:
     """The single-node calibration rows with the GPU model of the library system they name."""
-    from .compiler.resolve import library_root
-    from .library import calibration
+    from .library import calibration, find
     rows, models = [], {}
     for row in calibration():
         if row["defines"]:
             continue
         if row["system"] not in models:
-            models[row["system"]] = topoc.load(library_root() / "nvidia" /
-                                               f"{row['system']}.topo").gpus[0].model.name
+            models[row["system"]] = topoc.load(find(f"{row['system']}.topo")).gpus[0].model.name
         rows.append({**row, "gpu_model": models[row["system"]]})
     return rows
 

@@ -323,8 +323,3 @@ def build_server():
         return [t.TextEdit(range=t.Range(t.Position(0, 0), end), new_text=new)]
 
     return server
-
-
-def serve() -> None:
-    """Run the server on standard input and output."""
-    build_server().start_io()
