@@ -7,8 +7,8 @@ import io
 import json
 from collections.abc import Sequence
 
-from ..compiler.cost import Cost
-from ..compiler.orders import NOT_NCCL
+from ..compiler.collectives.cost import Cost
+from ..compiler.collectives.orders import NOT_NCCL
 
 SCHEMA = "topoc.cost/1"
 NVLS_VALID_FROM = 64 * 2**20     # the NVLS start-up fit holds from here (docs/cost.md)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..compiler.ir import System
-from ..compiler.summary import summarize
-from ..compiler.units import exact
+from ..compiler.ir.system import System
+from ..compiler.ir.summary import summarize
+from ..compiler.base.units import exact
 
 SCHEMA = "topoc.system/1"
 

@@ -6,8 +6,8 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from ..compiler.diagnostics import Diagnostic, render_all
-from ..compiler.rules import RULES
+from ..compiler.base.diagnostics import Diagnostic, render_all
+from ..compiler.lint.rules import RULES
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "note": "note"}

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..compiler.ir import System
-from ..compiler.ranks import RankGroup
-from ..compiler.loads import CLASS_EFFICIENCY, nvlink_gbs
-from ..compiler.orders import (CHANNELS_PER_NIC, MAX_GRAPH_CHANNELS, islands, net_channels,
+from ..compiler.ir.system import System
+from ..compiler.ir.groups import RankGroup
+from ..compiler.collectives.loads import CLASS_EFFICIENCY, nvlink_gbs
+from ..compiler.collectives.orders import (CHANNELS_PER_NIC, MAX_GRAPH_CHANNELS, islands, net_channels,
                                ring_orders, tree_parents)
 from .nccl_topo import ExportError, pick_node, serialize
 

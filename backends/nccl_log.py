@@ -9,10 +9,10 @@ Trees print per rank as ``Trees [0] d0/d1/d2->rank->up [1] ...`` (-1 where there
 
 from __future__ import annotations
 
-from ..compiler.diagnostics import plural
-from ..compiler.ir import System
-from ..compiler.route import route
-from ..compiler.schedule import Schedule
+from ..compiler.base.diagnostics import plural
+from ..compiler.ir.system import System
+from ..compiler.collectives.route import route
+from ..compiler.collectives.schedule import Schedule
 
 
 def render(system: System, sched: Schedule, rank: int | None = None) -> str:

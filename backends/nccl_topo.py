@@ -18,9 +18,9 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
-from ..compiler.figures import PCIE_X16
-from ..compiler.ir import Device, System
-from ..compiler.locality import UnionFind, common_prefix
+from ..compiler.base.figures import PCIE_X16
+from ..compiler.ir.system import Device, System
+from ..compiler.ir.locality import UnionFind, common_prefix
 
 NVSWITCH_CLASS, GPU_CLASS, BRIDGE_CLASS = "0x068000", "0x030200", "0x060400"
 IB_CLASS, ETH_CLASS = "0x020700", "0x020000"
@@ -79,7 +79,7 @@ def pick_node(system: System, node: str | None) -> tuple[str, list[Device]]:
                               + (", ..." if len(names) > 4 else "") + ")")
         return next(iter(found.items()))
     if node not in found:
-        from ..compiler.diagnostics import suggest
+        from ..compiler.base.diagnostics import suggest
         raise ExportError(f"no node '{node}'" + suggest(node, found) + f" ({len(found)} nodes)")
     return node, found[node]
 
@@ -113,7 +113,7 @@ def build(system: System, node: str | None = None,
         raise ExportError(f"node {prefix} has {len(bus)} PCI devices; bus ids run out at 239")
     for device_id, busid in sorted((bus_ids or {}).items()):
         if device_id not in bus:
-            from ..compiler.diagnostics import suggest
+            from ..compiler.base.diagnostics import suggest
             raise ExportError(f"--bus-ids names {device_id}, which is no PCI device of node "
                               f"{prefix}{suggest(device_id, sorted(bus))}")
         if not BUS_ID.match(busid.lower()):

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from ..compiler.plan import PlanResult, PlanRow
+from ..compiler.analysis.plan import PlanResult, PlanRow
 from .report import seconds
 
 SCHEMA = "topoc.plan/1"

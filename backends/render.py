@@ -20,11 +20,11 @@ from collections import defaultdict
 import attrs
 import graphviz
 
-from ..compiler.ir import System
-from ..compiler.locality import UnionFind, common_prefix
-from ..compiler.ranks import rank_groups
-from ..compiler.summary import scaleout_levels
-from ..compiler.units import RATE, human
+from ..compiler.ir.system import System
+from ..compiler.ir.locality import UnionFind, common_prefix
+from ..compiler.ir.groups import rank_groups
+from ..compiler.ir.summary import scaleout_levels
+from ..compiler.base.units import RATE, human
 from .layout import box_size, layout, natural, parts
 
 VIEWS = ("physical", "logical", "racks")
@@ -427,7 +427,7 @@ def layout_size(system: System, opts: Options) -> tuple[str, int]:
 RING_COLOR = "#d62728"
 def ring_group(system: System, opts: Options):
     """The group ``opts.ring`` names: a rank list if it has digits only, else a group spec."""
-    from ..compiler.ranks import select_group
+    from ..compiler.ir.groups import select_group
     spec = opts.ring
     if spec and (spec[0].isdigit()):
         return select_group(system, ranks_text=spec)
@@ -438,7 +438,7 @@ def _draw_ring(g, system: System, opts: Options, drawn: set[str], view: str) -> 
     """Channel 0 of the group's ring as numbered arrows between the boxes that hold its GPUs."""
     if not opts.ring:
         return
-    from ..compiler.orders import ring_orders
+    from ..compiler.collectives.orders import ring_orders
     group = ring_group(system, opts)
     order = ring_orders(system, group.ranks, 1)[0]
     unit_of = _units(system)

@@ -3,8 +3,8 @@ Markdown."""
 
 from __future__ import annotations
 
-from ..compiler.strategy import StepReport, efficiency, speedup
-from ..compiler.training import parameters
+from ..compiler.analysis.strategy import StepReport, efficiency, speedup
+from ..compiler.training.model import parameters
 from .cost_table import human_size
 
 

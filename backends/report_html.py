@@ -9,12 +9,12 @@ from __future__ import annotations
 import html
 import io
 
-from ..compiler.cost import CostError, sweep
-from ..compiler.ir import System
-from ..compiler.ranks import RankGroup, rank_groups
-from ..compiler.strategy import StepReport, analyse, exposed_by_dim
+from ..compiler.collectives.cost import CostError, sweep
+from ..compiler.ir.system import System
+from ..compiler.ir.groups import RankGroup, rank_groups
+from ..compiler.analysis.strategy import StepReport, analyse, exposed_by_dim
 from . import report as text_report
-from ..compiler.units import BYTES, human
+from ..compiler.base.units import BYTES, human
 from ..library import size_bytes
 
 SIZES = [2**k for k in range(10, 34)]          # 1 KiB .. 8 GiB, as nccl-tests sweeps
@@ -179,7 +179,7 @@ def _plan_table(system: System, r: StepReport) -> str | None:
     t = r.strategy.training
     if t is None:
         return None
-    from ..compiler.plan import PlanUsageError, candidates, plan
+    from ..compiler.analysis.plan import PlanUsageError, candidates, plan
     if len(candidates(t.model, r.gpus, t.batch, {})) > PLAN_LIMIT:
         return (f"<p class=\"note\">{r.gpus} GPUs give more than {PLAN_LIMIT:,} candidate "
                 f"mappings: run <code>topoc plan FILE --model {t.model.name} --batch "

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..compiler.ir import System
-from ..compiler.route import Router, route
-from ..compiler.schedule import Schedule
+from ..compiler.ir.system import System
+from ..compiler.collectives.paths import Router
+from ..compiler.collectives.route import route
+from ..compiler.collectives.schedule import Schedule
 
 SCHEMA = "topoc.schedule/1"
 

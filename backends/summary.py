@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..compiler.ir import System
-from ..compiler.summary import summarize
-from ..compiler.units import BYTES, RATE, human
+from ..compiler.ir.system import System
+from ..compiler.ir.summary import summarize
+from ..compiler.base.units import BYTES, RATE, human
 
 
 def render(system: System) -> str:

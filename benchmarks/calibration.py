@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.calibration_rows import predict, rows, size_of, system_class  # noqa: E402
-from topoc.compiler.cost import BUS_FACTOR  # noqa: E402
+from topoc.compiler.collectives.cost import BUS_FACTOR  # noqa: E402
 
 
 def main() -> None:

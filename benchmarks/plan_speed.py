@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import topoc  # noqa: E402
-from topoc.compiler.derive import find_model  # noqa: E402
-from topoc.compiler.plan import plan  # noqa: E402
-from topoc.compiler.training import Training  # noqa: E402
+from topoc.compiler.lang.derive import find_model  # noqa: E402
+from topoc.compiler.analysis.plan import plan  # noqa: E402
+from topoc.compiler.training.model import Training  # noqa: E402
 
 CASES = [("gb200_nvl72.topo", {}, "llama3-70b", 512),
          ("gb200_nvl72.topo", {}, "mixtral-8x7b", 512),

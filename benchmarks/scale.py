@@ -42,15 +42,16 @@ def run_one(path: Path, param: str, size: int) -> dict:
     import networkx as nx
 
     from topoc.backends import render
-    from topoc.compiler.cost import cost
-    from topoc.compiler.elaborate import elaborate
-    from topoc.compiler.gcpause import gc_paused
-    from topoc.compiler.parse import parse
-    from topoc.compiler.ranks import RankGroup, rank_groups, ranks
-    from topoc.compiler.resolve import resolve
-    from topoc.compiler.route import route
-    from topoc.compiler.schedule import schedule
-    from topoc.compiler.lint import lint_system
+    from topoc.compiler.collectives.cost import cost
+    from topoc.compiler.lang.elaborate import elaborate
+    from topoc.compiler.base.gcpause import gc_paused
+    from topoc.compiler.lang.parse import parse
+    from topoc.compiler.ir.groups import RankGroup, rank_groups
+    from topoc.compiler.lang.ranks import ranks
+    from topoc.compiler.lang.resolve import resolve
+    from topoc.compiler.collectives.route import route
+    from topoc.compiler.collectives.schedule import schedule
+    from topoc.compiler.lint.lint import lint_system
 
     out: dict = {param: size}
     text = path.read_text()

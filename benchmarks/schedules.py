@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import topoc
-from topoc.compiler.ranks import RankGroup, select_group
-from topoc.compiler.schedule import schedule
+from topoc.compiler.ir.groups import RankGroup, select_group
+from topoc.compiler.collectives.schedule import schedule
 
 
 def measure(racks: int) -> dict:

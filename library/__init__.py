@@ -29,6 +29,6 @@ def calibration() -> list[dict]:
 
 def size_bytes(text: str) -> int:
     """A calibration row's size ('64MiB', '8GiB', '1KiB') in bytes."""
-    from ..compiler.units import Quantity
+    from ..compiler.base.units import Quantity
     number = text.rstrip("KMGiB")
     return int(Quantity.parse(number, text[len(number):] or None).value)

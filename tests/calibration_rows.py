@@ -8,8 +8,8 @@ import functools
 from pathlib import Path
 
 import topoc
-from topoc.compiler.cost import Cost, cost
-from topoc.compiler.ranks import RankGroup, parse_rank_list
+from topoc.compiler.collectives.cost import Cost, cost
+from topoc.compiler.ir.groups import RankGroup, parse_rank_list
 from topoc.library import calibration, size_bytes
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ import pytest
 import topoc
 from topoc.backends.report import seconds
 from topoc.cli import main, parse_size
-from topoc.compiler.strategy import analyse
+from topoc.compiler.analysis.strategy import analyse
 
 from .conftest import library_file
 
@@ -193,8 +193,8 @@ def test_hierarchical_is_labelled_and_never_auto(capsys):
 def test_three_racks_keep_their_rails():
     """An odd island count used to cross rails on every channel's wrap-around (5x slower)."""
     import topoc
-    from topoc.compiler.cost import cost
-    from topoc.compiler.ranks import select_group
+    from topoc.compiler.collectives.cost import cost
+    from topoc.compiler.ir.groups import select_group
     busbw = {}
     for racks in (2, 3, 4):
         system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": racks})

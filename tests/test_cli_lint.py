@@ -94,7 +94,7 @@ def test_non_utf8_file_names_the_byte(verb, tmp_path, capsys):
 
 
 def test_counts_agree_with_their_nouns():
-    from topoc.compiler.diagnostics import plural
+    from topoc.compiler.base.diagnostics import plural
     assert plural(1, "GPU pair") == "1 GPU pair" and plural(24, "GPU pair") == "24 GPU pairs"
     assert plural(2, "switch") == "2 switches" and plural(1, "NIC") == "1 NIC"
 

@@ -7,13 +7,13 @@ import re
 import pytest
 
 import topoc
-from topoc.compiler.parse import parse
+from topoc.compiler.lang.parse import parse
 
 from .conftest import ROOT
 
 
 def test_every_emitted_code_is_documented():
-    source = "\n".join(p.read_text() for p in (ROOT / "compiler").glob("*.py"))
+    source = "\n".join(p.read_text() for p in (ROOT / "compiler").rglob("*.py"))
     emitted = set(re.findall(r'"(E\d{3})"', source))
     documented = set(re.findall(r"^\| (E\d{3}) \|", (ROOT / "docs/errors.md").read_text(), re.M))
     assert emitted and emitted <= documented, emitted - documented
@@ -38,7 +38,7 @@ def test_language_reference_examples_parse():
 
 
 def test_heterogeneous_array_example_compiles_and_per_element_arguments_are_guided():
-    from topoc.compiler.diagnostics import CompileError
+    from topoc.compiler.base.diagnostics import CompileError
     block = next(b for b in _blocks(ROOT / "docs/language.md") if "group Mixed" in b)
     system = topoc.loads(block)
     assert len(system.gpus) == 2 * 8 + 2 * 4
@@ -53,7 +53,7 @@ def test_heterogeneous_array_example_compiles_and_per_element_arguments_are_guid
 
 
 def test_training_example_compiles_and_costs():
-    from topoc.compiler.strategy import analyse
+    from topoc.compiler.analysis.strategy import analyse
     block = next(b for b in _blocks(ROOT / "docs/language.md") if "model tiny_moe" in b)
     system = topoc.loads(block)
     report = analyse(system, "train")

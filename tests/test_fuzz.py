@@ -12,7 +12,7 @@ from hypothesis import given, settings
 
 import topoc
 from topoc.backends import REGISTRY
-from topoc.compiler.diagnostics import CompileError
+from topoc.compiler.base.diagnostics import CompileError
 
 from .strategies import grammar_programs, mutated_library_files
 

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 import topoc
-from topoc.compiler.summary import summarize
+from topoc.compiler.ir.summary import summarize
 
 from .conftest import library_file
 
@@ -187,19 +187,19 @@ def test_dpus_and_storage_nics_stay_out_of_gpu_traffic():
     """A storage NIC and a BlueField DPU next to the GPUs: not a GPU's NIC, no rail, no NCCL
     net, no extra channels."""
     from topoc.backends import nccl_topo
-    from topoc.compiler.orders import net_channels
+    from topoc.compiler.collectives.orders import net_channels
     system = topoc.loads(STORAGE)
     loc = system.locality
     assert {loc.nic(r) for r in range(8)} == {f"two.node{k}.nic{i}" for k in (0, 1) for i in range(4)}
     assert net_channels(system, tuple(range(8))) == 8
     assert topoc.summary(system)["devices"]["dpu"] == 2
-    from topoc.compiler.lint import LintConfig, lint_system
+    from topoc.compiler.lint.lint import LintConfig, lint_system
     assert "W406" not in {d.code for d in lint_system(system, LintConfig())}
     xml = nccl_topo.render(system, "two.node0")
     assert xml.count("<net ") == 4
 
 
 def test_a_nic_role_is_compute_or_storage():
-    from topoc.compiler.diagnostics import CompileError
+    from topoc.compiler.base.diagnostics import CompileError
     with pytest.raises(CompileError, match="role 'stroage'.*did you mean 'storage'"):
         topoc.loads(STORAGE.replace('role = "storage"', 'role = "stroage"'))

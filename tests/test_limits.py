@@ -8,8 +8,8 @@ import tracemalloc
 import pytest
 
 import topoc
-from topoc.compiler.diagnostics import CompileError
-from topoc.compiler.limits import LIMITS
+from topoc.compiler.base.diagnostics import CompileError
+from topoc.compiler.base.limits import LIMITS
 
 H = 'use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n'
 CASES = {

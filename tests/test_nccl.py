@@ -11,7 +11,7 @@ import pytest
 import topoc
 from topoc.backends import nccl_graph, nccl_topo
 from topoc.cli import main
-from topoc.compiler.ranks import select_group
+from topoc.compiler.ir.groups import select_group
 from topoc.importers import from_nccl_xml, from_smi
 
 from .conftest import library_file
@@ -161,7 +161,7 @@ def test_graph_export_follows_the_ring_orders():
     assert nccl_topo.check_nccl_xml(text) == []
     root = nccl_topo.ET.fromstring(text)
     (rings,) = [g for g in root.findall("graph") if g.get("pattern") == "4"]
-    from topoc.compiler.orders import ring_orders
+    from topoc.compiler.collectives.orders import ring_orders
     assert rings.get("nchannels") == "16"             # two per NIC across nodes, as NCCL
     expected = [[p - 8 for p in order if p >= 8] for order in ring_orders(system, group.ranks, 16)]
     for channel, order in zip(rings.findall("channel"), expected, strict=True):

@@ -104,6 +104,6 @@ def source(row: Row, overrides: str = "") -> str:
 @functools.lru_cache(maxsize=None)
 def report(row: Row, overrides: str = ""):
     """The row's StepReport from the real pipeline."""
-    from topoc.compiler.strategy import analyse
+    from topoc.compiler.analysis.strategy import analyse
     system = topoc.loads(source(row, overrides))
     return analyse(system, "train")

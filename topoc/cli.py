@@ -17,9 +17,9 @@ import topoc
 
 from . import cli_plan
 from .backends import REGISTRY
-from .compiler.ir import GROUP_KINDS
-from .compiler.orders import ALGORITHMS, COSTED_ALGORITHMS
-from .compiler.diagnostics import CompileError, Diagnostic, render_all, suggest
+from .compiler.ir.system import GROUP_KINDS
+from .compiler.collectives.orders import ALGORITHMS, COSTED_ALGORITHMS
+from .compiler.base.diagnostics import CompileError, Diagnostic, render_all, suggest
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
 COLLECTIVE_CHOICES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce",
@@ -119,7 +119,7 @@ def cmd_compile(args) -> int:
 def cmd_lint(args) -> int:
     """topoc lint FILE... [--format F] [--select CODES] [--ignore CODES] [--strict]."""
     from .backends import lint_report
-    from .compiler.lint import ConfigError, check_codes, find_config
+    from .compiler.lint.lint import ConfigError, check_codes, find_config
     select = [c.strip() for c in (args.select or "").split(",") if c.strip()]
     ignore = [c.strip() for c in (args.ignore or "").split(",") if c.strip()]
     defines = parse_defines(args.define)
@@ -158,7 +158,7 @@ def cmd_lint(args) -> int:
 def cmd_export(args) -> int:
     """topoc export nccl-topo|nccl-graph FILE [--node PATH] [--ranks ...] -o OUT."""
     from .backends import nccl_graph, nccl_topo
-    from .compiler.ranks import GroupError, select_group
+    from .compiler.ir.groups import GroupError, select_group
     system = _load(args)
     try:
         if args.format == "nccl-topo":
@@ -205,7 +205,7 @@ def cmd_fmt(args) -> int:
     """topoc fmt FILE... [--check] [--diff] [--stdout]; FILE '-' reads standard input and
     writes the result to standard output."""
     import difflib
-    from .compiler.fmt import fmt
+    from .compiler.lang.fmt import fmt
     changed, failed = [], []
     for file in args.files:
         text = sys.stdin.read() if file == "-" else _read_text(file)
@@ -257,7 +257,7 @@ def cmd_render(args) -> int:
     opts = r.Options(args.view, args.parallel, args.color or "tp", tuple(args.highlight or ()),
                      args.ring)
     if args.ring:
-        from .compiler.ranks import GroupError
+        from .compiler.ir.groups import GroupError
         try:
             r.ring_group(system, opts)
         except GroupError as exc:
@@ -279,7 +279,7 @@ def cmd_render(args) -> int:
 
 def _check_highlight(system, name: str) -> None:
     """``--highlight`` names a device, a group instance (an id prefix) or a link class."""
-    from .compiler.ir import LINK_CLASSES
+    from .compiler.ir.system import LINK_CLASSES
     depth = name.count(".") + 1
     prefixes = {".".join(d.id.split(".")[:depth]) for d in system.devices}
     if name in prefixes or name in LINK_CLASSES:
@@ -291,9 +291,9 @@ def _check_highlight(system, name: str) -> None:
 def cmd_schedule(args) -> int:
     """topoc schedule FILE (--parallel P --group KIND[:I] | --ranks LIST) --collective C ..."""
     from .backends import nccl_log, schedule_json
-    from .compiler.ranks import GroupError, select_group
-    from .compiler.route import NoRoute
-    from .compiler.schedule import ScheduleError, schedule
+    from .compiler.ir.groups import GroupError, select_group
+    from .compiler.collectives.paths import NoRoute
+    from .compiler.collectives.schedule import ScheduleError, schedule
     system = _load(args)
     nbytes = parse_size(args.size)
     try:
@@ -336,8 +336,8 @@ def parse_sizes(text: str) -> list[int]:
 def cmd_cost(args) -> int:
     """topoc cost FILE (--parallel P [--group KIND] | --ranks LIST | --group world) ..."""
     from .backends import cost_table
-    from .compiler.cost import CostError, sweep
-    from .compiler.ranks import GroupError, select_group
+    from .compiler.collectives.cost import CostError, sweep
+    from .compiler.ir.groups import GroupError, select_group
     sizes = parse_sizes(args.sizes) if args.sizes else None     # before the slow part
     system = _load(args)
     try:
@@ -362,7 +362,7 @@ def cmd_cost(args) -> int:
 def _strategy_rows(system, args, sizes, sweep, select_group):
     """--parallel NAME alone: one row per distinct traffic line (a model's forward and backward
     collectives of one size are one row), on the first group of its kind."""
-    from .compiler.ranks import GroupError
+    from .compiler.ir.groups import GroupError
     strategy = system.parallel(args.parallel)
     if not strategy.flows:
         raise GroupError(f"parallel block '{args.parallel}' has no traffic; name a --group")
@@ -383,7 +383,7 @@ def _strategy_rows(system, args, sizes, sweep, select_group):
 def cmd_report(args) -> int:
     """topoc report FILE --parallel NAME [--format text|markdown]."""
     from .backends import report
-    from .compiler.strategy import analyse
+    from .compiler.analysis.strategy import analyse
     system = _load(args)
     names = system.parallel_names()
     name = args.parallel or (names[0] if len(names) == 1 else None)
@@ -430,7 +430,7 @@ def _html_report(system, name: str) -> str:
 
 def parse_size(text: str) -> int:
     """'1GiB', '64 MiB', '4096', or nccl-tests' '1G' (K, M, G, T are binary there) -> bytes."""
-    from .compiler.units import BYTES, Quantity
+    from .compiler.base.units import BYTES, Quantity
     m = re.fullmatch(r"\s*([\d_]+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*", text or "")
     unit = m.group(2) if m else ""
     if unit.upper() in ("K", "M", "G", "T"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .compiler.training import RECOMPUTE
+from .compiler.training.model import RECOMPUTE
 
 
 def add_parser(sub, common) -> None:
@@ -68,9 +68,10 @@ def cmd_plan(args) -> int:
     """Enumerate, cost and rank; exit 1 when nothing can run or nothing fits."""
     from .backends import plan_table
     from .cli import EXIT_INPUT, EXIT_OK, UsageError, _load, parse_defines, write_output
-    from .compiler.derive import find_model, hbm_of
-    from .compiler.plan import PlanUsageError, cache_dir, plan
-    from .compiler.training import Training
+    from .compiler.lang.derive import find_model
+    from .compiler.ir.gpus import hbm_of
+    from .compiler.analysis.plan import PlanUsageError, cache_dir, plan
+    from .compiler.training.model import Training
     system = _load(args)
     try:
         model = find_model(system, args.model)

@@ -17,11 +17,10 @@ from urllib.parse import unquote, urlparse
 
 import attrs
 
-from .compiler import syntax as s
-from .compiler.diagnostics import CompileError, Diagnostic, Span
-from .compiler.parse import parse
-from .compiler.resolve import Program, resolve
-from .compiler.units import BYTES, RATE, SECONDS, human
+from .compiler.lang import syntax as s
+from .compiler.base.diagnostics import CompileError, Diagnostic, Span
+from .compiler.lang.resolve import Program
+from .compiler.base.units import BYTES, RATE, SECONDS, human
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 KEYWORDS = ("use", "link", "device", "model", "group", "let", "system", "parallel", "on",
@@ -80,17 +79,16 @@ class Analysis:
     def _run(self) -> None:
         """The pipeline once (as ``topoc.compile`` runs it, the resolved program kept for hover
         and definition), then the lint rules when it compiles."""
-        from .compiler.elaborate import elaborate
-        from .compiler.ranks import ranks
-        from .compiler.verify import verify
+        from .compiler.lang import pipeline
+        from .compiler.lang.verify import verify
         found: list[Diagnostic] = []
         try:
-            self.program = resolve(parse(self.text, self.path), self.path)
-            if self.program.systems:
-                system = ranks(self.program, elaborate(self.program))
+            self.program = pipeline.front_end(self.text, self.path)
+            system = pipeline.lower(self.program)
+            if system is not None:
                 found = verify(system)
                 if not found:
-                    from .compiler.lint import LintConfig, apply_suppressions, lint_system
+                    from .compiler.lint.lint import LintConfig, apply_suppressions, lint_system
                     found = apply_suppressions(lint_system(system), system.span.source,
                                                LintConfig())
         except CompileError as exc:
@@ -194,7 +192,7 @@ class Analysis:
 
     def formatted(self) -> str | None:
         """The document in topoc fmt's layout (None when it does not parse)."""
-        from .compiler.fmt import fmt
+        from .compiler.lang.fmt import fmt
         try:
             return fmt(self.text, self.path)
         except CompileError:
@@ -207,7 +205,7 @@ def _q(value, dim) -> str:
 
 def describe(decl) -> str:
     """A declaration's resolved figures as Markdown."""
-    from .compiler.ir import DeviceModel, LinkType, Transformer
+    from .compiler.ir.system import DeviceModel, LinkType, Transformer
     if isinstance(decl, LinkType):
         lines = [f"**link {decl.name}** : {decl.cls}, {human(decl.bandwidth, RATE)} per lane per "
                  f"direction, latency {human(decl.latency, SECONDS)}"]
@@ -221,7 +219,7 @@ def describe(decl) -> str:
         lines += [f"- ports.{c} = {n}" for c, n in decl.ports]
         return "\n".join(lines)
     if isinstance(decl, Transformer):
-        from .compiler.training import parameters
+        from .compiler.training.model import parameters
         p = parameters(decl)
         return (f"**model {decl.name}**: {p['total'] / 1e9:.2f} B parameters "
                 f"({p['active'] / 1e9:.2f} B active), {decl.layers} layers, hidden {decl.hidden},"

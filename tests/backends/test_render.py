@@ -10,7 +10,7 @@ import pytest
 import topoc
 from topoc.backends import render as r
 from topoc.cli import main
-from topoc.compiler.ir import Device, DeviceModel, Link, LinkType, System
+from topoc.compiler.ir.system import Device, DeviceModel, Link, LinkType, System
 
 from ..conftest import GOLDEN, library_file
 

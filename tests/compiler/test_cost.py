@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 import topoc
-from topoc.compiler import cost as cost_model
-from topoc.compiler.cost import BUS_FACTOR, CostError, candidates, cost, sweep
-from topoc.compiler.ranks import RankGroup
+from topoc.compiler.collectives import cost as cost_model
+from topoc.compiler.collectives.cost import BUS_FACTOR, CostError, candidates, cost, sweep
+from topoc.compiler.ir.groups import RankGroup
 
 from ..conftest import library_file
 
@@ -183,7 +183,7 @@ def test_declared_latency_drives_the_cost():
 def test_host_staged_pairs_cost_two_copies_and_the_report_names_them():
     """On a two-socket PCIe server, GPUs under one PCIe switch talk peer to peer; GPUs on
     different sockets copy through host memory, which the model charges twice."""
-    from topoc.compiler.strategy import analyse
+    from topoc.compiler.analysis.strategy import analyse
     server = topoc.load(library_file("pcie_server.topo"))
     p2p = cost(server, RankGroup("ranks", (0, 1)), "sendrecv", GiB)
     staged = cost(server, RankGroup("ranks", (0, 7)), "sendrecv", GiB)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from topoc.compiler.cost import BUS_FACTOR
+from topoc.compiler.collectives.cost import BUS_FACTOR
 
 from ..calibration_rows import predict, rows, size_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import topoc
-from topoc.compiler.diagnostics import CompileError
+from topoc.compiler.base.diagnostics import CompileError
 
 BASE = '''
 link nv : nvlink { bandwidth = 50 GB/s }

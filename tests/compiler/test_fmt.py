@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import assume, given
 
 import topoc
-from topoc.compiler.diagnostics import CompileError
-from topoc.compiler.fmt import _comments, fmt
+from topoc.compiler.base.diagnostics import CompileError
+from topoc.compiler.lang.fmt import _comments, fmt
 
 from ..strategies import grammar_programs, node_programs
 

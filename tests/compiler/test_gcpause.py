@@ -4,11 +4,11 @@ import gc
 
 import pytest
 
-from topoc.compiler.diagnostics import CompileError
-from topoc.compiler.elaborate import elaborate
-from topoc.compiler.gcpause import gc_paused
-from topoc.compiler.parse import parse
-from topoc.compiler.resolve import resolve
+from topoc.compiler.base.diagnostics import CompileError
+from topoc.compiler.lang.elaborate import elaborate
+from topoc.compiler.base.gcpause import gc_paused
+from topoc.compiler.lang.parse import parse
+from topoc.compiler.lang.resolve import resolve
 
 
 @pytest.fixture

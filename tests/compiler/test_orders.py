@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 import topoc
-from topoc.compiler.cost import cost
-from topoc.compiler.orders import net_channels, ring_orders, sample_islands, tree_parents
-from topoc.compiler.ranks import select_group
+from topoc.compiler.collectives.cost import cost
+from topoc.compiler.collectives.orders import net_channels, ring_orders, sample_islands, tree_parents
+from topoc.compiler.ir.groups import select_group
 
 from ..conftest import library_file
 

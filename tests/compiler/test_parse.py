@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from topoc.compiler import syntax as s
-from topoc.compiler.diagnostics import CompileError
-from topoc.compiler.parse import parse
+from topoc.compiler.lang import syntax as s
+from topoc.compiler.base.diagnostics import CompileError
+from topoc.compiler.lang.parse import parse
 from topoc.grammar import parser
 
 SKETCH = '''

@@ -15,10 +15,10 @@ import pytest
 
 import topoc
 from topoc.cli import main
-from topoc.compiler.derive import find_model
-from topoc.compiler.plan import PlanUsageError, candidates, plan
-from topoc.compiler.strategy import analyse
-from topoc.compiler.training import Training
+from topoc.compiler.lang.derive import find_model
+from topoc.compiler.analysis.plan import PlanUsageError, candidates, plan
+from topoc.compiler.analysis.strategy import analyse
+from topoc.compiler.training.model import Training
 
 from ..conftest import LIBRARY
 

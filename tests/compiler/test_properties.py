@@ -7,7 +7,7 @@ from hypothesis import given
 
 import topoc
 from topoc.backends.json_system import render
-from topoc.compiler.diagnostics import CompileError
+from topoc.compiler.base.diagnostics import CompileError
 
 from ..strategies import node_programs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import topoc
-from topoc.compiler.diagnostics import CompileError
+from topoc.compiler.base.diagnostics import CompileError
 
 from ..conftest import library_file
 
@@ -36,7 +36,7 @@ def test_product_must_match_world():
 
 def test_megatron_documented_example():
     # Megatron-LM's RankGenerator docs: order tp-pp-dp, sizes 2-2-2.
-    from topoc.compiler.ranks import rank_groups
+    from topoc.compiler.ir.groups import rank_groups
     text = ('use "nvidia/devices.topo"\ngroup G { g[8] : H100 }\nsystem s : G\n'
             'parallel p on s { tp = 2 pp = 2 dp = 2 order = tp, pp, dp }')
     p = topoc.loads(text).parallel("p")
@@ -50,8 +50,8 @@ def test_megatron_documented_example():
 def test_megatron_expert_parallelism_splits_the_dense_ranks(nodes, dp):
     """TP=8 PP=4 EP=8 DP=auto: world = tp x dp x pp (EP is no factor), expert groups of 8 inside
     each pipeline stage, and the dense gradient all-reduce over DP stays in the step."""
-    from topoc.compiler.ranks import rank_groups
-    from topoc.compiler.strategy import analyse
+    from topoc.compiler.ir.groups import rank_groups
+    from topoc.compiler.analysis.strategy import analyse
     text = ('use "nvidia/h100_cluster.topo"\nsystem cluster : H100Cluster(nodes = 8)\n' +
             "parallel moe on cluster {\n  tp = 8\n  pp = 4\n  ep = 8\n  dp = auto\n"
             "  order = tp, dp, pp\n  traffic {\n    tp allreduce 16 MiB x 8\n"
@@ -72,7 +72,7 @@ def test_megatron_expert_parallelism_splits_the_dense_ranks(nodes, dp):
 
 
 def test_ep_must_divide_the_dense_ranks():
-    from topoc.compiler.diagnostics import CompileError
+    from topoc.compiler.base.diagnostics import CompileError
     text = ('use "nvidia/links.topo"\nuse "nvidia/devices.topo"\ngroup G { gpu[8] : H100 }\n'
             "system s : G\nparallel p on s { tp = 2  dp = 4  ep = 3 }\n")
     with pytest.raises(CompileError, match="E307"):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import topoc
-from topoc.compiler.diagnostics import CompileError
-from topoc.compiler.limits import LIMITS
+from topoc.compiler.base.diagnostics import CompileError
+from topoc.compiler.base.limits import LIMITS
 
 
 def codes(exc):
@@ -65,7 +65,7 @@ def test_system_and_parallel_of_imports_are_not_imported(tmp_path):
 def test_file_size_limit(monkeypatch):
     import attrs
 
-    from topoc.compiler import parse as parse_mod
+    from topoc.compiler.lang import parse as parse_mod
     monkeypatch.setattr(parse_mod, "LIMITS", attrs.evolve(LIMITS, file_bytes=100))
     with pytest.raises(CompileError) as info:
         parse_mod.parse("#" * 200)

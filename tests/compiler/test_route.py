@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 import topoc
-from topoc.compiler.route import Router
+from topoc.compiler.collectives.paths import Router
 
 from ..conftest import library_file
 
@@ -31,10 +31,10 @@ def test_schedule_routes_cross_islands_on_the_rails_the_cost_model_charges():
     enters through the receiver's, as the cost model's loads count it; on an odd island count
     the one crossing that cannot keep its rail goes over PXN (NVLink, then a NIC on the
     receiver's rail), never through a GPU-to-GPU fabric detour."""
-    from topoc.compiler.loads import Resources
-    from topoc.compiler.ranks import select_group
-    from topoc.compiler.route import route
-    from topoc.compiler.schedule import schedule
+    from topoc.compiler.collectives.loads import Resources
+    from topoc.compiler.ir.groups import select_group
+    from topoc.compiler.collectives.route import route
+    from topoc.compiler.collectives.schedule import schedule
     for name, defines, ranks in (("h100_cluster.topo", {"nodes": 2}, "0..15"),
                                  ("nvl72_cluster.topo", {"racks": 3}, "0..7,72..79,144..151")):
         system = topoc.load(library_file(name), defines)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import topoc
-from topoc.compiler.lint import LintConfig, apply_suppressions, lint_system
+from topoc.compiler.lint.lint import LintConfig, apply_suppressions, lint_system
 
 BASE = '''link nv : nvlink { bandwidth = 25 GB/s }
 link pc : pcie { bandwidth = 63 GB/s }
@@ -100,7 +100,7 @@ def test_rule_fires_on_the_bad_example_only(code):
 
 
 def test_every_rule_has_a_case_and_a_page():
-    from topoc.compiler.rules import RULES
+    from topoc.compiler.lint.rules import RULES
 
     from ..conftest import ROOT
     page = (ROOT / "docs/rules.md").read_text()

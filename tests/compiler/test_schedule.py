@@ -7,11 +7,12 @@ import pytest
 
 import topoc
 from topoc.backends.schedule_json import document
-from topoc.compiler import algorithms as alg
-from topoc.compiler.ranks import GroupError, parse_rank_list, select_group
-from topoc.compiler.replay import check_links, replay
-from topoc.compiler.route import Router, route
-from topoc.compiler.schedule import SUPPORTED, ScheduleError, schedule
+from topoc.compiler.collectives import algorithms as alg
+from topoc.compiler.ir.groups import GroupError, parse_rank_list, select_group
+from topoc.compiler.collectives.replay import check_links, replay
+from topoc.compiler.collectives.paths import Router
+from topoc.compiler.collectives.route import route
+from topoc.compiler.collectives.schedule import SUPPORTED, ScheduleError, schedule
 
 from ..conftest import library_file
 
@@ -116,8 +117,8 @@ def test_nvls_has_the_switches_as_agents():
 
 def test_auto_takes_the_fastest_prediction():
     """Among what the schedule stage can plan; NVLS-tree is priced by topoc cost only."""
-    from topoc.compiler.cost import candidates, cost
-    from topoc.compiler.orders import SUPPORTED
+    from topoc.compiler.collectives.cost import candidates, cost
+    from topoc.compiler.collectives.orders import SUPPORTED
     dgx = topoc.load(library_file("dgx_h100.topo"))
     a100 = topoc.load(library_file("dgx_a100.topo"))
     racks = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 2})
@@ -136,7 +137,7 @@ def test_auto_takes_the_fastest_prediction():
 
 
 def test_auto_falls_back_to_rules_when_the_cost_model_refuses(monkeypatch):
-    from topoc.compiler import cost
+    from topoc.compiler.collectives import cost
     def refuse(*args, **kwargs):
         raise cost.CostError("no")
     monkeypatch.setattr(cost, "sweep", refuse)

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 import topoc
 from topoc.backends.schedule_json import document
-from topoc.compiler.ranks import select_group
-from topoc.compiler.replay import check_links, replay
-from topoc.compiler.route import Router
-from topoc.compiler.schedule import SUPPORTED, ScheduleError, schedule
+from topoc.compiler.ir.groups import select_group
+from topoc.compiler.collectives.replay import check_links, replay
+from topoc.compiler.collectives.paths import Router
+from topoc.compiler.collectives.schedule import SUPPORTED, ScheduleError, schedule
 
 from ..strategies import cluster_programs, group_requests
 

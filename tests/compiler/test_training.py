@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.training_rows import ROWS, report
-from topoc.compiler.derive import bundled_models
-from topoc.compiler.training import (PlanError, Shape, Training, _activation_per_layer,
+from topoc.compiler.lang.derive import bundled_models
+from topoc.compiler.training.model import (PlanError, Shape, Training, _activation_per_layer,
                                      _bytes_per_param, check, memory, model_flops, parameters,
                                      traffic)
 

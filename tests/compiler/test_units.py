@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topoc.compiler.units import BYTES, RATE, SECONDS, Quantity, human, known_units, unit_scale
+from topoc.compiler.base.units import BYTES, RATE, SECONDS, Quantity, human, known_units, unit_scale
 
 
 def test_bits_and_bytes_convert_exactly():

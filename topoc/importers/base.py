@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..compiler.figures import PCIE_X16
+from ..compiler.base.figures import PCIE_X16
 
 MAX_DEVICES = 4096
 

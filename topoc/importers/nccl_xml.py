@@ -14,7 +14,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
-from ..compiler.figures import GT_GEN, nvlink_nominal
+from ..compiler.base.figures import GT_GEN, nvlink_nominal
 from .base import Build, ImportFailure, gbs, header, ident, require_gpus
 
 # NCCL's CPU-to-CPU figures (src/graph/topo.h): by (vendor, familyid, modelid) prefix.

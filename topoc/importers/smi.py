@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ..compiler.figures import nvlink_nominal
-from ..compiler.locality import UnionFind
+from ..compiler.base.figures import nvlink_nominal
+from ..compiler.ir.locality import UnionFind
 from .base import Build, ImportFailure, gbs, header, require_gpus
 
 _NV = re.compile(r"^NV(\d{1,3})$")

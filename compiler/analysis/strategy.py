@@ -1,0 +1,306 @@
+"""A parallel strategy's training step, analysed: the seed's checklist in numbers.
+
+For each traffic flow: the bytes per call and per step, how often, which link classes its group
+crosses, the predicted time (``compiler.cost``) and whether it can hide behind compute. Then the
+step: T_total = T_compute + T_comm + T_idle, where T_comm is the communication that is not
+hidden and T_idle the pipeline bubble; speedup S = T1 / T_total against one GPU and efficiency
+E = S / N.
+
+Overlap: data-parallel gradient traffic runs during the backward pass (about two thirds of a
+step's compute, backward costing twice the forward), context-parallel ring attention during the
+attention compute; both share that window. Tensor-, expert- and pipeline-parallel traffic sits
+on the critical path: each layer or stage waits for it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import attrs
+
+from ..collectives.cost import Cost, CostError, sweep
+from ..base.diagnostics import plural
+from ..ir.system import SCALEOUT_CLASSES, ParallelStrategy, System
+from ..ir.groups import RankGroup, rank_groups
+from ..ir.gpus import gpu_rates, hbm_of
+from ..training.model import Compute, Memory, memory, model_flops, shape_of
+from ..training.model import compute as compute_of
+
+OVERLAPPING = {"dp": "yes, with the backward pass", "cp": "yes, with attention compute"}
+BACKWARD_SHARE = 2 / 3
+#: Overlap classes of derived traffic and the share of the step's compute each can hide behind:
+#: the gradient reduction behind the backward pass, the parameter all-gather behind the
+#: forward, the backward tensor-parallel collectives behind the weight-gradient GEMMs (a third
+#: of the compute; Megatron overlaps them by default).
+WINDOWS = {"backward": BACKWARD_SHARE, "forward": 1 - BACKWARD_SHARE, "wgrad": 1 / 3}
+OVERLAP_TEXT = {"backward": "yes, with the backward pass", "forward": "yes, with the forward pass",
+                "wgrad": "yes, with the weight-gradient GEMMs", "none": "no: on the critical path"}
+#: A flow called at least this often per step is "frequent" (every layer or micro-batch).
+FREQUENT = 8
+PER_LAYER = ("tp", "cp", "ep")     # traffic inside every layer
+SLOW_CLASSES = (*SCALEOUT_CLASSES, "pcie", "inter_socket")
+
+
+def message_time(alpha: float, nbytes: float, bandwidth: float) -> float:
+    """T = alpha + D / B: start-up latency plus size over effective bandwidth."""
+    return alpha + nbytes / bandwidth
+
+
+def bubble(stages: int, microbatches: int) -> float:
+    """Pipeline bubble fraction (P - 1) / (M + P - 1)."""
+    return (stages - 1) / (microbatches + stages - 1)
+
+
+def step_time(compute: float, comm: float, idle: float) -> float:
+    """T_total = T_compute + T_comm + T_idle."""
+    return compute + comm + idle
+
+
+def speedup(t1: float, tn: float) -> float:
+    """S_N = T_1 / T_N."""
+    return t1 / tn
+
+
+def efficiency(t1: float, tn: float, n: int) -> float:
+    """E_N = S_N / N."""
+    return speedup(t1, tn) / n
+
+
+@attrs.frozen
+class FlowReport:
+    """One traffic line of a strategy, costed on the slowest of its kinds of group."""
+
+    dim: str
+    collective: str
+    bytes: int
+    count: int
+    groups: int
+    group_size: int
+    cost: Cost | None          # None: the group is one GPU, or the model refused (``note``)
+    classes: tuple[str, ...]
+    overlap: str
+    note: str = ""
+    window: str = ""           # "backward", "forward", "wgrad", or "" (on the critical path)
+
+    @property
+    def per_step(self) -> float:
+        """Seconds per training step: the call's time times the calls per step."""
+        return self.cost.time * self.count if self.cost else 0.0
+
+    @property
+    def hidden(self) -> bool:
+        """Whether this traffic can overlap compute."""
+        return bool(self.window)
+
+
+@attrs.frozen
+class StepReport:
+    """The analysis of one strategy's training step."""
+
+    strategy: ParallelStrategy
+    gpus: int
+    flows: tuple[FlowReport, ...]
+    bubble: float
+    compute: float | None
+    baseline: float | None
+    comm: float                 # exposed communication per step
+    comm_total: float           # all communication per step, hidden or not
+    idle: float | None
+    warnings: tuple[str, ...]
+    memory: Memory | None = None       # per GPU, when the strategy names a model
+    model_flops: float | None = None   # per step, all GPUs (the numerator of MFU)
+    tokens: int | None = None          # per step
+    peak: float | None = None          # dense FLOP/s of the (slowest) GPU
+    detail: Compute | None = None      # the derived compute time, split
+    hbm: float | None = None           # bytes of the smallest GPU memory
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the memory per GPU fits the GPU's HBM (None without a model)."""
+        if self.memory is None or self.hbm is None:
+            return None
+        return self.memory.total <= self.hbm
+
+    @property
+    def total(self) -> float | None:
+        """T_total, when the file gives the compute time."""
+        if self.compute is None:
+            return None
+        return step_time(self.compute, self.comm, self.idle or 0.0)
+
+    @property
+    def mfu(self) -> float | None:
+        """Model FLOPs utilisation: model FLOPs per second over the GPUs' dense peak."""
+        if self.model_flops is None or not self.total or not self.peak:
+            return None
+        return self.model_flops / (self.total * self.gpus * self.peak)
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Tokens trained per second, all GPUs."""
+        return self.tokens / self.total if self.tokens and self.total else None
+
+    @property
+    def t1(self) -> float | None:
+        """The single-GPU step: ``baseline``, else compute x N (a perfect split)."""
+        if self.baseline is not None:
+            return self.baseline
+        return None if self.compute is None else self.compute * self.gpus
+
+
+def staged_pairs(system: System, ranks) -> tuple[int, tuple[int, int]] | None:
+    """How many pairs of ``ranks`` stage through host memory, and one of them; None if none."""
+    loc = system.locality
+    parts: dict[tuple, list[int]] = defaultdict(list)
+    for r in ranks:
+        parts[loc.island[r], loc.p2p.find(system.gpus[r].id)].append(r)
+    by_island: dict[int, list[list[int]]] = defaultdict(list)
+    for (island, _), members in parts.items():
+        by_island[island].append(members)
+    count, example = 0, None
+    for sets in by_island.values():
+        sizes = [len(s) for s in sets]
+        count += (sum(sizes) ** 2 - sum(s * s for s in sizes)) // 2
+        if len(sets) > 1 and example is None:
+            example = (sets[0][0], sets[1][0])
+    return (count, example) if count else None
+
+
+def _kind(system: System, ranks) -> tuple:
+    """What makes two groups of one dimension cost alike: their GPU models in order and how
+    they fall into islands (a group of H200s and one of A100s are two kinds)."""
+    loc = system.locality
+    gpus = system.gpus
+    islands: dict[int, int] = {}
+    for r in ranks:
+        islands[loc.island[r]] = islands.get(loc.island[r], 0) + 1
+    return tuple(gpus[r].model.name for r in ranks), tuple(islands.values())
+
+
+def _window(f) -> str:
+    """The overlap class of a traffic line: derived lines carry one; written lines overlap by
+    their group kind (dp with the backward pass, cp with attention)."""
+    if f.overlap:
+        return "" if f.overlap == "none" else f.overlap
+    return "backward" if f.dim in OVERLAPPING else ""
+
+
+def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None) -> FlowReport:
+    """One traffic line, costed on one group of every distinct kind; the slowest kind is the
+    one on the critical path and the one reported. ``cache`` memoises costs across calls."""
+    groups = [RankGroup(f"{f.dim}:{i}", tuple(g)) for i, g in enumerate(rank_groups(p, f.dim))]
+    window = _window(f)
+    overlap = OVERLAP_TEXT[window or "none"] if f.overlap else \
+        OVERLAPPING.get(f.dim, "no: on the critical path")
+    size = len(groups[0].ranks)
+    if size < 2:
+        return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), 1, None, (),
+                          overlap, "groups of one GPU move nothing")
+    kinds: dict[tuple, RankGroup] = {}
+    for g in groups:
+        kinds.setdefault(_kind(system, g.ranks), g)
+    costs = []
+    try:
+        for g in kinds.values():
+            key = (g.ranks, f.collective, f.bytes)
+            c = cache.get(key) if cache is not None else None
+            if c is None:
+                c = sweep(system, g, f.collective, [f.bytes])[0]
+                if cache is not None:
+                    cache[key] = c
+            costs.append(attrs.evolve(c, group=g.name))
+    except CostError as exc:
+        return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
+                          None, (), overlap, str(exc), window)
+    cost = max(costs, key=lambda c: c.time)
+    notes = [f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
+             f"{cost.group}, is reported"] if len(kinds) > 1 else []
+    staged = staged_pairs(system, next(g for g in kinds.values() if g.name == cost.group).ranks)
+    if staged:
+        count, (a, b) = staged
+        notes.append(f"{plural(count, 'GPU pair')} of {cost.group} stage through host memory "
+                     f"(no peer-to-peer path), e.g. {system.gpus[a].id} and {system.gpus[b].id}")
+    note = "; ".join(notes)
+    return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
+                      cost, cost.classes, overlap, note, window)
+
+
+def _slow(f: FlowReport) -> list[str]:
+    return [c for c in f.classes if c in SLOW_CLASSES]
+
+
+def _mapping_warnings(flows: tuple[FlowReport, ...]) -> list[str]:
+    """Per-layer traffic (tp, cp, ep) on slow links, and frequent traffic on slow links while
+    rarer traffic has the fast ones."""
+    out = []
+    for f in flows:
+        if f.dim in PER_LAYER and f.count >= FREQUENT and _slow(f):
+            out.append(f"{f.dim} {f.collective} runs {f.count} times per step over "
+                       f"{', '.join(_slow(f))}: keep {f.dim} groups inside one NVLink domain")
+    for f in flows:
+        for g in flows:
+            if f.count >= FREQUENT and f.count > g.count and _slow(f) and g.classes and \
+                    not _slow(g):
+                out.append(f"{f.dim} {f.collective} ({f.count} per step) crosses "
+                           f"{', '.join(_slow(f))} while {g.dim} ({g.count} per step) stays on "
+                           f"{', '.join(g.classes)}: swap {f.dim} and {g.dim} in 'order'")
+    return out
+
+
+def exposed(flows, compute: float | None) -> float:
+    """Communication on the critical path: lines that cannot overlap, plus whatever of each
+    overlap class outgrows its share of the compute (all of it without a compute time)."""
+    return sum(exposed_by_dim(flows, compute).values())
+
+
+def exposed_by_dim(flows, compute: float | None) -> dict[str, float]:
+    """``exposed`` split by group kind: a window's overflow is shared in proportion to what
+    each kind put in it."""
+    out: dict[str, float] = {}
+    for f in flows:
+        if not f.window:
+            out[f.dim] = out.get(f.dim, 0.0) + f.per_step
+    for window, share in WINDOWS.items():
+        inside = [f for f in flows if f.window == window]
+        hidden = sum(f.per_step for f in inside)
+        over = max(0.0, hidden - share * compute) if compute is not None else hidden
+        for f in inside:
+            if hidden:
+                out[f.dim] = out.get(f.dim, 0.0) + over * f.per_step / hidden
+    return out
+
+
+def step(system: System, p: ParallelStrategy, cache: dict | None = None,
+         warnings: tuple[str, ...] = ()) -> StepReport:
+    """Cost every traffic flow of strategy ``p`` (attached to ``system`` or not) and put the
+    step together; with a model, also its memory, model FLOPs and tokens."""
+    flows = tuple(_flow(system, p, f, cache) for f in p.flows)
+    settings = dict(p.settings)
+    compute, baseline = settings.get("compute"), settings.get("baseline")
+    stages, chunks = p.size("pp"), p.training.interleave if p.training else 1
+    frac = bubble(stages, p.microbatches * chunks)
+    comm = exposed(flows, compute)
+    # M micro-batches over P stages take M + P - 1 slots; the P - 1 extra are idle (an
+    # interleaved schedule of V chunks divides the idle part by V).
+    idle = compute * (stages - 1) / (p.microbatches * chunks) if compute is not None else None
+    extra = {}
+    if p.training is not None:
+        t = p.training
+        tokens = t.batch * t.model.seq
+        rates = gpu_rates(system, t.model.dtype)
+        extra = {"memory": memory(t.model, t, shape_of(p), p.microbatches),
+                 "model_flops": model_flops(t.model, tokens), "tokens": tokens,
+                 "peak": rates[0] if rates else None,
+                 "detail": compute_of(t.model, t, shape_of(p), *rates) if rates else None,
+                 "hbm": hbm_of(system, p.world)}
+    return StepReport(p, p.world, flows, frac, compute, baseline, comm,
+                      sum(f.per_step for f in flows), idle, warnings + tuple(
+                          _mapping_warnings(flows)), **extra)
+
+
+def analyse(system: System, name: str) -> StepReport:
+    """Cost every traffic flow of strategy ``name`` and put the step together."""
+    from ..lint.lint import LintConfig, rule_findings
+    warnings = tuple(d.message for d in rule_findings(system, LintConfig())
+                     if d.code.startswith("W50") and f"'{name}'" in d.message)
+    return step(system, system.parallel(name), warnings=warnings)

@@ -1,0 +1,1 @@
+"""Layer 0: what every other layer uses: diagnostics and spans, units, limits, figures."""

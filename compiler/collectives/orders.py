@@ -1,0 +1,148 @@
+"""The orders NCCL runs a group in: islands, rings per channel, trees per channel.
+
+Both the schedule stage (which materialises steps from them) and the cost model (which loads
+links with them) read these, so what is routed is what is costed. Positions are sorted by
+locality (island, socket, PCIe switch, rank, with numbers in ids compared as numbers) so that an
+island's members stay together.
+
+Across islands NCCL's rings go NET -> GPUs -> NET and its trees link islands at one head GPU
+per channel. Here channel ``c`` of a ring enters every island at a local index and leaves at the
+neighbouring one, alternating direction from island to island so that the GPU that leaves and the
+GPU that enters the next island share a local index, hence a rail. With an odd island count the
+wrap-around cannot also align; the cost model carries that one crossing over PXN (NVLink to the
+GPU on the right rail, then its NIC), as NCCL does. Trees: channel ``c`` heads every island at
+local index ``c * size / channels``, so channels spread over the islands' GPUs and NICs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import algorithms as alg
+from ..ir.system import System
+
+#: Algorithms topoc plans (schedule) and costs, per collective. All are NCCL's but
+#: ``hierarchical`` (reduce-scatter in each NVLink domain, all-reduce across, all-gather), which
+#: stays selectable by name and is never what ``auto`` picks, since NCCL does not run it.
+ALGORITHMS = ("ring", "tree", "nvls", "hierarchical", "direct", "pairwise")
+NOT_NCCL = frozenset({"hierarchical"})
+SUPPORTED = {
+    "allreduce": ("ring", "tree", "nvls", "hierarchical"),
+    "reducescatter": ("ring", "nvls"),
+    "allgather": ("ring", "nvls"),
+    "broadcast": ("ring", "tree", "nvls"),
+    "reduce": ("ring", "tree", "nvls"),
+    "alltoall": ("direct", "pairwise"),
+    "sendrecv": ("direct",),
+}
+#: What the cost model also prices, which topoc does not plan step by step: NCCL's NVLS-tree
+#: all-reduce (NVLS inside each island, a tree between islands) and PAT (Parallel Aggregated
+#: Trees) for reduce-scatter and all-gather, which NCCL runs with one GPU per node.
+COSTED = {**SUPPORTED, "allreduce": (*SUPPORTED["allreduce"], "nvlstree"),
+          "reducescatter": (*SUPPORTED["reducescatter"], "pat"),
+          "allgather": (*SUPPORTED["allgather"], "pat")}
+COSTED_ALGORITHMS = (*ALGORITHMS, "nvlstree", "pat")
+#: NCCL searches at most MAXCHANNELS/2 = 16 channels for a ring or tree graph (graph/search.cc).
+MAX_GRAPH_CHANNELS = 16
+#: Channels NCCL opens per NIC across nodes: its graph search settles on two channels of half a
+#: NIC's bandwidth each (docs/cost.md: 16 channels on 8-NIC DGX nodes, 8 on 4-NIC nodes).
+CHANNELS_PER_NIC = 2
+
+
+def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
+    """Group positions by island (node or NVLink rack), each sorted by locality, islands in
+    order of their first rank."""
+    loc = system.locality
+    positions = sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p]))
+    out: dict[int, list[int]] = {}
+    for p in positions:
+        out.setdefault(loc.island[ranks[p]], []).append(p)
+    return list(out.values())
+
+
+def islands_ranks(system: System, ranks: Sequence[int]) -> list[list[int]]:
+    """The group's ranks (not positions) per island, as ``islands`` orders them."""
+    return [[ranks[p] for p in part] for part in islands(system, ranks)]
+
+
+def nvlink_domains(system: System, ranks: Sequence[int]) -> list[tuple[int, ...]]:
+    """Positions per NVLink domain, each in locality order."""
+    loc = system.locality
+    out: dict[object, list[int]] = {}
+    for p in sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p])):
+        out.setdefault(loc.domain_root[ranks[p]] or ("island", loc.island[ranks[p]]), []).append(p)
+    return [tuple(v) for v in out.values()]
+
+
+def net_channels(system: System, ranks: Sequence[int]) -> int:
+    """Channels NCCL opens across islands: two per NIC of the first island, 2 to 16."""
+    loc = system.locality
+    first = loc.island[ranks[0]]
+    nics = {loc.nic(r) for r in ranks if loc.island[r] == first} - {""}
+    return max(2, min(MAX_GRAPH_CHANNELS, CHANNELS_PER_NIC * len(nics)))
+
+
+def ring_orders(system: System, ranks: Sequence[int], channels: int) -> list[tuple[int, ...]]:
+    """One ring per channel. Inside an island the ring follows locality (switch pairs, then
+    sockets, so a two-socket box crosses the socket link twice, the minimum); across islands
+    the crossings keep their rail (module docstring). Channel ``c`` starts at local index
+    ``c * size / channels`` so that channels spread over the NICs."""
+    parts = islands(system, ranks)
+    rings = []
+    for c in range(channels):
+        order: list[int] = []
+        for k, part in enumerate(parts):
+            size = len(part)
+            at = c * size // channels if channels <= size else c
+            if len(parts) == 1:
+                order += [part[(at + i) % size] for i in range(size)]
+            elif k % 2 == 0:
+                order += [part[(at - i) % size] for i in range(size)]
+            else:
+                order += [part[(at + 1 + i) % size] for i in range(size)]
+        rings.append(tuple(order))
+    return rings
+
+
+def tree_parents(system: System, ranks: Sequence[int], root: int = 0,
+                 channels: int = 1) -> list[tuple[int, ...]]:
+    """NCCL's double binary tree over islands with a chain inside each island, two trees per
+    channel. Channel ``c`` heads each island at local index ``c * size / channels``, so the
+    inter-island edges of different channels leave from different GPUs and NICs. ``root``
+    leads the first island of channel 0 when a rooted tree is asked for."""
+    parts = islands(system, ranks)
+    for i, part in enumerate(parts):
+        if root in part:
+            parts.insert(0, parts.pop(i))
+            break
+    pairs = alg.double_btree(len(parts))
+    trees = []
+    for c in range(channels):
+        heads = []
+        for i, part in enumerate(parts):
+            size = len(part)
+            at = part.index(root) if (c == 0 and i == 0 and root in part) else \
+                (c * size // channels) % size
+            heads.append(part[at:] + part[:at])
+        for island_parent in pairs:
+            parent = [-1] * len(ranks)
+            for i, chain in enumerate(heads):
+                for a, b in zip(chain, chain[1:]):
+                    parent[b] = a                       # chain inside the island
+                if island_parent[i] >= 0:
+                    parent[chain[0]] = heads[island_parent[i]][0]
+            trees.append(tuple(parent))
+    return trees
+
+
+def sample_islands(system: System, ranks: Sequence[int], keep: int) -> tuple[int, ...]:
+    """The group's ranks in its first ``keep`` islands (all if fewer), keeping the parity of the
+    island count: an odd group is sampled on an odd number of islands, so the one crossing that
+    cannot keep its rail is sampled too."""
+    parts = islands(system, ranks)
+    if len(parts) <= keep:
+        return tuple(ranks)
+    if len(parts) % 2 != keep % 2:
+        keep -= 1
+    chosen = sorted(p for part in parts[:keep] for p in part)
+    return tuple(ranks[p] for p in chosen)

@@ -1,0 +1,192 @@
+"""Least-cost paths between devices of a system, as NCCL's topology search prefers them.
+
+Paths are least-cost paths in the link graph with costs that encode the preferences NCCL's
+topology search has: NVLink and C2C first, then PCIe peer-to-peer through a shared switch,
+then staging through host memory (a CPU, and the socket link if the GPUs sit on different
+sockets); across islands GPUDirect RDMA through the GPU's nearest NIC and the fabric. Another
+GPU is crossed only when nothing else connects (PXN-style forwarding). Ties are broken by a
+stable hash of the flow, so equal-cost paths (NVSwitch chips, spines) share the load
+deterministically: ECMP that gives the same answer on every run. The cost model's loads and
+the route stage both take their paths from here.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import networkx as nx
+
+from ..ir.system import SCALEOUT_CLASSES, System
+
+# Cost of one hop per link class; a transit GPU or CPU adds its own penalty on top.
+HOP_COST = {"nvlink": 1.0, "nvlink_c2c": 1.0, "pcie": 3.0, "infiniband": 6.0, "ethernet": 6.0,
+            "inter_socket": 12.0}
+CPU_TRANSIT = 4.0      # staging through host memory
+GPU_TRANSIT = 100.0    # forwarding through another GPU's memory
+ECMP_BUCKETS = 8
+
+
+class NoRoute(ValueError):
+    """Two devices of a schedule have no path between them."""
+
+
+class Router:
+    """Least-cost paths between devices of one system, cached per (source, target, bucket);
+    ``classes`` limits the links a path may use (the scale-out fabric only, say)."""
+
+    def __init__(self, system: System, classes: tuple[str, ...] | None = None):
+        self.graph = system.graph
+        self.classes = classes
+        self.kind = {d.id: d.kind for d in system.devices}
+        self.cache: dict[tuple[str, str, int], tuple[str, ...]] = {}
+
+    def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
+        """Link ids from ``src`` to ``dst`` ('' path for a device to itself)."""
+        if src == dst:
+            return ()
+        bucket = flow % ECMP_BUCKETS
+        key = (src, dst, bucket)
+        if key not in self.cache:
+            self.cache[key] = self._search(src, dst, bucket)
+        return self.cache[key]
+
+    def _edge_cost(self, u: str, v: str, data: dict, ends: tuple[str, str],
+                   bucket: int) -> float | None:
+        if self.classes is not None and data["cls"] not in self.classes:
+            return None                        # networkx hides an edge whose weight is None
+        cost = HOP_COST[data["cls"]]
+        for node in (u, v):
+            if node not in ends:
+                kind = self.kind[node]
+                cost += GPU_TRANSIT if kind == "gpu" else CPU_TRANSIT if kind == "cpu" else 0.0
+        # A tie-break far below any real cost difference, stable across runs and platforms.
+        salt = zlib.crc32(f"{data['link'].id}|{bucket}".encode()) / 2**32
+        return cost + salt * 1e-3
+
+    def _search(self, src: str, dst: str, bucket: int) -> tuple[str, ...]:
+        ends = (src, dst)
+        short = self._short(src, dst, bucket)
+        if short is not None:
+            return short
+
+        def weight(u, v, edges):
+            costs = [c for d in edges.values()
+                     if (c := self._edge_cost(u, v, d, ends, bucket)) is not None]
+            return min(costs) if costs else None
+        try:
+            _, nodes = nx.bidirectional_dijkstra(self.graph, src, dst, weight=weight)
+        except nx.NetworkXNoPath:
+            raise NoRoute(f"no path from {src} to {dst}") from None
+        links = []
+        for u, v in zip(nodes, nodes[1:]):
+            edges = self.graph[u][v]
+            best = min((d for d in edges.values()
+                        if self._edge_cost(u, v, d, ends, bucket) is not None),
+                       key=lambda d: (self._edge_cost(u, v, d, ends, bucket), d["link"].id))
+            links.append(best["link"].id)
+        return tuple(links)
+
+
+    def _short(self, src: str, dst: str, bucket: int) -> tuple[str, ...] | None:
+        """The least-cost path when it has one or two hops and costs under 3 (a direct link, or
+        two NVLink hops through a switch): every longer path costs at least 3, so this is the
+        path Dijkstra finds, at the cost of scanning one neighbourhood."""
+        ends, graph = (src, dst), self.graph
+
+        def cheapest(u, v):
+            return min(((c, d["link"].id) for d in graph[u][v].values()
+                        if (c := self._edge_cost(u, v, d, ends, bucket)) is not None),
+                       default=(math.inf, ""))
+        best: tuple[float, tuple[str, ...]] | None = None
+        for w in graph[src]:
+            if w == dst:
+                cost, link = cheapest(src, dst)
+                links: tuple[str, ...] = (link,)
+            elif self.kind[w] in ("gpu", "cpu") or dst not in graph[w]:
+                continue
+            else:
+                (c1, l1), (c2, l2) = cheapest(src, w), cheapest(w, dst)
+                cost, links = c1 + c2, (l1, l2)
+            if cost < 3.0 and (best is None or (cost, links) < best):
+                best = (cost, links)
+        return best[1] if best else None
+
+
+class RailRouter:
+    """Paths as NCCL takes them. Between islands a GPU sends through its own NIC (its rail, as
+    NCCL assigns them) to the receiver's own NIC; when the fabric joins no path between those
+    two NICs (separate rail planes), PXN: over NVLink to the sender's island GPU whose NIC
+    reaches the receiver's (the receiver's mirror among equals), then through that NIC. All
+    else is the least-cost path. The route stage and the cost model's loads both use it, so
+    what is costed is what is routed."""
+
+    def __init__(self, system: System):
+        self.system = system
+        self.any = Router(system)
+        self.host = Router(system, ("pcie", "nvlink_c2c", "inter_socket"))
+        self.fabric = Router(system, SCALEOUT_CLASSES)
+        self.kind = self.any.kind
+        self.graph = self.any.graph
+        self._proxies: dict[tuple[int, str], tuple | None] = {}     # (rank, NIC) -> PXN hop
+        self._hops: dict[str, dict[str, int]] = {}
+
+    def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
+        """Link ids from ``src`` to ``dst``; ``flow`` picks among equal-cost fabric paths."""
+        loc = self.system.locality
+        ranks = loc.rank_of
+        if src in ranks and dst in ranks and loc.island[ranks[src]] != loc.island[ranks[dst]]:
+            a, b = loc.nic(ranks[src]), loc.nic(ranks[dst])
+            if a and b:
+                try:
+                    return (self.host.path(src, a) + self.fabric.path(a, b, flow)
+                            + self.host.path(b, dst))
+                except NoRoute:
+                    proxy = self._pxn(ranks[src], ranks[dst], b)
+                    if proxy is not None:
+                        gpu, nic, net = proxy
+                        try:
+                            return (self.any.path(src, gpu) + self.host.path(gpu, nic) + net
+                                    + self.host.path(b, dst))
+                        except NoRoute:
+                            pass
+        return self.any.path(src, dst, flow)
+
+    def _pxn(self, rank: int, dst: int, nic: str):
+        """The (GPU, its NIC, fabric path) of ``rank``'s island whose NIC is fewest fabric hops
+        from ``nic``; among equals the GPU at ``dst``'s place in its own island (so proxies
+        spread over NICs as receivers do), or None; cached per (rank, NIC)."""
+        key = (rank, nic)
+        if key not in self._proxies:
+            loc, best = self.system.locality, None
+            hops = self._fabric_hops(nic)
+            mirror = loc.island_ranks[loc.island[dst]].index(dst)
+            for at, r in enumerate(loc.island_ranks[loc.island[rank]]):
+                own = loc.nic(r)
+                if own and own in hops:
+                    score = (hops[own], abs(at - mirror), abs(r - rank))
+                    if best is None or score < best[0]:
+                        best = (score, r, own)
+            self._proxies[key] = None if best is None else \
+                (self.system.gpus[best[1]].id, best[2], self.fabric.path(best[2], nic))
+        return self._proxies[key]
+
+    def _fabric_hops(self, nic: str) -> dict[str, int]:
+        """Hops from ``nic`` to every device over scale-out links (one BFS, cached)."""
+        found = self._hops.get(nic)
+        if found is None:
+            found, frontier, graph = {nic: 0}, [nic], self.graph
+            while frontier:
+                nxt = []
+                for u in frontier:
+                    for v, edges in graph[u].items():
+                        if v not in found and any(d["cls"] in SCALEOUT_CLASSES
+                                                  for d in edges.values()):
+                            found[v] = found[u] + 1
+                            if self.kind[v] not in ("gpu", "cpu"):
+                                nxt.append(v)
+                frontier = nxt
+            self._hops[nic] = found
+        return found
+
+

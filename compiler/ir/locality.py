@@ -1,0 +1,211 @@
+"""Where each GPU sits: its island, NVLink domain, CPU socket, PCIe switch and local NICs.
+
+An *island* is what the GPUs reach without the scale-out network (a node, or a whole NVL72
+rack). An *NVLink domain* is what they reach over NVLink alone (directly or through NVLink
+switches). Both come from one union-find pass over the links, so the cost is linear.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import defaultdict
+
+from ..base.gcpause import gc_paused
+from . import system
+from .system import SCALEOUT_CLASSES, System
+
+_HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
+
+
+class UnionFind:
+    """Disjoint sets of device ids; the smallest id of a set is its representative."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        """The representative of ``x``'s set (``x`` joins as a singleton if new)."""
+        parent = self.parent
+        root = parent.setdefault(x, x)
+        while root != parent[root]:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(self, a: str, b: str) -> None:
+        """Merge the sets of ``a`` and ``b``."""
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural(device_id: str) -> tuple:
+    """A sort key that compares the numbers in an id as numbers: tray2 before tray10."""
+    return tuple(int(part) if i % 2 else part
+                 for i, part in enumerate(_DIGITS.split(device_id)))
+
+
+def common_prefix(ids) -> str:
+    """The longest dotted prefix the ids share: ``rack.tray3`` for the devices of a tray."""
+    out = []
+    for column in zip(*(i.split(".") for i in ids)):
+        if len(set(column)) != 1:
+            break
+        out.append(column[0])
+    return ".".join(out)
+
+
+def _memo(method):
+    """Cache a method's results on its instance. (``functools.lru_cache`` on a method would
+    keep every Locality, and with it its whole System, alive for the life of the process.)"""
+    @functools.wraps(method)
+    def cached(self, *args):
+        cache = self.memo.setdefault(method.__name__, {})
+        if args not in cache:
+            cache[args] = method(self, *args)
+        return cache[args]
+    return cached
+
+
+class Locality:
+    """Locality facts of one system's GPUs; built on first use via ``System.locality``."""
+
+    @gc_paused()
+    def __init__(self, system: System):
+        self.system = system
+        self.memo: dict[str, dict[tuple, object]] = {}
+        islands, domains = UnionFind(), UnionFind()
+        self.host_adj: dict[str, list[str]] = defaultdict(list)
+        for link in system.links:
+            if link.cls not in SCALEOUT_CLASSES:
+                islands.union(link.src, link.dst)
+            if link.cls == "nvlink":
+                domains.union(link.src, link.dst)
+            if link.cls in _HOST_CLASSES:
+                self.host_adj[link.src].append(link.dst)
+                self.host_adj[link.dst].append(link.src)
+        gpus = system.gpus
+        self.rank_of = {g.id: r for r, g in enumerate(gpus)}
+        island_ids: dict[str, int] = {}
+        self.island: list[int] = []
+        self.island_ranks: list[list[int]] = []     # ranks of each island, ascending
+        for r, g in enumerate(gpus):
+            i = island_ids.setdefault(islands.find(g.id), len(island_ids))
+            if i == len(self.island_ranks):
+                self.island_ranks.append([])
+            self.island.append(i)
+            self.island_ranks[i].append(r)
+        self.domain_root = [domains.find(g.id) if g.id in domains.parent else None for g in gpus]
+        self.domain_switches: dict[str, tuple[str, ...]] = defaultdict(tuple)
+        members: dict[str, list[str]] = defaultdict(list)
+        for d in system.devices:
+            if d.kind == "switch" and d.id in domains.parent:
+                members[domains.find(d.id)].append(d.id)
+        self.domain_switches.update({k: tuple(sorted(v)) for k, v in members.items()})
+
+    @_memo
+    def _nearest(self, gpu_id: str, kind: str) -> tuple[str, ...]:
+        """The closest devices of ``kind`` over PCIe/C2C hops, never through another GPU."""
+        seen, frontier = {gpu_id}, [gpu_id]
+        while frontier:
+            # "nic" means a compute NIC: DPUs and storage NICs carry no GPU traffic
+            found = sorted(n for n in frontier if self.system.device(n).kind == kind and
+                           (kind != "nic" or self.system.device(n).compute_nic))
+            if found:
+                return tuple(found)
+            nxt = []
+            for node in frontier:
+                if node != gpu_id and self.system.device(node).kind == "gpu":
+                    continue
+                for other in self.host_adj[node]:
+                    if other not in seen:
+                        seen.add(other)
+                        nxt.append(other)
+            frontier = sorted(nxt)
+        return ()
+
+    @_memo
+    def socket(self, rank: int) -> str:
+        """The CPU whose root complex the GPU hangs off ('' when none)."""
+        found = self._nearest(self.system.gpus[rank].id, "cpu")
+        return found[0] if found else ""
+
+    @_memo
+    def pcie_switch(self, rank: int) -> str:
+        """The PCIe switch directly above the GPU ('' when none)."""
+        gid = self.system.gpus[rank].id
+        ups = sorted(n for n in self.host_adj[gid] if self.system.device(n).kind == "pcie_switch")
+        return ups[0] if ups else ""
+
+    @_memo
+    def nic(self, rank: int) -> str:
+        """The GPU's own NIC for GPUDirect RDMA: the nearest one; among equally near NICs the
+        GPU's index among the GPUs sharing them picks, so GPU i of a tray takes rail i."""
+        gid = self.system.gpus[rank].id
+        nics = self._nearest(gid, "nic")
+        if not nics:
+            return ""
+        sharing = self._sharing(self.island[rank])[nics]
+        return nics[sharing.index(rank) % len(nics)]
+
+    @_memo
+    def _sharing(self, island: int) -> dict[tuple[str, ...], list[int]]:
+        """The island's ranks grouped by their set of nearest NICs, ascending."""
+        out: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for r in self.island_ranks[island]:
+            out[self._nearest(self.system.gpus[r].id, "nic")].append(r)
+        return out
+
+    def socket_of(self, device_id: str) -> str:
+        """The nearest CPU of any device over PCIe, C2C and socket links ('' when none)."""
+        found = self._nearest(device_id, "cpu")
+        return found[0] if found else ""
+
+    def pcie_switch_of(self, device_id: str) -> str:
+        """The PCIe switch directly above a device ('' when none)."""
+        ups = sorted(n for n in self.host_adj[device_id]
+                     if self.system.device(n).kind == "pcie_switch")
+        return ups[0] if ups else ""
+
+    @functools.cached_property
+    def p2p(self) -> UnionFind:
+        """GPUs that reach each other peer to peer: over NVLink (directly or through NVLink
+        switches) or over PCIe switches that never pass a CPU's root complex. Two GPUs of one
+        island in different sets stage their traffic through host memory."""
+        kind = {d.id: d.kind for d in self.system.devices}
+        sets = UnionFind()
+        for link in self.system.links:
+            if link.cls == "nvlink" or (link.cls == "pcie" and kind[link.src] != "cpu" and
+                                        kind[link.dst] != "cpu"):
+                sets.union(link.src, link.dst)
+        return sets
+
+    def staged(self, a: int, b: int) -> bool:
+        """True when ranks ``a`` and ``b`` share an island but no peer-to-peer path."""
+        gpus = self.system.gpus
+        return self.island[a] == self.island[b] and \
+            self.p2p.find(gpus[a].id) != self.p2p.find(gpus[b].id)
+
+    def key(self, rank: int) -> tuple:
+        """Sort key that keeps islands, sockets and PCIe switches together."""
+        return (self.island[rank], natural(self.socket(rank)), natural(self.pcie_switch(rank)),
+                rank)
+
+    def nvlink_agents(self, ranks) -> tuple[str, ...] | None:
+        """The reducing NVLink switches every GPU of ``ranks`` shares, or None when the group is
+        not inside one NVLink domain whose switches all reduce (NVLS is impossible then)."""
+        roots = {self.domain_root[r] for r in ranks}
+        if len(roots) != 1 or None in roots:
+            return None
+        switches = self.domain_switches.get(roots.pop(), ())
+        if not switches or not all(self.system.device(s).model.attr("reduction") for s in switches):
+            return None
+        return switches
+
+
+system.VIEWS["locality"] = Locality

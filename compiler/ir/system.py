@@ -1,0 +1,254 @@
+"""The System IR: devices, links and parallel strategies after elaboration.
+
+Devices and links are flat tuples in declaration order (GPU world ranks follow it); the link
+graph is built from them on first use. Models and link types are shared, so a device costs one
+small object however many attributes its model has.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+from attrs import field
+
+from ..base.diagnostics import Span
+
+LINK_CLASSES = ("nvlink", "nvlink_c2c", "pcie", "infiniband", "ethernet", "inter_socket")
+SCALEUP_CLASSES = ("nvlink",)
+SCALEOUT_CLASSES = ("infiniband", "ethernet")
+DEVICE_KINDS = ("gpu", "cpu", "nic", "dpu", "switch", "pcie_switch", "net_switch")
+NIC_ROLES = ("compute", "storage")
+PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
+#: Group kinds: the dimensions, plus Megatron's expert data parallel group (the ranks that hold
+#: the same experts and reduce their gradients).
+GROUP_KINDS = (*PARALLEL_DIMS, "edp")
+DEFAULT_ORDER = ("tp", "cp", "ep", "dp", "pp")
+#: Builders of a System's derived views, registered by the stages that own them
+#: (``compiler.graph``, ``compiler.locality``) when the compiler package is imported, so that
+#: the IR imports no later stage.
+VIEWS: dict[str, Callable[[System], Any]] = {}
+
+COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall",
+               "sendrecv")
+
+
+@attrs.frozen
+class LinkType:
+    """A declared link: its class and per-lane, per-direction bandwidth and latency."""
+
+    name: str
+    cls: str
+    bandwidth: float            # bytes/s per lane per direction
+    latency: float              # seconds
+    attrs: tuple[tuple[str, Any], ...] = ()
+    span: Span = field(eq=False, repr=False, default=None)
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        """An optional attribute such as ``gen`` or ``width``."""
+        return dict(self.attrs).get(key, default)
+
+
+@attrs.frozen
+class DeviceModel:
+    """A declared device model: its kind, attributes and port budget per link class."""
+
+    name: str
+    kind: str
+    attrs: tuple[tuple[str, Any], ...] = ()
+    ports: tuple[tuple[str, int], ...] = ()
+    span: Span = field(eq=False, repr=False, default=None)
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        """An attribute value in base units (bytes, seconds, bytes/s), or ``default``."""
+        return dict(self.attrs).get(key, default)
+
+    def port_budget(self, cls: str) -> int | None:
+        """How many lanes of link class ``cls`` the device has room for (None: unlimited)."""
+        return dict(self.ports).get(cls)
+
+
+@attrs.frozen
+class Device:
+    """One physical chip, named by its hierarchical path (``cluster.rack0.tray3.sc1.gpu0``)."""
+
+    id: str
+    model: DeviceModel
+    span: Span = field(eq=False, repr=False, default=None)
+
+    @property
+    def compute_nic(self) -> bool:
+        """A NIC that carries GPU traffic (NCCL's NICs, rails): not a DPU or a storage NIC."""
+        return self.kind == "nic" and self.model.attr("role", "compute") == "compute"
+
+    @property
+    def kind(self) -> str:
+        """gpu, cpu, nic, switch, pcie_switch or net_switch."""
+        return self.model.kind
+
+
+@attrs.frozen
+class Link:
+    """Lanes of one link type between two devices (``duplex``: both directions)."""
+
+    id: str
+    src: str
+    dst: str
+    type: LinkType
+    lanes: int
+    duplex: bool = True
+    span: Span = field(eq=False, repr=False, default=None)
+
+    @property
+    def cls(self) -> str:
+        """The link class: nvlink, nvlink_c2c, pcie, infiniband, ethernet or inter_socket."""
+        return self.type.cls
+
+    @property
+    def bandwidth(self) -> float:
+        """Bytes/s per direction over all lanes."""
+        return self.type.bandwidth * self.lanes
+
+    @property
+    def latency(self) -> float:
+        """Seconds for one traversal."""
+        return self.type.latency
+
+
+@attrs.frozen
+class Transformer:
+    """A ``model`` declaration: a decoder-only transformer as Megatron builds it.
+
+    ``ffn`` is the MLP's inner size (4 x hidden unless given); ``gated`` means SwiGLU (three
+    matrices instead of two); ``experts`` > 0 makes every layer after ``dense_layers`` a
+    mixture of experts with ``top_k`` routed experts of ``expert_ffn`` each, plus
+    ``shared_experts`` always-on ones; ``tied`` shares the input embedding with the output
+    layer; ``dropout`` keeps Megatron's default dropout masks in the activations.
+    """
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    seq: int
+    vocab: int
+    ffn: int
+    kv_heads: int
+    experts: int = 0
+    top_k: int = 0
+    expert_ffn: int = 0
+    shared_experts: int = 0
+    dense_layers: int = 0
+    gated: bool = False
+    tied: bool = True
+    dropout: bool = True
+    dtype: str = "bf16"
+    span: Span = field(eq=False, repr=False, default=None)
+
+
+@attrs.frozen
+class TrafficFlow:
+    """What one group kind moves per training step: ``count`` collectives of ``bytes``."""
+
+    dim: str
+    collective: str
+    bytes: int
+    count: int
+    span: Span = field(eq=False, repr=False, default=None)
+    #: When it can hide behind compute: "" (by its group kind, for written traffic lines),
+    #: "none", "backward", "forward" or "wgrad" (lines derived from a model).
+    overlap: str = ""
+
+
+@attrs.frozen
+class ParallelStrategy:
+    """A checked ``parallel`` block: sizes per dimension, rank order, traffic."""
+
+    name: str
+    sizes: tuple[tuple[str, int], ...]
+    order: tuple[str, ...]
+    microbatches: int
+    flows: tuple[TrafficFlow, ...]
+    settings: tuple[tuple[str, Any], ...] = ()
+    span: Span = field(eq=False, repr=False, default=None)
+    expert_tp: int = 1
+    #: The ``compiler.training.Training`` the traffic was derived from, when the block names a
+    #: model (None for written traffic lines).
+    training: Any = field(eq=False, repr=False, default=None)
+
+    @property
+    def world(self) -> int:
+        """GPUs the strategy runs on: tp x cp x dp x pp."""
+        return self.size("tp") * self.size("cp") * self.size("dp") * self.size("pp")
+
+    def size(self, dim: str) -> int:
+        """The size of one dimension or group kind (1 when not given); ``edp`` is derived."""
+        if dim == "edp":
+            return self.size("tp") * self.size("cp") * self.size("dp") // \
+                (self.expert_tp * self.size("ep"))
+        return dict(self.sizes).get(dim, 1)
+
+
+@attrs.frozen
+class System:
+    """An elaborated system: devices, links, strategies and the parameters used."""
+
+    name: str
+    devices: tuple[Device, ...]
+    links: tuple[Link, ...]
+    parallels: tuple[ParallelStrategy, ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
+    span: Span = field(eq=False, repr=False, default=None)
+    #: Where each member was declared, by its path with array indices left out
+    #: (``cluster.rack.tray`` -> the ``tray[18] : Tray`` statement): lint's way back from a
+    #: device to the user's line that put it there.
+    sites: tuple[tuple[str, Span], ...] = field(eq=False, repr=False, default=())
+    #: The ``model`` declarations the file can see (``topoc plan --model`` looks here first).
+    models: tuple[Transformer, ...] = field(eq=False, repr=False, default=())
+
+    @functools.cached_property
+    def graph(self):
+        """The link graph (networkx MultiGraph), built on first use by ``compiler.graph``."""
+        return VIEWS["graph"](self)
+
+    @functools.cached_property
+    def locality(self):
+        """Islands, NVLink domains, sockets and NICs of the GPUs, by ``compiler.locality``."""
+        return VIEWS["locality"](self)
+
+    @functools.cached_property
+    def device_index(self) -> dict[str, Device]:
+        """Devices by id."""
+        return {d.id: d for d in self.devices}
+
+    @functools.cached_property
+    def gpus(self) -> tuple[Device, ...]:
+        """GPUs in world-rank order."""
+        return tuple(d for d in self.devices if d.kind == "gpu")
+
+    @functools.cached_property
+    def gpu_models(self) -> dict[str, DeviceModel]:
+        """The GPUs' device models by name, in the order ranks first use them."""
+        return {g.model.name: g.model for g in self.gpus}
+
+    def device(self, device_id: str) -> Device:
+        """The device with this id (KeyError if none)."""
+        return self.device_index[device_id]
+
+    def parallel(self, name: str) -> ParallelStrategy:
+        """The parallel strategy called ``name`` (KeyError if none)."""
+        for p in self.parallels:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def parallel_names(self) -> list[str]:
+        """Names of the parallel strategies, in declaration order."""
+        return [p.name for p in self.parallels]
+
+    def links_of(self, device_id: str) -> Iterator[Link]:
+        """Every link with ``device_id`` at one end, via the graph."""
+        for _, _, link in self.graph.edges(device_id, data="link"):
+            yield link

@@ -1,0 +1,179 @@
+"""A parallel block that names a model: its training settings read and its step derived.
+
+``parallel train on rack { tp = 8  pp = 9  dp = auto  model = llama3_70b  batch = 512 ... }``
+replaces hand-written ``traffic`` lines and the ``compute`` time: ``compiler.training`` derives
+both from the model's shape, the mapping and the GPUs' declared peak and memory bandwidth.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from . import syntax as s
+from ..base.diagnostics import Collector, suggest
+from ..ir.gpus import gpu_rates
+from ..ir.system import ParallelStrategy, System, Transformer
+from .resolve import Program, library_root
+from ..training.model import (GEMM_EFFICIENCY, RECOMPUTE, PlanError, Training, check, compute,
+                       shape_of, traffic)
+from ..base.units import BYTES, NUMBER
+
+_WHOLE = ("batch", "microbatch", "interleave")
+_BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention")
+_FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
+TRAINING_SETTINGS = ("model", *_WHOLE, "recompute", *_BOOLS, "bucket", "imbalance", *_FRACTIONS)
+
+
+def _name(value: s.Value) -> str | None:
+    if isinstance(value, s.NameList) and len(value.names) == 1:
+        return value.names[0]
+    if isinstance(value, s.StringValue):
+        return value.value
+    return None
+
+
+def _number(value: s.Value) -> float | None:
+    if isinstance(value, s.QuantityValue) and value.quantity.dim == NUMBER:
+        return value.quantity.as_number()
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_models() -> dict[str, Transformer]:
+    """Every model declared in the bundled library/models/*.topo, by name."""
+    from .parse import parse
+    from .resolve import resolve
+    out: dict[str, Transformer] = {}
+    for path in sorted((library_root() / "models").glob("*.topo")):
+        out.update(resolve(parse(path.read_text(encoding="utf-8"), str(path)), str(path)).models)
+    return out
+
+
+def find_model(system: System, name: str) -> Transformer:
+    """A model by name (``llama3-70b`` is ``llama3_70b``): the file's own declarations first,
+    then the bundled presets. KeyError with a suggestion when there is none."""
+    key = name.strip().lower().replace("-", "_").replace(".", "_")
+    known = {m.name: m for m in (*bundled_models().values(), *system.models)}
+    if key in known:
+        return known[key]
+    raise KeyError(f"unknown model '{name}'" + (suggest(key, sorted(known)) or
+                   f"; known models: {', '.join(sorted(known))}"))
+
+
+def _library_hint(name: str) -> str:
+    """'; add use "models/llama3.topo"' when a bundled file declares a model of that name."""
+    model = bundled_models().get(name)
+    return f'; add use "models/{Path(model.span.path).name}" (bundled)' if model else ""
+
+
+def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
+    out: dict = {}
+    ok = True
+    for key, item in seen.items():
+        if key not in TRAINING_SETTINGS or key == "model":
+            continue
+        v = item.value
+        if key in _WHOLE:
+            n = _number(v)
+            if n is None or n != int(n) or n < 1:
+                diags.error("E303", f"'{key}' takes a whole number of at least 1", v.span)
+                ok = False
+            else:
+                out[key] = int(n)
+        elif key in _BOOLS:
+            if isinstance(v, s.BoolValue):
+                out[key] = v.value
+            else:
+                diags.error("E303", f"'{key}' takes true or false", v.span)
+                ok = False
+        elif key == "recompute":
+            name = _name(v)
+            if name not in RECOMPUTE:
+                diags.error("E303", f"'recompute' is one of {', '.join(RECOMPUTE)}"
+                            + (suggest(name, RECOMPUTE) if name else ""), v.span)
+                ok = False
+            else:
+                out[key] = name
+        elif key == "bucket":
+            if isinstance(v, s.QuantityValue) and v.quantity.dim == BYTES and \
+                    v.quantity.value >= 1:
+                out[key] = int(v.quantity.value)
+            else:
+                diags.error("E201", "'bucket' is bytes of gradients, as in 'bucket = 160 MB'",
+                            v.span)
+                ok = False
+        else:
+            n = _number(v)
+            lo_ok = n is not None and (n >= 1 if key == "imbalance" else 0 < n <= 1)
+            if not lo_ok:
+                want = ("a number of at least 1 (the busiest expert's load over the mean)"
+                        if key == "imbalance" else "a fraction between 0 and 1")
+                diags.error("E303", f"'{key}' takes {want}", v.span)
+                ok = False
+            else:
+                out[key] = float(n)
+    return out if ok else None
+
+
+def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Program,
+           system: System, diags: Collector) -> ParallelStrategy | None:
+    """The strategy with its traffic, micro-batches and compute time derived from the model."""
+    item = seen["model"]
+    name = _name(item.value)
+    if name is None or name not in program.models:
+        known = sorted(program.models)
+        diags.error("E110", f"unknown model '{name}'" + (suggest(name, known) if name else "")
+                    + (_library_hint(name) if name else ""), item.value.span)
+        return None
+    if strategy.flows:
+        diags.error("E308", "a parallel block that names a model derives its traffic: drop the "
+                    "'traffic' lines or the model", strategy.flows[0].span)
+        return None
+    if "compute" in seen:
+        diags.error("E308", "a parallel block that names a model derives its compute time: "
+                    "drop 'compute' (or tune 'gemm_efficiency')", seen["compute"].span)
+        return None
+    options = _settings(seen, diags)
+    if options is None:
+        return None
+    if "batch" not in options:
+        diags.error("E303", "a parallel block that names a model needs 'batch' (the global "
+                    "batch in sequences, as in 'batch = 512')", item.span)
+        return None
+    model = program.models[name]
+    training = Training(model, **options)
+    rates = gpu_rates(system, model.dtype)
+    if rates is None:
+        diags.error("E309", f"the GPUs of '{system.name}' do not all declare "
+                    f"{'tflops_fp8' if model.dtype == 'fp8' else 'tflops_bf16'} and "
+                    "hbm_bandwidth, which a model's compute time needs", item.span)
+        return None
+    try:
+        derived = with_training(strategy, training, rates)
+    except PlanError as exc:
+        where = seen.get("batch") if "batch" in str(exc) else item
+        diags.error("E303", str(exc), where.span)
+        return None
+    if "microbatches" in seen and strategy.microbatches != derived.microbatches:
+        diags.error("E303", f"'microbatches = {strategy.microbatches}', but batch "
+                    f"{training.batch} / (microbatch {training.microbatch} x dp "
+                    f"{strategy.size('dp')}) is {derived.microbatches}",
+                    seen["microbatches"].span)
+        return None
+    return derived
+
+
+def with_training(strategy: ParallelStrategy, training: Training,
+                  rates: tuple[float, float, float]) -> ParallelStrategy:
+    """``strategy`` with the micro-batches, traffic and compute time ``training`` gives it on
+    GPUs of ``rates`` (``gpu_rates``); PlanError when the model cannot run the mapping."""
+    shape = shape_of(strategy)
+    micro = check(training, shape)
+    comp = compute(training.model, training, shape, *rates)
+    settings = tuple(sorted({**dict(strategy.settings), "compute": comp.time}.items()))
+    return attrs.evolve(strategy, flows=traffic(training.model, training, shape, micro),
+                        microbatches=micro, settings=settings, training=training)

@@ -1,0 +1,370 @@
+"""Stage 3: groups and the system declaration to a flat System IR (``elaborate``).
+
+Each group is elaborated once per distinct argument set into a ``Template``: its members and its
+own connections resolved to paths relative to the group. Instantiation then only prefixes paths,
+so the cost is linear in devices plus links, and a selector is enumerated once per template, not
+once per instance. Sizes are known before anything is expanded, so limits are checked first.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+
+import attrs
+
+from . import syntax as s
+from ..base.diagnostics import Collector, CompileError, Note, Span, error, suggest
+from .exprs import EvalError, evaluate, variables
+from ..base.gcpause import gc_paused
+from ..ir.system import Device, DeviceModel, Link, LinkType, System
+from ..base.limits import LIMITS
+from .resolve import Program
+
+
+@attrs.define
+class Member:
+    """One instance statement of a template: a device model or a nested template."""
+
+    name: str
+    size: int | None
+    model: DeviceModel | None
+    template: Template | None
+    span: Span
+
+
+@attrs.define
+class Template:
+    """A group elaborated for one argument set: members, local links, total counts."""
+
+    name: str
+    members: dict[str, Member]
+    links: list[tuple[str, str, LinkType, int, bool, Span]]
+    devices: int
+    total_links: int
+    params: dict[str, int] = attrs.Factory(dict)
+
+
+class _Elaborator:
+    def __init__(self, program: Program, diags: Collector):
+        self.program = program
+        self.diags = diags
+        self.cache: dict[tuple, Template | None] = {}
+
+    # -- templates
+    def template(self, decl: s.GroupDecl, args: Mapping[str, int], call: Span,
+                 stack: tuple[str, ...]) -> Template | None:
+        key = (decl.name, tuple(sorted(args.items())))
+        if key in self.cache:
+            return self.cache[key]
+        if len(stack) >= LIMITS.nesting:
+            self.diags.error("E293", f"groups nested deeper than {LIMITS.nesting} levels "
+                             f"({' > '.join(stack[:4])} > ...)", call)
+            self.cache[key] = None
+            return None
+        env = self.bind_params(decl, args, call)
+        if env is None:
+            self.cache[key] = None
+            return None
+        t = Template(decl.name, {}, [], 0, 0, dict(env))
+        self.cache[key] = None  # a recursive use of this key during elaboration sees None
+        for stmt in decl.body:
+            try:
+                if isinstance(stmt, s.Let):
+                    if stmt.name in env:
+                        raise EvalError(error("E120", f"'{stmt.name}' is already defined in "
+                                              f"group '{decl.name}'", stmt.span))
+                    env[stmt.name] = evaluate(stmt.value, env)
+                elif isinstance(stmt, s.Instance):
+                    self.instance(t, stmt, env, (*stack, decl.name))
+            except EvalError as exc:
+                self.diags.add(exc.diagnostic)
+        self.check_element_names(t)
+        for stmt in decl.body:
+            if isinstance(stmt, s.Connection):
+                try:
+                    self.connection(t, stmt, env)
+                except EvalError as exc:
+                    self.diags.add(exc.diagnostic)
+        self.cache[key] = t
+        return t
+
+    def bind_params(self, decl: s.GroupDecl, args: Mapping[str, int], call: Span):
+        env: dict[str, int] = {}
+        names = [p.name for p in decl.params]
+        for name in args:
+            if name not in names:
+                self.diags.error("E113", f"group '{decl.name}' has no parameter '{name}'"
+                                 + suggest(name, names), call)
+                return None
+        for p in decl.params:
+            if p.type != "int":
+                self.diags.error("E205", f"parameter '{p.name}' has type '{p.type}'; parameters "
+                                 "are 'int'", p.span)
+                return None
+            if p.name in env:
+                self.diags.error("E120", f"parameter '{p.name}' is declared twice", p.span)
+                return None
+            if p.name in args:
+                env[p.name] = args[p.name]
+            elif p.default is not None:
+                try:
+                    env[p.name] = evaluate(p.default, env)
+                except EvalError as exc:
+                    self.diags.add(exc.diagnostic)
+                    return None
+            else:
+                self.diags.error("E113", f"group '{decl.name}' needs a value for parameter "
+                                 f"'{p.name}'", call, Note("parameter declared here", p.span))
+                return None
+        return env
+
+    def instance(self, t: Template, stmt: s.Instance, env: dict[str, int],
+                 stack: tuple[str, ...]) -> None:
+        if stmt.name in t.members:
+            raise EvalError(error("E121", f"'{stmt.name}' is declared twice in group '{t.name}'",
+                                  stmt.span, Note("first declared here",
+                                                  t.members[stmt.name].span)))
+        size = None
+        if stmt.size is not None:
+            size = evaluate(stmt.size, env)
+            if size < 1:
+                raise EvalError(error("E221", f"array '{stmt.name}' has size {size}; sizes are "
+                                      f"at least 1{_values(stmt.size, env)}", stmt.size.span))
+            if size > LIMITS.array:
+                raise EvalError(error("E295", f"array '{stmt.name}' has {size} elements; the limit "
+                                      f"is {LIMITS.array}", stmt.size.span))
+        count = size or 1
+        model = self.program.device_models.get(stmt.target)
+        member = Member(stmt.name, size, model, None, stmt.span)
+        if model is not None:
+            if stmt.args:
+                raise EvalError(error("E205", f"'{stmt.target}' is a device model and takes no "
+                                      "arguments", stmt.args[0].span))
+            devices, links = count, 0
+        else:
+            decl = self.program.groups.get(stmt.target)
+            if decl is None:
+                raise EvalError(error("E110", f"unknown device model or group '{stmt.target}'"
+                                      + suggest(stmt.target, [*self.program.device_models,
+                                                              *self.program.groups]),
+                                      stmt.target_span))
+            if decl.name in stack:
+                chain = " > ".join([*stack[stack.index(decl.name):], decl.name])
+                raise EvalError(error("E140", f"group '{decl.name}' contains itself ({chain})",
+                                      stmt.target_span, Note("group declared here", decl.span)))
+            unbound = sorted({v for a in stmt.args for v in variables(a.value)} - set(env))
+            if unbound and size is not None:
+                first = next(a for a in stmt.args if unbound[0] in variables(a.value))
+                raise EvalError(error(
+                    "E114", f"unknown name '{unbound[0]}': the arguments of array '{stmt.name}' "
+                    "are evaluated once, for every element alike, and no element index is "
+                    "bound here. For elements that differ, declare one member per variant, "
+                    f"e.g. 'big[2] : {decl.name}(...)' and 'small[2] : {decl.name}(...)', and "
+                    "wire each (docs/language.md, heterogeneous arrays)", first.value.span))
+            args = {a.name: evaluate(a.value, env) for a in stmt.args}
+            child = self.template(decl, args, stmt.span, stack)
+            if child is None:
+                return
+            member.template = child
+            devices, links = count * child.devices, count * child.total_links
+        t.devices += devices
+        t.total_links += links
+        if t.devices > LIMITS.devices:
+            raise EvalError(error("E291", f"group '{t.name}' would hold {t.devices} devices; the "
+                                  f"limit is {LIMITS.devices}", stmt.span))
+        if t.total_links > LIMITS.links:
+            raise EvalError(error("E292", f"group '{t.name}' would hold {t.total_links} links; the "
+                                  f"limit is {LIMITS.links}", stmt.span))
+        t.members[stmt.name] = member
+
+    def check_element_names(self, t: Template) -> None:
+        """A scalar named like an array element (``gpu0`` beside ``gpu[2]``) would share its id."""
+        for name, m in t.members.items():
+            stem = name.rstrip("0123456789")
+            digits = name[len(stem):]
+            other = t.members.get(stem)
+            if digits and other is not None and other.size is not None and (
+                    digits == "0" or not digits.startswith("0")) and int(digits) < other.size:
+                self.diags.error("E121", f"'{name}' has the same id as element {digits} of array "
+                                 f"'{stem}'", m.span, Note("the array is declared here",
+                                                           other.span))
+
+    # -- connections
+    def connection(self, t: Template, stmt: s.Connection, env: dict[str, int]) -> None:
+        link_type = self.program.link_types.get(stmt.link)
+        if link_type is None:
+            raise EvalError(error("E111", f"unknown link type '{stmt.link}'"
+                                  + suggest(stmt.link, self.program.link_types), stmt.link_span))
+        lanes = 1
+        if stmt.lanes is not None:
+            lanes = evaluate(stmt.lanes, env)
+            if lanes < 1:
+                raise EvalError(error("E222", f"a connection needs at least one lane, not {lanes}"
+                                      + _values(stmt.lanes, env), stmt.lanes.span))
+            if lanes > LIMITS.lanes:
+                raise EvalError(error("E298", f"{lanes} lanes in one connection; the limit is "
+                                      f"{LIMITS.lanes}", stmt.lanes.span))
+        axes: list[tuple[str, range]] = []      # (variable, domain) in enumeration order
+        named: dict[str, int] = {}               # named index -> position in axes
+        sides = [self.walk(t, stmt.left, env, axes, named),
+                 self.walk(t, stmt.right, env, axes, named)]
+        for side in sides:
+            for _, sel, _, _ in side:
+                if isinstance(sel, s.Index):
+                    for v in variables(sel.expr):
+                        if v not in env and v not in named:
+                            raise EvalError(error(
+                                "E213", f"index '{v}' is never bound: use it alone in a "
+                                f"selector, as in 'gpu[{v}]', to give it a range", sel.span))
+        total = 1
+        for _, dom in axes:
+            total *= len(dom)
+        if total * lanes > LIMITS.enumeration or total > LIMITS.links:
+            raise EvalError(error("E299", f"this connection makes {total} links; the limit is "
+                                  f"{min(LIMITS.enumeration, LIMITS.links)}", stmt.span))
+        t.total_links += total
+        if t.total_links > LIMITS.links:
+            raise EvalError(error("E292", f"group '{t.name}' would hold {t.total_links} links; "
+                                  f"the limit is {LIMITS.links}", stmt.span))
+        names = [v for v, _ in axes]
+        scope = dict(env)
+        for combo in itertools.product(*(dom for _, dom in axes)):
+            scope.update(zip(names, combo))
+            a = self.path(sides[0], scope, stmt)
+            b = self.path(sides[1], scope, stmt)
+            if a == b:
+                raise EvalError(error("E215", f"connects '{a}' to itself", stmt.span))
+            t.links.append((a, b, link_type, lanes, not stmt.directed, stmt.span))
+
+    def walk(self, t: Template, path: s.Path, env, axes, named):
+        """Check a path against the template; return per segment (name, selector, size, var)."""
+        out = []
+        node: Template | None = t
+        for i, seg in enumerate(path.segments):
+            if node is None:
+                prev = path.segments[i - 1].name
+                raise EvalError(error("E212", f"'{prev}' is a device; it has no member "
+                                      f"'{seg.name}'", seg.span))
+            m = node.members.get(seg.name)
+            if m is None:
+                raise EvalError(error("E112", f"group '{node.name}' has no member '{seg.name}'"
+                                      + suggest(seg.name, node.members), seg.span))
+            sel, var = seg.selector, None
+            if m.size is None and sel is not None:
+                raise EvalError(error("E211", f"'{seg.name}' is a single instance, not an array; "
+                                      "drop the brackets", sel.span))
+            if m.size is not None and sel is None:
+                raise EvalError(error("E211", f"'{seg.name}' is an array of {m.size}; select with "
+                                      f"'{seg.name}[i]', '{seg.name}[*]' or "
+                                      f"'{seg.name}[0..{m.size - 1}]'", seg.span))
+            if isinstance(sel, s.Star):
+                var = f"*{len(axes)}"
+                axes.append((var, range(m.size)))
+            elif isinstance(sel, s.Range):
+                lo, hi = evaluate(sel.lo, env), evaluate(sel.hi, env)
+                if not 0 <= lo <= hi < m.size:
+                    raise EvalError(error("E210", f"range {lo}..{hi} is outside '{seg.name}', "
+                                          f"which has elements 0..{m.size - 1}", sel.span))
+                var = f"*{len(axes)}"
+                axes.append((var, range(lo, hi + 1)))
+            elif isinstance(sel, s.Index) and isinstance(sel.expr, s.Var) and \
+                    sel.expr.name not in env and sel.expr.name not in named:
+                named[sel.expr.name] = len(axes)
+                axes.append((sel.expr.name, range(m.size)))
+            if i == len(path.segments) - 1 and m.model is None and m.template is not None:
+                raise EvalError(error("E212", f"'{seg.name}' is a group ({m.template.name}), not a "
+                                      "device; name a device inside it", seg.span))
+            out.append((seg.name, sel, m.size, var))
+            node = m.template
+        return out
+
+    @staticmethod
+    def path(side, scope, stmt) -> str:
+        parts = []
+        for name, sel, size, var in side:
+            if sel is None:
+                parts.append(name)
+                continue
+            idx = scope[var] if var is not None else evaluate(sel.expr, scope)
+            if not 0 <= idx < size:
+                bound = ", ".join(f"{k}={v}" for k, v in scope.items()
+                                  if not k.startswith("*") and k in variables(sel.expr))
+                raise EvalError(error("E210", f"selects {name}[{idx}]"
+                                      + (f" (when {bound})" if bound else "")
+                                      + f", but '{name}' has elements 0..{size - 1}", sel.span))
+            parts.append(f"{name}{idx}")
+        return ".".join(parts)
+
+
+def _values(expr, env: Mapping[str, int]) -> str:
+    """' (with spines = 56, nodes = 280)': the names an expression read, for a message about
+    its value, so a -D sweep that breaks a library formula says which value broke it."""
+    names = sorted(v for v in variables(expr) if v in env)
+    return f" (with {', '.join(f'{v} = {env[v]}' for v in names)})" if names else ""
+
+
+def _instantiate(t: Template, prefix: str, devices: list[Device],
+                 links: dict[tuple, Link], sites: dict[str, Span], stem: str) -> None:
+    for m in t.members.values():
+        names = [m.name] if m.size is None else [f"{m.name}{i}" for i in range(m.size)]
+        sites.setdefault(stem + m.name, m.span)     # once per member, not per element
+        if m.model is not None:
+            devices.extend(Device(prefix + n, m.model, m.span) for n in names)
+        else:
+            for n in names:
+                _instantiate(m.template, f"{prefix}{n}.", devices, links, sites,
+                             f"{stem}{m.name}.")
+    for a, b, lt, lanes, duplex, span in t.links:
+        src, dst = prefix + a, prefix + b
+        key = (min(src, dst), max(src, dst), lt.name, True) if duplex else (src, dst, lt.name,
+                                                                               False)
+        old = links.get(key)
+        if old is not None:
+            # The same pair wired twice with one link type: more lanes on one link.
+            links[key] = attrs.evolve(old, lanes=old.lanes + lanes)
+            continue
+        arrow = "<->" if duplex else "->"
+        links[key] = Link(f"{src}{arrow}{dst}:{lt.name}", src, dst, lt, lanes, duplex, span)
+
+
+@gc_paused()
+def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> System:
+    """Elaborate the root file's system (with ``-D`` overrides) into a flat ``System``."""
+    diags = Collector()
+    if not program.systems:
+        raise CompileError([error("E150", "no system declared; add 'system NAME : Group' to "
+                                  "compile this file", program.root_span)])
+    decl = program.systems[0]
+    group = program.groups.get(decl.group)
+    if group is None:
+        hint = suggest(decl.group, program.groups)
+        kind = " (a device model; a system instantiates a group)" \
+            if decl.group in program.device_models else ""
+        raise CompileError([error("E110", f"unknown group '{decl.group}'{kind}{hint}",
+                                  decl.group_span)])
+    args: dict[str, int] = {}
+    for a in decl.args:
+        try:
+            args[a.name] = evaluate(a.value, {})
+        except EvalError as exc:
+            diags.add(exc.diagnostic)
+    params = [p.name for p in group.params]
+    for name, value in (overrides or {}).items():
+        if name not in params:
+            diags.error("E160", f"-D {name}: system '{decl.name}' ({group.name}) has no parameter "
+                        f"'{name}'" + suggest(name, params)
+                        + (f"; its parameters are {', '.join(params)}" if params else ""),
+                        decl.span)
+        args[name] = value
+    diags.check()
+    elab = _Elaborator(program, diags)
+    t = elab.template(group, args, decl.span, ())
+    diags.check()
+    assert t is not None
+    devices: list[Device] = []
+    links: dict[tuple, Link] = {}
+    sites: dict[str, Span] = {}
+    _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.")
+    return System(decl.name, tuple(devices), tuple(links.values()), (),
+                  tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())))

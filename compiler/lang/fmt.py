@@ -1,0 +1,277 @@
+"""``topoc fmt``: one canonical layout for .topo files, comments kept, idempotent.
+
+The layout is printed from Lark's parse tree (so number and unit spellings survive), with
+parentheses restored by precedence. Comments are read from the text and attached to the unit
+they sit on (trailing) or before (leading): a top-level declaration, a group statement, an
+attribute or parallel setting. Runs of blank lines between units become one blank line.
+"""
+
+from __future__ import annotations
+
+import re
+
+import lark
+
+from ...grammar import parser
+from ..base.diagnostics import CompileError
+from .parse import parse
+
+INDENT = "  "
+WIDTH = 100
+_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|\n|[^"#\n]+|.')
+_PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "div": 2, "mod": 2}
+_OP = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
+
+
+def _comments(text: str) -> list[tuple[int, int, str]]:
+    """(line, column, text) of every comment, skipping '#' inside strings."""
+    out, line, col = [], 1, 1
+    for m in _TOKENS.finditer(text):
+        tok = m.group()
+        if tok.startswith("#"):
+            out.append((line, col, tok.rstrip()))
+        if tok == "\n":
+            line, col = line + 1, 1
+        else:
+            col += len(tok)
+    return out
+
+
+class _Printer:
+    def __init__(self, text: str):
+        self.lines = text.split("\n")
+        self.comments = _comments(text)
+        self.taken: set[int] = set()          # indices of comments already printed
+        self.out: list[str] = []
+
+    # -- comments and blank lines
+    def _code_before(self, line: int, col: int) -> bool:
+        return bool(self.lines[line - 1][: col - 1].strip())
+
+    def leading(self, upto_line: int, indent: str) -> None:
+        """Own-line comments before ``upto_line`` not yet printed."""
+        for i, (line, col, text) in enumerate(self.comments):
+            if i not in self.taken and line < upto_line and not self._code_before(line, col):
+                self.taken.add(i)
+                if self.out and self.out[-1] != "" and self._blank_before(line) and \
+                        not self.out[-1].endswith("{"):
+                    self.out.append("")
+                self.out.append(indent + text)
+
+    def trailing(self, start: int, end: int, indent: str = "") -> str:
+        """The comment after code on the lines start..end, for the end of the unit's line. A
+        line holds one comment, so further ones go on their own lines just above the unit."""
+        found = []
+        for i, (line, col, text) in enumerate(self.comments):
+            if i not in self.taken and start <= line <= end and self._code_before(line, col):
+                self.taken.add(i)
+                found.append(text)
+        self.out += [indent + text for text in found[:-1]]
+        return ("  " + found[-1]) if found else ""
+
+    def _blank_before(self, line: int) -> bool:
+        return line >= 2 and not self.lines[line - 2].strip()
+
+    def gap(self, node_line: int, force: bool = False) -> None:
+        """A blank line before a unit (before its leading comments, if any) where the source
+        had one, or where ``force`` asks for one; then its leading comments; then a blank line
+        between those comments and the unit if the source had one there."""
+        pending = [line for i, (line, col, _) in enumerate(self.comments)
+                   if i not in self.taken and line < node_line and not self._code_before(line, col)]
+        start = min(pending) if pending else node_line
+        if self.out and self.out[-1] != "" and not self.out[-1].endswith("{") and \
+                (force or self._blank_before(start)):
+            self.out.append("")
+
+    def unit(self, node_line: int, indent: str, force: bool = False) -> None:
+        """Blank lines and leading comments before a unit that starts at ``node_line``."""
+        self.gap(node_line, force)
+        printed = len(self.out)
+        self.leading(node_line, indent)
+        if len(self.out) > printed and self._blank_before(node_line) and self.out[-1] != "":
+            self.out.append("")
+
+    # -- expressions and values
+    def expr(self, node, parent_prec: int = 0, right: bool = False) -> str:
+        if isinstance(node, lark.Token):
+            return str(node)
+        kind = node.data
+        if kind in ("num", "var"):
+            return str(node.children[0])
+        if kind == "neg":
+            return "-" + self.expr(node.children[0], 3)
+        prec = _PRECEDENCE[kind]
+        text = f"{self.expr(node.children[0], prec)} {_OP[kind]} " \
+               f"{self.expr(node.children[1], prec, right=True)}"
+        if prec < parent_prec or (right and prec == parent_prec):
+            return f"({text})"
+        return text
+
+    def value(self, node) -> str:
+        kind = node.data
+        if kind == "quantity":
+            number, unit = node.children
+            return f"{number} {unit}" if unit else str(number)
+        if kind == "string":
+            return str(node.children[0])
+        if kind in ("true", "false", "auto"):
+            return kind
+        if kind == "name_list":
+            return ", ".join(str(c) for c in node.children)
+        raise ValueError(kind)
+
+    def selector(self, node) -> str:
+        if node.data == "star":
+            return "*"
+        if node.data == "range":
+            return f"{self.expr(node.children[0])}..{self.expr(node.children[1])}"
+        return self.expr(node.children[0])
+
+    def segment(self, node) -> str:
+        name, sel = node.children
+        return str(name) + (f"[{self.selector(sel)}]" if sel is not None else "")
+
+    def args(self, node) -> str:
+        if node is None:
+            return ""
+        items = [c for c in node.children if c is not None]
+        if node.data == "params":
+            parts = [f"{p.children[0]}: {p.children[1]}" + (
+                f" = {self.expr(p.children[2])}" if p.children[2] is not None else "")
+                for p in items]
+        else:
+            parts = [f"{a.children[0]} = {self.expr(a.children[1])}" for a in items]
+        return "(" + ", ".join(parts) + ")"
+
+    # -- blocks
+    def attr_text(self, attr) -> str:
+        key, value = attr.children
+        return f"{'.'.join(str(t) for t in key.children)} = {self.value(value)}"
+
+    def block(self, head: str, attrs: list, meta, indent: str) -> None:
+        """``head { a = 1  b = 2 }`` on one line when it fits and holds no comments."""
+        inner = [self.attr_text(a) for a in attrs]
+        first = attrs[0].meta.line if attrs else meta.end_line
+        # Multi-line only for comments that must sit inside: own-line ones, or ones after an
+        # attribute; comments before the first attribute stay on the header line.
+        has_comments = any(
+            i not in self.taken and meta.line < line < meta.end_line and
+            (not self._code_before(line, col) or line >= first)
+            for i, (line, col, _) in enumerate(self.comments))
+        one = f"{head} {{ {'  '.join(inner)} }}" if inner else f"{head} {{ }}"
+        if not has_comments and len(indent + one) <= WIDTH:
+            line = self.trailing(meta.line, meta.end_line, indent)
+            self.out.append(indent + one + line)
+            return
+        head_comment = self.trailing(meta.line, first - 1, indent)
+        self.out.append(f"{indent}{head} {{" + head_comment)
+        for a in attrs:
+            self.leading(a.meta.line, indent + INDENT)
+            comment = self.trailing(a.meta.line, a.meta.end_line, indent + INDENT)
+            self.out.append(indent + INDENT + self.attr_text(a) + comment)
+        self.leading(meta.end_line, indent + INDENT)
+        last = attrs[-1].meta.end_line + 1 if attrs else meta.line
+        rest = self.trailing(last, meta.end_line - 1, indent + INDENT)
+        self.out[-1] += rest
+        self.out.append(indent + "}" + self.trailing(meta.end_line, meta.end_line, indent))
+
+    def statement(self, node, indent: str) -> str:
+        kind = node.data
+        if kind == "let":
+            return f"let {node.children[0]} = {self.expr(node.children[1])}"
+        if kind == "instance":
+            seg, target, args = node.children
+            return f"{self.segment(seg)} : {target}{self.args(args)}"
+        left, arrow, right, link, lanes = node.children
+        path = lambda p: ".".join(self.segment(s) for s in p.children)  # noqa: E731
+        text = f"{path(left)} {arrow} {path(right)} : {link}"
+        return text + (f" x {self.expr(lanes.children[0])}" if lanes is not None else "")
+
+    def body(self, items, meta, indent: str) -> None:
+        for item in items:
+            self.unit(item.meta.line, indent)
+            comment = self.trailing(item.meta.line, item.meta.end_line, indent)
+            self.out.append(indent + self.statement(item, indent) + comment)
+        self.leading(meta.end_line, indent)
+
+    # -- top level
+    def item(self, node) -> None:
+        kind, c = node.data, node.children
+        if kind == "use":
+            comment = self.trailing(node.meta.line, node.meta.end_line)
+            self.out.append(f"use {c[0]}" + comment)
+        elif kind == "link_decl":
+            self.block(f"link {c[0]} : {c[1]}", c[2].children, node.meta, "")
+        elif kind == "device_decl":
+            self.block(f"device {c[0]} : {c[1]}", c[2].children if c[2] is not None else [],
+                       node.meta, "")
+        elif kind == "model_decl":
+            self.block(f"model {c[0]}", c[1].children, node.meta, "")
+        elif kind == "system_decl":
+            comment = self.trailing(node.meta.line, node.meta.end_line)
+            self.out.append(f"system {c[0]} : {c[1]}{self.args(c[2])}" + comment)
+        elif kind == "group_decl":
+            name, params, *stmts = c
+            first = stmts[0].meta.line - 1 if stmts else node.meta.end_line - 1
+            # a statement on the header's line keeps its own comment (printed with it)
+            comment = self.trailing(node.meta.line, first) if first >= node.meta.line else ""
+            self.out.append(f"group {name}{self.args(params)} {{" + comment)
+            self.body(stmts, node.meta, INDENT)
+            comment = self.trailing(node.meta.end_line, node.meta.end_line)
+            self.out.append("}" + comment)
+        elif kind == "parallel_decl":
+            name, system, *items = c
+            first = items[0].meta.line - 1 if items else node.meta.end_line - 1
+            comment = self.trailing(node.meta.line, first) if first >= node.meta.line else ""
+            self.out.append(f"parallel {name} on {system} {{" + comment)
+            for it in items:
+                self.unit(it.meta.line, INDENT)
+                if it.data == "psetting":
+                    comment = self.trailing(it.meta.line, it.meta.end_line, INDENT)
+                    self.out.append(INDENT + f"{it.children[0]} = {self.value(it.children[1])}"
+                                    + comment)
+                else:
+                    first = it.children[0].meta.line if it.children else it.meta.end_line
+                    head = self.trailing(it.meta.line, it.meta.line, INDENT) \
+                        if first > it.meta.line else ""    # a flow on this line keeps its own
+                    self.out.append(INDENT + "traffic {" + head)
+                    for f in it.children:
+                        self.leading(f.meta.line, INDENT * 2)
+                        dim, coll, size, count = f.children
+                        text = f"{dim} {coll} {self.value(size)}"
+                        if count is not None:
+                            text += f" x {self.expr(count.children[0])}"
+                        comment = self.trailing(f.meta.line, f.meta.end_line, INDENT * 2)
+                        self.out.append(INDENT * 2 + text + comment)
+                    self.leading(it.meta.end_line, INDENT * 2)
+                    comment = self.trailing(it.meta.end_line, it.meta.end_line, INDENT)
+                    self.out.append(INDENT + "}" + comment)
+            self.leading(node.meta.end_line, INDENT)
+            comment = self.trailing(node.meta.end_line, node.meta.end_line)
+            self.out.append("}" + comment)
+
+    def run(self, tree) -> str:
+        previous = None
+        for node in tree.children:
+            # Declarations are separated by a blank line, except runs of one-line
+            # declarations of one kind (use, link, device), which stay together.
+            run = previous == node.data and node.data in ("use", "link_decl", "device_decl")
+            self.unit(node.meta.line, "", force=previous is not None and not run)
+            self.item(node)
+            previous = node.data
+        self.leading(len(self.lines) + 1, "")
+        # Whatever a layout rule did not place is kept at the end: no comment is ever lost.
+        self.out += [text for i, (_, _, text) in enumerate(self.comments) if i not in self.taken]
+        while self.out and self.out[-1] == "":
+            self.out.pop()
+        return "\n".join(self.out) + "\n" if self.out else ""
+
+
+def fmt(text: str, path: str = "<input>") -> str:
+    """The canonical layout of ``text``; raises CompileError if it does not parse."""
+    parse(text, path)                       # the same diagnostics as every other verb
+    tree = parser().parse(text)
+    return _Printer(text).run(tree)
+
+
+__all__ = ["fmt", "CompileError"]

@@ -1,0 +1,363 @@
+"""Stage 1: .topo text to a syntax tree (``parse``), every node carrying its span."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import attrs
+import lark
+from lark import Transformer, v_args
+
+from ...grammar import parser
+from . import syntax as s
+from ..base.diagnostics import CompileError, Note, Source, Span, error
+from ..base.limits import LIMITS
+from ..base.units import LiteralRange, literal
+
+# Token names as people know them, for "expected ..." messages.
+_PRETTY = {
+    "NAME": "a name", "NUMBER": "a number", "STRING": "a string", "UNIT": "a unit",
+    "ARROW": "'<->' or '->'", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'",
+    "LPAR": "'('", "RPAR": "')'", "COLON": "':'", "EQUAL": "'='", "COMMA": "','", "DOT": "'.'",
+    "STAR": "'*'", "PLUS": "'+'", "MINUS": "'-'", "SLASH": "'/'", "PERCENT": "'%'",
+    "$END": "end of file",
+}
+
+
+_WORDS = ("NAME", "NUMBER", "STRING", "UNIT")
+
+
+class _Build(Transformer):
+    """Lark tree to syntax nodes; every method sees the node's ``meta`` for its span."""
+
+    def __init__(self, source: Source):
+        super().__init__()
+        self.source = source
+        self.depth: dict[int, int] = {}   # id(expression node) -> nesting depth
+
+    def _deep(self, node, children):
+        """Refuse expressions nested past the limit (they would exhaust recursion later)."""
+        depth = 1 + max(self.depth.get(id(c), 0) for c in children)
+        if depth > LIMITS.expression:
+            raise CompileError([error("E296", f"expression nested deeper than "
+                                      f"{LIMITS.expression} levels", node.span)])
+        self.depth[id(node)] = depth
+        return node
+
+    def _span(self, meta) -> Span:
+        if getattr(meta, "empty", True):
+            return Span(self.source, 1, 1, 1, 1)
+        return Span(self.source, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def _tok(self, tok: lark.Token) -> Span:
+        return Span(self.source, tok.line, tok.column, tok.end_line, tok.end_column)
+
+    # -- values
+    @v_args(meta=True)
+    def quantity(self, meta, children):
+        number, unit = children
+        span = self._span(meta)
+        value = _digits(number, span)
+        text = f"{number} {unit}" if unit else str(number)
+        return s.QuantityValue(s.Quantity.of(value, str(unit) if unit else None), text, span)
+
+    @v_args(meta=True)
+    def string(self, meta, children):
+        raw = str(children[0])[1:-1]
+        return s.StringValue(_unescape(raw), self._span(meta))
+
+    @v_args(meta=True)
+    def true(self, meta, _):
+        return s.BoolValue(True, self._span(meta))
+
+    @v_args(meta=True)
+    def false(self, meta, _):
+        return s.BoolValue(False, self._span(meta))
+
+    @v_args(meta=True)
+    def name_list(self, meta, children):
+        return s.NameList(tuple(str(c) for c in children), self._span(meta))
+
+    @v_args(meta=True)
+    def auto(self, meta, _):
+        return s.Auto(self._span(meta))
+
+    @v_args(meta=True)
+    def key(self, meta, children):
+        return ".".join(str(c) for c in children)
+
+    @v_args(meta=True)
+    def attr(self, meta, children):
+        return s.Attr(children[0], children[1], self._span(meta))
+
+    psetting = attr
+
+    @v_args(meta=True)
+    def attr_block(self, meta, children):
+        return tuple(children)
+
+    # -- expressions
+    @v_args(meta=True)
+    def num(self, meta, children):
+        span = self._span(meta)
+        value = _digits(children[0], span)
+        if value.denominator != 1:
+            raise CompileError([error("E205", f"expected a whole number, found '{children[0]}'",
+                                      span)])
+        return s.Num(int(value), span)
+
+    @v_args(meta=True)
+    def var(self, meta, children):
+        return s.Var(str(children[0]), self._span(meta))
+
+    def _binop(op):  # noqa: N805 - a factory for the four methods below
+        @v_args(meta=True)
+        def build(self, meta, children):
+            return self._deep(s.BinOp(op, children[0], children[1], self._span(meta)), children)
+        return build
+
+    add, sub, mul, div, mod = _binop("+"), _binop("-"), _binop("*"), _binop("/"), _binop("%")
+
+    @v_args(meta=True)
+    def neg(self, meta, children):
+        return self._deep(s.Neg(children[0], self._span(meta)), children)
+
+    # -- paths and selectors
+    @v_args(meta=True)
+    def star(self, meta, _):
+        return s.Star(self._span(meta))
+
+    @v_args(meta=True)
+    def range(self, meta, children):
+        return s.Range(children[0], children[1], self._span(meta))
+
+    @v_args(meta=True)
+    def index(self, meta, children):
+        return s.Index(children[0], self._span(meta))
+
+    @v_args(meta=True)
+    def segment(self, meta, children):
+        return s.Segment(str(children[0]), children[1], self._span(meta))
+
+    @v_args(meta=True)
+    def path(self, meta, children):
+        return s.Path(tuple(children), self._span(meta))
+
+    # -- groups
+    @v_args(meta=True)
+    def param(self, meta, children):
+        return s.Param(str(children[0]), str(children[1]), children[2], self._span(meta))
+
+    @v_args(meta=True)
+    def params(self, meta, children):
+        return tuple(c for c in children if c is not None)
+
+    @v_args(meta=True)
+    def arg(self, meta, children):
+        return s.Arg(str(children[0]), children[1], self._span(meta))
+
+    @v_args(meta=True)
+    def args(self, meta, children):
+        return tuple(c for c in children if c is not None)
+
+    @v_args(meta=True)
+    def let(self, meta, children):
+        return s.Let(str(children[0]), children[1], self._span(meta))
+
+    @v_args(meta=True)
+    def lanes(self, meta, children):
+        return children[0]
+
+    @v_args(meta=True)
+    def instance(self, meta, children):
+        seg, target, args = children[0], children[1], children[2]
+        size = None
+        if seg.selector is not None:
+            if not isinstance(seg.selector, s.Index):
+                raise CompileError([error(
+                    "E100", f"an array declaration needs a size, as in '{seg.name}[8] : ...'",
+                    seg.selector.span)])
+            size = seg.selector.expr
+        return s.Instance(seg.name, size, str(target), args or (), self._span(meta),
+                          self._tok(target))
+
+    @v_args(meta=True)
+    def connection(self, meta, children):
+        left, arrow, right, link, lanes = children
+        return s.Connection(left, right, str(arrow) == "->", str(link), lanes, self._span(meta),
+                            self._tok(link))
+
+    @v_args(meta=True)
+    def group_decl(self, meta, children):
+        name, params, *body = children
+        return s.GroupDecl(str(name), params or (), tuple(body), self._span(meta))
+
+    # -- top level
+    @v_args(meta=True)
+    def use(self, meta, children):
+        return s.Use(_unescape(str(children[0])[1:-1]), self._span(meta))
+
+    @v_args(meta=True)
+    def link_decl(self, meta, children):
+        name, cls, attrs_ = children
+        return s.LinkDecl(str(name), str(cls), attrs_, self._span(meta), self._tok(cls))
+
+    @v_args(meta=True)
+    def device_decl(self, meta, children):
+        name, kind, attrs_ = children
+        return s.DeviceDecl(str(name), str(kind), attrs_ or (), self._span(meta), self._tok(kind))
+
+    @v_args(meta=True)
+    def model_decl(self, meta, children):
+        name, attrs_ = children
+        return s.ModelDecl(str(name), attrs_, self._span(meta))
+
+    @v_args(meta=True)
+    def system_decl(self, meta, children):
+        name, group, args = children
+        return s.SystemDecl(str(name), str(group), args or (), self._span(meta), self._tok(group))
+
+    @v_args(meta=True)
+    def flow(self, meta, children):
+        dim, coll, size, count = children
+        return s.Flow(str(dim), str(coll), size, count, self._span(meta))
+
+    @v_args(meta=True)
+    def traffic(self, meta, children):
+        return ("traffic", tuple(children))
+
+    @v_args(meta=True)
+    def parallel_decl(self, meta, children):
+        name, system, *items = children
+        settings = tuple(i for i in items if isinstance(i, s.Attr))
+        flows = tuple(f for i in items if isinstance(i, tuple) for f in i[1])
+        return s.ParallelDecl(str(name), str(system), settings, flows, self._span(meta),
+                              self._tok(system))
+
+
+def _digits(token, span: Span) -> Fraction:
+    """The literal's exact value, refused past the length and magnitude limits (E297) before
+    any big integer is built."""
+    try:
+        return literal(str(token))
+    except LiteralRange as exc:
+        raise CompileError([error("E297", str(exc), span)]) from None
+
+
+def _unescape(raw: str) -> str:
+    out, i = [], 0
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw):
+            out.append({"n": "\n", "t": "\t"}.get(raw[i + 1], raw[i + 1]))
+            i += 2
+        else:
+            out.append(raw[i])
+            i += 1
+    return "".join(out)
+
+
+def _expected(names) -> str:
+    pretty = sorted({_PRETTY.get(n, f"'{n.lower()}'" if n.isupper() else n) for n in names})
+    if len(pretty) > 6:
+        pretty = pretty[:6] + ["..."]
+    return ", ".join(pretty)
+
+
+_DECLARATIONS = {"use", "link", "device", "model", "group", "system", "parallel"}
+
+
+def _unclosed(source: Source, line: int, col: int) -> tuple[int, int] | None:
+    """Line and column of the innermost '{' still open before (line, col), comments and
+    strings skipped; None when every block is closed."""
+    stack: list[tuple[int, int]] = []
+    for n in range(1, min(line, len(source.lines)) + 1):
+        text = source.line(n)
+        end = col - 1 if n == line else len(text)
+        i, quoted = 0, False
+        while i < end:
+            ch = text[i]
+            if quoted and ch == "\\":
+                i += 1                                  # an escaped character
+            elif ch == '"':
+                quoted = not quoted
+            elif not quoted and ch == "#":
+                break
+            elif not quoted and ch == "{":
+                stack.append((n, i + 1))
+            elif not quoted and ch == "}" and stack:
+                stack.pop()
+            i += 1
+    return stack[-1] if stack else None
+
+
+def _missing_brace(source: Source, at: Span, what: str):
+    """E103 at the block that was never closed, when the parser stopped at a new declaration
+    or the end of the file inside it; None otherwise."""
+    opened = _unclosed(source, at.line, at.col)
+    if opened is None:
+        return None
+    line, col = opened
+    header = source.line(line).strip().split("{")[0].strip() or "block"
+    return error("E103", f"'{header}' opened here is never closed: add '}}' before {what}",
+                 Span(source, line, col, line, col + 1), Note(f"{what} found here", at))
+
+
+def _syntax_error(exc: lark.exceptions.UnexpectedInput, source: Source):
+    line, col = max(1, exc.line or 1), max(1, exc.column or 1)
+    if isinstance(exc, lark.exceptions.UnexpectedCharacters):
+        char = source.line(line)[col - 1: col] or "?"
+        return error("E101", f"unexpected character '{char}'", Span(source, line, col, line, col + 1))
+    if isinstance(exc, lark.exceptions.UnexpectedEOF) or (
+            isinstance(exc, lark.exceptions.UnexpectedToken) and exc.token.type == "$END"):
+        last = max(1, len(source.lines))
+        while last > 1 and not source.line(last).strip():
+            last -= 1                       # point just past the last text, not at blank lines
+        end_col = len(source.line(last)) + 1
+        at = Span(source, last, end_col, last, end_col + 1)
+        if "RBRACE" in exc.expected:
+            found = _missing_brace(source, Span(source, len(source.lines) + 1, 1, 0, 0),
+                                   "the end of the file")
+            if found is not None:
+                return attrs.evolve(found, notes=(Note("the file ends here", at),))
+        return error("E102", f"unexpected end of file; expected {_expected(exc.expected)}", at)
+    tok = exc.token
+    width = max(1, len(str(tok)))
+    at = Span(source, line, col, line, col + width)
+    text = source.line(line)
+    first = text.split(None, 1)[0] if text.strip() else ""
+    if first in _DECLARATIONS:           # a new declaration where a block should have closed
+        start = len(text) - len(text.lstrip()) + 1
+        found = _missing_brace(source, Span(source, line, start, line, start + len(first)),
+                               f"'{first}'")
+        if found is not None:
+            return found
+    what = f"{_PRETTY[tok.type][2:]} '{tok}'" if tok.type in _WORDS else f"'{tok}'"
+    return error("E100", f"unexpected {what}; expected {_expected(exc.expected)}", at)
+
+
+def _too_deep(source: Source):
+    return error("E296", f"input nested too deeply to read (expressions nest at most "
+                 f"{LIMITS.expression} levels)", Span(source, 1, 1, 0, 0))
+
+
+def parse(text: str, path: str = "<input>") -> s.Module:
+    """Parse one .topo text into a ``Module``; syntax errors raise ``CompileError``."""
+    source = Source(path, text)
+    if len(text) > LIMITS.file_bytes:
+        raise CompileError([error("E290", f"file is {len(text)} characters; the limit is "
+                                  f"{LIMITS.file_bytes}", Span(source, 1, 1, 0, 0))])
+    try:
+        tree = parser().parse(text)
+    except lark.exceptions.UnexpectedInput as exc:
+        raise CompileError([_syntax_error(exc, source)]) from None
+    try:
+        items = _Build(source).transform(tree)
+    except lark.exceptions.VisitError as exc:
+        if isinstance(exc.orig_exc, CompileError):
+            raise exc.orig_exc from None
+        if isinstance(exc.orig_exc, RecursionError):
+            raise CompileError([_too_deep(source)]) from None
+        raise
+    except RecursionError:
+        raise CompileError([_too_deep(source)]) from None
+    return s.Module(path, tuple(items.children), Span(source, 1, 1, 0, 0))

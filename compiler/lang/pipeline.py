@@ -1,0 +1,76 @@
+"""The pipeline: .topo text to a checked System, one stage after the other.
+
+Every caller runs these functions: the package front (``topoc.compile``/``load``/``check``),
+the CLI, lint, the language server, the plan workers (process pool and Ray) and the report.
+``front_end`` stops at the resolved program (what hover and definition need), ``lower`` builds
+the System from it (elaborate, then the parallel blocks), ``compile`` adds verification.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..base.diagnostics import CompileError, Diagnostic
+from ..ir.system import System
+from .elaborate import elaborate
+from .parse import parse
+from .ranks import ranks
+from .resolve import Program, resolve
+from .verify import verify
+
+PathLike = str | os.PathLike
+
+
+def display(path: PathLike | None) -> str:
+    """The name diagnostics give a source: its path as given, or ``<input>``."""
+    return "<input>" if path is None else os.fspath(path)
+
+
+def read(path: PathLike) -> str:
+    """A source file's text; OSError and UnicodeDecodeError go to the caller (an I/O error)."""
+    return Path(path).read_text(encoding="utf-8")
+
+
+def front_end(text: str, path: PathLike | None = None,
+              import_roots: Sequence[PathLike] = ()) -> Program:
+    """Parse and resolve: every declaration reachable from ``text``, checked and indexed."""
+    return resolve(parse(text, display(path)), path, import_roots)
+
+
+def lower(program: Program, defines: Mapping[str, int] | None = None) -> System | None:
+    """The program's System with its parallel strategies; None for a file with no ``system``
+    (a library of declarations)."""
+    if not program.systems:
+        return None
+    return ranks(program, elaborate(program, defines))
+
+
+def compile(text: str, path: PathLike | None = None, defines: Mapping[str, int] | None = None,
+            import_roots: Sequence[PathLike] = ()) -> System:
+    """The whole pipeline; raises ``CompileError`` with every diagnostic when the input has
+    errors. A file with no system is an error here (elaborate says so)."""
+    program = front_end(text, path, import_roots)
+    system = ranks(program, elaborate(program, defines))
+    errors = verify(system)
+    if errors:
+        raise CompileError(errors)
+    return system
+
+
+def load(path: PathLike, defines: Mapping[str, int] | None = None,
+         import_roots: Sequence[PathLike] = ()) -> System:
+    """Read and compile one .topo file."""
+    return compile(read(path), path, defines, import_roots)
+
+
+def check(path: PathLike, defines: Mapping[str, int] | None = None,
+          import_roots: Sequence[PathLike] = ()) -> list[Diagnostic]:
+    """Every error diagnostic for one file, [] when it is clean; a file with no system is
+    checked as far as its declarations go."""
+    try:
+        system = lower(front_end(read(path), path, import_roots), defines)
+        return [] if system is None else verify(system)
+    except CompileError as exc:
+        return list(exc.diagnostics)

@@ -1,0 +1,43 @@
+"""Stage: checks on the elaborated system that no single statement can see (``verify``).
+
+Port budgets: a device whose model declares ``ports.<class> = N`` cannot carry more than N lanes
+of that class, whichever statements wired them. Findings are grouped per instance statement so
+72 over-wired GPUs give one diagnostic, not 72.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..base.diagnostics import Diagnostic, Note, error
+from ..ir.system import System
+
+
+def port_usage(system: System) -> dict[tuple[str, str], int]:
+    """Lanes per (device id, link class), over every link."""
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    for link in system.links:
+        used[link.src, link.cls] += link.lanes
+        used[link.dst, link.cls] += link.lanes
+    return used
+
+
+def verify(system: System) -> list[Diagnostic]:
+    """Error diagnostics for port budgets exceeded (E220); empty when the system is sound."""
+    over: dict[tuple, list[tuple[str, int, int]]] = defaultdict(list)
+    for (dev_id, cls), lanes in port_usage(system).items():
+        device = system.device(dev_id)
+        budget = device.model.port_budget(cls)
+        if budget is not None and lanes > budget:
+            over[device.span, device.model, cls].append((dev_id, lanes, budget))
+    out = []
+    for key in sorted(over, key=lambda k: (k[0].path, k[0].line, k[0].col, k[2])):
+        span, model, cls = key
+        cases = over[key]
+        worst = max(cases, key=lambda c: (c[1], c[0]))
+        many = f"{len(cases)} devices, e.g. " if len(cases) > 1 else ""
+        out.append(error(
+            "E220", f"port budget exceeded: {many}{worst[0]} has {worst[1]} {cls} lanes, but "
+            f"{model.name} has ports.{cls} = {worst[2]}", span,
+            Note(f"{model.name} declared here", model.span)))
+    return out

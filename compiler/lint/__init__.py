@@ -1,0 +1,1 @@
+"""Layer 4: the lint rule catalogue, its configuration and suppressions."""

@@ -1,0 +1,246 @@
+"""Lint: compile errors plus the rule catalogue, filtered by configuration and suppressions.
+
+Configuration comes from ``[tool.topoc.lint]`` in the nearest ``pyproject.toml`` above the linted
+file, then from the command line::
+
+    [tool.topoc.lint]
+    select = ["W4", "W5"]          # codes or prefixes; default: every rule that is not off
+    ignore = ["W404"]
+    strict = false                 # warnings fail the run too
+    [tool.topoc.lint.severity]
+    W503 = "error"                 # error, warning, note or off
+    [tool.topoc.lint.options]
+    W503 = { threshold = 0.3 }
+
+A finding is suppressed by a comment on its line: ``# topoc: ignore[W402] why``; a suppression
+that suppresses nothing is reported itself (W400).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..base.diagnostics import (ERROR, NOTE, WARNING, CompileError, Diagnostic, Note, Source, Span,
+                          suggest)
+from ..base.gcpause import gc_paused
+from ..ir.system import System
+from .rules import RULES
+from ..lang import pipeline
+from ..lang.verify import verify
+
+SEVERITIES = (ERROR, WARNING, NOTE, "off")
+_SUPPRESS = re.compile(r"#\s*topoc:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+
+
+class ConfigError(ValueError):
+    """A configuration (or --select/--ignore) that names no rule or setting."""
+
+
+@attrs.frozen
+class LintConfig:
+    """Which rules run, at which severity, with which options."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    severity: tuple[tuple[str, str], ...] = ()
+    options: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+    strict: bool = False
+
+    def merged(self, select=(), ignore=(), strict=False) -> LintConfig:
+        """This configuration with command-line choices on top."""
+        return attrs.evolve(self, select=tuple(select) or self.select,
+                            ignore=self.ignore + tuple(ignore), strict=self.strict or strict)
+
+    def level(self, code: str) -> str:
+        """The severity a code reports at ('off' when it does not run). Compile errors (not in
+        the catalogue) are always errors; a rule that is off by default runs as a note when
+        selected explicitly."""
+        if code not in RULES:
+            return ERROR
+        configured = dict(self.severity)
+        level = configured.get(code, RULES[code].severity)
+        selected = any(code.startswith(p) for p in self.select)
+        if self.select and not selected:
+            return "off"
+        if selected and level == "off" and code not in configured:
+            level = NOTE
+        if any(code.startswith(p) for p in self.ignore):
+            return "off"
+        return level
+
+    def rule_options(self, code: str) -> dict[str, float]:
+        """Thresholds of one rule: its defaults, then configured values."""
+        return {**dict(RULES[code].options), **dict(dict(self.options).get(code, ()))}
+
+
+def _known(code_or_prefix: str) -> bool:
+    return code_or_prefix.startswith("E") or any(c.startswith(code_or_prefix) for c in RULES)
+
+
+def check_codes(codes: Iterable[str], what: str) -> None:
+    """Refuse codes or prefixes that match no rule (with a suggestion)."""
+    for code in codes:
+        if not _known(code):
+            raise ConfigError(f"{what}: '{code}' matches no rule" + suggest(code, RULES))
+
+
+def find_config(start: Path) -> LintConfig:
+    """``[tool.topoc.lint]`` from the nearest pyproject.toml at or above ``start``."""
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        path = candidate / "pyproject.toml"
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise ConfigError(f"{path}: {exc}") from None
+            section = data.get("tool", {}).get("topoc", {}).get("lint")
+            if section is not None:
+                return parse_config(section, str(path))
+    return LintConfig()
+
+
+def parse_config(section: dict[str, Any], where: str = "config") -> LintConfig:
+    """A LintConfig from the ``[tool.topoc.lint]`` table, every key checked."""
+    allowed = {"select", "ignore", "strict", "severity", "options"}
+    for key in section:
+        if key not in allowed:
+            raise ConfigError(f"{where}: unknown key '{key}'" + suggest(key, allowed))
+    select, ignore = tuple(section.get("select", ())), tuple(section.get("ignore", ()))
+    check_codes(select, f"{where}: select")
+    check_codes(ignore, f"{where}: ignore")
+    severity = section.get("severity", {})
+    for code, level in severity.items():
+        if code not in RULES:
+            raise ConfigError(f"{where}: severity for unknown rule '{code}'" + suggest(code, RULES))
+        if level not in SEVERITIES:
+            raise ConfigError(f"{where}: severity '{level}' for {code} is not one of "
+                              f"{', '.join(SEVERITIES)}")
+    options = []
+    for code, values in section.get("options", {}).items():
+        if code not in RULES:
+            raise ConfigError(f"{where}: options for unknown rule '{code}'" + suggest(code, RULES))
+        known = dict(RULES[code].options)
+        for key, value in values.items():
+            if key not in known:
+                raise ConfigError(f"{where}: {code} has no option '{key}'" + suggest(key, known))
+            if not isinstance(value, (int, float)):
+                raise ConfigError(f"{where}: {code}.{key} must be a number")
+        options.append((code, tuple(sorted(values.items()))))
+    return LintConfig(select, ignore, tuple(sorted(severity.items())), tuple(sorted(options)),
+                      bool(section.get("strict", False)))
+
+
+def rule_findings(system: System, config: LintConfig) -> list[Diagnostic]:
+    """Every enabled rule's findings at their configured severity."""
+    out = []
+    for code in sorted(RULES):
+        level = config.level(code)
+        if level == "off":
+            continue
+        for f in RULES[code].check(system, config.rule_options(code)):
+            out.append(_at_user_line(system, Diagnostic(f.code, level, f.message, f.span),
+                                     f.subject))
+    return out
+
+
+_INDEX = re.compile(r"\d+(?=\.|$)")
+ORIGIN = "the library line it comes from"
+
+
+def user_site(system: System, subject: str) -> Span | None:
+    """The line of the linted file that made ``subject`` what it is: a connection of the file
+    that touches it (its wiring), else the file's statement that instantiated it or the group
+    holding it, else the ``system`` line; None when nothing in the file is nearer."""
+    root = system.span.source if system.span is not None else None
+    if root is None:
+        return None
+    for link in sorted(system.links_of(subject), key=lambda lk: lk.id):
+        if link.span is not None and link.span.source is root:
+            return link.span
+    sites = dict(system.sites)
+    parts = _INDEX.sub("", subject).split(".")
+    for n in range(len(parts), 1, -1):
+        span = sites.get(".".join(parts[:n]))
+        if span is not None and span.source is root:
+            return span
+    return system.span
+
+
+def _at_user_line(system: System, d: Diagnostic, subject: str | None) -> Diagnostic:
+    """A finding on a library line is moved to the user's own line (where a suppression and a
+    GitHub annotation can sit), the library line kept as a note."""
+    root = system.span.source if system.span is not None else None
+    if subject is None or root is None or d.span is None or d.span.source is root:
+        return d
+    site = user_site(system, subject)
+    if site is None or site.source is not root:
+        return d
+    return attrs.evolve(d, span=site, notes=(Note(ORIGIN, d.span), *d.notes))
+
+
+def _suppressions(source: Source) -> dict[int, tuple[set[str] | None, Span]]:
+    """Line -> (codes or None for all, span of the comment)."""
+    out = {}
+    for n, line in enumerate(source.lines, start=1):
+        m = _SUPPRESS.search(line)
+        if m:
+            codes = None if m.group(1) is None else \
+                {c.strip() for c in m.group(1).split(",") if c.strip()}
+            out[n] = (codes, Span(source, n, m.start() + 1, n, m.end() + 1))
+    return out
+
+
+def apply_suppressions(found: Sequence[Diagnostic], root: Source | None,
+                       config: LintConfig) -> list[Diagnostic]:
+    """Drop suppressed findings; report the root file's suppressions that matched nothing."""
+    tables: dict[int, dict] = {}
+    used: set[tuple[str, int]] = set()
+    kept = []
+    for d in found:
+        # a suppression on the user's line, or on the library line the finding comes from
+        places = [d.span] + [n.span for n in d.notes if n.message == ORIGIN and n.span]
+        for span in places:
+            table = tables.setdefault(id(span.source), _suppressions(span.source))
+            entry = table.get(span.line)
+            if entry and d.severity != ERROR and (entry[0] is None or d.code in entry[0]):
+                used.add((span.source.path, span.line))
+                break
+        else:
+            kept.append(d)
+    if root is not None and config.level("W400") != "off":
+        for line, (codes, span) in sorted(_suppressions(root).items()):
+            if (root.path, line) not in used:
+                what = ", ".join(sorted(codes)) if codes else "anything"
+                kept.append(Diagnostic("W400", config.level("W400"),
+                                       f"this suppression of {what} suppresses nothing", span))
+    return kept
+
+
+@gc_paused()
+def lint_system(system: System, config: LintConfig = LintConfig()) -> list[Diagnostic]:
+    """Port-budget errors and rule findings of a compiled system (no suppression applied)."""
+    return verify(system) + rule_findings(system, config)
+
+
+def lint_file(path: str | os.PathLike, config: LintConfig | None = None,
+              defines=None, import_roots=()) -> list[Diagnostic]:
+    """Everything lint reports for one file: compile errors, else rule findings, suppressed
+    as the comments say, sorted by position."""
+    config = config if config is not None else find_config(Path(path).resolve())
+    try:
+        program = pipeline.front_end(pipeline.read(path), path, import_roots)
+        system, root = pipeline.lower(program, defines), program.root_span.source
+    except CompileError as exc:
+        return sorted(exc.diagnostics, key=Diagnostic.sort_key)
+    found = [] if system is None else lint_system(system, config)
+    found = [d for d in found if d.severity == ERROR or config.level(d.code) != "off"]
+    return sorted(apply_suppressions(found, root, config), key=Diagnostic.sort_key)
+

@@ -1,0 +1,99 @@
+"""Figures that no real part has: a link lane far outside its class's known range, a NIC whose
+rate is not its link's, a compute capability written as ``9.0``. Each finding says what the
+writer most likely meant (lint rule W408).
+
+The ranges are per lane and direction, as links are declared: NVLink 1 to 5 give 20 to 53 GB/s
+a lane (links.topo cites them), PCIe Gen1 x1 to Gen6 x16 0.25 to 121 GB/s, scale-out ports 10 Gb/s
+to 1.6 Tb/s, NVLink-C2C and socket links what NVIDIA's and NCCL's figures span, with headroom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..ir.system import SCALEOUT_CLASSES, System
+from ..base.units import RATE, human
+
+#: Known per-lane, per-direction bandwidth (bytes/s) by link class, with headroom.
+LANE_RANGE = {
+    "nvlink": (15e9, 60e9),
+    "nvlink_c2c": (10e9, 500e9),
+    "pcie": (0.2e9, 130e9),
+    "infiniband": (1.25e9, 200e9),
+    "ethernet": (1.25e9, 200e9),
+    "inter_socket": (5e9, 200e9),
+}
+SM_RANGE = (30, 130)
+NIC_TOLERANCE = 0.10
+
+
+def _guesses(cls: str, value: float) -> Iterator[tuple[float, str]]:
+    """Readings of ``value`` a writer may have meant, most likely first."""
+    yield value / 8, "the figure in bits where bytes were meant"
+    yield value * 8, "the figure in bytes where bits were meant"
+    if cls == "nvlink":
+        for total, unit in ((value, ""), (value * 8, " in bytes")):
+            yield total / 18, f"a GPU's one-way total{unit} over 18 lanes, as Blackwell's"
+            yield total / 36, f"a GPU's both-ways total{unit} over 18 lanes, as Hopper's"
+
+
+def lane_finding(cls: str, bandwidth: float) -> str | None:
+    """Why a lane of ``bandwidth`` is implausible for ``cls``, and the likely meant value."""
+    lo, hi = LANE_RANGE.get(cls, (0.0, float("inf")))
+    if lo <= bandwidth <= hi:
+        return None
+    side = "above" if bandwidth > hi else "below"
+    text = (f"{human(bandwidth, RATE)} a lane is {side} any {cls} part "
+            f"({human(lo, RATE)} to {human(hi, RATE)} a lane and direction)")
+    fits, seen = [], set()
+    for guess, why in _guesses(cls, bandwidth):
+        if lo <= guess <= hi and round(guess) not in seen:
+            seen.add(round(guess))
+            fits.append(f"{human(guess, RATE)} ({why})")
+    return f"{text}; likely meant: {' or '.join(fits)}" if fits else text
+
+
+def sm_finding(sm) -> str | None:
+    """Why an ``sm`` attribute is implausible, and what was likely meant."""
+    try:
+        value = float(sm)
+    except (TypeError, ValueError):
+        return f"sm = {sm!r} is not a compute capability such as 90 or 100"
+    if value.is_integer() and SM_RANGE[0] <= value <= SM_RANGE[1]:
+        return None
+    if value < 13:
+        return (f"sm = {sm:g} reads as CUDA's major.minor; topoc (and NCCL) write compute "
+                f"capability as {round(value * 10)}")
+    return f"sm = {sm:g} is no compute capability (NVIDIA's run from 30 to 120)"
+
+
+def findings(system: System) -> Iterator[tuple[str, object]]:
+    """(message, span, a device it concerns) for every implausible link type, GPU model and
+    NIC model in use."""
+    seen_types, seen_models = set(), set()
+    nic_links: dict[str, float] = {}
+    for link in system.links:
+        t = link.type
+        if t.name not in seen_types:
+            seen_types.add(t.name)
+            message = lane_finding(t.cls, t.bandwidth)
+            if message:
+                yield f"link '{t.name}': {message}", t.span, link.src
+        if link.cls in SCALEOUT_CLASSES:
+            for end in (link.src, link.dst):
+                nic_links[end] = nic_links.get(end, 0.0) + link.bandwidth
+    for d in system.devices:
+        m = d.model
+        if m.kind == "gpu" and m.attr("sm") is not None and m.name not in seen_models:
+            seen_models.add(m.name)
+            message = sm_finding(m.attr("sm"))
+            if message:
+                yield f"device '{m.name}': {message}", m.span, d.id
+        if m.kind == "nic" and m.attr("rate") and d.id in nic_links and \
+                ("nic", m.name) not in seen_models:
+            rate, link = m.attr("rate"), nic_links[d.id]
+            if abs(rate - link) > NIC_TOLERANCE * link:
+                seen_models.add(("nic", m.name))
+                yield (f"device '{m.name}': rate {human(rate, RATE)} but {d.id} is cabled at "
+                       f"{human(link, RATE)}; one of the two is likely wrong (the cost model "
+                       "uses the link)"), m.span, d.id

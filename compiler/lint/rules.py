@@ -1,0 +1,330 @@
+"""The lint rule catalogue: topology findings (W4xx) and strategy findings (W5xx).
+
+Each rule is a function ``(system, config) -> findings`` registered with its code, default
+severity and summary; docs/rules.md has a page per rule. Findings are aggregated (one per
+pattern, naming an example and a count) so a 1,024-rack cluster gets a readable report, and
+every rule is linear in devices plus links.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+
+import attrs
+
+from . import plausible
+from ..base.diagnostics import Span, plural
+from ..ir.system import SCALEOUT_CLASSES, System
+from ..ir.locality import UnionFind
+from ..ir.groups import rank_groups
+from ..ir.summary import scaleout_levels
+
+
+@attrs.frozen
+class Rule:
+    """A lint rule: code, default severity ('warning', 'note' or 'off'), one-line summary."""
+
+    code: str
+    severity: str
+    summary: str
+    check: Callable
+    options: tuple[tuple[str, float], ...] = ()
+
+
+@attrs.frozen
+class Finding:
+    """One rule hit: where, what, and the rule's code."""
+
+    code: str
+    message: str
+    span: Span
+    subject: str | None = None     # a device the finding is about: lint finds the user's line
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(code: str, severity: str, summary: str, **options: float):
+    """Register a rule function under ``code``."""
+    def register(fn):
+        RULES[code] = Rule(code, severity, summary, fn, tuple(sorted(options.items())))
+        return fn
+    return register
+
+
+def _many(items: list[str]) -> str:
+    """'a' or 'a (and 3 more)'."""
+    items = sorted(items)
+    return items[0] + (f" (and {len(items) - 1} more)" if len(items) > 1 else "")
+
+
+# ---- topology -------------------------------------------------------------------------------
+
+
+@rule("W400", "warning", "suppression comment that suppresses nothing")
+def unused_suppression(system: System, opts) -> Iterable[Finding]:
+    """Reported by the lint runner, which sees the comments; listed here for the catalogue."""
+    return ()
+
+
+@rule("W401", "warning", "isolated device: no link reaches it")
+def isolated(system: System, opts) -> Iterable[Finding]:
+    linked = set()
+    for link in system.links:
+        linked.add(link.src)
+        linked.add(link.dst)
+    by_stmt: dict[tuple, list[str]] = defaultdict(list)
+    for d in system.devices:
+        if d.id not in linked:
+            by_stmt[d.span, d.model.name].append(d.id)
+    for (span, model), ids in by_stmt.items():
+        yield Finding("W401", f"{_many(ids)} ({model}) has no links", span, min(ids))
+
+
+def _components(system: System, keep) -> UnionFind:
+    """Devices joined by the links ``keep`` accepts."""
+    sets = UnionFind()
+    for link in system.links:
+        if keep(link):
+            sets.union(link.src, link.dst)
+    return sets
+
+
+@rule("W402", "warning", "GPU pair with no peer-to-peer path: traffic staged through host memory")
+def no_p2p(system: System, opts) -> Iterable[Finding]:
+    loc = system.locality
+    p2p = loc.p2p            # NVLink, or PCIe switches that never pass a CPU's root complex
+    islands: dict[int, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for r, g in enumerate(system.gpus):
+        islands[loc.island[r]][p2p.find(g.id)].append(g)
+    for parts in islands.values():
+        if len(parts) < 2:
+            continue
+        sizes = [len(v) for v in parts.values()]
+        pairs = (sum(sizes) ** 2 - sum(s * s for s in sizes)) // 2
+        first, second = (sorted(v, key=lambda d: d.id)[0] for v in list(parts.values())[:2])
+        verb, stage = ("has", "stages") if pairs == 1 else ("have", "stage")
+        yield Finding("W402", f"{plural(pairs, 'GPU pair')} {verb} no peer-to-peer path and "
+                      f"{stage} through host memory, e.g. {first.id} and {second.id}", first.span,
+                      first.id)
+
+
+@rule("W403", "warning", "GPU whose nearest NIC hangs off another CPU socket")
+def remote_nic(system: System, opts) -> Iterable[Finding]:
+    loc = system.locality
+    nic_socket: dict[str, str] = {}
+    found: dict[tuple, list[str]] = defaultdict(list)
+    for r, g in enumerate(system.gpus):
+        nic = loc.nic(r)
+        if not nic:
+            continue
+        if nic not in nic_socket:
+            cpus = loc._nearest(nic, "cpu")
+            nic_socket[nic] = cpus[0] if cpus else ""
+        socket = loc.socket(r)
+        if socket and nic_socket[nic] and socket != nic_socket[nic]:
+            found[g.span, socket, nic_socket[nic]].append(f"{g.id} -> {nic}")
+    for (span, mine, theirs), pairs in found.items():
+        yield Finding("W403", f"GPUDirect RDMA crosses the socket link: {_many(pairs)} "
+                      f"(GPU on {mine}, NIC on {theirs})", span,
+                      min(pairs).split(" -> ")[1])
+
+
+@rule("W404", "warning", "asymmetric NVLink: GPUs of one NVLink domain with different bandwidth")
+def asymmetric(system: System, opts) -> Iterable[Finding]:
+    loc = system.locality
+    bw: Counter = Counter()
+    gpu_ids = {g.id for g in system.gpus}
+    for link in system.links:
+        if link.cls == "nvlink":
+            for end in (link.src, link.dst):
+                if end in gpu_ids:
+                    bw[end] += link.bandwidth
+    domains: dict[str, list] = defaultdict(list)
+    for r, g in enumerate(system.gpus):
+        if loc.domain_root[r] is not None:
+            domains[loc.domain_root[r]].append(g)
+    for gpus in domains.values():
+        values = {bw[g.id] for g in gpus}
+        if len(values) > 1:
+            lo = min(gpus, key=lambda g: (bw[g.id], g.id))
+            hi = max(gpus, key=lambda g: (bw[g.id], g.id))
+            yield Finding("W404", f"NVLink bandwidth differs inside one domain: {lo.id} has "
+                          f"{bw[lo.id] / 1e9:g} GB/s, {hi.id} {bw[hi.id] / 1e9:g} GB/s per "
+                          "direction", lo.span, lo.id)
+
+
+@rule("W405", "warning", "oversubscribed switch tier: uplinks carry less than downlinks",
+      ratio=1.0)
+def oversubscribed(system: System, opts) -> Iterable[Finding]:
+    level = scaleout_levels(system)
+    up: Counter = Counter()
+    down: Counter = Counter()
+    for link in system.links:
+        if link.cls in SCALEOUT_CLASSES and link.src in level and link.dst in level:
+            a, b = link.src, link.dst
+            if level[a] == level[b]:
+                continue
+            low, high = (a, b) if level[a] < level[b] else (b, a)
+            up[low] += link.bandwidth
+            down[high] += link.bandwidth
+    found: dict[tuple, list] = defaultdict(list)
+    for sw, d in down.items():
+        if up[sw] and d / up[sw] > opts.get("ratio", 1.0):
+            device = system.device(sw)
+            found[device.span, level[sw]].append((d / up[sw], sw, d, up[sw]))
+    for (span, lvl), cases in found.items():
+        ratio, sw, d, u = max(cases)
+        yield Finding("W405", f"tier-{lvl} switches oversubscribed up to {ratio:.2f}:1, e.g. "
+                      f"{sw}: {d / 1e9:g} GB/s down, {u / 1e9:g} GB/s up "
+                      f"({plural(len(cases), 'switch')})", span, sw)
+
+
+@rule("W406", "warning", "rail misalignment: NIC n of a node lands on another rail's switch")
+def rails(system: System, opts) -> Iterable[Finding]:
+    # NIC n of a node is its n-th NIC among the NICs of the same parent instance (a DGX node,
+    # a GB200 compute tray), in declaration order.
+    siblings: dict[str, list[str]] = defaultdict(list)
+    for d in system.devices:
+        if d.compute_nic:            # storage NICs and DPUs sit on their own networks
+            siblings[d.id.rpartition(".")[0]].append(d.id)
+    local = {nic: i for nics in siblings.values() for i, nic in enumerate(nics)}
+    leaf_of: dict[str, str] = {}
+    for link in system.links:
+        if link.cls in SCALEOUT_CLASSES:
+            for a, b in ((link.src, link.dst), (link.dst, link.src)):
+                if a in local:
+                    leaf_of.setdefault(a, b)
+    rail_votes: dict[str, Counter] = defaultdict(Counter)
+    for nic, leaf in leaf_of.items():
+        rail_votes[leaf][local[nic]] += 1
+    rail = {leaf: votes.most_common(1)[0][0] for leaf, votes in rail_votes.items()}
+    if len(set(rail.values())) < 2:
+        return           # not a rail-optimised fabric: nothing to align
+    wrong = [(nic, leaf) for nic, leaf in leaf_of.items() if local[nic] != rail[leaf]]
+    if wrong:
+        nic, leaf = min(wrong)
+        their = "its" if len(wrong) == 1 else "their"
+        yield Finding("W406", f"{plural(len(wrong), 'NIC')} off {their} rail, e.g. {nic} (NIC {local[nic]} "
+                      f"of its node) on {leaf}, which carries rail {rail[leaf]}",
+                      system.device(nic).span, nic)
+
+
+@rule("W407", "off", "port budget fully used: no spare ports (select it to audit headroom)",
+      usage=1.0)
+def ports_full(system: System, opts) -> Iterable[Finding]:
+    from ..lang.verify import port_usage
+    found: dict[tuple, list[str]] = defaultdict(list)
+    for (dev_id, cls), lanes in port_usage(system).items():
+        device = system.device(dev_id)
+        budget = device.model.port_budget(cls)
+        if budget and lanes >= opts.get("usage", 1.0) * budget:
+            found[device.span, device.model.name, cls, budget].append(dev_id)
+    for (span, model, cls, budget), ids in found.items():
+        yield Finding("W407", f"{_many(ids)} ({model}) uses its {cls} ports up to the budget of "
+                      f"{budget}", span, min(ids))
+
+
+@rule("W408", "warning", "implausible figure: a lane, NIC rate or compute capability no part has")
+def implausible(system: System, opts) -> Iterable[Finding]:
+    for message, span, subject in plausible.findings(system):
+        yield Finding("W408", message, span, subject)
+
+
+# ---- strategies -----------------------------------------------------------------------------
+
+
+def _spans_islands(system: System, ranks) -> int:
+    return len({system.locality.island[r] for r in ranks})
+
+
+def _spans_domains(system: System, ranks) -> int:
+    loc = system.locality
+    return len({loc.domain_root[r] or ("island", loc.island[r]) for r in ranks})
+
+
+def _spanning(system: System, dim: str, spans) -> Iterable[tuple]:
+    """(strategy, indices of its ``dim`` groups that ``spans`` counts as more than one place)."""
+    for p in system.parallels:
+        bad = [i for i, g in enumerate(rank_groups(p, dim)) if len(g) > 1 and spans(system, g) > 1]
+        if bad:
+            yield p, bad
+
+
+@rule("W501", "warning", "tensor-parallel group outside one NVLink domain")
+def tp_outside(system: System, opts) -> Iterable[Finding]:
+    for p, bad in _spanning(system, "tp", _spans_domains):
+        leave = "leaves" if len(bad) == 1 else "leave"
+        yield Finding("W501", f"{plural(len(bad), 'tp group')} of '{p.name}' {leave} one NVLink domain, "
+                      f"e.g. tp:{bad[0]}: TP communicates in every layer; keep it on NVLink",
+                      p.span)
+
+
+@rule("W502", "warning", "expert-parallel all-to-all crossing the scale-out network")
+def ep_scaleout(system: System, opts) -> Iterable[Finding]:
+    for p, bad in _spanning(system, "ep", _spans_islands):
+        span = "spans" if len(bad) == 1 else "span"
+        yield Finding("W502", f"{plural(len(bad), 'ep group')} of '{p.name}' {span} nodes, e.g. ep:"
+                      f"{bad[0]}: token all-to-all goes over the network, where it cannot "
+                      "aggregate NICs", p.span)
+
+
+@rule("W503", "warning", "pipeline bubble above the threshold", threshold=0.25)
+def bubble(system: System, opts) -> Iterable[Finding]:
+    limit = opts.get("threshold", 0.25)
+    for p in system.parallels:
+        stages, micro = p.size("pp"), p.microbatches
+        if stages > 1:
+            fraction = (stages - 1) / (micro + stages - 1)
+            if fraction > limit:
+                yield Finding("W503", f"'{p.name}': pipeline bubble {fraction:.0%} with {stages} "
+                              f"stages and {micro} micro-batches (threshold {limit:.0%}); raise "
+                              "microbatches", p.span)
+
+
+@rule("W504", "warning", "inverted mapping: data parallel on the fast links, tensor parallel on "
+      "the slow ones")
+def inverted(system: System, opts) -> Iterable[Finding]:
+    for p in system.parallels:
+        tp, dp = rank_groups(p, "tp"), rank_groups(p, "dp")
+        if p.size("tp") > 1 and p.size("dp") > 1 and \
+                _spans_domains(system, tp[0]) > 1 and _spans_domains(system, dp[0]) == 1:
+            yield Finding("W504", f"'{p.name}': dp groups sit inside one NVLink domain while tp "
+                          "groups cross domains; reorder so tp varies fastest (order = tp, ...)",
+                          p.span)
+
+
+@rule("W505", "warning", "unused parallel block or group kind")
+def unused(system: System, opts) -> Iterable[Finding]:
+    for p in system.parallels:
+        if not p.flows:
+            yield Finding("W505", f"parallel block '{p.name}' declares no traffic: nothing uses "
+                          "its groups", p.span)
+        for f in p.flows:
+            if p.size(f.dim) == 1 and not f.overlap:     # derived lines are never idle
+                yield Finding("W505", f"'{p.name}' has traffic for {f.dim}, but {f.dim} = 1: "
+                              "those groups are single GPUs and move nothing", f.span)
+
+
+@rule("W506", "warning", "a strategy's model does not fit in GPU memory")
+def out_of_memory(system: System, opts) -> Iterable[Finding]:
+    from ..ir.gpus import hbm_of
+    from ..training.model import memory, shape_of
+    for p in system.parallels:
+        t = p.training
+        if t is None:
+            continue
+        hbm = hbm_of(system)
+        if hbm is None:
+            continue
+        mem = memory(t.model, t, shape_of(p), p.microbatches)
+        if mem.total > hbm:
+            gb = 1e9
+            yield Finding("W506", f"'{p.name}': {t.model.name} needs {mem.total / gb:.1f} GB per "
+                          f"GPU on the {mem.stage} pipeline stage (weights {mem.weights / gb:.1f}, "
+                          f"gradients {mem.gradients / gb:.1f}, optimizer "
+                          f"{mem.optimizer / gb:.1f}, activations {mem.activations / gb:.1f}), "
+                          f"{(mem.total - hbm) / gb:.1f} GB over the {hbm / gb:.0f} GB "
+                          "of HBM; try recompute, distributed_optimizer, more tp or pp "
+                          "(topoc plan searches them)", p.span)
