@@ -192,6 +192,18 @@ class ParallelStrategy:
 
 
 @attrs.frozen
+class Host:
+    """A group instance (or device) marked ``host``: one OS image, such as a DGX node or a
+    GB200 compute tray. ``indices`` are the (member, index) steps from the system down to it,
+    which a hostname pattern such as ``"gb-{rack:02}-{tray:02}"`` reads."""
+
+    id: str
+    indices: tuple[tuple[str, int | None], ...]
+    pattern: str | None = None
+    span: Span = field(eq=False, repr=False, default=None)
+
+
+@attrs.frozen
 class System:
     """An elaborated system: devices, links, strategies and the parameters used."""
 
@@ -207,6 +219,8 @@ class System:
     sites: tuple[tuple[str, Span], ...] = field(eq=False, repr=False, default=())
     #: The ``model`` declarations the file can see (``topoc plan --model`` looks here first).
     models: tuple[Transformer, ...] = field(eq=False, repr=False, default=())
+    #: Instances marked ``host`` in depth-first order (empty: no marker in the file).
+    hosts: tuple[Host, ...] = field(eq=False, repr=False, default=())
 
     @functools.cached_property
     def graph(self):

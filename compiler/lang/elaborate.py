@@ -17,7 +17,7 @@ from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, error, suggest
 from .exprs import EvalError, evaluate, variables
 from ..base.gcpause import gc_paused
-from ..ir.system import Device, DeviceModel, Link, LinkType, System
+from ..ir.system import DEVICE_KINDS, Device, DeviceModel, Host, Link, LinkType, System
 from ..base.limits import LIMITS
 from .resolve import Program
 
@@ -31,6 +31,8 @@ class Member:
     model: DeviceModel | None
     template: Template | None
     span: Span
+    host: bool = False
+    hostname: str | None = None
 
 
 @attrs.define
@@ -43,6 +45,8 @@ class Template:
     devices: int
     total_links: int
     params: dict[str, int] = attrs.Factory(dict)
+    #: Device-model parameters (``group HGX(G: gpu = H100)``) by name.
+    models: dict[str, DeviceModel] = attrs.Factory(dict)
 
 
 class _Elaborator:
@@ -52,7 +56,7 @@ class _Elaborator:
         self.cache: dict[tuple, Template | None] = {}
 
     # -- templates
-    def template(self, decl: s.GroupDecl, args: Mapping[str, int], call: Span,
+    def template(self, decl: s.GroupDecl, args: Mapping[str, int | DeviceModel], call: Span,
                  stack: tuple[str, ...]) -> Template | None:
         key = (decl.name, tuple(sorted(args.items())))
         if key in self.cache:
@@ -62,11 +66,12 @@ class _Elaborator:
                              f"({' > '.join(stack[:4])} > ...)", call)
             self.cache[key] = None
             return None
-        env = self.bind_params(decl, args, call)
-        if env is None:
+        bound = self.bind_params(decl, args, call)
+        if bound is None:
             self.cache[key] = None
             return None
-        t = Template(decl.name, {}, [], 0, 0, dict(env))
+        env, model_params = bound
+        t = Template(decl.name, {}, [], 0, 0, dict(env), model_params)
         self.cache[key] = None  # a recursive use of this key during elaboration sees None
         for stmt in decl.body:
             try:
@@ -89,8 +94,42 @@ class _Elaborator:
         self.cache[key] = t
         return t
 
-    def bind_params(self, decl: s.GroupDecl, args: Mapping[str, int], call: Span):
+    def model_arg(self, param: s.Param, expr: s.Expr, scope: Mapping[str, DeviceModel]):
+        """The device model a model-typed parameter receives: a bare name of a model (or of the
+        enclosing group's own model parameter) whose kind is the parameter's type."""
+        if not isinstance(expr, s.Var):
+            raise EvalError(error("E205", f"parameter '{param.name}' takes a {param.type} device "
+                                  "model by name, as in "
+                                  f"'{param.name} = {self.example(param.type)}'", expr.span))
+        model = scope.get(expr.name) or self.program.device_models.get(expr.name)
+        if model is None:
+            raise EvalError(error("E110", f"unknown device model '{expr.name}'" + suggest(
+                expr.name, [*scope, *self.program.device_models]), expr.span))
+        if model.kind != param.type:
+            raise EvalError(error("E205", f"parameter '{param.name}' takes a {param.type}, but "
+                                  f"'{model.name}' is a {model.kind}", expr.span))
+        return model
+
+    def example(self, kind: str) -> str:
+        return next((m.name for m in self.program.device_models.values() if m.kind == kind),
+                    "H100")
+
+    def arguments(self, decl: s.GroupDecl, args: tuple[s.Arg, ...], env: Mapping[str, int],
+                  scope: Mapping[str, DeviceModel]) -> dict[str, int | DeviceModel]:
+        """Evaluate call arguments: integers, or device models for model-typed parameters."""
+        params = {p.name: p for p in decl.params}
+        out: dict[str, int | DeviceModel] = {}
+        for a in args:
+            p = params.get(a.name)
+            if p is not None and p.type in DEVICE_KINDS:
+                out[a.name] = self.model_arg(p, a.value, scope)
+            else:
+                out[a.name] = evaluate(a.value, env)
+        return out
+
+    def bind_params(self, decl: s.GroupDecl, args: Mapping[str, int | DeviceModel], call: Span):
         env: dict[str, int] = {}
+        model_params: dict[str, DeviceModel] = {}
         names = [p.name for p in decl.params]
         for name in args:
             if name not in names:
@@ -98,12 +137,37 @@ class _Elaborator:
                                  + suggest(name, names), call)
                 return None
         for p in decl.params:
-            if p.type != "int":
+            if p.type != "int" and p.type not in DEVICE_KINDS:
                 self.diags.error("E205", f"parameter '{p.name}' has type '{p.type}'; parameters "
-                                 "are 'int'", p.span)
+                                 f"are 'int' or a device kind ({', '.join(DEVICE_KINDS)})"
+                                 + suggest(p.type, ["int", *DEVICE_KINDS]), p.span)
                 return None
-            if p.name in env:
+            if p.name in env or p.name in model_params:
                 self.diags.error("E120", f"parameter '{p.name}' is declared twice", p.span)
+                return None
+            if p.type in DEVICE_KINDS:
+                try:
+                    if p.name in args:
+                        given = args[p.name]
+                        if not isinstance(given, DeviceModel):
+                            self.diags.error("E205", f"parameter '{p.name}' takes a {p.type} "
+                                             "device model, not a number", call)
+                            return None
+                        model_params[p.name] = given
+                    elif p.default is not None:
+                        model_params[p.name] = self.model_arg(p, p.default, {})
+                    else:
+                        self.diags.error("E113", f"group '{decl.name}' needs a {p.type} for "
+                                         f"parameter '{p.name}'", call,
+                                         Note("parameter declared here", p.span))
+                        return None
+                except EvalError as exc:
+                    self.diags.add(exc.diagnostic)
+                    return None
+                continue
+            if p.name in args and isinstance(args[p.name], DeviceModel):
+                self.diags.error("E205", f"parameter '{p.name}' is an int, not a device model",
+                                 call)
                 return None
             if p.name in args:
                 env[p.name] = args[p.name]
@@ -117,7 +181,7 @@ class _Elaborator:
                 self.diags.error("E113", f"group '{decl.name}' needs a value for parameter "
                                  f"'{p.name}'", call, Note("parameter declared here", p.span))
                 return None
-        return env
+        return env, model_params
 
     def instance(self, t: Template, stmt: s.Instance, env: dict[str, int],
                  stack: tuple[str, ...]) -> None:
@@ -135,8 +199,8 @@ class _Elaborator:
                 raise EvalError(error("E295", f"array '{stmt.name}' has {size} elements; the limit "
                                       f"is {LIMITS.array}", stmt.size.span))
         count = size or 1
-        model = self.program.device_models.get(stmt.target)
-        member = Member(stmt.name, size, model, None, stmt.span)
+        model = t.models.get(stmt.target) or self.program.device_models.get(stmt.target)
+        member = Member(stmt.name, size, model, None, stmt.span, stmt.host, stmt.hostname)
         if model is not None:
             if stmt.args:
                 raise EvalError(error("E205", f"'{stmt.target}' is a device model and takes no "
@@ -153,7 +217,9 @@ class _Elaborator:
                 chain = " > ".join([*stack[stack.index(decl.name):], decl.name])
                 raise EvalError(error("E140", f"group '{decl.name}' contains itself ({chain})",
                                       stmt.target_span, Note("group declared here", decl.span)))
-            unbound = sorted({v for a in stmt.args for v in variables(a.value)} - set(env))
+            typed = {p.name for p in decl.params if p.type in DEVICE_KINDS}
+            unbound = sorted({v for a in stmt.args if a.name not in typed
+                              for v in variables(a.value)} - set(env))
             if unbound and size is not None:
                 first = next(a for a in stmt.args if unbound[0] in variables(a.value))
                 raise EvalError(error(
@@ -162,7 +228,7 @@ class _Elaborator:
                     "bound here. For elements that differ, declare one member per variant, "
                     f"e.g. 'big[2] : {decl.name}(...)' and 'small[2] : {decl.name}(...)', and "
                     "wire each (docs/language.md, heterogeneous arrays)", first.value.span))
-            args = {a.name: evaluate(a.value, env) for a in stmt.args}
+            args = self.arguments(decl, stmt.args, env, t.models)
             child = self.template(decl, args, stmt.span, stack)
             if child is None:
                 return
@@ -209,14 +275,18 @@ class _Elaborator:
         named: dict[str, int] = {}               # named index -> position in axes
         sides = [self.walk(t, stmt.left, env, axes, named),
                  self.walk(t, stmt.right, env, axes, named)]
+        # An index that appears only inside expressions (``gpu[2 * p] <-> gpu[2 * p + 1]``)
+        # ranges over the values for which every selector using it stays in range.
+        free: dict[str, int] = {}
         for side in sides:
-            for _, sel, _, _ in side:
+            for _, sel, size, _ in side:
                 if isinstance(sel, s.Index):
-                    for v in variables(sel.expr):
+                    for v in sorted(variables(sel.expr)):
                         if v not in env and v not in named:
-                            raise EvalError(error(
-                                "E213", f"index '{v}' is never bound: use it alone in a "
-                                f"selector, as in 'gpu[{v}]', to give it a range", sel.span))
+                            free[v] = max(free.get(v, 0), size)
+        first_free = len(axes)
+        for v, size in free.items():
+            axes.append((v, range(size)))
         total = 1
         for _, dom in axes:
             total *= len(dom)
@@ -229,13 +299,25 @@ class _Elaborator:
                                   f"the limit is {LIMITS.links}", stmt.span))
         names = [v for v, _ in axes]
         scope = dict(env)
+        made = 0
         for combo in itertools.product(*(dom for _, dom in axes)):
             scope.update(zip(names, combo))
-            a = self.path(sides[0], scope, stmt)
-            b = self.path(sides[1], scope, stmt)
+            a = self.path(sides[0], scope, stmt, free)
+            b = self.path(sides[1], scope, stmt, free)
+            if a is None or b is None:
+                continue
             if a == b:
                 raise EvalError(error("E215", f"connects '{a}' to itself", stmt.span))
             t.links.append((a, b, link_type, lanes, not stmt.directed, stmt.span))
+            made += 1
+        if free and not made:
+            v = names[first_free]
+            sel = next(sel for side in sides for _, sel, _, _ in side
+                       if isinstance(sel, s.Index) and v in variables(sel.expr))
+            raise EvalError(error(
+                "E213", f"index '{v}' takes no value that keeps every selector in range: bind it "
+                f"alone in a selector, as in 'gpu[{v}]', or correct the expression", sel.span))
+        t.total_links -= total - made
 
     def walk(self, t: Template, path: s.Path, env, axes, named):
         """Check a path against the template; return per segment (name, selector, size, var)."""
@@ -280,13 +362,17 @@ class _Elaborator:
         return out
 
     @staticmethod
-    def path(side, scope, stmt) -> str:
+    def path(side, scope, stmt, free=()) -> str | None:
+        """The element path for one binding; None when an index ranging over its inferred
+        domain (``free``) falls outside an array here, so the binding makes no link."""
         parts = []
         for name, sel, size, var in side:
             if sel is None:
                 parts.append(name)
                 continue
             idx = scope[var] if var is not None else evaluate(sel.expr, scope)
+            if not 0 <= idx < size and free and variables(sel.expr) & set(free):
+                return None
             if not 0 <= idx < size:
                 bound = ", ".join(f"{k}={v}" for k, v in scope.items()
                                   if not k.startswith("*") and k in variables(sel.expr))
@@ -305,16 +391,23 @@ def _values(expr, env: Mapping[str, int]) -> str:
 
 
 def _instantiate(t: Template, prefix: str, devices: list[Device],
-                 links: dict[tuple, Link], sites: dict[str, Span], stem: str) -> None:
+                 links: dict[tuple, Link], sites: dict[str, Span], stem: str,
+                 hosts: list[Host], chain: tuple[tuple[str, int | None], ...] = ()) -> None:
     for m in t.members.values():
         names = [m.name] if m.size is None else [f"{m.name}{i}" for i in range(m.size)]
         sites.setdefault(stem + m.name, m.span)     # once per member, not per element
+        indices = [None] if m.size is None else list(range(m.size))
         if m.model is not None:
             devices.extend(Device(prefix + n, m.model, m.span) for n in names)
+            if m.host:
+                hosts.extend(Host(prefix + n, (*chain, (m.name, i)), m.hostname, m.span)
+                             for n, i in zip(names, indices))
         else:
-            for n in names:
+            for n, i in zip(names, indices):
+                if m.host:
+                    hosts.append(Host(prefix + n, (*chain, (m.name, i)), m.hostname, m.span))
                 _instantiate(m.template, f"{prefix}{n}.", devices, links, sites,
-                             f"{stem}{m.name}.")
+                             f"{stem}{m.name}.", hosts, (*chain, (m.name, i)))
     for a, b, lt, lanes, duplex, span in t.links:
         src, dst = prefix + a, prefix + b
         key = (min(src, dst), max(src, dst), lt.name, True) if duplex else (src, dst, lt.name,
@@ -343,10 +436,11 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
             if decl.group in program.device_models else ""
         raise CompileError([error("E110", f"unknown group '{decl.group}'{kind}{hint}",
                                   decl.group_span)])
-    args: dict[str, int] = {}
+    args: dict[str, int | DeviceModel] = {}
+    elab = _Elaborator(program, diags)
     for a in decl.args:
         try:
-            args[a.name] = evaluate(a.value, {})
+            args.update(elab.arguments(group, (a,), {}, {}))
         except EvalError as exc:
             diags.add(exc.diagnostic)
     params = [p.name for p in group.params]
@@ -358,13 +452,32 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
                         decl.span)
         args[name] = value
     diags.check()
-    elab = _Elaborator(program, diags)
     t = elab.template(group, args, decl.span, ())
     diags.check()
     assert t is not None
     devices: list[Device] = []
     links: dict[tuple, Link] = {}
     sites: dict[str, Span] = {}
-    _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.")
+    hosts: list[Host] = []
+    _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts)
+    nested = _nested_host(hosts)
+    if nested is not None:
+        inner, outer = nested
+        raise CompileError([error("E216", f"host '{inner.id}' lies inside host '{outer.id}'; a "
+                                  "host is one OS image, so hosts do not nest", inner.span,
+                                  Note("the outer host is marked here", outer.span))])
     return System(decl.name, tuple(devices), tuple(links.values()), (),
-                  tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())))
+                  tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())),
+                  hosts=tuple(hosts))
+
+
+def _nested_host(hosts: list[Host]) -> tuple[Host, Host] | None:
+    """The first host inside another host (hosts come in depth-first order), or None."""
+    open_: list[Host] = []
+    for h in hosts:
+        while open_ and not h.id.startswith(open_[-1].id + "."):
+            open_.pop()
+        if open_:
+            return h, open_[-1]
+        open_.append(h)
+    return None

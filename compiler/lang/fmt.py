@@ -180,8 +180,10 @@ class _Printer:
         if kind == "let":
             return f"let {node.children[0]} = {self.expr(node.children[1])}"
         if kind == "instance":
-            seg, target, args = node.children
-            return f"{self.segment(seg)} : {target}{self.args(args)}"
+            host, seg, target, args, pattern = node.children
+            return ("host " if host is not None else "") + \
+                f"{self.segment(seg)} : {target}{self.args(args)}" + \
+                (f" {pattern}" if pattern is not None else "")
         left, arrow, right, link, lanes = node.children
         path = lambda p: ".".join(self.segment(s) for s in p.children)  # noqa: E731
         text = f"{path(left)} {arrow} {path(right)} : {link}"

@@ -170,8 +170,12 @@ class _Build(Transformer):
 
     @v_args(meta=True)
     def instance(self, meta, children):
-        seg, target, args = children[0], children[1], children[2]
+        host, seg, target, args, pattern = children
         size = None
+        if pattern is not None and host is None:
+            raise CompileError([error(
+                "E104", "a hostname pattern belongs to a host instance: write "
+                f"'host {seg.name}... : {target} {pattern}'", self._tok(pattern))])
         if seg.selector is not None:
             if not isinstance(seg.selector, s.Index):
                 raise CompileError([error(
@@ -179,7 +183,8 @@ class _Build(Transformer):
                     seg.selector.span)])
             size = seg.selector.expr
         return s.Instance(seg.name, size, str(target), args or (), self._span(meta),
-                          self._tok(target))
+                          self._tok(target), host is not None,
+                          None if pattern is None else _unescape(str(pattern)[1:-1]))
 
     @v_args(meta=True)
     def connection(self, meta, children):

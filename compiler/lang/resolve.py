@@ -224,14 +224,50 @@ def _link_type(decl: s.LinkDecl, diags: Collector) -> LinkType | None:
                     decl.span)
 
 
-def _device_model(decl: s.DeviceDecl, diags: Collector) -> DeviceModel | None:
-    if decl.kind not in DEVICE_KINDS:
-        diags.error("E204", f"unknown device kind '{decl.kind}'" + suggest(decl.kind, DEVICE_KINDS)
-                    + f" (one of {', '.join(DEVICE_KINDS)})", decl.kind_span)
+def _device_model(decl: s.DeviceDecl, diags: Collector,
+                  parent: DeviceModel | None = None) -> DeviceModel | None:
+    """A device model; with ``parent`` (``device H200 : H100 { ... }``) it starts from the
+    parent's kind, attributes and ports and the body overrides them one by one."""
+    if parent is None and decl.kind not in DEVICE_KINDS:
+        diags.error("E204", f"unknown device kind or model '{decl.kind}'"
+                    + suggest(decl.kind, DEVICE_KINDS)
+                    + f" (a kind is one of {', '.join(DEVICE_KINDS)})", decl.kind_span)
         return None
-    values, ports = _attributes(decl, DEVICE_SCHEMA[decl.kind], "device", diags)
-    return DeviceModel(decl.name, decl.kind, tuple(sorted(values.items())),
+    kind = parent.kind if parent is not None else decl.kind
+    values, ports = _attributes(decl, DEVICE_SCHEMA[kind], "device", diags)
+    if parent is not None:
+        values = {**dict(parent.attrs), **values}
+        ports = {**dict(parent.ports), **ports}
+    return DeviceModel(decl.name, kind, tuple(sorted(values.items())),
                        tuple(sorted(ports.items())), decl.span)
+
+
+def _device_models(decls: dict[str, s.DeviceDecl], diags: Collector) -> dict[str, DeviceModel]:
+    """Every device model, parents before children wherever they are declared; a chain of
+    parents that comes back to itself is an error (E141)."""
+    done: dict[str, DeviceModel | None] = {}
+
+    def build(name: str, chain: tuple[str, ...]) -> DeviceModel | None:
+        if name in done:
+            return done[name]
+        decl = decls[name]
+        parent = None
+        if decl.kind not in DEVICE_KINDS and decl.kind in decls:
+            if decl.kind in chain or decl.kind == name:
+                diags.error("E141", f"device '{name}' inherits from itself "
+                            f"({' : '.join((*chain, name, decl.kind))})", decl.kind_span)
+                done[name] = None
+                return None
+            parent = build(decl.kind, (*chain, name))
+            if parent is None:
+                done[name] = None
+                return None
+        done[name] = _device_model(decl, diags, parent)
+        return done[name]
+
+    for name in decls:
+        build(name, ())
+    return {n: m for n in decls if (m := done.get(n)) is not None}
 
 
 def _transformer(decl: s.ModelDecl, diags: Collector) -> Transformer | None:
@@ -297,6 +333,7 @@ def resolve(module: s.Module, root_path: str | None = None,
     models: dict[str, DeviceModel] = {}
     groups: dict[str, s.GroupDecl] = {}
     transformers: dict[str, Transformer] = {}
+    device_decls: dict[str, s.DeviceDecl] = {}
     for mod in modules:
         for item in mod.items:
             if isinstance(item, (s.Use, s.SystemDecl, s.ParallelDecl)):
@@ -311,15 +348,14 @@ def resolve(module: s.Module, root_path: str | None = None,
                 if lt:
                     link_types[item.name] = lt
             elif isinstance(item, s.DeviceDecl):
-                dm = _device_model(item, diags)
-                if dm:
-                    models[item.name] = dm
+                device_decls[item.name] = item
             elif isinstance(item, s.ModelDecl):
                 tf = _transformer(item, diags)
                 if tf:
                     transformers[item.name] = tf
             else:
                 groups[item.name] = item
+    models.update(_device_models(device_decls, diags))
     # Systems and strategies come from the root file only, so every library file can be
     # compiled alone and still be imported for its declarations.
     systems = tuple(i for i in module.items if isinstance(i, s.SystemDecl))

@@ -184,6 +184,9 @@ class Instance:
     args: tuple[Arg, ...]
     span: Span = field(eq=False, repr=False)
     target_span: Span = field(eq=False, repr=False)
+    #: ``host ...``: each element is one host (one OS image); ``hostname`` its name pattern.
+    host: bool = False
+    hostname: str | None = None
 
 
 @attrs.frozen

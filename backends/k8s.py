@@ -1,0 +1,74 @@
+"""Kubernetes node labels for topology-aware schedulers, and a Kueue ``Topology``.
+
+Per host: ``fabric.topograph.run/tier-N`` (N = 0 for the switch closest to the node, as
+Topograph writes them; KAI Scheduler, Kueue and NVSentinel read them), the NVLink domain as
+``accelerator.topograph.run/domain`` and as ``nvidia.com/gpu.clique`` (the driver's clique
+label), and ``kubernetes.io/hostname``. A host with compute NICs on several leaves (a
+rail-optimised node) is labelled by its first compute NIC's leaf: rail 0. Tier N+1 is the first
+switch (by name) cabled above tier N. The Kueue Topology lists the levels from the top tier down
+to the hostname.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..compiler.analysis.fabric import Fabric
+
+TIER = "fabric.topograph.run/tier-{}"
+DOMAIN = "accelerator.topograph.run/domain"
+CLIQUE = "nvidia.com/gpu.clique"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def labels(fab: Fabric) -> dict[str, dict[str, str]]:
+    """Labels per hostname, in host order."""
+    up: dict[str, list[str]] = {}
+    tier = {s.name: s.tier for s in fab.switches}
+    for c in fab.cables:
+        for a, b in ((c.a, c.b), (c.b, c.a)):
+            if a in tier and b in tier and tier[b] == tier[a] + 1:
+                up.setdefault(a, []).append(b)
+    first_leaf: dict[str, str] = {}
+    for c in fab.cables:
+        for end, other in ((c.a, c.b), (c.b, c.a)):
+            if "/" in end and other in tier:
+                host, idx = end.split("/", 1)
+                prev = first_leaf.get(host)
+                if prev is None or int(idx) < int(prev[0]):
+                    first_leaf[host] = (idx, other)
+    domain = {h: f"nvl{i}" for i, b in enumerate(fab.blocks) for h in b if len(b) > 1}
+    out: dict[str, dict[str, str]] = {}
+    for h in fab.hosts:
+        lab: dict[str, str] = {}
+        if h.name in first_leaf:
+            s, n = first_leaf[h.name][1], 0
+            while s is not None:
+                lab[TIER.format(n)] = s
+                nxt = sorted(up.get(s, ()))
+                s, n = (nxt[0] if nxt else None), n + 1
+        if h.name in domain:
+            lab[DOMAIN] = domain[h.name]
+            lab[CLIQUE] = domain[h.name]
+        lab[HOSTNAME] = h.name
+        out[h.name] = lab
+    return out
+
+
+def render(fab: Fabric, source: str = "", topology_name: str = "default") -> str:
+    """A multi-document YAML: one Node metadata patch per host (``kubectl apply``-able labels),
+    then the Kueue Topology. Values are JSON strings, which YAML reads as they are."""
+    lines = [f"# Kubernetes topology labels written by topoc from {source or fab.name}"]
+    all_labels = labels(fab)
+    for host, lab in all_labels.items():
+        lines += ["---", "apiVersion: v1", "kind: Node", "metadata:",
+                  f"  name: {json.dumps(host)}", "  labels:"]
+        lines += [f"    {k}: {json.dumps(v)}" for k, v in lab.items()]
+    levels = [TIER.format(n) for n in reversed(range(fab.tiers()))]
+    if any(DOMAIN in lab for lab in all_labels.values()):
+        levels.append(DOMAIN)
+    levels.append(HOSTNAME)
+    lines += ["---", "apiVersion: kueue.x-k8s.io/v1alpha1", "kind: Topology", "metadata:",
+              f"  name: {json.dumps(topology_name)}", "spec:", "  levels:"]
+    lines += [f"  - nodeLabel: {json.dumps(level)}" for level in levels]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,163 @@
+"""Slurm's topology files from a system: topology.conf (tree or block) and topology.yaml.
+
+topology/tree: one ``SwitchName=`` line per switch, leaves with ``Nodes=`` (the hosts cabled to
+them), every higher switch with ``Switches=`` (the switches one tier below it), names in
+Slurm's hostlist ranges. topology/block: one ``BlockName=`` per NVLink domain with its hosts,
+and ``BlockSizes=`` the domain size and its power-of-two multiples up to all blocks. The yaml
+form (Slurm 24.11+, topology.yaml(5)) holds both, the tree as the cluster default. Storage
+NICs and DPUs never appear (``compiler.analysis.fabric`` keeps them out).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..compiler.analysis.fabric import Fabric
+
+_TAIL = re.compile(r"^(.*?)(\d+)$")
+
+
+class ExportError(ValueError):
+    """The system cannot be written in the requested form (the message says why)."""
+
+
+def hostlist(names: Sequence[str]) -> str:
+    """Slurm hostlist ranges: ``node[0-3,7],gb-01-[01-18]``; order of first appearance kept
+    per prefix, numbers sorted, zero padding kept (``01`` and ``1`` never share a range)."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    plain: list[str] = []
+    order: list[tuple[str, int] | str] = []
+    for n in names:
+        m = _TAIL.match(n)
+        if not m:
+            if n not in plain:
+                plain.append(n)
+                order.append(n)
+            continue
+        digits = m.group(2)
+        width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
+        key = (m.group(1), width)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(int(digits))
+    out = []
+    for key in order:
+        if isinstance(key, str):
+            out.append(key)
+            continue
+        prefix, width = key
+        nums = sorted(set(groups[key]))
+        fmt = (lambda v: f"{v:0{width}d}") if width else str
+        if len(nums) == 1:
+            out.append(prefix + fmt(nums[0]))
+            continue
+        runs, start = [], nums[0]
+        for prev, cur in zip(nums, [*nums[1:], None]):
+            if cur != prev + 1:
+                runs.append(fmt(start) if start == prev else f"{fmt(start)}-{fmt(prev)}")
+                start = cur
+        out.append(f"{prefix}[{','.join(runs)}]")
+    return ",".join(out)
+
+
+def _check_names(names: Sequence[str]) -> None:
+    for n in names:
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", n):
+            raise ExportError(f"'{n}' is not a valid Slurm node or switch name (letters, "
+                              "digits, '-', '_' and '.' only)")
+
+
+def tree_lines(fab: Fabric) -> list[tuple[str, str, str]]:
+    """(switch, 'Nodes' or 'Switches', hostlist) per switch, leaves first."""
+    if not fab.switches:
+        raise ExportError("the system has no scale-out switches; topology/tree needs at least "
+                          "one (a single node needs no topology.conf)")
+    unplaced = [h.name for h in fab.hosts
+                if not any(x.host == h.name for x in fab.hcas)]
+    if unplaced:
+        raise ExportError(f"host '{unplaced[0]}' has no compute NIC cabled to a switch; Slurm "
+                          "needs every node under one (topology.conf(5))")
+    children = fab.children()
+    order = {h.name: i for i, h in enumerate(fab.hosts)}
+    out = []
+    for s in sorted(fab.switches, key=lambda s: s.tier):
+        below = children.get(s.name, ())
+        if s.tier == 1:
+            hosts = sorted({c.split("/", 1)[0] for c in below if "/" in c}, key=order.get)
+            out.append((s.name, "Nodes", hostlist(hosts)))
+        else:
+            out.append((s.name, "Switches", hostlist([c for c in below if "/" not in c])))
+    _check_names([s.name for s in fab.switches] + [h.name for h in fab.hosts])
+    return out
+
+
+def block_sizes(fab: Fabric) -> tuple[list[tuple[str, ...]], list[int]]:
+    """The blocks (NVLink domains as hosts) and BlockSizes: the base size and its power-of-two
+    multiples while they fit in all blocks together."""
+    blocks = [b for b in fab.blocks if b]
+    if not blocks:
+        raise ExportError("the system has no GPUs in hosts; topology/block needs NVLink domains")
+    base = max(len(b) for b in blocks)
+    sizes, n = [], base
+    while n <= base * len(blocks):
+        sizes.append(n)
+        n *= 2
+    return blocks, sizes
+
+
+def render(fab: Fabric, topology: str, fmt: str = "conf", source: str = "") -> str:
+    """The file text: ``topology`` tree or block, ``fmt`` conf or yaml (yaml holds both,
+    ``topology`` naming the cluster default)."""
+    head = f"# Slurm topology written by topoc from {source or fab.name}; do not edit by hand."
+    if fmt == "yaml":
+        return _yaml(fab, topology, head)
+    lines = [head]
+    if topology == "tree":
+        lines.append("# topology/tree: TopologyPlugin=topology/tree in slurm.conf")
+        for name, kind, members in tree_lines(fab):
+            lines.append(f"SwitchName={name} {kind}={members}")
+    else:
+        blocks, sizes = block_sizes(fab)
+        lines.append("# topology/block: TopologyPlugin=topology/block in slurm.conf; one block "
+                     "per NVLink domain")
+        for i, b in enumerate(blocks):
+            lines.append(f"BlockName=block{i} Nodes={hostlist(b)}")
+        lines.append("BlockSizes=" + ",".join(map(str, sizes)))
+    return "\n".join(lines) + "\n"
+
+
+def _yaml(fab: Fabric, default: str, head: str) -> str:
+    lines = [head, "---"]
+    parts: list[list[str]] = []
+    try:
+        tree = tree_lines(fab)
+    except ExportError:
+        if default == "tree":
+            raise
+        tree = []
+    if tree:
+        part = ["- topology: tree", f"  cluster_default: {str(default == 'tree').lower()}",
+                "  tree:", "    switches:"]
+        for name, kind, members in tree:
+            part += [f"      - switch: {name}",
+                     f"        {'nodes' if kind == 'Nodes' else 'children'}: \"{members}\""]
+        parts.append(part)
+    try:
+        blocks, sizes = block_sizes(fab)
+    except ExportError:
+        if default == "block":
+            raise
+        blocks = []
+    if blocks:
+        part = ["- topology: block", f"  cluster_default: {str(default == 'block').lower()}",
+                "  block:", "    block_sizes:"]
+        part += [f"      - {n}" for n in sizes]
+        part.append("    blocks:")
+        for i, b in enumerate(blocks):
+            part += [f"      - block: block{i}", f"        nodes: \"{hostlist(b)}\""]
+        parts.append(part)
+    for p in parts:
+        lines += p
+    return "\n".join(lines) + "\n"

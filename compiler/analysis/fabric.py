@@ -1,0 +1,207 @@
+"""The scale-out fabric as cluster tools see it: hosts, their HCA ports, switches in tiers,
+every cable with its rate, and the NVLink domains as blocks of hosts.
+
+This is the one view the Slurm, Kubernetes, ibdiagnet and ibsim exporters format, and the one
+``diff`` compares fabrics by. Only compute NICs count (a storage NIC or a DPU is kept out of the
+compute tree, as Slurm's topology/tree wants); switches the compute NICs cannot reach are left
+out too. Tiers: a leaf is a switch cabled to a host's HCA (tier 1); every other switch's tier is
+one more than the lowest tier it is cabled to.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+import attrs
+
+from ..ir.hosts import HostInfo, hosts as host_list
+from ..ir.locality import natural
+from ..ir.system import SCALEOUT_CLASSES, System
+
+
+@attrs.frozen
+class Hca:
+    """One compute NIC: its host, its position among the host's compute NICs, its device."""
+
+    host: str
+    index: int
+    device: str
+    model: str
+
+
+@attrs.frozen
+class Switch:
+    """A fabric switch: its name (path below the system, dots as underscores), model and tier."""
+
+    name: str
+    device: str
+    model: str
+    tier: int
+    radix: int | None
+
+
+@attrs.frozen
+class Cable:
+    """``count`` cables of one link type between two ends; an end is a switch name or a
+    ``host/index`` HCA name. ``rate`` is bits/s per cable."""
+
+    a: str
+    b: str
+    cls: str
+    rate: float
+    count: int
+    link_type: str
+
+
+@attrs.frozen
+class Fabric:
+    """What the cluster tools need of a system."""
+
+    name: str
+    hosts: tuple[HostInfo, ...]
+    hcas: tuple[Hca, ...]
+    switches: tuple[Switch, ...]
+    cables: tuple[Cable, ...]
+    #: NVLink domains as tuples of hostnames (only domains spanning hosts' GPUs).
+    blocks: tuple[tuple[str, ...], ...]
+
+    def switch(self, name: str) -> Switch:
+        """The switch called ``name`` (KeyError if none)."""
+        for s in self.switches:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def tiers(self) -> int:
+        """How many switch tiers the fabric has (0: no switches)."""
+        return max((s.tier for s in self.switches), default=0)
+
+    def hosts_below(self, switch: str) -> tuple[str, ...]:
+        """Hostnames reachable downwards from ``switch`` (for a leaf: its cabled hosts)."""
+        down = self.children()
+        seen, stack, out = {switch}, [switch], set()
+        while stack:
+            s = stack.pop()
+            for c in down.get(s, ()):
+                if "/" in c:
+                    out.add(c.split("/", 1)[0])
+                elif c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        order = {h.name: i for i, h in enumerate(self.hosts)}
+        return tuple(sorted(out, key=order.__getitem__))
+
+    def children(self) -> dict[str, tuple[str, ...]]:
+        """Per switch, the ends one tier below it (switches by name, HCAs as host/index)."""
+        tier = {s.name: s.tier for s in self.switches}
+        out: dict[str, set[str]] = defaultdict(set)
+        for c in self.cables:
+            for up, down in ((c.a, c.b), (c.b, c.a)):
+                if up in tier and (down not in tier or tier[down] == tier[up] - 1):
+                    out[up].add(down)
+        return {k: tuple(sorted(v, key=natural)) for k, v in out.items()}
+
+
+def end_name(system: System, device_id: str) -> str:
+    """A switch's fabric name: its path below the system with dots as underscores, so an
+    imported dump names it as the .topo does (``plane0_spine3``)."""
+    return device_id.split(".", 1)[1].replace(".", "_") if "." in device_id else device_id
+
+
+def fabric(system: System, pattern: str | None = None,
+           mapping: Mapping[str, str] | None = None) -> Fabric:
+    """The fabric view of ``system`` with hostnames from ``pattern``/``mapping`` (see
+    ``compiler.ir.hosts``)."""
+    host_infos = host_list(system, pattern, mapping)
+    host_of = {d: h for h in host_infos for d in h.devices}
+    scaleout = [ln for ln in system.links if ln.cls in SCALEOUT_CLASSES]
+    net = {ln.src for ln in scaleout} | {ln.dst for ln in scaleout}
+    hcas: list[Hca] = []
+    ends: dict[str, str] = {}
+    per_host: dict[str, int] = defaultdict(int)
+    for d in system.devices:
+        if d.id in net and d.compute_nic and d.id in host_of:
+            h = host_of[d.id].name
+            hcas.append(Hca(h, per_host[h], d.id, d.model.name))
+            ends[d.id] = f"{h}/{per_host[h]}"
+            per_host[h] += 1
+    switch_ids = [d.id for d in system.devices if d.kind == "net_switch" and d.id in net]
+    for s in switch_ids:
+        ends[s] = end_name(system, s)
+    # Keep what compute HCAs reach through switches only.
+    adj: dict[str, set[str]] = defaultdict(set)
+    for ln in scaleout:
+        if ln.src in ends and ln.dst in ends:
+            adj[ln.src].add(ln.dst)
+            adj[ln.dst].add(ln.src)
+    tier: dict[str, int] = {}
+    frontier = sorted({n for h in hcas for n in adj[h.device] if n in switch_ids})
+    for s in frontier:
+        tier[s] = 1
+    while frontier:
+        nxt = set()
+        for s in frontier:
+            for n in adj[s]:
+                if n in switch_ids and n not in tier:
+                    tier[n] = tier[s] + 1
+                    nxt.add(n)
+        frontier = sorted(nxt)
+    devices = system.device_index
+    switches = tuple(Switch(ends[s], s, devices[s].model.name, tier[s],
+                            devices[s].model.port_budget("infiniband")
+                            or devices[s].model.port_budget("ethernet"))
+                     for s in switch_ids if s in tier)
+    kept = {h.device for h in hcas} | {s.device for s in switches}
+    cables: dict[tuple, int] = defaultdict(int)
+    for ln in scaleout:
+        if ln.src in kept and ln.dst in kept:
+            a, b = sorted((ends[ln.src], ends[ln.dst]), key=natural)
+            cables[(a, b, ln.cls, ln.type.bandwidth * 8, ln.type.name)] += ln.lanes
+    cable_list = tuple(Cable(a, b, cls, rate, n, lt)
+                       for (a, b, cls, rate, lt), n in sorted(
+                           cables.items(), key=lambda kv: (natural(kv[0][0]), natural(kv[0][1]),
+                                                           kv[0][4])))
+    return Fabric(system.name, host_infos, tuple(hcas), switches, cable_list,
+                  _blocks(system, host_of))
+
+
+def _blocks(system: System, host_of: Mapping[str, HostInfo]) -> tuple[tuple[str, ...], ...]:
+    """NVLink domains as hostnames, in rank order; single-host domains count too (a DGX)."""
+    loc = system.locality
+    order: dict[str, list[str]] = {}
+    for rank, g in enumerate(system.gpus):
+        root = loc.domain_root[rank] or g.id
+        h = host_of.get(g.id)
+        if h is None:
+            continue
+        names = order.setdefault(root, [])
+        if h.name not in names:
+            names.append(h.name)
+    return tuple(tuple(v) for v in order.values())
+
+
+@attrs.frozen
+class Wire:
+    """One cable with port numbers at both ends (1-based, in cable order per end)."""
+
+    a: str
+    a_port: int
+    b: str
+    b_port: int
+    rate: float
+    cls: str
+
+
+def wiring(fab: Fabric) -> tuple[Wire, ...]:
+    """Every cable of ``fab`` on numbered ports: each end numbers its cables from 1 in the
+    fabric's cable order (down-links of a switch in end-name order come with it)."""
+    next_port: dict[str, int] = defaultdict(lambda: 1)
+    out = []
+    for c in fab.cables:
+        for _ in range(c.count):
+            pa, pb = next_port[c.a], next_port[c.b]
+            next_port[c.a] += 1
+            next_port[c.b] += 1
+            out.append(Wire(c.a, pa, c.b, pb, c.rate, c.cls))
+    return tuple(out)

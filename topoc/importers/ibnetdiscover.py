@@ -1,0 +1,199 @@
+"""``ibnetdiscover`` dumps (the default topology format and ``-p``) as a .topo fabric.
+
+Switches take their name and model from a managed switch's node description
+(``MF0;leaf0:QM9700/U1``); any other description names the switch after its GUID and its model
+after the description. HCA ports are grouped into hosts by node description (``dgx-01 mlx5_3``:
+host ``dgx-01``, NIC 3); an HCA whose description has no ``mlx5_N`` part is a host of its own.
+Every cable keeps its active width x speed as a rate (4xNDR = 400 Gb/s): a rate the bundled
+library has a link type for uses it (``ndr``, ``hdr``), others get one declared. Tiers follow
+from the cabling when the file is compiled. Unconnected ports are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from ..compiler.lang import pipeline
+from .base import ImportFailure, ident
+
+#: Per-lane signalling, Gb/s, as IBTA names it (nominal: 4xNDR is 400 Gb/s).
+LANE_GBPS = {"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50,
+             "NDR": 100, "XDR": 200}
+MAX_NODES = 100_000
+
+_NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR]-[0-9A-Fa-f]+)"\s*#\s*"(.*?)"')
+_PORT = re.compile(r'^\[(\d+)\](?:\([0-9A-Fa-f]+\))?\s+"([SHR]-[0-9A-Fa-f]+)"\[(\d+)\]'
+                   r'(?:\([0-9A-Fa-f]+\))?\s*#.*?(\d+)x\s*([A-Z]+\d*)\s*$')
+_PLINE = re.compile(r"^(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+(\d+)x\s*([A-Z]+\d*)\s+-\s+"
+                    r"(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)")
+_MANAGED = re.compile(r"^MF0;([^:]+):([^/]+)(?:/.*)?$")
+_HCA = re.compile(r"^(\S+)\s+(?:mlx\d+_|HCA-)(\d+)$")
+
+
+def parse(text: str, path: str = "<dump>"):
+    """(nodes, cables): nodes by GUID as (type, description); cables as
+    (guid a, port a, guid b, port b, lanes, speed), each once."""
+    nodes: dict[str, tuple[str, str]] = {}
+    cables: dict[tuple, tuple] = {}
+    current = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _NODE.match(line)
+        if m:
+            kind = {"Switch": "SW", "Ca": "CA", "Rt": "RT"}[m.group(1)]
+            current = m.group(3)[2:].lower().lstrip("0") or "0"
+            nodes[current] = (kind, m.group(4))
+            continue
+        m = _PORT.match(line)
+        if m:
+            if current is None:
+                raise ImportFailure(f"{path}:{number}: a port line before any Switch/Ca line")
+            peer = m.group(2)[2:].lower().lstrip("0") or "0"
+            _cable(cables, current, int(m.group(1)), peer, int(m.group(3)), int(m.group(4)),
+                   m.group(5), path, number)
+            continue
+        m = _PLINE.match(line)
+        if m:
+            a, b = m.group(3)[2:].lower().lstrip("0") or "0", m.group(8)[2:].lower().lstrip("0") or "0"
+            nodes.setdefault(a, (m.group(1), m.group(9)))
+            nodes.setdefault(b, (m.group(6), m.group(10)))
+            _cable(cables, a, int(m.group(2)), b, int(m.group(7)), int(m.group(4)), m.group(5),
+                   path, number)
+        if len(nodes) > MAX_NODES:
+            raise ImportFailure(f"{path}: more than {MAX_NODES} nodes")
+    missing = {g for c in cables.values() for g in (c[0], c[2]) if g not in nodes}
+    if missing:
+        raise ImportFailure(f"{path}: port lines name node {sorted(missing)[0]} that the dump "
+                            "never declares (a truncated dump?)")
+    if not cables:
+        raise ImportFailure(f"{path}: no cabled port found; is this ibnetdiscover output "
+                            "(default or -p format)?")
+    return nodes, list(cables.values())
+
+
+def _cable(cables, a, pa, b, pb, lanes, speed, path, number):
+    if speed not in LANE_GBPS:
+        raise ImportFailure(f"{path}:{number}: unknown link speed '{speed}' (one of "
+                            f"{', '.join(LANE_GBPS)})")
+    key = min((a, pa), (b, pb))
+    cables.setdefault(key, (a, pa, b, pb, lanes, speed))
+
+
+def from_ibnetdiscover(text: str, path: str = "<dump>") -> tuple[str, list[str]]:
+    """The .topo text (and notes) of one ibnetdiscover dump."""
+    nodes, cables = parse(text, path)
+    library = pipeline.front_end('use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n')
+    lib_links = {lt.bandwidth * 8: name for name, lt in library.link_types.items()
+                 if lt.cls == "infiniband"}
+    lib_models = library.device_models
+    notes: list[str] = []
+    models: dict[str, str] = {}
+    links: dict[str, str] = {}
+    switches: dict[str, tuple[str, str]] = {}     # guid -> (instance, model)
+    hosts: dict[str, list[tuple[int, str]]] = defaultdict(list)   # hostname -> (index, guid)
+    for guid, (kind, desc) in sorted(nodes.items(), key=lambda kv: kv[0]):
+        if kind == "SW":
+            m = _MANAGED.match(desc)
+            name, model = (m.group(1), m.group(2)) if m else (f"sw_{guid}", desc or "Switch")
+            model_id = ident(model)
+            if model_id not in lib_models or lib_models[model_id].kind != "net_switch":
+                models.setdefault(model_id, f"device {model_id} : net_switch {{ }}")
+            switches[guid] = (ident(name), model_id)
+        elif kind == "CA":
+            m = _HCA.match(desc)
+            host, idx = (m.group(1), int(m.group(2))) if m else (desc or f"hca-{guid}", 0)
+            hosts[host].append((idx, guid))
+        else:
+            notes.append(f"router {guid} ('{desc}') left out: topoc models no IB routers")
+    names = [s[0] for s in switches.values()]
+    if len(set(names)) != len(names):
+        dup = sorted(n for n in names if names.count(n) > 1)[0]
+        raise ImportFailure(f"{path}: two switches are both called '{dup}'")
+    # Each HCA's rate: the fastest cable on it.
+    rate_of: dict[str, float] = defaultdict(float)
+    cable_rate = []
+    for a, pa, b, pb, lanes, speed in cables:
+        rate = lanes * LANE_GBPS[speed] * 1e9
+        cable_rate.append(rate)
+        for g in (a, b):
+            rate_of[g] = max(rate_of[g], rate)
+
+    def link_type(rate: float) -> str:
+        if rate in lib_links:
+            return lib_links[rate]
+        name = f"ib_{rate / 1e9:g}g".replace(".", "_")
+        links.setdefault(name, f"link {name} : infiniband {{ bandwidth = {rate / 1e9:g} Gb/s }}")
+        return name
+
+    nic_model: dict[str, str] = {}
+    for host, items in hosts.items():
+        for _, g in items:
+            rate = rate_of[g]
+            lib = {400e9: "CX7", 200e9: "CX6"}.get(rate)
+            if lib and lib in lib_models:
+                nic_model[g] = lib
+            else:
+                name = f"HCA_{rate / 1e9:g}G".replace(".", "_")
+                models.setdefault(name, f"device {name} : nic {{ rate = {rate / 1e9:g} Gb/s }}")
+                nic_model[g] = name
+    shapes: dict[tuple[str, ...], str] = {}
+    host_lines, end_of = [], {}
+    used = set(names)
+    for host in sorted(hosts, key=_natural):
+        items = sorted(hosts[host])
+        if [i for i, _ in items] != list(range(len(items))):
+            notes.append(f"host '{host}': HCAs {', '.join(f'mlx5_{i}' for i, _ in items)} "
+                         f"numbered nic0..nic{len(items) - 1} in that order")
+        shape = tuple(nic_model[g] for _, g in items)
+        if shape not in shapes:
+            shapes[shape] = f"IBHost{len(shapes)}"
+        inst = ident(host)
+        if inst[0].isdigit():
+            inst = "h_" + inst
+        while inst in used:
+            inst += "_"
+        used.add(inst)
+        host_lines.append(f'  host {inst} : {shapes[shape]} "{host}"')
+        uniform = len(set(shape)) == 1
+        for n, (_, g) in enumerate(items):
+            end_of[g] = f"{inst}.nic[{n}]" if uniform else f"{inst}.nic{n}"
+    for g, (inst, _) in switches.items():
+        end_of[g] = inst
+    wires: dict[tuple[str, str, str], int] = defaultdict(int)
+    for (a, _, b, _, _, _), rate in zip(cables, cable_rate):
+        if a not in end_of or b not in end_of:
+            continue
+        x, y = sorted((end_of[a], end_of[b]), key=_natural)
+        wires[(x, y, link_type(rate))] += 1
+    out = [f"# Imported by topoc from {path}, an ibnetdiscover dump: {len(switches)} switches, "
+           f"{sum(len(v) for v in hosts.values())} HCAs in {len(hosts)} hosts, "
+           f"{len(cables)} cables.", 'use "nvidia/links.topo"', 'use "nvidia/devices.topo"', ""]
+    out += [links[k] for k in sorted(links)] + [models[k] for k in sorted(models)]
+    if links or models:
+        out.append("")
+    for shape, gname in shapes.items():
+        members = _arrays(shape)
+        out.append(f"group {gname} {{ {'  '.join(members)} }}")
+    out += ["", "group Fabric {"]
+    out += host_lines
+    out += [f"  {inst} : {model}" for inst, model in
+            sorted(switches.values(), key=lambda s: _natural(s[0]))]
+    for (x, y, lt), n in sorted(wires.items(), key=lambda kv: (_natural(kv[0][0]),
+                                                                  _natural(kv[0][1]), kv[0][2])):
+        out.append(f"  {x} <-> {y} : {lt}" + (f" x {n}" if n > 1 else ""))
+    out += ["}", "", "system fabric : Fabric", ""]
+    return "\n".join(out), notes
+
+
+def _arrays(shape: tuple[str, ...]) -> list[str]:
+    """``nic[8] : CX7`` when every NIC has one model, else one member per NIC."""
+    if len(set(shape)) == 1:
+        return [f"nic[{len(shape)}] : {shape[0]}"]
+    return [f"nic{i} : {m}" for i, m in enumerate(shape)]
+
+
+def _natural(text: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
