@@ -1,0 +1,215 @@
+"""Drift: what differs between two systems, say a declared .topo and what the machines report.
+
+Names are aligned first: hosts by hostname (``compiler.ir.hosts``; when the two sides share no
+hostname and have as many hosts, in order, and one host each always pairs), devices inside a
+host by kind and position (GPU 3 of a host is GPU 3 of the same host on the other side),
+switches by name. Then, per aligned host: devices by kind and model; NVLink lanes per GPU (and
+per directly wired GPU pair); each GPU's NIC, PCIe switch sharing and NUMA node (CPU); and over
+the fabric: switches with their models and every cable with its rate.
+
+A side that describes nothing of a kind (an ibnetdiscover dump has no GPUs, an nvidia-smi
+matrix no switches) is not compared on it; the ``notes`` say what was skipped, so a dump of the
+fabric can be checked against a full design without reporting every GPU as missing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import attrs
+
+from ..ir.hosts import HostInfo
+from ..ir.system import System
+from .fabric import Fabric, fabric
+
+
+@attrs.frozen
+class Finding:
+    """One difference: its category, where (host, device or cable) and the two values."""
+
+    category: str       # hosts | devices | nvlink | nic | pcie | numa | switches | cabling
+    where: str
+    a: str
+    b: str
+    message: str
+
+
+@attrs.frozen
+class Diff:
+    """Every difference in a stable order, and notes on what was not compared."""
+
+    findings: tuple[Finding, ...]
+    notes: tuple[str, ...]
+    compared: tuple[str, ...]
+
+    @property
+    def equal(self) -> bool:
+        """True when nothing differs."""
+        return not self.findings
+
+
+def _align(ha: tuple[HostInfo, ...], hb: tuple[HostInfo, ...], notes: list[str]):
+    names_a, names_b = [h.name for h in ha], [h.name for h in hb]
+    if len(ha) == len(hb) and not set(names_a) & set(names_b) and ha:
+        if len(ha) > 1:
+            notes.append("no hostname in common: hosts paired in declaration order")
+        return list(zip(ha, hb)), [], []
+    b_by = {h.name: h for h in hb}
+    pairs = [(h, b_by[h.name]) for h in ha if h.name in b_by]
+    only_a = [h for h in ha if h.name not in b_by]
+    a_names = set(names_a)
+    only_b = [h for h in hb if h.name not in a_names]
+    return pairs, only_a, only_b
+
+
+def _by_kind(system: System, host: HostInfo) -> dict[str, list]:
+    out: dict[str, list] = defaultdict(list)
+    for d in host.devices:
+        dev = system.device(d)
+        out[dev.kind].append(dev)
+    return out
+
+
+def _gpu_facts(system: System, host: HostInfo) -> list[dict]:
+    """Per GPU of the host in order: model, NVLink lanes, direct GPU peers, NIC, PCIe switch
+    sharing, CPU, each as host-relative positions."""
+    rank_of = {g.id: r for r, g in enumerate(system.gpus)}
+    kinds = _by_kind(system, host)
+    pos = {d.id: i for k in kinds for i, d in enumerate(kinds[k])}
+    loc = system.locality
+    lanes: Counter = Counter()
+    pair: Counter = Counter()
+    for link in system.links:
+        if link.cls != "nvlink":
+            continue
+        for end in (link.src, link.dst):
+            lanes[end] += link.lanes
+        if link.src in rank_of and link.dst in rank_of:
+            pair[frozenset((link.src, link.dst))] += link.lanes
+    out = []
+    for g in kinds.get("gpu", ()):
+        r = rank_of[g.id]
+        nic, sw, cpu = loc.nic(r), loc.pcie_switch(r), loc.socket(r)
+        peers = sorted((pos[o], n) for p, n in pair.items() if g.id in p
+                       for o in p if o != g.id and o in pos)
+        out.append({"model": g.model.name, "lanes": lanes[g.id], "peers": peers,
+                    "nic": pos.get(nic), "switch": pos.get(sw), "cpu": pos.get(cpu)})
+    return out
+
+
+def diff(a: System, b: System) -> Diff:
+    """The differences between ``a`` (say, the declared design) and ``b`` (what was found)."""
+    fa, fb = fabric(a), fabric(b)
+    notes: list[str] = []
+    found: list[Finding] = []
+    compared: list[str] = []
+    pairs, only_a, only_b = _align(fa.hosts, fb.hosts, notes)
+    if fa.hosts and fb.hosts:
+        compared.append("hosts")
+        for h in only_a:
+            found.append(Finding("hosts", h.name, "present", "missing",
+                                 f"host '{h.name}' is in A but not in B"))
+        for h in only_b:
+            found.append(Finding("hosts", h.name, "missing", "present",
+                                 f"host '{h.name}' is in B but not in A"))
+    kinds_a = {d.kind for d in a.devices}
+    kinds_b = {d.kind for d in b.devices}
+    both = kinds_a & kinds_b
+    for k in sorted((kinds_a | kinds_b) - both):
+        side = "A" if k in kinds_a else "B"
+        notes.append(f"only {side} describes {k} devices: not compared")
+    for ha, hb in pairs:
+        where = ha.name if ha.name == hb.name else f"{ha.name}|{hb.name}"
+        ka, kb = _by_kind(a, ha), _by_kind(b, hb)
+        for kind in sorted(both):
+            ma = Counter(d.model.name for d in ka.get(kind, ()))
+            mb = Counter(d.model.name for d in kb.get(kind, ()))
+            if kind in ("switch", "net_switch") or ma == mb:
+                continue
+            found.append(Finding("devices", f"{where} {kind}", _count(ma), _count(mb),
+                                 f"{where}: {kind} devices differ: {_count(ma)} in A, "
+                                 f"{_count(mb)} in B"))
+        if "gpu" in both:
+            _compare_gpus(a, b, ha, hb, where, both, found)
+    if "gpu" in both:
+        compared += ["devices", "nvlink", "nic", "pcie", "numa"]
+    if fa.switches and fb.switches:
+        compared += ["switches", "cabling"]
+        _compare_fabric(fa, fb, found)
+    elif fa.switches or fb.switches:
+        notes.append(f"only {'A' if fa.switches else 'B'} has a scale-out fabric: cabling not "
+                     "compared")
+    return Diff(tuple(found), tuple(notes), tuple(dict.fromkeys(compared)))
+
+
+def _count(c: Counter) -> str:
+    return ", ".join(f"{n} {m}" for m, n in sorted(c.items())) or "none"
+
+
+def _compare_gpus(a, b, ha, hb, where, both, found) -> None:
+    ga, gb = _gpu_facts(a, ha), _gpu_facts(b, hb)
+    checks = [("nvlink", "lanes", "NVLink lanes"), ("nvlink", "peers", "NVLink peers (GPU, lanes)")]
+    if "nic" in both:
+        checks.append(("nic", "nic", "local NIC"))
+    if "pcie_switch" in both:
+        checks.append(("pcie", "switch", "PCIe switch"))
+    if "cpu" in both:
+        checks.append(("numa", "cpu", "NUMA node (CPU)"))
+    for i, (x, y) in enumerate(zip(ga, gb)):
+        if x["model"] != y["model"]:
+            found.append(Finding("devices", f"{where} gpu{i}", x["model"], y["model"],
+                                 f"{where}: gpu{i} is {x['model']} in A, {y['model']} in B"))
+        for cat, key, label in checks:
+            if x[key] != y[key]:
+                va, vb = _show(x[key]), _show(y[key])
+                found.append(Finding(cat, f"{where} gpu{i}", va, vb,
+                                     f"{where}: gpu{i} {label}: {va} in A, {vb} in B"))
+
+
+def _show(v) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, list):
+        return ", ".join(f"gpu{p} x{n}" for p, n in v) or "none"
+    return str(v)
+
+
+def _compare_fabric(fa: Fabric, fb: Fabric, found: list[Finding]) -> None:
+    sa = {s.name: s for s in fa.switches}
+    sb = {s.name: s for s in fb.switches}
+    for name in sorted(sa.keys() | sb.keys()):
+        if name not in sb:
+            found.append(Finding("switches", name, sa[name].model, "missing",
+                                 f"switch '{name}' ({sa[name].model}) is in A but not in B"))
+        elif name not in sa:
+            found.append(Finding("switches", name, "missing", sb[name].model,
+                                 f"switch '{name}' ({sb[name].model}) is in B but not in A"))
+        elif sa[name].model != sb[name].model:
+            found.append(Finding("switches", name, sa[name].model, sb[name].model,
+                                 f"switch '{name}' is {sa[name].model} in A, "
+                                 f"{sb[name].model} in B"))
+    ca = {(c.a, c.b, c.rate): c.count for c in fa.cables}
+    cb = {(c.a, c.b, c.rate): c.count for c in fb.cables}
+    ends_a = {(c.a, c.b) for c in fa.cables}
+    ends_b = {(c.a, c.b) for c in fb.cables}
+    for key in sorted(ca.keys() | cb.keys(), key=lambda k: (k[0], k[1], k[2])):
+        na, nb = ca.get(key, 0), cb.get(key, 0)
+        if na == nb:
+            continue
+        x, y, rate = key
+        where = f"{x} <-> {y}"
+        if (x, y) in ends_a and (x, y) in ends_b and (na == 0 or nb == 0):
+            ra = _rates(fa, x, y)
+            rb = _rates(fb, x, y)
+            if na:      # report a rate change once, from A's side
+                found.append(Finding("cabling", where, ra, rb,
+                                     f"{where}: cables at {ra} in A, {rb} in B"))
+            continue
+        found.append(Finding("cabling", where, f"{na} x {rate / 1e9:g} Gb/s",
+                             f"{nb} x {rate / 1e9:g} Gb/s",
+                             f"{where}: {na} cable(s) of {rate / 1e9:g} Gb/s in A, {nb} in B"))
+
+
+def _rates(fab: Fabric, x: str, y: str) -> str:
+    return ", ".join(f"{c.count} x {c.rate / 1e9:g} Gb/s" for c in fab.cables
+                     if (c.a, c.b) == (x, y))

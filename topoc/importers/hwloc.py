@@ -1,0 +1,266 @@
+"""hwloc 2 XML (``lstopo node.xml``) as a .topo node.
+
+What is read: each Package as a CPU (its ``CPUModel``, the memory of its NUMA nodes); the PCIe
+tree below it, where a chain of bridges of one chip (one vendor:device id) is one PCIe switch
+and a root port belongs to its CPU; every GPU (an NVML or CUDA OS device, model from
+``GPUModel``); every OpenFabrics device (``mlx5_0``: an InfiniBand or RoCE NIC, its
+``NodeGUID`` kept in its description, so the host can be matched with its ibnetdiscover ports);
+NVSwitches (PCI devices of subtype NVSwitch); and the ``NVLinkBandwidth`` matrix, turned into
+NVLink lanes at the GPU generation's lane rate (25 GB/s for NVLink 2-4, 20 GB/s for NVLink 1).
+PCIe links take the bandwidth hwloc measured (``pci_link_speed``, GB/s). What hwloc does not
+say is a documented default and a note: the socket link (20 GB/s).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from ..compiler.base.figures import nvlink_nominal
+from .base import Build, ImportFailure, ident, require_gpus
+from .smi import GPU_SM
+
+#: hwloc 2 XML osdev_type values (hwloc 3 writes a bitmask instead: GPU 4, COPROC 8,
+#: NETWORK 16, OPENFABRICS 32).
+V2_GPU, V2_NETWORK, V2_OPENFABRICS, V2_COPROC = 1, 2, 3, 5
+_SM_MODEL = re.compile(r"\b(" + "|".join(sorted(GPU_SM, key=len, reverse=True)) + r")\b")
+
+
+def _infos(el: ET.Element) -> dict[str, str]:
+    return {i.get("name", ""): i.get("value", "") for i in el.findall("info")}
+
+
+def _bus(el: ET.Element) -> str:
+    """The bus a PCI object sits on: ``0000:2d`` from ``pci_busid="0000:2d:04.0"``."""
+    return el.get("pci_busid", "").rsplit(":", 1)[0]
+
+
+def _secondary(el: ET.Element) -> str:
+    """A bridge's secondary bus: ``0000:2d`` from ``bridge_pci="0000:[2d-3b]"``."""
+    m = re.match(r"([0-9a-fA-F]{4}):\[([0-9a-fA-F]{2})", el.get("bridge_pci", ""))
+    return f"{m.group(1)}:{m.group(2)}" if m else ""
+
+
+def _cpu_model(text: str) -> str:
+    """``Xeon_Platinum_8174`` from ``Intel(R) Xeon(R) Platinum 8174 CPU @ 3.10GHz``."""
+    text = re.sub(r"\((R|TM|tm|r)\)|\bCPU\b|\bIntel\b|\bAMD\b|,.*$|@.*$", " ", text)
+    return ident("_".join(text.split())) or "CPU"
+
+
+class _Reader:
+    def __init__(self, root: ET.Element, path: str):
+        self.path = path
+        self.v3 = not root.get("version", "2").startswith(("1", "2"))
+        self.b = Build()
+        self.by_gp: dict[str, str] = {}        # "OSDev:802" / "PCIDev:703" / "Package:3" -> sel
+        self.gpu_sm: int | None = None
+        self.notes: list[str] = []
+        self.speeds: dict[float, str] = {}
+
+    def os_kind(self, osdev: ET.Element) -> str:
+        t = int(osdev.get("osdev_type", "-1"))
+        name = osdev.get("name", "")
+        backend = _infos(osdev).get("Backend", "")
+        if self.v3:
+            gpu, of = bool(t & 4) or bool(t & 8), bool(t & 32)
+        else:
+            gpu, of = t in (V2_GPU, V2_COPROC), t == V2_OPENFABRICS
+        if gpu and (backend in ("NVML", "CUDA") or name.startswith(("nvml", "cuda"))):
+            return "gpu"
+        if of:
+            return "nic"
+        return ""
+
+    def pcie(self, gbps: float) -> str:
+        if gbps not in self.speeds:
+            name = f"pcie_{gbps:.1f}".replace(".", "_")
+            self.speeds[gbps] = self.b.link(name, "pcie", gbps * 1e9)
+        return self.speeds[gbps]
+
+    def package(self, pkg: ET.Element) -> None:
+        info = _infos(pkg)
+        model = _cpu_model(info.get("CPUModel", "CPU"))
+        memory = sum(int(n.get("local_memory", "0")) for n in pkg.iter("object")
+                     if n.get("type") == "NUMANode")
+        decl = f"device {model} : cpu {{" + (f" memory = {memory} B" if memory else "") + " }"
+        self.b.model(model, decl)
+        sel = self._add_cpu(model)
+        self.by_gp[f"Package:{pkg.get('gp_index')}"] = sel
+        for child in pkg:
+            self.io(child, sel, None, sel)
+
+    def _add_cpu(self, model: str) -> str:
+        # Build wants one model per array: CPUs are members cpu0, cpu1 ... when models differ.
+        self.b.instances["cpu"].append(model)
+        return f"cpu[{len(self.b.instances['cpu']) - 1}]"
+
+    def io(self, el: ET.Element, parent: str, chip: str | None, cpu: str) -> None:
+        """Walk the I/O tree below ``parent`` (a CPU or a PCIe switch selector); ``chip`` is
+        the internal bus of the switch ``parent`` (a bridge on that bus is one of its
+        downstream ports, any other bridge the upstream port of a switch below it)."""
+        kind = el.get("type")
+        if kind == "Bridge":
+            if el.get("bridge_type", "").startswith("0-"):       # host bridge
+                for c in el:
+                    self.io(c, cpu, None, cpu)
+                return
+            this = _secondary(el)
+            if parent == cpu and chip is None:                    # a root port of the CPU
+                for c in el:
+                    self.io(c, cpu, "root", cpu)
+                return
+            if chip and _bus(el) == chip:                         # a downstream port
+                for c in el:
+                    self.io(c, parent, chip, cpu)
+                return
+            self.b.model("PCIeSwitch", "device PCIeSwitch : pcie_switch { }")
+            sel = self.b.add("sw", "PCIeSwitch")
+            self.b.wires.append(f"{sel} <-> {parent} : "
+                                f"{self.pcie(float(el.get('pci_link_speed', '0')) or 16)}")
+            for c in el:
+                self.io(c, sel, this, cpu)
+            return
+        if kind == "PCIDev":
+            self.pci(el, parent)
+            return
+        if kind not in ("OSDev",):
+            for c in el:
+                if c.tag == "object":
+                    self.io(c, parent, chip, cpu)
+
+    def pci(self, el: ET.Element, parent: str) -> None:
+        speed = float(el.get("pci_link_speed", "0")) or 16.0
+        if el.get("subtype") == "NVSwitch":
+            self.b.model("NVSwitch", "device NVSwitch : switch { }")
+            sel = self.b.add("nvswitch", "NVSwitch")
+            self.by_gp[f"PCIDev:{el.get('gp_index')}"] = sel
+            self.b.wires.append(f"{sel} <-> {parent} : {self.pcie(speed)}")
+            return
+        for osdev in el.findall("object"):
+            if osdev.get("type") != "OSDev":
+                continue
+            what = self.os_kind(osdev)
+            info = _infos(osdev)
+            if what == "gpu" and f"PCIDev:{el.get('gp_index')}" in self.by_gp:
+                self.by_gp[f"OSDev:{osdev.get('gp_index')}"] = self.by_gp[
+                    f"PCIDev:{el.get('gp_index')}"]           # cuda0 beside nvml0: one GPU
+                continue
+            if what == "gpu":
+                text = info.get("GPUModel", "GPU")
+                m = _SM_MODEL.search(text)
+                model = ident(text.replace("NVIDIA ", "").replace("Tesla ", "")) or "GPU"
+                sm = GPU_SM.get(m.group(1)) if m else None
+                self.gpu_sm = self.gpu_sm or sm
+                self.b.model(model, f"device {model} : gpu {{{f' sm = {sm} ' if sm else ' '}}}")
+                sel = self.b.add("gpu", model)
+                self.by_gp[f"OSDev:{osdev.get('gp_index')}"] = sel
+                self.by_gp[f"PCIDev:{el.get('gp_index')}"] = sel
+                self.b.wires.append(f"{sel} <-> {parent} : {self.pcie(speed)}")
+                continue
+            if what == "nic":
+                guid = info.get("NodeGUID", "")
+                self.b.model("HCA", "device HCA : nic { }")
+                sel = self.b.add("nic", "HCA")
+                self.b.comments.append(f"{sel} is {osdev.get('name')}"
+                                       + (f", node GUID {guid}" if guid else ""))
+                self.by_gp[f"PCIDev:{el.get('gp_index')}"] = sel
+                self.b.wires.append(f"{sel} <-> {parent} : {self.pcie(speed)}")
+                return
+
+    def nvlinks(self, root: ET.Element) -> None:
+        lane_bw, gen = nvlink_nominal(self.gpu_sm)
+        for dist in root.iter():
+            if dist.tag not in ("distances2", "distances2hetero") or \
+                    dist.get("name") != "NVLinkBandwidth":
+                continue
+            idx = " ".join(i.text or "" for i in dist.findall("indexes")).split()
+            vals = [int(v) for v in " ".join(u.text or "" for u in
+                                             dist.findall("u64values")).split()]
+            n = int(dist.get("nbobjs", "0"))
+            if dist.tag == "distances2":
+                kind = dist.get("type", "")
+                idx = [f"{kind}:{i}" for i in idx]
+            if len(idx) != n or len(vals) != n * n:
+                raise ImportFailure(f"{self.path}: NVLinkBandwidth matrix of {n} objects has "
+                                    f"{len(idx)} indexes and {len(vals)} values")
+            link = self.b.link(f"nvlink_{gen.lower().replace('-', '_')}", "nvlink", lane_bw)
+            for i in range(n):
+                for j in range(i + 1, n):
+                    v = max(vals[i * n + j], vals[j * n + i]) * 1e6   # MB/s -> bytes/s
+                    a, b = self.by_gp.get(idx[i]), self.by_gp.get(idx[j])
+                    if not v or a is None or b is None:
+                        continue
+                    lanes = round(v / lane_bw)
+                    if lanes < 1 or abs(lanes * lane_bw - v) > 0.01 * v:
+                        name = self.b.link(f"nvlink_{int(v // 1e6)}mbs", "nvlink", v)
+                        self.b.wires.append(f"{a} <-> {b} : {name}")
+                    else:
+                        self.b.wires.append(f"{a} <-> {b} : {link}"
+                                            + (f" x {lanes}" if lanes > 1 else ""))
+            self.notes.append(f"{self.path}: NVLink lanes from NVLinkBandwidth at {gen}'s "
+                              f"{lane_bw / 1e9:g} GB/s per lane")
+
+
+def from_hwloc(text: str, path: str = "<lstopo.xml>") -> tuple[str, list[str]]:
+    """The .topo text (and notes) of one lstopo XML export."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise ImportFailure(f"{path}: not XML: {exc}") from None
+    if root.tag != "topology":
+        raise ImportFailure(f"{path}: not an hwloc topology (the root element is "
+                            f"<{root.tag}>, lstopo writes <topology>)")
+    r = _Reader(root, path)
+    machine = next((o for o in root.iter("object") if o.get("type") == "Machine"), None)
+    if machine is None:
+        raise ImportFailure(f"{path}: no Machine object")
+    packages = [o for o in machine.iter("object") if o.get("type") == "Package"]
+    if not packages:
+        raise ImportFailure(f"{path}: no Package (CPU) object")
+    for pkg in packages:
+        r.package(pkg)
+    # I/O attached to the machine itself (no locality) goes to the first CPU.
+    for child in machine:
+        if child.get("type") in ("Bridge", "PCIDev"):
+            r.io(child, "cpu[0]", None, "cpu[0]")
+    require_gpus(len(r.b.instances.get("gpu", ())), path, "the hwloc topology")
+    r.nvlinks(root)
+    cpus = r.b.instances["cpu"]
+    if len(cpus) > 1:
+        sock = r.b.link("socket_20", "inter_socket", 20e9)
+        r.notes.append(f"{path}: socket link bandwidth is not in hwloc's XML; assumed 20 GB/s")
+        for i in range(len(cpus)):
+            for j in range(i + 1, len(cpus)):
+                r.b.wires.append(f"cpu[{i}] <-> cpu[{j}] : {sock}")
+    hostname = _infos(machine).get("HostName", "")
+    product = _infos(machine).get("DMIProductName", "")
+    out = [f"# Imported by topoc from {path}, an hwloc XML topology"
+           + (f" of {product}" if product else "") + ".",
+           "# Defaults for what the input does not say are listed in docs/drift.md.", ""]
+    out += sorted(r.b.links.values()) + [""] + sorted(r.b.models.values()) + [""]
+    out.append(_group(r.b))
+    if hostname:
+        out += ["", f'group Machine {{ host {_inst(hostname)} : Node "{hostname}" }}', "",
+                "system node : Machine", ""]
+    else:
+        out += ["", "system node : Node", ""]
+    return "\n".join(out), sorted(set(r.notes))
+
+
+def _group(b: Build) -> str:
+    """``Build.group`` with CPUs of different models written one member each."""
+    cpus = b.instances.pop("cpu")
+    text = b.group("Node")
+    head, rest = text.split("\n", 1)
+    if len(set(cpus)) == 1:
+        members = [f"  cpu[{len(cpus)}] : {cpus[0]}"]
+    else:
+        members = [f"  cpu{i} : {m}" for i, m in enumerate(cpus)]
+        rest = re.sub(r"cpu\[(\d+)\]", r"cpu\1", rest)
+    b.instances["cpu"] = cpus
+    return "\n".join([head, *members, rest])
+
+
+def _inst(hostname: str) -> str:
+    name = ident(hostname)
+    return name if not name[0].isdigit() else "h_" + name
