@@ -1,15 +1,18 @@
-"""``topoc export nccl-topo|nccl-graph FILE [--node PATH] [--ranks ...] -o OUT``."""
+"""``topoc export nccl-topo|nccl-graph FILE [--node PATH] [--ranks ...] -o OUT`` and the
+cluster tools' files: ``topoc export slurm|k8s|ibdiagnet|ibsim FILE -o OUT`` (docs/drift.md)."""
 
 from __future__ import annotations
 
-from ..backends import nccl_graph, nccl_topo
-from .common import (EXIT_OK, add_common, add_group_options, fail, load, read_text,
+from ..backends import ibsim, k8s, nccl_graph, nccl_topo, slurm
+from .cluster import add_hostnames, fabric_of
+from .common import (EXIT_OK, UsageError, add_common, add_group_options, fail, load, read_text,
                      selected_group, write_output)
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("export", help="write NCCL's topology or graph XML for a node")
-    p.add_argument("format", choices=["nccl-topo", "nccl-graph"])
+    p = sub.add_parser("export", help="write NCCL's topology or graph XML for a node, or a "
+                       "cluster tool's topology (Slurm, Kubernetes, ibdiagnet, ibsim)")
+    p.add_argument("format", choices=["nccl-topo", "nccl-graph", *CLUSTER])
     p.add_argument("file")
     p.add_argument("--node", metavar="PATH", help="the node (host) to write, e.g. cluster.node3")
     add_group_options(p, "nccl-graph: the strategy whose groups --group names",
@@ -19,12 +22,55 @@ def add_parser(sub) -> None:
                    "topoc import nccl-topo --bus-ids writes them) instead of synthesised ones")
     p.add_argument("--channels", type=int, help="nccl-graph: channels per graph (default: "
                    "NCCL's, two per NIC across nodes, one per NVLink lane inside one)")
+    p.add_argument("--topology", choices=["tree", "block"],
+                   help="slurm: topology/tree from the fabric or topology/block from the NVLink "
+                   "domains (with --format yaml: the cluster default; default tree)")
+    p.add_argument("--format", dest="file_format", choices=["conf", "yaml"], default="conf",
+                   help="slurm: topology.conf (default) or topology.yaml (both topologies)")
+    add_hostnames(p)
     add_common(p, output_required=True)
     p.set_defaults(func=run)
 
 
+CLUSTER = ("slurm", "k8s", "ibdiagnet", "ibsim")
+
+
+def _cluster(system, args) -> str:
+    """The text of a cluster tool's file."""
+    fab = fabric_of(system, args)
+    try:
+        if args.format == "slurm":
+            if args.topology is None and args.file_format == "conf":
+                raise UsageError("export slurm needs --topology tree or --topology block")
+            return slurm.render(fab, args.topology or "tree", args.file_format, args.file)
+        if args.format == "k8s":
+            return k8s.render(fab, args.file)
+        if args.format == "ibsim":
+            return ibsim.render_ibsim(fab, args.file)
+        return ibsim.render_ibdiagnet(fab, args.file)
+    except (slurm.ExportError, ibsim.ExportError) as exc:
+        raise _Unservable(str(exc)) from None
+
+
+class _Unservable(Exception):
+    """The file cannot serve the export (no fabric, no GPUs): exit 1."""
+
+
 def run(args) -> int:
+    if args.format not in CLUSTER and (args.topology or args.file_format != "conf" or
+                                       args.hostnames):
+        raise UsageError("--topology, --format and --hostnames are for slurm, k8s, ibdiagnet "
+                         "and ibsim")
+    if args.format != "slurm" and (args.topology or args.file_format != "conf"):
+        raise UsageError("--topology and --format are for export slurm")
     system = load(args)
+    if args.format in CLUSTER:
+        try:
+            text = _cluster(system, args)
+        except _Unservable as exc:
+            return fail(args.file, exc)
+        write_output(text, args.output)
+        return EXIT_OK
     try:
         if args.format == "nccl-topo":
             bus_ids = nccl_topo.read_bus_ids(read_text(args.bus_ids)) if args.bus_ids else None

@@ -7,12 +7,15 @@ import sys
 from ..backends.nccl_topo import write_bus_ids
 from ..compiler.lang import pipeline
 from ..importers import ImportFailure, from_nccl_xml, from_smi
+from ..importers.hwloc import from_hwloc
+from ..importers.ibnetdiscover import from_ibnetdiscover
 from .common import EXIT_INPUT, EXIT_OK, UsageError, read_text, write_output
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("import", help="turn an NCCL dump or nvidia-smi topo -m into .topo")
-    p.add_argument("format", choices=["nccl-topo", "nvidia-smi"])
+    p = sub.add_parser("import", help="turn an NCCL dump, nvidia-smi topo -m, hwloc XML or an "
+                       "ibnetdiscover dump into .topo")
+    p.add_argument("format", choices=["nccl-topo", "nvidia-smi", "hwloc", "ibnetdiscover"])
     p.add_argument("--bus-ids", metavar="FILE",
                    help="nccl-topo: also write each device's bus id in the dump to FILE")
     p.add_argument("--gpu", metavar="MODEL",
@@ -26,13 +29,19 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     if args.format == "nccl-topo" and args.gpu:
         raise UsageError("--gpu is for nvidia-smi matrices; an NCCL dump names each GPU's sm")
-    if args.format == "nvidia-smi" and args.bus_ids:
-        raise UsageError("--bus-ids is for NCCL dumps; a topo -m matrix has no bus ids")
+    if args.format != "nccl-topo" and args.bus_ids:
+        raise UsageError(f"--bus-ids is for NCCL dumps; {args.format} input has no bus ids")
+    if args.format in ("hwloc", "ibnetdiscover") and args.gpu:
+        raise UsageError(f"--gpu is for nvidia-smi matrices; {args.format} input names models")
     text = read_text(args.input)
     bus_ids: dict[str, str] = {}
     try:
         if args.format == "nccl-topo":
             topo, notes = from_nccl_xml(text, args.input, bus_ids)
+        elif args.format == "hwloc":
+            topo, notes = from_hwloc(text, args.input)
+        elif args.format == "ibnetdiscover":
+            topo, notes = from_ibnetdiscover(text, args.input)
         else:
             topo, notes = from_smi(text, args.input, gpu=args.gpu)
         pipeline.compile(topo)                 # what we write must compile

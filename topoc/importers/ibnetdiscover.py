@@ -21,6 +21,8 @@ from .base import ImportFailure, ident
 LANE_GBPS = {"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50,
              "NDR": 100, "XDR": 200}
 MAX_NODES = 100_000
+#: HCA PCI device ids (``devid=`` in the default format) -> library NIC models.
+HCA_DEVID = {0x101B: "CX6", 0x1021: "CX7", 0x1023: "CX8"}
 
 _NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR]-[0-9A-Fa-f]+)"\s*#\s*"(.*?)"')
 _PORT = re.compile(r'^\[(\d+)\](?:\([0-9A-Fa-f]+\))?\s+"([SHR]-[0-9A-Fa-f]+)"\[(\d+)\]'
@@ -32,20 +34,32 @@ _HCA = re.compile(r"^(\S+)\s+(?:mlx\d+_|HCA-)(\d+)$")
 
 
 def parse(text: str, path: str = "<dump>"):
-    """(nodes, cables): nodes by GUID as (type, description); cables as
-    (guid a, port a, guid b, port b, lanes, speed), each once."""
+    """(nodes, cables, devids): nodes by GUID as (type, description); cables as
+    (guid a, port a, guid b, port b, lanes, speed), each once; PCI device ids by GUID where
+    the default format gives one."""
     nodes: dict[str, tuple[str, str]] = {}
+    devids: dict[str, int] = {}
     cables: dict[tuple, tuple] = {}
     current = None
+    devid = 0
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
+            continue
+        if line.startswith("devid="):
+            try:
+                devid = int(line.split("=", 1)[1], 16)
+            except ValueError:
+                devid = 0
             continue
         m = _NODE.match(line)
         if m:
             kind = {"Switch": "SW", "Ca": "CA", "Rt": "RT"}[m.group(1)]
             current = m.group(3)[2:].lower().lstrip("0") or "0"
             nodes[current] = (kind, m.group(4))
+            if devid:
+                devids[current] = devid
+            devid = 0
             continue
         m = _PORT.match(line)
         if m:
@@ -71,7 +85,7 @@ def parse(text: str, path: str = "<dump>"):
     if not cables:
         raise ImportFailure(f"{path}: no cabled port found; is this ibnetdiscover output "
                             "(default or -p format)?")
-    return nodes, list(cables.values())
+    return nodes, list(cables.values()), devids
 
 
 def _cable(cables, a, pa, b, pb, lanes, speed, path, number):
@@ -84,7 +98,7 @@ def _cable(cables, a, pa, b, pb, lanes, speed, path, number):
 
 def from_ibnetdiscover(text: str, path: str = "<dump>") -> tuple[str, list[str]]:
     """The .topo text (and notes) of one ibnetdiscover dump."""
-    nodes, cables = parse(text, path)
+    nodes, cables, devids = parse(text, path)
     library = pipeline.front_end('use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n')
     lib_links = {lt.bandwidth * 8: name for name, lt in library.link_types.items()
                  if lt.cls == "infiniband"}
@@ -132,7 +146,7 @@ def from_ibnetdiscover(text: str, path: str = "<dump>") -> tuple[str, list[str]]
     for host, items in hosts.items():
         for _, g in items:
             rate = rate_of[g]
-            lib = {400e9: "CX7", 200e9: "CX6"}.get(rate)
+            lib = HCA_DEVID.get(devids.get(g, 0)) or {400e9: "CX7", 200e9: "CX6"}.get(rate)
             if lib and lib in lib_models:
                 nic_model[g] = lib
             else:

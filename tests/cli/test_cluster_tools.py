@@ -1,0 +1,214 @@
+"""The exports checked by the tools that read them, run for real (scripts/setup.sh installs
+them from Debian's packages): Slurm's own controller loads ``topoc export slurm --topology
+tree`` and ``scontrol show topology`` reads back the same switches; ``topoc export ibsim`` runs
+in ibsim, ``ibnetdiscover`` discovers it, ``topoc import ibnetdiscover`` reads the dump and
+``topoc diff`` finds no difference with the source.
+
+Daemons run as this user on private sockets and files in pytest's temp folder (munged on its
+own socket, slurmctld on free loopback ports, ibsim on an abstract socket named for the test)
+and are stopped when the test ends. A test skips, saying why, only when its tool is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from topoc.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+LIB = ROOT / "library" / "nvidia"
+
+
+def _need(*tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None and not Path(t).exists()]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (bash scripts/setup.sh installs "
+                    "them from Debian's packages)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop(proc: subprocess.Popen | None = None, pidfile: Path | None = None) -> None:
+    """Stop one daemon we started: by its Popen, or by the pid file it wrote."""
+    pid = None
+    if pidfile is not None and pidfile.exists():
+        try:
+            pid = int(pidfile.read_text().split()[0])
+        except (ValueError, IndexError):
+            pid = None
+    if pid:
+        try:
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(50):
+                os.kill(pid, 0)
+                time.sleep(0.1)
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _topo_switch_lines(text: str) -> dict[str, str]:
+    return {m.group(1): m.group(2) for m in
+            re.finditer(r"^SwitchName=(\S+) (?:Nodes|Switches)=(\S+)", text, re.M)}
+
+
+@pytest.mark.parametrize("file,defines,hosts", [
+    ("nvl72_cluster.topo", ["-D", "racks=2"], 36),
+    ("h100_cluster.topo", ["-D", "nodes=8"], 8),
+])
+def test_slurmctld_loads_the_tree(tmp_path, capsys, file, defines, hosts):
+    _need("slurmctld", "scontrol", "munged", "mungekey")
+    conf = tmp_path / "topology.conf"
+    assert main(["export", "slurm", str(LIB / file), *defines, "--topology", "tree",
+                 "-o", str(conf)]) == 0
+    ours = conf.read_text()
+    # Every host of the file is a Slurm node; name them all on loopback.
+    from topoc import load
+    from topoc.compiler.analysis.fabric import fabric
+    names = [h.name for h in fabric(load(LIB / file, defines={
+        defines[1].split("=")[0]: int(defines[1].split("=")[1])})).hosts]
+    assert len(names) == hosts
+    (tmp_path / "state").mkdir()
+    key = tmp_path / "munge.key"
+    subprocess.run(["mungekey", "-c", "-k", str(key), "-b", "1024"], check=True,
+                   capture_output=True)
+    key.chmod(0o600)
+    sock = tmp_path / "munge.sock"
+    munge_pid = tmp_path / "munged.pid"
+    ctld_pid = tmp_path / "slurmctld.pid"
+    port = _free_port()
+    nodes = "\n".join(f"NodeName={n} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN" for n in names)
+    slurm_conf = tmp_path / "slurm.conf"
+    slurm_conf.write_text(f"""ClusterName=topoc
+SlurmctldHost=localhost
+SlurmUser={os.environ.get('USER') or 'root'}
+AuthType=auth/munge
+AuthInfo=socket={sock}
+CredType=cred/munge
+StateSaveLocation={tmp_path / 'state'}
+SlurmdSpoolDir={tmp_path / 'spool'}
+SlurmctldPidFile={ctld_pid}
+SlurmctldPort={port}
+SlurmdPort={_free_port()}
+SlurmctldLogFile={tmp_path / 'slurmctld.log'}
+TopologyPlugin=topology/tree
+SelectType=select/cons_tres
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+{nodes}
+PartitionName=all Nodes=ALL Default=YES State=UP
+""")
+    env = {**os.environ, "SLURM_CONF": str(slurm_conf)}
+    try:
+        subprocess.run(["munged", f"--key-file={key}", f"--socket={sock}",
+                        f"--pid-file={munge_pid}", f"--log-file={tmp_path / 'munged.log'}",
+                        f"--seed-file={tmp_path / 'munge.seed'}", "--force"],
+                       check=True, capture_output=True, timeout=20)
+        subprocess.run(["slurmctld", "-f", str(slurm_conf), "-i"], check=True, env=env,
+                       capture_output=True, timeout=30)
+        shown = None
+        for _ in range(100):
+            r = subprocess.run(["scontrol", "show", "topology"], env=env, capture_output=True,
+                               text=True, timeout=20)
+            if r.returncode == 0 and "SwitchName=" in r.stdout:
+                shown = r.stdout
+                break
+            time.sleep(0.2)
+        assert shown is not None, (tmp_path / "slurmctld.log").read_text()[-2000:]
+    finally:
+        _stop(pidfile=ctld_pid)
+        _stop(pidfile=munge_pid)
+    expected = _topo_switch_lines(ours)
+    back = {}
+    for m in re.finditer(r"^SwitchName=(\S+) Level=(\d+).*?(?:Nodes=(\S+))?(?: Switches=(\S+))?$",
+                         shown, re.M):
+        name, level, nodes_, switches = m.groups()
+        back[name] = switches if int(level) > 0 else nodes_
+    assert back == expected
+    assert len(back) == ours.count("SwitchName=")
+
+
+def test_ibsim_round_trip_shows_no_difference(tmp_path, capsys):
+    _need("ibsim", "ibsim-run", "ibnetdiscover")
+    src = tmp_path / "cluster.topo"
+    src.write_text(f"""use "nvidia/links.topo"
+use "nvidia/devices.topo"
+use "nvidia/dgx_h100.topo"
+group C(nodes: int = 6) {{
+  host node[nodes] : DGXH100 "dgx-{{node:02}}"
+  leaf[8] : QM9700
+  spine[4] : QM9700
+  node[k].nic[n] <-> leaf[n] : ndr
+  leaf[*] <-> spine[*] : ndr x 2
+}}
+system cluster : C
+""")
+    net = tmp_path / "net"
+    assert main(["export", "ibsim", str(src), "-o", str(net)]) == 0
+    sockname = f"topoc-test-{os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, "IBSIM_SOCKNAME": sockname}
+    sim = subprocess.Popen(["ibsim", "-s", str(net), "--no-console"], cwd=tmp_path, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dumps = {}
+    try:
+        for fmt, flags in (("default", []), ("ports", ["-p"])):
+            for _ in range(50):
+                r = subprocess.run(["ibsim-run", "ibnetdiscover", *flags], env=env, cwd=tmp_path,
+                                   capture_output=True, text=True, timeout=30)
+                if r.returncode == 0 and "mlx5_" in r.stdout:
+                    dumps[fmt] = r.stdout
+                    break
+                time.sleep(0.2)
+    finally:
+        _stop(sim)
+    assert set(dumps) == {"default", "ports"}
+    for fmt, dump in dumps.items():
+        dump_path = tmp_path / f"dump-{fmt}.txt"
+        dump_path.write_text(dump)
+        imported = tmp_path / f"fabric-{fmt}.topo"
+        assert main(["import", "ibnetdiscover", str(dump_path), "-o", str(imported)]) == 0
+        capsys.readouterr()
+        assert main(["diff", str(src), str(imported), "--format", "json"]) == 0
+        import json
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["equal"] and doc["differences"] == []
+        assert {"hosts", "switches", "cabling"} <= set(doc["compared"])
+        # and the dump itself, read as B directly
+        assert main(["diff", str(src), str(dump_path)]) == 0
+        capsys.readouterr()
+    # A cable running at half its rate is drift: exit 1, and the cable is named.
+    lines = dumps["default"].splitlines()
+    slow = {i for i, ln in enumerate(lines) if '"dgx-03 mlx5_2"' in ln and ln.startswith("[")}
+    slow |= {i + 1 for i, ln in enumerate(lines) if ln.startswith("Ca") and
+             '"dgx-03 mlx5_2"' in ln}
+    assert len(slow) == 2
+    broken = tmp_path / "broken.txt"
+    broken.write_text("\n".join(ln.replace("8xHDR", "4xHDR") if i in slow else ln
+                                for i, ln in enumerate(lines)) + "\n")
+    assert main(["diff", str(src), str(broken)]) == 1
+    out = capsys.readouterr().out
+    assert "dgx-03/2 <-> leaf2: cables at 1 x 400 Gb/s in A, 1 x 200 Gb/s in B" in out
+    # ibsim's HCAs report no device id, so the importer names the HCA by its rate: the slow
+    # port reads as a 200 Gb/s model, which is reported too.
+    assert "D08" in out and out.count("D08") == 1

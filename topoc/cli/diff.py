@@ -1,0 +1,76 @@
+"""``topoc diff A B [--format text|json|github|sarif]``: drift between a declared design and
+what the machines report (any .topo or importable dump on either side)."""
+
+from __future__ import annotations
+
+import sys
+
+from ..backends import diff_report
+from ..compiler.analysis.diff import diff
+from ..compiler.base.diagnostics import CompileError
+from ..compiler.base.version import VERSION
+from ..compiler.ir.hosts import HostnameError
+from ..importers import ImportFailure
+from ..importers.detect import load_any
+from .common import EXIT_INPUT, EXIT_OK, UsageError, parse_defines, report, unreadable, \
+    write_output
+
+FORMATS = ("text", "json", "github", "sarif")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("diff", help="compare two topologies (.topo files or dumps): drift")
+    p.add_argument("a", metavar="A", help="the declared design (.topo) or any dump")
+    p.add_argument("b", metavar="B", help="what was found: hwloc XML, ibnetdiscover, NCCL "
+                   "XML, nvidia-smi topo -m, or a .topo")
+    p.add_argument("--format", choices=FORMATS, default="text")
+    p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
+                   help="override a parameter of A's system (A must be a .topo file)")
+    p.add_argument("--import-root", action="append", metavar="DIR")
+    p.add_argument("-o", "--output", metavar="PATH", help="write here (atomically); '-' is stdout")
+    p.set_defaults(func=run)
+
+
+def _load(path: str, args, defines):
+    try:
+        system, _, notes = load_any(path, defines, args.import_root or ())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable(path, exc) from None
+    except ImportFailure as exc:
+        print(f"topoc: error: {exc}", file=sys.stderr)
+        return None
+    except CompileError as exc:
+        report(exc.diagnostics)
+        return None
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return system
+
+
+def run(args) -> int:
+    a = _load(args.a, args, parse_defines(args.define))
+    b = _load(args.b, args, None)
+    if a is None or b is None:
+        raise _BadInput()
+    try:
+        d = diff(a, b)
+    except HostnameError as exc:
+        raise UsageError(str(exc)) from None
+    if args.format == "json":
+        text = diff_report.as_json(d, args.a, args.b)
+    elif args.format == "github":
+        text = diff_report.github(d, args.a, args.b)
+    elif args.format == "sarif":
+        text = diff_report.sarif(d, args.a, args.b, VERSION)
+    else:
+        text = diff_report.text(d, args.a, args.b)
+    write_output(text, args.output)
+    return EXIT_OK if d.equal else EXIT_INPUT
+
+
+class _BadInput(UsageError):
+    """An input that does not compile or import: exit 2 for diff (bad input), its
+    diagnostics already printed."""
+
+    def __str__(self) -> str:
+        return "an input could not be read as a topology (see above)"

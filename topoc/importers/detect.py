@@ -1,0 +1,64 @@
+"""Any input ``topoc diff`` accepts, as a System: a .topo file, or a dump one of the importers
+reads, recognised by its content (not its name): hwloc XML (``<topology>``), an NCCL topology
+dump (``<system>``), an ``nvidia-smi topo -m`` matrix (a ``GPU0`` header row) or an
+ibnetdiscover dump (``Switch``/``Ca`` records, or ``-p`` port lines).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from ..compiler.ir.system import System
+from ..compiler.lang import pipeline
+from .base import ImportFailure
+
+_XML_ROOT = re.compile(r"<(topology|system)\b")
+_IB = re.compile(r'^\s*(Switch|Ca)\s+\d+\s+"[SH]-|^\s*(SW|CA)\s+\d+\s+\d+\s+0x', re.M)
+_SMI = re.compile(r"^\s*GPU0\b", re.M)
+
+
+def kind_of(text: str) -> str:
+    """``topo``, ``hwloc``, ``nccl-topo``, ``nvidia-smi`` or ``ibnetdiscover``."""
+    head = text.lstrip()[:4096]
+    if head.startswith("<"):
+        m = _XML_ROOT.search(text[:20000])
+        if m:
+            return "hwloc" if m.group(1) == "topology" else "nccl-topo"
+    if _IB.search(text):
+        return "ibnetdiscover"
+    if _SMI.search(text) and "<->" not in text:
+        return "nvidia-smi"
+    return "topo"
+
+
+def to_topo(text: str, path: str) -> tuple[str, str, list[str]]:
+    """(kind, .topo text, notes) for any input."""
+    kind = kind_of(text)
+    if kind == "topo":
+        return kind, text, []
+    if kind == "hwloc":
+        from .hwloc import from_hwloc
+        return (kind, *from_hwloc(text, path))
+    if kind == "nccl-topo":
+        from .nccl_xml import from_nccl_xml
+        return (kind, *from_nccl_xml(text, path, {}))
+    if kind == "nvidia-smi":
+        from .smi import from_smi
+        return (kind, *from_smi(text, path))
+    from .ibnetdiscover import from_ibnetdiscover
+    return (kind, *from_ibnetdiscover(text, path))
+
+
+def load_any(path: str, defines: Mapping[str, int] | None = None,
+             import_roots=()) -> tuple[System, str, list[str]]:
+    """(system, kind, notes) for a .topo file or any importable dump. Raises ``OSError`` or
+    ``UnicodeDecodeError`` for an unreadable file, ``ImportFailure`` for a dump the importer
+    refuses and ``CompileError`` for a .topo with errors."""
+    text = pipeline.read(path)
+    kind, topo, notes = to_topo(text, path)
+    if kind == "topo":
+        return pipeline.compile(text, path, defines, import_roots), kind, notes
+    if defines:
+        raise ImportFailure(f"{path}: -D applies to .topo files, not to a {kind} dump")
+    return pipeline.compile(topo), kind, notes
