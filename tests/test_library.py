@@ -29,6 +29,10 @@ EXPECTED = {
                              "net_switch": 256 + 2 * 4 * 18 + 4 * 18 * 2}, 18, 1.8 * TB),
     "h100_cluster.topo": ({"cpu": 64, "gpu": 256, "nic": 256, "pcie_switch": 256, "switch": 128,
                            "net_switch": 8 + 4}, 18, 900 * GB),
+    "dgx_h200.topo": ({"cpu": 2, "gpu": 8, "nic": 8, "pcie_switch": 8, "switch": 4}, 18, 900 * GB),
+    "hgx_b300.topo": ({"cpu": 2, "gpu": 8, "nic": 8, "switch": 2}, 18, 1.8 * TB),
+    "gb300_nvl72.topo": ({"cpu": 36, "gpu": 72, "nic": 72, "switch": 18}, 18, 1.8 * TB),
+    "h100_nvl_server.topo": ({"cpu": 2, "gpu": 8, "nic": 4, "pcie_switch": 4}, 12, 600 * GB),
 }
 
 

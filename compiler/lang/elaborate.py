@@ -17,6 +17,7 @@ from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, error, suggest
 from .exprs import EvalError, evaluate, variables
 from ..base.gcpause import gc_paused
+from ..ir.hosts import HostnameError, format_hostname, pattern_fields
 from ..ir.system import DEVICE_KINDS, Device, DeviceModel, Host, Link, LinkType, System
 from ..base.limits import LIMITS
 from .resolve import Program
@@ -466,9 +467,37 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
         raise CompileError([error("E216", f"host '{inner.id}' lies inside host '{outer.id}'; a "
                                   "host is one OS image, so hosts do not nest", inner.span,
                                   Note("the outer host is marked here", outer.span))])
+    _check_patterns(hosts)
     return System(decl.name, tuple(devices), tuple(links.values()), (),
                   tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())),
                   hosts=tuple(hosts))
+
+
+def _check_patterns(hosts: list[Host]) -> None:
+    """A hostname pattern may read the indices of the arrays on the host's path and
+    ``{host}``; anything else is E217 at the host statement (checked once per statement)."""
+    seen: set[int] = set()
+    errors = []
+    for h in hosts:
+        if h.pattern is None or id(h.span) in seen:
+            continue
+        seen.add(id(h.span))
+        known = {name for name, idx in h.indices if idx is not None} | {"host"}
+        try:
+            fields = pattern_fields(h.pattern)
+            bad = next((f for f in fields if f not in known), None)
+            if bad is not None or not fields:
+                raise HostnameError(
+                    f"hostname pattern \"{h.pattern}\" reads '{{{bad}}}', but the arrays on this "
+                    f"host's path are {', '.join(sorted(known - {'host'})) or 'none'} "
+                    "(and {host} counts hosts)" if bad is not None else
+                    f"hostname pattern \"{h.pattern}\" has no {{field}}: every host would get "
+                    "one name (use {host} or an array index, as in \"node{node:02}\")")
+            format_hostname(h.pattern, h.indices, 0)
+        except HostnameError as exc:
+            errors.append(error("E217", str(exc), h.span))
+    if errors:
+        raise CompileError(errors)
 
 
 def _nested_host(hosts: list[Host]) -> tuple[Host, Host] | None:
