@@ -108,6 +108,14 @@ def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
         host_id = ".".join(common) if len(common) > 1 else ids[0].rsplit(".", 1)[0]
         # CPU islands under one instance (a GB200 tray's two Graces) are one host.
         merged.setdefault(host_id, []).extend(ids)
+    # Devices no CPU reaches over local links (a DGX's NVSwitches) belong to the host whose
+    # instance holds them; switches outside every host (a leaf, an NVL72 switch tray) to none.
+    taken = {i for ids in merged.values() for i in ids}
+    for d in system.devices:
+        if d.id not in taken:
+            owner = max((h for h in merged if d.id.startswith(h + ".")), key=len, default=None)
+            if owner is not None:
+                merged[owner].append(d.id)
     position = {d.id: i for i, d in enumerate(system.devices)}
     out = [(h, tuple(sorted(ids, key=position.__getitem__))) for h, ids in merged.items()]
     out.sort(key=lambda h: position[h[1][0]])

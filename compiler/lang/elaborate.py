@@ -124,6 +124,10 @@ class _Elaborator:
             p = params.get(a.name)
             if p is not None and p.type in DEVICE_KINDS:
                 out[a.name] = self.model_arg(p, a.value, scope)
+            elif isinstance(a.value, s.Var) and a.value.name not in env and (
+                    a.value.name in scope or a.value.name in self.program.device_models):
+                raise EvalError(error("E205", f"parameter '{a.name}' takes a number, but "
+                                      f"'{a.value.name}' is a device model", a.value.span))
             else:
                 out[a.name] = evaluate(a.value, env)
         return out
