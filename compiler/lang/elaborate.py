@@ -479,8 +479,13 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
 
 def _check_patterns(hosts: list[Host]) -> None:
     """A hostname pattern may read the indices of the arrays on the host's path and
-    ``{host}``; anything else is E217 at the host statement (checked once per statement)."""
+    ``{host}``; anything else is E217 at the host statement (checked once per statement), as is
+    a pattern without fields on a statement that makes several hosts (a literal name is right
+    for a single host, as the importers write them)."""
     seen: set[int] = set()
+    per_statement: dict[int, int] = {}
+    for h in hosts:
+        per_statement[id(h.span)] = per_statement.get(id(h.span), 0) + 1
     errors = []
     for h in hosts:
         if h.pattern is None or id(h.span) in seen:
@@ -490,7 +495,7 @@ def _check_patterns(hosts: list[Host]) -> None:
         try:
             fields = pattern_fields(h.pattern)
             bad = next((f for f in fields if f not in known), None)
-            if bad is not None or not fields:
+            if bad is not None or (not fields and per_statement[id(h.span)] > 1):
                 raise HostnameError(
                     f"hostname pattern \"{h.pattern}\" reads '{{{bad}}}', but the arrays on this "
                     f"host's path are {', '.join(sorted(known - {'host'})) or 'none'} "
