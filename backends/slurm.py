@@ -23,43 +23,56 @@ class ExportError(ValueError):
 
 
 def hostlist(names: Sequence[str]) -> str:
-    """Slurm hostlist ranges: ``node[0-3,7],gb-01-[01-18]``; order of first appearance kept
-    per prefix, numbers sorted, zero padding kept (``01`` and ``1`` never share a range)."""
-    groups: dict[tuple[str, int], list[int]] = {}
+    """Slurm hostlist ranges: ``node[0-3,7],gb-01-[01-18]``; prefixes in order of first
+    appearance, numbers sorted, zero padding kept (a range's width is its first number's, as
+    Slurm reads ``[09-11]``; ``9`` and ``09`` never share a range)."""
+    groups: dict[str, list[str]] = {}
+    order: list[str] = []
     plain: list[str] = []
-    order: list[tuple[str, int] | str] = []
     for n in names:
         m = _TAIL.match(n)
         if not m:
             if n not in plain:
                 plain.append(n)
-                order.append(n)
+                order.append("\0" + n)
             continue
-        digits = m.group(2)
-        width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
-        key = (m.group(1), width)
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(int(digits))
+        if m.group(1) not in groups:
+            groups[m.group(1)] = []
+            order.append(m.group(1))
+        if m.group(2) not in groups[m.group(1)]:
+            groups[m.group(1)].append(m.group(2))
     out = []
     for key in order:
-        if isinstance(key, str):
-            out.append(key)
+        if key.startswith("\0"):
+            out.append(key[1:])
             continue
-        prefix, width = key
-        nums = sorted(set(groups[key]))
-        fmt = (lambda v: f"{v:0{width}d}") if width else str
+        nums = sorted(groups[key], key=lambda d: (int(d), len(d)))
+        runs: list[list[str]] = []
+        for d in nums:
+            run = runs[-1] if runs else None
+            if run is not None and int(d) == int(run[-1]) + 1 and _fits(run[0], d):
+                run.append(d)
+            else:
+                runs.append([d])
         if len(nums) == 1:
-            out.append(prefix + fmt(nums[0]))
+            out.append(key + nums[0])
             continue
-        runs, start = [], nums[0]
-        for prev, cur in zip(nums, [*nums[1:], None]):
-            if cur != prev + 1:
-                runs.append(fmt(start) if start == prev else f"{fmt(start)}-{fmt(prev)}")
-                start = cur
-        out.append(f"{prefix}[{','.join(runs)}]")
+        parts = [r[0] if len(r) == 1 else
+                 f"{r[0]}-{int(r[-1]):0{len(r[0])}d}" if _padded(r[0]) else f"{r[0]}-{r[-1]}"
+                 for r in runs]
+        out.append(f"{key}[{','.join(parts)}]")
     return ",".join(out)
+
+
+def _padded(digits: str) -> bool:
+    return len(digits) > 1 and digits.startswith("0")
+
+
+def _fits(first: str, d: str) -> bool:
+    """Whether ``d`` continues a range that starts at ``first`` (same zero padding)."""
+    if _padded(first):
+        return len(d) == len(first)
+    return not _padded(d)
 
 
 def _check_names(names: Sequence[str]) -> None:

@@ -1,0 +1,126 @@
+"""Slurm, Kubernetes, ibsim and ibdiagnet files from library systems: their content, against
+each tool's documented grammar (the tools themselves run in tests/cli/test_cluster_tools.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import topoc
+from topoc.backends import ibsim, k8s, slurm
+from topoc.cli import main
+from topoc.compiler.analysis.fabric import fabric, wiring
+
+LIB = "library/nvidia/"
+
+
+@pytest.fixture(scope="module")
+def nvl72():
+    return fabric(topoc.load(LIB + "nvl72_cluster.topo", defines={"racks": 2}),
+                  "gb-{rack:02}-{tray:02}")
+
+
+@pytest.mark.parametrize("names,expected", [
+    (["n0", "n1", "n2", "n5"], "n[0-2,5]"),
+    (["gb-00-01", "gb-00-02", "gb-01-01"], "gb-00-[01-02],gb-01-01"),
+    (["a", "b1", "b01"], "a,b[1,01]"),
+    (["x9", "x10", "x11"], "x[9-11]"),
+])
+def test_hostlist(names, expected):
+    assert slurm.hostlist(names) == expected
+
+
+def test_fabric_view_of_an_nvl72_cluster(nvl72):
+    assert len(nvl72.hosts) == 36 and len(nvl72.hcas) == 144
+    assert nvl72.tiers() == 2
+    assert {s.tier for s in nvl72.switches if s.name.startswith("leaf")} == {1}
+    assert nvl72.hosts_below("leaf0")[:2] == ("gb-00-00", "gb-00-01")
+    assert len(nvl72.hosts_below("plane0_spine0")) == 36
+    assert [len(b) for b in nvl72.blocks] == [18, 18]
+    # every cable is numbered on a port at both ends, no port used twice
+    ports = [(w.a, w.a_port) for w in wiring(nvl72)] + [(w.b, w.b_port) for w in wiring(nvl72)]
+    assert len(ports) == len(set(ports))
+
+
+def test_slurm_tree_and_block(nvl72):
+    tree = slurm.render(nvl72, "tree")
+    assert "SwitchName=leaf0 Nodes=gb-00-[00-17]\n" in tree
+    assert "SwitchName=plane3_spine17 Switches=leaf[3,7]\n" in tree
+    block = slurm.render(nvl72, "block")
+    lines = [ln for ln in block.splitlines() if not ln.startswith("#")]
+    # topology.conf(5), topology/block: BlockName=<name> Nodes=<hostlist>, then BlockSizes=
+    for ln in lines[:-1]:
+        assert re.fullmatch(r"BlockName=[A-Za-z0-9_]+ Nodes=[A-Za-z0-9_\-\[\],]+", ln)
+    assert lines == ["BlockName=block0 Nodes=gb-00-[00-17]",
+                     "BlockName=block1 Nodes=gb-01-[00-17]", "BlockSizes=18,36"]
+
+
+def test_slurm_yaml_holds_both(nvl72):
+    text = slurm.render(nvl72, "block", "yaml")
+    assert "- topology: tree\n  cluster_default: false\n" in text
+    assert "- topology: block\n  cluster_default: true\n" in text
+    assert "      - block: block1\n        nodes: \"gb-01-[00-17]\"" in text
+    assert "    block_sizes:\n      - 18\n      - 36\n" in text
+
+
+def test_storage_nics_and_dpus_stay_out_of_the_tree():
+    text = ('use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n'
+            'device SNIC : nic { rate = 400 Gb/s  role = "storage" }\n'
+            'group N { cpu : Grace  gpu : B200_GB200  nic : CX7  st : SNIC  dpu : BlueField3\n'
+            '  cpu <-> gpu : c2c x 5  nic <-> cpu : pcie5  st <-> cpu : pcie5\n'
+            '  dpu <-> cpu : pcie5 }\n'
+            'group C { host node[2] : N  leaf : QM9700  store : QM9700\n'
+            '  node[*].nic <-> leaf : ndr  node[*].st <-> store : ndr\n'
+            '  node[*].dpu <-> store : ndr }\nsystem c : C\n')
+    fab = fabric(topoc.loads(text))
+    assert [s.name for s in fab.switches] == ["leaf"]
+    assert [(h.host, h.index) for h in fab.hcas] == [("node0", 0), ("node1", 0)]
+    assert slurm.render(fab, "tree").splitlines()[-1] == "SwitchName=leaf Nodes=node[0-1]"
+
+
+def test_k8s_labels_and_kueue(nvl72):
+    labels = k8s.labels(nvl72)
+    assert labels["gb-01-05"] == {
+        "fabric.topograph.run/tier-0": "leaf4", "fabric.topograph.run/tier-1": "plane0_spine0",
+        "accelerator.topograph.run/domain": "nvl1", "nvidia.com/gpu.clique": "nvl1",
+        "kubernetes.io/hostname": "gb-01-05"}
+    text = k8s.render(nvl72)
+    assert text.count("kind: Node\n") == 36 and "kind: Topology" in text
+    levels = re.findall(r'- nodeLabel: "([^"]+)"', text)
+    assert levels == ["fabric.topograph.run/tier-1", "fabric.topograph.run/tier-0",
+                      "accelerator.topograph.run/domain", "kubernetes.io/hostname"]
+
+
+def test_ibsim_and_ibdiagnet_files():
+    fab = fabric(topoc.load(LIB + "h100_cluster.topo", defines={"nodes": 4}))
+    net = ibsim.render_ibsim(fab)
+    assert '[1]\t"node0 mlx5_0"[1]\tw=4 e=4' in net            # 400 Gb/s as 8xHDR
+    assert "written as 8xHDR (same rate)" in net
+    assert net.count("\nHca\t1 ") == 32 and net.count("\nSwitch\t64 ") == 12
+    assert ibsim.width_speed(200e9) == (4, (50, "HDR", "e", 4), True)
+    with pytest.raises(ibsim.ExportError):
+        ibsim.width_speed(800e9)
+    plan = ibsim.render_ibdiagnet(fab)
+    assert "QM9700 leaf0\n   P1 -> CX7 node0/U1 P1\n" in plan
+    assert "CX7 node3/U8\n   P1 -> QM9700 leaf7 P4\n" in plan
+
+
+def test_cli_errors(tmp_path, capsys):
+    dgx = LIB + "dgx_h100.topo"
+    assert main(["export", "slurm", dgx, "--topology", "tree", "-o", "-"]) == 1
+    assert "no scale-out switches" in capsys.readouterr().err
+    assert main(["export", "slurm", dgx, "-o", "-"]) == 2
+    assert main(["export", "k8s", dgx, "--topology", "tree", "-o", "-"]) == 2
+    assert main(["export", "nccl-topo", dgx, "--hostnames", "x{node}", "-o", "-"]) == 2
+    assert main(["export", "k8s", LIB + "h100_cluster.topo", "--hostnames", "x{rack}",
+                 "-o", "-"]) == 2
+    assert "has no array 'rack'" in capsys.readouterr().err
+    mapping = tmp_path / "hosts.txt"
+    mapping.write_text("node0 alpha\ncluster.node1 beta\n")
+    assert main(["export", "slurm", LIB + "h100_cluster.topo", "-D", "nodes=2", "--hostnames",
+                 str(mapping), "--topology", "tree", "-o", "-"]) == 0
+    assert "Nodes=alpha,beta" in capsys.readouterr().out
+    out = tmp_path / "b.conf"
+    assert main(["export", "slurm", dgx, "--topology", "block", "-o", str(out)]) == 0
+    assert out.read_text().splitlines()[-2:] == ["BlockName=block0 Nodes=dgx", "BlockSizes=1"]
