@@ -132,7 +132,9 @@ def diff(a: System, b: System) -> Diff:
         if "gpu" in both:
             _compare_gpus(a, b, ha, hb, where, both, found)
     if "gpu" in both:
-        compared += ["devices", "nvlink", "nic", "pcie", "numa"]
+        compared += ["devices", "nvlink"] + [c for c, k in (("nic", "nic"), ("pcie",
+                                                                        "pcie_switch"),
+                                                            ("numa", "cpu")) if k in both]
     if fa.switches and fb.switches:
         compared += ["switches", "cabling"]
         _compare_fabric(fa, fb, found)
