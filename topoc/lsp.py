@@ -23,7 +23,7 @@ from .compiler.lang.resolve import Program
 from .compiler.base.units import BYTES, RATE, SECONDS, human
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-KEYWORDS = ("use", "link", "device", "model", "group", "let", "system", "parallel", "on",
+KEYWORDS = ("use", "link", "device", "model", "group", "let", "host", "system", "parallel", "on",
             "traffic", "auto", "true", "false")
 
 
