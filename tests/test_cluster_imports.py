@@ -147,3 +147,16 @@ def test_load_any_reads_every_kind():
     assert kind == "hwloc" and len(s.gpus) == 4
     s, kind, _ = load_any(LIB + "dgx_h200.topo")
     assert kind == "topo" and s.gpus[0].model.name == "H200"
+
+
+def test_diff_one_host_of_a_cluster_against_a_node_dump(capsys):
+    smi = "tests/fixtures/nccl/dgx_h100_spaces_topo_m.txt"
+    # the matrix names no model: GPUs and CPUs are compared by count, and match
+    assert main(["diff", LIB + "h100_cluster.topo", smi, "--host", "node3"]) == 0
+    captured = capsys.readouterr()
+    assert "compared by count" in captured.out
+    assert main(["diff", LIB + "h100_cluster.topo", smi, "--host", "nodeX"]) == 2
+    assert "A has no host 'nodeX'" in capsys.readouterr().err
+    # a real difference still shows: an A100 node against the H100 matrix
+    assert main(["diff", LIB + "dgx_a100.topo", smi]) == 1
+    assert "NVLink lanes: 12 in A, 18 in B" in capsys.readouterr().out

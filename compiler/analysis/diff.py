@@ -14,6 +14,7 @@ fabric can be checked against a full design without reporting every GPU as missi
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 
 import attrs
@@ -21,6 +22,20 @@ import attrs
 from ..ir.hosts import HostInfo
 from ..ir.system import System
 from .fabric import Fabric, fabric
+
+
+#: Model names an importer writes when the input does not say the model (nvidia-smi matrices,
+#: NCCL dumps without a GPU name, ibnetdiscover HCAs without a device id): not compared.
+_PLACEHOLDER = re.compile(r"^(GPU(_sm\d+)?|CPU|NIC|HCA(_[\d_]+G)?|PCIeSwitch|Switch)$")
+
+
+def known(model: str) -> bool:
+    """Whether a model name says the model (not an importer's placeholder)."""
+    return not _PLACEHOLDER.match(model)
+
+
+class DiffError(ValueError):
+    """The comparison cannot be made as asked (``host`` names no host of A)."""
 
 
 @attrs.frozen
@@ -97,12 +112,25 @@ def _gpu_facts(system: System, host: HostInfo) -> list[dict]:
     return out
 
 
-def diff(a: System, b: System) -> Diff:
-    """The differences between ``a`` (say, the declared design) and ``b`` (what was found)."""
+def diff(a: System, b: System, host: str | None = None) -> Diff:
+    """The differences between ``a`` (say, the declared design) and ``b`` (what was found).
+    ``host`` compares one host of ``a`` (by hostname) with ``b``'s only host: a node's dump
+    against the cluster's design."""
     fa, fb = fabric(a), fabric(b)
     notes: list[str] = []
     found: list[Finding] = []
     compared: list[str] = []
+    if host is not None:
+        mine = [h for h in fa.hosts if h.name == host]
+        if not mine:
+            raise DiffError(f"A has no host '{host}'" + (
+                f"; its hosts are {', '.join(h.name for h in fa.hosts[:5])}"
+                + (", ..." if len(fa.hosts) > 5 else "") if fa.hosts else ""))
+        if len(fb.hosts) != 1:
+            raise DiffError(f"--host compares one host with B's only host, but B has "
+                            f"{len(fb.hosts)} hosts")
+        fa = attrs.evolve(fa, hosts=tuple(mine))
+        fb = attrs.evolve(fb, hosts=(attrs.evolve(fb.hosts[0], name=host),))
     pairs, only_a, only_b = _align(fa.hosts, fb.hosts, notes)
     if fa.hosts and fb.hosts:
         compared.append("hosts")
@@ -124,6 +152,9 @@ def diff(a: System, b: System) -> Diff:
         for kind in sorted(both):
             ma = Counter(d.model.name for d in ka.get(kind, ()))
             mb = Counter(d.model.name for d in kb.get(kind, ()))
+            if not all(map(known, (*ma, *mb))):     # a side that cannot name models: counts
+                ma = Counter({f"{kind}": sum(ma.values())})
+                mb = Counter({f"{kind}": sum(mb.values())})
             if kind in ("switch", "net_switch") or ma == mb:
                 continue
             found.append(Finding("devices", f"{where} {kind}", _count(ma), _count(mb),
@@ -135,10 +166,13 @@ def diff(a: System, b: System) -> Diff:
         compared += ["devices", "nvlink"] + [c for c, k in (("nic", "nic"), ("pcie",
                                                                         "pcie_switch"),
                                                             ("numa", "cpu")) if k in both]
-    if fa.switches and fb.switches:
+    if any(not known(m) for s in (a, b) for m in {d.model.name for d in s.devices}):
+        notes.append("a side names some models only by kind (GPU, CPU, NIC...): those are "
+                     "compared by count")
+    if fa.switches and fb.switches and host is None:
         compared += ["switches", "cabling"]
         _compare_fabric(fa, fb, found)
-    elif fa.switches or fb.switches:
+    elif (fa.switches or fb.switches) and host is None:
         notes.append(f"only {'A' if fa.switches else 'B'} has a scale-out fabric: cabling not "
                      "compared")
     return Diff(tuple(found), tuple(notes), tuple(dict.fromkeys(compared)))
@@ -158,7 +192,7 @@ def _compare_gpus(a, b, ha, hb, where, both, found) -> None:
     if "cpu" in both:
         checks.append(("numa", "cpu", "NUMA node (CPU)"))
     for i, (x, y) in enumerate(zip(ga, gb)):
-        if x["model"] != y["model"]:
+        if x["model"] != y["model"] and known(x["model"]) and known(y["model"]):
             found.append(Finding("devices", f"{where} gpu{i}", x["model"], y["model"],
                                  f"{where}: gpu{i} is {x['model']} in A, {y['model']} in B"))
         for cat, key, label in checks:
@@ -186,7 +220,8 @@ def _compare_fabric(fa: Fabric, fb: Fabric, found: list[Finding]) -> None:
         elif name not in sa:
             found.append(Finding("switches", name, "missing", sb[name].model,
                                  f"switch '{name}' ({sb[name].model}) is in B but not in A"))
-        elif sa[name].model != sb[name].model:
+        elif sa[name].model != sb[name].model and known(sa[name].model) and \
+                known(sb[name].model):
             found.append(Finding("switches", name, sa[name].model, sb[name].model,
                                  f"switch '{name}' is {sa[name].model} in A, "
                                  f"{sb[name].model} in B"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from ..backends import diff_report
-from ..compiler.analysis.diff import diff
+from ..compiler.analysis.diff import DiffError, diff
 from ..compiler.base.diagnostics import CompileError
 from ..compiler.base.version import VERSION
 from ..compiler.ir.hosts import HostnameError
@@ -24,6 +24,9 @@ def add_parser(sub) -> None:
     p.add_argument("b", metavar="B", help="what was found: hwloc XML, ibnetdiscover, NCCL "
                    "XML, nvidia-smi topo -m, or a .topo")
     p.add_argument("--format", choices=FORMATS, default="text")
+    p.add_argument("--host", metavar="HOSTNAME",
+                   help="compare this host of A with B's only host (a node's dump against the "
+                   "cluster's design); the fabric is then not compared")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
                    help="override a parameter of A's system (A must be a .topo file)")
     p.add_argument("--import-root", action="append", metavar="DIR")
@@ -53,8 +56,8 @@ def run(args) -> int:
     if a is None or b is None:
         raise _BadInput()
     try:
-        d = diff(a, b)
-    except HostnameError as exc:
+        d = diff(a, b, args.host)
+    except (HostnameError, DiffError) as exc:
         raise UsageError(str(exc)) from None
     if args.format == "json":
         text = diff_report.as_json(d, args.a, args.b)

@@ -4,6 +4,9 @@ Switches take their name and model from a managed switch's node description
 (``MF0;leaf0:QM9700/U1``); any other description names the switch after its GUID and its model
 after the description. HCA ports are grouped into hosts by node description (``dgx-01 mlx5_3``:
 host ``dgx-01``, NIC 3); an HCA whose description has no ``mlx5_N`` part is a host of its own.
+An HCA's model comes from its PCI device id (``devid=``, default format only: ConnectX-6, -7,
+-8); without one it is ``HCA_<rate>G``, a model named only by its rate, which ``diff`` compares
+by count.
 Every cable keeps its active width x speed as a rate (4xNDR = 400 Gb/s): a rate the bundled
 library has a link type for uses it (``ndr``, ``hdr``), others get one declared. Tiers follow
 from the cabling when the file is compiled. Unconnected ports are left out.
@@ -146,7 +149,7 @@ def from_ibnetdiscover(text: str, path: str = "<dump>") -> tuple[str, list[str]]
     for host, items in hosts.items():
         for _, g in items:
             rate = rate_of[g]
-            lib = HCA_DEVID.get(devids.get(g, 0)) or {400e9: "CX7", 200e9: "CX6"}.get(rate)
+            lib = HCA_DEVID.get(devids.get(g, 0))
             if lib and lib in lib_models:
                 nic_model[g] = lib
             else:
