@@ -31,7 +31,8 @@ _NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR]-[0-9A-Fa-f]+)"\s*#\s*"(.*
 _PORT = re.compile(r'^\[(\d+)\](?:\([0-9A-Fa-f]+\))?\s+"([SHR]-[0-9A-Fa-f]+)"\[(\d+)\]'
                    r'(?:\([0-9A-Fa-f]+\))?\s*#.*?(\d+)x\s*([A-Z]+\d*)\s*$')
 _PLINE = re.compile(r"^(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+(\d+)x\s*([A-Z]+\d*)\s+-\s+"
-                    r"(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)")
+                    r"(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+"
+                    r"\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)")
 _MANAGED = re.compile(r"^MF0;([^:]+):([^/]+)(?:/.*)?$")
 _HCA = re.compile(r"^(\S+)\s+(?:mlx\d+_|HCA-)(\d+)$")
 
@@ -74,7 +75,7 @@ def parse(text: str, path: str = "<dump>"):
             continue
         m = _PLINE.match(line)
         if m:
-            a, b = m.group(3)[2:].lower().lstrip("0") or "0", m.group(8)[2:].lower().lstrip("0") or "0"
+            a, b = _guid(m.group(3)[2:]), _guid(m.group(8)[2:])
             nodes.setdefault(a, (m.group(1), m.group(9)))
             nodes.setdefault(b, (m.group(6), m.group(10)))
             _cable(cables, a, int(m.group(2)), b, int(m.group(7)), int(m.group(4)), m.group(5),
@@ -89,6 +90,11 @@ def parse(text: str, path: str = "<dump>"):
         raise ImportFailure(f"{path}: no cabled port found; is this ibnetdiscover output "
                             "(default or -p format)?")
     return nodes, list(cables.values()), devids
+
+
+def _guid(hex_digits: str) -> str:
+    """A GUID as the dump's two formats both reduce to: lower case, no leading zeros."""
+    return hex_digits.lower().lstrip("0") or "0"
 
 
 def _cable(cables, a, pa, b, pb, lanes, speed, path, number):
