@@ -160,3 +160,8 @@ def test_diff_one_host_of_a_cluster_against_a_node_dump(capsys):
     # a real difference still shows: an A100 node against the H100 matrix
     assert main(["diff", LIB + "dgx_a100.topo", smi]) == 1
     assert "NVLink lanes: 12 in A, 18 in B" in capsys.readouterr().out
+
+
+def test_hwloc_3_format_reads_the_same_node(capsys):
+    assert main(["diff", str(HWLOC / "nvidiaDGX2.xml"), str(HWLOC / "nvidiaDGX2.v3.xml")]) == 0
+    assert "no differences" in capsys.readouterr().out
