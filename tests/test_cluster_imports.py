@@ -165,3 +165,34 @@ def test_diff_one_host_of_a_cluster_against_a_node_dump(capsys):
 def test_hwloc_3_format_reads_the_same_node(capsys):
     assert main(["diff", str(HWLOC / "nvidiaDGX2.xml"), str(HWLOC / "nvidiaDGX2.v3.xml")]) == 0
     assert "no differences" in capsys.readouterr().out
+
+
+def test_guids_join_hwloc_nics_to_ibnetdiscover_hcas(tmp_path, capsys):
+    from topoc.importers.guids import normalize, read_guids
+    assert normalize("0002:c903:0010:f2a2") == normalize("H-0002c9030010f2a2") == "2c9030010f2a2"
+    power8 = (HWLOC / "power8gpudistances.xml").read_text()
+    # give the node an HCA with a node GUID (a synthetic variation of the published file)
+    first_gpu = power8.index('<object type="PCIDev"')      # a sibling of the first GPU
+    power8 = power8[:first_gpu] + (
+        '<object type="PCIDev" gp_index="990" pci_busid="0004:01:00.0" '
+        'pci_type="0207 [15b3:1021] [15b3:0000] 00" pci_link_speed="31.5">'
+        '<object type="OSDev" gp_index="991" name="mlx5_0" osdev_type="3">'
+        '<info name="NodeGUID" value="0000:0000:0010:0000"/></object></object>'
+    ) + power8[first_gpu:]
+    xml = tmp_path / "p8.xml"
+    xml.write_text(power8)
+    guids = tmp_path / "guids.txt"
+    assert main(["import", "hwloc", str(xml), "-o", str(tmp_path / "p8.topo"),
+                 "--guids", str(guids)]) == 0
+    assert guids.read_text() == "0x0000000000100000 drac-12.grenoble.grid5000.fr 0\n"
+    assert read_guids(guids.read_text()) == {"100000": ("drac-12.grenoble.grid5000.fr", 0)}
+    # an ibnetdiscover dump whose HCA (node GUID 0x100000) describes itself as the adapter only
+    dump = (Path(__file__).parent / "fixtures" / "ibnetdiscover" / "two_switch.txt").read_text()
+    dump = dump.replace('"dgx-a mlx5_0"', '"MT4129 ConnectX7 Mellanox Technologies"')
+    (tmp_path / "d.txt").write_text(dump)
+    out = tmp_path / "f.topo"
+    assert main(["import", "ibnetdiscover", str(tmp_path / "d.txt"), "-o", str(out),
+                 "--guids", str(guids)]) == 0
+    assert 'host drac_12_grenoble_grid5000_fr : IBHost' in out.read_text()
+    assert main(["import", "nvidia-smi", str(tmp_path / "d.txt"), "-o", "-",
+                 "--guids", str(guids)]) == 2

@@ -7,6 +7,7 @@ import sys
 from ..backends.nccl_topo import write_bus_ids
 from ..compiler.lang import pipeline
 from ..importers import ImportFailure, from_nccl_xml, from_smi
+from ..importers.guids import read_guids, write_guids
 from ..importers.hwloc import from_hwloc
 from ..importers.ibnetdiscover import from_ibnetdiscover
 from .common import EXIT_INPUT, EXIT_OK, UsageError, read_text, write_output
@@ -21,6 +22,10 @@ def add_parser(sub) -> None:
     p.add_argument("--gpu", metavar="MODEL",
                    help="nvidia-smi: the GPU model (B200, H100, A100...) when the paste does "
                    "not show it; sets the NVLink generation")
+    p.add_argument("--guids", metavar="FILE",
+                   help="hwloc: also write each HCA's node GUID with its hostname and NIC index "
+                   "to FILE; ibnetdiscover: place HCAs in hosts by the GUIDs in FILE "
+                   "(docs/drift.md)")
     p.add_argument("input")
     p.add_argument("-o", "--output", metavar="PATH", required=True)
     p.set_defaults(func=run)
@@ -33,15 +38,20 @@ def run(args) -> int:
         raise UsageError(f"--bus-ids is for NCCL dumps; {args.format} input has no bus ids")
     if args.format in ("hwloc", "ibnetdiscover") and args.gpu:
         raise UsageError(f"--gpu is for nvidia-smi matrices; {args.format} input names models")
+    if args.guids and args.format not in ("hwloc", "ibnetdiscover"):
+        raise UsageError("--guids is for hwloc (written) and ibnetdiscover (read)")
     text = read_text(args.input)
     bus_ids: dict[str, str] = {}
+    guids: dict = {}
     try:
         if args.format == "nccl-topo":
             topo, notes = from_nccl_xml(text, args.input, bus_ids)
         elif args.format == "hwloc":
-            topo, notes = from_hwloc(text, args.input)
+            topo, notes = from_hwloc(text, args.input, guids)
         elif args.format == "ibnetdiscover":
-            topo, notes = from_ibnetdiscover(text, args.input)
+            if args.guids:
+                guids = read_guids(read_text(args.guids), args.guids)
+            topo, notes = from_ibnetdiscover(text, args.input, guids)
         else:
             topo, notes = from_smi(text, args.input, gpu=args.gpu)
         pipeline.compile(topo)                 # what we write must compile
@@ -53,4 +63,6 @@ def run(args) -> int:
     write_output(topo, args.output)
     if args.bus_ids:
         write_output(write_bus_ids(bus_ids), args.bus_ids)
+    if args.guids and args.format == "hwloc":
+        write_output(write_guids(guids), args.guids)
     return EXIT_OK

@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 
 from ..compiler.base.figures import nvlink_nominal
 from .base import Build, ImportFailure, ident, require_gpus
+from .guids import normalize
 from .smi import GPU_SM
 
 #: hwloc 2 XML osdev_type values (hwloc 3 writes a bitmask instead: GPU 4, COPROC 8,
@@ -56,6 +57,7 @@ class _Reader:
         self.gpu_sm: int | None = None
         self.notes: list[str] = []
         self.speeds: dict[float, str] = {}
+        self.guids: list[tuple[str, int]] = []      # (node GUID, NIC index)
 
     def os_kind(self, osdev: ET.Element) -> str:
         t = int(osdev.get("osdev_type", "-1"))
@@ -161,6 +163,8 @@ class _Reader:
                 guid = info.get("NodeGUID", "")
                 self.b.model("HCA", "device HCA : nic { }")
                 sel = self.b.add("nic", "HCA")
+                if guid:
+                    self.guids.append((guid, self.b.count("nic") - 1))
                 self.b.comments.append(f"{sel} is {osdev.get('name')}"
                                        + (f", node GUID {guid}" if guid else ""))
                 self.by_gp[f"PCIDev:{el.get('gp_index')}"] = sel
@@ -201,8 +205,10 @@ class _Reader:
                               f"{lane_bw / 1e9:g} GB/s per lane")
 
 
-def from_hwloc(text: str, path: str = "<lstopo.xml>") -> tuple[str, list[str]]:
-    """The .topo text (and notes) of one lstopo XML export."""
+def from_hwloc(text: str, path: str = "<lstopo.xml>",
+               guids: dict[str, tuple[str, int]] | None = None) -> tuple[str, list[str]]:
+    """The .topo text (and notes) of one lstopo XML export; ``guids``, when given, is filled
+    with each HCA's node GUID -> (hostname, NIC index) (``topoc.importers.guids``)."""
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -233,6 +239,12 @@ def from_hwloc(text: str, path: str = "<lstopo.xml>") -> tuple[str, list[str]]:
             for j in range(i + 1, len(cpus)):
                 r.b.wires.append(f"cpu[{i}] <-> cpu[{j}] : {sock}")
     hostname = _infos(machine).get("HostName", "")
+    if guids is not None:
+        for guid, idx in r.guids:
+            try:
+                guids[normalize(guid)] = (hostname or "node", idx)
+            except ImportFailure:
+                r.notes.append(f"{path}: NodeGUID '{guid}' is not a GUID; left out")
     product = _infos(machine).get("DMIProductName", "")
     out = [f"# Imported by topoc from {path}, an hwloc XML topology"
            + (f" of {product}" if product else "") + ".",

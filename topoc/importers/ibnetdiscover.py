@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 
 from ..compiler.lang import pipeline
 from .base import ImportFailure, ident
@@ -105,8 +106,12 @@ def _cable(cables, a, pa, b, pb, lanes, speed, path, number):
     cables.setdefault(key, (a, pa, b, pb, lanes, speed))
 
 
-def from_ibnetdiscover(text: str, path: str = "<dump>") -> tuple[str, list[str]]:
-    """The .topo text (and notes) of one ibnetdiscover dump."""
+def from_ibnetdiscover(text: str, path: str = "<dump>",
+                       guids: Mapping[str, tuple[str, int]] | None = None
+                       ) -> tuple[str, list[str]]:
+    """The .topo text (and notes) of one ibnetdiscover dump; ``guids`` (node GUID ->
+    (hostname, NIC index), as ``topoc import hwloc --guids`` writes them) places HCAs by GUID
+    before their descriptions are read."""
     nodes, cables, devids = parse(text, path)
     library = pipeline.front_end('use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n')
     lib_links = {lt.bandwidth * 8: name for name, lt in library.link_types.items()
@@ -127,7 +132,10 @@ def from_ibnetdiscover(text: str, path: str = "<dump>") -> tuple[str, list[str]]
             switches[guid] = (ident(name), model_id)
         elif kind == "CA":
             m = _HCA.match(desc)
-            host, idx = (m.group(1), int(m.group(2))) if m else (desc or f"hca-{guid}", 0)
+            if guids and guid in guids:
+                host, idx = guids[guid]
+            else:
+                host, idx = (m.group(1), int(m.group(2))) if m else (desc or f"hca-{guid}", 0)
             hosts[host].append((idx, guid))
         else:
             notes.append(f"router {guid} ('{desc}') left out: topoc models no IB routers")
