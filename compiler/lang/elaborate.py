@@ -17,7 +17,7 @@ from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, error, suggest
 from .exprs import EvalError, evaluate, variables
 from ..base.gcpause import gc_paused
-from ..ir.hosts import HostnameError, format_hostname, pattern_fields
+from .hosts import check_patterns, nested_host
 from ..ir.system import DEVICE_KINDS, Device, DeviceModel, Host, Link, LinkType, System
 from ..base.limits import LIMITS
 from .resolve import Program
@@ -465,57 +465,13 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
     sites: dict[str, Span] = {}
     hosts: list[Host] = []
     _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts)
-    nested = _nested_host(hosts)
+    nested = nested_host(hosts)
     if nested is not None:
         inner, outer = nested
         raise CompileError([error("E216", f"host '{inner.id}' lies inside host '{outer.id}'; a "
                                   "host is one OS image, so hosts do not nest", inner.span,
                                   Note("the outer host is marked here", outer.span))])
-    _check_patterns(hosts)
+    check_patterns(hosts)
     return System(decl.name, tuple(devices), tuple(links.values()), (),
                   tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())),
                   hosts=tuple(hosts))
-
-
-def _check_patterns(hosts: list[Host]) -> None:
-    """A hostname pattern may read the indices of the arrays on the host's path and
-    ``{host}``; anything else is E217 at the host statement (checked once per statement), as is
-    a pattern without fields on a statement that makes several hosts (a literal name is right
-    for a single host, as the importers write them)."""
-    seen: set[int] = set()
-    per_statement: dict[int, int] = {}
-    for h in hosts:
-        per_statement[id(h.span)] = per_statement.get(id(h.span), 0) + 1
-    errors = []
-    for h in hosts:
-        if h.pattern is None or id(h.span) in seen:
-            continue
-        seen.add(id(h.span))
-        known = {name for name, idx in h.indices if idx is not None} | {"host"}
-        try:
-            fields = pattern_fields(h.pattern)
-            bad = next((f for f in fields if f not in known), None)
-            if bad is not None or (not fields and per_statement[id(h.span)] > 1):
-                raise HostnameError(
-                    f"hostname pattern \"{h.pattern}\" reads '{{{bad}}}', but the arrays on this "
-                    f"host's path are {', '.join(sorted(known - {'host'})) or 'none'} "
-                    "(and {host} counts hosts)" if bad is not None else
-                    f"hostname pattern \"{h.pattern}\" has no {{field}}: every host would get "
-                    "one name (use {host} or an array index, as in \"node{node:02}\")")
-            format_hostname(h.pattern, h.indices, 0)
-        except HostnameError as exc:
-            errors.append(error("E217", str(exc), h.span))
-    if errors:
-        raise CompileError(errors)
-
-
-def _nested_host(hosts: list[Host]) -> tuple[Host, Host] | None:
-    """The first host inside another host (hosts come in depth-first order), or None."""
-    open_: list[Host] = []
-    for h in hosts:
-        while open_ and not h.id.startswith(open_[-1].id + "."):
-            open_.pop()
-        if open_:
-            return h, open_[-1]
-        open_.append(h)
-    return None
