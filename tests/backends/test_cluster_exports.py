@@ -124,3 +124,16 @@ def test_cli_errors(tmp_path, capsys):
     out = tmp_path / "b.conf"
     assert main(["export", "slurm", dgx, "--topology", "block", "-o", str(out)]) == 0
     assert out.read_text().splitlines()[-2:] == ["BlockName=block0 Nodes=dgx", "BlockSizes=1"]
+
+
+def test_yaml_files_parse(nvl72):
+    yaml = pytest.importorskip("yaml")
+    topologies = yaml.safe_load(slurm.render(nvl72, "tree", "yaml"))
+    assert [t["topology"] for t in topologies] == ["tree", "block"]
+    assert topologies[0]["cluster_default"] is True
+    assert topologies[0]["tree"]["switches"][0] == {"switch": "leaf0", "nodes": "gb-00-[00-17]"}
+    assert topologies[1]["block"]["block_sizes"] == [18, 36]
+    docs = list(yaml.safe_load_all(k8s.render(nvl72)))
+    nodes = [d for d in docs if d and d["kind"] == "Node"]
+    assert len(nodes) == 36 and docs[-1]["kind"] == "Topology"
+    assert nodes[0]["metadata"]["labels"]["kubernetes.io/hostname"] == "gb-00-00"
