@@ -33,7 +33,10 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from ..collectives.cost import CostError, cost
+from ..collectives.cost import CostError, _gpu_facts, candidates, profile
+from ..collectives.cost import evaluate as evaluate_cost
+from ..collectives.loads import Resources
+from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
 from ..ir.system import System
 from ..training import serving as sv
@@ -96,6 +99,11 @@ def gpu_of(system: System, gpus: int) -> Gpu:
     if "bf16" not in peaks:
         raise InferError("the GPUs declare no tflops_bf16, which a compute time needs")
     return Gpu(float(hbm), float(bw), tuple(sorted(peaks.items())))
+
+
+def default_precision(gpu: Gpu) -> str:
+    """FP8 where the GPUs declare an FP8 peak (what serving engines run), else BF16."""
+    return "fp8" if dict(gpu.peaks).get("fp8") else "bf16"
 
 
 @attrs.frozen(order=True)
@@ -162,11 +170,27 @@ class InferRow:
 # ---- costs on the system ----------------------------------------------------------------------
 
 class Comm:
-    """Collective times on the system, memoised by (collective, ranks, size)."""
+    """Collective times on the system. The size-independent part of each algorithm
+    (``cost.profile``: the routed loads of its schedule) is computed once per (collective,
+    ranks) and evaluated at every size, as ``cost.sweep`` does; times are memoised by size."""
 
     def __init__(self, system: System):
         self.system = system
         self.memo: dict[tuple, float] = {}
+        self.profiles: dict[tuple, list] = {}
+
+    def _profiles(self, collective: str, ranks: tuple[int, ...]) -> list:
+        key = (collective, ranks)
+        if key not in self.profiles:
+            group = RankGroup(collective, ranks)
+            res = Resources(self.system, _gpu_facts(self.system, ranks)[0])
+            try:
+                self.profiles[key] = [profile(self.system, group, collective, algo, res)
+                                      for algo in candidates(self.system, group, collective)]
+            except (CostError, NoRoute) as exc:
+                raise InferError(f"{collective} on ranks {ranks[0]}..{ranks[-1]}: {exc}") \
+                    from None
+        return self.profiles[key]
 
     def time(self, collective: str, ranks: tuple[int, ...], size: float) -> float:
         """Seconds for one collective of ``size`` bytes on ``ranks``; 0 for one rank."""
@@ -174,12 +198,13 @@ class Comm:
             return 0.0
         key = (collective, ranks, int(size))
         if key not in self.memo:
-            try:
-                c = cost(self.system, RankGroup(collective, ranks), collective, max(1, int(size)))
-            except CostError as exc:
-                raise InferError(f"{collective} on ranks {ranks[0]}..{ranks[-1]}: {exc}") \
-                    from None
-            self.memo[key] = c.time
+            group = RankGroup(collective, ranks)
+            times = [evaluate_cost(p, group, collective, max(1, int(size))).time
+                     for p in self._profiles(collective, ranks)]
+            if not times:
+                raise InferError(f"no algorithm runs {collective} on ranks "
+                                 f"{ranks[0]}..{ranks[-1]}")
+            self.memo[key] = min(times)
         return self.memo[key]
 
 

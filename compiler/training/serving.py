@@ -113,6 +113,13 @@ def check(a: Arch, lay: Layout) -> None:
             lay.tp % a.kv_heads:
         raise LayoutError(f"{a.name}: {a.kv_heads} key/value heads do not split over "
                           f"tp = {lay.tp} (nor replicate evenly)")
+    dense_mlp = a.layers - a.moe_layers
+    if dense_mlp and a.ffn % lay.tp:
+        raise LayoutError(f"{a.name}: the MLP's {a.ffn} columns do not divide over "
+                          f"tp = {lay.tp}")
+    if a.experts and a.expert_ffn % (lay.tp // lay.ep if lay.tp % lay.ep == 0 else 1):
+        raise LayoutError(f"{a.name}: an expert's {a.expert_ffn} columns do not divide over "
+                          f"tp / ep = {lay.tp // lay.ep}")
     if lay.pp > a.layers:
         raise LayoutError(f"{a.name}: {a.layers} layers cannot fill pp = {lay.pp} stages")
     if lay.ep > 1:
