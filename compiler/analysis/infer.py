@@ -33,9 +33,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from ..collectives.cost import CostError, _gpu_facts, candidates, profile
-from ..collectives.cost import evaluate as evaluate_cost
-from ..collectives.loads import Resources
+from ..collectives.cost import CostError, auto_algorithms, cost_at, profile
 from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
 from ..ir.system import System
@@ -183,10 +181,10 @@ class Comm:
         key = (collective, ranks)
         if key not in self.profiles:
             group = RankGroup(collective, ranks)
-            res = Resources(self.system, _gpu_facts(self.system, ranks)[0])
             try:
-                self.profiles[key] = [profile(self.system, group, collective, algo, res)
-                                      for algo in candidates(self.system, group, collective)]
+                self.profiles[key] = [profile(self.system, group, collective, algo)
+                                      for algo in auto_algorithms(self.system, group,
+                                                                  collective)]
             except (CostError, NoRoute) as exc:
                 raise InferError(f"{collective} on ranks {ranks[0]}..{ranks[-1]}: {exc}") \
                     from None
@@ -199,7 +197,7 @@ class Comm:
         key = (collective, ranks, int(size))
         if key not in self.memo:
             group = RankGroup(collective, ranks)
-            times = [evaluate_cost(p, group, collective, max(1, int(size))).time
+            times = [cost_at(p, group, collective, max(1, int(size))).time
                      for p in self._profiles(collective, ranks)]
             if not times:
                 raise InferError(f"no algorithm runs {collective} on ranks "
