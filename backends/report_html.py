@@ -236,6 +236,10 @@ def document(system: System, name: str, diagram: bytes | None,
     plan_html = _plan_table(system, r)
     if plan_html:
         parts.append(f"<h2>Other strategies (topoc plan)</h2>{plan_html}")
+    from .infer_plot import section
+    serving = section(system, getattr(r.strategy.training, "model", None), r.gpus)
+    if serving:
+        parts.append(serving)
     parts.append("<h2>Warnings</h2><ul>" + ("".join(f"<li>{html.escape(w)}</li>"
                                                    for w in r.warnings) or "<li>none</li>")
                  + "</ul>")
