@@ -93,6 +93,16 @@ def report(settings: Settings, markdown: bool = False) -> dict:
     for (metric, is_fit), (m, n) in out.items():
         print(f"{metric:10s} {'fit' if is_fit else 'validation':10s} rows {n:3d}  "
               f"median |error| {m:.1%}")
+    for kind in ("dense", "moe"):
+        for is_fit in (True, False):
+            errs = [e for c, _, e in rows if c.metric == "throughput" and c.fit == is_fit
+                    and bool(S.arch(c.model).experts) == (kind == "moe")]
+            print(f"throughput {kind:5s} {'fit' if is_fit else 'validation':10s} rows "
+                  f"{len(errs):3d}  median |error| {S.median_abs(errs):.1%}")
+    for gpu in ("H100", "H200", "B200", "GB200"):
+        errs = [e for c, _, e in rows if c.gpu == gpu and not c.fit]
+        print(f"validation on {gpu:5s}: {len(errs):3d} checks, median |error| "
+              f"{S.median_abs(errs):.1%}")
     skipped = sorted(S.SKIP)
     print(f"not modelled: {len(skipped)} rows ({', '.join(skipped)})")
     return out
