@@ -16,10 +16,10 @@ from ..compiler.training.serving import arch_of
 ISL = OSL = 1000
 
 
-def plot(result: InferResult, title: str) -> str:
-    """Scatter of the fitting rows (tokens/s per user on x, per GPU on y), front as a line."""
-    from .report_html import _pyplot, _svg
-    plt = _pyplot()
+def plot(result: InferResult, title: str, pyplot, svg) -> str:
+    """Scatter of the fitting rows (tokens/s per user on x, per GPU on y), front as a line;
+    ``pyplot`` and ``svg`` are the page's matplotlib set-up and SVG writer."""
+    plt = pyplot()
     rows = [r for r in result.rows if r.fits]
     front = sorted((r for r in rows if r.pareto), key=lambda r: r.tokens_per_s_per_user)
     fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -37,12 +37,13 @@ def plot(result: InferResult, title: str) -> str:
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, frameon=False)
-    return _svg(fig)
+    return svg(fig)
 
 
-def section(system: System, model, gpus: int) -> str | None:
+def section(system: System, model, gpus: int, pyplot, svg) -> str | None:
     """The HTML section (heading, plot, note) for ``model`` on the first ``gpus`` GPUs; None
-    without a model, a note when the GPUs cannot serve it."""
+    without a model, a note when the GPUs cannot serve it. ``pyplot`` and ``svg`` come from
+    the page (report_html), so that both plot alike."""
     if model is None:
         return None
     arch = arch_of(model)
@@ -61,5 +62,5 @@ def section(system: System, model, gpus: int) -> str | None:
             f"{best.config.concurrency}, {best.throughput_per_gpu:,.0f} tokens/s per GPU, "
             f"TPOT {best.tpot * 1e3:.1f} ms. <code>topoc infer FILE --model {model.name} "
             f"--isl N --osl N</code> for other lengths and limits (docs/infer.md).")
-    return (f"<h2>Serving (topoc infer)</h2><figure>{plot(result, title)}</figure>"
+    return (f"<h2>Serving (topoc infer)</h2><figure>{plot(result, title, pyplot, svg)}</figure>"
             f"<p class=\"note\">{note}</p>")

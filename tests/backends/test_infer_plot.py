@@ -3,12 +3,17 @@
 import pytest
 
 import topoc
-from topoc.backends.infer_plot import section
+from topoc.backends.infer_plot import section as _section
+from topoc.backends.report_html import _pyplot, _svg
 from topoc.compiler.lang.derive import find_model
 
 from ..conftest import library_file
 
 pytest.importorskip("matplotlib")
+
+
+def section(system, model, gpus):
+    return _section(system, model, gpus, _pyplot, _svg)
 
 
 def test_section_plots_the_front_and_is_deterministic():
