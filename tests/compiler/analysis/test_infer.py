@@ -137,3 +137,16 @@ def test_settings_change_the_answer():
     b = topoc.infer(node, "llama3-8b", 500, 500, gpus=1, tp=1, pp=1, ep=1, concurrency=8,
                     settings=Settings(hbm_efficiency=0.5))
     assert b.rows[0].tpot > a.rows[0].tpot
+
+
+def test_a_tensor_group_across_nodes_pays_the_network_per_layer():
+    """The seed's point: TP all-reduces in every layer of every token cost their latency on the
+    path they take; tp 16 spans two H100 nodes and its per-step communication grows past tp 8's
+    on NVLink."""
+    cluster = topoc.load("library/nvidia/h100_cluster.topo")
+    comm = {}
+    for tp in (8, 16):
+        r = topoc.infer(cluster, "llama3-8b", 1000, 100, gpus=tp, tp=tp, pp=1, ep=1,
+                        concurrency=1).rows[0]
+        comm[tp] = dict(r.parts)["decode_comm"]
+    assert comm[16] > 1.1 * comm[8] > 0
