@@ -47,14 +47,15 @@ PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 class Settings:
     """Efficiencies and engine limits (defaults fitted or documented in docs/infer.md)."""
 
-    gemm_efficiency: float = 0.441      # decode GEMMs: fraction of the precision's dense peak
-    prefill_efficiency: float = 0.508   # prefill GEMMs and attention
+    gemm_efficiency: float = 0.488      # decode GEMMs: fraction of the precision's dense peak
+    prefill_efficiency: float = 0.544   # prefill GEMMs and attention
     hbm_efficiency: float = 0.947       # fraction of HBM bandwidth streaming weights and KV reach
     layer_overhead: float = 7.7e-6      # s per layer and step: launches, norms, synchronisation
     step_overhead: float = 1.54e-3      # s per engine step: scheduling, sampling, host work
-    moe_efficiency: float = 0.110       # routed-expert (grouped) GEMMs: a further fraction
-    fp4_efficiency: float = 0.592       # FP4 GEMMs: a further fraction of the FP4 peak
+    moe_efficiency: float = 0.120       # routed-expert (grouped) GEMMs: a further fraction
+    fp4_efficiency: float = 0.551       # FP4 GEMMs: a further fraction of the FP4 peak
     request_overhead: float = 0.0119    # s per request before its prefill: API, tokenizer, queue
+    gemm_width: float = 561.0           # columns per GPU at which GEMMs run at half speed
     max_batch: int = 2048               # sequences per replica an engine schedules at most
     max_tokens: int = 8192              # tokens per step: prefill runs in chunks of this
     kv_fraction: float = 0.9            # share of the memory left after weights given to KV
@@ -224,6 +225,11 @@ class Engine:
         self.stage_layers = math.ceil(arch.layers / lay.pp)
         s = settings
         self.weights = sv.weight_bytes_per_gpu(arch, lay, precision)
+        # efficiency by shape: a GEMM whose output is split thin over the tensor group
+        # fills fewer tiles and waves; n / (n + gemm_width) of the rate, n its columns per GPU
+        n = arch.ffn / lay.tp if arch.moe_layers < arch.layers else \
+            arch.expert_ffn / max(1, lay.tp // lay.ep)
+        self.shape = n / (n + settings.gemm_width)
         self.act = sv.activation_bytes(arch, lay, s.max_tokens)
         free = gpu.hbm - self.weights - self.act - s.runtime_reserve
         self.kv_per_token = sv.kv_bytes_per_token_per_gpu(arch, lay, kv_precision)
@@ -233,7 +239,8 @@ class Engine:
 
     # -- one step of a GPU
     def _compute(self, w: sv.Work, gemm_eff: float) -> float:
-        peak = self.gpu.peak(self.prec) * (self.s.fp4_efficiency if self.prec == "fp4" else 1)
+        peak = self.gpu.peak(self.prec) * self.shape * \
+            (self.s.fp4_efficiency if self.prec == "fp4" else 1)
         attn_peak = self.gpu.peak("fp8" if self.kvp != "bf16" else "bf16")
         bw = self.gpu.bandwidth * self.s.hbm_efficiency
         return (_kernel(w.gemm_flops, w.weight_bytes, peak * gemm_eff, bw)
