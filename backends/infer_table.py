@@ -74,9 +74,10 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
     lines = [f"serving {head['model']} on {head['system']}: {result.gpus} GPUs, "
              f"{head['isl']} tokens in, {head['osl']} out, {head['precision']} weights, "
              f"{head['kv_precision']} KV cache",
-             f"{result.considered:,} layouts ({len(result.rejected):,} reasons for rejecting "
-             f"some, listed below), {len(result.rows):,} configurations costed, {fitting:,} "
-             "fit", ""]
+             f"{result.considered:,} layouts"
+             + (f" (some rejected: {len(result.rejected)} reasons below)" if result.rejected
+                else "")
+             + f", {len(result.rows):,} configurations costed, {fitting:,} fit", ""]
     shown = _shown(result, top)
     lines += _table(shown, range(1, len(shown) + 1))
     hidden = len(result.rows) - len(shown)
