@@ -332,7 +332,7 @@ def evaluate(system: System, arch: Arch, cfg: Config, isl: int, osl: int, precis
     share = eng.prefill_share(isl, c)
     if cfg.prefill_replicas:
         tpot = t_dec
-        decode_rate = decoders * c / t_dec                        # tokens/s
+        decode_rate = min(cfg.concurrency, decoders * c) / t_dec   # tokens/s
         prefill_rate = cfg.prefill_replicas / share * osl         # output tokens/s it feeds
         throughput = min(decode_rate, prefill_rate)
         load = min(0.99, throughput / (cfg.prefill_replicas / share * osl))
@@ -341,7 +341,8 @@ def evaluate(system: System, arch: Arch, cfg: Config, isl: int, osl: int, precis
     else:
         cycle = osl * t_dec + c * share
         tpot = cycle / osl
-        throughput = cfg.replicas * c * osl / cycle
+        # the busiest replica holds c; C requests over all replicas produce tokens
+        throughput = min(cfg.concurrency, cfg.replicas * c) * osl / cycle
         load = min(0.99, c * share / cycle)
         ttft = settings.request_overhead + t_pre + t_dec + load * share / (2 * (1 - load))
     mem = eng.memory(c, isl + osl)

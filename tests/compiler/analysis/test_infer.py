@@ -150,3 +150,12 @@ def test_a_tensor_group_across_nodes_pays_the_network_per_layer():
                         concurrency=1).rows[0]
         comm[tp] = dict(r.parts)["decode_comm"]
     assert comm[16] > 1.1 * comm[8] > 0
+
+
+def test_throughput_counts_the_requests_in_flight_not_the_replicas():
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    five = topoc.infer(node, "llama3-8b", 500, 500, tp=1, pp=1, ep=1, concurrency=5).rows[0]
+    eight = topoc.infer(node, "llama3-8b", 500, 500, tp=1, pp=1, ep=1, concurrency=8).rows[0]
+    assert five.config.replicas == eight.config.replicas == 8
+    assert five.tpot == pytest.approx(eight.tpot)
+    assert five.throughput == pytest.approx(eight.throughput * 5 / 8)
