@@ -13,6 +13,7 @@ from ..compiler.collectives.cost import CostError, sweep
 from ..compiler.ir.system import System
 from ..compiler.ir.groups import RankGroup, rank_groups
 from ..compiler.analysis.strategy import StepReport, analyse, exposed_by_dim
+from . import infer_plot
 from . import report as text_report
 from ..compiler.base.units import BYTES, human
 from ..library import size_bytes
@@ -236,6 +237,10 @@ def document(system: System, name: str, diagram: bytes | None,
     plan_html = _plan_table(system, r)
     if plan_html:
         parts.append(f"<h2>Other strategies (topoc plan)</h2>{plan_html}")
+    serving = infer_plot.section(system, getattr(r.strategy.training, "model", None), r.gpus,
+                                 _pyplot, _svg)
+    if serving:
+        parts.append(serving)
     parts.append("<h2>Warnings</h2><ul>" + ("".join(f"<li>{html.escape(w)}</li>"
                                                    for w in r.warnings) or "<li>none</li>")
                  + "</ul>")

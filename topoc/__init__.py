@@ -19,7 +19,7 @@ from .compiler.ir.system import System
 from .compiler.lang import pipeline
 
 __version__ = VERSION
-__all__ = ["CompileError", "Diagnostic", "System", "check", "compile", "load", "loads",
+__all__ = ["CompileError", "Diagnostic", "System", "check", "compile", "infer", "load", "loads",
            "lint", "replay", "__version__"]
 
 PathLike = str | os.PathLike
@@ -85,3 +85,28 @@ def schedule(system: System, collective: str, group=None, *, ranks: str | None =
     if group is None or isinstance(group, str):
         group = select_group(system, group, options.pop("parallel", None), ranks)
     return plan(system, group, collective, algorithm, nbytes, **options)
+
+
+def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
+          tp: int | None = None, pp: int | None = None, ep: int | None = None,
+          attention_dp: bool | None = None, precision: str | None = None,
+          kv_precision: str | None = None, concurrency: int | str = "sweep",
+          disaggregate: bool = False, ttft_limit: float | None = None,
+          tpot_limit: float | None = None, settings=None):
+    """Serve ``model`` (a name, a ``Transformer`` or a ``serving.Arch``) on the first ``gpus``
+    GPUs of ``system``: every tp x pp x ep (x attention DP) layout the fixed sizes allow, at
+    ``concurrency`` requests in flight ("max": the saturated engine; "sweep": 1, 2, 4, ...),
+    ranked by output tokens/s per GPU; the same rows as ``topoc infer`` (docs/infer.md).
+    Raises ``compiler.analysis.infer.InferError`` when the model cannot be laid out."""
+    from .compiler.analysis.infer import default_precision, gpu_of
+    from .compiler.analysis.infer import infer as run
+    from .compiler.lang.derive import find_model
+    from .compiler.training.serving import Arch, arch_of
+    if isinstance(model, str):
+        model = find_model(system, model)
+    arch = model if isinstance(model, Arch) else arch_of(model)
+    n = gpus or len(system.gpus)
+    precision = precision or default_precision(gpu_of(system, min(n, len(system.gpus))))
+    fixed = {"tp": tp, "pp": pp, "ep": ep, "attention_dp": attention_dp}
+    return run(system, arch, isl, osl, gpus, fixed, precision, kv_precision, concurrency,
+               disaggregate, ttft_limit, tpot_limit, settings)

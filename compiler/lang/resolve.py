@@ -27,7 +27,8 @@ LINK_SCHEMA: dict[str, Any] = {"bandwidth": RATE, "latency": SECONDS, "gen": INT
 _COMMON = {"vendor": STRING, "arch": STRING, "description": STRING}
 DEVICE_SCHEMA: dict[str, dict[str, Any]] = {
     "gpu": {**_COMMON, "hbm": BYTES, "hbm_bandwidth": RATE, "sm": INT,
-            "tflops_bf16": NUMBER, "tflops_fp8": NUMBER, "gemm_efficiency": NUMBER},
+            "tflops_bf16": NUMBER, "tflops_fp8": NUMBER, "tflops_fp4": NUMBER,
+            "gemm_efficiency": NUMBER},
     "cpu": {**_COMMON, "memory": BYTES, "memory_bandwidth": RATE, "cores": INT},
     "nic": {**_COMMON, "rate": RATE, "role": STRING},
     "dpu": {**_COMMON, "rate": RATE, "cores": INT, "memory": BYTES},

@@ -1,0 +1,66 @@
+"""The serving section of ``topoc report --format html``: for a strategy that names a model,
+``topoc infer``'s search on the same GPUs and a plot of every fitting configuration's output
+tokens/s per GPU against tokens/s per user, the Pareto front drawn through them (the trade-off
+serving buys hardware by). Kept apart from report_html, which calls ``section``."""
+
+from __future__ import annotations
+
+import html
+
+from ..compiler.analysis.infer import InferError, InferResult, default_precision, gpu_of, infer
+from ..compiler.ir.system import System
+from ..compiler.training.serving import arch_of
+
+#: The request shape the page serves: 1,000 tokens in and out (the middle of TensorRT-LLM's
+#: published performance tables); `topoc infer` takes any.
+ISL = OSL = 1000
+
+
+def plot(result: InferResult, title: str, pyplot, svg) -> str:
+    """Scatter of the fitting rows (tokens/s per user on x, per GPU on y), front as a line;
+    ``pyplot`` and ``svg`` are the page's matplotlib set-up and SVG writer."""
+    plt = pyplot()
+    rows = [r for r in result.rows if r.fits]
+    front = sorted((r for r in rows if r.pareto), key=lambda r: r.tokens_per_s_per_user)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.scatter([r.tokens_per_s_per_user for r in rows], [r.throughput_per_gpu for r in rows],
+               s=9, color="#bbbbbb", label="configurations that fit")
+    ax.plot([r.tokens_per_s_per_user for r in front], [r.throughput_per_gpu for r in front],
+            "o-", color="#76b900", markersize=4, label="Pareto front")
+    for r in front[:: max(1, len(front) // 6)]:
+        c = r.config
+        ax.annotate(f"tp{c.tp} pp{c.pp}" + (f" ep{c.ep}" if c.ep > 1 else "")
+                    + f" c{c.concurrency}", (r.tokens_per_s_per_user, r.throughput_per_gpu),
+                    fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel("output tokens/s per user (1 / TPOT)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, frameon=False)
+    return svg(fig)
+
+
+def section(system: System, model, gpus: int, pyplot, svg) -> str | None:
+    """The HTML section (heading, plot, note) for ``model`` on the first ``gpus`` GPUs; None
+    without a model, a note when the GPUs cannot serve it. ``pyplot`` and ``svg`` come from
+    the page (report_html), so that both plot alike."""
+    if model is None:
+        return None
+    arch = arch_of(model)
+    try:
+        precision = default_precision(gpu_of(system, gpus))
+        result = infer(system, arch, ISL, OSL, gpus, precision=precision, concurrency="sweep")
+    except InferError as exc:
+        return f"<h2>Serving (topoc infer)</h2><p class=\"note\">{html.escape(str(exc))}</p>"
+    if not any(r.fits for r in result.rows):
+        return (f"<h2>Serving (topoc infer)</h2><p class=\"note\">{html.escape(model.name)} "
+                f"does not fit on {gpus} GPU{'' if gpus == 1 else 's'} for serving.</p>")
+    best = result.rows[0]
+    title = f"{model.name} on {gpus} GPUs, {ISL} in / {OSL} out, {precision}"
+    note = (f"{len(result.rows):,} configurations; the best: tp {best.config.tp}, pp "
+            f"{best.config.pp}, {best.config.replicas} replicas at concurrency "
+            f"{best.config.concurrency}, {best.throughput_per_gpu:,.0f} tokens/s per GPU, "
+            f"TPOT {best.tpot * 1e3:.1f} ms. <code>topoc infer FILE --model {model.name} "
+            f"--isl N --osl N</code> for other lengths and limits (docs/infer.md).")
+    return (f"<h2>Serving (topoc infer)</h2><figure>{plot(result, title, pyplot, svg)}</figure>"
+            f"<p class=\"note\">{note}</p>")

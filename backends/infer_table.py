@@ -1,0 +1,101 @@
+"""``topoc infer`` output: the ranked serving configurations as a text table, ``topoc.infer/1``
+JSON or CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from ..compiler.analysis.infer import InferResult, InferRow
+from .report import seconds
+
+SCHEMA = "topoc.infer/1"
+#: The contract's row fields (design.md section 4), in order; JSON rows add the rest.
+FIELDS = ("tp", "pp", "ep", "replicas", "gpus", "concurrency", "precision", "kv_precision",
+          "ttft", "tpot", "throughput", "throughput_per_gpu", "tokens_per_s_per_user",
+          "memory_per_gpu", "kv_capacity_tokens", "fits")
+CSV_FIELDS = ("rank", *FIELDS, "attention_dp", "prefill_replicas", "within_limits", "pareto")
+
+
+def _shown(result: InferResult, top: int) -> tuple[InferRow, ...]:
+    return result.rows[:top] if top else result.rows
+
+
+def as_json(result: InferResult, head: dict, top: int = 0) -> str:
+    """``{"format": "topoc.infer/1", "schema": ..., ..., "rows": [...]}``: rows ranked by
+    output tokens/s per GPU, fitting and within the limits first; seconds, bytes, tokens/s."""
+    rows = [{"rank": i + 1, **r.as_dict()} for i, r in enumerate(_shown(result, top))]
+    doc = {"format": SCHEMA, "schema": SCHEMA, **head, "considered": result.considered,
+           "rejected": list(result.rejected), "evaluated": len(result.rows),
+           "fitting": sum(1 for r in result.rows if r.fits),
+           "pareto": [i + 1 for i, r in enumerate(result.rows) if r.pareto
+                      and (not top or i < top)],
+           "rows": rows}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def as_csv(result: InferResult, top: int = 0) -> str:
+    """One line per row: the contract's columns and the search's flags."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for i, r in enumerate(_shown(result, top)):
+        d = {"rank": i + 1, **r.as_dict()}
+        w.writerow([d[k] for k in CSV_FIELDS])
+    return buf.getvalue()
+
+
+def _layout(r: InferRow) -> str:
+    c = r.config
+    text = f"tp{c.tp} pp{c.pp}" + (f" ep{c.ep}" if c.ep > 1 else "") + \
+        (" adp" if c.attention_dp else "")
+    return text + (f" P{c.prefill_replicas}:D{c.replicas - c.prefill_replicas}"
+                   if c.prefill_replicas else "")
+
+
+def _table(rows, index) -> list[str]:
+    head = ["#", "layout", "replicas", "conc", "TTFT", "TPOT", "tok/s", "tok/s/GPU",
+            "tok/s/user", "memory/GPU", "KV tokens", "fits"]
+    out = [head]
+    for i, r in zip(index, rows):
+        fits = ("yes" if r.fits else "no") + ("" if r.within_limits else " (over limit)")
+        out.append([str(i), _layout(r), str(r.config.replicas), str(r.config.concurrency),
+                    seconds(r.ttft), seconds(r.tpot), f"{r.throughput:,.0f}",
+                    f"{r.throughput_per_gpu:,.0f}", f"{r.tokens_per_s_per_user:,.1f}",
+                    f"{r.memory_per_gpu / 1e9:.1f} GB", f"{r.kv_capacity_tokens:,}", fits])
+    widths = [max(len(row[i]) for row in out) for i in range(len(head))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in out]
+
+
+def as_text(result: InferResult, head: dict, top: int = 20) -> str:
+    """A header, the ranked table, then the Pareto front."""
+    fitting = sum(1 for r in result.rows if r.fits)
+    lines = [f"serving {head['model']} on {head['system']}: {result.gpus} GPUs, "
+             f"{head['isl']} tokens in, {head['osl']} out, {head['precision']} weights, "
+             f"{head['kv_precision']} KV cache",
+             f"{result.considered:,} layouts"
+             + (f" (some rejected: {len(result.rejected)} reasons below)" if result.rejected
+                else "")
+             + f", {len(result.rows):,} configurations costed, {fitting:,} fit", ""]
+    shown = _shown(result, top)
+    lines += _table(shown, range(1, len(shown) + 1))
+    hidden = len(result.rows) - len(shown)
+    if hidden > 0:
+        lines.append(f"... and {hidden:,} more (--top 0 lists all)")
+    front = [(i + 1, r) for i, r in enumerate(result.rows) if r.pareto]
+    if front:
+        lines += ["", "Pareto front (tokens/s per GPU against tokens/s per user):"]
+        lines += _table([r for _, r in front], [i for i, _ in front])
+    for why in result.rejected:
+        lines.append(f"rejected: {why}")
+    return "\n".join(lines) + "\n"
+
+
+def render(result: InferResult, head: dict, fmt: str = "text", top: int = 20) -> str:
+    """The result in ``fmt`` (text, json or csv); ``top`` rows, 0 for all."""
+    if fmt == "json":
+        return as_json(result, head, top)
+    if fmt == "csv":
+        return as_csv(result, top)
+    return as_text(result, head, top)

@@ -1,0 +1,39 @@
+"""How long `topoc infer`'s search takes: one GB200 NVL72 rack (72 GPUs) and an H100 node, each
+model, the concurrency sweep (the issue's target: one NVL72 rack in under 10 s).
+
+    .venv/bin/python benchmarks/infer_speed.py
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import topoc  # noqa: E402
+
+CASES = [("gb200_nvl72.topo", m) for m in ("llama3-8b", "llama3-70b", "llama3-405b",
+                                           "mixtral-8x7b", "mixtral-8x22b", "deepseek-moe-16b")]
+CASES += [("dgx_h100.topo", "llama3-70b"), ("nvl72_cluster.topo", "llama3-70b")]
+
+
+def main() -> None:
+    for name, model in CASES:
+        system = topoc.load(ROOT / "library" / "nvidia" / name)
+        for disaggregate in (False, True):
+            t = time.perf_counter()
+            res = topoc.infer(system, model, 1000, 1000, disaggregate=disaggregate,
+                              gpus=min(72, len(system.gpus)))
+            dt = time.perf_counter() - t
+            best = res.rows[0]
+            print(f"{name:20s} {model:16s} {'disagg' if disaggregate else 'agg':6s} "
+                  f"{res.gpus:3d} GPUs  {len(res.rows):6,d} rows  {dt:6.2f} s  best tp"
+                  f"{best.config.tp} pp{best.config.pp} ep{best.config.ep} "
+                  f"{best.throughput_per_gpu:,.0f} tok/s/GPU")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Validate `topoc infer` against published serving measurements (tests/serving_runs.csv).
+
+    .venv/bin/python benchmarks/infer_validation.py            # every row's error, medians
+    .venv/bin/python benchmarks/infer_validation.py --fit      # refit the Settings on the
+                                                               # fit rows (a third), then report
+    .venv/bin/python benchmarks/infer_validation.py --markdown # the table in docs/infer.md
+
+Fit rows are every third usable row in file order (tests/serving_rows.py); the fit touches
+only them, and the medians are reported for fit and validation rows apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import attrs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests import serving_rows as S  # noqa: E402
+from topoc.compiler.analysis.infer import Settings  # noqa: E402
+
+#: What the fit may move, and the multipliers it tries each round.
+FREE = ("gemm_efficiency", "prefill_efficiency", "hbm_efficiency", "layer_overhead",
+        "step_overhead", "fp4_efficiency", "moe_efficiency", "request_overhead", "gemm_width")
+LIMITS = {"gemm_efficiency": (0.05, 1.0), "prefill_efficiency": (0.05, 1.0),
+          "hbm_efficiency": (0.3, 0.95), "fp4_efficiency": (0.2, 1.0),
+          "moe_efficiency": (0.05, 1.0), "gemm_width": (0.0, 20000.0),
+          "layer_overhead": (0.0, 1e-3), "step_overhead": (0.0, 0.05),
+          "request_overhead": (0.0, 0.2)}
+STEPS = (0.7, 0.85, 0.93, 1.07, 1.18, 1.4)
+
+
+def loss(settings: Settings, checks) -> float:
+    """Mean over metrics of the mean |log(predicted / measured)| of the fit checks."""
+    per: dict[str, list[float]] = {}
+    for c in checks:
+        try:
+            p = S.predict(c, settings)
+        except Exception:       # noqa: BLE001 - a setting the layout cannot run with
+            return math.inf
+        per.setdefault(c.metric, []).append(abs(math.log(max(p, 1e-12) / c.measured)))
+    return sum(sum(v) / len(v) for v in per.values()) / len(per)
+
+
+def fit(start: Settings, rounds: int = 6) -> Settings:
+    """Coordinate search on the fit rows."""
+    checks = [c for c in S.checks() if c.fit]
+    best, score = start, loss(start, checks)
+    for _ in range(rounds):
+        improved = False
+        for name in FREE:
+            lo, hi = LIMITS[name]
+            for m in STEPS:
+                v = getattr(best, name) * m
+                if not lo <= v <= hi:
+                    continue
+                trial = attrs.evolve(best, **{name: v})
+                sc = loss(trial, checks)
+                if sc < score - 1e-9:
+                    best, score, improved = trial, sc, True
+        if not improved:
+            break
+    return best
+
+
+def report(settings: Settings, markdown: bool = False) -> dict:
+    """Print every check's error; return the medians per (metric, fit)."""
+    rows = []
+    for c in S.checks():
+        p = S.predict(c, settings)
+        rows.append((c, p, p / c.measured - 1))
+    if markdown:
+        print("| row | set | metric | GPU | model | prec | tp | ep | isl/osl | conc | measured "
+              "| topoc | error |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for c, p, e in rows:
+        unit = "tok/s" if c.metric == "throughput" else "s"
+        cells = [c.row, "fit" if c.fit else "val", c.metric, c.gpu, c.model, c.precision,
+                 str(c.tp) + ("+adp" if c.attention_dp else ""), str(c.ep),
+                 f"{c.isl}/{c.osl}", str(c.concurrency), f"{c.measured:.4g} {unit}",
+                 f"{p:.4g}", f"{e:+.0%}"]
+        print(("| " + " | ".join(cells) + " |") if markdown else "  ".join(cells))
+    out: dict = {}
+    for metric in ("throughput", "tpot", "ttft"):
+        for is_fit in (True, False):
+            errs = [e for c, _, e in rows if c.metric == metric and c.fit == is_fit]
+            out[(metric, is_fit)] = (S.median_abs(errs), len(errs))
+    print()
+    for (metric, is_fit), (m, n) in out.items():
+        print(f"{metric:10s} {'fit' if is_fit else 'validation':10s} rows {n:3d}  "
+              f"median |error| {m:.1%}")
+    for kind in ("dense", "moe"):
+        for is_fit in (True, False):
+            errs = [e for c, _, e in rows if c.metric == "throughput" and c.fit == is_fit
+                    and bool(S.arch(c.model).experts) == (kind == "moe")]
+            print(f"throughput {kind:5s} {'fit' if is_fit else 'validation':10s} rows "
+                  f"{len(errs):3d}  median |error| {S.median_abs(errs):.1%}")
+    for gpu in ("H100", "H200", "B200", "GB200"):
+        errs = [e for c, _, e in rows if c.gpu == gpu and not c.fit]
+        print(f"validation on {gpu:5s}: {len(errs):3d} checks, median |error| "
+              f"{S.median_abs(errs):.1%}")
+    skipped = sorted(S.SKIP)
+    print(f"not modelled: {len(skipped)} rows ({', '.join(skipped)})")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fit", action="store_true", help="refit the settings on the fit rows")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    settings = Settings()
+    if args.fit:
+        t = time.perf_counter()
+        settings = fit(settings)
+        print(f"fitted in {time.perf_counter() - t:.1f} s:")
+        for name in FREE:
+            print(f"  {name} = {getattr(settings, name):.4g}")
+    report(settings, args.markdown)
+
+
+if __name__ == "__main__":
+    main()

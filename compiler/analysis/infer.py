@@ -1,0 +1,495 @@
+"""``topoc infer``: a model served on the topology: memory, TTFT, TPOT, throughput, and the
+layouts to choose.
+
+The arithmetic of a step (weights, KV cache, FLOPs, bytes) is ``compiler.training.serving``;
+this module puts it on the system. A replica is ``tp x pp`` consecutive GPUs in rank order
+(tp fastest), ``--gpus G`` hold G / (tp x pp) replicas. One step of a GPU costs, kernel by
+kernel, the larger of its FLOPs at an efficiency of the precision's peak and its HBM bytes at
+an efficiency of the bandwidth (a roofline), plus a launch and synchronisation cost per layer
+and a fixed cost per engine step; then its communication, costed by the collective model
+(``compiler.collectives.cost``) on the replica's real ranks at the real sizes: two tensor-
+parallel all-reduces per layer of the step's tokens x hidden (a few kilobytes in decode: their
+latency on the path they take is the point), two expert all-to-alls per MoE layer with
+attention data parallelism, a send per pipeline boundary.
+
+Continuous batching at C sequences per replica, each request ``isl`` tokens in and ``osl`` out:
+in the steady state C requests finish and C prefills run for every ``osl`` decode steps, so
+
+    cycle = osl x decode_step(C, context = isl + osl / 2) + C x prefill(isl)
+    throughput = C x osl / cycle,   TPOT = cycle / osl,
+    TTFT = prefill(isl) + decode_step + the wait for prefills ahead (M/D/1, load = C x prefill
+    / cycle).
+
+Disaggregated serving puts prefill and decode on separate replicas; TTFT gains the move of the
+request's KV cache from a prefill to a decode replica (a send costed on the links between
+them) and TPOT loses the prefill interference. The efficiencies are ``Settings``, fitted on a
+third of the published measurements in benchmarks/infer_validation.py (docs/infer.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from ..collectives.cost import CostError, auto_algorithms, cost_at, profile
+from ..collectives.paths import NoRoute
+from ..ir.groups import RankGroup
+from ..ir.system import System
+from ..training import serving as sv
+from ..training.serving import Arch, Layout, LayoutError
+
+PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
+
+
+@attrs.frozen
+class Settings:
+    """Efficiencies and engine limits (defaults fitted or documented in docs/infer.md)."""
+
+    gemm_efficiency: float = 0.488      # decode GEMMs: fraction of the precision's dense peak
+    prefill_efficiency: float = 0.544   # prefill GEMMs and attention
+    hbm_efficiency: float = 0.947       # fraction of HBM bandwidth streaming weights and KV reach
+    layer_overhead: float = 7.7e-6      # s per layer and step: launches, norms, synchronisation
+    step_overhead: float = 1.54e-3      # s per engine step: scheduling, sampling, host work
+    moe_efficiency: float = 0.120       # routed-expert (grouped) GEMMs: a further fraction
+    fp4_efficiency: float = 0.551       # FP4 GEMMs: a further fraction of the FP4 peak
+    request_overhead: float = 0.0119    # s per request before its prefill: API, tokenizer, queue
+    gemm_width: float = 561.0           # columns per GPU at which GEMMs run at half speed
+    max_batch: int = 2048               # sequences per replica an engine schedules at most
+    max_tokens: int = 8192              # tokens per step: prefill runs in chunks of this
+    kv_fraction: float = 0.9            # share of the memory left after weights given to KV
+    runtime_reserve: float = 2 * 2**30  # CUDA context, NCCL buffers, CUDA graphs, workspaces
+
+
+class InferError(ValueError):
+    """A request the system cannot serve; the message names the numbers."""
+
+
+@attrs.frozen
+class Gpu:
+    """The figures of the slowest GPU of the replicas (bytes, FLOP/s, bytes/s)."""
+
+    hbm: float
+    bandwidth: float
+    peaks: tuple[tuple[str, float], ...]
+
+    def peak(self, precision: str) -> float:
+        """Dense tensor peak at a precision; a GPU without FP4 runs FP4 weights at FP8."""
+        d = dict(self.peaks)
+        return d.get(precision) or d.get("fp8") or d["bf16"]
+
+
+def gpu_of(system: System, gpus: int) -> Gpu:
+    """The slowest figures among the first ``gpus`` GPUs; InferError when one is missing."""
+    models = {g.model.name: g.model for g in system.gpus[:gpus]}.values()
+    hbm = bw = None
+    peaks: dict[str, float] = {}
+    for m in models:
+        for key, attr in (("hbm", "hbm"), ("bw", "hbm_bandwidth")):
+            if m.attr(attr) is None:
+                raise InferError(f"GPU model '{m.name}' declares no {attr}, which serving needs")
+        hbm = min(hbm or math.inf, m.attr("hbm"))
+        bw = min(bw or math.inf, m.attr("hbm_bandwidth"))
+        for prec, attr in PEAK_KEYS.items():
+            v = m.attr(attr)
+            if v is not None:
+                peaks[prec] = min(peaks.get(prec, math.inf), v * 1e12)
+    if "bf16" not in peaks:
+        raise InferError("the GPUs declare no tflops_bf16, which a compute time needs")
+    return Gpu(float(hbm), float(bw), tuple(sorted(peaks.items())))
+
+
+def default_precision(gpu: Gpu) -> str:
+    """FP8 where the GPUs declare an FP8 peak (what serving engines run), else BF16."""
+    return "fp8" if dict(gpu.peaks).get("fp8") else "bf16"
+
+
+@attrs.frozen(order=True)
+class Config:
+    """One serving configuration: a layout, its replicas and the load."""
+
+    tp: int
+    pp: int
+    ep: int
+    attention_dp: bool
+    replicas: int
+    concurrency: int               # requests in flight over all replicas
+    prefill_replicas: int = 0      # disaggregated: replicas that only prefill (0: aggregated)
+
+    @property
+    def layout(self) -> Layout:
+        """The per-replica split."""
+        return Layout(self.tp, self.pp, self.ep, self.attention_dp)
+
+
+@attrs.frozen
+class InferRow:
+    """One costed configuration: the ``topoc.infer/1`` row."""
+
+    config: Config
+    gpus: int
+    precision: str
+    kv_precision: str
+    ttft: float
+    tpot: float
+    throughput: float
+    memory_per_gpu: float
+    kv_capacity_tokens: int        # per replica
+    fits: bool
+    within_limits: bool = True
+    pareto: bool = False
+    parts: tuple[tuple[str, float], ...] = ()   # seconds: decode_step, prefill, comm per step
+
+    @property
+    def throughput_per_gpu(self) -> float:
+        """Output tokens/s per GPU."""
+        return self.throughput / self.gpus
+
+    @property
+    def tokens_per_s_per_user(self) -> float:
+        """Output tokens/s one request sees: 1 / TPOT."""
+        return 1.0 / self.tpot if self.tpot > 0 else 0.0
+
+    def as_dict(self) -> dict:
+        """The JSON row (contract fields first)."""
+        c = self.config
+        return {"tp": c.tp, "pp": c.pp, "ep": c.ep, "replicas": c.replicas, "gpus": self.gpus,
+                "concurrency": c.concurrency, "precision": self.precision,
+                "kv_precision": self.kv_precision, "ttft": self.ttft, "tpot": self.tpot,
+                "throughput": self.throughput, "throughput_per_gpu": self.throughput_per_gpu,
+                "tokens_per_s_per_user": self.tokens_per_s_per_user,
+                "memory_per_gpu": self.memory_per_gpu,
+                "kv_capacity_tokens": self.kv_capacity_tokens, "fits": self.fits,
+                "attention_dp": c.attention_dp, "prefill_replicas": c.prefill_replicas,
+                "within_limits": self.within_limits, "pareto": self.pareto,
+                **{k: v for k, v in self.parts}}
+
+
+# ---- costs on the system ----------------------------------------------------------------------
+
+class Comm:
+    """Collective times on the system. The size-independent part of each algorithm
+    (``cost.profile``: the routed loads of its schedule) is computed once per (collective,
+    ranks) and evaluated at every size, as ``cost.sweep`` does; times are memoised by size."""
+
+    def __init__(self, system: System):
+        self.system = system
+        self.memo: dict[tuple, float] = {}
+        self.profiles: dict[tuple, list] = {}
+
+    def _profiles(self, collective: str, ranks: tuple[int, ...]) -> list:
+        key = (collective, ranks)
+        if key not in self.profiles:
+            group = RankGroup(collective, ranks)
+            try:
+                self.profiles[key] = [profile(self.system, group, collective, algo)
+                                      for algo in auto_algorithms(self.system, group,
+                                                                  collective)]
+            except (CostError, NoRoute) as exc:
+                raise InferError(f"{collective} on ranks {ranks[0]}..{ranks[-1]}: {exc}") \
+                    from None
+        return self.profiles[key]
+
+    def time(self, collective: str, ranks: tuple[int, ...], size: float) -> float:
+        """Seconds for one collective of ``size`` bytes on ``ranks``; 0 for one rank."""
+        if len(ranks) < 2 or size <= 0:
+            return 0.0
+        key = (collective, ranks, int(size))
+        if key not in self.memo:
+            group = RankGroup(collective, ranks)
+            times = [cost_at(p, group, collective, max(1, int(size))).time
+                     for p in self._profiles(collective, ranks)]
+            if not times:
+                raise InferError(f"no algorithm runs {collective} on ranks "
+                                 f"{ranks[0]}..{ranks[-1]}")
+            self.memo[key] = min(times)
+        return self.memo[key]
+
+
+def _kernel(flops: float, nbytes: float, peak: float, bw: float) -> float:
+    return max(flops / peak, nbytes / bw)
+
+
+class Engine:
+    """One layout of one model on the system: step times, memory and KV capacity."""
+
+    def __init__(self, system: System, arch: Arch, lay: Layout, precision: str,
+                 kv_precision: str, gpu: Gpu, settings: Settings, comm: Comm, first: int = 0):
+        sv.check(arch, lay)
+        self.a, self.lay, self.s, self.gpu, self.comm = arch, lay, settings, gpu, comm
+        self.prec, self.kvp = precision, kv_precision
+        n = lay.tp * lay.pp
+        self.ranks = tuple(range(first, first + n))
+        self.tp_ranks = self.ranks[:lay.tp]
+        self.stage_layers = math.ceil(arch.layers / lay.pp)
+        s = settings
+        self.weights = sv.weight_bytes_per_gpu(arch, lay, precision)
+        # efficiency by shape: a GEMM whose output is split thin over the tensor group
+        # fills fewer tiles and waves; n / (n + gemm_width) of the rate, n its columns per GPU
+        n = arch.ffn / lay.tp if arch.moe_layers < arch.layers else \
+            arch.expert_ffn / max(1, lay.tp // lay.ep)
+        self.shape = n / (n + settings.gemm_width)
+        self.act = sv.activation_bytes(arch, lay, s.max_tokens)
+        free = gpu.hbm - self.weights - self.act - s.runtime_reserve
+        self.kv_per_token = sv.kv_bytes_per_token_per_gpu(arch, lay, kv_precision)
+        per_gpu_tokens = max(0.0, free * s.kv_fraction) / self.kv_per_token
+        # tokens of sequences one replica holds: with attention DP each GPU keeps its own
+        self.kv_capacity = int(per_gpu_tokens * (lay.tp if lay.attention_dp else 1))
+
+    # -- one step of a GPU
+    def _compute(self, w: sv.Work, gemm_eff: float) -> float:
+        peak = self.gpu.peak(self.prec) * self.shape * \
+            (self.s.fp4_efficiency if self.prec == "fp4" else 1)
+        attn_peak = self.gpu.peak("fp8" if self.kvp != "bf16" else "bf16")
+        bw = self.gpu.bandwidth * self.s.hbm_efficiency
+        return (_kernel(w.gemm_flops, w.weight_bytes, peak * gemm_eff, bw)
+                + _kernel(w.expert_flops, w.expert_bytes,
+                          peak * gemm_eff * self.s.moe_efficiency, bw)
+                + _kernel(w.attn_flops, w.kv_bytes, attn_peak * gemm_eff, bw)
+                + self.stage_layers * self.s.layer_overhead)
+
+    def _comm(self, tokens: float) -> float:
+        """Communication of one stage for ``tokens`` tokens of the replica."""
+        a, lay = self.a, self.lay
+        t = 0.0
+        if lay.attention_dp:
+            if a.moe_layers and lay.tp > 1:
+                size = tokens / lay.tp * a.top_k * a.hidden * sv.ACT_BYTES
+                moe = math.ceil(a.moe_layers / lay.pp)
+                t += 2 * moe * self.comm.time("alltoall", self.tp_ranks, size)
+        elif lay.tp > 1:
+            size = tokens * a.hidden * sv.ACT_BYTES
+            t += 2 * self.stage_layers * self.comm.time("allreduce", self.tp_ranks, size)
+        return t
+
+    def _send(self, tokens: float) -> float:
+        if self.lay.pp < 2:
+            return 0.0
+        a, b = self.ranks[0], self.ranks[self.lay.tp]
+        return self.comm.time("sendrecv", (a, b), tokens * self.a.hidden * sv.ACT_BYTES)
+
+    def decode_step(self, batch: int, context: float) -> tuple[float, float]:
+        """(seconds per decode step of ``batch`` sequences, of which communication); with pp
+        the batch runs as pp micro-batches through the stages."""
+        lay = self.lay
+        micro = max(1.0, batch / lay.pp)
+        w = sv.decode(self.a, lay, micro, context, self.prec, self.kvp)
+        comm = self._comm(micro)
+        stage = self._compute(w, self.s.gemm_efficiency) + comm
+        step = lay.pp * stage + (lay.pp - 1) * self._send(micro) + self.s.step_overhead
+        return step, lay.pp * comm
+
+    def prefill(self, tokens: int, batch: int = 1) -> float:
+        """Seconds for one engine step that prefills ``batch`` requests of ``tokens`` tokens
+        through every stage, in chunks of ``max_tokens`` (each chunk reads the weights
+        again); pipeline stages overlap other requests, so a cycle pays one stage of it."""
+        lay, s = self.lay, self.s
+        chunks = max(1, math.ceil(tokens * batch / s.max_tokens))
+        one = sv.prefill(self.a, lay, tokens, self.prec, self.kvp)
+        w = sv.Work(one.gemm_flops * batch, one.attn_flops * batch,
+                    one.weight_bytes * chunks, one.kv_bytes * batch,
+                    one.expert_flops * batch, one.expert_bytes * chunks)
+        per_chunk = min(tokens * batch, s.max_tokens)
+        stage = self._compute(w, s.prefill_efficiency) + chunks * self._comm(per_chunk)
+        return lay.pp * stage + (lay.pp - 1) * self._send(per_chunk) + chunks * s.step_overhead
+
+    def prefill_share(self, tokens: int, concurrency: int) -> float:
+        """The replica time one request's prefill takes out of a cycle: prefills of up to
+        ``max_tokens`` tokens batch into one step, pipeline stages and attention-DP ranks
+        work on different requests at once."""
+        batch = max(1, min(concurrency, self.s.max_tokens // max(1, tokens)))
+        per = self.prefill(tokens, batch) / batch
+        return per / self.lay.pp / (self.lay.tp if self.lay.attention_dp else 1)
+
+    def memory(self, sequences: float, tokens_each: float) -> float:
+        """Bytes on the busiest GPU holding ``sequences`` of ``tokens_each`` tokens."""
+        on_gpu = sequences / self.lay.tp if self.lay.attention_dp else sequences
+        return self.weights + self.act + self.s.runtime_reserve + \
+            on_gpu * tokens_each * self.kv_per_token
+
+
+def kv_transfer(system: System, comm: Comm, eng: Engine, src: int, dst: int, isl: int) -> float:
+    """Seconds to move one request's KV cache from a prefill replica starting at rank ``src``
+    to a decode replica starting at ``dst``: each GPU sends its shard to its counterpart at
+    once, costed as one send on the first pair's path."""
+    nbytes = isl * eng.kv_per_token
+    return comm.time("sendrecv", (src, dst), nbytes)
+
+
+def evaluate(system: System, arch: Arch, cfg: Config, isl: int, osl: int, precision: str,
+             kv_precision: str, gpu: Gpu, settings: Settings, comm: Comm,
+             engine: Engine | None = None) -> InferRow:
+    """One configuration's row (raises LayoutError when the model cannot be split so)."""
+    eng = engine or Engine(system, arch, cfg.layout, precision, kv_precision, gpu, settings,
+                           comm)
+    per = cfg.layout.gpus
+    decoders = cfg.replicas - cfg.prefill_replicas
+    c = max(1, math.ceil(cfg.concurrency / decoders))
+    ctx = isl + osl / 2
+    t_dec, comm_dec = eng.decode_step(c, ctx)
+    t_pre = eng.prefill(isl)
+    share = eng.prefill_share(isl, c)
+    if cfg.prefill_replicas:
+        tpot = t_dec
+        decode_rate = min(cfg.concurrency, decoders * c) / t_dec   # tokens/s
+        prefill_rate = cfg.prefill_replicas / share * osl         # output tokens/s it feeds
+        throughput = min(decode_rate, prefill_rate)
+        load = min(0.99, throughput / (cfg.prefill_replicas / share * osl))
+        move = kv_transfer(system, comm, eng, 0, cfg.prefill_replicas * per, isl)
+        ttft = settings.request_overhead + t_pre + move + load * share / (2 * (1 - load))
+    else:
+        cycle = osl * t_dec + c * share
+        tpot = cycle / osl
+        # the busiest replica holds c; C requests over all replicas produce tokens
+        throughput = min(cfg.concurrency, cfg.replicas * c) * osl / cycle
+        load = min(0.99, c * share / cycle)
+        ttft = settings.request_overhead + t_pre + t_dec + load * share / (2 * (1 - load))
+    mem = eng.memory(c, isl + osl)
+    fits = mem <= gpu.hbm and c * (isl + osl) <= eng.kv_capacity and c <= settings.max_batch
+    parts = (("decode_step", t_dec), ("decode_comm", comm_dec), ("prefill_time", t_pre))
+    return InferRow(cfg, cfg.replicas * per, precision, kv_precision, ttft, tpot, throughput,
+                    mem, eng.kv_capacity, bool(fits), parts=parts)
+
+
+# ---- the search -------------------------------------------------------------------------------
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def max_concurrency(eng: Engine, isl: int, osl: int, settings: Settings) -> int:
+    """Sequences one replica holds: KV capacity over isl + osl, at most the engine's batch."""
+    return min(settings.max_batch, eng.kv_capacity // max(1, isl + osl))
+
+
+def _loads(cap: int) -> list[int]:
+    out, c = [], 1
+    while c < cap:
+        out.append(c)
+        c *= 2
+    return out + [cap] if cap >= 1 else []
+
+
+@attrs.frozen
+class InferResult:
+    """Ranked rows and what the search did."""
+
+    rows: tuple[InferRow, ...]
+    considered: int
+    rejected: tuple[str, ...]      # why layouts could not run (one message per reason)
+    gpus: int
+
+
+def infer(system: System, arch: Arch, isl: int, osl: int, gpus: int | None = None,
+          fixed: Mapping[str, object] | None = None, precision: str = "fp8",
+          kv_precision: str | None = None, concurrency: int | str = "max",
+          disaggregate: bool = False, ttft_limit: float | None = None,
+          tpot_limit: float | None = None, settings: Settings | None = None) -> InferResult:
+    """Enumerate tp x pp x ep (x attention DP) x replicas x concurrency on the first ``gpus``
+    GPUs, cost each, rank by output tokens/s per GPU (fitting and within the limits first) and
+    mark the Pareto front of tokens/s per GPU against tokens/s per user."""
+    s = settings or Settings()
+    fixed = dict(fixed or {})
+    world = len(system.gpus)
+    gpus = gpus or world
+    if not 1 <= gpus <= world:
+        raise InferError(f"--gpus {gpus}: the system has {world} GPUs")
+    if isl < 1 or osl < 1:
+        raise InferError("input and output lengths must be at least 1 token")
+    for p in (precision, kv_precision or precision):
+        if p not in sv.PRECISIONS:
+            raise InferError(f"precision '{p}': one of {', '.join(sv.PRECISIONS)}")
+    kvp = kv_precision or ("bf16" if precision == "bf16" else "fp8")
+    gpu = gpu_of(system, gpus)
+    comm = Comm(system)
+    rows: list[InferRow] = []
+    rejected: dict[str, None] = {}
+    considered = 0
+    adp_choice = fixed.get("attention_dp")
+    full = all(fixed.get(k) is not None for k in ("tp", "pp", "ep"))
+    for tp in ([fixed["tp"]] if fixed.get("tp") else _divisors(gpus)):
+        for pp in ([fixed["pp"]] if fixed.get("pp") else _divisors(gpus // tp or 1)):
+            if gpus % (tp * pp):
+                rejected.setdefault(f"tp x pp = {tp * pp} does not divide {gpus} GPUs")
+                continue
+            replicas = gpus // (tp * pp)
+            eps = [fixed["ep"]] if fixed.get("ep") else \
+                [e for e in _divisors(tp) if not arch.experts and e == 1 or
+                 arch.experts and arch.experts % e == 0]
+            for ep in eps:
+                adps = [adp_choice] if adp_choice is not None else \
+                    [False] if full or not arch.experts or tp == 1 else [False, True]
+                for adp in adps:
+                    considered += 1
+                    lay = Layout(tp, pp, ep, adp)
+                    try:
+                        eng = Engine(system, arch, lay, precision, kvp, gpu, s, comm)
+                    except LayoutError as exc:
+                        rejected.setdefault(str(exc))
+                        continue
+                    cap = max_concurrency(eng, isl, osl, s)
+                    splits = [0]
+                    if disaggregate:
+                        if replicas < 2:
+                            rejected.setdefault(f"disaggregation needs 2 or more replicas "
+                                                f"(tp x pp = {tp * pp} on {gpus} GPUs gives "
+                                                f"{replicas})")
+                            continue
+                        splits = list(range(1, replicas))
+                    if concurrency == "max":
+                        loads = [max(1, cap)]
+                    elif isinstance(concurrency, int):
+                        loads = [concurrency]
+                    else:
+                        loads = _loads(max(1, cap))
+                    for split in splits:
+                        for c in loads:
+                            per = c if concurrency in ("max", "sweep") else None
+                            total = per * (replicas - split) if per else c
+                            cfg = Config(tp, pp, ep, adp, replicas, total, split)
+                            rows.append(evaluate(system, arch, cfg, isl, osl, precision, kvp,
+                                                 gpu, s, comm, eng))
+    if not rows:
+        raise InferError("no layout of " + arch.name + f" runs on {gpus} GPUs: "
+                         + "; ".join(rejected))
+    rows = [_limit(r, ttft_limit, tpot_limit) for r in rows]
+    rows = _pareto(rows)
+    rows.sort(key=lambda r: (not r.fits, not r.within_limits, -r.throughput_per_gpu,
+                             r.config))
+    return InferResult(tuple(rows), considered, tuple(rejected), gpus)
+
+
+def _limit(r: InferRow, ttft: float | None, tpot: float | None) -> InferRow:
+    ok = (ttft is None or r.ttft <= ttft) and (tpot is None or r.tpot <= tpot)
+    return attrs.evolve(r, within_limits=ok)
+
+
+def _pareto(rows: list[InferRow]) -> list[InferRow]:
+    """Mark the fitting rows within the limits that no other such row beats on both tokens/s
+    per GPU and tokens/s per user."""
+    good = sorted((r for r in rows if r.fits and r.within_limits),
+                  key=lambda r: (-r.throughput_per_gpu, -r.tokens_per_s_per_user, r.config))
+    front, best_user = set(), -1.0
+    for r in good:
+        if r.tokens_per_s_per_user > best_user:
+            front.add(id(r))
+            best_user = r.tokens_per_s_per_user
+    return [attrs.evolve(r, pareto=True) if id(r) in front else r for r in rows]
+
+
+def too_big(system: System, arch: Arch, result: InferResult, isl: int, osl: int,
+            settings: Settings | None = None) -> str:
+    """Why no row fits, with the numbers of the smallest one."""
+    s = settings or Settings()
+    best = min(result.rows, key=lambda r: r.memory_per_gpu)
+    gpu = gpu_of(system, result.gpus)
+    c = best.config
+    return (f"{arch.name} does not fit: the smallest layout (tp={c.tp}, pp={c.pp}, ep={c.ep}) "
+            f"needs {best.memory_per_gpu / 1e9:.1f} GB per GPU at concurrency "
+            f"{c.concurrency} with {isl}+{osl} tokens, of {gpu.hbm / 1e9:.1f} GB "
+            f"(KV capacity {best.kv_capacity_tokens:,} tokens per replica; runtime reserve "
+            f"{s.runtime_reserve / 2**30:.0f} GiB)")
+
+
+Progress = Callable[[int, int], None]

@@ -1,0 +1,88 @@
+"""``topoc infer``: the topoc.infer/1 contract, formats, exit codes and messages."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from topoc.cli import main
+
+from ..conftest import library_file
+
+NVL72 = str(library_file("gb200_nvl72.topo"))
+DGX = str(library_file("dgx_h100.topo"))
+FIELDS = {"tp", "pp", "ep", "replicas", "gpus", "concurrency", "precision", "kv_precision",
+          "ttft", "tpot", "throughput", "throughput_per_gpu", "tokens_per_s_per_user",
+          "memory_per_gpu", "kv_capacity_tokens", "fits"}
+
+
+def test_json_follows_the_contract(capsys):
+    assert main(["infer", NVL72, "--model", "llama3-70b", "--isl", "1000", "--osl", "500",
+                 "--gpus", "8", "--format", "json", "--top", "0"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["format"] == "topoc.infer/1"
+    assert doc["rows"] and all(FIELDS <= set(r) for r in doc["rows"])
+    for r in doc["rows"]:
+        assert r["replicas"] == 8 // (r["tp"] * r["pp"]) and r["gpus"] == 8
+        assert r["throughput_per_gpu"] == pytest.approx(r["throughput"] / r["gpus"])
+    assert doc["rows"][0]["fits"]
+
+
+def test_every_dimension_and_the_concurrency_given_is_rows_0(capsys):
+    argv = ["infer", NVL72, "--model", "llama3-8b", "--isl", "512", "--osl", "128",
+            "--gpus", "4", "--tp", "2", "--pp", "1", "--ep", "1", "--concurrency", "12",
+            "--precision", "bf16", "--kv-precision", "bf16", "--format", "json"]
+    assert main(argv) == 0
+    r = json.loads(capsys.readouterr().out)["rows"][0]
+    assert (r["tp"], r["pp"], r["ep"], r["replicas"], r["concurrency"]) == (2, 1, 1, 2, 12)
+    assert (r["precision"], r["kv_precision"]) == ("bf16", "bf16")
+
+
+def test_text_and_csv_and_output_file(tmp_path, capsys):
+    argv = ["infer", DGX, "--model", "llama3-70b", "--isl", "2000", "--osl", "200",
+            "--concurrency", "max"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "Pareto front" in text and "tok/s/GPU" in text
+    out = tmp_path / "rows.csv"
+    assert main([*argv, "--format", "csv", "-o", str(out)]) == 0
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert rows and FIELDS <= set(rows[0])
+    assert main([*argv, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == out.read_text()        # deterministic
+
+
+def test_a_model_that_does_not_fit_names_the_numbers(capsys):
+    code = main(["infer", DGX, "--model", "llama3-405b", "--isl", "1000", "--osl", "1000",
+                 "--gpus", "1", "--precision", "bf16", "--concurrency", "1"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "llama3_405b does not fit" in err and "GB per GPU" in err and "80.0 GB" in err
+
+
+def test_heads_that_do_not_divide(capsys):
+    code = main(["infer", DGX, "--model", "llama3-70b", "--isl", "10", "--osl", "10",
+                 "--gpus", "6", "--tp", "6"])
+    err = capsys.readouterr().err
+    assert code == 1 and "64 attention heads do not divide over tp = 6" in err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--concurrency", "lots"], "--concurrency lots"),
+    (["--isl", "0"], "--isl 0"),
+    (["--gpus", "9"], "--gpus 9"),
+    (["--model", "llama9"], "unknown model"),
+    (["--tpot-limit", "-1"], "--tpot-limit"),
+])
+def test_usage_errors_exit_2(capsys, extra, words):
+    argv = ["infer", DGX, "--model", "llama3-8b", "--isl", "10", "--osl", "10"]
+    for i in range(0, len(extra), 2):
+        if extra[i] in argv:
+            argv[argv.index(extra[i]) + 1] = extra[i + 1]
+        else:
+            argv += extra[i:i + 2]
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err

@@ -1,0 +1,161 @@
+"""``topoc infer``'s model on real systems: validation against published serving runs, TP
+scaling, the search, and errors that name the numbers."""
+
+import math
+
+import pytest
+
+import topoc
+from topoc.compiler.analysis.infer import InferError, Settings
+from tests import serving_rows as S
+
+
+@pytest.fixture(scope="module")
+def errors():
+    return [(c, S.error(c)) for c in S.checks()]
+
+
+def test_fit_rows_are_at_most_a_third(errors):
+    fit = {c.row for c, _ in errors if c.fit}
+    assert len(fit) <= math.ceil(len({c.row for c, _ in errors}) / 3)
+    assert len({c.row for c, _ in errors}) >= 100
+
+
+@pytest.mark.parametrize("metric, limit", [("throughput", 0.10), ("tpot", 0.10),
+                                           ("ttft", 0.30)])
+def test_validation_medians_do_not_regress(errors, metric, limit):
+    """Held-out rows (never fitted on): medians as docs/infer.md reports them, with a small
+    margin. The issue's targets are 20 % (throughput), 15 % (TPOT), 25 % (TTFT); TTFT's median
+    on six rows (28.9 %) misses it, and this test keeps that visible rather than hidden."""
+    val = [e for c, e in errors if c.metric == metric and not c.fit]
+    assert val, metric
+    assert S.median_abs(val) <= limit
+
+
+def _series(errors):
+    out = {}
+    for c, _ in errors:
+        if c.metric == "throughput" and not c.per_gpu:
+            key = (c.gpu, c.model, c.isl, c.osl)
+            out.setdefault(key, {})[c.tp] = (c.measured / c.gpus, S.predict(c) / c.gpus)
+    return {k: v for k, v in out.items() if sorted(v) == [1, 2, 4, 8]}
+
+
+def test_tp_scaling_follows_the_measurements(errors):
+    """Per-GPU throughput from TP2 to TP8 falls in every measured series (TP1 on H100 is
+    KV-starved: it rises to TP2, and so does the prediction); topoc's steps go the same way
+    in most cases and its TP8/TP2 ratio is near the measured one."""
+    series = _series(errors)
+    assert len(series) >= 10
+    same = steps = 0
+    ratios = []
+    for v in series.values():
+        for a, b in ((1, 2), (2, 4), (4, 8)):
+            steps += 1
+            same += (v[b][0] < v[a][0]) == (v[b][1] < v[a][1])
+        ratios.append((v[8][1] / v[2][1]) / (v[8][0] / v[2][0]) - 1)
+        assert v[8][1] < v[2][1]
+    assert same / steps >= 0.9
+    assert S.median_abs(ratios) <= 0.25
+
+
+def test_tpot_falls_less_than_linearly_with_tp():
+    """Batch-1 TPOT of Llama 3 70B on an H100 node: each doubling of tp helps less, because
+    every layer pays two all-reduces at their small-message latency on NVLink."""
+    dgx = topoc.load("library/nvidia/dgx_h100.topo")
+    tpot, comm = {}, {}
+    for tp in (1, 2, 4, 8):
+        r = topoc.infer(dgx, "llama3-70b", 1000, 100, gpus=tp, tp=tp, pp=1, ep=1,
+                        concurrency=1).rows[0]
+        tpot[tp], comm[tp] = r.tpot, dict(r.parts)["decode_comm"]
+    assert tpot[1] > tpot[2] > tpot[4] > tpot[8] > tpot[1] / 8
+    assert tpot[1] / tpot[2] > tpot[4] / tpot[8]
+    assert comm[1] == 0 < comm[2] < comm[8]
+
+
+def test_fixed_configuration_is_rows_0():
+    node = topoc.load("library/nvidia/hgx_b200.topo")
+    res = topoc.infer(node, "llama3-70b", 2048, 256, tp=4, pp=1, ep=1, concurrency=64,
+                      precision="fp4", kv_precision="fp8")
+    r = res.rows[0].as_dict()
+    assert (r["tp"], r["pp"], r["ep"], r["replicas"], r["gpus"], r["concurrency"]) == \
+        (4, 1, 1, 2, 8, 64)
+    assert (r["precision"], r["kv_precision"]) == ("fp4", "fp8")
+    assert r["fits"] and r["kv_capacity_tokens"] > 64 * 2304
+    assert r["throughput_per_gpu"] == pytest.approx(r["throughput"] / 8)
+    assert r["tokens_per_s_per_user"] == pytest.approx(1 / r["tpot"])
+
+
+def test_search_ranks_and_marks_a_pareto_front():
+    rack = topoc.load("library/nvidia/gb200_nvl72.topo")
+    res = topoc.infer(rack, "llama3-70b", 1000, 1000, tpot_limit=0.05)
+    rows = res.rows
+    good = [r for r in rows if r.fits and r.within_limits]
+    assert good and rows[:len(good)] == tuple(good)
+    assert all(r.tpot <= 0.05 for r in good)
+    assert [r.throughput_per_gpu for r in good] == \
+        sorted((r.throughput_per_gpu for r in good), reverse=True)
+    front = [r for r in rows if r.pareto]
+    assert len(front) >= 3
+    for r in front:      # nothing beats a front row on both axes
+        assert not any(o.throughput_per_gpu > r.throughput_per_gpu and
+                       o.tokens_per_s_per_user > r.tokens_per_s_per_user for o in good)
+    assert {r.config.tp for r in rows} >= {1, 2, 4, 8}
+
+
+def test_disaggregated_rows_pay_the_kv_move():
+    rack = topoc.load("library/nvidia/gb200_nvl72.topo")
+    agg = topoc.infer(rack, "llama3-70b", 8000, 500, gpus=16, tp=4, pp=1, ep=1,
+                      concurrency=64).rows[0]
+    dis = topoc.infer(rack, "llama3-70b", 8000, 500, gpus=16, tp=4, pp=1, ep=1,
+                      concurrency=64, disaggregate=True).rows[0]
+    assert 1 <= dis.config.prefill_replicas < dis.config.replicas == 4
+    assert dis.tpot < agg.tpot          # no prefill interference in decode
+
+
+def test_a_model_too_big_says_by_how_much():
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    res = topoc.infer(node, "llama3-405b", 1000, 1000, gpus=1, concurrency=1,
+                      precision="bf16")
+    assert not any(r.fits for r in res.rows)
+    from topoc.compiler.analysis.infer import too_big
+    from topoc.compiler.training.serving import arch_of
+    from topoc.compiler.lang.derive import find_model
+    msg = too_big(node, arch_of(find_model(node, "llama3-405b")), res, 1000, 1000)
+    assert "GB per GPU" in msg and "80.0 GB" in msg
+
+
+def test_heads_that_do_not_divide_are_an_error_with_the_numbers():
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    with pytest.raises(InferError, match="64 attention heads do not divide over tp = 3"):
+        topoc.infer(node, "llama3-70b", 100, 100, gpus=3, tp=3, pp=1, ep=1)
+
+
+def test_settings_change_the_answer():
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    a = topoc.infer(node, "llama3-8b", 500, 500, gpus=1, tp=1, pp=1, ep=1, concurrency=8)
+    b = topoc.infer(node, "llama3-8b", 500, 500, gpus=1, tp=1, pp=1, ep=1, concurrency=8,
+                    settings=Settings(hbm_efficiency=0.5))
+    assert b.rows[0].tpot > a.rows[0].tpot
+
+
+def test_a_tensor_group_across_nodes_pays_the_network_per_layer():
+    """The seed's point: TP all-reduces in every layer of every token cost their latency on the
+    path they take; tp 16 spans two H100 nodes and its per-step communication grows past tp 8's
+    on NVLink."""
+    cluster = topoc.load("library/nvidia/h100_cluster.topo")
+    comm = {}
+    for tp in (8, 16):
+        r = topoc.infer(cluster, "llama3-8b", 1000, 100, gpus=tp, tp=tp, pp=1, ep=1,
+                        concurrency=1).rows[0]
+        comm[tp] = dict(r.parts)["decode_comm"]
+    assert comm[16] > 1.1 * comm[8] > 0
+
+
+def test_throughput_counts_the_requests_in_flight_not_the_replicas():
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    five = topoc.infer(node, "llama3-8b", 500, 500, tp=1, pp=1, ep=1, concurrency=5).rows[0]
+    eight = topoc.infer(node, "llama3-8b", 500, 500, tp=1, pp=1, ep=1, concurrency=8).rows[0]
+    assert five.config.replicas == eight.config.replicas == 8
+    assert five.tpot == pytest.approx(eight.tpot)
+    assert five.throughput == pytest.approx(eight.throughput * 5 / 8)

@@ -1,0 +1,71 @@
+"""Serving arithmetic (compiler.training.serving): weights, KV cache, work per step."""
+
+import pytest
+
+from topoc.compiler.training.serving import (BYTES, Arch, Layout, LayoutError, check, decode,
+                                             kv_bytes_per_token, kv_bytes_per_token_per_gpu,
+                                             prefill, totals, weight_bytes_per_gpu)
+
+LLAMA70 = Arch("llama3_70b", 80, 8192, 64, 8, 28672, 128256)
+DSV3 = Arch("deepseek_v3", 61, 7168, 128, 128, 18432, 129280, head_dim=128, experts=256,
+            top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3, kv_lora_rank=512,
+            q_lora_rank=1536, rope_head_dim=64)
+
+
+def test_parameter_counts_match_the_published_sizes():
+    assert totals(LLAMA70)["total"] == pytest.approx(70.6e9, rel=0.01)
+    p = totals(DSV3)
+    assert p["total"] == pytest.approx(671e9, rel=0.01)     # 671B without the MTP module
+    assert p["active"] == pytest.approx(37e9, rel=0.03)
+
+
+def test_kv_per_token_gqa_and_mla():
+    # Llama 3 70B: 80 layers x 2 x 8 heads x 128 x 2 bytes = 327,680 bytes (BF16)
+    assert kv_bytes_per_token(LLAMA70, "bf16") == 327_680
+    assert kv_bytes_per_token(LLAMA70, "fp8") == 163_840
+    # DeepSeek-V3's latent: 61 x (512 + 64) elements
+    assert kv_bytes_per_token(DSV3, "bf16") == 61 * 576 * 2
+    # grouped heads split over tp (8 kv heads: up to tp 8); MLA's latent does not split
+    assert kv_bytes_per_token_per_gpu(LLAMA70, Layout(tp=4), "fp8") == 163_840 / 4
+    assert kv_bytes_per_token_per_gpu(DSV3, Layout(tp=8), "fp8") == 61 * 576
+
+
+def test_weights_per_gpu_by_precision_and_sharding():
+    bf16 = weight_bytes_per_gpu(LLAMA70, Layout(), "bf16")
+    fp8 = weight_bytes_per_gpu(LLAMA70, Layout(), "fp8")
+    fp4 = weight_bytes_per_gpu(LLAMA70, Layout(), "fp4")
+    assert bf16 > fp8 > fp4
+    assert BYTES["fp4"] == 0.5625            # NVFP4: an FP8 scale per 16 values
+    tp8 = weight_bytes_per_gpu(LLAMA70, Layout(tp=8), "fp8")
+    assert tp8 == pytest.approx(fp8 / 8, rel=0.02)
+    pp2 = weight_bytes_per_gpu(LLAMA70, Layout(pp=2), "fp8")
+    assert pp2 < 0.55 * fp8
+    # attention DP keeps the whole attention on every GPU: more bytes than plain tp
+    assert weight_bytes_per_gpu(DSV3, Layout(8, 1, 8, True), "fp8") > \
+        weight_bytes_per_gpu(DSV3, Layout(8, 1, 8, False), "fp8")
+
+
+def test_decode_reads_only_the_experts_a_batch_touches():
+    lay = Layout(8, 1, 8, True)
+    one = decode(DSV3, lay, 1, 1000, "fp8", "fp8")
+    many = decode(DSV3, lay, 1024, 1000, "fp8", "fp8")
+    assert one.expert_bytes < 0.1 * many.expert_bytes
+    assert many.kv_bytes == pytest.approx(1024 / 8 * 1000 * 61 * 576)
+
+
+def test_prefill_attention_is_quadratic():
+    a = prefill(LLAMA70, Layout(), 1000, "fp8", "fp8").attn_flops
+    b = prefill(LLAMA70, Layout(), 2000, "fp8", "fp8").attn_flops
+    assert b == pytest.approx(4 * a)
+
+
+@pytest.mark.parametrize("lay, words", [
+    (Layout(tp=3), ["64 attention heads", "tp = 3"]),
+    (Layout(pp=81), ["80 layers", "pp = 81"]),
+    (Layout(tp=2, ep=2), ["no experts"]),
+])
+def test_layouts_that_cannot_run_name_the_numbers(lay, words):
+    with pytest.raises(LayoutError) as exc:
+        check(LLAMA70, lay)
+    for w in words:
+        assert w in str(exc.value)

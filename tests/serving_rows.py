@@ -1,0 +1,214 @@
+"""Published LLM serving measurements (tests/serving_runs.csv, 158 rows with their sources,
+collected for `topoc infer`; docs/infer.md lists the sources S1-S12) and how topoc predicts
+each. Shared by tests/compiler/test_infer.py and benchmarks/infer_validation.py so both predict
+every row the same way.
+
+Each usable row gives one to three checks: saturated throughput (offline / max-throughput
+runs, and fixed-concurrency runs past saturation), TPOT and TTFT (steady-state latency runs).
+Rows topoc does not model are kept with the reason (``SKIP``). Fit rows are every third usable
+row in file order (``fit``); the rest validate.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+from pathlib import Path
+
+import attrs
+
+import topoc
+from topoc.compiler.analysis.infer import Comm, Engine, Settings, evaluate, gpu_of, Config
+from topoc.compiler.analysis.infer import max_concurrency
+from topoc.compiler.lang.derive import find_model
+from topoc.compiler.training.serving import Arch, Layout, arch_of
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+CSV = HERE / "serving_runs.csv"
+
+SYSTEMS = {"H100": "library/nvidia/dgx_h100.topo", "H200": "library/nvidia/hgx_h200.topo",
+           "B200": "library/nvidia/hgx_b200.topo", "GB200": "library/nvidia/gb200_nvl72.topo"}
+
+#: Models the presets do not have, from their released configs (Hugging Face config.json).
+#: Llama 4 Maverick alternates dense and MoE layers: drawn as 24 dense then 24 MoE layers.
+EXTRA = {
+    "qwen3_8b": Arch("qwen3_8b", 36, 4096, 32, 8, 12288, 151936, head_dim=128),
+    "qwen3_235b": Arch("qwen3_235b", 94, 4096, 64, 4, 12288, 151936, head_dim=128,
+                       experts=128, top_k=8, expert_ffn=1536),
+    "llama4_maverick": Arch("llama4_maverick", 48, 5120, 40, 8, 16384, 202048, head_dim=128,
+                            experts=128, top_k=1, expert_ffn=8192, shared_experts=1,
+                            dense_layers=24),
+    "gpt_oss_120b": Arch("gpt_oss_120b", 36, 2880, 64, 8, 2880, 201088, head_dim=64,
+                         experts=128, top_k=4, expert_ffn=2880),
+    "deepseek_v3": Arch("deepseek_v3", 61, 7168, 128, 128, 18432, 129280, head_dim=128,
+                        experts=256, top_k=8, expert_ffn=2048, shared_experts=1,
+                        dense_layers=3, kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64),
+}
+
+#: Rows topoc does not predict, and why.
+SKIP = {
+    **{f"r{i:03d}": "phase-isolated SGLang run (prefill-only or decode-only pool, large EP "
+                    "over nodes); not a served request" for i in range(127, 137)},
+    **{f"r{i:03d}": "MLPerf: variable lengths, TP and precision not in the logs"
+       for i in range(137, 146)},
+    "r114": "MTP speculative decoding (not a plain decode step)",
+    "r117": "MTP speculative decoding (not a plain decode step)",
+    "r148": "MTP speculative decoding (not a plain decode step)",
+    "r147": "an early software baseline the same source supersedes (r146)",
+}
+
+
+@attrs.frozen
+class Check:
+    """One measured figure of one row and how to predict it."""
+
+    row: str
+    metric: str            # "throughput", "tpot" or "ttft"
+    measured: float
+    gpu: str
+    model: str
+    precision: str
+    kv_precision: str
+    tp: int
+    pp: int
+    ep: int
+    attention_dp: bool
+    gpus: int
+    isl: int
+    osl: int
+    concurrency: object    # "max" or an int
+    per_gpu: bool          # throughput measured per GPU
+    fit: bool = False
+
+
+def _prec(text: str) -> str:
+    t = text.upper()
+    if "FP4" in t:
+        return "fp4"
+    if "FP8" in t:
+        return "fp8"
+    return "bf16"
+
+
+def _kv(text: str, precision: str) -> str | None:
+    t = text.upper()
+    if "FP8" in t:
+        return "fp8"
+    if "BF16" in t or "FP16" in t:
+        return "bf16"
+    return None
+
+
+def _model(text: str) -> str:
+    t = text.lower()
+    for key, name in (("deepseek", "deepseek_v3"), ("qwen3-235b", "qwen3_235b"),
+                      ("qwen3-8b", "qwen3_8b"), ("maverick", "llama4_maverick"),
+                      ("gpt-oss", "gpt_oss_120b"), ("405b", "llama3_405b"),
+                      ("70b", "llama3_70b"), ("8b", "llama3_8b")):
+        if key in t:
+            return name
+    raise KeyError(text)
+
+
+def _gpu(text: str) -> str:
+    return "GB200" if text.startswith("GB200") else text.split("-")[0]
+
+
+def checks() -> list[Check]:
+    """Every usable measured figure, fit rows marked."""
+    out: list[Check] = []
+    usable = 0
+    with open(CSV, encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["id"] in SKIP:
+                continue
+            gpus = int(r["gpus"])
+            tp, ep = int(r["tp"] or 1), int(r["ep"] or 1)
+            model = _model(r["model"])
+            experts = model in EXTRA and EXTRA[model].experts
+            adp = bool(experts) and tp == 1 and ep > 1        # "DEPn": attention DP + EP
+            if adp:
+                tp = ep
+            elif experts and tp > 1 and not r["ep"]:
+                ep = tp if model != "deepseek_v3" else 1
+            conc = r["concurrency"]
+            c: object = int(conc) if conc.isdigit() else "max"
+            burst = r["id"] in ("r153", "r154", "r155", "r156", "r157", "r158")
+            prec = _prec(r["precision"])
+            base = dict(row=r["id"], gpu=_gpu(r["gpu"]), model=model, precision=prec,
+                        kv_precision=_kv(r["kv_precision"], prec), tp=tp, pp=int(r["pp"] or 1),
+                        ep=ep, attention_dp=adp, gpus=gpus, isl=int(r["isl"]),
+                        osl=int(r["osl"]), concurrency=c,
+                        per_gpu=r["throughput_scope"] == "per_gpu", fit=usable % 3 == 0)
+            usable += 1
+            queued = isinstance(c, int) and r["ttft_s"] and float(r["ttft_s"]) > 2.0
+            if r["throughput_tok_s"] and r["throughput_scope"] != "per_user" and \
+                    (c == "max" or queued or burst):
+                out.append(Check(metric="throughput", measured=float(r["throughput_tok_s"]),
+                                 **{**base, "concurrency": "max" if queued else c}))
+            if r["tpot_s"] and not burst:
+                out.append(Check(metric="tpot", measured=float(r["tpot_s"]),
+                                 **{**base, "concurrency": "max" if queued else c}))
+            if r["ttft_s"] and not burst and not queued:
+                out.append(Check(metric="ttft", measured=float(r["ttft_s"]), **base))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def system(gpu: str):
+    """The compiled system of a GPU kind and its memoised collective costs."""
+    s = topoc.load(ROOT / SYSTEMS[gpu])
+    return s, Comm(s)
+
+
+@functools.lru_cache(maxsize=None)
+def arch(name: str) -> Arch:
+    """A preset's serving shape, or one of EXTRA."""
+    if name in EXTRA:
+        return EXTRA[name]
+    return arch_of(find_model(system("H100")[0], name))
+
+
+def predict(c: Check, settings: Settings | None = None) -> float:
+    """topoc's figure for one check."""
+    s = settings or Settings()
+    sysm, comm = system(c.gpu)
+    a = arch(c.model)
+    kvp = c.kv_precision or ("bf16" if c.precision == "bf16" else "fp8")
+    gpu = gpu_of(sysm, c.gpus)
+    lay = Layout(c.tp, c.pp, c.ep, c.attention_dp)
+    eng = Engine(sysm, a, lay, c.precision, kvp, gpu, s, comm)
+    replicas = max(1, c.gpus // lay.gpus)
+    conc = max(1, max_concurrency(eng, c.isl, c.osl, s)) * replicas \
+        if c.concurrency == "max" else c.concurrency
+    row = evaluate(sysm, a, Config(c.tp, c.pp, c.ep, c.attention_dp, replicas, conc),
+                   c.isl, c.osl, c.precision, kvp, gpu, s, comm, eng)
+    if c.metric == "throughput":
+        return row.throughput_per_gpu if c.per_gpu else row.throughput
+    return row.tpot if c.metric == "tpot" else row.ttft
+
+
+def error(c: Check, settings: Settings | None = None) -> float:
+    """Relative error, predicted / measured - 1."""
+    return predict(c, settings) / c.measured - 1
+
+
+def median_abs(values) -> float:
+    """Median of absolute values (nan for none)."""
+    v = sorted(abs(x) for x in values)
+    if not v:
+        return math.nan
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def summary(settings: Settings | None = None) -> dict[tuple[str, bool], float]:
+    """Median |error| per (metric, fit?)."""
+    errs: dict[tuple[str, bool], list[float]] = {}
+    for c in checks():
+        errs.setdefault((c.metric, c.fit), []).append(error(c, settings))
+    return {k: median_abs(v) for k, v in errs.items()}
+
+

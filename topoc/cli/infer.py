@@ -1,0 +1,98 @@
+"""``topoc infer FILE --model NAME --isl N --osl N [layout] [load] [limits]``: a model served
+on the topology (docs/infer.md)."""
+
+from __future__ import annotations
+
+from ..backends import infer_table
+from ..compiler.analysis.infer import InferError, default_precision, gpu_of, infer, too_big
+from ..compiler.lang.derive import find_model
+from ..compiler.training.serving import PRECISIONS, arch_of
+from .common import EXIT_OK, UsageError, add_common, fail, load, write_output
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("infer", help="serve a model on the topology: memory, TTFT, TPOT, "
+                       "throughput and the layouts to choose")
+    p.add_argument("file")
+    p.add_argument("--model", required=True, help="a model declared in the file or bundled "
+                   "(library/models): llama3-70b, mixtral-8x7b, ...")
+    p.add_argument("--isl", type=int, required=True, metavar="TOKENS",
+                   help="input (prompt) tokens per request")
+    p.add_argument("--osl", type=int, required=True, metavar="TOKENS",
+                   help="output tokens per request")
+    p.add_argument("--gpus", type=int, metavar="G", help="use the first G GPUs in rank order "
+                   "(default: all); replicas = G / (tp x pp)")
+    for dim in ("tp", "pp", "ep"):
+        p.add_argument(f"--{dim}", type=int, metavar="N", help=f"fix {dim} (default: search)")
+    p.add_argument("--attention-dp", choices=("on", "off", "auto"), default="auto",
+                   help="attention data parallelism over the tensor group for MoE models "
+                   "(auto: searched unless tp, pp and ep are all fixed)")
+    p.add_argument("--precision", choices=PRECISIONS, help="weights (default: fp8 where the "
+                   "GPUs declare an FP8 peak, else bf16)")
+    p.add_argument("--kv-precision", choices=PRECISIONS,
+                   help="KV cache (default: bf16 for bf16 weights, else fp8)")
+    p.add_argument("--concurrency", metavar="C|max", help="requests in flight over all "
+                   "replicas, or max: the saturated engine (default: a sweep 1, 2, 4, ... max)")
+    p.add_argument("--disaggregate", action="store_true", help="separate prefill and decode "
+                   "replicas; the KV cache moves between them")
+    p.add_argument("--ttft-limit", type=float, metavar="S", help="rank rows over this TTFT last")
+    p.add_argument("--tpot-limit", type=float, metavar="S", help="rank rows over this TPOT last")
+    p.add_argument("--top", type=int, default=20, metavar="K", help="rows to show (0: all)")
+    p.add_argument("--format", choices=["text", "json", "csv"], default="text")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def _concurrency(text: str | None):
+    if text is None:
+        return "sweep"
+    if text.strip().lower() == "max":
+        return "max"
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--concurrency {text}: a whole number or 'max'") from None
+    if value < 1:
+        raise UsageError(f"--concurrency {value}: must be at least 1")
+    return value
+
+
+def run(args) -> int:
+    """Cost and rank; exit 1 when the model cannot be laid out or nothing fits."""
+    for name in ("isl", "osl", "gpus", "tp", "pp", "ep", "top"):
+        value = getattr(args, name)
+        if value is not None and value < (0 if name == "top" else 1):
+            raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least "
+                             f"{0 if name == 'top' else 1}")
+    for name in ("ttft_limit", "tpot_limit"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            raise UsageError(f"--{name.replace('_', '-')} {value}: a positive number of seconds")
+    concurrency = _concurrency(args.concurrency)
+    system = load(args)
+    try:
+        model = find_model(system, args.model)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+    if args.gpus is not None and args.gpus > len(system.gpus):
+        raise UsageError(f"--gpus {args.gpus}: {system.name} has {len(system.gpus)} GPUs")
+    arch = arch_of(model)
+    fixed = {"tp": args.tp, "pp": args.pp, "ep": args.ep,
+             "attention_dp": {"on": True, "off": False}.get(args.attention_dp)}
+    try:
+        gpus = args.gpus or len(system.gpus)
+        precision = args.precision or default_precision(gpu_of(system, gpus))
+        result = infer(system, arch, args.isl, args.osl, gpus, fixed, precision,
+                       args.kv_precision, concurrency, args.disaggregate, args.ttft_limit,
+                       args.tpot_limit)
+    except InferError as exc:
+        return fail(args.file, exc)
+    head = {"system": system.name, "model": model.name, "isl": args.isl, "osl": args.osl,
+            "gpus": result.gpus, "precision": precision,
+            "kv_precision": result.rows[0].kv_precision}
+    write_output(infer_table.render(result, head, args.format, args.top), args.output)
+    if not any(r.fits for r in result.rows):
+        return fail(args.file, too_big(system, arch, result, args.isl, args.osl))
+    return EXIT_OK
+
+
