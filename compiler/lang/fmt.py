@@ -14,6 +14,7 @@ import lark
 
 from ...grammar import parser
 from ..base.diagnostics import CompileError
+from ..base.reading import strip_bom
 from .parse import parse
 
 INDENT = "  "
@@ -152,11 +153,12 @@ class _Printer:
         """``head { a = 1  b = 2 }`` on one line when it fits and holds no comments."""
         inner = [self.attr_text(a) for a in attrs]
         first = attrs[0].meta.line if attrs else meta.end_line
-        # Multi-line only for comments that must sit inside: own-line ones, or ones after an
-        # attribute; comments before the first attribute stay on the header line.
-        has_comments = any(
-            i not in self.taken and meta.line < line < meta.end_line and
-            (not self._code_before(line, col) or line >= first)
+        # A block written on several lines stays on several lines when it holds a comment
+        # anywhere (header line and closing line included): joining its lines would move the
+        # comment onto another line's code, and a suppression there would start hiding
+        # findings it never hid.
+        has_comments = meta.end_line > meta.line and any(
+            i not in self.taken and meta.line <= line <= meta.end_line
             for i, (line, col, _) in enumerate(self.comments))
         one = f"{head} {{ {'  '.join(inner)} }}" if inner else f"{head} {{ }}"
         if not has_comments and len(indent + one) <= WIDTH:
@@ -269,6 +271,7 @@ class _Printer:
 
 def fmt(text: str, path: str = "<input>") -> str:
     """The canonical layout of ``text``; raises CompileError if it does not parse."""
+    text = strip_bom(text)
     parse(text, path)                       # the same diagnostics as every other verb
     tree = parser().parse(text)
     return _Printer(text).run(tree)
