@@ -219,3 +219,14 @@ def test_file_name_never_becomes_code():
     topo, _ = from_smi(text, 'x.txt\ndevice Evil : gpu { }\n#')
     assert "x.txt\\ndevice Evil" in topo
     assert not any(line.startswith("device Evil") for line in topo.splitlines())
+
+
+# ---- fmt never moves a comment onto another line's code -------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "device X : gpu {  # topoc: ignore[W501] about the header\n  sm = 90\n}\n",
+    "device X : gpu {\n  sm = 90\n}  # topoc: ignore[W501] about the closing line\n",
+])
+def test_fmt_never_joins_a_commented_line_with_the_next(text):
+    out = fmt(text)
+    assert out == text and fmt(out) == out
