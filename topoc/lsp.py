@@ -91,13 +91,13 @@ class Analysis:
         """The pipeline once (as ``topoc.compile`` runs it, the resolved program kept for hover
         and definition), then the lint rules when it compiles."""
         from .compiler.lang import pipeline
-        from .compiler.lang.verify import verify
+        from .compiler.lint.lint import verified
         found: list[Diagnostic] = []
         try:
             self.program = pipeline.front_end(self.text, self.path)
             system = pipeline.lower(self.program)
             if system is not None:
-                found = verify(system)
+                found = verified(system)      # E220 on a library device: at the user's line
                 if not found:
                     from .compiler.lint.lint import LintConfig, apply_suppressions, lint_system
                     found = apply_suppressions(lint_system(system), system.span.source,

@@ -33,7 +33,7 @@ from ..base.gcpause import gc_paused
 from ..ir.system import System
 from .rules import RULES
 from ..lang import pipeline
-from ..lang.verify import verify
+from ..lang.verify import verify_subjects
 
 SEVERITIES = (ERROR, WARNING, NOTE, "off")
 _SUPPRESS = re.compile(r"#\s*topoc:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
@@ -227,7 +227,12 @@ def apply_suppressions(found: Sequence[Diagnostic], root: Source | None,
 @gc_paused()
 def lint_system(system: System, config: LintConfig = LintConfig()) -> list[Diagnostic]:
     """Port-budget errors and rule findings of a compiled system (no suppression applied)."""
-    return verify(system) + rule_findings(system, config)
+    return verified(system) + rule_findings(system, config)
+
+
+def verified(system: System) -> list[Diagnostic]:
+    """``verify``'s errors (E220), each about a library device moved to the user's line."""
+    return [_at_user_line(system, d, subject) for d, subject in verify_subjects(system)]
 
 
 def lint_file(path: str | os.PathLike, config: LintConfig | None = None,
