@@ -50,3 +50,13 @@ system b : B
 ''')
     c = cost(system, select_group(system, None, None, "0,1"), "allreduce", 2**30)
     assert c.bottleneck == "inter_socket" and c.bottleneck_link.endswith(":upi")
+
+
+def test_hierarchical_cost_of_uneven_domains_is_refused_like_schedule():
+    import pytest
+    from topoc.compiler.collectives.cost import CostError
+    from ..conftest import LIBRARY
+    system = topoc.load(LIBRARY / "nvidia" / "h100_cluster.topo")
+    group = select_group(system, None, None, "0..8")
+    with pytest.raises(CostError, match="same number of ranks"):
+        cost(system, group, "allreduce", 2**20, algorithm="hierarchical")
