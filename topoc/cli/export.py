@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..backends import nccl_graph, nccl_topo
-from .common import (EXIT_OK, add_common, add_group_options, fail, load, read_text,
+from ..compiler.collectives.orders import MAX_GRAPH_CHANNELS
+from .common import (EXIT_OK, add_common, count, add_group_options, fail, load, read_text,
                      selected_group, write_output)
 
 
@@ -17,7 +18,8 @@ def add_parser(sub) -> None:
     p.add_argument("--bus-ids", metavar="FILE",
                    help="nccl-topo: the machine's bus ids ('<device id> <bus id>' lines, as "
                    "topoc import nccl-topo --bus-ids writes them) instead of synthesised ones")
-    p.add_argument("--channels", type=int, help="nccl-graph: channels per graph (default: "
+    p.add_argument("--channels", type=count(1, MAX_GRAPH_CHANNELS),
+                   help=f"nccl-graph: channels per graph, 1..{MAX_GRAPH_CHANNELS} (default: "
                    "NCCL's, two per NIC across nodes, one per NVLink lane inside one)")
     add_common(p, output_required=True)
     p.set_defaults(func=run)

@@ -8,7 +8,7 @@ import sys
 
 from ..compiler.base.diagnostics import CompileError
 from ..compiler.lang.fmt import fmt
-from .common import EXIT_INPUT, EXIT_OK, read_text, report, write_output
+from .common import EXIT_INPUT, EXIT_OK, read_stdin, read_text, report, write_output
 
 
 def add_parser(sub) -> None:
@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     changed, failed = [], []
     for file in args.files:
-        text = sys.stdin.read() if file == "-" else read_text(file)
+        text = read_stdin() if file == "-" else read_text(file)
         name = "<stdin>" if file == "-" else file
         try:
             new = fmt(text, name)
