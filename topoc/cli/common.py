@@ -64,13 +64,14 @@ def fail(file: str, message: object) -> int:
 
 def write_output(text: str | bytes, out: str | None) -> None:
     """Write to stdout ('-' or None) or to a file, respecting what is there (``safe_write``)."""
-    data = text if isinstance(text, bytes) else text.encode("utf-8")
     if out in (None, "-"):
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+        if isinstance(text, bytes):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text)
+        else:
+            sys.stdout.write(text)
         return
-    safe_write(out, data)
+    safe_write(out, text if isinstance(text, bytes) else text.encode("utf-8"))
 
 
 def safe_write(out: str, data: bytes, refuse_read_only: bool = True) -> None:
