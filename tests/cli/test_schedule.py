@@ -10,7 +10,7 @@ import pytest
 import topoc
 from topoc.cli import main
 
-from .conftest import library_file
+from ..conftest import library_file
 
 DGX = str(library_file("dgx_h100.topo"))
 

@@ -14,7 +14,7 @@ from topoc.backends.report import seconds
 from topoc.cli import main, parse_size
 from topoc.compiler.analysis.strategy import analyse
 
-from .conftest import library_file
+from ..conftest import library_file
 
 DGX = str(library_file("dgx_h100.topo"))
 CLUSTER = str(library_file("nvl72_cluster.topo"))
