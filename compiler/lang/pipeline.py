@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from ..base import reading
-from ..base.diagnostics import CompileError, Diagnostic, error, span_of_file
+from ..base.diagnostics import CompileError, Diagnostic, Source, Span, error
 from ..ir.system import System
 from .elaborate import elaborate
 from .parse import parse
@@ -42,7 +42,7 @@ def too_large(path: str, exc: reading.TooLarge, span=None) -> Diagnostic:
     """E290 for an input the bounded reader stopped reading (at ``span``, else the file's
     start)."""
     return error("E290", f"file is larger than the limit of {exc.limit} bytes; nothing past "
-                 "it was read", span or span_of_file(path))
+                 "it was read", span or Span(Source(path, ""), 1, 1, 0, 0))
 
 
 def front_end(text: str, path: PathLike | None = None,

@@ -18,7 +18,7 @@ from topoc.compiler.analysis.plan import PlanUsageError, plan
 from topoc.compiler.lang.derive import find_model
 from topoc.compiler.training.model import Training
 
-from ..conftest import LIBRARY
+from ...conftest import LIBRARY
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ import pytest
 import topoc
 from topoc.cli import common, main
 
-from .conftest import LIBRARY
+from ..conftest import LIBRARY
 
 DGX = str(LIBRARY / "nvidia" / "dgx_h100.topo")
 SMALL = 'device G : gpu { hbm = 80 GB }\ngroup N { g[2] : G }\nsystem n : N\n'
@@ -33,9 +33,21 @@ def _small(tmp_path) -> str:
 
 # ---- output targets -------------------------------------------------------------------------
 
-def test_dev_null_stays_a_device(tmp_path):
-    assert main(["compile", _small(tmp_path), "-o", "/dev/null"]) == 0
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+def _device(tmp_path, name: str, minor: int) -> str:
+    """A private copy of /dev/null (minor 3) or /dev/full (7): the test never risks the
+    machine's own device if the code under test were to replace its target."""
+    path = tmp_path / name
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+    except PermissionError:
+        pytest.skip("creating a device node needs root")
+    return str(path)
+
+
+def test_a_null_device_stays_a_device(tmp_path):
+    null = _device(tmp_path, "null", 3)
+    assert main(["compile", _small(tmp_path), "-o", null]) == 0
+    assert stat.S_ISCHR(os.stat(null).st_mode)
 
 
 def test_a_fifo_is_written_into(tmp_path):
@@ -75,11 +87,11 @@ def test_fmt_refuses_a_read_only_file(tmp_path, capsys):
     assert path.read_text() == "device G : gpu {   }\n" and not path.stat().st_mode & 0o222
 
 
-@pytest.mark.parametrize("target", ["folder", "/dev/full", "missing/x.txt"])
+@pytest.mark.parametrize("target", ["folder", "full", "missing/x.txt"])
 def test_unwritable_outputs_exit_2_with_a_message(tmp_path, capsys, target):
     if target == "folder":
         (tmp_path / "folder").mkdir()
-    out = target if target.startswith("/") else str(tmp_path / target)
+    out = _device(tmp_path, "full", 7) if target == "full" else str(tmp_path / target)
     assert main(["compile", _small(tmp_path), "-o", out]) == 2
     err = capsys.readouterr().err
     assert err.startswith("topoc: error: cannot write") and "Traceback" not in err

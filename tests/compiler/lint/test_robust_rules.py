@@ -55,7 +55,7 @@ system b : B
 def test_hierarchical_cost_of_uneven_domains_is_refused_like_schedule():
     import pytest
     from topoc.compiler.collectives.cost import CostError
-    from ..conftest import LIBRARY
+    from ...conftest import LIBRARY
     system = topoc.load(LIBRARY / "nvidia" / "h100_cluster.topo")
     group = select_group(system, None, None, "0..8")
     with pytest.raises(CostError, match="same number of ranks"):
