@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import os
 import stat
 import subprocess
@@ -235,3 +236,37 @@ def test_nccl_export_writes_every_cpus_vendor(decl, vendor):
                          "link pc : pcie { bandwidth = 63 GB/s }\n"
                          f"group N {{ c : {name}  g : G  g <-> c : pc }}\nsystem n : N\n")
     assert vendor in nccl_topo.render(system, None)
+
+
+def test_the_readme_ci_recipe_keeps_every_result_when_one_file_is_broken(tmp_path, capsys):
+    """Run the README's lint steps as written on three files, one not UTF-8: every step runs
+    (``if: always()`` after the first), the SARIF file holds the good files' findings and the
+    broken file's E104."""
+    import shlex
+    from ..conftest import ROOT
+    readme = (ROOT / "README.md").read_text()
+    recipe = re.search(r"```yaml\n(lint-topologies:.*?)```", readme, re.S).group(1)
+    steps = re.findall(r"- run: (topoc .*)\n(\s+if: always\(\))?", recipe)
+    assert [s[0].split()[1] for s in steps] == ["lint", "lint", "fmt"]
+    assert all(always for _, always in steps[1:])
+    folder = tmp_path / "topologies"
+    folder.mkdir()
+    (folder / "warn.topo").write_text(
+        'link nv : nvlink { bandwidth = 25 GB/s }\ndevice G : gpu { }\ndevice S : switch { }\n'
+        'group B { g[2] : G  s : S\n  g[0] <-> s : nv x 4\n  g[1] <-> s : nv x 2\n}\n'
+        'system b : B\n')
+    (folder / "broken.topo").write_bytes(b"device G : gpu { }\n# \xff\n")
+    (folder / "fine.topo").write_text(SMALL)
+    files = sorted(str(p) for p in folder.glob("*.topo"))
+    codes = []
+    for command, _ in steps:
+        words = shlex.split(command)[1:]
+        words = [w.replace("topoc.sarif", str(tmp_path / "topoc.sarif")) for w in words]
+        i = words.index("topologies/*.topo")
+        codes.append(main(words[:i] + files + words[i + 1:]))
+    assert codes == [1, 1, 2]          # fmt: the broken file is an I/O error, the rest checked
+    sarif = json.loads((tmp_path / "topoc.sarif").read_text())
+    results = sarif["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} >= {"W404", "W401", "E104"}
+    out, err = capsys.readouterr()
+    assert "W404" in out and "would reformat" in err and "warn.topo" in err
