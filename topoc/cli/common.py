@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..compiler.base.diagnostics import CompileError, Diagnostic, render_all, suggest
+from ..compiler.base.limits import LIMITS
 from ..compiler.base.units import BYTES, Quantity
 from ..compiler.ir.groups import GroupError, RankGroup, select_group
 from ..compiler.ir.system import System
@@ -218,6 +219,11 @@ def read_stdin() -> str:
     """Standard input's text, through the bounded reader (8 MiB, then E290)."""
     from ..compiler.base import reading
     try:
+        if not hasattr(sys.stdin, "buffer"):        # a text stream put in place of stdin
+            text = sys.stdin.read(LIMITS.file_bytes + 1)
+            if len(text) > LIMITS.file_bytes:
+                raise reading.TooLarge("<stdin>", LIMITS.file_bytes)
+            return reading.strip_bom(text)
         return reading.decode(reading.read_stream(sys.stdin.buffer, "<stdin>"))
     except reading.TooLarge as exc:
         raise CompileError([pipeline.too_large("<stdin>", exc)]) from None
