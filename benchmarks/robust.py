@@ -42,8 +42,8 @@ def main() -> None:
           f"({len(xml) / 1e6:.1f} MB): {timed(lambda: from_nccl_xml(xml, 'wide.xml')):.2f} s")
     n = smi.MAX_COLUMNS
     head = "\t" + "\t".join(f"GPU{i}" for i in range(n))
-    rows = [f"GPU{i}\t" + "\t".join("X" if i == j else "NV18" for j in range(n))
-            for i in range(n)]
+    rows = [f"GPU{i}\t" + "\t".join("X" if i == j else "NV18" if i % 7 and j % 7 else "NODE"
+                                    for j in range(n)) for i in range(n)]
     matrix = "\n".join([head, *rows])
     print(f"import nvidia-smi, {n} x {n} matrix ({len(matrix) / 1e6:.1f} MB): "
           f"{timed(lambda: from_smi(matrix, 'wide.txt')):.2f} s")

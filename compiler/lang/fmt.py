@@ -15,6 +15,7 @@ import lark
 
 from ...grammar import parser
 from ..base.diagnostics import CompileError
+from ..base.gcpause import gc_paused
 from ..base.reading import strip_bom
 from .parse import parse
 
@@ -290,6 +291,7 @@ class _Printer:
         return "\n".join(self.out) + "\n" if self.out else ""
 
 
+@gc_paused()          # the parse trees of a large file: the collector would make it quadratic
 def fmt(text: str, path: str = "<input>") -> str:
     """The canonical layout of ``text``; raises CompileError if it does not parse."""
     text = strip_bom(text)

@@ -11,6 +11,7 @@ from lark import Transformer, v_args
 from ...grammar import parser
 from . import syntax as s
 from ..base.diagnostics import CompileError, Note, Source, Span, error
+from ..base.gcpause import gc_paused
 from ..base.limits import LIMITS
 from ..base.reading import strip_bom
 from ..base.units import LiteralRange, literal
@@ -341,6 +342,7 @@ def _too_deep(source: Source):
                  f"{LIMITS.expression} levels)", Span(source, 1, 1, 0, 0))
 
 
+@gc_paused()          # a large file's trees and tokens: keep the collector from going quadratic
 def parse(text: str, path: str = "<input>") -> s.Module:
     """Parse one .topo text into a ``Module``; syntax errors raise ``CompileError``. A leading
     byte-order mark is dropped."""
