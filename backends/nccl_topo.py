@@ -33,6 +33,35 @@ CPU_IDS = {
     "Xeon8570": ("GenuineIntel", 6, 207),      # Emerald Rapids (as in the HGX H200 dump)
     "EPYC7742": ("AuthenticAMD", 143, 49),     # Rome (as in NVIDIA/nccl issue 1505)
 }
+#: The vendor strings NCCL reads (src/graph/topo.cc), by a model's ``vendor`` attribute or
+#: the start of its name.
+VENDORS = {"intel": "GenuineIntel", "genuineintel": "GenuineIntel", "amd": "AuthenticAMD",
+           "authenticamd": "AuthenticAMD"}
+NAME_VENDORS = (("xeon", "GenuineIntel"), ("epyc", "AuthenticAMD"))
+#: Family and model of CPU generations NCCL tells apart (topo.h), by name pattern. Intel: every
+#: Xeon since 2006 is family 6; Granite Rapids (Xeon 6 P-cores) is model 173 (0xAD), as
+#: Linux's arch/x86/include/asm/intel-family.h lists INTEL_GRANITERAPIDS_X.
+NAME_IDS = ((r"^xeon_?6", ("GenuineIntel", 6, 173)),)
+
+
+def cpu_identity(model) -> tuple[str | None, int | None, int | None]:
+    """(vendor, familyid, modelid) of a CPU model for NCCL: the known table, else the
+    ``vendor`` attribute or the name (Xeon, EPYC); familyid 6 for any Intel CPU; ids that are
+    not known are left out rather than guessed."""
+    if model.name in CPU_IDS:
+        return CPU_IDS[model.name]
+    name = model.name.lower()
+    m = re.fullmatch(r"cpu_(genuineintel|authenticamd)_([0-9]{1,4})_([0-9]{1,4})", name)
+    if m:                                   # as topoc import nccl-topo names a dump's CPU
+        return VENDORS[m.group(1)], int(m.group(2)), int(m.group(3))
+    for pattern, ids in NAME_IDS:
+        if re.match(pattern, name):
+            return ids
+    vendor = VENDORS.get(str(model.attr("vendor", "")).lower()) or next(
+        (v for prefix, v in NAME_VENDORS if name.startswith(prefix)), None)
+    return vendor, 6 if vendor == "GenuineIntel" else None, None
+
+
 PCIE_SPEED = {1: "2.5 GT/s PCIe", 2: "5.0 GT/s PCIe", 3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe",
               5: "32.0 GT/s PCIe", 6: "64.0 GT/s PCIe"}
 BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$")
@@ -186,12 +215,14 @@ def build(system: System, node: str | None = None,
 
     cpus = [d for d in members if d.kind == "cpu"]
     for index, cpu in enumerate(cpus):
-        vendor, family, model = CPU_IDS.get(cpu.model.name, (None, None, None))
+        vendor, family, model = cpu_identity(cpu.model)
         attrs = {"numaid": str(index),
                  "affinity": _affinity(index, int(cpu.model.attr("cores", 32))),
                  "arch": cpu.model.attr("arch", "x86_64")}
         if vendor:
-            attrs.update(vendor=vendor, familyid=str(family), modelid=str(model))
+            attrs["vendor"] = vendor
+        attrs.update({k: str(v) for k, v in (("familyid", family), ("modelid", model))
+                      if v is not None})
         el = ET.SubElement(root, "cpu", attrs)
         for link in sorted(adj[cpu.id], key=lambda lk: lk.id):
             other = system.device(link.dst if link.src == cpu.id else link.src)

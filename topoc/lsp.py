@@ -67,6 +67,17 @@ def _found(d: Diagnostic, path: str) -> Found | None:
     return Found(d.code, 1 if d.severity == "error" else 2, message, start, end)
 
 
+def _imported(d: Diagnostic, text: str, path: str) -> Found | None:
+    """A diagnostic in an imported file, shown on the ``use`` line that leads to it."""
+    from .lsp_io import import_site
+    site = import_site(text, path, d.span.path) if d.span.path else None
+    if site is None:
+        return None
+    line, start, end = site
+    return Found(d.code, 1 if d.severity == "error" else 2,
+                 f"in {d.span.location()}: {d.message}", (line, start), (line, end))
+
+
 class Analysis:
     """Everything the server knows about one document's text."""
 
@@ -80,13 +91,13 @@ class Analysis:
         """The pipeline once (as ``topoc.compile`` runs it, the resolved program kept for hover
         and definition), then the lint rules when it compiles."""
         from .compiler.lang import pipeline
-        from .compiler.lang.verify import verify
+        from .compiler.lint.lint import verified
         found: list[Diagnostic] = []
         try:
             self.program = pipeline.front_end(self.text, self.path)
             system = pipeline.lower(self.program)
             if system is not None:
-                found = verify(system)
+                found = verified(system)      # E220 on a library device: at the user's line
                 if not found:
                     from .compiler.lint.lint import LintConfig, apply_suppressions, lint_system
                     found = apply_suppressions(lint_system(system), system.span.source,
@@ -95,7 +106,8 @@ class Analysis:
             found = list(exc.diagnostics)
         except RecursionError:
             pass                # nested too deeply to analyse: nothing to say at a position
-        self.diagnostics = [f for d in found if (f := _found(d, self.path))]
+        self.diagnostics = [f for d in found
+                            if (f := _found(d, self.path) or _imported(d, self.text, self.path))]
 
     # -- positions
     def word_at(self, line: int, character: int) -> str | None:
@@ -245,6 +257,7 @@ def build_server():
     except ImportError:
         raise RuntimeError("topoc lsp needs pygls: pip install 'topoc[lsp]'") from None
     from . import __version__
+    from .lsp_io import Debouncer
     server = LanguageServer("topoc", __version__)
     docs: dict[str, Analysis] = {}
     kinds = {"link": t.CompletionItemKind.Interface, "device": t.CompletionItemKind.Class,
@@ -258,6 +271,9 @@ def build_server():
         return a
 
     def publish(uri: str) -> None:
+        debouncer.submit(uri)       # analysed on the worker thread after a quiet moment
+
+    def send(uri: str) -> None:
         a = analyse(uri)
         server.text_document_publish_diagnostics(t.PublishDiagnosticsParams(
             uri=uri, diagnostics=[
@@ -278,8 +294,12 @@ def build_server():
     def did_save(ls, params: t.DidSaveTextDocumentParams):
         publish(params.text_document.uri)
 
+    debouncer = Debouncer(send)
+
     def current(uri: str) -> Analysis:
-        return docs.get(uri) or analyse(uri)
+        """The latest analysis, waiting a moment for a pending one (lsp_io.WAIT)."""
+        debouncer.wait(uri)
+        return docs.get(uri) or Analysis("", uri_to_path(uri))
 
     def ask(params, question: str):
         """The document's answer at the request's position (hover, definition, ...)."""

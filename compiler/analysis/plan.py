@@ -27,6 +27,7 @@ from ..lang import pipeline
 from ..ir.gpus import gpu_rates
 from ..lang.derive import with_training
 from ..ir.system import DEFAULT_ORDER, ParallelStrategy, System, Transformer
+from . import plan_cache, remote
 from .strategy import StepReport, exposed_by_dim, step
 from ..training.model import RECOMPUTE, PlanError, Shape, Training
 
@@ -236,6 +237,10 @@ def run_ray(address: str, source: dict, base: Training,
         import ray
     except ImportError:
         raise PlanUsageError("--ray needs Ray: pip install 'topoc[ray]'") from None
+    try:
+        remote.probe(address)
+    except remote.Unreachable as exc:
+        raise PlanUsageError(str(exc)) from None
     ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
              logging_level="ERROR")
     try:
@@ -293,22 +298,15 @@ def cache_dir() -> Path:
 
 
 def _load_cache(path: Path) -> dict[str, dict | None]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return data["rows"] if data.get("version") == CACHE_VERSION else {}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}       # a missing or damaged cache is rebuilt, never trusted
+    """The cache's valid rows (``plan_cache``: shape, code hash and checksum checked; anything
+    else is recomputed)."""
+    return plan_cache.load(path, _code_hash(), lambda d: Candidate(
+        d["tp"], d["cp"], d["ep"], d["dp"], d["pp"], d["microbatch"], d["recompute"],
+        d["interleave"], d["sequence_parallel"]).key)
 
 
 def _save_cache(path: Path, rows: dict[str, dict | None]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"version": CACHE_VERSION, "rows": rows}, sort_keys=True),
-                       encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass            # a read-only cache folder costs speed, not correctness
+    plan_cache.save(path, rows, _code_hash())
 
 
 # ---- the entry point ------------------------------------------------------------------------

@@ -174,6 +174,9 @@ def _hierarchical_loads(res, system, ranks) -> list[tuple[Loads, float]]:
     """Reduce-scatter then all-gather inside each NVLink domain, an all-reduce across domains
     per local index: one round of each phase and its number of rounds."""
     domains = orders.nvlink_domains(system, ranks)
+    if len({len(d) for d in domains}) != 1:      # as schedule refuses it, never an IndexError
+        raise CostError("hierarchical all-reduce needs the same number of ranks in every "
+                        f"NVLink domain (found {sorted({len(d) for d in domains})})")
     m, L = len(domains), len(domains[0])
     gpu = [g.id for g in system.gpus]
     inside, across = Loads(res), Loads(res)

@@ -153,8 +153,9 @@ class Resources:
             return None
         key = ("staged", src, dst)
         if key not in self.capacity:
-            self.capacity[key] = min(self.capacity[h] for h in hops) / 2
-            self.example[key] = self.example[hops[0]]
+            slowest = min(hops, key=lambda h: self.capacity[h])   # the link that limits
+            self.capacity[key] = self.capacity[slowest] / 2
+            self.example[key] = self.example[slowest]
         return key
 
     def _hops(self, src: str, dst: str):

@@ -8,12 +8,15 @@ attribute or parallel setting. Runs of blank lines between units become one blan
 
 from __future__ import annotations
 
+import bisect
 import re
 
 import lark
 
 from ...grammar import parser
 from ..base.diagnostics import CompileError
+from ..base.gcpause import gc_paused
+from ..base.reading import strip_bom
 from .parse import parse
 
 INDENT = "  "
@@ -40,9 +43,28 @@ def _comments(text: str) -> list[tuple[int, int, str]]:
 class _Printer:
     def __init__(self, text: str):
         self.lines = text.split("\n")
-        self.comments = _comments(text)
+        self.comments = _comments(text)       # in text order, so sorted by line
+        self.lines_of = [line for line, _, _ in self.comments]
         self.taken: set[int] = set()          # indices of comments already printed
+        self.first = 0                        # every comment before this index is taken
         self.out: list[str] = []
+
+    # Comments are found by line with bisect and a pointer past the taken ones, so formatting
+    # stays linear in the file, however many comments it holds.
+    def _between(self, start: int, end: int) -> range:
+        """Indices of the comments on lines start..end."""
+        return range(bisect.bisect_left(self.lines_of, start),
+                     bisect.bisect_right(self.lines_of, end))
+
+    def _open_before(self, line: int):
+        """Indices of comments not yet taken on lines before ``line``."""
+        while self.first < len(self.comments) and self.first in self.taken:
+            self.first += 1
+        i = self.first
+        while i < len(self.comments) and self.lines_of[i] < line:
+            if i not in self.taken:
+                yield i
+            i += 1
 
     # -- comments and blank lines
     def _code_before(self, line: int, col: int) -> bool:
@@ -50,8 +72,9 @@ class _Printer:
 
     def leading(self, upto_line: int, indent: str) -> None:
         """Own-line comments before ``upto_line`` not yet printed."""
-        for i, (line, col, text) in enumerate(self.comments):
-            if i not in self.taken and line < upto_line and not self._code_before(line, col):
+        for i in list(self._open_before(upto_line)):
+            line, col, text = self.comments[i]
+            if not self._code_before(line, col):
                 self.taken.add(i)
                 if self.out and self.out[-1] != "" and self._blank_before(line) and \
                         not self.out[-1].endswith("{"):
@@ -62,8 +85,9 @@ class _Printer:
         """The comment after code on the lines start..end, for the end of the unit's line. A
         line holds one comment, so further ones go on their own lines just above the unit."""
         found = []
-        for i, (line, col, text) in enumerate(self.comments):
-            if i not in self.taken and start <= line <= end and self._code_before(line, col):
+        for i in self._between(start, end):
+            line, col, text = self.comments[i]
+            if i not in self.taken and self._code_before(line, col):
                 self.taken.add(i)
                 found.append(text)
         self.out += [indent + text for text in found[:-1]]
@@ -76,8 +100,8 @@ class _Printer:
         """A blank line before a unit (before its leading comments, if any) where the source
         had one, or where ``force`` asks for one; then its leading comments; then a blank line
         between those comments and the unit if the source had one there."""
-        pending = [line for i, (line, col, _) in enumerate(self.comments)
-                   if i not in self.taken and line < node_line and not self._code_before(line, col)]
+        pending = [self.comments[i][0] for i in self._open_before(node_line)
+                   if not self._code_before(*self.comments[i][:2])]
         start = min(pending) if pending else node_line
         if self.out and self.out[-1] != "" and not self.out[-1].endswith("{") and \
                 (force or self._blank_before(start)):
@@ -152,12 +176,12 @@ class _Printer:
         """``head { a = 1  b = 2 }`` on one line when it fits and holds no comments."""
         inner = [self.attr_text(a) for a in attrs]
         first = attrs[0].meta.line if attrs else meta.end_line
-        # Multi-line only for comments that must sit inside: own-line ones, or ones after an
-        # attribute; comments before the first attribute stay on the header line.
-        has_comments = any(
-            i not in self.taken and meta.line < line < meta.end_line and
-            (not self._code_before(line, col) or line >= first)
-            for i, (line, col, _) in enumerate(self.comments))
+        # A block written on several lines stays on several lines when it holds a comment
+        # anywhere (header line and closing line included): joining its lines would move the
+        # comment onto another line's code, and a suppression there would start hiding
+        # findings it never hid.
+        has_comments = meta.end_line > meta.line and any(
+            i not in self.taken for i in self._between(meta.line, meta.end_line))
         one = f"{head} {{ {'  '.join(inner)} }}" if inner else f"{head} {{ }}"
         if not has_comments and len(indent + one) <= WIDTH:
             line = self.trailing(meta.line, meta.end_line, indent)
@@ -269,8 +293,10 @@ class _Printer:
         return "\n".join(self.out) + "\n" if self.out else ""
 
 
+@gc_paused()          # the parse trees of a large file: the collector would make it quadratic
 def fmt(text: str, path: str = "<input>") -> str:
     """The canonical layout of ``text``; raises CompileError if it does not parse."""
+    text = strip_bom(text)
     parse(text, path)                       # the same diagnostics as every other verb
     tree = parser().parse(text)
     return _Printer(text).run(tree)

@@ -11,7 +11,9 @@ from lark import Transformer, v_args
 from ...grammar import parser
 from . import syntax as s
 from ..base.diagnostics import CompileError, Note, Source, Span, error
+from ..base.gcpause import gc_paused
 from ..base.limits import LIMITS
+from ..base.reading import strip_bom
 from ..base.units import LiteralRange, literal
 
 # Token names as people know them, for "expected ..." messages.
@@ -345,8 +347,11 @@ def _too_deep(source: Source):
                  f"{LIMITS.expression} levels)", Span(source, 1, 1, 0, 0))
 
 
+@gc_paused()          # a large file's trees and tokens: keep the collector from going quadratic
 def parse(text: str, path: str = "<input>") -> s.Module:
-    """Parse one .topo text into a ``Module``; syntax errors raise ``CompileError``."""
+    """Parse one .topo text into a ``Module``; syntax errors raise ``CompileError``. A leading
+    byte-order mark is dropped."""
+    text = strip_bom(text)
     source = Source(path, text)
     if len(text) > LIMITS.file_bytes:
         raise CompileError([error("E290", f"file is {len(text)} characters; the limit is "

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-from ..base.diagnostics import CompileError, Diagnostic
+from ..base import reading
+from ..base.diagnostics import CompileError, Diagnostic, Source, Span, error
 from ..ir.system import System
 from .elaborate import elaborate
 from .parse import parse
@@ -29,8 +29,20 @@ def display(path: PathLike | None) -> str:
 
 
 def read(path: PathLike) -> str:
-    """A source file's text; OSError and UnicodeDecodeError go to the caller (an I/O error)."""
-    return Path(path).read_text(encoding="utf-8")
+    """A source file's text, read through the bounded reader: past the size limit, E290 (a
+    ``CompileError``) without reading more; OSError and UnicodeDecodeError go to the caller
+    (an I/O error). A UTF-8 byte-order mark is dropped."""
+    try:
+        return reading.read_text(path)
+    except reading.TooLarge as exc:
+        raise CompileError([too_large(display(path), exc)]) from None
+
+
+def too_large(path: str, exc: reading.TooLarge, span=None) -> Diagnostic:
+    """E290 for an input the bounded reader stopped reading (at ``span``, else the file's
+    start)."""
+    return error("E290", f"file is larger than the limit of {exc.limit} bytes; nothing past "
+                 "it was read", span or Span(Source(path, ""), 1, 1, 0, 0))
 
 
 def front_end(text: str, path: PathLike | None = None,

@@ -17,6 +17,7 @@ import attrs
 from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, suggest
 from ..ir.system import DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, DeviceModel, LinkType, Transformer
+from ..base import reading
 from ..base.limits import LIMITS
 from .parse import parse
 from ..base.units import BYTES, NUMBER, RATE, SECONDS, Dim, describe
@@ -76,14 +77,18 @@ class _Loader:
         self.order: list[s.Module] = []
 
     def find(self, use: s.Use, base: Path) -> Path | None:
-        for folder in (base, library_root()):
-            candidate = (folder / use.path).resolve()
+        """The file ``use`` names, next to the importing file or in the library. A path that
+        leaves the allowed roots gets E132 whether or not a file is there: the answer must
+        not tell what exists outside the project."""
+        candidates = [(folder / use.path).resolve() for folder in (base, library_root())]
+        inside = [c for c in candidates if any(c.is_relative_to(r) for r in self.roots)]
+        if not inside:
+            self.diags.error("E132", f"import '{use.path}' leaves the importing file's "
+                             "folder and the bundled library (allow more folders with "
+                             "--import-root)", use.span)
+            return None
+        for candidate in inside:
             if candidate.is_file():
-                if not any(candidate.is_relative_to(r) for r in self.roots):
-                    self.diags.error("E132", f"import '{use.path}' leaves the importing file's "
-                                     "folder and the bundled library (allow more folders with "
-                                     "--import-root)", use.span)
-                    return None
                 return candidate
         self.diags.error("E130", f"cannot find '{use.path}' next to this file or in the bundled "
                          "library", use.span)
@@ -109,8 +114,12 @@ class _Loader:
             if target in self.modules:
                 continue
             try:
-                text = target.read_text(encoding="utf-8")
+                text = reading.read_text(target)
                 child = parse(text, _display(target))
+            except reading.TooLarge as exc:
+                self.diags.error("E290", f"cannot import '{item.path}': larger than the limit "
+                                 f"of {exc.limit} bytes", item.span)
+                continue
             except (OSError, UnicodeDecodeError) as exc:
                 self.diags.error("E130", f"cannot read '{item.path}': {exc}", item.span)
                 continue

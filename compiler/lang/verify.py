@@ -24,6 +24,12 @@ def port_usage(system: System) -> dict[tuple[str, str], int]:
 
 def verify(system: System) -> list[Diagnostic]:
     """Error diagnostics for port budgets exceeded (E220); empty when the system is sound."""
+    return [d for d, _ in verify_subjects(system)]
+
+
+def verify_subjects(system: System) -> list[tuple[Diagnostic, str]]:
+    """``verify``'s diagnostics, each with the device it is about (lint moves a finding on a
+    library line to the user's own line through it)."""
     over: dict[tuple, list[tuple[str, int, int]]] = defaultdict(list)
     for (dev_id, cls), lanes in port_usage(system).items():
         device = system.device(dev_id)
@@ -36,8 +42,8 @@ def verify(system: System) -> list[Diagnostic]:
         cases = over[key]
         worst = max(cases, key=lambda c: (c[1], c[0]))
         many = f"{len(cases)} devices, e.g. " if len(cases) > 1 else ""
-        out.append(error(
+        out.append((error(
             "E220", f"port budget exceeded: {many}{worst[0]} has {worst[1]} {cls} lanes, but "
             f"{model.name} has ports.{cls} = {worst[2]}", span,
-            Note(f"{model.name} declared here", model.span)))
+            Note(f"{model.name} declared here", model.span)), worst[0]))
     return out

@@ -18,6 +18,7 @@ that suppresses nothing is reported itself (W400).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -33,7 +34,8 @@ from ..base.gcpause import gc_paused
 from ..ir.system import System
 from .rules import RULES
 from ..lang import pipeline
-from ..lang.verify import verify
+from ..base import reading
+from ..lang.verify import verify_subjects
 
 SEVERITIES = (ERROR, WARNING, NOTE, "off")
 _SUPPRESS = re.compile(r"#\s*topoc:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
@@ -98,13 +100,29 @@ def find_config(start: Path) -> LintConfig:
         path = candidate / "pyproject.toml"
         if path.is_file():
             try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError) as exc:
-                raise ConfigError(f"{path}: {exc}") from None
-            section = data.get("tool", {}).get("topoc", {}).get("lint")
+                data = tomllib.loads(reading.read_text(path, 2**20))
+            except (OSError, UnicodeDecodeError, ValueError) as exc:   # TOML, size, encoding
+                raise ConfigError(f"{path}: cannot read it: {exc}") from None
+            section = data.get("tool", {})
+            for key in ("topoc", "lint"):
+                section = section.get(key) if isinstance(section, dict) else None
             if section is not None:
-                return parse_config(section, str(path))
+                where = f"{path}: [tool.topoc.lint]"
+                if not isinstance(section, dict):
+                    raise ConfigError(f"{where} must be a table")
+                return parse_config(section, where)
     return LintConfig()
+
+
+def _codes(section: dict, key: str, where: str) -> tuple[str, ...]:
+    """``select``/``ignore``: a list of code strings (one string is taken as a list of one)."""
+    value = section.get(key, ())
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
+        raise ConfigError(f"{where}: {key} must be a list of codes, as {key} = [\"W4\", "
+                          f"\"W501\"], not {value!r}")
+    return tuple(value)
 
 
 def parse_config(section: dict[str, Any], where: str = "config") -> LintConfig:
@@ -113,10 +131,20 @@ def parse_config(section: dict[str, Any], where: str = "config") -> LintConfig:
     for key in section:
         if key not in allowed:
             raise ConfigError(f"{where}: unknown key '{key}'" + suggest(key, allowed))
-    select, ignore = tuple(section.get("select", ())), tuple(section.get("ignore", ()))
+    select, ignore = _codes(section, "select", where), _codes(section, "ignore", where)
     check_codes(select, f"{where}: select")
     check_codes(ignore, f"{where}: ignore")
+    if not isinstance(section.get("strict", False), bool):
+        raise ConfigError(f"{where}: strict must be true or false, not "
+                          f"{section['strict']!r}")
     severity = section.get("severity", {})
+    if not isinstance(severity, dict) or not all(isinstance(v, str) for v in severity.values()):
+        raise ConfigError(f"{where}: severity must be a table of CODE = \"error\" | "
+                          "\"warning\" | \"note\" | \"off\"")
+    if not isinstance(section.get("options", {}), dict) or not all(
+            isinstance(v, dict) for v in section.get("options", {}).values()):
+        raise ConfigError(f"{where}: options must be a table of tables, as "
+                          "[tool.topoc.lint.options.W405] max_ratio = 2")
     for code, level in severity.items():
         if code not in RULES:
             raise ConfigError(f"{where}: severity for unknown rule '{code}'" + suggest(code, RULES))
@@ -131,8 +159,9 @@ def parse_config(section: dict[str, Any], where: str = "config") -> LintConfig:
         for key, value in values.items():
             if key not in known:
                 raise ConfigError(f"{where}: {code} has no option '{key}'" + suggest(key, known))
-            if not isinstance(value, (int, float)):
-                raise ConfigError(f"{where}: {code}.{key} must be a number")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not math.isfinite(value):
+                raise ConfigError(f"{where}: {code}.{key} must be a finite number")
         options.append((code, tuple(sorted(values.items()))))
     return LintConfig(select, ignore, tuple(sorted(severity.items())), tuple(sorted(options)),
                       bool(section.get("strict", False)))
@@ -227,7 +256,12 @@ def apply_suppressions(found: Sequence[Diagnostic], root: Source | None,
 @gc_paused()
 def lint_system(system: System, config: LintConfig = LintConfig()) -> list[Diagnostic]:
     """Port-budget errors and rule findings of a compiled system (no suppression applied)."""
-    return verify(system) + rule_findings(system, config)
+    return verified(system) + rule_findings(system, config)
+
+
+def verified(system: System) -> list[Diagnostic]:
+    """``verify``'s errors (E220), each about a library device moved to the user's line."""
+    return [_at_user_line(system, d, subject) for d, subject in verify_subjects(system)]
 
 
 def lint_file(path: str | os.PathLike, config: LintConfig | None = None,
@@ -236,7 +270,13 @@ def lint_file(path: str | os.PathLike, config: LintConfig | None = None,
     as the comments say, sorted by position."""
     config = config if config is not None else find_config(Path(path).resolve())
     try:
-        program = pipeline.front_end(pipeline.read(path), path, import_roots)
+        text = pipeline.read(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        return [unreadable(path, exc)]
+    except CompileError as exc:
+        return list(exc.diagnostics)
+    try:
+        program = pipeline.front_end(text, path, import_roots)
         system, root = pipeline.lower(program, defines), program.root_span.source
     except CompileError as exc:
         return sorted(exc.diagnostics, key=Diagnostic.sort_key)
@@ -244,3 +284,21 @@ def lint_file(path: str | os.PathLike, config: LintConfig | None = None,
     found = [d for d in found if d.severity == ERROR or config.level(d.code) != "off"]
     return sorted(apply_suppressions(found, root, config), key=Diagnostic.sort_key)
 
+
+
+def unreadable(path: str | os.PathLike, exc: Exception) -> Diagnostic:
+    """E105 for a file lint cannot read (missing, a folder, not UTF-8): one finding of that
+    file, so a CI run still reports every other file. For text that is not UTF-8, at the
+    first bad byte."""
+    name = os.fspath(path)
+    line = col = 1
+    if isinstance(exc, UnicodeDecodeError):
+        data = exc.object[:exc.start]
+        line = data.count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n") + 1) + 1
+        why = (f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save the file as "
+               "UTF-8")
+    else:
+        why = getattr(exc, "strerror", None) or str(exc)
+    return Diagnostic("E105", ERROR, f"cannot read the file: {why}",
+                      Span(Source(name, ""), line, col, 0, 0))

@@ -187,18 +187,33 @@ def rails(system: System, opts) -> Iterable[Finding]:
                 if a in local:
                     leaf_of.setdefault(a, b)
     rail_votes: dict[str, Counter] = defaultdict(Counter)
+    nodes: dict[str, dict[int, set]] = defaultdict(lambda: defaultdict(set))
     for nic, leaf in leaf_of.items():
         rail_votes[leaf][local[nic]] += 1
-    rail = {leaf: votes.most_common(1)[0][0] for leaf, votes in rail_votes.items()}
-    if len(set(rail.values())) < 2:
+        nodes[leaf][local[nic]].add(nic.rpartition(".")[0])
+    rails = {leaf: _carried(votes, nodes[leaf]) for leaf, votes in rail_votes.items()}
+    if len(set().union(*rails.values())) < 2:
         return           # not a rail-optimised fabric: nothing to align
-    wrong = [(nic, leaf) for nic, leaf in leaf_of.items() if local[nic] != rail[leaf]]
+    wrong = [(nic, leaf) for nic, leaf in leaf_of.items() if local[nic] not in rails[leaf]]
     if wrong:
         nic, leaf = min(wrong)
         their = "its" if len(wrong) == 1 else "their"
+        carried = sorted(rails[leaf])
+        what = f"rail {carried[0]}" if len(carried) == 1 else \
+            f"rails {', '.join(map(str, carried))}"
         yield Finding("W406", f"{plural(len(wrong), 'NIC')} off {their} rail, e.g. {nic} (NIC {local[nic]} "
-                      f"of its node) on {leaf}, which carries rail {rail[leaf]}",
+                      f"of its node) on {leaf}, which carries {what}",
                       system.device(nic).span, nic)
+
+
+def _carried(votes: Counter, nodes: dict[int, set]) -> set[int]:
+    """The rails a leaf carries: its majority rail, or every tied rail when each of them comes
+    whole from the same nodes (a leaf that takes NICs 0 and 1 of every node)."""
+    top = max(votes.values())
+    tied = [r for r, n in votes.items() if n == top]
+    if len(tied) > 1 and all(nodes[r] == nodes[tied[0]] for r in tied):
+        return set(tied)
+    return {votes.most_common(1)[0][0]}
 
 
 @rule("W407", "off", "port budget fully used: no spare ports (select it to audit headroom)",

@@ -83,7 +83,16 @@ def test_library_is_formatted_and_lints_clean(capsys):
     assert main(["lint", "--strict", *paths]) == 0
 
 
-@pytest.mark.parametrize("verb", [["lint"], ["compile"], ["fmt", "--check"], ["render", "-o", "x.dot"]])
+def test_lint_reports_a_non_utf8_file_as_e104_at_the_byte(tmp_path, capsys):
+    """Lint keeps going past an unreadable file (issue 25): E105 at the bad byte, exit 1."""
+    bad = tmp_path / "latin1.topo"
+    bad.write_bytes(b'device G : gpu { }\n# caf\xe9\ngroup N { g[2] : G }\nsystem n : N\n')
+    assert main(["lint", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert f"{bad}:2:6: E105 error: cannot read the file: not UTF-8 text (byte 0xe9)" in out
+
+
+@pytest.mark.parametrize("verb", [["compile"], ["fmt", "--check"], ["render", "-o", "x.dot"]])
 def test_non_utf8_file_names_the_byte(verb, tmp_path, capsys):
     bad = tmp_path / "latin1.topo"
     bad.write_bytes(b'device G : gpu { }\n# caf\xe9\ngroup N { g[2] : G }\nsystem n : N\n')

@@ -20,6 +20,8 @@ from .common import EXIT_INPUT, EXIT_OK, EXIT_USAGE, UsageError, parse_size, rep
 __all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "parse_size", "run"]
 
 #: The verbs in the order ``topoc --help`` lists them.
+EXIT_INTERRUPTED = 130
+
 VERBS = (compile, lint, export, imports, diff, fmt, render, schedule, cost, report, plan, infer,
          lsp)
 
@@ -44,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED             # Ctrl-C: quietly, as a shell expects (128 + 2)
     except CompileError as exc:
         print_diagnostics(exc.diagnostics)
         return EXIT_INPUT
@@ -52,11 +56,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as exc:                  # an I/O error no verb foresaw: a message, exit 2
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"topoc: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
     except RecursionError:
         print("topoc: error: input nested too deeply", file=sys.stderr)
         return EXIT_INPUT
 
 
 def run() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point; Ctrl-C anywhere (even while importing) exits 130 without a
+    traceback."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    sys.exit(code)

@@ -13,14 +13,17 @@ Exit codes, the same for every verb (docs and design.md section 3):
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..compiler.base.diagnostics import Diagnostic, render_all, suggest
+from ..compiler.base.diagnostics import CompileError, Diagnostic, render_all, suggest
+from ..compiler.base.limits import LIMITS
 from ..compiler.base.units import BYTES, Quantity
 from ..compiler.ir.groups import GroupError, RankGroup, select_group
 from ..compiler.ir.system import System
@@ -61,28 +64,119 @@ def fail(file: str, message: object) -> int:
 
 
 def write_output(text: str | bytes, out: str | None) -> None:
-    """Write to stdout ('-' or None) or atomically to a file: temp file, then rename."""
+    """Write to stdout ('-' or None) or to a file, respecting what is there (``safe_write``)."""
     if out in (None, "-"):
         if isinstance(text, bytes):
+            sys.stdout.flush()
             sys.stdout.buffer.write(text)
         else:
             sys.stdout.write(text)
         return
-    target = Path(out)
-    folder = target.parent if str(target.parent) else Path(".")
+    safe_write(out, text if isinstance(text, bytes) else text.encode("utf-8"))
+
+
+def safe_write(out: str, data: bytes, refuse_read_only: bool = True) -> None:
+    """Write ``data`` to the file ``out`` as its kind asks:
+
+    - a FIFO, a character device or another special file (``/dev/null``, ``/dev/stdout``) is
+      written into, never replaced by a regular file;
+    - a symbolic link is followed: the file it points to is rewritten, the link stays;
+    - a regular file is replaced atomically (a temporary file next to it, renamed over it),
+      keeping its mode and, where allowed, its owner; a read-only file is refused;
+    - the temporary file is removed on every failure, Ctrl-C included;
+    - an OSError (a folder as target, a read-only folder, a full disk) is a ``UsageError``
+      that names the path and the reason (exit 2), never a traceback.
+    """
+    def problem(exc: OSError) -> UsageError:
+        return UsageError(f"cannot write {out}: {exc.strerror or exc}")
+    try:
+        st = os.stat(out)                       # follows symbolic links
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise problem(exc) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"cannot write {out}: it is a folder")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            with open(out, "wb") as f:          # a pipe, a terminal, /dev/null: write into it
+                f.write(data)
+        except OSError as exc:
+            raise problem(exc) from None
+        return
+    if st is not None and refuse_read_only and not st.st_mode & 0o222:
+        raise UsageError(f"cannot write {out}: the file is read-only (make it writable first)")
+    target = Path(os.path.realpath(out))
+    folder = target.parent
     if not folder.is_dir():
         raise UsageError(f"cannot write {out}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
         with os.fdopen(fd, "wb") as f:
-            f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)   # mkstemp makes 0600; give the usual permissions
+            f.write(data)
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass                            # not ours to give away: keep ours
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)      # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        tmp = None
+    except OSError as exc:
+        raise problem(exc) from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def count(low: int, high: int):
+    """An argparse type: a whole number in ``low..high`` (ASCII digits), else a clear error."""
+    def parse(text: str) -> int:
+        digits = text.strip().replace("_", "")
+        if not re.fullmatch(r"[+-]?[0-9]{1,18}", digits):
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number")
+        value = int(digits)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: give {low} to {high:,}")
+        return value
+    return parse
+
+
+def number(low: float, high: float, low_open: bool = False):
+    """An argparse type: a finite decimal number in ``low..high`` (``(low, high]`` with
+    ``low_open``); NaN and infinity are refused."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text) if re.fullmatch(r"\s*[+-]?[0-9._eE+-]{1,40}\s*", text) \
+                else math.nan
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
+        if value < low or value > high or (low_open and value == low):
+            what = f"more than {low:g}" if low_open else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"{value:g} is out of range: {what} and at most "
+                                             f"{high:g}")
+        return value
+    return parse
+
+
+class DefineAction(argparse.Action):
+    """``-D NAME=VALUE``, appended; a name given twice is a usage error, not a silent last
+    value."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        items = list(getattr(namespace, self.dest, None) or [])
+        name = value.partition("=")[0].strip()
+        if any(item.partition("=")[0].strip() == name for item in items):
+            parser.error(f"-D {name} is given twice; give each parameter once")
+        items.append(value)
+        setattr(namespace, self.dest, items)
 
 
 def parse_defines(items: Sequence[str]) -> dict[str, int]:
@@ -93,8 +187,10 @@ def parse_defines(items: Sequence[str]) -> dict[str, int]:
         if not sep or not name.strip().isidentifier():
             raise UsageError(f"-D {item}: expected NAME=VALUE, as in -D racks=20")
         digits = value.strip().replace("_", "")
-        if not re.fullmatch(r"[+-]?\d{1,18}", digits):
+        if not re.fullmatch(r"[+-]?[0-9]{1,18}", digits):
             raise UsageError(f"-D {item}: '{value}' is not a whole number of at most 18 digits")
+        if name.strip() in out:
+            raise UsageError(f"-D {name.strip()} is given twice; give each parameter once")
         out[name.strip()] = int(digits)
     return out
 
@@ -117,6 +213,22 @@ def read_text(path: str) -> str:
         return pipeline.read(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from None
+
+
+def read_stdin() -> str:
+    """Standard input's text, through the bounded reader (8 MiB, then E290)."""
+    from ..compiler.base import reading
+    try:
+        if not hasattr(sys.stdin, "buffer"):        # a text stream put in place of stdin
+            text = sys.stdin.read(LIMITS.file_bytes + 1)
+            if len(text) > LIMITS.file_bytes:
+                raise reading.TooLarge("<stdin>", LIMITS.file_bytes)
+            return reading.strip_bom(text)
+        return reading.decode(reading.read_stream(sys.stdin.buffer, "<stdin>"))
+    except reading.TooLarge as exc:
+        raise CompileError([pipeline.too_large("<stdin>", exc)]) from None
+    except UnicodeDecodeError as exc:
+        raise unreadable("<stdin>", exc) from None
 
 
 def load(args) -> System:
@@ -163,7 +275,7 @@ def parse_sizes(text: str) -> list[int]:
 
 def add_common(p: argparse.ArgumentParser, output_required: bool = False) -> None:
     """``-D``, ``--import-root`` and ``-o``: every verb that reads one .topo file has them."""
-    p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
+    p.add_argument("-D", "--define", action=DefineAction, metavar="NAME=VALUE",
                    help="override a parameter of the file's system, e.g. -D racks=20")
     p.add_argument("--import-root", action="append", metavar="DIR",
                    help="also allow imports from DIR (besides the file's folder and the library)")

@@ -4,8 +4,9 @@ cluster tools' files: ``topoc export slurm|k8s|ibdiagnet|ibsim FILE -o OUT`` (do
 from __future__ import annotations
 
 from ..backends import ibsim, k8s, nccl_graph, nccl_topo, slurm
+from ..compiler.collectives.orders import MAX_GRAPH_CHANNELS
 from .cluster import add_hostnames, fabric_of
-from .common import (EXIT_OK, UsageError, add_common, add_group_options, fail, load, read_text,
+from .common import (EXIT_OK, UsageError, add_common, add_group_options, count, fail, load, read_text,
                      selected_group, write_output)
 
 
@@ -20,7 +21,8 @@ def add_parser(sub) -> None:
     p.add_argument("--bus-ids", metavar="FILE",
                    help="nccl-topo: the machine's bus ids ('<device id> <bus id>' lines, as "
                    "topoc import nccl-topo --bus-ids writes them) instead of synthesised ones")
-    p.add_argument("--channels", type=int, help="nccl-graph: channels per graph (default: "
+    p.add_argument("--channels", type=count(1, MAX_GRAPH_CHANNELS),
+                   help=f"nccl-graph: channels per graph, 1..{MAX_GRAPH_CHANNELS} (default: "
                    "NCCL's, two per NIC across nodes, one per NVLink lane inside one)")
     p.add_argument("--topology", choices=["tree", "block"],
                    help="slurm: topology/tree from the fabric or topology/block from the NVLink "

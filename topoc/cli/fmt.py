@@ -8,7 +8,7 @@ import sys
 
 from ..compiler.base.diagnostics import CompileError
 from ..compiler.lang.fmt import fmt
-from .common import EXIT_INPUT, EXIT_OK, read_text, report, write_output
+from .common import EXIT_INPUT, EXIT_OK, EXIT_USAGE, UsageError, read_stdin, read_text, report, write_output
 
 
 def add_parser(sub) -> None:
@@ -24,9 +24,14 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    changed, failed = [], []
+    changed, failed, unreadable = [], [], 0
     for file in args.files:
-        text = sys.stdin.read() if file == "-" else read_text(file)
+        try:
+            text = read_stdin() if file == "-" else read_text(file)
+        except UsageError as exc:           # one unreadable file: say so, go on with the rest
+            print(f"topoc: error: {exc}", file=sys.stderr)
+            unreadable += 1
+            continue
         name = "<stdin>" if file == "-" else file
         try:
             new = fmt(text, name)
@@ -49,6 +54,8 @@ def run(args) -> int:
         for name in changed:
             if name != "<stdin>" or args.check:
                 print(f"{verb} {name}", file=sys.stderr)
+    if unreadable:
+        return EXIT_USAGE
     if failed or (args.check and changed):
         return EXIT_INPUT
     return EXIT_OK

@@ -10,7 +10,7 @@ from ..compiler.base.diagnostics import Diagnostic
 from ..compiler.base.version import VERSION
 from ..compiler.lint.lint import ConfigError, check_codes, find_config, lint_file
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, color, paint, parse_defines,
-                     unreadable, write_output)
+                     write_output)
 
 FORMATS = {"text": lint_report.text, "json": lint_report.as_json, "github": lint_report.github,
            "sarif": lambda found: lint_report.sarif(found, VERSION)}
@@ -39,10 +39,9 @@ def run(args) -> int:
         for file in args.files:
             config = find_config(Path(file).resolve()).merged(select, ignore, args.strict)
             strict = strict or config.strict
-            try:
-                found += lint_file(file, config, defines, args.import_root or ())
-            except (OSError, UnicodeDecodeError) as exc:
-                raise unreadable(file, exc) from None
+            # an unreadable file is its own finding (E105): every other file is still linted
+            # and every format is still written, so CI keeps all results
+            found += lint_file(file, config, defines, args.import_root or ())
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     out = FORMATS[args.format](found)

@@ -3,6 +3,8 @@ formatting)."""
 
 from __future__ import annotations
 
+import sys
+
 from .common import EXIT_OK, UsageError
 
 
@@ -17,5 +19,9 @@ def run(args) -> int:
         server = lsp.build_server()
     except RuntimeError as exc:
         raise UsageError(str(exc)) from None
-    server.start_io()
+    from ..lsp_io import serve
+    try:
+        serve(server, sys.stdin.buffer, sys.stdout.buffer)
+    finally:
+        server.shutdown()
     return EXIT_OK

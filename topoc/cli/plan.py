@@ -10,7 +10,7 @@ from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
 from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.model import RECOMPUTE, Training
-from .common import EXIT_INPUT, EXIT_OK, UsageError, add_common, load, parse_defines, write_output
+from .common import EXIT_INPUT, EXIT_OK, UsageError, add_common, count, number, load, parse_defines, write_output
 
 
 def add_parser(sub) -> None:
@@ -18,13 +18,13 @@ def add_parser(sub) -> None:
     p.add_argument("file")
     p.add_argument("--model", required=True, help="a model declared in the file or bundled "
                    "(library/models): llama3-70b, gpt3-175b, mixtral-8x7b, ...")
-    p.add_argument("--batch", type=int, required=True, help="global batch, in sequences")
-    p.add_argument("--gpus", type=int, help="use the first N GPUs (default: all)")
+    p.add_argument("--batch", type=count(1, 10**9), required=True, help="global batch, in sequences")
+    p.add_argument("--gpus", type=count(1, 10**7), help="use the first N GPUs (default: all)")
     for dim in ("tp", "cp", "ep", "dp", "pp"):
-        p.add_argument(f"--{dim}", type=int, metavar="N", help=f"fix {dim}")
-    p.add_argument("--microbatch", type=int, metavar="N", help="fix the micro-batch size")
+        p.add_argument(f"--{dim}", type=count(1, 10**7), metavar="N", help=f"fix {dim}")
+    p.add_argument("--microbatch", type=count(1, 10**6), metavar="N", help="fix the micro-batch size")
     p.add_argument("--recompute", choices=RECOMPUTE, help="fix activation recomputation")
-    p.add_argument("--interleave", type=int, metavar="N", help="fix the model chunks per stage")
+    p.add_argument("--interleave", type=count(1, 1024), metavar="N", help="fix the model chunks per stage")
     sp = p.add_mutually_exclusive_group()
     sp.add_argument("--sequence-parallel", dest="sequence_parallel", action="store_const",
                     const=True, help="only with sequence parallelism (default: both)")
@@ -34,13 +34,13 @@ def add_parser(sub) -> None:
                    help="shard optimizer states over data parallelism (ZeRO-1)")
     p.add_argument("--overlap", action="store_true", help="overlap the gradient reduction "
                    "with backward and the parameter gather with forward")
-    p.add_argument("--imbalance", type=float, default=1.0, help="expert load: the busiest "
+    p.add_argument("--imbalance", type=number(1, 1e6), default=1.0, help="expert load: the busiest "
                    "expert's tokens over the mean (default 1)")
-    p.add_argument("--gemm-efficiency", type=float, help="fraction of dense peak the GEMMs "
+    p.add_argument("--gemm-efficiency", type=number(0, 1, low_open=True), help="fraction of dense peak the GEMMs "
                    "reach (default: the GPU model's)")
-    p.add_argument("--top", type=int, default=20, metavar="K", help="rows to show (0: all)")
+    p.add_argument("--top", type=count(0, 10**6), default=20, metavar="K", help="rows to show (0: all)")
     p.add_argument("--format", choices=["text", "json", "csv"], default="text")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--jobs", type=count(1, 1024), default=os.cpu_count() or 1,
                    help="local worker processes (default: one per core)")
     p.add_argument("--ray", metavar="ADDRESS", help="run on the Ray cluster at ADDRESS "
                    "(host:port, or 'auto'); needs pip install 'topoc[ray]'")

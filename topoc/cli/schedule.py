@@ -6,10 +6,10 @@ from __future__ import annotations
 from ..backends import nccl_log, schedule_json
 from ..compiler.collectives.orders import ALGORITHMS
 from ..compiler.collectives.paths import NoRoute
-from ..compiler.collectives.schedule import ScheduleError, schedule
+from ..compiler.collectives.schedule import MAX_CHANNELS, ScheduleError, schedule
 from ..compiler.ir.system import COLLECTIVES
-from .common import (EXIT_OK, UsageError, add_common, add_group_options, fail, load, parse_size,
-                     selected_group, write_output)
+from .common import (EXIT_OK, UsageError, add_common, add_group_options, count, fail, load,
+                     parse_size, selected_group, write_output)
 
 BACKENDS = {"json": schedule_json, "nccl": nccl_log}
 
@@ -22,13 +22,13 @@ def add_parser(sub) -> None:
     p.add_argument("--size", default="1GiB", help="bytes per rank (default 1GiB)")
     p.add_argument("--algorithm", default="auto", choices=["auto", *ALGORITHMS],
                    help="default: the fastest of NCCL's; hierarchical is topoc's own")
-    p.add_argument("--channels", type=int, help="channels side by side: rings (default 2) or "
+    p.add_argument("--channels", type=count(1, MAX_CHANNELS), help="channels side by side: rings (default 2) or "
                    "pairs of trees (default 1)")
-    p.add_argument("--chunks", type=int, help="slots the data is cut into (default per algorithm)")
-    p.add_argument("--root", type=int, default=0, help="group position of the root (broadcast, "
+    p.add_argument("--chunks", type=count(1, 1 << 20), help="slots the data is cut into (default per algorithm)")
+    p.add_argument("--root", type=count(0, 2**31), default=0, help="group position of the root (broadcast, "
                    "reduce)")
     p.add_argument("--format", choices=list(BACKENDS), default="json")
-    p.add_argument("--rank", type=int, metavar="R", help="only the steps of world rank R")
+    p.add_argument("--rank", type=count(0, 2**31), metavar="R", help="only the steps of world rank R")
     add_common(p)
     p.set_defaults(func=run)
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from ..compiler.base.figures import PCIE_X16
 
 MAX_DEVICES = 4096
+#: nvidia-smi product names -> the library's device model with its cited figures.
+LIBRARY_GPUS = {"H100": "H100", "A100": "A100", "B200": "B200", "GB200": "B200_GB200"}
 
 class ImportFailure(ValueError):
     """The input is not a dump this importer understands; the message names where."""
@@ -83,7 +85,43 @@ def ident(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", text)
 
 
+def printable(text: str) -> str:
+    """``text`` with every control or unprintable character escaped (``\\n``, ``\\x1b``):
+    a file name goes into messages and comments as one line, never as code."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
+def finish(lines: list[str]) -> str:
+    """The imported file's text in ``topoc fmt``'s layout, so it passes ``fmt --check``."""
+    from ..compiler.lang.fmt import fmt
+    return fmt("\n".join(lines))
+
+
 def header(path: str, source: str) -> list[str]:
-    """The comment lines every imported file starts with."""
-    return [f"# Imported by topoc from {path}, {source}.",
+    """The comment lines every imported file starts with (the input's name escaped)."""
+    return [f"# Imported by topoc from {printable(path)}, {source}.",
             "# Defaults for what the input does not say are listed in docs/nccl.md.", ""]
+
+
+def library_gpu(product: str) -> tuple[str, str] | None:
+    """(name, declaration text with its citation comments) of the library's device model for
+    an nvidia-smi product name, so an imported GPU carries HBM, bandwidth and peak FLOP/s;
+    None when the library has no such model."""
+    from ..compiler.base import reading
+    from ..compiler.lang.parse import parse
+    from ..compiler.lang.resolve import library_root
+    from ..compiler.lang import syntax as s
+    name = LIBRARY_GPUS.get(product)
+    if name is None:
+        return None
+    path = library_root() / "nvidia" / "devices.topo"
+    text = reading.read_text(path)
+    decl = next(i for i in parse(text, str(path)).items
+                if isinstance(i, s.DeviceDecl) and i.name == name)
+    lines = text.split("\n")
+    first = decl.span.line - 1
+    while first > 0 and lines[first - 1].startswith("#"):
+        first -= 1
+    body = lines[first:decl.span.end_line]
+    return name, "# From the library (library/nvidia/devices.topo):\n" + "\n".join(body)

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections import defaultdict
+from collections import defaultdict, deque
 
 from ..compiler.base.figures import GT_GEN, nvlink_nominal
-from .base import Build, ImportFailure, gbs, header, ident, require_gpus
+from .base import Build, ImportFailure, finish, gbs, header, ident, printable, require_gpus
+
+MAX_ELEMENTS = 100_000    # a real dump of one node has a few hundred
+MAX_DEPTH = 64            # PCIe trees are a handful of switches deep
+_DIGITS = re.compile(r"[0-9]{1,9}")
 
 # NCCL's CPU-to-CPU figures (src/graph/topo.h): by (vendor, familyid, modelid) prefix.
 SOCKET_BW = [(("GenuineIntel", "6", "143"), 22e9), (("GenuineIntel", "6", "207"), 40e9),
@@ -27,10 +31,10 @@ DEFAULT_NET_MBPS = 100000
 
 def _pcie_type(b: Build, el: ET.Element, where: str) -> str:
     """The link type of ``el``'s PCIe link: '16.0 GT/s PCIe', '8 GT/s', '2.5 GT/s' all read."""
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*GT/s", el.get("link_speed") or "")
+    m = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s", el.get("link_speed") or "")
     gen = GT_GEN.get(float(m.group(1))) if m and len(m.group(1)) <= 6 else None
     width = el.get("link_width") or ""
-    width = int(width) if width.isdigit() and 0 < int(width) <= 32 else None
+    width = int(width) if _DIGITS.fullmatch(width) and 0 < int(width) <= 32 else None
     if gen is None or width is None:
         missing = " and ".join(w for w, v in (("speed", gen), ("width", width)) if v is None)
         b.notes.append(f"{where}: PCIe link without a known {missing}; assumed "
@@ -40,7 +44,38 @@ def _pcie_type(b: Build, el: ET.Element, where: str) -> str:
 
 def _int(el: ET.Element, name: str, default: int = 0) -> int:
     value = (el.get(name) or "").strip()
-    return int(value) if value.isdigit() and len(value) <= 9 else default
+    return int(value) if _DIGITS.fullmatch(value) else default
+
+
+def _parse(text: str, path: str) -> ET.Element:
+    """The XML tree, built as it streams in: past ``MAX_ELEMENTS`` elements or ``MAX_DEPTH``
+    levels the import stops (an error naming the limit), so no input costs more than its
+    bounded size; expat refuses external entities and entity expansion bombs."""
+    parser = ET.XMLPullParser(events=("start", "end"))
+    count = depth = 0
+    root = None
+    try:
+        for at in range(0, len(text), 1 << 16):
+            parser.feed(text[at:at + (1 << 16)])
+            for event, el in parser.read_events():
+                root = el if root is None else root
+                if event == "end":
+                    depth -= 1
+                    continue
+                count, depth = count + 1, depth + 1
+                if count > MAX_ELEMENTS:
+                    raise ImportFailure(f"{path}: more than {MAX_ELEMENTS:,} XML elements; "
+                                        "an NCCL dump of one node has a few hundred")
+                if depth > MAX_DEPTH:
+                    raise ImportFailure(f"{path}: XML nested more than {MAX_DEPTH} deep")
+        parser.close()
+        for _ in parser.read_events():
+            pass
+    except ET.ParseError as exc:
+        line, col = exc.position
+        msg = re.sub(r": line \d+, column \d+$", "", exc.msg)
+        raise ImportFailure(f"{path}:{line}:{col + 1}: not well-formed XML: {msg}") from None
+    return root
 
 
 def from_nccl_xml(text: str, path: str = "<dump>",
@@ -48,11 +83,8 @@ def from_nccl_xml(text: str, path: str = "<dump>",
     """A .topo text (and notes) for an NCCL topology XML file; ``bus_ids``, when given, is
     filled with each imported PCI device's id in the node and its bus id in the dump (for
     ``topoc export nccl-topo --bus-ids``)."""
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        line, col = exc.position
-        raise ImportFailure(f"{path}:{line}:{col + 1}: not well-formed XML: {exc.msg}") from None
+    path = printable(path)
+    root = _parse(text, path)
     if root.tag != "system":
         raise ImportFailure(f"{path}: the root element is <{root.tag}>, expected <system>")
     cpus = root.findall("cpu")
@@ -89,7 +121,7 @@ def from_nccl_xml(text: str, path: str = "<dump>",
         body += [f"  host{h}.{sel} <-> nvfabric : {kind} x {count}"
                  for h, sel, kind, count in external]
     out += ["group Node {", *body, "}", "", "system node : Node", ""]
-    return "\n".join(out), sorted(set(notes))
+    return finish(out), sorted(set(notes))
 
 
 class _Host:
@@ -109,13 +141,13 @@ class _Host:
         self.b.model(name, f'device {name} : cpu {{ arch = "{ident(arch)}"  '
                            f'vendor = "{ident(vendor)}" }}')
         cpu_sel = self.b.add("cpu", name)
-        stack = [(cpu_sel, cpu_sel, child) for child in cpu]
+        stack = deque((cpu_sel, child) for child in cpu)   # depth first, in document order
         while stack:
-            parent, cpu_sel, el = stack.pop(0)
+            parent, el = stack.popleft()
             if el.tag == "nic":
                 self.nic(parent, el, None)
             elif el.tag == "pci":
-                stack[0:0] = [(s, cpu_sel, c) for s, c in self.pci(parent, cpu_sel, el)]
+                stack.extendleft(reversed(self.pci(parent, cpu_sel, el)))
 
     def pci(self, parent: str, cpu_sel: str, el: ET.Element):
         """Add what ``el`` is; returns the (parent, child) pairs still to walk."""

@@ -12,12 +12,13 @@ default, and each assumption is a note.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
 
 from ..compiler.base.figures import nvlink_nominal
 from ..compiler.ir.locality import UnionFind
-from .base import Build, ImportFailure, gbs, header, require_gpus
+from .base import Build, ImportFailure, finish, gbs, header, library_gpu, printable, require_gpus
 
 _NV = re.compile(r"^NV(\d{1,3})$")
 _RELATIONS = ("X", "PIX", "PXB", "PHB", "NODE", "SYS")
@@ -33,6 +34,8 @@ GPU_SM = {"GB300": 103, "B300": 103, "GB200": 100, "B200": 100, "B100": 100, "GH
 _PRODUCT = re.compile(r"\bNVIDIA\s+(?:Tesla\s+)?(" + "|".join(sorted(GPU_SM, key=len, reverse=True))
                       + r")\b")
 MAX_DIRECT_LANES = 18    # no GPU has more NVLink lanes than this (H100, B200: 18)
+MAX_COLUMNS = 512        # nvidia-smi shows one node: 8 GPUs and a few NICs, 72 at most
+MAX_NUMA = 64            # NUMA nodes (CPUs) of one node; each pair gets a socket link
 
 
 def from_smi(text: str, path: str = "<topo>", gpu: str | None = None) -> tuple[str, list[str]]:
@@ -41,6 +44,7 @@ def from_smi(text: str, path: str = "<topo>", gpu: str | None = None) -> tuple[s
     ``gpu`` names the GPU model (``B200``, ``H100``...) when the paste does not show it; it
     sets the NVLink generation and so the per-lane bandwidth.
     """
+    path = printable(path)
     lines = [_ANSI.sub("", ln) for ln in text.splitlines()]
     lines = [ln for ln in lines if not ln.lstrip().startswith("#")]
     devices, labels, rows, notes, start = _read_matrix(lines, path)
@@ -58,6 +62,9 @@ def from_smi(text: str, path: str = "<topo>", gpu: str | None = None) -> tuple[s
     b = Build()
     legend = dict(re.findall(r"^\s*(NIC\d+):\s*(\S+)\s*$", "\n".join(lines[start:]), re.M))
     domains = _numa_domains(devices, rel, numa_label)
+    if len(domains) > MAX_NUMA:
+        raise ImportFailure(f"{path}: the matrix puts its devices on {len(domains)} NUMA nodes; "
+                            f"one node has at most {MAX_NUMA} (SYS between every pair?)")
     b.model("CPU", "device CPU : cpu { }")
     cpu_of = {}
     for members in domains:
@@ -73,7 +80,13 @@ def from_smi(text: str, path: str = "<topo>", gpu: str | None = None) -> tuple[s
         for i in range(len(domains)):
             for j in range(i + 1, len(domains)):
                 b.wires.append(f"cpu[{i}] <-> cpu[{j}] : {sock}")
-    gpu_model = b.model(model, f"device {model} : gpu {{{f' sm = {sm} ' if sm else ' '}}}")
+    known = library_gpu(model)
+    if known is not None:
+        model = known[0]
+        notes.append(f"{path}: GPU figures (HBM, bandwidth, peak FLOP/s) from the library's "
+                     f"{model} (library/nvidia/devices.topo)")
+    gpu_model = b.model(model, known[1] if known else
+                        f"device {model} : gpu {{{f' sm = {sm} ' if sm else ' '}}}")
     sel = {g: b.add("gpu", gpu_model) for g in gpus}
     if nics:
         b.model("NIC", "device NIC : nic { }")
@@ -91,7 +104,7 @@ def from_smi(text: str, path: str = "<topo>", gpu: str | None = None) -> tuple[s
     out = header(path, "the output of nvidia-smi topo -m")
     out += sorted(b.links.values()) + [""] + sorted(b.models.values()) + [""]
     out += [b.group("Node"), "", "system node : Node", ""]
-    return "\n".join(out), sorted(set(notes))
+    return finish(out), sorted(set(notes))
 
 
 def _read_matrix(lines: list[str], path: str):
@@ -113,6 +126,9 @@ def _read_matrix(lines: list[str], path: str):
     if bad:
         raise ImportFailure(f"{path}:{start + 1}: column '{bad[0]}' is neither a device (GPU#, "
                             f"NIC#, mlx5_#) nor one of {', '.join(_LABELS[:3])}")
+    if len(devices) > MAX_COLUMNS:
+        raise ImportFailure(f"{path}:{start + 1}: {len(devices)} columns; a matrix of one node "
+                            f"has at most {MAX_COLUMNS}")
     if len(set(devices)) != len(devices):
         raise ImportFailure(f"{path}:{start + 1}: a column name repeats")
     rows: dict[str, list[str]] = {}
@@ -139,7 +155,7 @@ def _read_matrix(lines: list[str], path: str):
 
 
 def _next_row(lines: list[str], i: int) -> list[str]:
-    for ln in lines[i + 1:]:
+    for ln in itertools.islice(lines, i + 1, None):
         if ln.strip():
             return ln.split()[1:2]
     return []
@@ -275,6 +291,12 @@ def _nvlink(b, gpus, rel, sel, sm, path, notes):
     linked = [g for g, v in per_gpu.items() if v]
     switched = all(len(set(per_gpu[g])) == 1 and len(per_gpu[g]) == len(linked) - 1
                    and sum(per_gpu[g]) > MAX_DIRECT_LANES for g in linked)
+    if not switched:
+        crowded = next((g for g in linked if len(per_gpu[g]) > MAX_DIRECT_LANES), None)
+        if crowded is not None:
+            raise ImportFailure(f"{path}: {crowded} has NVLink to {len(per_gpu[crowded])} GPUs "
+                                f"without a switch fabric; no GPU has more than "
+                                f"{MAX_DIRECT_LANES} NVLink lanes")
     if sm:
         notes.append(f"{path}: NVLink lanes at {gbs(lane)} per direction ({name}, sm {sm})")
     if switched:
@@ -286,5 +308,6 @@ def _nvlink(b, gpus, rel, sel, sm, path, notes):
                      + (" with in-switch reduction (NVLS, sm >= 90)" if reduction else ""))
         b.wires += [f"{sel[g]} <-> {fabric} : {nv} x {per_gpu[g][0]}" for g in linked]
         return
+    order = {g: i for i, g in enumerate(gpus)}
     b.wires += [f"{sel[a]} <-> {sel[c]} : {nv} x {k}" for (a, c), k in sorted(counts.items())
-                if gpus.index(a) < gpus.index(c)]
+                if order[a] < order[c]]

@@ -1,0 +1,102 @@
+"""The plan's disk cache, validated: a file is used only when its shape, its format version,
+the hash of the code that wrote it and its checksum all match, and then only the rows whose
+every field has the type and range a computed row has. Anything else (an edited row, ``null``,
+``[]``, another version's file) is ignored and recomputed, never trusted and never a crash.
+Writes go through a temporary file next to the cache that is removed on every failure,
+Ctrl-C included."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+FORMAT = 2
+_INT = ("tp", "cp", "ep", "dp", "pp", "microbatch", "interleave")
+_TIME = ("step_time", "compute_time", "comm_time", "bubble_time")
+_RECOMPUTE = ("none", "selective", "full")
+
+
+def checksum(code: str, rows: Mapping) -> str:
+    """A hash of the rows keyed by the code's hash: rows edited by hand, or written by other
+    code, do not match."""
+    body = json.dumps(rows, sort_keys=True, allow_nan=False)
+    return hashlib.sha256(f"{FORMAT} {code}\n{body}".encode()).hexdigest()
+
+
+def _number(value, low: float = 0.0, high: float = math.inf) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and low <= value <= high
+
+
+def valid_row(row) -> bool:
+    """A row has the ``topoc.plan/1`` fields with a computed row's types and ranges."""
+    if row is None:
+        return True
+    if not isinstance(row, dict):
+        return False
+    try:
+        ints = all(isinstance(row[k], int) and not isinstance(row[k], bool) and
+                   1 <= row[k] <= 2**31 for k in _INT)
+        times = all(_number(row[k]) for k in _TIME) and row["step_time"] > 0
+        dims = isinstance(row["comm_by_dim"], dict) and all(
+            isinstance(k, str) and _number(v) for k, v in row["comm_by_dim"].items())
+        links = isinstance(row["links_by_dim"], dict) and all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+            for k, v in row["links_by_dim"].items())
+        return ints and times and dims and links and row["recompute"] in _RECOMPUTE \
+            and isinstance(row["sequence_parallel"], bool) and isinstance(row["fits"], bool) \
+            and _number(row["memory_per_gpu"]) and _number(row["mfu"], 0.0, 1.0) \
+            and _number(row["tokens_per_s"])
+    except (KeyError, TypeError):
+        return False
+
+
+def load(path: Path, code: str, key_of: Callable[[dict], str]) -> dict[str, dict | None]:
+    """The valid rows of the cache at ``path`` (``{}`` when the file is missing, damaged, of
+    another format or code, or fails its checksum); ``key_of`` gives a row's candidate key,
+    which must be the key it is stored under."""
+    try:
+        if path.stat().st_size > 256 * 2**20:
+            return {}
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("code") != code:
+        return {}
+    rows = data.get("rows")
+    if not isinstance(rows, dict):
+        return {}
+    try:
+        if data.get("checksum") != checksum(code, rows):
+            return {}
+    except ValueError:                      # NaN or infinity: not what save writes
+        return {}
+    out = {}
+    for key, row in rows.items():
+        if valid_row(row) and (row is None or key_of(row) == key):
+            out[key] = row
+    return out
+
+
+def save(path: Path, rows: dict[str, dict | None], code: str) -> None:
+    """Write ``rows`` atomically; a cache that cannot be written costs speed, not
+    correctness, and leaves no temporary file behind."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"format": FORMAT, "code": code, "checksum": checksum(code, rows),
+                       "rows": rows}, f, sort_keys=True, allow_nan=False)
+        os.replace(tmp, path)
+        tmp = None
+    except (OSError, ValueError):
+        pass
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,272 @@
+"""Issue 25 through the command line: outputs written as their target asks, Ctrl-C and I/O
+errors answered with an exit code and a message, every number checked, ``-D`` once,
+``[tool.topoc.lint]`` validated, lint for CI that keeps every file's results, a byte-order
+mark accepted, standard input bounded, NCCL export naming every CPU's vendor."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import topoc
+from topoc.cli import common, main
+
+from ..conftest import LIBRARY
+
+DGX = str(LIBRARY / "nvidia" / "dgx_h100.topo")
+SMALL = 'device G : gpu { hbm = 80 GB }\ngroup N { g[2] : G }\nsystem n : N\n'
+
+
+def _small(tmp_path) -> str:
+    path = tmp_path / "small.topo"
+    path.write_text(SMALL)
+    return str(path)
+
+
+# ---- output targets -------------------------------------------------------------------------
+
+def _device(tmp_path, name: str, minor: int) -> str:
+    """A private copy of /dev/null (minor 3) or /dev/full (7): the test never risks the
+    machine's own device if the code under test were to replace its target."""
+    path = tmp_path / name
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+    except PermissionError:
+        pytest.skip("creating a device node needs root")
+    return str(path)
+
+
+def test_a_null_device_stays_a_device(tmp_path):
+    null = _device(tmp_path, "null", 3)
+    assert main(["compile", _small(tmp_path), "-o", null]) == 0
+    assert stat.S_ISCHR(os.stat(null).st_mode)
+
+
+def test_a_fifo_is_written_into(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    assert main(["compile", _small(tmp_path), "-o", str(fifo)]) == 0
+    reader.join(10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and b"system n" in got[0]
+
+
+def test_a_symlink_is_followed_and_kept(tmp_path):
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    assert main(["compile", _small(tmp_path), "-o", str(link)]) == 0
+    assert link.is_symlink() and "system n" in real.read_text()
+
+
+def test_mode_is_kept(tmp_path):
+    out = tmp_path / "out.txt"
+    out.write_text("old")
+    out.chmod(0o600)
+    assert main(["compile", _small(tmp_path), "-o", str(out)]) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600 and "system n" in out.read_text()
+
+
+def test_fmt_refuses_a_read_only_file(tmp_path, capsys):
+    path = tmp_path / "ro.topo"
+    path.write_text("device G : gpu {   }\n")
+    path.chmod(0o444)
+    assert main(["fmt", str(path)]) == 2
+    assert "read-only" in capsys.readouterr().err
+    assert path.read_text() == "device G : gpu {   }\n" and not path.stat().st_mode & 0o222
+
+
+@pytest.mark.parametrize("target", ["folder", "full", "missing/x.txt"])
+def test_unwritable_outputs_exit_2_with_a_message(tmp_path, capsys, target):
+    if target == "folder":
+        (tmp_path / "folder").mkdir()
+    out = _device(tmp_path, "full", 7) if target == "full" else str(tmp_path / target)
+    assert main(["compile", _small(tmp_path), "-o", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("topoc: error: cannot write") and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+
+
+def test_ctrl_c_while_writing_exits_130_quietly_and_leaves_no_temp_file(tmp_path, capsys,
+                                                                         monkeypatch):
+    def interrupt(*_):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(common.os, "replace", interrupt)
+    assert main(["compile", _small(tmp_path), "-o", str(tmp_path / "out.txt")]) == 130
+    assert capsys.readouterr().err == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.topo"]
+
+
+def test_ctrl_c_in_a_process_exits_130_without_a_traceback(tmp_path):
+    code = ("import signal, os, sys\n"
+            "from topoc.compiler.lang import pipeline\n"
+            "def slow(*a, **k):\n    os.kill(os.getpid(), signal.SIGINT)\n"
+            "pipeline.load = slow\n"
+            "from topoc.cli import run\n"
+            f"sys.argv = ['topoc', 'compile', {_small(tmp_path)!r}]\nrun()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr
+
+
+# ---- numbers ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ["export", "nccl-graph", DGX, "--ranks", "0..7", "--channels", "100000000", "-o", "-"],
+    ["export", "nccl-graph", DGX, "--ranks", "0..7", "--channels", "-3", "-o", "-"],
+    ["export", "nccl-graph", DGX, "--ranks", "0..7", "--channels", "0", "-o", "-"],
+    ["schedule", DGX, "--ranks", "0..7", "--collective", "allreduce", "--chunks", "0"],
+    ["schedule", DGX, "--ranks", "0..7", "--collective", "allreduce", "--channels", "9e9"],
+    ["plan", DGX, "--model", "llama3-8b", "--batch", "8", "--imbalance", "nan"],
+    ["plan", DGX, "--model", "llama3-8b", "--batch", "8", "--imbalance", "inf"],
+    ["plan", DGX, "--model", "llama3-8b", "--batch", "8", "--gemm-efficiency", "0"],
+    ["plan", DGX, "--model", "llama3-8b", "--batch", "8", "--top", "-1"],
+    ["plan", DGX, "--model", "llama3-8b", "--batch", "\u00b2"],
+    ["plan", DGX, "--model", "llama3-8b", "--batch", "8", "--jobs", "100000"],
+    ["compile", DGX, "-D", "x=1", "-D", "x=2"],
+])
+def test_bad_numbers_are_usage_errors(args, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err
+
+
+def test_define_twice_through_the_api_is_refused():
+    with pytest.raises(common.UsageError, match="twice"):
+        common.parse_defines(["racks=2", "racks=3"])
+
+
+# ---- [tool.topoc.lint] ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config, needle", [
+    ("select = 5", "list of codes"),
+    ('strict = "no"', "true or false"),
+    ("severity = 5", "severity must be a table"),
+    ("options = { W405 = 3 }", "table of tables"),
+    ('options = { W405 = { ratio = "x" } }', "finite number"),
+    ("[tool.topoc.lint.x", "cannot read"),
+])
+def test_bad_lint_config_exits_2_with_a_clear_message(tmp_path, capsys, config, needle):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.topoc.lint]\n{config}\n")
+    assert main(["lint", _small(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_non_utf8_pyproject_exits_2(tmp_path, capsys):
+    (tmp_path / "pyproject.toml").write_bytes(b"[tool.topoc.lint]\n# caf\xe9\n")
+    assert main(["lint", _small(tmp_path)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_one_code_as_a_string_is_one_code(tmp_path, capsys):
+    (tmp_path / "pyproject.toml").write_text('[tool.topoc.lint]\nselect = "W506"\n')
+    assert main(["lint", _small(tmp_path)]) == 0
+    assert "matches no rule" not in capsys.readouterr().err
+
+
+# ---- lint in CI -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
+def test_one_broken_file_keeps_every_other_result(tmp_path, fmt):
+    good = tmp_path / "warn.topo"
+    good.write_text('link nv : nvlink { bandwidth = 25 GB/s }\ndevice G : gpu { }\n'
+                    'device S : switch { }\ngroup B { g[2] : G  s : S\n'
+                    '  g[0] <-> s : nv x 4  g[1] <-> s : nv x 2 }\nsystem b : B\n')
+    bad = tmp_path / "bad.topo"
+    bad.write_bytes(b"device G : gpu { }\n# \xff\n")
+    out = tmp_path / f"out.{fmt}"
+    assert main(["lint", str(good), str(bad), str(tmp_path / "gone.topo"), "--format", fmt,
+                 "-o", str(out)]) == 1
+    text = out.read_text()
+    assert "W404" in text and text.count("E105") >= 2
+    if fmt == "sarif":
+        runs = json.loads(text)["runs"][0]
+        assert {r["ruleId"] for r in runs["results"]} >= {"W404", "E105"}
+
+
+def test_byte_order_mark_is_accepted_by_lint_and_fmt(tmp_path, capsys):
+    path = tmp_path / "bom.topo"
+    path.write_bytes(b"\xef\xbb\xbf" + SMALL.encode())
+    assert main(["lint", str(path)]) == 0
+    assert main(["fmt", "--check", str(path)]) in (0, 1)
+    assert "E101" not in capsys.readouterr().out
+
+
+def test_standard_input_is_bounded(monkeypatch, capsys):
+    class Endless(io.RawIOBase):
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            b[:] = b"#" * len(b)
+            return len(b)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(Endless())))
+    assert main(["fmt", "-"]) == 1
+    assert "E290" in capsys.readouterr().err
+
+
+# ---- NCCL export: every CPU's vendor ----------------------------------------------------------
+
+@pytest.mark.parametrize("decl, vendor", [
+    ('device EPYC9654 : cpu { cores = 96  vendor = "amd" }', 'vendor="AuthenticAMD"'),
+    ("device EPYC9654 : cpu { cores = 96 }", 'vendor="AuthenticAMD"'),
+    ("device Xeon6960P : cpu { cores = 72 }", 'vendor="GenuineIntel" familyid="6" modelid="173"'),
+    ('device CPU_GenuineIntel_6_143 : cpu { vendor = "GenuineIntel" }',
+     'vendor="GenuineIntel" familyid="6" modelid="143"'),
+])
+def test_nccl_export_writes_every_cpus_vendor(decl, vendor):
+    from topoc.backends import nccl_topo
+    name = decl.split()[1]
+    system = topoc.loads(decl + "\ndevice G : gpu { sm = 90 }\n"
+                         "link pc : pcie { bandwidth = 63 GB/s }\n"
+                         f"group N {{ c : {name}  g : G  g <-> c : pc }}\nsystem n : N\n")
+    assert vendor in nccl_topo.render(system, None)
+
+
+def test_the_readme_ci_recipe_keeps_every_result_when_one_file_is_broken(tmp_path, capsys):
+    """Run the README's lint steps as written on three files, one not UTF-8: every step runs
+    (``if: always()`` after the first), the SARIF file holds the good files' findings and the
+    broken file's E105."""
+    import shlex
+    from ..conftest import ROOT
+    readme = (ROOT / "README.md").read_text()
+    recipe = re.search(r"```yaml\n(lint-topologies:.*?)```", readme, re.S).group(1)
+    steps = re.findall(r"- run: (topoc .*)\n(\s+if: always\(\))?", recipe)
+    assert [s[0].split()[1] for s in steps] == ["lint", "lint", "fmt"]
+    assert all(always for _, always in steps[1:])
+    folder = tmp_path / "topologies"
+    folder.mkdir()
+    (folder / "warn.topo").write_text(
+        'link nv : nvlink { bandwidth = 25 GB/s }\ndevice G : gpu { }\ndevice S : switch { }\n'
+        'group B { g[2] : G  s : S\n  g[0] <-> s : nv x 4\n  g[1] <-> s : nv x 2\n}\n'
+        'system b : B\n')
+    (folder / "broken.topo").write_bytes(b"device G : gpu { }\n# \xff\n")
+    (folder / "fine.topo").write_text(SMALL)
+    files = sorted(str(p) for p in folder.glob("*.topo"))
+    codes = []
+    for command, _ in steps:
+        words = shlex.split(command)[1:]
+        words = [w.replace("topoc.sarif", str(tmp_path / "topoc.sarif")) for w in words]
+        i = words.index("topologies/*.topo")
+        codes.append(main(words[:i] + files + words[i + 1:]))
+    assert codes == [1, 1, 2]          # fmt: the broken file is an I/O error, the rest checked
+    sarif = json.loads((tmp_path / "topoc.sarif").read_text())
+    results = sarif["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} >= {"W404", "W401", "E105"}
+    out, err = capsys.readouterr()
+    assert "W404" in out and "would reformat" in err and "warn.topo" in err

@@ -1,0 +1,160 @@
+"""Issue 25: the language server keeps serving whatever arrives: malformed frames answered per
+JSON-RPC, -32002 before ``initialize``, error replies for unreadable params, a document at the
+size limit answered within 2 s per edit, and a broken imported file shown on its ``use``
+line."""
+
+from __future__ import annotations
+
+import io
+import json
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from topoc import lsp_io
+from topoc.compiler.base.limits import LIMITS
+from topoc.lsp import Analysis
+
+pytest.importorskip("pygls")
+
+
+class Raw:
+    """A client that writes raw bytes and reads framed replies."""
+
+    def __init__(self, cwd: Path):
+        self.proc = subprocess.Popen([sys.executable, "-m", "topoc", "lsp"], cwd=cwd,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.replies: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        reader = lsp_io.Reader(self.proc.stdout)
+        while (body := reader.frame()) is not None:
+            self.replies.put(json.loads(body))
+
+    def raw(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: dict) -> None:
+        self.raw(lsp_io.encode({"jsonrpc": "2.0", **message}))
+
+    def reply(self, pred=lambda m: True, timeout: float = 30.0) -> dict:
+        end = time.monotonic() + timeout
+        while True:
+            msg = self.replies.get(timeout=max(0.01, end - time.monotonic()))
+            if pred(msg):
+                return msg
+
+    def initialize(self, root: Path) -> None:
+        self.send({"id": "init", "method": "initialize",
+                   "params": {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}})
+        assert "result" in self.reply(lambda m: m.get("id") == "init")
+        self.send({"method": "initialized", "params": {}})
+
+    def alive(self, n: int) -> None:
+        """The server still answers a request."""
+        self.send({"id": n, "method": "textDocument/hover",
+                   "params": {"textDocument": {"uri": "file:///none.topo"},
+                              "position": {"line": 0, "character": 0}}})
+        assert self.reply(lambda m: m.get("id") == n).get("error") is None
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def raw(tmp_path):
+    client = Raw(tmp_path)
+    yield client
+    client.close()
+
+
+def test_request_before_initialize_is_32002(raw, tmp_path):
+    raw.send({"id": 1, "method": "textDocument/hover",
+              "params": {"textDocument": {"uri": "file:///x.topo"},
+                         "position": {"line": 0, "character": 0}}})
+    assert raw.reply()["error"]["code"] == -32002
+    raw.initialize(tmp_path)
+    raw.alive(2)
+
+
+@pytest.mark.parametrize("frame, code", [
+    (b"Content-Length: 99999999999\r\n\r\n", -32600),
+    (b"Content-Length: many\r\n\r\n{}", -32600),
+    (b"Content-Length: 5\r\n\r\n{\"jsonrpc\": \"2.0\"}", -32700),        # a short length
+    (b"Content-Length: 8\r\n\r\nnot json", -32700),
+    (b"Content-Length: 2\r\n\r\n[]", -32600),
+    (b"no header here\r\n\r\n", -32600),
+])
+def test_a_malformed_frame_is_answered_and_the_server_keeps_serving(raw, tmp_path, frame, code):
+    raw.initialize(tmp_path)
+    raw.raw(frame)
+    assert raw.reply(lambda m: "error" in m)["error"]["code"] == code
+    raw.alive(7)
+
+
+def test_lf_only_headers_are_read(raw, tmp_path):
+    body = json.dumps({"jsonrpc": "2.0", "id": "i", "method": "initialize",
+                       "params": {"processId": None, "rootUri": tmp_path.as_uri(),
+                                  "capabilities": {}}}).encode()
+    raw.raw(b"Content-Length: %d\n\n%s" % (len(body), body))
+    assert "result" in raw.reply(lambda m: m.get("id") == "i")
+
+
+def test_unreadable_params_get_an_error_reply(raw, tmp_path):
+    raw.initialize(tmp_path)
+    raw.send({"id": 3, "method": "textDocument/hover", "params": {"position": "x"}})
+    assert raw.reply(lambda m: m.get("id") == 3)["error"]["code"] == -32602
+    raw.send({"id": 4, "method": "textDocument/hover", "params": 5})
+    assert raw.reply(lambda m: m.get("id") == 4)["error"]["code"] == -32602
+    raw.alive(5)
+
+
+def test_a_document_at_the_size_limit_answers_within_2_s_per_edit(raw, tmp_path):
+    raw.initialize(tmp_path)
+    head = 'device X : gpu { }\nlink l : nvlink { bandwidth = 1 GB/s }\n' \
+           'group G {\n  a[100] : X\n'
+    line = "  a[1] <-> a[2] : l\n"
+    text = head + line * ((LIMITS.file_bytes - len(head) - 100) // len(line)) + "}\n"
+    uri = (tmp_path / "big.topo").as_uri()
+    raw.send({"method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": uri, "languageId": "topo", "version": 1, "text": text}}})
+    for version in (2, 3):
+        raw.send({"method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
+                                          "end": {"line": 0, "character": 0}},
+                                "text": "# edit\n"}]}})
+        start = time.monotonic()
+        raw.send({"id": version, "method": "textDocument/hover",
+                  "params": {"textDocument": {"uri": uri},
+                             "position": {"line": 1, "character": 8}}})
+        raw.reply(lambda m: m.get("id") == version)
+        took = time.monotonic() - start
+        print(f"hover after edit {version}: {took:.2f} s")
+        assert took < 2.0
+
+
+def test_a_broken_imported_file_shows_on_the_use_line(tmp_path):
+    (tmp_path / "lib.topo").write_text("device X : gpu {\n")           # unclosed
+    (tmp_path / "mid.topo").write_text('use "lib.topo"\n')
+    text = '# a system\nuse "mid.topo"\ngroup G { x : X }\nsystem s : G\n'
+    found = Analysis(text, str(tmp_path / "main.topo")).diagnostics
+    assert found and found[0].start[0] == 1 and "lib.topo" in found[0].message
+    assert found[0].severity == 1
+
+
+def test_reader_skips_to_the_next_header_after_a_bad_frame():
+    good = lsp_io.encode({"jsonrpc": "2.0", "method": "x"})
+    reader = lsp_io.Reader(io.BytesIO(b"Content-Length: 3\r\n\r\nabcdef" + good))
+    assert reader.frame() == b"abc"
+    assert json.loads(reader.frame())["method"] == "x"
+    assert reader.frame() is None

@@ -1,0 +1,373 @@
+"""Issue 25's campaign: besides .topo text, what importers, the language server's framing and
+the command line's numbers receive. Every input gets an answer: an exit code 0, 1 or 2 (never
+a traceback) within 5 s and 1 GiB, an ``ImportFailure`` or a file that compiles, a JSON-RPC
+reply or a ``FrameError``. CI runs a sample of each; ``pytest -m fuzz`` runs the campaign
+(10,000 inputs and more, figures in benchmarks/README.md)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import topoc
+from topoc import lsp_io
+from topoc.importers import ImportFailure, from_nccl_xml, from_smi
+
+from .test_fuzz import deadline
+from .test_number_fuzz import MEMORY, SECONDS, run_verb
+
+FIXTURES = sorted((Path(__file__).parent / "fixtures" / "nccl").glob("*.[tx][xm][tl]"))
+SMALL = ('link nv : nvlink { bandwidth = 25 GB/s }\nlink ib : infiniband { bandwidth = 400 Gb/s }\n'
+         'device G : gpu { hbm = 80 GB  hbm_bandwidth = 3 TB/s  tflops_bf16 = 989  sm = 90 }\n'
+         'device S : switch { reduction = true }\ndevice N : nic { rate = 400 Gb/s }\n'
+         'device L : net_switch { }\n'
+         'group Node { gpu[8] : G  sw : S  nic[8] : N  gpu[*] <-> sw : nv x 18 }\n'
+         'group C(nodes: int = 2) { node[nodes] : Node  leaf[8] : L\n'
+         '  node[*].nic[n] <-> leaf[n] : ib }\nsystem c : C\n'
+         'parallel train on c { tp = 8  dp = auto  traffic { dp allreduce 1 GiB } }\n')
+_QUICK = settings(max_examples=30, deadline=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_LONG = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                    HealthCheck.data_too_large])
+
+# ---- importers --------------------------------------------------------------------------------
+
+_XML_JUNK = ["<pci>", "</pci>", "<gpu sm='9\u00b2'/>", "<nic><net speed='-1'/></nic>",
+             'link_width="99999999999"', 'link_speed="\u0661\u0666 GT/s"', "&amp;", "<!--",
+             "<cpu>" * 70, "<?xml version='1.0'?>", "\x00", "\ufeff", 'class="0x0604"',
+             '<nvlink target="fffffff:ff:ff.0" count="1e9"/>', "]]>", "<system>"]
+_SMI_JUNK = ["NV99999", "NV\u00b2", "SYS", "PIX", "X", "GPU0", "NIC0", "\t", "  ", "\n",
+             "mlx5_0", "CPU Affinity", "N/A", "0-127", "NVIDIA H100", "\x1b[1m", "GPU99999"]
+
+
+@st.composite
+def importer_inputs(draw):
+    """(format, name, text): a published NCCL dump or ``topo -m`` matrix after one to four
+    mutations: junk inserted, lines deleted, duplicated, swapped, truncated, elements nested
+    or multiplied."""
+    path = draw(st.sampled_from(FIXTURES))
+    xml = path.suffix == ".xml"
+    lines = path.read_text().split("\n")
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, max(0, len(lines) - 1)))
+        op = draw(st.sampled_from(["junk", "delete", "duplicate", "swap", "truncate", "many",
+                                   "cut"]))
+        if not lines:
+            break
+        if op == "junk":
+            at = draw(st.integers(0, len(lines[i])))
+            junk = draw(st.sampled_from(_XML_JUNK if xml else _SMI_JUNK))
+            lines[i] = lines[i][:at] + junk + lines[i][at:]
+        elif op == "delete":
+            del lines[i]
+        elif op == "duplicate":
+            lines.insert(i, lines[draw(st.integers(0, len(lines) - 1))])
+        elif op == "swap":
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == "truncate":
+            lines = lines[:i]
+        elif op == "many":
+            lines[i:i + 1] = [lines[i]] * draw(st.integers(2, 1000))
+        else:
+            lines[i] = lines[i][:draw(st.integers(0, len(lines[i])))]
+    return ("nccl-topo" if xml else "nvidia-smi"), path.name, "\n".join(lines)
+
+
+def check_importer(kind: str, name: str, text: str) -> None:
+    """An ``ImportFailure``, or a .topo text that compiles and is in fmt's layout."""
+    from topoc.compiler.lang.fmt import fmt
+    with deadline(SECONDS * 12):        # a hang, not a large import, is what this catches
+        try:
+            topo, _ = (from_nccl_xml if kind == "nccl-topo" else from_smi)(text, name)
+        except ImportFailure:
+            return
+        topoc.compile(topo)
+        assert fmt(topo) == topo
+
+
+@_QUICK
+@given(importer_inputs())
+def test_importer_inputs(case):
+    check_importer(*case)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=3000, **_LONG)
+@given(importer_inputs())
+def test_importer_inputs_campaign(case):
+    check_importer(*case)
+
+
+# ---- the language server's framing -------------------------------------------------------------
+
+_BODIES = [b'{"jsonrpc":"2.0","id":1,"method":"textDocument/hover","params":{}}',
+           b'{"jsonrpc":"2.0","method":"initialized","params":{}}', b"[]", b"null", b"{",
+           b'{"jsonrpc":"2.0","id":true,"method":"x"}', b'{"jsonrpc":"1.0"}', b"\xff\xfe",
+           b'{"jsonrpc":"2.0","id":2,"result":null}', b"[" * 100000, b'"' + b"a" * 5000]
+
+
+@st.composite
+def frame_streams(draw):
+    """A byte stream of one to eight frames, each well formed or broken: lengths too long,
+    too short, not numbers, negative, huge; LF-only or missing headers; junk between."""
+    parts = []
+    for _ in range(draw(st.integers(1, 8))):
+        body = draw(st.sampled_from(_BODIES) | st.binary(max_size=200))
+        length = draw(st.sampled_from([str(len(body)), str(len(body) + 3), "0", "-1", "x",
+                                       "99999999999", str(max(0, len(body) - 2)), " 5 ",
+                                       "1" * 40]))
+        end = draw(st.sampled_from([b"\r\n", b"\n"]))
+        head = draw(st.sampled_from([b"Content-Length: ", b"content-length:", b"Length: ",
+                                     b""]))
+        extra = draw(st.sampled_from([b"", b"Content-Type: x" + end, b"garbage" + end,
+                                      b"\x00" * 3 + end]))
+        parts.append(head + length.encode() + end + extra + end + body)
+        if draw(st.booleans()):
+            parts.append(draw(st.binary(max_size=30)))
+    return b"".join(parts)
+
+
+def check_frames(stream: bytes) -> int:
+    """Read every frame of ``stream``; each is a FrameError or classified into a message or
+    an error reply. Returns the number of frames read."""
+    reader = lsp_io.Reader(io.BytesIO(stream))
+    n = 0
+    with deadline(SECONDS):
+        while True:
+            try:
+                body = reader.frame()
+            except lsp_io.FrameError:
+                n += 1
+                continue
+            if body is None:
+                return n
+            n += 1
+            message, reply = lsp_io.classify(body)
+            assert (message is None) != (reply is None)
+            if reply is not None:
+                json.dumps(reply)
+                assert reply["error"]["code"] in (-32700, -32600, -32602)
+
+
+@_QUICK
+@given(frame_streams())
+def test_frame_streams(stream):
+    check_frames(stream)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=3000, **_LONG)
+@given(frame_streams())
+def test_frame_streams_campaign(stream):
+    check_frames(stream)
+
+
+@pytest.mark.fuzz
+def test_the_server_answers_after_every_broken_stream(tmp_path):
+    """The real server, fed 300 generated broken streams (over 1,000 frames), still answers
+    ``initialize`` and a hover afterwards."""
+    pytest.importorskip("pygls")
+    streams = [frame_streams().example() for _ in range(300)]
+    proc = subprocess.Popen([sys.executable, "-m", "topoc", "lsp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    replies: list[dict] = []
+
+    def read():
+        reader = lsp_io.Reader(proc.stdout)
+        while (body := reader.frame()) is not None:
+            replies.append(json.loads(body))
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        for s in streams:
+            proc.stdin.write(s)
+        # a stream may end inside a frame that claims more bytes: close it with a blank frame
+        proc.stdin.write(b"\r\n" * 4 + b" " * 20000 + b"\r\n\r\n")
+        for msg_id, method, params in (
+                ("init", "initialize", {"processId": None, "capabilities": {}}),
+                ("hover", "textDocument/hover", {"textDocument": {"uri": "file:///a.topo"},
+                                                 "position": {"line": 0, "character": 0}})):
+            proc.stdin.write(lsp_io.encode({"jsonrpc": "2.0", "id": msg_id, "method": method,
+                                            "params": params}))
+        proc.stdin.flush()
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not any(r.get("id") == "hover" for r in replies):
+            time.sleep(0.1)
+        assert proc.poll() is None, "the server died"
+        assert any(r.get("id") == "hover" and "error" not in r for r in replies)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# ---- numbers on the command line ------------------------------------------------------------------
+
+_NUMBER_TEXT = st.one_of(
+    st.integers(-2**70, 2**70).map(str), st.floats(allow_nan=True, allow_infinity=True).map(str),
+    st.sampled_from(["nan", "inf", "-inf", "0", "-0", "1e999", "\u00b2", "\u0661", "1_000",
+                     "0x10", "", " ", "1.5", "9" * 400, "-1", "2**31", "1e-400", "+3"]),
+    st.text(alphabet="0123456789.-+eE_ \u00b2\u0661", max_size=12))
+_OPTIONS = [
+    (["export", "nccl-graph", "{file}", "--ranks", "0..7", "-o", "{out}.xml"], "--channels"),
+    (["schedule", "{file}", "--ranks", "0..7", "--collective", "allreduce", "--size", "1MiB",
+      "--format", "nccl"], "--channels"),
+    (["schedule", "{file}", "--ranks", "0..7", "--collective", "allreduce", "--size", "1MiB",
+      "--format", "nccl"], "--chunks"),
+    (["schedule", "{file}", "--ranks", "0..7", "--collective", "broadcast", "--size", "1MiB",
+      "--format", "nccl"], "--root"),
+    (["schedule", "{file}", "--ranks", "0..7", "--collective", "allreduce", "--size", "1MiB",
+      "--format", "nccl"], "--rank"),
+    (["schedule", "{file}", "--ranks", "0..7", "--collective", "allreduce", "--format",
+      "nccl"], "--size"),
+    (["cost", "{file}", "--ranks", "0..15"], "--sizes"),
+    (["cost", "{file}", "--group", "world", "--sizes", "1MiB"], "--ranks"),
+    (["compile", "{file}"], "-D"),
+    (["plan", "{file}", "--model", "llama3-8b", "--tp", "8", "--pp", "1", "--cp", "1",
+      "--ep", "1", "--microbatch", "1", "--recompute", "none", "--interleave", "1",
+      "--no-sequence-parallel", "--jobs", "1"], "--batch"),
+    (["plan", "{file}", "--model", "llama3-8b", "--batch", "16", "--tp", "8", "--pp", "1",
+      "--cp", "1", "--ep", "1", "--microbatch", "1", "--recompute", "none", "--interleave",
+      "1", "--no-sequence-parallel", "--jobs", "1"], "--imbalance"),
+    (["plan", "{file}", "--model", "llama3-8b", "--batch", "16", "--tp", "8", "--pp", "1",
+      "--cp", "1", "--ep", "1", "--microbatch", "1", "--recompute", "none", "--interleave",
+      "1", "--no-sequence-parallel", "--jobs", "1"], "--gemm-efficiency"),
+    (["plan", "{file}", "--model", "llama3-8b", "--batch", "16", "--tp", "8", "--pp", "1",
+      "--cp", "1", "--ep", "1", "--microbatch", "1", "--recompute", "none", "--interleave",
+      "1", "--no-sequence-parallel", "--jobs", "1"], "--top"),
+    (["plan", "{file}", "--model", "llama3-8b", "--batch", "16", "--tp", "8", "--pp", "1",
+      "--cp", "1", "--ep", "1", "--recompute", "none", "--interleave", "1",
+      "--no-sequence-parallel", "--jobs", "1"], "--microbatch"),
+]
+
+
+@st.composite
+def cli_numbers(draw):
+    """(argv template, option, value): one verb with one numeric option set to anything."""
+    argv, option = draw(st.sampled_from(_OPTIONS))
+    value = draw(_NUMBER_TEXT)
+    if option == "-D":
+        # a valid large count is a large (legitimate) cluster: those go to an unknown name
+        try:
+            big = abs(int(value.replace("_", ""))) > 64
+        except ValueError:
+            big = False
+        value = ("x" if big else draw(st.sampled_from(["nodes", "racks", "x"]))) + "=" + value
+    elif option == "--ranks":
+        value = draw(st.sampled_from(["{v}", "0..{v}", "{v}..3", "0,{v}", "{v}..{v}"])) \
+            .replace("{v}", value)
+    return argv, option, value
+
+
+def check_cli_number(argv, option, value, tmp_path: Path) -> None:
+    src = tmp_path / "c.topo"
+    if not src.exists():
+        src.write_text(SMALL)
+    argv = [a.replace("{file}", str(src)).replace("{out}", str(tmp_path / "out"))
+            for a in argv] + [f"{option}={value}" if option.startswith("--") else option,
+                              *([] if option.startswith("--") else [value])]
+    code, seconds, peak = run_verb(argv)
+    assert code in (0, 1, 2), (argv, code)
+    assert seconds < SECONDS and peak < MEMORY, (argv, seconds, peak)
+
+
+@_QUICK
+@given(cli_numbers())
+def test_cli_numbers(tmp_path_factory, case):
+    check_cli_number(*case, tmp_path_factory.mktemp("num"))
+
+
+@pytest.mark.fuzz
+@settings(max_examples=3000, **_LONG)
+@given(cli_numbers())
+def test_cli_numbers_campaign(tmp_path_factory, monkeypatch_session_cache, case):
+    check_cli_number(*case, monkeypatch_session_cache)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_session_cache(tmp_path_factory):
+    """One folder (and one plan cache) for the whole campaign: a repeated plan is a cache hit."""
+    import os
+    folder = tmp_path_factory.mktemp("numbers")
+    old = os.environ.get("TOPOC_CACHE")
+    os.environ["TOPOC_CACHE"] = str(folder / "cache")
+    yield folder
+    if old is None:
+        os.environ.pop("TOPOC_CACHE", None)
+    else:
+        os.environ["TOPOC_CACHE"] = old
+
+
+# ---- mutated .topo text through every verb -----------------------------------------------------
+
+_VERBS = [["compile"], ["lint", "--format", "sarif"], ["fmt", "--check"],
+          ["render", "-o", "{out}.dot"], ["export", "nccl-topo", "-o", "{out}.xml"],
+          ["export", "nccl-graph", "--ranks", "0..3", "-o", "{out}.xml"],
+          ["schedule", "--ranks", "0..3", "--collective", "allgather", "--size", "1MiB"],
+          ["cost", "--group", "world", "--sizes", "1MiB"], ["report", "--parallel", "train"],
+          ["plan", "--model", "llama3-8b", "--batch", "16", "--tp", "8", "--pp", "1", "--cp",
+           "1", "--ep", "1", "--microbatch", "1", "--recompute", "none", "--interleave", "1",
+           "--no-sequence-parallel", "--jobs", "1", "--no-cache"], ["lsp-analysis"]]
+
+
+@st.composite
+def mutated_small_files(draw):
+    """(verb, text): the campaign's small cluster after one to three token mutations."""
+    from .strategies import _JUNK
+    tokens = re.findall(r'\s+|"[^"\n]*"|\w+|[^\w\s]', SMALL)
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(tokens) - 1))
+        op = draw(st.sampled_from(["delete", "duplicate", "swap", "junk", "number"]))
+        if op == "delete":
+            del tokens[i]
+        elif op == "duplicate":
+            tokens.insert(i, tokens[draw(st.integers(0, len(tokens) - 1))])
+        elif op == "swap":
+            j = draw(st.integers(0, len(tokens) - 1))
+            tokens[i], tokens[j] = tokens[j], tokens[i]
+        elif op == "junk":
+            tokens.insert(i, draw(st.sampled_from(_JUNK)))
+        else:
+            tokens[i] = draw(_NUMBER_TEXT) or "0"
+        if not tokens:
+            tokens = ["#"]
+    return draw(st.sampled_from(_VERBS)), "".join(tokens)
+
+
+def check_verb_on_text(verb, text, tmp_path: Path) -> None:
+    src = tmp_path / "m.topo"
+    src.write_text(text)
+    if verb == ["lsp-analysis"]:
+        from topoc.lsp import Analysis
+        with deadline(SECONDS):
+            Analysis(text, str(src))
+        return
+    rest = [a.replace("{out}", str(tmp_path / "out")) for a in verb]
+    argv = [rest[0], rest[1], str(src), *rest[2:]] if rest[0] == "export" else \
+        [rest[0], str(src), *rest[1:]]
+    code, seconds, peak = run_verb(argv)
+    assert code in (0, 1, 2), (argv, code)
+    assert seconds < SECONDS and peak < MEMORY
+
+
+@_QUICK
+@given(mutated_small_files())
+def test_every_verb_on_mutated_text(tmp_path_factory, case):
+    check_verb_on_text(*case, tmp_path_factory.mktemp("verb"))
+
+
+@pytest.mark.fuzz
+@settings(max_examples=2000, **_LONG)
+@given(mutated_small_files())
+def test_every_verb_on_mutated_text_campaign(tmp_path_factory, case):
+    check_verb_on_text(*case, tmp_path_factory.mktemp("verb"))
+
