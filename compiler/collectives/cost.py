@@ -33,11 +33,13 @@ from ..ir.system import COLLECTIVES, System
 from .loads import Loads, Resources
 from ..ir.groups import RankGroup
 from .paths import NoRoute
+from . import transports
+from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
 from .tuning import (BUS_FACTOR, LAUNCH, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
                      latency_us)
 
 SAMPLE_ISLANDS = 4
-ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair
+ALLTOALL_MAX_RANKS = 128    # all-to-all loads are counted pair by pair over two islands
 
 class CostError(ValueError):
     """A request the cost model cannot answer (too large an all-to-all, no algorithm)."""
@@ -157,16 +159,32 @@ def _nvls_loads(res: Resources, system, ranks, agents, collective) -> Loads:
 
 
 def _direct_loads(res: Resources, system, ranks, collective) -> Loads:
+    """Send/recv along the group; all-to-all: every rank sends 1/n of its buffer to every
+    rank at once (NCCL's p2p channels serve the peers concurrently). Across more than two
+    islands the all-to-all is counted on the first island's ranks: their traffic inside the
+    island, and to and from one other island standing for all m - 1 (uniform islands and a
+    uniform fabric make every island's NICs carry the same), so the count does not grow with
+    the island count."""
     loads = Loads(res)
-    gpu = [system.gpus[r].id for r in ranks]
+    gpu = [g.id for g in system.gpus]
     if collective == "sendrecv":
-        for a, b in zip(gpu, gpu[1:]):
-            loads.add(a, b, 1.0)
+        for a, b in zip(ranks, ranks[1:]):
+            loads.add(gpu[a], gpu[b], 1.0)
         return loads
-    n = len(gpu)
-    for a in gpu:
-        for b in gpu:
-            loads.add(a, b, 1.0 / n)
+    n = len(ranks)
+    parts = orders.islands_ranks(system, ranks)
+    if len(parts) <= 2:
+        for a in ranks:
+            for b in ranks:
+                loads.add(gpu[a], gpu[b], 1.0 / n)
+        return loads
+    home, other, far = parts[0], parts[1], (len(parts) - 1) / n
+    for a in home:
+        for b in home:
+            loads.add(gpu[a], gpu[b], 1.0 / n)
+        for b in other:
+            loads.add(gpu[a], gpu[b], far)
+            loads.add(gpu[b], gpu[a], far)
     return loads
 
 
@@ -227,8 +245,20 @@ def _hosts(system: System, ranks: Sequence[int]) -> int:
     return hosts
 
 
+def _transport(system: System, ranks: Sequence[int]) -> transports.Transport | None:
+    """The transport of the group's network: that of the first rank's NIC (None when the
+    group has no NIC; a uniform fabric is assumed, as nccl-tests' systems are)."""
+    nic = system.locality.nic(ranks[0])
+    if not nic:
+        return None
+    device = system.device(nic)
+    classes = [link.cls for link in system.links_of(nic) if link.cls in ("infiniband",
+                                                                        "ethernet")]
+    return transports.of_nic(device.model, classes[0] if classes else "infiniband")
+
+
 def profile(system: System, group: RankGroup, collective: str, algorithm: str,
-            res: Resources | None = None) -> Profile:
+            res: Resources | None = None, nccl: Nccl | None = None) -> Profile:
     """The size-independent part of the cost of ``algorithm`` on ``group``."""
     ranks = group.ranks
     n = len(ranks)
@@ -256,9 +286,10 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     elif algorithm == "hierarchical":
         phases = _hierarchical_loads(res, system, ranks)
     else:
-        if collective == "alltoall" and n > ALLTOALL_MAX_RANKS:
-            raise CostError(f"all-to-all cost is modelled up to {ALLTOALL_MAX_RANKS} ranks "
-                            f"(the group has {n})")
+        counted = sum(len(p) for p in orders.islands_ranks(system, ranks)[:2])
+        if collective == "alltoall" and counted > ALLTOALL_MAX_RANKS:
+            raise CostError(f"all-to-all cost is modelled up to {ALLTOALL_MAX_RANKS} ranks in "
+                            f"two islands (the group has {counted})")
         phases = [(_direct_loads(res, system, ranks, collective), 1.0)]
     timed = [(t * rounds, which) for (loads, rounds) in phases
              for t, which in [loads.busiest()]]
@@ -282,8 +313,13 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     hosts = _hosts(system, ranks) if algorithm == "nvls" else \
         _hosts(system, orders.islands_ranks(system, ranks)[0]) if algorithm == "nvlstree" \
         else islands
+    nccl = nccl or nccl_profile()
+    arch = arch_index(sm)
+    if arch == 3 and not nccl.blackwell_tables:
+        arch = 2                 # before 2.25 NCCL indexed Blackwell as Hopper
     return Profile(algorithm, total, (example[1], example[0]), intra, islands, hosts,
-                   max(2, lanes), arch_index(sm), classes, declared[True], declared[False])
+                   max(2, lanes), arch, classes, declared[True], declared[False], nccl,
+                   _transport(system, ranks) if islands > 1 else None)
 
 
 def protocols(algorithm: str) -> tuple[int, ...]:
@@ -295,7 +331,7 @@ def protocols(algorithm: str) -> tuple[int, ...]:
 
 
 def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
-             protocol: str | None = None) -> Cost:
+             protocol: str | None = None, graph: bool = False) -> Cost:
     """The cost of one size from a profile; the fastest protocol unless one is named."""
     n = len(group.ranks)
     options = protocols(p.algorithm)
@@ -305,8 +341,9 @@ def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
         options = (PROTOCOLS.index(protocol),)
     best = None
     factor = BUS_FACTOR[collective](n) if n > 1 else 0.0
+    launch = (p.nccl.launch_us - (GRAPH_SAVES_US if graph else 0.0)) * 1e-6
     for proto in options:
-        latency = LAUNCH + (latency_us(p, collective, n, proto) * 1e-6 if n > 1 else 0.0)
+        latency = launch + (latency_us(p, collective, n, proto) * 1e-6 if n > 1 else 0.0)
         bus = bus_gbs(p, collective, n, size, proto) * 1e9 if n > 1 else math.inf
         time = latency + (size * factor / bus if bus > 0 else math.inf)
         if best is None or time < best[0]:
@@ -348,9 +385,16 @@ def candidates(system: System, group: RankGroup, collective: str,
 @gc_paused()
 def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int],
           algorithm: str = "auto", protocol: str | None = None,
-          among: Sequence[str] = ()) -> list[Cost]:
+          among: Sequence[str] = (), nccl: str | None = None,
+          graph: bool = False) -> list[Cost]:
     """One row per size: the named algorithm, or for ``auto`` the fastest of NCCL's (those in
-    ``among`` when given: the schedule stage asks only for what it can plan)."""
+    ``among`` when given: the schedule stage asks only for what it can plan). ``nccl`` names
+    the release whose tables apply (versions.py; the latest when None); ``graph`` costs
+    CUDA-graph launches (nccl-tests -G)."""
+    try:
+        version = nccl_profile(nccl)
+    except UnknownVersion as exc:
+        raise CostError(str(exc)) from None
     if collective not in COLLECTIVES:
         raise CostError(f"unknown collective '{collective}'")
     if algorithm == "auto":
@@ -367,12 +411,12 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
                         "switches all have 'reduction = true'")
     res = Resources(system, _gpu_facts(system, group.ranks)[0])
     try:
-        profiles = [profile(system, group, collective, a, res) for a in algos]
+        profiles = [profile(system, group, collective, a, res, version) for a in algos]
     except NoRoute as exc:
         raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
     rows = []
     for size in sizes:
-        found = [evaluate(p, group, collective, size, protocol) for p in profiles
+        found = [evaluate(p, group, collective, size, protocol, graph) for p in profiles
                  if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
         if not found:
             raise CostError(f"no algorithm runs {collective} with the {protocol} protocol")
@@ -382,9 +426,12 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
 
 @gc_paused()
 def cost(system: System, group: RankGroup, collective: str, size: int,
-         algorithm: str = "auto", protocol: str | None = None) -> Cost:
-    """The predicted cost of one collective of ``size`` bytes on ``group``."""
-    return sweep(system, group, collective, [size], algorithm, protocol)[0]
+         algorithm: str = "auto", protocol: str | None = None, nccl: str | None = None,
+         graph: bool = False) -> Cost:
+    """The predicted cost of one collective of ``size`` bytes on ``group`` (``nccl`` and
+    ``graph`` as in ``sweep``)."""
+    return sweep(system, group, collective, [size], algorithm, protocol, nccl=nccl,
+                 graph=graph)[0]
 
 
 def cost_of(system: System, sched) -> Cost:

@@ -8,6 +8,9 @@ import math
 
 import attrs
 
+from .transports import Transport
+from .versions import LATEST, VERSIONS, Nccl
+
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: Base latencies in us per algorithm and protocol (LL, LL128, Simple), tuning.cc baseLat.
 BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0)}
@@ -28,7 +31,7 @@ NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwel
 #: Fitted: NCCL scales NVLS by (C-1)/C for the channel it keeps for synchronisation; C = 8 fits
 #: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).
 NVLS_CHANNELS = 8
-LAUNCH = 10e-6           # s per call: kernel launch and enqueue as nccl-tests time them (fitted)
+LAUNCH = 10e-6           # s per call with NCCL 2.18 (fitted); other releases: versions.py
 #: Channels a message keeps busy, as NCCL's enqueue.cc picks them: it drops channels while
 #: bytes < channels x threads x threshold (src/include/device.h: NCCL_{LL,LL128,SIMPLE}_
 #: THREAD_THRESHOLD 8, 8, 64 bytes; NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS 512, 640, 512), the
@@ -78,6 +81,8 @@ class Profile:
     classes: tuple[str, ...]     # link classes the transfers cross
     intra_declared: float = 0.0  # us: the file's extra latency of a hop inside an island
     net_declared: float = 0.0    # us: the file's extra latency of a hop between islands
+    nccl: Nccl = VERSIONS[LATEST]
+    transport: Transport | None = None   # the network's, when the group crosses islands
 
 
 def arch_index(sm: int | None) -> int:
@@ -89,18 +94,37 @@ def arch_index(sm: int | None) -> int:
 def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
     """The size-independent time in us: NCCL's base latency plus per-hop latencies on the
     critical path (protocol index ``proto``: 0 LL, 1 LL128, 2 Simple)."""
-    m, algo = p.islands, p.algorithm
+    return _latency_us(p, collective, n, proto) + _transport_us(p, collective, n)
+
+
+def _transport_us(p: Profile, collective: str, n: int) -> float:
+    """What the network's transport adds (transports.py): once per operation, and per peer
+    beyond the first for all-to-all, whose peers NCCL serves concurrently."""
+    t = p.transport
+    if t is None or p.islands < 2:
+        return 0.0
+    extra = t.op_us
+    if collective == "alltoall":
+        extra += (n - 1) * t.p2p_peer_us
+    return extra
+
+
+def _latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
+    m, algo, v = p.islands, p.algorithm, p.nccl
     if algo == "nvls":
-        return NVLS_LAT * p.hosts + (NVLS_LAT_NET if m > 1 else 0.0)
+        return v.nvls_lat * p.hosts + (NVLS_LAT_NET if m > 1 else 0.0)
     if algo == "pat":           # Parallel Aggregated Trees: log2(n) network steps
-        return BASE_LAT["ring"][proto] + math.ceil(math.log2(n)) * HW_LAT[("net", "ring")][proto]
+        return BASE_LAT["ring"][proto] * v.base_scale + \
+            math.ceil(math.log2(n)) * HW_LAT[("net", "ring")][proto]
     if algo == "nvlstree":      # NVLS in each island, then up and down a tree of islands
-        return NVLS_LAT * p.hosts + 2 * math.log2(m) * HW_LAT[("net", "tree")][proto]
+        return v.nvls_lat * p.hosts + 2 * math.log2(m) * v.nvls_tree_net
     kind = "tree" if algo == "tree" else "ring"
     # NCCL's per-hop figure, plus what the file declares beyond the reference links it covers
     intra = HW_LAT[(p.intra, kind)][proto] + p.intra_declared
+    if (p.intra, kind, proto) == ("nvlink", "tree", 2):
+        intra = v.tree_simple_nvlink + p.intra_declared
     net = HW_LAT[("net", kind)][proto] + p.net_declared
-    base = BASE_LAT[kind][proto]
+    base = BASE_LAT[kind][proto] * v.base_scale
     if algo == "tree":
         passes = 2 if collective == "allreduce" else 1
         return base + passes * ((n // m - 1) * intra + math.log2(m) * net)
@@ -110,8 +134,8 @@ def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
         steps = 2 * (n - 1) if collective == "allreduce" else n - 1
         inter = (2 if collective == "allreduce" else 1) * (m - 1)
         return base + (steps - inter) * intra + inter * net
-    if collective == "alltoall":
-        return base + (n - 1) * (net if m > 1 else intra)
+    if collective == "alltoall":      # every peer at once (p2p channels): one step each way
+        return base + (net if m > 1 else intra)
     if collective == "sendrecv":
         return base + (net if m > 1 else intra)
     return base + (n - m) * intra + (m - 1) * net       # broadcast, reduce: a chain
@@ -135,7 +159,8 @@ def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float
         return raw * (0.5 if proto == 0 else 1.0)
     used = channels_used(p, n, size, proto)
     raw *= used / p.channels
-    ll_cap = LL_MAX_BW[p.arch][nodes]
+    ll_cap = p.nccl.ll_max_hopper[nodes] * (2 if p.arch == 3 else 1) if p.arch >= 2 \
+        else LL_MAX_BW[p.arch][nodes]
     if p.algorithm == "tree":
         log_size = max(0, int(math.log2(max(1, size >> 6))))
         if collective == "allreduce" and log_size < len(TREE_CORRECTION[proto]):

@@ -154,6 +154,41 @@ class Locality:
         return nics[sharing.index(rank) % len(nics)]
 
     @_memo
+    def nics(self, rank: int) -> tuple[str, ...]:
+        """Every NIC the GPU drives: its nearest NICs split evenly among the GPUs that share
+        them (AWS p5: four EFA devices under each GPU's PCIe switch; a dual-port RoCE card per
+        GPU), at least its own ``nic``. NCCL's net plugins and NCCL_IB_MERGE_NICS present such
+        a set as one device of their summed bandwidth; the cost model pools it (loads.py)."""
+        own = self.nic(rank)
+        if not own:
+            return ()
+        nics = self._nearest(self.system.gpus[rank].id, "nic")
+        sharing = self._sharing(self.island[rank])[nics]
+        if len(nics) <= len(sharing):
+            return (own,)
+        per = len(nics) // len(sharing)
+        at = sharing.index(rank) * per
+        return nics[at:at + per]
+
+    @_memo
+    def nic_pool(self, nic: str) -> tuple[str, ...]:
+        """The NICs one GPU drives together with ``nic`` (``nics``), or just ``nic``."""
+        for rank in self._nic_owners.get(nic, ()):
+            found = self.nics(rank)
+            if nic in found:
+                return found
+        return (nic,)
+
+    @functools.cached_property
+    def _nic_owners(self) -> dict[str, tuple[int, ...]]:
+        """The ranks each compute NIC is nearest to (one pass over the GPUs)."""
+        owners: dict[str, list[int]] = defaultdict(list)
+        for r, g in enumerate(self.system.gpus):
+            for nic in self._nearest(g.id, "nic"):
+                owners[nic].append(r)
+        return {k: tuple(v) for k, v in owners.items()}
+
+    @_memo
     def _sharing(self, island: int) -> dict[tuple[str, ...], list[int]]:
         """The island's ranks grouped by their set of nearest NICs, ascending."""
         out: dict[tuple[str, ...], list[int]] = defaultdict(list)

@@ -124,7 +124,7 @@ def test_refusals():
     with pytest.raises(CostError, match="no 'tree'"):
         cost(a100, RankGroup("ranks", tuple(range(8))), "alltoall", GiB, "tree")
     big = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 4})
-    with pytest.raises(CostError, match="up to 256 ranks"):
+    with pytest.raises(CostError, match="up to 128 ranks in two islands"):
         cost(big, RankGroup("world", tuple(range(288))), "alltoall", GiB)
 
     tray = topoc.load(library_file("gb200_tray.topo"))   # two Superchips, no NVSwitch: apart

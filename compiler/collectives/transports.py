@@ -1,0 +1,47 @@
+"""What each network transport adds to a collective: a fixed cost per operation that crosses
+the network, a cost per network step, and the fraction of the NICs' line rate NCCL reaches.
+
+NCCL's tuning tables (tuning.cc hwLat[NET]) describe its own InfiniBand/RoCE transport; other
+transports come through net plugins with their own software path: AWS EFA through aws-ofi-nccl
+(libfabric over SRD), Google's GPUDirect-TCPX/TCPXO through their TCP plugins, whose per-call
+proxy progress and flow set-up cost tens of microseconds. A NIC model's ``transport`` names it
+(devices.topo); an InfiniBand NIC without one is ``ib``, an Ethernet NIC ``roce``.
+
+*Fitted* figures (docs/cost.md, Transports) come from the calibration rows marked ``fit``: EFA
+from two HGX H100 p5 instances (8 B all-reduce 69.1 us, 16 GiB 487 GB/s, all-to-all 2 GiB
+79.3 GB/s), TCPXO from two a3-megagpu-8g (8 B 135.8 us, 8 GiB 338.8 GB/s). InfiniBand,
+RoCE and Spectrum-X keep NCCL's own figures and the 96 % of line rate CX-7 NDR reaches
+(nccl-tests issues 267, 290).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Transport:
+    """One transport's figures."""
+
+    name: str
+    op_us: float          # once per operation that crosses the network
+    step_us: float        # on every network step of the critical path, beyond NCCL's hwLat
+    efficiency: float     # of the NIC links' declared rate
+    p2p_peer_us: float    # per peer of an all-to-all, beyond the first (proxy and flow set-up)
+
+
+TRANSPORTS = {
+    "ib": Transport("ib", 0.0, 0.0, 0.96, 0.5),
+    "roce": Transport("roce", 0.0, 0.0, 0.96, 0.5),
+    "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96, 0.5),
+    "efa": Transport("efa", 35.0, 0.0, 0.96, 2.0),
+    "tcpx": Transport("tcpx", 100.0, 0.0, 0.80, 4.0),
+    "tcpxo": Transport("tcpxo", 100.0, 0.0, 0.80, 4.0),
+}
+DEFAULT = {"infiniband": "ib", "ethernet": "roce"}
+
+
+def of_nic(model, link_cls: str) -> Transport:
+    """The transport of a NIC of ``model`` on links of class ``link_cls``."""
+    name = model.attr("transport") if model is not None else None
+    return TRANSPORTS[name or DEFAULT.get(link_cls, "ib")]
