@@ -126,10 +126,9 @@ def _nvls_tree_loads(res: Resources, system, ranks, agents_of) -> Loads:
             for agent in agents:
                 loads.add(gpu[ranks[p]], agent, 1.0 / len(agents))
                 loads.add(agent, gpu[ranks[p]], 1.0 / len(agents))
-    channels = orders.net_channels(system, ranks)
+    channels = nvls_tree_channels(system, ranks)
     pairs = alg.double_btree(len(parts))
-    # tuning.cc: NVLS-tree gets half the inter-node bandwidth beyond two nodes
-    share = (0.5 if len(parts) <= 2 else 1.0) / channels
+    share = 0.5 / channels       # two trees per channel
     for c in range(channels):
         heads = [part[(c * len(part) // channels) % len(part)] for part in parts]
         for island_parent in pairs:
@@ -139,6 +138,22 @@ def _nvls_tree_loads(res: Resources, system, ranks, agents_of) -> Loads:
                     loads.add(a, b, share, c)
                     loads.add(b, a, share, c)
     return loads
+
+
+#: NVLS channels NCCL opens (src/transport/nvls.cc): 16 on Hopper, 32 on Blackwell across
+#: nodes (NVLS_NCHANNELS_SM90, NVLS_NCHANNELS_SM100).
+NVLS_NCHANNELS = {2: 16, 3: 32}
+
+
+def nvls_tree_channels(system: System, ranks: Sequence[int]) -> int:
+    """NVLS-tree's channels: NCCL's NVLS channel count, each headed at its own GPU of every
+    island and so its own NIC, bounded by two per NIC of the first island (a multi-node NVLink
+    rack has 72 NICs, far more than 16 ring channels use)."""
+    sm = system.gpus[ranks[0]].model.attr("sm")
+    loc = system.locality
+    first = loc.island[ranks[0]]
+    nics = {loc.nic(r) for r in ranks if loc.island[r] == first} - {""}
+    return max(2, min(NVLS_NCHANNELS.get(arch_index(sm), 16), orders.CHANNELS_PER_NIC * len(nics)))
 
 
 def _nvls_loads(res: Resources, system, ranks, agents, collective) -> Loads:
@@ -318,7 +333,8 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     if arch == 3 and not nccl.blackwell_tables:
         arch = 2                 # before 2.25 NCCL indexed Blackwell as Hopper
     return Profile(algorithm, total, (example[1], example[0]), intra, islands, hosts,
-                   max(2, lanes), arch, classes, declared[True], declared[False], nccl,
+                   max(2, lanes), arch, classes, declared[True], declared[False],
+                   n // islands, nccl,
                    _transport(system, ranks) if islands > 1 else None)
 
 
@@ -371,7 +387,7 @@ def candidates(system: System, group: RankGroup, collective: str,
             parts = orders.islands_ranks(system, ranks)
             if len(parts) < 2:
                 continue                 # NCCL builds trees across nodes only (NVIDIA/nccl#211)
-            if _hosts(system, parts[0]) > 1:
+            if algo == "tree" and _hosts(system, parts[0]) > 1:
                 continue                 # multi-node NVLink islands: NCCL runs rings (docs/cost.md)
         if algo == "nvlstree" and _island_agents(system, ranks) is None:
             continue

@@ -24,19 +24,22 @@ class Transport:
     """One transport's figures."""
 
     name: str
-    op_us: float          # once per operation that crosses the network
-    step_us: float        # on every network step of the critical path, beyond NCCL's hwLat
+    op_us: float          # once per operation that crosses the network (every protocol)
+    step_us: float        # per network step of LL128 and Simple: the plugin's bulk path
     efficiency: float     # of the NIC links' declared rate
-    p2p_peer_us: float    # per peer of an all-to-all, beyond the first (proxy and flow set-up)
+    p2p_efficiency: float = 1.0   # of that, what all-to-all's concurrent peers reach
 
 
+#: *Fitted* (docs/cost.md): EFA's op_us on the p5 8 B row, step_us on the 8-node 256 MiB row,
+#: p2p_efficiency on the 2-node 2 GiB all-to-all; TCPXO's op_us on its 8 B row, step_us on its
+#: 64 MiB row, efficiency on its 8 GiB row. TCPX is given TCPXO's figures (no published row).
 TRANSPORTS = {
-    "ib": Transport("ib", 0.0, 0.0, 0.96, 0.5),
-    "roce": Transport("roce", 0.0, 0.0, 0.96, 0.5),
-    "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96, 0.5),
-    "efa": Transport("efa", 35.0, 0.0, 0.96, 2.0),
-    "tcpx": Transport("tcpx", 100.0, 0.0, 0.80, 4.0),
-    "tcpxo": Transport("tcpxo", 100.0, 0.0, 0.80, 4.0),
+    "ib": Transport("ib", 0.0, 0.0, 0.96),
+    "roce": Transport("roce", 0.0, 0.0, 0.96),
+    "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96),
+    "efa": Transport("efa", 46.0, 120.0, 0.96, 0.87),
+    "tcpx": Transport("tcpx", 113.0, 300.0, 0.96, 0.87),
+    "tcpxo": Transport("tcpxo", 113.0, 300.0, 0.96, 0.87),
 }
 DEFAULT = {"infiniband": "ib", "ethernet": "roce"}
 

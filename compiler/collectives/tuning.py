@@ -81,6 +81,7 @@ class Profile:
     classes: tuple[str, ...]     # link classes the transfers cross
     intra_declared: float = 0.0  # us: the file's extra latency of a hop inside an island
     net_declared: float = 0.0    # us: the file's extra latency of a hop between islands
+    island_ranks: int = 1        # the group's ranks in one island
     nccl: Nccl = VERSIONS[LATEST]
     transport: Transport | None = None   # the network's, when the group crosses islands
 
@@ -94,19 +95,29 @@ def arch_index(sm: int | None) -> int:
 def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
     """The size-independent time in us: NCCL's base latency plus per-hop latencies on the
     critical path (protocol index ``proto``: 0 LL, 1 LL128, 2 Simple)."""
-    return _latency_us(p, collective, n, proto) + _transport_us(p, collective, n)
+    return _latency_us(p, collective, n, proto) + _transport_us(p, collective, proto)
 
 
-def _transport_us(p: Profile, collective: str, n: int) -> float:
-    """What the network's transport adds (transports.py): once per operation, and per peer
-    beyond the first for all-to-all, whose peers NCCL serves concurrently."""
+def net_steps(p: Profile, collective: str) -> float:
+    """Network steps on the critical path: a ring's 2(m-1) (m-1 for one pass), a tree's up and
+    down log2(m), one for all-to-all and send/recv, whose peers NCCL serves at once."""
+    m = p.islands
+    if p.algorithm in ("tree", "nvlstree", "pat"):
+        return (2 if collective == "allreduce" else 1) * math.ceil(math.log2(m))
+    if p.algorithm in ("direct", "pairwise"):
+        return 1.0
+    if p.algorithm == "hierarchical":
+        return 2.0 * (m - 1)
+    return (2 if collective == "allreduce" else 1) * (m - 1)
+
+
+def _transport_us(p: Profile, collective: str, proto: int) -> float:
+    """What the network's transport adds (transports.py): once per operation, and per network
+    step of the bulk protocols (LL128, Simple)."""
     t = p.transport
     if t is None or p.islands < 2:
         return 0.0
-    extra = t.op_us
-    if collective == "alltoall":
-        extra += (n - 1) * t.p2p_peer_us
-    return extra
+    return t.op_us + (t.step_us * net_steps(p, collective) if proto > 0 else 0.0)
 
 
 def _latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
@@ -154,8 +165,15 @@ def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float
     raw = factor / p.seconds_per_byte / 1e9 if p.seconds_per_byte > 0 else math.inf
     nodes = min(p.islands, 3) - 1
     if p.algorithm in ("nvls", "nvlstree"):
-        return raw * NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
+        raw *= NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
+        if p.algorithm == "nvlstree" and p.island_ranks > 1:
+            # Fitted: every GPU's NVLS part moves the whole buffer whatever the node count, so
+            # NVLS-tree reaches its islands' NVLS busbw, not that scaled to n ranks' factor.
+            raw *= BUS_FACTOR[collective](p.island_ranks) / factor
+        return raw
     if p.algorithm in ("direct", "pairwise"):
+        if p.transport is not None and p.islands > 1:
+            raw *= p.transport.p2p_efficiency
         return raw * (0.5 if proto == 0 else 1.0)
     used = channels_used(p, n, size, proto)
     raw *= used / p.channels
