@@ -113,7 +113,7 @@ def _tree_loads(res: Resources, system, ranks, collective) -> Loads:
     return loads
 
 
-def _nvls_tree_loads(res: Resources, system, ranks, agents_of) -> Loads:
+def _nvls_tree_loads(res: Resources, system, ranks, agents_of, inter: float = 1.0) -> Loads:
     """NCCL's NVLS-tree all-reduce: NVLS inside every island (each GPU up to its island's
     switches and back) and, between islands, two trees per channel headed at the channel's
     GPU of every island (NCCL's channels spread over the NICs, two per NIC)."""
@@ -128,7 +128,7 @@ def _nvls_tree_loads(res: Resources, system, ranks, agents_of) -> Loads:
                 loads.add(agent, gpu[ranks[p]], 1.0 / len(agents))
     channels = nvls_tree_channels(system, ranks)
     pairs = alg.double_btree(len(parts))
-    share = 0.5 / channels       # two trees per channel
+    share = inter * 0.5 / channels       # two trees per channel
     for c in range(channels):
         heads = [part[(c * len(part) // channels) % len(part)] for part in parts]
         for island_parent in pairs:
@@ -282,6 +282,7 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     loc = system.locality
     islands = len({loc.island[r] for r in ranks})
     sample = _sample(system, ranks)
+    select = None
     if algorithm in ("ring", "pat"):   # PAT moves a ring's bytes in log2(n) latency steps
         if algorithm == "pat" and not _one_per_island(system, ranks):
             raise CostError("PAT runs with one GPU per node (island), as NCCL uses it")
@@ -298,6 +299,12 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
             raise CostError("NVLS-tree needs two or more islands, each one NVLink domain of "
                             "reducing switches")
         phases = [(_nvls_tree_loads(res, system, sample, loc.nvlink_agents), 1.0)]
+        if islands > 2 and (nccl or nccl_profile()).nvls_tree_ch is None:
+            # tuning.cc before 2.28 charges NVLS-tree half the inter-node bandwidth beyond two
+            # nodes when it chooses; measured runs reach about 85 % of a ring (docs/cost.md).
+            # ``auto`` chooses with NCCL's charge and reports the measured-like time.
+            halved = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 2.0)
+            select = halved.busiest()[0]
     elif algorithm == "hierarchical":
         phases = _hierarchical_loads(res, system, ranks)
     else:
@@ -335,7 +342,7 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     return Profile(algorithm, total, (example[1], example[0]), intra, islands, hosts,
                    max(2, lanes), arch, classes, declared[True], declared[False],
                    n // islands, nccl,
-                   _transport(system, ranks) if islands > 1 else None)
+                   _transport(system, ranks) if islands > 1 else None, select)
 
 
 def protocols(algorithm: str) -> tuple[int, ...]:
@@ -387,8 +394,9 @@ def candidates(system: System, group: RankGroup, collective: str,
             parts = orders.islands_ranks(system, ranks)
             if len(parts) < 2:
                 continue                 # NCCL builds trees across nodes only (NVIDIA/nccl#211)
-            if algo == "tree" and _hosts(system, parts[0]) > 1:
-                continue                 # multi-node NVLink islands: NCCL runs rings (docs/cost.md)
+            if _hosts(system, parts[0]) > 1 and (algo == "tree" or len(parts) > 2):
+                continue                 # multi-node NVLink islands: NCCL runs rings, and
+                                         # NVLS-tree across two of them (docs/cost.md)
         if algo == "nvlstree" and _island_agents(system, ranks) is None:
             continue
         if algo in ("direct", "pairwise") and collective == "alltoall":
@@ -396,6 +404,15 @@ def candidates(system: System, group: RankGroup, collective: str,
                 continue         # same loads as direct: one pass over every pair
         out.append(algo)
     return out
+
+
+def _selection_time(p: Profile, got: Cost, group, collective, size, protocol, graph) -> float:
+    """The time ``auto`` compares: NCCL's own charge where it differs from what runs measure
+    (NVLS-tree beyond two nodes before 2.28), else the predicted time."""
+    if p.select_seconds_per_byte is None:
+        return got.time
+    chosen = attrs.evolve(p, seconds_per_byte=p.select_seconds_per_byte)
+    return evaluate(chosen, group, collective, size, protocol, graph).time
 
 
 @gc_paused()
@@ -430,13 +447,20 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
         profiles = [profile(system, group, collective, a, res, version) for a in algos]
     except NoRoute as exc:
         raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
+    profiles = [p for p in profiles
+                if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
     rows = []
     for size in sizes:
-        found = [evaluate(p, group, collective, size, protocol, graph) for p in profiles
-                 if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
+        found = [evaluate(p, group, collective, size, protocol, graph) for p in profiles]
         if not found:
             raise CostError(f"no algorithm runs {collective} with the {protocol} protocol")
-        rows.append(min(found, key=lambda c: (c.time, c.algorithm)))
+        if len(found) > 1:
+            chosen = min(range(len(found)), key=lambda i: (
+                _selection_time(profiles[i], found[i], group, collective, size, protocol,
+                                graph), found[i].algorithm))
+            rows.append(found[chosen])
+        else:
+            rows.append(found[0])
     return rows
 
 

@@ -37,7 +37,7 @@ TRANSPORTS = {
     "ib": Transport("ib", 0.0, 0.0, 0.96),
     "roce": Transport("roce", 0.0, 0.0, 0.96),
     "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96),
-    "efa": Transport("efa", 46.0, 120.0, 0.96, 0.87),
+    "efa": Transport("efa", 46.0, 120.0, 0.89, 0.94),
     "tcpx": Transport("tcpx", 113.0, 300.0, 0.96, 0.87),
     "tcpxo": Transport("tcpxo", 113.0, 300.0, 0.96, 0.87),
 }

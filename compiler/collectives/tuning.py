@@ -84,6 +84,7 @@ class Profile:
     island_ranks: int = 1        # the group's ranks in one island
     nccl: Nccl = VERSIONS[LATEST]
     transport: Transport | None = None   # the network's, when the group crosses islands
+    select_seconds_per_byte: float | None = None  # NCCL's own charge, where auto differs
 
 
 def arch_index(sm: int | None) -> int:
@@ -96,6 +97,10 @@ def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
     """The size-independent time in us: NCCL's base latency plus per-hop latencies on the
     critical path (protocol index ``proto``: 0 LL, 1 LL128, 2 Simple)."""
     return _latency_us(p, collective, n, proto) + _transport_us(p, collective, proto)
+
+
+#: Fitted on the 4-node EFA ring all-reduce at 8 GiB (docs/cost.md).
+RING_STEP_SHARE = 0.5
 
 
 def net_steps(p: Profile, collective: str) -> float:
@@ -117,7 +122,11 @@ def _transport_us(p: Profile, collective: str, proto: int) -> float:
     t = p.transport
     if t is None or p.islands < 2:
         return 0.0
-    return t.op_us + (t.step_us * net_steps(p, collective) if proto > 0 else 0.0)
+    if proto == 0:
+        return t.op_us
+    # a ring overlaps a step's transport work with the next chunk's: half of it shows (fitted)
+    ring = p.algorithm in ("ring", "hierarchical")
+    return t.op_us + t.step_us * net_steps(p, collective) * (RING_STEP_SHARE if ring else 1.0)
 
 
 def _latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
