@@ -339,8 +339,10 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     arch = arch_index(sm)
     if arch == 3 and not nccl.blackwell_tables:
         arch = 2                 # before 2.25 NCCL indexed Blackwell as Hopper
+    # channels at full size: NVLink lanes inside an island, NCCL's net channels across them
+    channels = orders.net_channels(system, ranks) if islands > 1 else max(2, lanes)
     return Profile(algorithm, total, (example[1], example[0]), intra, islands, hosts,
-                   max(2, lanes), arch, classes, declared[True], declared[False],
+                   channels, arch, classes, declared[True], declared[False],
                    n // islands, nccl,
                    _transport(system, ranks) if islands > 1 else None, select)
 
