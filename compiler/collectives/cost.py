@@ -355,8 +355,8 @@ def protocols(algorithm: str) -> tuple[int, ...]:
     return (0, 2) if algorithm in ("direct", "pairwise") else (0, 1, 2)
 
 
-def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
-             protocol: str | None = None, graph: bool = False) -> Cost:
+def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
+            protocol: str | None = None, graph: bool = False) -> Cost:
     """The cost of one size from a profile; the fastest protocol unless one is named."""
     n = len(group.ranks)
     options = protocols(p.algorithm)
@@ -379,7 +379,7 @@ def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
                 algbw * factor, p.bottleneck[0], p.bottleneck[1], latency, p.classes)
 
 
-def candidates(system: System, group: RankGroup, collective: str,
+def auto_algorithms(system: System, group: RankGroup, collective: str,
                among: Sequence[str] = ()) -> list[str]:
     """The algorithms ``auto`` weighs for this collective on this group: NCCL's own (ring,
     tree, NVLS, NVLS-tree, direct), where the topology allows them; ``among`` narrows them."""
@@ -414,7 +414,7 @@ def _selection_time(p: Profile, got: Cost, group, collective, size, protocol, gr
     if p.select_seconds_per_byte is None:
         return got.time
     chosen = attrs.evolve(p, seconds_per_byte=p.select_seconds_per_byte)
-    return evaluate(chosen, group, collective, size, protocol, graph).time
+    return cost_at(chosen, group, collective, size, protocol, graph).time
 
 
 @gc_paused()
@@ -433,7 +433,7 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
     if collective not in COLLECTIVES:
         raise CostError(f"unknown collective '{collective}'")
     if algorithm == "auto":
-        algos = candidates(system, group, collective, among)
+        algos = auto_algorithms(system, group, collective, among)
     elif algorithm in orders.COSTED[collective]:
         algos = [algorithm]
     else:
@@ -453,7 +453,7 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
                 if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
     rows = []
     for size in sizes:
-        found = [evaluate(p, group, collective, size, protocol, graph) for p in profiles]
+        found = [cost_at(p, group, collective, size, protocol, graph) for p in profiles]
         if not found:
             raise CostError(f"no algorithm runs {collective} with the {protocol} protocol")
         if len(found) > 1:
@@ -475,7 +475,3 @@ def cost(system: System, group: RankGroup, collective: str, size: int,
     return sweep(system, group, collective, [size], algorithm, protocol, nccl=nccl,
                  graph=graph)[0]
 
-
-def cost_of(system: System, sched) -> Cost:
-    """The predicted cost of a planned schedule (its algorithm, group and size)."""
-    return cost(system, sched.group, sched.collective, sched.bytes, sched.algorithm)
