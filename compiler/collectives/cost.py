@@ -33,7 +33,7 @@ from ..ir.system import COLLECTIVES, System
 from .loads import Loads, Resources
 from ..ir.groups import RankGroup
 from .paths import NoRoute
-from . import transports
+from . import collnet, transports
 from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
 from .tuning import (BUS_FACTOR, LAUNCH, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
                      latency_us)
@@ -305,6 +305,11 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
             # ``auto`` chooses with NCCL's charge and reports the measured-like time.
             halved = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 2.0)
             select = halved.busiest()[0]
+    elif algorithm == "collnetchain":
+        if islands < 2 or not collnet.sharp_fabric(system, ranks):
+            raise CostError("CollNet needs two or more islands on network switches that all "
+                            "declare 'sharp = true'")
+        phases = [(collnet.chain_loads(res, system, sample), 1.0)]
     elif algorithm == "hierarchical":
         phases = _hierarchical_loads(res, system, ranks)
     else:
@@ -350,7 +355,7 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
 def protocols(algorithm: str) -> tuple[int, ...]:
     """Indices into PROTOCOLS of the protocols NCCL runs ``algorithm`` with: Simple only for
     NVLS, NVLS-tree and PAT; no LL128 for the point-to-point algorithms."""
-    if algorithm in ("nvls", "nvlstree", "pat"):
+    if algorithm in ("nvls", "nvlstree", "pat", "collnetchain"):
         return (2,)
     return (0, 2) if algorithm in ("direct", "pairwise") else (0, 1, 2)
 
@@ -400,6 +405,11 @@ def auto_algorithms(system: System, group: RankGroup, collective: str,
                 continue                 # multi-node NVLink islands: NCCL runs rings, and
                                          # NVLS-tree across two of them (docs/cost.md)
         if algo == "nvlstree" and _island_agents(system, ranks) is None:
+            continue
+        if algo == "collnetchain" and (len(orders.islands(system, ranks)) < 2 or
+                                       not collnet.sharp_fabric(system, ranks)):
+            continue                     # CollNet where the fabric declares SHARP
+        if algo == "collnetchain" and collective != "allreduce":
             continue
         if algo in ("direct", "pairwise") and collective == "alltoall":
             if algo == "pairwise":

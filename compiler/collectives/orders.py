@@ -38,10 +38,10 @@ SUPPORTED = {
 #: What the cost model also prices, which topoc does not plan step by step: NCCL's NVLS-tree
 #: all-reduce (NVLS inside each island, a tree between islands) and PAT (Parallel Aggregated
 #: Trees) for reduce-scatter and all-gather, which NCCL runs with one GPU per node.
-COSTED = {**SUPPORTED, "allreduce": (*SUPPORTED["allreduce"], "nvlstree"),
+COSTED = {**SUPPORTED, "allreduce": (*SUPPORTED["allreduce"], "nvlstree", "collnetchain"),
           "reducescatter": (*SUPPORTED["reducescatter"], "pat"),
           "allgather": (*SUPPORTED["allgather"], "pat")}
-COSTED_ALGORITHMS = (*ALGORITHMS, "nvlstree", "pat")
+COSTED_ALGORITHMS = (*ALGORITHMS, "nvlstree", "pat", "collnetchain")
 #: NCCL searches at most MAXCHANNELS/2 = 16 channels for a ring or tree graph (graph/search.cc).
 MAX_GRAPH_CHANNELS = 16
 #: Channels NCCL opens per NIC across nodes: its graph search settles on two channels of half a

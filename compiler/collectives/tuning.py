@@ -58,6 +58,8 @@ TREE_CH = {0: (26.5, 18.5, 10.0), 1: (24.0, 23.6, 17.8), 2: (38.7, 41.4, 36.0),
            3: (77.4, 82.8, 72.0)}
 TREE_LL128_CH = {0: (20.0, 20.0, 20.0), 1: (20.0, 20.0, 20.0), 2: (36.7, 36.7, 29.0),
                  3: (73.4, 73.4, 58.0)}
+#: CollNet chain's hwLat (us) per NVLink hop and for the network trip, tuning.cc (Simple).
+COLLNET_CHAIN_LAT = (2.8, 30.0)
 #: busbw = algbw x factor(n), as nccl-tests defines it (doc/PERFORMANCE.md).
 BUS_FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "reducescatter": lambda n: (n - 1) / n,
               "allgather": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
@@ -107,7 +109,7 @@ def net_steps(p: Profile, collective: str) -> float:
     m = p.islands
     if p.algorithm in ("tree", "nvlstree", "pat"):
         return (2 if collective == "allreduce" else 1) * math.ceil(math.log2(m))
-    if p.algorithm in ("direct", "pairwise"):
+    if p.algorithm in ("direct", "pairwise", "collnetchain"):
         return 1.0
     if p.algorithm == "hierarchical":
         return 2.0 * (m - 1)
@@ -136,6 +138,8 @@ def _latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
             math.ceil(math.log2(n)) * HW_LAT[("net", "ring")][proto]
     if algo == "nvlstree":      # NVLS in each island, then up and down a tree of islands
         return v.nvls_lat * p.hosts + 2 * math.log2(m) * v.nvls_tree_net
+    if algo == "collnetchain":  # the chain down and up each island, one trip to the switches
+        return 2 * (n // m - 1) * COLLNET_CHAIN_LAT[0] + COLLNET_CHAIN_LAT[1]
     kind = "tree" if algo == "tree" else "ring"
     # NCCL's per-hop figure, plus what the file declares beyond the reference links it covers
     intra = HW_LAT[(p.intra, kind)][proto] + p.intra_declared
@@ -177,6 +181,8 @@ def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float
             # Fitted: every GPU's NVLS part moves the whole buffer whatever the node count, so
             # NVLS-tree reaches its islands' NVLS busbw, not that scaled to n ranks' factor.
             raw *= BUS_FACTOR[collective](p.island_ranks) / factor
+        return raw
+    if p.algorithm == "collnetchain":
         return raw
     if p.algorithm in ("direct", "pairwise"):
         if p.transport is not None and p.islands > 1:
