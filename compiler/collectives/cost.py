@@ -385,7 +385,7 @@ def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
 
 
 def auto_algorithms(system: System, group: RankGroup, collective: str,
-               among: Sequence[str] = ()) -> list[str]:
+                    among: Sequence[str] = (), nccl: Nccl | None = None) -> list[str]:
     """The algorithms ``auto`` weighs for this collective on this group: NCCL's own (ring,
     tree, NVLS, NVLS-tree, direct), where the topology allows them; ``among`` narrows them."""
     ranks = group.ranks
@@ -395,8 +395,9 @@ def auto_algorithms(system: System, group: RankGroup, collective: str,
             continue                     # selectable by name; never what NCCL would run
         if algo == "nvls" and (len(ranks) < 2 or system.locality.nvlink_agents(ranks) is None):
             continue
-        if algo == "pat" and not _one_per_island(system, ranks):
-            continue                     # NCCL enables PAT with one GPU per node only
+        if algo == "pat" and (not _one_per_island(system, ranks) or
+                              not (nccl or nccl_profile()).pat):
+            continue                     # NCCL enables PAT with one GPU per node only (2.23+)
         if algo in ("tree", "nvlstree"):
             parts = orders.islands_ranks(system, ranks)
             if len(parts) < 2:
@@ -443,7 +444,7 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
     if collective not in COLLECTIVES:
         raise CostError(f"unknown collective '{collective}'")
     if algorithm == "auto":
-        algos = auto_algorithms(system, group, collective, among)
+        algos = auto_algorithms(system, group, collective, among, version)
     elif algorithm in orders.COSTED[collective]:
         algos = [algorithm]
     else:
