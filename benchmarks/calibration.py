@@ -1,13 +1,15 @@
-"""Print the cost model's prediction next to every published row of library/calibration.csv
-(validation rows, then fit rows, then excluded rows with the reason), and the median and worst
-|error| per class for validation and fit rows apart, against issue 27's targets. docs/cost.md
-carries this output.
+"""Print the median and worst |error| per class for validation and fit rows apart, against
+issue 27's targets, then the cost model's prediction next to every published row of
+library/calibration.csv (validation rows, fit rows, and excluded rows with the reason).
+docs/cost.md carries this output.
 
     .venv/bin/python benchmarks/calibration.py
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from pathlib import Path
 
@@ -66,11 +68,14 @@ def summarise(title: str, errors: dict[str, list[float]], targets: bool) -> None
 
 
 def main() -> None:
-    validation = table("validate")
-    fit = table("fit")
-    table("exclude")
+    rows_text = io.StringIO()
+    with contextlib.redirect_stdout(rows_text):
+        validation = table("validate")
+        fit = table("fit")
+        table("exclude")
     summarise("Validation rows (held out)", validation, True)
     summarise("Fit rows", fit, False)
+    print(rows_text.getvalue(), end="")
 
 
 if __name__ == "__main__":

@@ -225,6 +225,19 @@ def _one_per_island(system: System, ranks: Sequence[int]) -> bool:
     return len({system.locality.island[r] for r in ranks}) == len(ranks) > 1
 
 
+#: Single-island groups this small run rings, not NVLS: NCCL disables NVLS on 2 GPUs or fewer
+#: (nvls.cc: gpuCount <= 2) and its model prefers the ring up to 4 Hopper and 5 Blackwell GPUs
+#: (NCCL 2.27: a ring on 4 H200 and 5 B200, NVLS on 6 B200 and 8 H100; ml-engineering).
+NVLS_RING_UP_TO = {2: 4, 3: 5}
+
+
+def _nvls_min_ranks(system: System, ranks: Sequence[int]) -> int:
+    """The largest single-island group ``auto`` leaves on rings rather than NVLS."""
+    if len(orders.islands(system, ranks)) > 1:
+        return 2
+    return NVLS_RING_UP_TO.get(arch_index(system.gpus[ranks[0]].model.attr("sm")), 2)
+
+
 def _island_agents(system: System, ranks: Sequence[int]):
     """Each island's reducing NVLink switches, or None when some island has none."""
     found = [system.locality.nvlink_agents(part) for part in orders.islands_ranks(system, ranks)]
@@ -393,7 +406,8 @@ def auto_algorithms(system: System, group: RankGroup, collective: str,
     for algo in among or orders.COSTED[collective]:
         if algo in orders.NOT_NCCL:
             continue                     # selectable by name; never what NCCL would run
-        if algo == "nvls" and (len(ranks) < 2 or system.locality.nvlink_agents(ranks) is None):
+        if algo == "nvls" and (len(ranks) <= _nvls_min_ranks(system, ranks) or
+                               system.locality.nvlink_agents(ranks) is None):
             continue
         if algo == "pat" and (not _one_per_island(system, ranks) or
                               not (nccl or nccl_profile()).pat):
