@@ -53,11 +53,16 @@ def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
     """Group positions by island (node or NVLink rack), each sorted by locality, islands in
     order of their first rank."""
     loc = system.locality
-    positions = sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p]))
-    out: dict[int, list[int]] = {}
-    for p in positions:
-        out.setdefault(loc.island[ranks[p]], []).append(p)
-    return list(out.values())
+    cache = loc.memo.setdefault("orders.islands", {})
+    key = tuple(ranks)
+    found = cache.get(key)
+    if found is None:          # sorting by locality is the costly part: once per group
+        positions = sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p]))
+        out: dict[int, list[int]] = {}
+        for p in positions:
+            out.setdefault(loc.island[ranks[p]], []).append(p)
+        found = cache[key] = tuple(tuple(part) for part in out.values())
+    return [list(part) for part in found]
 
 
 def islands_ranks(system: System, ranks: Sequence[int]) -> list[list[int]]:

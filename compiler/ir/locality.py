@@ -172,21 +172,13 @@ class Locality:
 
     @_memo
     def nic_pool(self, nic: str) -> tuple[str, ...]:
-        """The NICs one GPU drives together with ``nic`` (``nics``), or just ``nic``."""
-        for rank in self._nic_owners.get(nic, ()):
-            found = self.nics(rank)
+        """The NICs one GPU drives together with ``nic`` (``nics``), or just ``nic``: looked up
+        among the GPUs nearest the NIC, so the cost stays local to it."""
+        for gpu in self._nearest(nic, "gpu"):
+            found = self.nics(self.rank_of[gpu])
             if nic in found:
                 return found
         return (nic,)
-
-    @functools.cached_property
-    def _nic_owners(self) -> dict[str, tuple[int, ...]]:
-        """The ranks each compute NIC is nearest to (one pass over the GPUs)."""
-        owners: dict[str, list[int]] = defaultdict(list)
-        for r, g in enumerate(self.system.gpus):
-            for nic in self._nearest(g.id, "nic"):
-                owners[nic].append(r)
-        return {k: tuple(v) for k, v in owners.items()}
 
     @_memo
     def _sharing(self, island: int) -> dict[tuple[str, ...], list[int]]:
