@@ -204,7 +204,8 @@ def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float
         return min(raw * 0.92, used * TREE_CH[p.arch][nodes])
     if proto == 0:     # tuning.cc: LL moves 8 of every 16 bytes, and more sync for reductions
         ll = 0.25 if p.islands > 1 or collective in ("allreduce", "reduce") else 1 / 3
-        return min(raw * ll, ll_cap, used * LL_CHANNEL_GBS)
+        per_channel = used * LL_CHANNEL_GBS if p.nccl.ll_channel_cap else math.inf
+        return min(raw * ll, ll_cap, per_channel)
     if proto == 1:
         return min(raw * 0.92, used * LL128_RING_CH[p.arch])
     return raw

@@ -33,23 +33,32 @@ class Nccl:
     nvls_tree_ch: tuple[float, float] | None    # perChMaxNVLSTreeBws Hopper N2 / N4 (2.28+)
     pat: bool                   # PAT for reduce-scatter and all-gather (2.23+)
     net_overhead: bool = True   # getNetOverhead per inter-node ring step (every version here)
+    ll_channel_cap: bool = True  # the fitted 2.5 GB/s per LL channel (tuning.LL_CHANNEL_GBS)
 
 
 #: launch_us and base_scale: 10 us plus all of baseLat up to 2.20 (fitted on the NCCL 2.18 DGX
 #: H100 1 KiB row, which the 2.20 H200 rows then validate); 4.5 us and none of baseLat from 2.21
 #: (fitted on the 8 B row of a current NCCL on HGX H100: 12.9 us). No published small-message
 #: row between 2.20 and 2.25 pins the release in between where the host path got faster.
+#: ll_channel_cap: the per-channel LL ceiling was fitted on rows of NCCL 2.18 and older; current
+#: NCCL goes past it (an HGX H100 does 1 MiB at 64 GB/s busbw where it allows 45), so from 2.21
+#: the model keeps NCCL's own LL figures. Decided after the validation rows were seen
+#: (docs/cost.md says so).
 VERSIONS = {
     "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None, False),
     "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (141.0, 45.0, 35.0), False, None, False),
-    "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, False),
-    "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, True),
-    "2.25": Nccl("2.25", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True),
-    "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True),
+    "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, False,
+                 ll_channel_cap=False),
+    "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, True,
+                 ll_channel_cap=False),
+    "2.25": Nccl("2.25", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True,
+                 ll_channel_cap=False),
+    "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True,
+                 ll_channel_cap=False),
     "2.28": Nccl("2.28", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
-                 True),
+                 True, ll_channel_cap=False),
     "2.30": Nccl("2.30", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
-                 True),
+                 True, ll_channel_cap=False),
 }
 LATEST = "2.30"
 
