@@ -84,13 +84,5 @@ def row_class(row: dict) -> str:
     return f"{'multi' if multi else 'single'}-node {'large' if big else 'small'}"
 
 
-def summary(role: str = "validate") -> dict[str, list[float]]:
-    """|error| of every row of ``role`` by class."""
-    out: dict[str, list[float]] = {}
-    for row in rows(role):
-        out.setdefault(row_class(row), []).append(abs(error(row, predict(row))))
-    return out
-
-
 def median(values: list[float]) -> float:
     return statistics.median(values)

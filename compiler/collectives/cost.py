@@ -16,7 +16,8 @@ Groups spanning more than ``SAMPLE_ISLANDS`` islands are costed on the orders ov
 islands: topology-aware orders repeat the same pattern from island to island, so one round's
 busiest bundle is the same; the round and hop counts come from the whole group. This is what
 makes a 73,728-rank all-reduce cost seconds rather than 10^10 steps. NCCL's tables live in
-``compiler.tuning``; details and the fitted constants: docs/cost.md.
+``tuning`` and, per release, ``versions``; network transports in ``transports``; CollNet over
+SHARP in ``collnet``; details and the fitted constants: docs/cost.md.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ..ir.groups import RankGroup
 from .paths import NoRoute
 from . import collnet, transports
 from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
-from .tuning import (BUS_FACTOR, LAUNCH, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
+from .tuning import (BUS_FACTOR, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
                      latency_us)
 
 SAMPLE_ISLANDS = 4

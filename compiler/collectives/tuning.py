@@ -29,7 +29,6 @@ NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwel
 #: Fitted: NCCL scales NVLS by (C-1)/C for the channel it keeps for synchronisation; C = 8 fits
 #: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).
 NVLS_CHANNELS = 8
-LAUNCH = 10e-6           # s per call with NCCL 2.18 (fitted); other releases: versions.py
 #: Channels a message keeps busy, as NCCL's enqueue.cc picks them: it drops channels while
 #: bytes < channels x threads x threshold (src/include/device.h: NCCL_{LL,LL128,SIMPLE}_
 #: THREAD_THRESHOLD 8, 8, 64 bytes; NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS 512, 640, 512), the

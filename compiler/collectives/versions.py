@@ -5,7 +5,7 @@ Every table value is NCCL's own, read from ``src/graph/tuning.cc`` at the releas
 (NVIDIA/nccl v2.18.3-1, v2.21.5-1, v2.23.4-1, v2.27.7-1, v2.30.7-1); ``launch`` is *fitted*
 (docs/cost.md): NCCL's base latencies are a selection aid, not what a call costs, and the host
 side of a launch got cheaper across releases. ``--cuda-graph`` replays a captured graph
-(nccl-tests ``-G``), which skips most of the host enqueue path (``GRAPH_LAUNCH``).
+(nccl-tests ``-G``), which skips most of the host enqueue path (``GRAPH_SAVES_US``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ class Nccl:
     blackwell_tables: bool      # Blackwell rows of the per-channel tables (2.25+)
     nvls_tree_ch: tuple[float, float] | None    # perChMaxNVLSTreeBws Hopper N2 / N4 (2.28+)
     pat: bool                   # PAT for reduce-scatter and all-gather (2.23+)
-    net_overhead: bool = True   # getNetOverhead per inter-node ring step (every version here)
     ll_channel_cap: bool = True  # the fitted 2.5 GB/s per LL channel (tuning.LL_CHANNEL_GBS)
 
 
