@@ -98,7 +98,8 @@ def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
     return _latency_us(p, collective, n, proto) + _transport_us(p, collective, proto)
 
 
-#: Fitted on the 4-node EFA ring all-reduce at 8 GiB (docs/cost.md).
+#: The share of a transport's per-step cost a ring exposes: an assumption (half), which the fit
+#: rows barely constrain (the 4-node EFA ring at 8 GiB: -1.7 % at 0.5, -1.3 % at 0.25).
 RING_STEP_SHARE = 0.5
 
 
