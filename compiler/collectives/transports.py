@@ -7,11 +7,11 @@ transports come through net plugins with their own software path: AWS EFA throug
 proxy progress and flow set-up cost tens of microseconds. A NIC model's ``transport`` names it
 (devices.topo); an InfiniBand NIC without one is ``ib``, an Ethernet NIC ``roce``.
 
-*Fitted* figures (docs/cost.md, Transports) come from the calibration rows marked ``fit``: EFA
-from two HGX H100 p5 instances (8 B all-reduce 69.1 us, 16 GiB 487 GB/s, all-to-all 2 GiB
-79.3 GB/s), TCPXO from two a3-megagpu-8g (8 B 135.8 us, 8 GiB 338.8 GB/s). InfiniBand,
-RoCE and Spectrum-X keep NCCL's own figures and the 96 % of line rate CX-7 NDR reaches
-(nccl-tests issues 267, 290).
+*Fitted* figures (docs/cost.md, Calibration) come from the calibration rows marked ``fit``:
+EFA from p5 instances (2 nodes: 8 B all-reduce 69.1 us, 2 GiB all-to-all 79.3 GB/s; 4 nodes:
+8 GiB ring 357 GB/s; 8 nodes: 256 MiB 232 GB/s), TCPXO from two a3-megagpu-8g (8 B 135.8 us,
+64 MiB 99.7 GB/s, 8 GiB 338.8 GB/s). InfiniBand, RoCE and Spectrum-X keep NCCL's own figures
+and the 96 % of line rate CX-7 NDR reaches (nccl-tests issues 267, 290).
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ class Transport:
 
 
 #: *Fitted* (docs/cost.md): EFA's op_us on the p5 8 B row, step_us on the 8-node 256 MiB row,
-#: p2p_efficiency on the 2-node 2 GiB all-to-all; TCPXO's op_us on its 8 B row, step_us on its
-#: 64 MiB row, efficiency on its 8 GiB row. TCPX is given TCPXO's figures (no published row).
+#: efficiency on the 4-node 8 GiB ring, p2p_efficiency on the 2-node 2 GiB all-to-all; TCPXO's
+#: op_us on its 8 B row, step_us on its 64 MiB row, efficiency on its 8 GiB row. TCPX is given
+#: TCPXO's figures and the p2p fraction EFA's (no published row for either).
 TRANSPORTS = {
     "ib": Transport("ib", 0.0, 0.0, 0.96),
     "roce": Transport("roce", 0.0, 0.0, 0.96),
