@@ -40,7 +40,7 @@ from .tuning import (BUS_FACTOR, PROTOCOLS, Profile, arch_index, bus_gbs,  # noq
                      latency_us)
 
 SAMPLE_ISLANDS = 4
-ALLTOALL_MAX_RANKS = 128    # all-to-all loads are counted pair by pair over two islands
+ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair over two islands
 
 class CostError(ValueError):
     """A request the cost model cannot answer (too large an all-to-all, no algorithm)."""

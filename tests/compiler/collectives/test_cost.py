@@ -118,15 +118,34 @@ def test_sampled_orders_match_the_whole_group(monkeypatch):
         assert s.time == pytest.approx(w.time, rel=0.01)
 
 
+BIG_ISLANDS = """
+use "links.topo"
+use "devices.topo"
+group Big {
+  gpu[130] : H100
+  sw : CX7Switch
+  nic : CX7
+  gpu[*] <-> sw : pcie5
+  nic <-> sw : pcie5
+}
+group Two {
+  node[2] : Big
+  leaf : QM9700
+  node[*].nic <-> leaf : ndr
+}
+system two : Two
+"""
+
+
 def test_refusals():
     a100 = topoc.load(library_file("dgx_a100.topo"))
     with pytest.raises(CostError, match="NVLS"):
         cost(a100, RankGroup("ranks", tuple(range(8))), "allreduce", GiB, "nvls")
     with pytest.raises(CostError, match="no 'tree'"):
         cost(a100, RankGroup("ranks", tuple(range(8))), "alltoall", GiB, "tree")
-    big = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 4})
-    with pytest.raises(CostError, match="up to 128 ranks in two islands"):
-        cost(big, RankGroup("world", tuple(range(288))), "alltoall", GiB)
+    big = topoc.compile(BIG_ISLANDS, library_file("links.topo").parent / "big.topo")
+    with pytest.raises(CostError, match="up to 256 ranks in two islands"):
+        cost(big, RankGroup("world", tuple(range(260))), "alltoall", GiB)
 
     tray = topoc.load(library_file("gb200_tray.topo"))   # two Superchips, no NVSwitch: apart
     with pytest.raises(CostError, match="no path from .*not all linked"):
