@@ -1,53 +1,81 @@
-"""Print the cost model's predictions next to every published row of library/calibration.csv
-as a Markdown table, then the median and worst error per system class (docs/cost.md carries
-this output).
+"""Print the median and worst |error| per class for validation and fit rows apart, against
+issue 27's targets, then the cost model's prediction next to every published row of
+library/calibration.csv (validation rows, fit rows, and excluded rows with the reason).
+docs/cost.md carries this output.
 
     .venv/bin/python benchmarks/calibration.py
 """
 
 from __future__ import annotations
 
-import statistics
+import contextlib
+import io
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.calibration_rows import predict, rows, size_of, system_class  # noqa: E402
-from topoc.compiler.collectives.cost import BUS_FACTOR  # noqa: E402
+from tests.calibration_rows import (TARGETS, WORST, error, median, predict, row_class,  # noqa: E402
+                                    rows, size_of)
+from topoc.compiler.collectives.cost import CostError  # noqa: E402
+
+
+def table(role: str) -> dict[str, list[float]]:
+    """One Markdown line per row of ``role``; returns |error| by class."""
+    print(f"\n### {role} rows\n")
+    print("| system | -D | GPUs | collective | size | NCCL | asked | predicted | time us | "
+          "busbw GB/s | published | error | class |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    errors: dict[str, list[float]] = {}
+    for row in rows(role):
+        published = f"{row['busbw'] or '-'} GB/s" + (f", {row['time_us']} us"
+                                                     if row["time_us"] else "")
+        head = (f"| {row['system']} | {row['defines']} | {row['gpus']} | {row['collective']} | "
+                f"{row['size']} | {row['nccl'] or 'latest'} | {row['algorithm']} |")
+        if role == "exclude":
+            print(f"{head} | | | {published} | {row['note']} | |")
+            continue
+        try:
+            c = predict(row)
+        except CostError as exc:
+            print(f"{head} not modelled: {exc} | | | {published} | | {row_class(row)} |")
+            continue
+        err = error(row, c)
+        kind = "busbw" if size_of(row["size"]) >= 64 * 2**20 and row["busbw"] else "time"
+        errors.setdefault(row_class(row), []).append(abs(err))
+        print(f"{head} {c.algorithm}, {c.protocol} | {c.time * 1e6:.1f} | {c.busbw / 1e9:.1f} | "
+              f"{published} | {kind} {err:+.1%} | {row_class(row)} |")
+    return errors
+
+
+def summarise(title: str, errors: dict[str, list[float]], targets: bool) -> None:
+    print(f"\n### {title}\n")
+    print("| class | rows | median abs error | worst abs error |" + (" target | met |" if targets
+                                                                   else ""))
+    print("|---|---|---|---|" + ("---|---|" if targets else ""))
+    for name in sorted(errors):
+        e = errors[name]
+        line = f"| {name} | {len(e)} | {median(e):.1%} | {max(e):.1%} |"
+        if targets and name in TARGETS:
+            ok = median(e) <= TARGETS[name]
+            line += f" <= {TARGETS[name]:.0%} | {'yes' if ok else 'NO'} |"
+        print(line)
+    if targets:
+        worst = max(max(e) for e in errors.values())
+        print(f"\nWorst validation row: {worst:.1%} (target <= {WORST:.0%}: "
+              f"{'met' if worst <= WORST else 'NOT met'}).")
 
 
 def main() -> None:
-    """One line per row, then one per class: median and worst |error| of busbw (time below
-    1 MiB, where nccl-tests' busbw is mostly latency)."""
-    print("| system | -D | GPUs | size | asked | predicted (algorithm, protocol) | time us | "
-          "busbw GB/s | published | error |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    errors: dict[str, list[float]] = defaultdict(list)
-    for row in rows():
-        c = predict(row)
-        n, size = int(row["gpus"]), size_of(row["size"])
-        published = float(row["busbw"])
-        if size <= 2**20:
-            t = (float(row["time_us"]) if row["time_us"]
-                 else size * BUS_FACTOR["allreduce"](n) / (published * 1e9) * 1e6)
-            err = c.time * 1e6 / t - 1
-            shown = f"time {err:+.1%}"
-        else:
-            err = c.busbw / 1e9 / published - 1
-            shown = f"{err:+.1%}"
-        errors[system_class(row)].append(abs(err))
-        print(f"| {row['system']} | {row['defines'] or ''} | {n} | {row['size']} | "
-              f"{row['algorithm']} | {c.algorithm}, {c.protocol} | {c.time * 1e6:.1f} | "
-              f"{c.busbw / 1e9:.1f} | {published} | {shown} |")
-    print()
-    print("| class | rows | median abs error | worst abs error |")
-    print("|---|---|---|---|")
-    for name in sorted(errors):
-        e = errors[name]
-        print(f"| {name} | {len(e)} | {statistics.median(e):.1%} | {max(e):.1%} |")
+    rows_text = io.StringIO()
+    with contextlib.redirect_stdout(rows_text):
+        validation = table("validate")
+        fit = table("fit")
+        table("exclude")
+    summarise("Validation rows (held out)", validation, True)
+    summarise("Fit rows", fit, False)
+    print(rows_text.getvalue(), end="")
 
 
 if __name__ == "__main__":

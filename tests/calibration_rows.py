@@ -1,23 +1,33 @@
-"""Reading library/calibration.csv: one published nccl-tests all-reduce row a line, with the
-system (a library file), its -D parameters and the group. Shared by the calibration tests and
-benchmarks/calibration.py so both predict each row the same way."""
+"""Reading library/calibration.csv: one published nccl-tests row a line, with the system (a
+library file), its -D parameters, the group, the collective, the NCCL release and the row's
+role (``fit``: constants were fitted on it; ``validate``: held out; ``exclude``: not
+trustworthy, with the reason in ``note``). Shared by the calibration tests and
+benchmarks/calibration.py so both predict and score each row the same way."""
 
 from __future__ import annotations
 
 import functools
+import statistics
 from pathlib import Path
 
 import topoc
-from topoc.compiler.collectives.cost import Cost, cost
+from topoc.compiler.collectives.cost import BUS_FACTOR, Cost, cost
 from topoc.compiler.ir.groups import RankGroup, parse_rank_list
 from topoc.library import calibration, size_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
+LARGE = 64 * 2**20
+#: The done-when figures of issue 27: median |error| per class on validation rows, and the
+#: worst validation row.
+TARGETS = {"single-node large": 0.06, "multi-node large": 0.10, "single-node small": 0.20,
+           "multi-node small": 0.25, "all-to-all": 0.15}
+WORST = 0.40
 
 
-def rows() -> list[dict]:
-    """Every published row, comments skipped."""
-    return calibration()
+def rows(role: str | None = None) -> list[dict]:
+    """Every published row (comments skipped), or those of one ``role``."""
+    found = calibration()
+    return [r for r in found if role is None or (r.get("role") or "fit") == role]
 
 
 def size_of(text: str) -> int:
@@ -32,19 +42,47 @@ def system(name: str, defines: str = "") -> topoc.System:
     return topoc.load(ROOT / "library" / "nvidia" / f"{name}.topo", params)
 
 
-def predict(row: dict) -> Cost:
-    """The cost model's all-reduce for the row's system, group, size and algorithm."""
+def ranks_of(row: dict) -> tuple[int, ...]:
     s = system(row["system"], row.get("defines") or "")
     ranks = (parse_rank_list(row["ranks"], len(s.gpus)) if row.get("ranks")
              else tuple(range(int(row["gpus"]))))
     assert len(ranks) == int(row["gpus"]), row
-    return cost(s, RankGroup("ranks", ranks), "allreduce", size_of(row["size"]),
-                row["algorithm"])
+    return ranks
 
 
-def system_class(row: dict) -> str:
-    """The row's class for the error summary: GPU generation and single or multi node."""
-    gen = {"dgx_h100": "H100", "h100_cluster": "H100", "dgx_a100": "A100",
-           "a100_cluster": "A100", "hgx_b200": "B200", "gb200_nvl72": "GB200",
-           "nvl72_cluster": "GB200"}[row["system"]]
-    return f"{gen} {'multi-node' if row.get('defines') else 'one node'}"
+def predict(row: dict) -> Cost:
+    """The cost model's prediction for the row's system, group, collective, size, algorithm
+    and NCCL release (the latest when the source does not say)."""
+    s = system(row["system"], row.get("defines") or "")
+    return cost(s, RankGroup("ranks", ranks_of(row)), row.get("collective") or "allreduce",
+                size_of(row["size"]), row["algorithm"], nccl=row.get("nccl") or None)
+
+
+def measured_time(row: dict) -> float:
+    """The row's time in seconds: published, or from its busbw as nccl-tests defines it."""
+    if row["time_us"]:
+        return float(row["time_us"]) * 1e-6
+    n = int(row["gpus"])
+    factor = BUS_FACTOR[row.get("collective") or "allreduce"](n)
+    return size_of(row["size"]) * factor / (float(row["busbw"]) * 1e9)
+
+
+def error(row: dict, got: Cost) -> float:
+    """Signed error: of busbw from 64 MiB up (bandwidth-bound), else of time."""
+    if size_of(row["size"]) >= LARGE and row["busbw"]:
+        return got.busbw / (float(row["busbw"]) * 1e9) - 1
+    return got.time / measured_time(row) - 1
+
+
+def row_class(row: dict) -> str:
+    """single-node / multi-node (the group spans islands), large / small, or all-to-all."""
+    if (row.get("collective") or "allreduce") == "alltoall":
+        return "all-to-all"
+    s = system(row["system"], row.get("defines") or "")
+    multi = len({s.locality.island[r] for r in ranks_of(row)}) > 1
+    big = size_of(row["size"]) >= LARGE
+    return f"{'multi' if multi else 'single'}-node {'large' if big else 'small'}"
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)

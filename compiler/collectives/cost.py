@@ -16,7 +16,8 @@ Groups spanning more than ``SAMPLE_ISLANDS`` islands are costed on the orders ov
 islands: topology-aware orders repeat the same pattern from island to island, so one round's
 busiest bundle is the same; the round and hop counts come from the whole group. This is what
 makes a 73,728-rank all-reduce cost seconds rather than 10^10 steps. NCCL's tables live in
-``compiler.tuning``; details and the fitted constants: docs/cost.md.
+``tuning`` and, per release, ``versions``; network transports in ``transports``; CollNet over
+SHARP in ``collnet``; details and the fitted constants: docs/cost.md.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ from ..ir.system import COLLECTIVES, System
 from .loads import Loads, Resources
 from ..ir.groups import RankGroup
 from .paths import NoRoute
-from .tuning import (BUS_FACTOR, LAUNCH, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
+from . import collnet, transports
+from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
+from .tuning import (BUS_FACTOR, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
                      latency_us)
 
 SAMPLE_ISLANDS = 4
-ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair
+ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair over two islands
 
 class CostError(ValueError):
     """A request the cost model cannot answer (too large an all-to-all, no algorithm)."""
@@ -111,7 +114,7 @@ def _tree_loads(res: Resources, system, ranks, collective) -> Loads:
     return loads
 
 
-def _nvls_tree_loads(res: Resources, system, ranks, agents_of) -> Loads:
+def _nvls_tree_loads(res: Resources, system, ranks, agents_of, inter: float = 1.0) -> Loads:
     """NCCL's NVLS-tree all-reduce: NVLS inside every island (each GPU up to its island's
     switches and back) and, between islands, two trees per channel headed at the channel's
     GPU of every island (NCCL's channels spread over the NICs, two per NIC)."""
@@ -124,10 +127,9 @@ def _nvls_tree_loads(res: Resources, system, ranks, agents_of) -> Loads:
             for agent in agents:
                 loads.add(gpu[ranks[p]], agent, 1.0 / len(agents))
                 loads.add(agent, gpu[ranks[p]], 1.0 / len(agents))
-    channels = orders.net_channels(system, ranks)
+    channels = nvls_tree_channels(system, ranks)
     pairs = alg.double_btree(len(parts))
-    # tuning.cc: NVLS-tree gets half the inter-node bandwidth beyond two nodes
-    share = (0.5 if len(parts) <= 2 else 1.0) / channels
+    share = inter * 0.5 / channels       # two trees per channel
     for c in range(channels):
         heads = [part[(c * len(part) // channels) % len(part)] for part in parts]
         for island_parent in pairs:
@@ -137,6 +139,22 @@ def _nvls_tree_loads(res: Resources, system, ranks, agents_of) -> Loads:
                     loads.add(a, b, share, c)
                     loads.add(b, a, share, c)
     return loads
+
+
+#: NVLS channels NCCL opens (src/transport/nvls.cc): 16 on Hopper, 32 on Blackwell across
+#: nodes (NVLS_NCHANNELS_SM90, NVLS_NCHANNELS_SM100).
+NVLS_NCHANNELS = {2: 16, 3: 32}
+
+
+def nvls_tree_channels(system: System, ranks: Sequence[int]) -> int:
+    """NVLS-tree's channels: NCCL's NVLS channel count, each headed at its own GPU of every
+    island and so its own NIC, bounded by two per NIC of the first island (a multi-node NVLink
+    rack has 72 NICs, far more than 16 ring channels use)."""
+    sm = system.gpus[ranks[0]].model.attr("sm")
+    loc = system.locality
+    first = loc.island[ranks[0]]
+    nics = {loc.nic(r) for r in ranks if loc.island[r] == first} - {""}
+    return max(2, min(NVLS_NCHANNELS.get(arch_index(sm), 16), orders.CHANNELS_PER_NIC * len(nics)))
 
 
 def _nvls_loads(res: Resources, system, ranks, agents, collective) -> Loads:
@@ -157,16 +175,32 @@ def _nvls_loads(res: Resources, system, ranks, agents, collective) -> Loads:
 
 
 def _direct_loads(res: Resources, system, ranks, collective) -> Loads:
+    """Send/recv along the group; all-to-all: every rank sends 1/n of its buffer to every
+    rank at once (NCCL's p2p channels serve the peers concurrently). Across more than two
+    islands the all-to-all is counted on the first island's ranks: their traffic inside the
+    island, and to and from one other island standing for all m - 1 (uniform islands and a
+    uniform fabric make every island's NICs carry the same), so the count does not grow with
+    the island count."""
     loads = Loads(res)
-    gpu = [system.gpus[r].id for r in ranks]
+    gpu = [g.id for g in system.gpus]
     if collective == "sendrecv":
-        for a, b in zip(gpu, gpu[1:]):
-            loads.add(a, b, 1.0)
+        for a, b in zip(ranks, ranks[1:]):
+            loads.add(gpu[a], gpu[b], 1.0)
         return loads
-    n = len(gpu)
-    for a in gpu:
-        for b in gpu:
-            loads.add(a, b, 1.0 / n)
+    n = len(ranks)
+    parts = orders.islands_ranks(system, ranks)
+    if len(parts) <= 2:
+        for a in ranks:
+            for b in ranks:
+                loads.add(gpu[a], gpu[b], 1.0 / n)
+        return loads
+    home, other, far = parts[0], parts[1], (len(parts) - 1) / n
+    for a in home:
+        for b in home:
+            loads.add(gpu[a], gpu[b], 1.0 / n)
+        for b in other:
+            loads.add(gpu[a], gpu[b], far)
+            loads.add(gpu[b], gpu[a], far)
     return loads
 
 
@@ -193,6 +227,19 @@ def _one_per_island(system: System, ranks: Sequence[int]) -> bool:
     """Every rank of the group on an island of its own (NCCL's PAT condition, nNodes ==
     nRanks)."""
     return len({system.locality.island[r] for r in ranks}) == len(ranks) > 1
+
+
+#: Single-island groups this small run rings, not NVLS: NCCL disables NVLS on 2 GPUs or fewer
+#: (nvls.cc: gpuCount <= 2) and its model prefers the ring up to 4 Hopper and 5 Blackwell GPUs
+#: (NCCL 2.27: a ring on 4 H200 and 5 B200, NVLS on 6 B200 and 8 H100; ml-engineering).
+NVLS_RING_UP_TO = {2: 4, 3: 5}
+
+
+def _nvls_min_ranks(system: System, ranks: Sequence[int]) -> int:
+    """The largest single-island group ``auto`` leaves on rings rather than NVLS."""
+    if len(orders.islands(system, ranks)) > 1:
+        return 2
+    return NVLS_RING_UP_TO.get(arch_index(system.gpus[ranks[0]].model.attr("sm")), 2)
 
 
 def _island_agents(system: System, ranks: Sequence[int]):
@@ -230,8 +277,20 @@ def _hosts(system: System, ranks: Sequence[int]) -> int:
     return hosts
 
 
+def _transport(system: System, ranks: Sequence[int]) -> transports.Transport | None:
+    """The transport of the group's network: that of the first rank's NIC (None when the
+    group has no NIC; a uniform fabric is assumed, as nccl-tests' systems are)."""
+    nic = system.locality.nic(ranks[0])
+    if not nic:
+        return None
+    device = system.device(nic)
+    classes = [link.cls for link in system.links_of(nic) if link.cls in ("infiniband",
+                                                                        "ethernet")]
+    return transports.of_nic(device.model, classes[0] if classes else "infiniband")
+
+
 def profile(system: System, group: RankGroup, collective: str, algorithm: str,
-            res: Resources | None = None) -> Profile:
+            res: Resources | None = None, nccl: Nccl | None = None) -> Profile:
     """The size-independent part of the cost of ``algorithm`` on ``group``."""
     ranks = group.ranks
     n = len(ranks)
@@ -240,6 +299,7 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     loc = system.locality
     islands = len({loc.island[r] for r in ranks})
     sample = _sample(system, ranks)
+    select = None
     if algorithm in ("ring", "pat"):   # PAT moves a ring's bytes in log2(n) latency steps
         if algorithm == "pat" and not _one_per_island(system, ranks):
             raise CostError("PAT runs with one GPU per node (island), as NCCL uses it")
@@ -256,12 +316,24 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
             raise CostError("NVLS-tree needs two or more islands, each one NVLink domain of "
                             "reducing switches")
         phases = [(_nvls_tree_loads(res, system, sample, loc.nvlink_agents), 1.0)]
+        if islands > 2 and (nccl or nccl_profile()).nvls_tree_ch is None:
+            # tuning.cc before 2.28 charges NVLS-tree half the inter-node bandwidth beyond two
+            # nodes when it chooses; measured runs reach about 85 % of a ring (docs/cost.md).
+            # ``auto`` chooses with NCCL's charge and reports the measured-like time.
+            halved = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 2.0)
+            select = halved.busiest()[0]
+    elif algorithm == "collnetchain":
+        if islands < 2 or not collnet.sharp_fabric(system, ranks):
+            raise CostError("CollNet needs two or more islands on network switches that all "
+                            "declare 'sharp = true'")
+        phases = [(collnet.chain_loads(res, system, sample), 1.0)]
     elif algorithm == "hierarchical":
         phases = _hierarchical_loads(res, system, ranks)
     else:
-        if collective == "alltoall" and n > ALLTOALL_MAX_RANKS:
-            raise CostError(f"all-to-all cost is modelled up to {ALLTOALL_MAX_RANKS} ranks "
-                            f"(the group has {n})")
+        counted = sum(len(p) for p in orders.islands_ranks(system, ranks)[:2])
+        if collective == "alltoall" and counted > ALLTOALL_MAX_RANKS:
+            raise CostError(f"all-to-all cost is modelled up to {ALLTOALL_MAX_RANKS} ranks in "
+                            f"two islands (the group has {counted})")
         phases = [(_direct_loads(res, system, ranks, collective), 1.0)]
     timed = [(t * rounds, which) for (loads, rounds) in phases
              for t, which in [loads.busiest()]]
@@ -285,20 +357,28 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     hosts = _hosts(system, ranks) if algorithm == "nvls" else \
         _hosts(system, orders.islands_ranks(system, ranks)[0]) if algorithm == "nvlstree" \
         else islands
+    nccl = nccl or nccl_profile()
+    arch = arch_index(sm)
+    if arch == 3 and not nccl.blackwell_tables:
+        arch = 2                 # before 2.25 NCCL indexed Blackwell as Hopper
+    # channels at full size: NVLink lanes inside an island, NCCL's net channels across them
+    channels = orders.net_channels(system, ranks) if islands > 1 else max(2, lanes)
     return Profile(algorithm, total, (example[1], example[0]), intra, islands, hosts,
-                   max(2, lanes), arch_index(sm), classes, declared[True], declared[False])
+                   channels, arch, classes, declared[True], declared[False],
+                   n // islands, nccl,
+                   _transport(system, ranks) if islands > 1 else None, select)
 
 
 def protocols(algorithm: str) -> tuple[int, ...]:
     """Indices into PROTOCOLS of the protocols NCCL runs ``algorithm`` with: Simple only for
     NVLS, NVLS-tree and PAT; no LL128 for the point-to-point algorithms."""
-    if algorithm in ("nvls", "nvlstree", "pat"):
+    if algorithm in ("nvls", "nvlstree", "pat", "collnetchain"):
         return (2,)
     return (0, 2) if algorithm in ("direct", "pairwise") else (0, 1, 2)
 
 
 def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
-             protocol: str | None = None) -> Cost:
+            protocol: str | None = None, graph: bool = False) -> Cost:
     """The cost of one size from a profile; the fastest protocol unless one is named."""
     n = len(group.ranks)
     options = protocols(p.algorithm)
@@ -308,8 +388,9 @@ def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
         options = (PROTOCOLS.index(protocol),)
     best = None
     factor = BUS_FACTOR[collective](n) if n > 1 else 0.0
+    launch = (p.nccl.launch_us - (GRAPH_SAVES_US if graph else 0.0)) * 1e-6
     for proto in options:
-        latency = LAUNCH + (latency_us(p, collective, n, proto) * 1e-6 if n > 1 else 0.0)
+        latency = launch + (latency_us(p, collective, n, proto) * 1e-6 if n > 1 else 0.0)
         bus = bus_gbs(p, collective, n, size, proto) * 1e9 if n > 1 else math.inf
         time = latency + (size * factor / bus if bus > 0 else math.inf)
         if best is None or time < best[0]:
@@ -321,7 +402,7 @@ def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
 
 
 def auto_algorithms(system: System, group: RankGroup, collective: str,
-               among: Sequence[str] = ()) -> list[str]:
+                    among: Sequence[str] = (), nccl: Nccl | None = None) -> list[str]:
     """The algorithms ``auto`` weighs for this collective on this group: NCCL's own (ring,
     tree, NVLS, NVLS-tree, direct), where the topology allows them; ``among`` narrows them."""
     ranks = group.ranks
@@ -329,17 +410,25 @@ def auto_algorithms(system: System, group: RankGroup, collective: str,
     for algo in among or orders.COSTED[collective]:
         if algo in orders.NOT_NCCL:
             continue                     # selectable by name; never what NCCL would run
-        if algo == "nvls" and (len(ranks) < 2 or system.locality.nvlink_agents(ranks) is None):
+        if algo == "nvls" and (len(ranks) <= _nvls_min_ranks(system, ranks) or
+                               system.locality.nvlink_agents(ranks) is None):
             continue
-        if algo == "pat" and not _one_per_island(system, ranks):
-            continue                     # NCCL enables PAT with one GPU per node only
+        if algo == "pat" and (not _one_per_island(system, ranks) or
+                              not (nccl or nccl_profile()).pat):
+            continue                     # NCCL enables PAT with one GPU per node only (2.23+)
         if algo in ("tree", "nvlstree"):
             parts = orders.islands_ranks(system, ranks)
             if len(parts) < 2:
                 continue                 # NCCL builds trees across nodes only (NVIDIA/nccl#211)
-            if _hosts(system, parts[0]) > 1:
-                continue                 # multi-node NVLink islands: NCCL runs rings (docs/cost.md)
+            if _hosts(system, parts[0]) > 1 and (algo == "tree" or len(parts) > 2):
+                continue                 # multi-node NVLink islands: NCCL runs rings, and
+                                         # NVLS-tree across two of them (docs/cost.md)
         if algo == "nvlstree" and _island_agents(system, ranks) is None:
+            continue
+        if algo == "collnetchain" and (len(orders.islands(system, ranks)) < 2 or
+                                       not collnet.sharp_fabric(system, ranks)):
+            continue                     # CollNet where the fabric declares SHARP
+        if algo == "collnetchain" and collective != "allreduce":
             continue
         if algo in ("direct", "pairwise") and collective == "alltoall":
             if algo == "pairwise":
@@ -348,16 +437,32 @@ def auto_algorithms(system: System, group: RankGroup, collective: str,
     return out
 
 
+def _selection_time(p: Profile, got: Cost, group, collective, size, protocol, graph) -> float:
+    """The time ``auto`` compares: NCCL's own charge where it differs from what runs measure
+    (NVLS-tree beyond two nodes before 2.28), else the predicted time."""
+    if p.select_seconds_per_byte is None:
+        return got.time
+    chosen = attrs.evolve(p, seconds_per_byte=p.select_seconds_per_byte)
+    return cost_at(chosen, group, collective, size, protocol, graph).time
+
+
 @gc_paused()
 def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int],
           algorithm: str = "auto", protocol: str | None = None,
-          among: Sequence[str] = ()) -> list[Cost]:
+          among: Sequence[str] = (), nccl: str | None = None,
+          graph: bool = False) -> list[Cost]:
     """One row per size: the named algorithm, or for ``auto`` the fastest of NCCL's (those in
-    ``among`` when given: the schedule stage asks only for what it can plan)."""
+    ``among`` when given: the schedule stage asks only for what it can plan). ``nccl`` names
+    the release whose tables apply (versions.py; the latest when None); ``graph`` costs
+    CUDA-graph launches (nccl-tests -G)."""
+    try:
+        version = nccl_profile(nccl)
+    except UnknownVersion as exc:
+        raise CostError(str(exc)) from None
     if collective not in COLLECTIVES:
         raise CostError(f"unknown collective '{collective}'")
     if algorithm == "auto":
-        algos = auto_algorithms(system, group, collective, among)
+        algos = auto_algorithms(system, group, collective, among, version)
     elif algorithm in orders.COSTED[collective]:
         algos = [algorithm]
     else:
@@ -370,22 +475,32 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
                         "switches all have 'reduction = true'")
     res = Resources(system, _gpu_facts(system, group.ranks)[0])
     try:
-        profiles = [profile(system, group, collective, a, res) for a in algos]
+        profiles = [profile(system, group, collective, a, res, version) for a in algos]
     except NoRoute as exc:
         raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
+    profiles = [p for p in profiles
+                if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
     rows = []
     for size in sizes:
-        found = [cost_at(p, group, collective, size, protocol) for p in profiles
-                 if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
+        found = [cost_at(p, group, collective, size, protocol, graph) for p in profiles]
         if not found:
             raise CostError(f"no algorithm runs {collective} with the {protocol} protocol")
-        rows.append(min(found, key=lambda c: (c.time, c.algorithm)))
+        if len(found) > 1:
+            chosen = min(range(len(found)), key=lambda i: (
+                _selection_time(profiles[i], found[i], group, collective, size, protocol,
+                                graph), found[i].algorithm))
+            rows.append(found[chosen])
+        else:
+            rows.append(found[0])
     return rows
 
 
 @gc_paused()
 def cost(system: System, group: RankGroup, collective: str, size: int,
-         algorithm: str = "auto", protocol: str | None = None) -> Cost:
-    """The predicted cost of one collective of ``size`` bytes on ``group``."""
-    return sweep(system, group, collective, [size], algorithm, protocol)[0]
+         algorithm: str = "auto", protocol: str | None = None, nccl: str | None = None,
+         graph: bool = False) -> Cost:
+    """The predicted cost of one collective of ``size`` bytes on ``group`` (``nccl`` and
+    ``graph`` as in ``sweep``)."""
+    return sweep(system, group, collective, [size], algorithm, protocol, nccl=nccl,
+                 graph=graph)[0]
 

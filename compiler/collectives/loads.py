@@ -21,6 +21,7 @@ from collections import defaultdict
 
 from ..base.figures import nvlink_nominal
 from ..ir.system import SCALEOUT_CLASSES, System
+from . import transports
 from .orders import CHANNELS_PER_NIC
 from .paths import RailRouter
 from ..ir.summary import scaleout_levels
@@ -92,6 +93,10 @@ class Resources:
         never a replacement: the file's figure drives the cost)."""
         if link.cls == "nvlink":
             return self.nvlink_eff
+        if link.cls in SCALEOUT_CLASSES:        # a NIC's own link: its transport's fraction
+            for end in (link.src, link.dst):
+                if self.kind.get(end) == "nic":
+                    return transports.of_nic(self.system.device(end).model, link.cls).efficiency
         return CLASS_EFFICIENCY.get(link.cls, 1.0)
 
     def extra_latency(self, src: str, dst: str) -> float:
@@ -119,15 +124,24 @@ class Resources:
         else:
             low, high, way = (u, v, "up") if tu < tv else (v, u, "down")
             cls = device_class(high)
-            key = (way, low, cls, link.cls)
+            pool = self._pool(low) if link.cls in SCALEOUT_CLASSES else (low,)
+            key = (way, pool[0], cls, link.cls)
             links = [] if key in self.capacity else [
-                d["link"] for w, edges in self.graph[low].items() if device_class(w) == cls
-                for d in edges.values() if d["link"].cls == link.cls]
+                d["link"] for member in pool for w, edges in self.graph[member].items()
+                if device_class(w) == cls for d in edges.values() if d["link"].cls == link.cls]
         if key not in self.capacity:
             self.capacity[key] = sum(x.bandwidth * self._efficiency(x) for x in links)
             first = min(links, key=lambda x: x.id)
             self.example[key] = (first.id, first.cls)
         return key
+
+    def _pool(self, device_id: str) -> tuple[str, ...]:
+        """The NICs one GPU drives together (``Locality.nic_pool``): one resource of their
+        summed capacity, as NCCL's net plugins (aws-ofi-nccl) and NCCL_IB_MERGE_NICS stripe
+        a GPU's channels over all of them; any other device alone."""
+        if self.kind.get(device_id) != "nic":
+            return (device_id,)
+        return self.system.locality.nic_pool(device_id)
 
     def crossed(self, src: str, dst: str) -> tuple[tuple, ...]:
         """The resources a transfer from device ``src`` to ``dst`` crosses, in path order; a

@@ -38,10 +38,10 @@ SUPPORTED = {
 #: What the cost model also prices, which topoc does not plan step by step: NCCL's NVLS-tree
 #: all-reduce (NVLS inside each island, a tree between islands) and PAT (Parallel Aggregated
 #: Trees) for reduce-scatter and all-gather, which NCCL runs with one GPU per node.
-COSTED = {**SUPPORTED, "allreduce": (*SUPPORTED["allreduce"], "nvlstree"),
+COSTED = {**SUPPORTED, "allreduce": (*SUPPORTED["allreduce"], "nvlstree", "collnetchain"),
           "reducescatter": (*SUPPORTED["reducescatter"], "pat"),
           "allgather": (*SUPPORTED["allgather"], "pat")}
-COSTED_ALGORITHMS = (*ALGORITHMS, "nvlstree", "pat")
+COSTED_ALGORITHMS = (*ALGORITHMS, "nvlstree", "pat", "collnetchain")
 #: NCCL searches at most MAXCHANNELS/2 = 16 channels for a ring or tree graph (graph/search.cc).
 MAX_GRAPH_CHANNELS = 16
 #: Channels NCCL opens per NIC across nodes: its graph search settles on two channels of half a
@@ -53,11 +53,16 @@ def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
     """Group positions by island (node or NVLink rack), each sorted by locality, islands in
     order of their first rank."""
     loc = system.locality
-    positions = sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p]))
-    out: dict[int, list[int]] = {}
-    for p in positions:
-        out.setdefault(loc.island[ranks[p]], []).append(p)
-    return list(out.values())
+    cache = loc.memo.setdefault("orders.islands", {})
+    key = tuple(ranks)
+    found = cache.get(key)
+    if found is None:          # sorting by locality is the costly part: once per group
+        positions = sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p]))
+        out: dict[int, list[int]] = {}
+        for p in positions:
+            out.setdefault(loc.island[ranks[p]], []).append(p)
+        found = cache[key] = tuple(tuple(part) for part in out.values())
+    return [list(part) for part in found]
 
 
 def islands_ranks(system: System, ranks: Sequence[int]) -> list[list[int]]:

@@ -8,6 +8,9 @@ import math
 
 import attrs
 
+from .transports import Transport
+from .versions import LATEST, VERSIONS, Nccl
+
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: Base latencies in us per algorithm and protocol (LL, LL128, Simple), tuning.cc baseLat.
 BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0)}
@@ -26,7 +29,6 @@ NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwel
 #: Fitted: NCCL scales NVLS by (C-1)/C for the channel it keeps for synchronisation; C = 8 fits
 #: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).
 NVLS_CHANNELS = 8
-LAUNCH = 10e-6           # s per call: kernel launch and enqueue as nccl-tests time them (fitted)
 #: Channels a message keeps busy, as NCCL's enqueue.cc picks them: it drops channels while
 #: bytes < channels x threads x threshold (src/include/device.h: NCCL_{LL,LL128,SIMPLE}_
 #: THREAD_THRESHOLD 8, 8, 64 bytes; NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS 512, 640, 512), the
@@ -55,6 +57,8 @@ TREE_CH = {0: (26.5, 18.5, 10.0), 1: (24.0, 23.6, 17.8), 2: (38.7, 41.4, 36.0),
            3: (77.4, 82.8, 72.0)}
 TREE_LL128_CH = {0: (20.0, 20.0, 20.0), 1: (20.0, 20.0, 20.0), 2: (36.7, 36.7, 29.0),
                  3: (73.4, 73.4, 58.0)}
+#: CollNet chain's hwLat (us) per NVLink hop and for the network trip, tuning.cc (Simple).
+COLLNET_CHAIN_LAT = (2.8, 30.0)
 #: busbw = algbw x factor(n), as nccl-tests defines it (doc/PERFORMANCE.md).
 BUS_FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "reducescatter": lambda n: (n - 1) / n,
               "allgather": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
@@ -76,6 +80,10 @@ class Profile:
     classes: tuple[str, ...]     # link classes the transfers cross
     intra_declared: float = 0.0  # us: the file's extra latency of a hop inside an island
     net_declared: float = 0.0    # us: the file's extra latency of a hop between islands
+    island_ranks: int = 1        # the group's ranks in one island
+    nccl: Nccl = VERSIONS[LATEST]
+    transport: Transport | None = None   # the network's, when the group crosses islands
+    select_seconds_per_byte: float | None = None  # NCCL's own charge, where auto differs
 
 
 def arch_index(sm: int | None) -> int:
@@ -87,18 +95,58 @@ def arch_index(sm: int | None) -> int:
 def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
     """The size-independent time in us: NCCL's base latency plus per-hop latencies on the
     critical path (protocol index ``proto``: 0 LL, 1 LL128, 2 Simple)."""
-    m, algo = p.islands, p.algorithm
+    return _latency_us(p, collective, n, proto) + _transport_us(p, collective, proto)
+
+
+#: The share of a transport's per-step cost a ring exposes: an assumption (half), which the fit
+#: rows barely constrain (the 4-node EFA ring at 8 GiB: -1.7 % at 0.5, -1.3 % at 0.25).
+RING_STEP_SHARE = 0.5
+
+
+def net_steps(p: Profile, collective: str) -> float:
+    """Network steps on the critical path: a ring's 2(m-1) (m-1 for one pass), a tree's up and
+    down log2(m), one for all-to-all and send/recv, whose peers NCCL serves at once."""
+    m = p.islands
+    if p.algorithm in ("tree", "nvlstree", "pat"):
+        return (2 if collective == "allreduce" else 1) * math.ceil(math.log2(m))
+    if p.algorithm in ("direct", "pairwise", "collnetchain"):
+        return 1.0
+    if p.algorithm == "hierarchical":
+        return 2.0 * (m - 1)
+    return (2 if collective == "allreduce" else 1) * (m - 1)
+
+
+def _transport_us(p: Profile, collective: str, proto: int) -> float:
+    """What the network's transport adds (transports.py): once per operation, and per network
+    step of the bulk protocols (LL128, Simple)."""
+    t = p.transport
+    if t is None or p.islands < 2:
+        return 0.0
+    if proto == 0:
+        return t.op_us
+    # a ring overlaps a step's transport work with the next chunk's: half of it shows (fitted)
+    ring = p.algorithm in ("ring", "hierarchical")
+    return t.op_us + t.step_us * net_steps(p, collective) * (RING_STEP_SHARE if ring else 1.0)
+
+
+def _latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
+    m, algo, v = p.islands, p.algorithm, p.nccl
     if algo == "nvls":
-        return NVLS_LAT * p.hosts + (NVLS_LAT_NET if m > 1 else 0.0)
+        return v.nvls_lat * p.hosts + (NVLS_LAT_NET if m > 1 else 0.0)
     if algo == "pat":           # Parallel Aggregated Trees: log2(n) network steps
-        return BASE_LAT["ring"][proto] + math.ceil(math.log2(n)) * HW_LAT[("net", "ring")][proto]
+        return BASE_LAT["ring"][proto] * v.base_scale + \
+            math.ceil(math.log2(n)) * HW_LAT[("net", "ring")][proto]
     if algo == "nvlstree":      # NVLS in each island, then up and down a tree of islands
-        return NVLS_LAT * p.hosts + 2 * math.log2(m) * HW_LAT[("net", "tree")][proto]
+        return v.nvls_lat * p.hosts + 2 * math.log2(m) * v.nvls_tree_net
+    if algo == "collnetchain":  # the chain down and up each island, one trip to the switches
+        return 2 * (n // m - 1) * COLLNET_CHAIN_LAT[0] + COLLNET_CHAIN_LAT[1]
     kind = "tree" if algo == "tree" else "ring"
     # NCCL's per-hop figure, plus what the file declares beyond the reference links it covers
     intra = HW_LAT[(p.intra, kind)][proto] + p.intra_declared
+    if (p.intra, kind, proto) == ("nvlink", "tree", 2):
+        intra = v.tree_simple_nvlink + p.intra_declared
     net = HW_LAT[("net", kind)][proto] + p.net_declared
-    base = BASE_LAT[kind][proto]
+    base = BASE_LAT[kind][proto] * v.base_scale
     if algo == "tree":
         passes = 2 if collective == "allreduce" else 1
         return base + passes * ((n // m - 1) * intra + math.log2(m) * net)
@@ -108,8 +156,8 @@ def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
         steps = 2 * (n - 1) if collective == "allreduce" else n - 1
         inter = (2 if collective == "allreduce" else 1) * (m - 1)
         return base + (steps - inter) * intra + inter * net
-    if collective == "alltoall":
-        return base + (n - 1) * (net if m > 1 else intra)
+    if collective == "alltoall":      # every peer at once (p2p channels): one step each way
+        return base + (net if m > 1 else intra)
     if collective == "sendrecv":
         return base + (net if m > 1 else intra)
     return base + (n - m) * intra + (m - 1) * net       # broadcast, reduce: a chain
@@ -128,12 +176,22 @@ def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float
     raw = factor / p.seconds_per_byte / 1e9 if p.seconds_per_byte > 0 else math.inf
     nodes = min(p.islands, 3) - 1
     if p.algorithm in ("nvls", "nvlstree"):
-        return raw * NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
+        raw *= NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
+        if p.algorithm == "nvlstree" and p.island_ranks > 1:
+            # Fitted: every GPU's NVLS part moves the whole buffer whatever the node count, so
+            # NVLS-tree reaches its islands' NVLS busbw, not that scaled to n ranks' factor.
+            raw *= BUS_FACTOR[collective](p.island_ranks) / factor
+        return raw
+    if p.algorithm == "collnetchain":
+        return raw
     if p.algorithm in ("direct", "pairwise"):
+        if p.transport is not None and p.islands > 1:
+            raw *= p.transport.p2p_efficiency
         return raw * (0.5 if proto == 0 else 1.0)
     used = channels_used(p, n, size, proto)
     raw *= used / p.channels
-    ll_cap = LL_MAX_BW[p.arch][nodes]
+    ll_cap = p.nccl.ll_max_hopper[nodes] * (2 if p.arch == 3 else 1) if p.arch >= 2 \
+        else LL_MAX_BW[p.arch][nodes]
     if p.algorithm == "tree":
         log_size = max(0, int(math.log2(max(1, size >> 6))))
         if collective == "allreduce" and log_size < len(TREE_CORRECTION[proto]):
@@ -146,7 +204,8 @@ def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float
         return min(raw * 0.92, used * TREE_CH[p.arch][nodes])
     if proto == 0:     # tuning.cc: LL moves 8 of every 16 bytes, and more sync for reductions
         ll = 0.25 if p.islands > 1 or collective in ("allreduce", "reduce") else 1 / 3
-        return min(raw * ll, ll_cap, used * LL_CHANNEL_GBS)
+        per_channel = used * LL_CHANNEL_GBS if p.nccl.ll_channel_cap else math.inf
+        return min(raw * ll, ll_cap, per_channel)
     if proto == 1:
         return min(raw * 0.92, used * LL128_RING_CH[p.arch])
     return raw

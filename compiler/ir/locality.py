@@ -154,6 +154,33 @@ class Locality:
         return nics[sharing.index(rank) % len(nics)]
 
     @_memo
+    def nics(self, rank: int) -> tuple[str, ...]:
+        """Every NIC the GPU drives: its nearest NICs split evenly among the GPUs that share
+        them (AWS p5: four EFA devices under each GPU's PCIe switch; a dual-port RoCE card per
+        GPU), at least its own ``nic``. NCCL's net plugins and NCCL_IB_MERGE_NICS present such
+        a set as one device of their summed bandwidth; the cost model pools it (loads.py)."""
+        own = self.nic(rank)
+        if not own:
+            return ()
+        nics = self._nearest(self.system.gpus[rank].id, "nic")
+        sharing = self._sharing(self.island[rank])[nics]
+        if len(nics) <= len(sharing):
+            return (own,)
+        per = len(nics) // len(sharing)
+        at = sharing.index(rank) * per
+        return nics[at:at + per]
+
+    @_memo
+    def nic_pool(self, nic: str) -> tuple[str, ...]:
+        """The NICs one GPU drives together with ``nic`` (``nics``), or just ``nic``: looked up
+        among the GPUs nearest the NIC, so the cost stays local to it."""
+        for gpu in self._nearest(nic, "gpu"):
+            found = self.nics(self.rank_of[gpu])
+            if nic in found:
+                return found
+        return (nic,)
+
+    @_memo
     def _sharing(self, island: int) -> dict[tuple[str, ...], list[int]]:
         """The island's ranks grouped by their set of nearest NICs, ascending."""
         out: dict[tuple[str, ...], list[int]] = defaultdict(list)

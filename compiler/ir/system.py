@@ -21,6 +21,11 @@ SCALEUP_CLASSES = ("nvlink",)
 SCALEOUT_CLASSES = ("infiniband", "ethernet")
 DEVICE_KINDS = ("gpu", "cpu", "nic", "dpu", "switch", "pcie_switch", "net_switch")
 NIC_ROLES = ("compute", "storage")
+#: Transports a NIC can carry NCCL's traffic over (a NIC model's ``transport``): InfiniBand
+#: verbs, RoCE, AWS EFA (aws-ofi-nccl over SRD), Google's GPUDirect-TCPX and -TCPXO, and
+#: NVIDIA Spectrum-X (RoCE with adaptive routing). The cost model's figures per transport are
+#: in ``compiler.collectives.transports``.
+TRANSPORTS = ("ib", "roce", "efa", "tcpx", "tcpxo", "spectrum_x")
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 #: Group kinds: the dimensions, plus Megatron's expert data parallel group (the ranks that hold
 #: the same experts and reduce their gradients).

@@ -16,7 +16,8 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, suggest
-from ..ir.system import DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, DeviceModel, LinkType, Transformer
+from ..ir.system import (DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, TRANSPORTS, DeviceModel,
+                         LinkType, Transformer)
 from ..base import reading
 from ..base.limits import LIMITS
 from .parse import parse
@@ -31,11 +32,11 @@ DEVICE_SCHEMA: dict[str, dict[str, Any]] = {
             "tflops_bf16": NUMBER, "tflops_fp8": NUMBER, "tflops_fp4": NUMBER,
             "gemm_efficiency": NUMBER},
     "cpu": {**_COMMON, "memory": BYTES, "memory_bandwidth": RATE, "cores": INT},
-    "nic": {**_COMMON, "rate": RATE, "role": STRING},
+    "nic": {**_COMMON, "rate": RATE, "role": STRING, "transport": STRING},
     "dpu": {**_COMMON, "rate": RATE, "cores": INT, "memory": BYTES},
     "switch": {**_COMMON, "reduction": BOOL},
     "pcie_switch": {**_COMMON},
-    "net_switch": {**_COMMON, "rate": RATE},
+    "net_switch": {**_COMMON, "rate": RATE, "sharp": BOOL},
 }
 
 
@@ -205,10 +206,11 @@ def _attributes(decl, schema: dict[str, Any], what: str, diags: Collector):
                                                             else [])), attr.span)
             continue
         value = _check_value(attr.key, attr.value, schema[attr.key], diags)
-        if attr.key == "role" and value is not None and value not in NIC_ROLES:
-            diags.error("E200", f"role '{value}': a NIC's role is "
-                        + " or ".join(f"'{r}'" for r in NIC_ROLES)
-                        + suggest(value, NIC_ROLES), attr.value.span)
+        choices = {"role": NIC_ROLES, "transport": TRANSPORTS}.get(attr.key)
+        if choices and value is not None and value not in choices:
+            diags.error("E200", f"{attr.key} '{value}': a NIC's {attr.key} is "
+                        + ", ".join(f"'{r}'" for r in choices[:-1])
+                        + f" or '{choices[-1]}'" + suggest(value, choices), attr.value.span)
             continue
         if value is not None:
             values[attr.key] = value

@@ -7,6 +7,7 @@ from ..backends import cost_table
 from ..compiler.collectives.cost import CostError, sweep
 from ..compiler.collectives.orders import COSTED_ALGORITHMS
 from ..compiler.collectives.tuning import PROTOCOLS
+from ..compiler.collectives.versions import LATEST, UnknownVersion, nccl as nccl_profile
 from ..compiler.ir.system import COLLECTIVES, System
 from .common import (EXIT_OK, UsageError, add_common, add_group_options, fail, load, parse_sizes,
                      selected_group, strategy_name, write_output)
@@ -27,6 +28,11 @@ def add_parser(sub) -> None:
                    "tree between; hierarchical is topoc's own")
     p.add_argument("--protocol", choices=list(PROTOCOLS),
                    help="default: the fastest, as NCCL picks")
+    p.add_argument("--nccl", metavar="VERSION", default=LATEST,
+                   help=f"the NCCL release whose tables and launch cost apply: 2.18 and later, "
+                   f"e.g. 2.18, 2.21, 2.23, 2.27 (default {LATEST}, the latest profile)")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="cost CUDA-graph launches (nccl-tests -G): a smaller fixed cost per call")
     p.add_argument("--format", choices=list(cost_table.FORMATS), default="table")
     add_common(p)
     p.set_defaults(func=run)
@@ -34,6 +40,10 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     sizes = parse_sizes(args.sizes) if args.sizes else None     # before the slow part
+    try:
+        nccl_profile(args.nccl)
+    except UnknownVersion as exc:
+        raise UsageError(f"--nccl: {exc}") from None
     system = load(args)
     strategy_only = args.parallel and not args.group and not args.ranks
     if strategy_only:
@@ -45,10 +55,12 @@ def run(args) -> int:
             rows = _strategy_rows(system, args, sizes)
         else:
             rows = sweep(system, group, args.collective or "allreduce",
-                         sizes or parse_sizes(DEFAULT_SIZES), args.algorithm, args.protocol)
+                         sizes or parse_sizes(DEFAULT_SIZES), args.algorithm, args.protocol,
+                         nccl=args.nccl, graph=args.cuda_graph)
     except (CostError, KeyError) as exc:
         return fail(args.file, exc.args[0] if isinstance(exc, KeyError) else exc)
-    title = f"topoc cost {args.file}: predicted times (NCCL-style model, docs/cost.md)"
+    title = (f"topoc cost {args.file}: predicted times (NCCL {nccl_profile(args.nccl).version} "
+             f"model{', CUDA graphs' if args.cuda_graph else ''}, docs/cost.md)")
     write_output(cost_table.render(rows, args.format, title), args.output)
     return EXIT_OK
 
@@ -70,5 +82,5 @@ def _strategy_rows(system: System, args, sizes):
         group = selected_group(system, args, flow.dim)
         if len(group.ranks) > 1:
             rows += sweep(system, group, flow.collective, sizes or [flow.bytes], args.algorithm,
-                          args.protocol)
+                          args.protocol, nccl=args.nccl, graph=args.cuda_graph)
     return rows

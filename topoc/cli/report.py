@@ -32,10 +32,12 @@ def run(args) -> int:
 
 
 def _published() -> list[dict]:
-    """The single-node calibration rows with the GPU model of the library system they name."""
+    """The single-node all-reduce calibration rows (excluded ones left out) with the GPU model
+    of the library system they name."""
     rows, models = [], {}
     for row in calibration():
-        if row["defines"]:
+        if row["defines"] or row.get("role") == "exclude" or \
+                (row.get("collective") or "allreduce") != "allreduce":
             continue
         if row["system"] not in models:
             models[row["system"]] = pipeline.load(find(f"{row['system']}.topo")).gpus[0].model.name

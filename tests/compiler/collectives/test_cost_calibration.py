@@ -1,9 +1,14 @@
 """The cost model against every published measurement in library/calibration.csv.
 
-Bounds: single-node busbw within 15 % at 1 GiB and above and within 30 % from 1 MiB up to
-1 GiB (issue 4); multi-node busbw within 20 % from 64 MiB up, and single-node times within 25 %
-from 32 KiB to 1 MiB (issue 14); below 32 KiB the time within a factor of 2. The constants are
-NCCL's tuning tables plus the fitted ones docs/cost.md lists; nothing here is per row.
+The 46 rows before issue 27 (the first of the file) keep their bounds: single-node
+busbw within 15 % at 1 GiB and above and within 30 % from 1 MiB up to 1 GiB (issue 4);
+multi-node busbw within 20 % from 64 MiB up, and single-node times within 25 % from 32 KiB to
+1 MiB (issue 14); below 32 KiB the time within a factor of 2. Each is predicted with the NCCL
+release its source states.
+
+The validation rows (held out from every fit) must meet issue 27's per-class medians, and no
+row may get worse than the worst recorded in docs/cost.md. Every validation row must be
+predicted: a row the model cannot cost is a failure, not a skip.
 """
 
 from __future__ import annotations
@@ -12,15 +17,21 @@ import pytest
 
 from topoc.compiler.collectives.cost import BUS_FACTOR
 
-from ...calibration_rows import predict, rows, size_of
+from ...calibration_rows import TARGETS, error, median, predict, row_class, rows, size_of
 
-ROWS = rows()
+LEGACY = rows()[:46]
+#: The worst validation row today (docs/cost.md); issue 27 asks for 40 %, not yet met.
+WORST_RECORDED = 1.10
 
 
 def test_every_published_row_is_here():
-    assert len(ROWS) >= 40
-    assert all(row["source"] for row in ROWS)
-    assert sum(bool(row["defines"]) for row in ROWS) >= 12       # multi-node rows
+    every = rows()
+    assert len(every) >= 190
+    assert all(row["source"] for row in every)
+    assert {row["role"] for row in every} == {"fit", "validate", "exclude"}
+    assert all(row["note"] for row in every if row["role"] == "exclude")
+    assert len(rows("validate")) >= 100
+    assert all(r["role"] == "fit" and not r["source"].endswith("]") for r in LEGACY)
 
 
 def bound(row) -> float:
@@ -30,7 +41,7 @@ def bound(row) -> float:
     return 0.15 if size >= 2**30 else 0.30
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r['system']}-{r['defines'] or '1'}-"
+@pytest.mark.parametrize("row", LEGACY, ids=lambda r: f"{r['system']}-{r['defines'] or '1'}-"
                          f"{r['gpus']}-{r['size']}-{r['algorithm']}")
 def test_prediction_within_the_published_bound(row):
     got = predict(row)
@@ -45,3 +56,17 @@ def test_prediction_within_the_published_bound(row):
     else:
         error = got.busbw / measured_bus - 1
         assert abs(error) <= bound(row), f"busbw {got.busbw / 1e9:.1f} vs {row['busbw']}: {error:+.1%}"
+
+
+def test_validation_medians_meet_the_targets():
+    """Issue 27's done-when figures on rows no constant was fitted on."""
+    errors: dict[str, list[float]] = {}
+    worst = (0.0, None)
+    for row in rows("validate"):
+        e = abs(error(row, predict(row)))
+        errors.setdefault(row_class(row), []).append(e)
+        worst = max(worst, (e, row["source"][-40:]), key=lambda w: w[0])
+    assert set(errors) == set(TARGETS)
+    for name, target in TARGETS.items():
+        assert median(errors[name]) <= target, (name, median(errors[name]), target)
+    assert worst[0] <= WORST_RECORDED, worst

@@ -1,0 +1,67 @@
+"""NCCL's CollNet all-reduce over SHARP: in-network reduction in InfiniBand switches.
+
+A fabric is SHARP-capable when every network switch a group's NICs attach to declares
+``sharp = true`` (devices.topo: QM9700SHARP); the declaration says the fabric is set up for it
+(nccl-rdma-sharp-plugins and NCCL_COLLNET_ENABLE=1), so ``auto`` weighs CollNet only then.
+
+CollNet chain (NCCL's collnetchain): inside every island the ranks form a chain that reduces
+towards the channel's head and broadcasts back; each head sends its share of the buffer up
+to the switches, which reduce it across islands and send the result back down. So the network
+carries the buffer once each way (a ring all-reduce carries it twice), spread over the heads:
+NCCL opens its CollNet channels over the island's NICs, two per NIC as for rings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..ir.system import SCALEOUT_CLASSES, System
+from . import orders
+from .loads import Loads, Resources
+
+
+def sharp_fabric(system: System, ranks: Sequence[int]) -> bool:
+    """True when every network switch the group's NICs link to declares ``sharp = true``."""
+    loc = system.locality
+    found = False
+    for nic in {loc.nic(r) for r in ranks} - {""}:
+        for link in system.links_of(nic):
+            if link.cls not in SCALEOUT_CLASSES:
+                continue
+            other = system.device(link.dst if link.src == nic else link.src)
+            if other.kind == "net_switch":
+                if not other.model.attr("sharp"):
+                    return False
+                found = True
+    return found
+
+
+def chain_loads(res: Resources, system: System, ranks: Sequence[int]) -> Loads:
+    """One pass of CollNet chain, in bytes per unit size: the chain inside each island (each
+    hop carries the buffer up and back down), and every channel's head to and from its
+    NIC's switch with its share of the buffer."""
+    loads = Loads(res)
+    gpu = [g.id for g in system.gpus]
+    loc = system.locality
+    channels = orders.net_channels(system, ranks)
+    for part in orders.islands_ranks(system, ranks):
+        for a, b in zip(part, part[1:]):
+            loads.add(gpu[b], gpu[a], 1.0)
+            loads.add(gpu[a], gpu[b], 1.0)
+        for c in range(channels):
+            head = part[(c * len(part) // channels) % len(part)]
+            nic = loc.nic(head)
+            switch = _switch_of(system, nic)
+            if switch:
+                loads.add(gpu[head], switch, 1.0 / channels, c)
+                loads.add(switch, gpu[head], 1.0 / channels, c)
+    return loads
+
+
+def _switch_of(system: System, nic: str) -> str:
+    """The network switch ``nic`` links to ('' when none)."""
+    for link in system.links_of(nic) if nic else ():
+        other = link.dst if link.src == nic else link.src
+        if system.device(other).kind == "net_switch":
+            return other
+    return ""

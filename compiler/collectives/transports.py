@@ -1,0 +1,51 @@
+"""What each network transport adds to a collective: a fixed cost per operation that crosses
+the network, a cost per network step, and the fraction of the NICs' line rate NCCL reaches.
+
+NCCL's tuning tables (tuning.cc hwLat[NET]) describe its own InfiniBand/RoCE transport; other
+transports come through net plugins with their own software path: AWS EFA through aws-ofi-nccl
+(libfabric over SRD), Google's GPUDirect-TCPX/TCPXO through their TCP plugins, whose per-call
+proxy progress and flow set-up cost tens of microseconds. A NIC model's ``transport`` names it
+(devices.topo); an InfiniBand NIC without one is ``ib``, an Ethernet NIC ``roce``.
+
+*Fitted* figures (docs/cost.md, Calibration) come from the calibration rows marked ``fit``:
+EFA from p5 instances (2 nodes: 8 B all-reduce 69.1 us, 2 GiB all-to-all 79.3 GB/s; 4 nodes:
+8 GiB ring 357 GB/s; 8 nodes: 256 MiB 232 GB/s), TCPXO from two a3-megagpu-8g (8 B 135.8 us,
+64 MiB 99.7 GB/s, 8 GiB 338.8 GB/s). InfiniBand, RoCE and Spectrum-X keep NCCL's own figures
+and the 96 % of line rate CX-7 NDR reaches (nccl-tests issues 267, 290).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Transport:
+    """One transport's figures."""
+
+    name: str
+    op_us: float          # once per operation that crosses the network (every protocol)
+    step_us: float        # per network step of LL128 and Simple: the plugin's bulk path
+    efficiency: float     # of the NIC links' declared rate
+    p2p_efficiency: float = 1.0   # of that, what all-to-all's concurrent peers reach
+
+
+#: *Fitted* (docs/cost.md): EFA's op_us on the p5 8 B row, step_us on the 8-node 256 MiB row,
+#: efficiency on the 4-node 8 GiB ring, p2p_efficiency on the 2-node 2 GiB all-to-all; TCPXO's
+#: op_us on its 8 B row, step_us on its 64 MiB row, efficiency on its 8 GiB row. TCPX is given
+#: TCPXO's figures and the p2p fraction EFA's (no published row for either).
+TRANSPORTS = {
+    "ib": Transport("ib", 0.0, 0.0, 0.96),
+    "roce": Transport("roce", 0.0, 0.0, 0.96),
+    "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96),
+    "efa": Transport("efa", 46.0, 120.0, 0.89, 0.94),
+    "tcpx": Transport("tcpx", 113.0, 300.0, 0.96, 0.87),
+    "tcpxo": Transport("tcpxo", 113.0, 300.0, 0.96, 0.87),
+}
+DEFAULT = {"infiniband": "ib", "ethernet": "roce"}
+
+
+def of_nic(model, link_cls: str) -> Transport:
+    """The transport of a NIC of ``model`` on links of class ``link_cls``."""
+    name = model.attr("transport") if model is not None else None
+    return TRANSPORTS[name or DEFAULT.get(link_cls, "ib")]

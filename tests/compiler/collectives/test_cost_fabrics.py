@@ -1,0 +1,140 @@
+"""Issue 27: transports, several NICs per GPU, NCCL versions, CUDA graphs, NVLS-tree across
+NVL72 racks, CollNet over SHARP, and all-to-all, each checked against what it must change."""
+
+from __future__ import annotations
+
+import pytest
+
+import topoc
+from topoc.compiler.base.diagnostics import CompileError
+from topoc.compiler.collectives import transports
+from topoc.compiler.collectives.cost import CostError, auto_algorithms, cost, sweep
+from topoc.compiler.collectives.versions import GRAPH_SAVES_US, VERSIONS, nccl
+from topoc.compiler.ir.groups import RankGroup
+
+from ...conftest import library_file
+
+GiB = 2**30
+
+TWO_NODES = """
+use "links.topo"
+use "devices.topo"
+device Nic : nic {{ rate = 400 Gb/s {attr} }}
+group Node {{
+  gpu : H100
+  nic : Nic
+  gpu <-> nic : pcie5
+}}
+group Pair {{
+  node[2] : Node
+  sw : QM9700
+  node[k].nic <-> sw : {link}
+}}
+system pair : Pair
+"""
+
+
+def pair(transport: str = "", link: str = "ndr"):
+    attr = f'transport = "{transport}"' if transport else ""
+    return topoc.compile(TWO_NODES.format(attr=attr, link=link),
+                         library_file("links.topo").parent / "pair.topo")
+
+
+def test_transport_is_a_nic_attribute_with_a_clear_diagnostic():
+    assert pair("efa", "eth400").device("pair.node0.nic").model.attr("transport") == "efa"
+    with pytest.raises(CompileError) as caught:
+        pair("tcpxoo")
+    text = str(caught.value.diagnostics[0])
+    assert "E200" in text and "transport 'tcpxoo'" in text and "tcpxo" in text
+
+
+def test_a_transport_adds_its_cost_per_operation_and_reaches_its_fraction():
+    group = RankGroup("both", (0, 1))
+    ib = cost(pair(), group, "allreduce", 8)
+    efa = cost(pair("efa", "eth400"), group, "allreduce", 8)
+    assert efa.algorithm == ib.algorithm and efa.protocol == "LL"
+    assert efa.time - ib.time == pytest.approx(transports.TRANSPORTS["efa"].op_us * 1e-6, abs=1e-9)
+    big_ib = cost(pair(), group, "allreduce", 8 * GiB, "ring")
+    big_efa = cost(pair("efa", "eth400"), group, "allreduce", 8 * GiB, "ring")
+    ratio = transports.TRANSPORTS["efa"].efficiency / transports.TRANSPORTS["ib"].efficiency
+    assert big_efa.busbw / big_ib.busbw == pytest.approx(ratio, rel=0.02)
+
+
+def test_a_gpu_drives_all_of_its_nics():
+    """p5: four 100G EFA devices under each GPU's PCIe switch, pooled as aws-ofi-nccl does."""
+    p5 = topoc.load(library_file("aws_p5.topo"), {"nodes": 2})
+    loc = p5.locality
+    assert len(loc.nics(0)) == 4 and len(set(loc.nics(0)) & set(loc.nics(1))) == 0
+    assert loc.nic_pool(loc.nics(0)[2]) == loc.nics(0)
+    pairs = RankGroup("rail", (0, 8))
+    got = cost(p5, pairs, "sendrecv", GiB)
+    efa = transports.TRANSPORTS["efa"]
+    one_nic = 100e9 / 8 * efa.efficiency * efa.p2p_efficiency
+    assert got.busbw == pytest.approx(4 * one_nic, rel=0.02)
+
+
+def test_versions_change_the_launch_and_graphs_lower_it():
+    dgx = topoc.load(library_file("dgx_h100.topo"))
+    world = RankGroup("world", tuple(range(8)))
+    old, new = cost(dgx, world, "allreduce", 8, nccl="2.18"), cost(dgx, world, "allreduce", 8)
+    assert new.time < old.time - 5e-6
+    graph = cost(dgx, world, "allreduce", 8, graph=True)
+    assert new.time - graph.time == pytest.approx(GRAPH_SAVES_US * 1e-6)
+    assert nccl("2.27.7") is VERSIONS["2.27"] and nccl("2.22") is VERSIONS["2.21"]
+    with pytest.raises(CostError, match="older than"):
+        cost(dgx, world, "allreduce", 8, nccl="2.9")
+
+
+NCCL_ALGORITHMS = {"ring", "tree", "nvls", "nvlstree", "collnetchain", "pat", "direct"}
+
+
+@pytest.mark.parametrize("name, defines", [
+    ("dgx_h100.topo", {}), ("dgx_a100.topo", {}), ("hgx_b200.topo", {}),
+    ("aws_p5.topo", {"nodes": 4}), ("aws_p4de.topo", {"nodes": 2}),
+    ("gcp_a3_mega.topo", {"nodes": 2}), ("h100_sharp_cluster.topo", {"nodes": 4}),
+    ("nvl72_cluster.topo", {"racks": 2})])
+def test_auto_only_names_what_nccl_has(name, defines):
+    system = topoc.load(library_file(name), defines)
+    world = RankGroup("world", tuple(range(len(system.gpus))))
+    for collective in ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall"):
+        if collective == "alltoall" and len(system.gpus) > 64:
+            continue
+        assert set(auto_algorithms(system, world, collective)) <= NCCL_ALGORITHMS
+        for row in sweep(system, world, collective, [8, 2**20, GiB]):
+            assert row.algorithm in NCCL_ALGORITHMS, (collective, row)
+
+
+def test_nvls_tree_across_two_nvl72_racks_not_more():
+    two = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 2})
+    world = RankGroup("world", tuple(range(144)))
+    got = cost(two, world, "allreduce", 16 * GiB, nccl="2.26")
+    assert got.algorithm == "nvlstree" and got.busbw > 700e9      # 810 GB/s measured
+    three = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 3})
+    assert "nvlstree" not in auto_algorithms(three, RankGroup("w", tuple(range(216))),
+                                             "allreduce")
+
+
+def test_collnet_only_where_the_fabric_declares_sharp():
+    sharp = topoc.load(library_file("h100_sharp_cluster.topo"), {"nodes": 4})
+    plain = topoc.load(library_file("h100_cluster.topo"), {"nodes": 4})
+    world = RankGroup("world", tuple(range(32)))
+    assert "collnetchain" in auto_algorithms(sharp, world, "allreduce")
+    assert "collnetchain" not in auto_algorithms(plain, world, "allreduce")
+    with pytest.raises(CostError, match="sharp = true"):
+        cost(plain, world, "allreduce", GiB, "collnetchain")
+
+
+def test_all_to_all_peers_are_concurrent_and_counted_on_two_islands():
+    """m nodes of pooled 4 x 100G NICs: each GPU sends (m-1)/m of its buffer over its NICs,
+    every peer at once, so the latency does not grow with the peers."""
+    for nodes in (4, 8):
+        p5 = topoc.load(library_file("aws_p5.topo"), {"nodes": nodes})
+        n = 8 * nodes
+        got = cost(p5, RankGroup("world", tuple(range(n))), "alltoall", 2 * GiB)
+        t = transports.TRANSPORTS["efa"]
+        nic = 4 * 100e9 / 8 * t.efficiency * t.p2p_efficiency
+        expected = nic * nodes / (nodes - 1) * (n - 1) / n
+        assert got.busbw == pytest.approx(expected, rel=0.03)
+    small = [cost(topoc.load(library_file("aws_p5.topo"), {"nodes": k}),
+                  RankGroup("w", tuple(range(8 * k))), "alltoall", 8).time for k in (2, 8)]
+    assert small[1] == pytest.approx(small[0], rel=0.05)
