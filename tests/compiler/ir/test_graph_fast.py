@@ -28,3 +28,14 @@ def test_fast_graph_is_the_reference_graph(path):
     # the edge data dicts are shared by both directions, as networkx shares them
     for u, v, k in list(ref.edges(keys=True))[:50]:
         assert fast[u][v][k] is fast[v][u][k]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_links_of_without_the_graph_lists_what_the_graph_lists(path):
+    system = topoc.load(path)
+    ids = [d.id for d in system.devices[:200]] + ["no.such.device"]
+    light = {i: [lk.id for lk in system.links_of(i)] for i in ids}
+    assert not system.has_view("graph")
+    system.graph
+    assert system.has_view("graph")
+    assert light == {i: [lk.id for lk in system.links_of(i)] for i in ids}
