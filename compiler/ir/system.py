@@ -231,6 +231,12 @@ class System:
         return VIEWS["levels"](self)
 
     @functools.cached_property
+    def memo(self) -> dict[Any, Any]:
+        """Per-system results later stages share between calls (the cost model's resources):
+        facts of this system only, so any call may reuse them."""
+        return {}
+
+    @functools.cached_property
     def device_index(self) -> dict[str, Device]:
         """Devices by id."""
         return {d.id: d for d in self.devices}
