@@ -105,7 +105,8 @@ def floor(devices: int, links: int) -> dict:
 
     from topoc.compiler.base.gcpause import gc_paused
     nodes = [f"cluster.rack{i // 200}.tray{i % 200 // 10}.dev{i % 10}" for i in range(devices)]
-    edges = [(nodes[i % devices], nodes[(i * 7919 + 1) % devices], f"l{i}")
+    # i // devices shifts each lap over the nodes, so no two edges join the same pair
+    edges = [(nodes[i % devices], nodes[(i * 7919 + i // devices + 1) % devices], f"l{i}")
              for i in range(links)]
     before = _rss_mb()
     cpu = time.process_time()
