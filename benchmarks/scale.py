@@ -1,16 +1,20 @@
-"""Scale benchmark: one NVL72 rack to 1,024 racks (and H100 clusters), stage by stage.
+"""Scale benchmark: a four-tier GB200 NVL72 cluster from 16 to 8,192 racks (and DGX H100
+clusters), stage by stage, beside the networkx floor.
 
-Each size runs in a fresh interpreter so its peak RSS is its own. Stages: parse (the root file
-and its imports, resolved), elaborate, graph (networkx), lint, world ring orders, one rank's
-routed steps of that ring, the ring orders of every data-parallel group, world all-reduce cost
-(1 GiB, every algorithm weighed), racks-view render (DOT and Graphviz layout to SVG). ``networkx_floor_s`` is the bare
-construction of the same MultiGraph from a plain edge list, with the cyclic garbage collector
-paused as in our stages: the floor for the graph stage; ``compile_s`` (parse + elaborate +
-graph) is reported against it.
+Each size runs in a fresh interpreter so its peak RSS is its own. Stages: ``parse_s`` (the root
+file and its imports, resolved), ``elaborate_s`` (templates, instances, parallel blocks),
+``verify_s`` (port budgets), ``locality_s`` (islands, NVLink domains, sockets' tables),
+``lint_s`` (the rule catalogue, on the locality just built), ``graph_s`` (the networkx
+MultiGraph), ``cost_s`` (a 1 GiB world all-reduce, every algorithm weighed); ``total_s`` is
+their sum: compile, lint and cost. ``floor_s`` and ``floor_rss_mb`` are a bare
+``nx.MultiGraph`` of the same number of nodes and edges (ids of the same length), built in a
+process of its own with the garbage collector paused as our stages pause it: the floor any
+graph-based compiler pays. ``--full`` adds the old extras (world ring order, one rank's routed
+steps, every dp ring, the racks drawing).
 
-    .venv/bin/python benchmarks/scale.py                 # the full sweep and a table
-    .venv/bin/python benchmarks/scale.py --racks 16,128 --json
-    .venv/bin/python benchmarks/scale.py --nodes 32,256  # H100 clusters
+    .venv/bin/python benchmarks/scale.py                          # 16 to 8,192 racks
+    .venv/bin/python benchmarks/scale.py --racks 16,256 --nodes 1024,12500 --json
+    .venv/bin/python benchmarks/scale.py --racks "" --cli 2048    # topoc lint/cost CPU vs floor
 """
 
 from __future__ import annotations
@@ -18,17 +22,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-NVL72 = ROOT / "library/nvidia/nvl72_superpod.topo"
-H100 = ROOT / "library/nvidia/h100_superpod.topo"
+NVL72 = ROOT / "library/nvidia/nvl72_fourtier.topo"
+H100 = ROOT / "library/nvidia/h100_fourtier.topo"
+STAGES = ("parse_s", "elaborate_s", "verify_s", "locality_s", "lint_s", "graph_s", "cost_s")
 
 
 def _timed(fn):
@@ -37,137 +41,189 @@ def _timed(fn):
     return value, round(time.perf_counter() - t, 3)
 
 
-def run_one(path: Path, param: str, size: int) -> dict:
-    """Every stage for one size, in this process."""
-    import networkx as nx
+def _stage(out: dict, key: str, fn):
+    """Run one stage: its wall time under ``key``, its CPU time under ``key`` with ``_cpu``
+    (the figure to trust on a shared machine)."""
+    cpu = time.process_time()
+    value, out[key] = _timed(fn)
+    out[key[:-2] + "_cpu_s"] = round(time.process_time() - cpu, 3)
+    return value
 
-    from topoc.backends import render
+
+def _rss_mb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def run_one(path: Path, param: str, size: int, full: bool) -> dict:
+    """Every stage for one size, in this process."""
     from topoc.compiler.collectives.cost import cost
-    from topoc.compiler.lang.elaborate import elaborate
-    from topoc.compiler.base.gcpause import gc_paused
-    from topoc.compiler.lang.parse import parse
-    from topoc.compiler.ir.groups import RankGroup, rank_groups
-    from topoc.compiler.lang.ranks import ranks
-    from topoc.compiler.lang.resolve import resolve
-    from topoc.compiler.collectives.route import route
-    from topoc.compiler.collectives.schedule import schedule
-    from topoc.compiler.lint.lint import lint_system
+    from topoc.compiler.ir.groups import RankGroup
+    from topoc.compiler.lang.pipeline import front_end, lower, read
+    from topoc.compiler.lang.verify import verify
+    from topoc.compiler.lint.lint import LintConfig, rule_findings
 
     out: dict = {param: size}
-    text = path.read_text()
-    program, out["parse_s"] = _timed(lambda: resolve(parse(text, str(path)), path))
-    system, out["elaborate_s"] = _timed(lambda: ranks(program, elaborate(program, {param: size})))
-    _, out["graph_s"] = _timed(lambda: system.graph)      # cached: later stages reuse it
-    out["gpus"], out["links"] = len(system.gpus), len(system.links)
-    out["compile_s"] = round(out["parse_s"] + out["elaborate_s"] + out["graph_s"], 3)
-    _, out["lint_s"] = _timed(lambda: lint_system(system))
+    cpu = time.process_time()
+    program = _stage(out, "parse_s", lambda: front_end(read(path), path))
+    system = _stage(out, "elaborate_s", lambda: lower(program, {param: size}))
+    out["gpus"], out["devices"], out["links"] = \
+        len(system.gpus), len(system.devices), len(system.links)
+    errors = _stage(out, "verify_s", lambda: verify(system))
+    _stage(out, "locality_s", lambda: system.locality)
+    found = _stage(out, "lint_s", lambda: rule_findings(system, LintConfig()))
+    out["findings"] = len(errors) + len(found)
+    out["rss_before_graph_mb"] = _rss_mb()
+    _stage(out, "graph_s", lambda: system.graph)
     world = RankGroup("world", tuple(range(len(system.gpus))))
-    ring, out["world_ring_s"] = _timed(lambda: schedule(system, world, "allreduce", "ring"))
-    # One rank's routed steps of that ring, as `topoc schedule --rank R` lists them.
-    _, out["rank_steps_s"] = _timed(lambda: route(system, ring, position=len(world.ranks) // 2))
-    strategy = system.parallels[0]
-
-    def dp_rings():
-        for i, members in enumerate(rank_groups(strategy, "dp")):
-            schedule(system, RankGroup(f"dp:{i}", tuple(members)), "allreduce", "ring")
-    _, out["dp_rings_s"] = _timed(dp_rings)
-    # Every candidate algorithm and protocol of a 1 GiB world all-reduce, as `topoc cost` does.
-    row, out["world_cost_s"] = _timed(lambda: cost(system, world, "allreduce", 2**30))
+    row = _stage(out, "cost_s", lambda: cost(system, world, "allreduce", 2**30))
     out["world_allreduce_1gib_ms"] = round(row.time * 1e3, 2)
-    opts = render.Options(view="racks")
-    if shutil.which("dot"):
-        _, out["render_s"] = _timed(lambda: render.render(system, "svg", opts))
-    else:
-        _, out["render_s"] = _timed(lambda: render.dot_source(system, opts))
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    # The floor last, after the peak is read: its second graph is the benchmark's, not ours.
-    edges = [(link.src, link.dst, link.id) for link in system.links]
-    nodes = [d.id for d in system.devices]
-    system = None               # free the IR and its graph before building the floor
-
-    @gc_paused()                # as our stages run: the floor must not pay for the collector
-    def floor():
-        h = nx.MultiGraph()
-        h.add_nodes_from(nodes)
-        h.add_edges_from(edges)
-        return h
-    _, out["networkx_floor_s"] = _timed(floor)
-    out["compile_over_floor"] = round(out["compile_s"] / max(out["networkx_floor_s"], 1e-9), 2)
+    out["total_s"] = round(sum(out[k] for k in STAGES), 3)
+    out["total_cpu_s"] = round(time.process_time() - cpu, 3)
+    out["peak_rss_mb"] = _rss_mb()
+    if full:
+        _extras(system, world, out)
     return out
 
 
-def cli_seconds(*argv: str) -> float:
-    """Wall time of one whole CLI call, interpreter start included."""
+def _extras(system, world, out: dict) -> None:
+    """The stages the first version of this benchmark timed besides the above."""
+    import shutil
+
+    from topoc.backends import render
+    from topoc.compiler.collectives.route import route
+    from topoc.compiler.collectives.schedule import schedule
+    from topoc.compiler.ir.groups import RankGroup, rank_groups
+
+    ring, out["world_ring_s"] = _timed(lambda: schedule(system, world, "allreduce", "ring"))
+    _, out["rank_steps_s"] = _timed(lambda: route(system, ring, position=len(world.ranks) // 2))
+
+    def dp_rings():
+        for i, members in enumerate(rank_groups(system.parallels[0], "dp")):
+            schedule(system, RankGroup(f"dp:{i}", tuple(members)), "allreduce", "ring")
+    _, out["dp_rings_s"] = _timed(dp_rings)
+    opts = render.Options(view="racks")
+    draw = (lambda: render.render(system, "svg", opts)) if shutil.which("dot") else \
+        (lambda: render.dot_source(system, opts))
+    _, out["render_s"] = _timed(draw)
+    out["peak_rss_mb"] = _rss_mb()
+
+
+def floor(devices: int, links: int) -> dict:
+    """A bare MultiGraph of this many nodes and edges (ids like ours: about 30 characters)."""
+    import networkx as nx
+
+    from topoc.compiler.base.gcpause import gc_paused
+    nodes = [f"cluster.rack{i // 200}.tray{i % 200 // 10}.dev{i % 10}" for i in range(devices)]
+    # i // devices shifts each lap over the nodes, so no two edges join the same pair
+    edges = [(nodes[i % devices], nodes[(i * 7919 + i // devices + 1) % devices], f"l{i}")
+             for i in range(links)]
+    before = _rss_mb()
+    cpu = time.process_time()
+
+    @gc_paused()
+    def build():
+        g = nx.MultiGraph()
+        g.add_nodes_from(nodes)
+        g.add_edges_from(edges)
+        return g
+    _, seconds = _timed(build)
+    return {"floor_s": seconds, "floor_cpu_s": round(time.process_time() - cpu, 3),
+            "floor_rss_mb": _rss_mb() - before}
+
+
+def _sub(*argv: str) -> dict:
+    done = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True)
+    if done.returncode:
+        return {"error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(done.stdout)
+
+
+def cli_cpu(argv: list[str]) -> tuple[float, float, int]:
+    """(CPU seconds, wall seconds, peak RSS MB) of one whole CLI call in a child process."""
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "topoc", *argv], check=True, capture_output=True)
-    return round(time.perf_counter() - t, 3)
+    proc = subprocess.Popen([sys.executable, "-m", "topoc", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    return round(usage.ru_utime + usage.ru_stime, 2), round(wall, 2), usage.ru_maxrss // 1024
 
 
-def growth(rows: list[dict], key: str, lo: int, hi: int, param: str) -> float | None:
-    """Exponent b of time ~ links^b between the sizes lo and hi."""
-    a = next((r for r in rows if r[param] == lo), None)
-    b = next((r for r in rows if r[param] == hi), None)
-    if not a or not b or a[key] <= 0:
+def growth(rows: list[dict], key: str) -> float | None:
+    """Exponent b of time ~ links^b between the smallest and the largest size."""
+    rows = [r for r in rows if r.get(key, 0) > 0]
+    if len(rows) < 2:
+        return None
+    a, b = rows[0], rows[-1]
+    if b["links"] == a["links"]:
         return None
     return round(math.log(b[key] / a[key]) / math.log(b["links"] / a["links"]), 3)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--racks", default="1,4,16,64,256,1024")
-    ap.add_argument("--nodes", default="", help="H100 cluster sizes, e.g. 32,64,128,256")
-    ap.add_argument("--json", action="store_true", help="print only the JSON lines")
-    ap.add_argument("--one", nargs=3, metavar=("FILE", "PARAM", "SIZE"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.one:
-        print(json.dumps(run_one(Path(args.one[0]), args.one[1], int(args.one[2]))))
-        return
-    jobs = [(NVL72, "racks", int(n)) for n in args.racks.split(",") if n] + \
-           [(H100, "nodes", int(n)) for n in args.nodes.split(",") if n]
-    rows = []
-    for path, param, size in jobs:
-        done = subprocess.run([sys.executable, __file__, "--one", str(path), param, str(size)],
-                              capture_output=True, text=True)
-        if done.returncode:
-            print(json.dumps({param: size, "error": done.stderr.strip().splitlines()[-1:]}))
-            continue
-        row = json.loads(done.stdout)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    if args.json:
-        return
-    keys = ["gpus", "links", "parse_s", "elaborate_s", "graph_s", "networkx_floor_s",
-            "compile_s", "compile_over_floor", "lint_s", "world_ring_s", "rank_steps_s",
-            "dp_rings_s", "world_cost_s", "world_allreduce_1gib_ms", "render_s", "peak_rss_mb"]
+def table(rows: list[dict], param: str) -> None:
+    keys = ["gpus", "links", *[k[:-2] + "_cpu_s" for k in STAGES], "total_s", "total_cpu_s", "floor_s", "floor_cpu_s", "peak_rss_mb", "floor_rss_mb",
+            "world_allreduce_1gib_ms", "findings", "world_ring_s", "rank_steps_s",
+            "dp_rings_s", "render_s"]
     keys = [k for k in keys if any(k in r for r in rows)]
-    print()
-    print("| size | " + " | ".join(keys) + " |")
+    print("\n| " + param + " | " + " | ".join(keys) + " |")
     print("|---" * (len(keys) + 1) + "|")
     for r in rows:
-        size = f"racks={r['racks']}" if "racks" in r else f"nodes={r['nodes']}"
-        print(f"| {size} | " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
-    racks = [r for r in rows if "racks" in r]
-    for r in rows:
-        r["stages_s"] = round(sum(v for k, v in r.items() if k.endswith("_s") and k not in
-                                  ("compile_s", "networkx_floor_s")), 3)
-    for r in racks:
-        r["target_s"] = round(sum(r.get(k, 0) for k in ("compile_s", "lint_s", "world_ring_s",
-                                                         "world_cost_s")), 3)
-    if racks:
-        big = max(racks, key=lambda r: r["racks"])
-        print(f"{big['racks']} racks: compile + lint + world ring order + cost = "
-              f"{big['target_s']} s, peak RSS {big['peak_rss_mb']} MB")
-    for key in ("stages_s", "compile_s", "networkx_floor_s", "lint_s", "world_ring_s",
-                "world_cost_s"):
-        b = growth(racks, key, 64, 1024, "racks")
+        print(f"| {r[param]} | " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+    for key in (*[k[:-2] + "_cpu_s" for k in STAGES], "total_cpu_s", "floor_cpu_s",
+                "peak_rss_mb"):
+        b = growth(rows, key)
         if b is not None:
-            print(f"growth of {key} from 64 to 1,024 racks: links^{b}")
-    one_rack = str(ROOT / "library/nvidia/gb200_nvl72.topo")
-    with tempfile.TemporaryDirectory() as tmp:
-        png = str(Path(tmp) / "rack.png")
-        print(f"one NVL72 rack, whole CLI (interpreter start included): compile "
-              f"{cli_seconds('compile', one_rack)} s, render to PNG "
-              f"{cli_seconds('render', one_rack, '-o', png)} s")
+            print(f"growth of {key} from {rows[0][param]} to {rows[-1][param]} {param}: "
+                  f"links^{b}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--racks", default="16,64,256,1024,2048,4096,8192")
+    ap.add_argument("--nodes", default="", help="H100 cluster sizes, e.g. 1024,12500,16384")
+    ap.add_argument("--full", action="store_true", help="also the ring, route and render stages")
+    ap.add_argument("--no-floor", action="store_true", help="skip the bare networkx graphs")
+    ap.add_argument("--cli", default="", help="racks sizes at which to time `topoc lint` and "
+                    "`topoc cost` (CPU) against the floor's CPU")
+    ap.add_argument("--json", action="store_true", help="print only the JSON lines")
+    ap.add_argument("--one", nargs=3, metavar=("FILE", "PARAM", "SIZE"), help=argparse.SUPPRESS)
+    ap.add_argument("--count", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--floor", nargs=2, type=int, metavar=("DEVICES", "LINKS"),
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(run_one(Path(args.one[0]), args.one[1], int(args.one[2]), args.full)))
+        return
+    if args.count:
+        from topoc.compiler.lang.pipeline import front_end, lower, read
+        path = Path(args.count[0])
+        system = lower(front_end(read(path), path), {args.count[1]: int(args.count[2])})
+        print(json.dumps({"devices": len(system.devices), "links": len(system.links)}))
+        return
+    if args.floor:
+        print(json.dumps(floor(*args.floor)))
+        return
+    for path, param, sizes in ((NVL72, "racks", args.racks), (H100, "nodes", args.nodes)):
+        rows = []
+        for size in [int(n) for n in sizes.split(",") if n]:
+            row = _sub("--one", str(path), param, str(size), *(["--full"] if args.full else []))
+            row.setdefault(param, size)
+            if "error" not in row and not args.no_floor:
+                row.update(_sub("--floor", str(row["devices"]), str(row["links"])))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        rows = [r for r in rows if "error" not in r]
+        if rows and not args.json:
+            table(rows, param)
+    for size in [int(n) for n in args.cli.split(",") if n]:
+        f, d = str(NVL72), f"racks={size}"
+        lint = cli_cpu(["lint", f, "-D", d])
+        cost = cli_cpu(["cost", f, "-D", d, "--group", "world", "--sizes", "1G"])
+        sizes = _sub("--count", f, "racks", str(size))
+        bare = _sub("--floor", str(sizes["devices"]), str(sizes["links"]))
+        print(json.dumps({"racks": size, "lint_cpu_s": lint[0], "lint_wall_s": lint[1],
+                          "lint_rss_mb": lint[2], "cost_cpu_s": cost[0], "cost_wall_s": cost[1],
+                          "cost_rss_mb": cost[2], "floor_cpu_s": bare.get("floor_cpu_s"),
+                          "floor_s": bare.get("floor_s"), "floor_rss_mb": bare.get("floor_rss_mb")}))
 
 
 if __name__ == "__main__":

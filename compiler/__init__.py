@@ -14,4 +14,4 @@ Training and collectives never import each other. tests/compiler/test_layering.p
 """
 
 # The stages that build a System's derived views register them with the IR here.
-from .ir import graph, locality  # noqa: F401
+from .ir import graph, incidence, locality, summary  # noqa: F401

@@ -15,9 +15,9 @@ H = 'use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n'
 CASES = {
     "E291": H + "group R { gpu[1000] : H100 }\ngroup C { r[1000] : R }\ngroup W { c[1000] : C }\n"
                 "system s : W\n",
-    # 10,000 links per template, 10^7 once instantiated: refused before any is built
+    # 10,000 links per template, 5 x 10^7 once instantiated: refused before any is built
     "E292": H + "group R { a[100] : H100  b[100] : H100  a[*] <-> b[*] : pcie5 }\n"
-                "group W { r[1000] : R }\nsystem s : W\n",
+                "group W { r[5000] : R }\nsystem s : W\n",
     "E293": H + "".join(f"group L{i} {{ x : L{i + 1} }}\n" for i in range(200))
             + "group L200 { g : H100 }\nsystem s : L0\n",
     "E295": H + "group G { gpu[1000000000000000] : H100 }\nsystem s : G\n",

@@ -10,8 +10,9 @@ class Limits:
     """Every explicit limit, with the diagnostic code that reports crossing it."""
 
     file_bytes: int = 8 * 2**20          # E290: one source file
-    devices: int = 2_000_000             # E291: devices in the elaborated system
-    links: int = 4_000_000               # E292: links (each may carry many lanes)
+    devices: int = 4_000_000             # E291: devices in the elaborated system
+    links: int = 16_000_000              # E292: links (each may carry many lanes): 8,192 NVL72
+    #                                      racks are 13.7 M, 16,384 DGX H100 nodes 1.6 M
     nesting: int = 24                    # E293: group instantiation depth
     imports: int = 16                    # E294: import chain depth
     array: int = 1_000_000               # E295: elements in one array declaration

@@ -295,7 +295,7 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     ranks = group.ranks
     n = len(ranks)
     sm, lanes = _gpu_facts(system, ranks)
-    res = res or Resources(system, sm)
+    res = res or Resources.of(system, sm)
     loc = system.locality
     islands = len({loc.island[r] for r in ranks})
     sample = _sample(system, ranks)
@@ -473,7 +473,7 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
     if algorithm == "nvls" and system.locality.nvlink_agents(group.ranks) is None:
         raise CostError("NVLS needs every rank of the group in one NVLink domain whose "
                         "switches all have 'reduction = true'")
-    res = Resources(system, _gpu_facts(system, group.ranks)[0])
+    res = Resources.of(system, _gpu_facts(system, group.ranks)[0])
     try:
         profiles = [profile(system, group, collective, a, res, version) for a in algos]
     except NoRoute as exc:

@@ -78,6 +78,16 @@ class Resources:
         self.capacity: dict[tuple, float] = {}
         self.example: dict[tuple, tuple[str, str]] = {}     # resource -> (link id, link class)
 
+    @classmethod
+    def of(cls, system: System, sm: int | None) -> Resources:
+        """The system's shared resources for GPUs of compute capability ``sm``, built once:
+        paths and capacities are facts of the system, so every cost call (plan makes
+        thousands) reuses what earlier ones routed."""
+        found = system.memo.get((cls, sm))
+        if found is None:
+            found = system.memo[cls, sm] = cls(system, sm)
+        return found
+
     def tier(self, device_id: str) -> int:
         """Height in the hierarchy: GPUs 0, NVSwitches and PCIe switches 1, CPUs 2, NICs 3,
         network switches 4 and up by their distance from the NICs."""

@@ -44,8 +44,10 @@ class UnionFind:
 _DIGITS = re.compile(r"(\d+)")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def natural(device_id: str) -> tuple:
-    """A sort key that compares the numbers in an id as numbers: tray2 before tray10."""
+    """A sort key that compares the numbers in an id as numbers: tray2 before tray10 (cached:
+    every GPU of a socket asks for the socket's key)."""
     return tuple(int(part) if i % 2 else part
                  for i, part in enumerate(_DIGITS.split(device_id)))
 
@@ -72,6 +74,37 @@ def _memo(method):
     return cached
 
 
+class IndexSets:
+    """Disjoint sets of a system's devices kept on integer indices (a parent list): what the
+    locality pass builds instead of a string-keyed ``UnionFind``. ``find`` takes a device id and
+    returns its set's root index, equal for devices of one set and only meant for comparing."""
+
+    def __init__(self, index: dict[str, int], parent: list[int]):
+        self.index = index
+        self.parent = parent
+
+    def find(self, device_id: str) -> int:
+        """The root index of ``device_id``'s set (a device no link joins is its own set)."""
+        return _root(self.parent, self.index[device_id])
+
+
+def _root(parent: list[int], x: int) -> int:
+    """The root of ``x`` in a parent list, halving the path on the way."""
+    while parent[x] != x:
+        parent[x] = x = parent[parent[x]]
+    return x
+
+
+def _join(parent: list[int], a: int, b: int) -> None:
+    """Merge the sets of ``a`` and ``b`` (the smaller root index stays root)."""
+    ra, rb = _root(parent, a), _root(parent, b)
+    if ra != rb:
+        if ra < rb:
+            parent[rb] = ra
+        else:
+            parent[ra] = rb
+
+
 class Locality:
     """Locality facts of one system's GPUs; built on first use via ``System.locality``."""
 
@@ -79,33 +112,55 @@ class Locality:
     def __init__(self, system: System):
         self.system = system
         self.memo: dict[str, dict[tuple, object]] = {}
-        islands, domains = UnionFind(), UnionFind()
+        # One pass over the links on integer device indices; what a link class does is looked
+        # up once per link type, not once per link.
+        devices = system.devices
+        self.index = index = {d.id: i for i, d in enumerate(devices)}
+        islands, domains = list(range(len(devices))), list(range(len(devices)))
+        in_domain = bytearray(len(devices))
         self.host_adj: dict[str, list[str]] = defaultdict(list)
+        roles: dict[int, tuple[bool, bool, bool]] = {}
         for link in system.links:
-            if link.cls not in SCALEOUT_CLASSES:
-                islands.union(link.src, link.dst)
-            if link.cls == "nvlink":
-                domains.union(link.src, link.dst)
-            if link.cls in _HOST_CLASSES:
+            t = link.type
+            role = roles.get(id(t))
+            if role is None:
+                role = roles[id(t)] = (t.cls not in SCALEOUT_CLASSES, t.cls == "nvlink",
+                                       t.cls in _HOST_CLASSES)
+            if role[0] or role[1]:
+                a, b = index[link.src], index[link.dst]
+                if role[0]:
+                    _join(islands, a, b)
+                if role[1]:
+                    _join(domains, a, b)
+                    in_domain[a] = in_domain[b] = 1
+            if role[2]:
                 self.host_adj[link.src].append(link.dst)
                 self.host_adj[link.dst].append(link.src)
         gpus = system.gpus
         self.rank_of = {g.id: r for r, g in enumerate(gpus)}
-        island_ids: dict[str, int] = {}
+        island_ids: dict[int, int] = {}
         self.island: list[int] = []
         self.island_ranks: list[list[int]] = []     # ranks of each island, ascending
         for r, g in enumerate(gpus):
-            i = island_ids.setdefault(islands.find(g.id), len(island_ids))
+            i = island_ids.setdefault(_root(islands, index[g.id]), len(island_ids))
             if i == len(self.island_ranks):
                 self.island_ranks.append([])
             self.island.append(i)
             self.island_ranks[i].append(r)
-        self.domain_root = [domains.find(g.id) if g.id in domains.parent else None for g in gpus]
+        # An NVLink domain is named by its smallest device id, as the string-keyed pass named it.
+        name: dict[int, str] = {}
+        for i, d in enumerate(devices):
+            if in_domain[i]:
+                root = _root(domains, i)
+                if root not in name or d.id < name[root]:
+                    name[root] = d.id
+        self.domain_root = [name[_root(domains, index[g.id])] if in_domain[index[g.id]] else None
+                            for g in gpus]
         self.domain_switches: dict[str, tuple[str, ...]] = defaultdict(tuple)
         members: dict[str, list[str]] = defaultdict(list)
-        for d in system.devices:
-            if d.kind == "switch" and d.id in domains.parent:
-                members[domains.find(d.id)].append(d.id)
+        for i, d in enumerate(devices):
+            if d.kind == "switch" and in_domain[i]:
+                members[name[_root(domains, i)]].append(d.id)
         self.domain_switches.update({k: tuple(sorted(v)) for k, v in members.items()})
 
     @_memo
@@ -200,17 +255,20 @@ class Locality:
         return ups[0] if ups else ""
 
     @functools.cached_property
-    def p2p(self) -> UnionFind:
+    def p2p(self) -> IndexSets:
         """GPUs that reach each other peer to peer: over NVLink (directly or through NVLink
         switches) or over PCIe switches that never pass a CPU's root complex. Two GPUs of one
         island in different sets stage their traffic through host memory."""
-        kind = {d.id: d.kind for d in self.system.devices}
-        sets = UnionFind()
+        devices, index = self.system.devices, self.index
+        parent = list(range(len(devices)))
+        cpu = bytearray(d.kind == "cpu" for d in devices)
         for link in self.system.links:
-            if link.cls == "nvlink" or (link.cls == "pcie" and kind[link.src] != "cpu" and
-                                        kind[link.dst] != "cpu"):
-                sets.union(link.src, link.dst)
-        return sets
+            cls = link.type.cls
+            if cls == "nvlink" or cls == "pcie":
+                a, b = index[link.src], index[link.dst]
+                if cls == "nvlink" or not (cpu[a] or cpu[b]):
+                    _join(parent, a, b)
+        return IndexSets(index, parent)
 
     def staged(self, a: int, b: int) -> bool:
         """True when ranks ``a`` and ``b`` share an island but no peer-to-peer path."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from . import system as _system
 from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System
 from ..base.units import exact
 
@@ -14,7 +15,13 @@ def _directions(link) -> int:
 
 
 def scaleout_levels(system: System) -> dict[str, int]:
-    """Distance of every scale-out device from the NICs: NICs 0, leaves 1, spines 2, ..."""
+    """Distance of every scale-out device from the NICs: NICs 0, leaves 1, spines 2, ...
+    (computed once per system and shared: callers must not change it)."""
+    return system.levels
+
+
+def _levels(system: System) -> dict[str, int]:
+    """The breadth-first pass behind ``System.levels``."""
     adj: dict[str, list] = defaultdict(list)
     for link in system.links:
         if link.cls in SCALEOUT_CLASSES:
@@ -75,3 +82,6 @@ def summarize(system: System) -> dict[str, Any]:
         "scaleout_tiers": {str(k): exact(v) for k, v in tiers.items()},
         "bisection_bandwidth": exact(bisection),
     }
+
+
+_system.VIEWS["levels"] = _levels

@@ -238,6 +238,24 @@ class System:
         return VIEWS["locality"](self)
 
     @functools.cached_property
+    def incidence(self) -> dict[str, list[Link]]:
+        """Each device's links in declaration order, by ``compiler.ir.incidence``: what
+        ``links_of`` reads when nothing has built the graph."""
+        return VIEWS["incidence"](self)
+
+    @functools.cached_property
+    def levels(self) -> dict[str, int]:
+        """Distance of every scale-out device from the NICs (``compiler.ir.summary``), computed
+        once per system for lint, the cost model, the summary and the drawing (read-only)."""
+        return VIEWS["levels"](self)
+
+    @functools.cached_property
+    def memo(self) -> dict[Any, Any]:
+        """Per-system results later stages share between calls (the cost model's resources):
+        facts of this system only, so any call may reuse them."""
+        return {}
+
+    @functools.cached_property
     def device_index(self) -> dict[str, Device]:
         """Devices by id."""
         return {d.id: d for d in self.devices}
@@ -251,6 +269,15 @@ class System:
     def gpu_models(self) -> dict[str, DeviceModel]:
         """The GPUs' device models by name, in the order ranks first use them."""
         return {g.model.name: g.model for g in self.gpus}
+
+    def has_view(self, name: str) -> bool:
+        """True when the derived view ``name`` (graph, locality, ...) is already built (attrs
+        keeps a cached property in a slot, which is unset until first use)."""
+        try:
+            type(self).__dict__[name].__get__(self)
+        except AttributeError:
+            return False
+        return True
 
     def device(self, device_id: str) -> Device:
         """The device with this id (KeyError if none)."""
@@ -268,6 +295,15 @@ class System:
         return [p.name for p in self.parallels]
 
     def links_of(self, device_id: str) -> Iterator[Link]:
-        """Every link with ``device_id`` at one end, via the graph."""
-        for _, _, link in self.graph.edges(device_id, data="link"):
-            yield link
+        """Every link with ``device_id`` at one end, in the graph's order; from the graph when
+        something built it, else from the lighter incidence view (the graph is not built)."""
+        if self.has_view("graph"):
+            for _, _, link in self.graph.edges(device_id, data="link"):
+                yield link
+            return
+        # the graph's order: by neighbour in the order each first appeared, then declaration
+        by_end: dict[str, list[Link]] = {}
+        for link in self.incidence.get(device_id, ()):
+            by_end.setdefault(link.dst if link.src == device_id else link.src, []).append(link)
+        for group in by_end.values():
+            yield from group

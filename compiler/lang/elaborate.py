@@ -413,6 +413,12 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
                     hosts.append(Host(prefix + n, (*chain, (m.name, i)), m.hostname, m.span))
                 _instantiate(m.template, f"{prefix}{n}.", devices, links, sites,
                              f"{stem}{m.name}.", hosts, (*chain, (m.name, i)))
+    if type(links) is list:     # elaborate found that nothing can merge: no keys to keep
+        for a, b, lt, lanes, duplex, span in t.links:
+            src, dst = prefix + a, prefix + b
+            links.append(Link(f"{src}{'<->' if duplex else '->'}{dst}:{lt.name}", src, dst, lt,
+                              lanes, duplex, span))
+        return
     for a, b, lt, lanes, duplex, span in t.links:
         src, dst = prefix + a, prefix + b
         key = (min(src, dst), max(src, dst), lt.name, True) if duplex else (src, dst, lt.name,
@@ -424,6 +430,28 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
             continue
         arrow = "<->" if duplex else "->"
         links[key] = Link(f"{src}{arrow}{dst}:{lt.name}", src, dst, lt, lanes, duplex, span)
+
+
+def _may_merge(templates) -> bool:
+    """True when two links of the system could join the same pair with one link type (and so
+    be merged into one link of more lanes). Links of different instances can only coincide
+    when a group wires two devices inside one element of a member (``tray3.gpu0 <->
+    tray3.gpu1``), so without such a connection and without a pair wired twice by one group,
+    instantiation appends links and keeps no key per link."""
+    for t in templates:
+        if t is None:
+            continue
+        seen = set()
+        for a, b, lt, _, duplex, _ in t.links:
+            head_a, dot_a, _ = a.partition(".")
+            head_b, dot_b, _ = b.partition(".")
+            if dot_a and dot_b and head_a == head_b:
+                return True
+            key = (min(a, b), max(a, b), lt.name, True) if duplex else (a, b, lt.name, False)
+            if key in seen:
+                return True
+            seen.add(key)
+    return False
 
 
 @gc_paused()
@@ -461,7 +489,7 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
     diags.check()
     assert t is not None
     devices: list[Device] = []
-    links: dict[tuple, Link] = {}
+    links: dict[tuple, Link] | list[Link] = {} if _may_merge(elab.cache.values()) else []
     sites: dict[str, Span] = {}
     hosts: list[Host] = []
     _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts)
@@ -472,6 +500,7 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
                                   "host is one OS image, so hosts do not nest", inner.span,
                                   Note("the outer host is marked here", outer.span))])
     check_patterns(hosts)
-    return System(decl.name, tuple(devices), tuple(links.values()), (),
+    flat = tuple(links.values()) if isinstance(links, dict) else tuple(links)
+    return System(decl.name, tuple(devices), flat, (),
                   tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())),
                   hosts=tuple(hosts))

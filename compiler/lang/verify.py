@@ -17,8 +17,9 @@ def port_usage(system: System) -> dict[tuple[str, str], int]:
     """Lanes per (device id, link class), over every link."""
     used: dict[tuple[str, str], int] = defaultdict(int)
     for link in system.links:
-        used[link.src, link.cls] += link.lanes
-        used[link.dst, link.cls] += link.lanes
+        cls, lanes = link.type.cls, link.lanes
+        used[link.src, cls] += lanes
+        used[link.dst, cls] += lanes
     return used
 
 
@@ -31,9 +32,13 @@ def verify_subjects(system: System) -> list[tuple[Diagnostic, str]]:
     """``verify``'s diagnostics, each with the device it is about (lint moves a finding on a
     library line to the user's own line through it)."""
     over: dict[tuple, list[tuple[str, int, int]]] = defaultdict(list)
+    budgets: dict[tuple[int, str], int | None] = {}     # per (device model, class), not per device
+    index = system.device_index
     for (dev_id, cls), lanes in port_usage(system).items():
-        device = system.device(dev_id)
-        budget = device.model.port_budget(cls)
+        device = index[dev_id]
+        key = (id(device.model), cls)
+        budget = budgets[key] if key in budgets else \
+            budgets.setdefault(key, device.model.port_budget(cls))
         if budget is not None and lanes > budget:
             over[device.span, device.model, cls].append((dev_id, lanes, budget))
     out = []

@@ -1,0 +1,112 @@
+"""Every verb's output on every library file, saved or compared: proof that a speed-up changed
+no result.
+
+    .venv/bin/python benchmarks/verbs_unchanged.py save /tmp/before     # on the old code
+    .venv/bin/python benchmarks/verbs_unchanged.py save /tmp/after      # on the new code
+    .venv/bin/python benchmarks/verbs_unchanged.py diff /tmp/before /tmp/after
+
+For each ``library/**/*.topo`` with a system: ``compile --format json``, ``lint``, ``cost`` of a
+world all-reduce (1 MiB and 1 GiB), ``schedule`` of a world ring all-reduce (json), ``report``
+(text) and ``render -o x.dot`` (racks and physical views); stdout, stderr and the exit code of
+each call. Large parametric files also run at a bigger size (``-D``). The CLI runs in this
+process (one interpreter per file keeps it quick), so a run takes a minute or so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Extra sizes for the parametric clusters: the bundled default and one that needs more tiers.
+EXTRA = {"nvl72_superpod.topo": ["racks=128"], "h100_superpod.topo": ["nodes=1024"],
+         "nvl72_fourtier.topo": ["racks=48"], "h100_fourtier.topo": ["nodes=300"]}
+
+
+def calls(path: Path, tmp: Path) -> list[tuple[str, list[str]]]:
+    """(name, argv) of every call for one file."""
+    f = str(path)
+    dot = str(tmp / "out.dot")
+    base = [("compile", ["compile", f, "--format", "json"]),
+            ("lint", ["lint", f]),
+            ("cost", ["cost", f, "--group", "world", "--sizes", "1M,1G", "--format", "json"]),
+            ("schedule", ["schedule", f, "--group", "world", "--collective", "allreduce",
+                          "--algorithm", "ring", "--size", "1M"]),
+            ("report", ["report", f]),
+            ("render-racks", ["render", f, "--view", "racks", "-o", dot]),
+            ("render-physical", ["render", f, "--view", "physical", "-o", dot])]
+    out = list(base)
+    for define in EXTRA.get(path.name, []):
+        out += [(f"{name}[{define}]", [*argv, "-D", define]) for name, argv in base
+                if not name.startswith("render-physical")]
+    return out
+
+
+def run_file(path: Path) -> dict:
+    """Every call for one file, in this process."""
+    from topoc.cli import main
+    result = {}
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        for name, argv in calls(path, tmp):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = main(argv)
+                except SystemExit as exc:
+                    code = exc.code
+            dot = tmp / "out.dot"
+            result[name] = {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue(),
+                            "file": dot.read_text() if dot.exists() else None}
+            dot.unlink(missing_ok=True)
+    return result
+
+
+def files() -> list[Path]:
+    return sorted(p for p in (ROOT / "library").rglob("*.topo") if "system " in p.read_text())
+
+
+def save(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in files():
+        done = subprocess.run([sys.executable, __file__, "one", str(path)], capture_output=True,
+                              text=True, check=True)
+        (folder / f"{path.stem}.json").write_text(done.stdout)
+        print(path.name, flush=True)
+
+
+def diff(a: Path, b: Path) -> int:
+    bad = 0
+    for left in sorted(a.glob("*.json")):
+        right = b / left.name
+        if not right.exists():
+            print(f"{left.stem}: missing in {b}")
+            bad += 1
+            continue
+        x, y = json.loads(left.read_text()), json.loads(right.read_text())
+        for name in sorted(set(x) | set(y)):
+            if x.get(name) != y.get(name):
+                print(f"{left.stem}: {name} differs")
+                bad += 1
+    print("identical" if not bad else f"{bad} differences")
+    return 1 if bad else 0
+
+
+def main() -> int:
+    verb, *rest = sys.argv[1:]
+    if verb == "one":
+        print(json.dumps(run_file(Path(rest[0])), sort_keys=True))
+        return 0
+    if verb == "save":
+        save(Path(rest[0]))
+        return 0
+    return diff(Path(rest[0]), Path(rest[1]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
