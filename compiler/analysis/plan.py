@@ -31,7 +31,8 @@ from ..ir.gpus import GPUFigures, gpu_figures, hbm_of
 from ..lang.derive import with_training
 from ..ir.system import DEFAULT_ORDER, ParallelStrategy, System, Transformer
 from .strategy import StepReport, exposed_by_dim, step
-from ..training.model import RECOMPUTE, MappingError, Shape, Training, check, layout, memory
+from ..training.model import (RECOMPUTE, MappingError, Shape, Training, check, layout, memory,
+                              stage_layout)
 
 DIMS = ("tp", "cp", "ep", "dp", "pp")
 MICROBATCHES = (1, 2, 4, 8)
@@ -375,11 +376,6 @@ class PlanResult:
     smallest: tuple[float, str] | None = None   # the least memory seen and its candidate key
 
 
-def model_of(t: Training) -> Transformer:
-    """The model a training is for."""
-    return t.model
-
-
 def _prune(base: Training, todo: Sequence[Candidate], gpu: GPUFigures,
            hbm: float | None) -> tuple[list[Candidate], dict[Candidate, float]]:
     """Drop every candidate whose mapping cannot fit even with its lightest options (micro-batch
@@ -396,9 +392,7 @@ def _prune(base: Training, todo: Sequence[Candidate], gpu: GPUFigures,
             t = light.training(base)
             try:
                 micro = check(t, c.shape)
-                lay = layout(model_of(t), c.shape, t.first_stage_layers, t.last_stage_layers,
-                             t.pipeline_slots)
-                bound[key] = memory(model_of(t), t, c.shape, lay, micro).total
+                bound[key] = memory(t.model, t, c.shape, stage_layout(t, c.shape), micro).total
             except MappingError:
                 bound[key] = None
         b = bound[key]

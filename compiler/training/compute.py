@@ -109,8 +109,11 @@ def _elementwise(m: Transformer, t, sh: Shape, moe: bool) -> tuple[float, float]
     stream /= sh.tp if t.sequence_parallel and sh.tp > 1 else 1
     width = m.expert_ffn * (m.top_k * t.imbalance + m.shared_experts) if moe else m.ffn
     act = 2 * matrices(m) * width / sh.tp
+    # MoE: each routed copy of a token is permuted to its expert and back (read and write,
+    # twice), and the router's top-k and scores run per token
+    permute = 8 * m.top_k * h / sh.tp if moe else 0.0
     core = 2 * m.heads * m.seq * (2 + (2.5 if m.dropout else 0)) / sh.tp
-    return stream + act + (0 if t.flash_attention else core), core
+    return stream + act + permute + (0 if t.flash_attention else core), core
 
 
 def _attention(m: Transformer, t, sh: Shape, tokens: float, r: _Rates) -> tuple[float, float,

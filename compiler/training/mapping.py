@@ -79,6 +79,19 @@ class Layout:
         """Layers on the most loaded stage."""
         return max(self.first, self.middle, self.last)
 
+    def chunked(self, interleave: int) -> Layout:
+        """The layout an interleaved schedule runs: a stage of n layers in ``interleave``
+        chunks runs ceil(n / interleave) layers per chunk when they do not divide (Megatron's
+        custom pipeline layouts put the remainder on some chunks; the heaviest sets the
+        pace)."""
+        if interleave == 1:
+            return self
+
+        def up(n: int, slot: int = 0) -> int:
+            return -(-(n + slot) // interleave) * interleave - slot
+        end = 1 if self.slots else 0
+        return Layout(up(self.first, end), up(self.middle), up(self.last, end), self.slots)
+
 
 def layout(m: Transformer, sh: Shape, first: int = 0, last: int = 0,
            slots: bool | None = None) -> Layout:
@@ -143,15 +156,9 @@ def check(t, sh: Shape) -> int:
     if t.interleave > 1:
         if sh.pp < 2:
             raise MappingError("an interleaved schedule needs pp >= 2")
-        units = (lay.first + 1, lay.middle, lay.last + 1) if lay.slots else \
-            (lay.first, lay.middle, lay.last)
-        if lay.first == lay.middle == lay.last and not lay.slots and m.layers % sh.pp or \
-                any(u % t.interleave for u in units):
+        if t.interleave > lay.heaviest:
             raise MappingError(f"{m.layers} layers do not split into pp = {sh.pp} stages of "
                                f"{t.interleave} chunks")
-        if micro % sh.pp:
-            raise MappingError(f"an interleaved schedule needs micro-batches ({micro}) "
-                               f"divisible by pp = {sh.pp}")
     if m.heads % sh.tp or m.kv_heads % sh.tp and sh.tp % m.kv_heads:
         raise MappingError(f"{m.heads} heads ({m.kv_heads} key/value heads) do not split over "
                            f"tp = {sh.tp}")

@@ -22,7 +22,7 @@ from .params import model_flops, moe_layers, parameters, stage_parameters
 from .traffic import traffic
 
 __all__ = ["RECOMPUTE", "ZERO", "Training", "Derived", "derive", "Compute", "Memory", "Shape",
-           "Layout", "MappingError", "bubble", "check", "idle_time", "layout", "shape_of",
+           "Layout", "MappingError", "stage_layout", "bubble", "check", "idle_time", "layout", "shape_of",
            "activation_per_layer", "bytes_per_param", "memory", "compute", "traffic",
            "model_flops", "moe_layers", "parameters", "stage_parameters", "sharding"]
 
@@ -89,6 +89,12 @@ class Derived:
         return idle_time(self.compute.time, self.shape.pp, self.microbatches, self.interleave)
 
 
+def stage_layout(t: Training, sh: Shape) -> Layout:
+    """The layers per pipeline stage ``t`` runs on ``sh``, its model chunks included."""
+    return layout(t.model, sh, t.first_stage_layers, t.last_stage_layers,
+                  t.pipeline_slots).chunked(t.interleave)
+
+
 def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
     """Check the mapping and derive its step; MappingError when the model cannot run it."""
     if t.recompute not in RECOMPUTE:
@@ -99,6 +105,6 @@ def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
     if m.dtype == "fp8" and not t.fp8:
         t = attrs.evolve(t, fp8=True)
     micro = check(t, sh)
-    lay = layout(m, sh, t.first_stage_layers, t.last_stage_layers, t.pipeline_slots)
+    lay = stage_layout(t, sh)
     return Derived(sh, micro, lay, compute(m, t, sh, lay, gpu, micro),
                    memory(m, t, sh, lay, micro), traffic(m, t, sh, lay, micro), t.interleave)
