@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 from tests.training_rows import NOT_A_STEP, predict, rank_in_search, rows  # noqa: E402
 from topoc.compiler.training import gemm  # noqa: E402
 
-STEPS = {"e_max": 0.02, "fp8": 0.02, "c": 16.0, "attention": 0.02}
+STEPS = {"e_max": 0.02, "fp8": 0.02, "c": 16.0, "attention": 0.02, "moe_layer": 0.0005}
 LIMITS = {"e_max": (0.4, 0.95), "fp8": (0.3, 0.95), "c": (16.0, 512.0),
-          "attention": (0.2, 0.9)}
+          "attention": (0.2, 0.9), "moe_layer": (0.0, 0.02)}
 
 
 def _loss(fit_rows) -> float:
@@ -48,7 +48,8 @@ def fit() -> dict[str, gemm.Curve]:
         fit_rows = [r for r in rows() if r.fit and r.generation == gen]
         if not fit_rows:
             continue
-        keys = [k for k in STEPS if k != "fp8" or any(r.fp8 for r in fit_rows)]
+        keys = [k for k in STEPS if (k != "fp8" or any(r.fp8 for r in fit_rows)) and
+                (k != "moe_layer" or any(r.shape.ep > 1 for r in fit_rows))]
         best = _loss(fit_rows)
         for _ in range(3):
             improved = False

@@ -31,6 +31,7 @@ import attrs
 
 import topoc
 from topoc.compiler.analysis.plan import Candidate, row_of, strategy_for
+from topoc.compiler.analysis.strategy import placement
 from topoc.compiler.ir.gpus import gpu_figures
 from topoc.compiler.lang.derive import bundled_models
 from topoc.compiler.training.model import Shape, Training, model_flops
@@ -290,9 +291,17 @@ def predict(row: Row, **overrides) -> Prediction:
     if p is None:
         return Prediction(row, None, measured, None, None,
                           "the model refuses the published mapping")
-    step = row_of(sys_, c, p, {"gpu": gpu})
+    step = row_of(sys_, c, p, _costs(where), placement(sys_, row.gpus))
     note = "" if row.recompute else f"recompute {c.recompute} (not published)"
     return Prediction(row, step.step_time, measured, p.derived.memory.total, hbm, note)
+
+
+_COSTS: dict = {}
+
+
+def _costs(where) -> dict:
+    """One collective-cost memo per system, shared by every prediction on it."""
+    return _COSTS.setdefault(repr(where), {})
 
 
 def gpu_hbm(sys_) -> float:

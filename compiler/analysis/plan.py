@@ -30,7 +30,7 @@ from ..lang import pipeline
 from ..ir.gpus import GPUFigures, gpu_figures, hbm_of
 from ..lang.derive import with_training
 from ..ir.system import DEFAULT_ORDER, ParallelStrategy, System, Transformer
-from .strategy import StepReport, exposed_by_dim, step
+from .strategy import StepReport, exposed_by_dim, placement, step
 from ..training.model import (RECOMPUTE, MappingError, Shape, Training, check, layout, memory,
                               stage_layout)
 
@@ -193,10 +193,11 @@ def strategy_for(base: Training, c: Candidate, gpu: GPUFigures) -> ParallelStrat
         return None
 
 
-def row_of(system: System, c: Candidate, p: ParallelStrategy,
-           cache: dict | None = None) -> PlanRow:
-    """Cost one derived candidate's traffic on the system and put its row together."""
-    r: StepReport = step(system, p, cache)
+def row_of(system: System, c: Candidate, p: ParallelStrategy, cache: dict | None = None,
+           where: tuple[int, ...] | None = None) -> PlanRow:
+    """Cost one derived candidate's traffic on the system (on the GPUs ``where`` names, see
+    ``strategy.placement``) and put its row together."""
+    r: StepReport = step(system, p, cache, where=where)
     by_dim = exposed_by_dim(r.flows, r.compute, p.derived.compute)
     links: dict[str, set] = {}
     for f in r.flows:
@@ -217,7 +218,11 @@ def cost_candidate(system: System, base: Training, c: Candidate, cache: dict | N
         return None
     if hbm is not None and p.derived.memory.total > hbm:
         return p.derived.memory.total
-    return row_of(system, c, p, cache)
+    if cache is not None and ("where", c.shape.world) not in cache:
+        cache["where", c.shape.world] = placement(system, c.shape.world)
+    where = cache.get(("where", c.shape.world)) if cache is not None else \
+        placement(system, c.shape.world)
+    return row_of(system, c, p, cache, where)
 
 
 # ---- running many ---------------------------------------------------------------------------

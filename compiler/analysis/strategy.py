@@ -184,10 +184,47 @@ def _window(f) -> str:
     return "backward" if f.dim in OVERLAPPING else ""
 
 
-def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None) -> FlowReport:
+def placement(system: System, n: int) -> tuple[int, ...] | None:
+    """The GPUs ``n`` ranks run on when they do not fill the system: spread evenly over as few
+    islands (nodes, NVL72 racks) as hold them, the first ranks of each, as schedulers place jobs
+    (256 GPUs on NVL72 racks are 64 per rack on 4 racks, not 72 + 72 + 72 + 40); None for the
+    first ``n`` GPUs in order."""
+    islands = system.locality.island_ranks
+    if n >= len(system.gpus) or not islands or n <= len(islands[0]):
+        return None
+    size = len(islands[0])
+    k = -(-n // size)
+    if n % k or any(len(i) < n // k for i in islands[:k]):
+        return None
+    out = tuple(r for i in islands[:k] for r in i[:n // k])
+    return None if out == tuple(range(n)) else out
+
+
+def _groups(system: System, p: ParallelStrategy, dim: str, cache: dict | None,
+            where: tuple[int, ...] | None) -> tuple[list[RankGroup], dict[tuple, RankGroup]]:
+    """The groups of one dimension on the system's GPUs and one group of each kind, shared by
+    every strategy of the same sizes and order (``cache``)."""
+    key = ("groups", p.sizes, p.order, p.expert_tp, dim, where)
+    if cache is not None and key in cache:
+        return cache[key]
+    raw = rank_groups(p, dim)
+    if where is not None:
+        raw = [[where[r] for r in g] for g in raw]
+    groups = [RankGroup(f"{dim}:{i}", tuple(g)) for i, g in enumerate(raw)]
+    kinds: dict[tuple, RankGroup] = {}
+    for g in groups:
+        kinds.setdefault(_kind(system, g.ranks), g)
+    if cache is not None:
+        cache[key] = (groups, kinds)
+    return groups, kinds
+
+
+def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
+          where: tuple[int, ...] | None = None) -> FlowReport:
     """One traffic line, costed on one group of every distinct kind; the slowest kind is the
-    one on the critical path and the one reported. ``cache`` memoises costs across calls."""
-    groups = [RankGroup(f"{f.dim}:{i}", tuple(g)) for i, g in enumerate(rank_groups(p, f.dim))]
+    one on the critical path and the one reported. ``cache`` memoises groups and costs across
+    calls; ``where`` maps the strategy's ranks to the system's GPUs (``placement``)."""
+    groups, kinds = _groups(system, p, f.dim, cache, where)
     window = _window(f)
     overlap = OVERLAP_TEXT[window or "none"] if f.overlap else \
         OVERLAPPING.get(f.dim, "no: on the critical path")
@@ -195,9 +232,6 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None) -> 
     if size < 2:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), 1, None, (),
                           overlap, "groups of one GPU move nothing")
-    kinds: dict[tuple, RankGroup] = {}
-    for g in groups:
-        kinds.setdefault(_kind(system, g.ranks), g)
     costs = []
     try:
         for g in kinds.values():
@@ -284,10 +318,11 @@ def exposed_by_dim(flows, compute: float | None,
 
 
 def step(system: System, p: ParallelStrategy, cache: dict | None = None,
-         warnings: tuple[str, ...] = ()) -> StepReport:
-    """Cost every traffic flow of strategy ``p`` (attached to ``system`` or not) and put the
-    step together; with a model, also its memory, model FLOPs and tokens."""
-    flows = tuple(_flow(system, p, f, cache) for f in p.flows)
+         warnings: tuple[str, ...] = (), where: tuple[int, ...] | None = None) -> StepReport:
+    """Cost every traffic flow of strategy ``p`` (attached to ``system`` or not; on the GPUs
+    ``where`` names, else the first ones) and put the step together; with a model, also its
+    memory, model FLOPs and tokens."""
+    flows = tuple(_flow(system, p, f, cache, where) for f in p.flows)
     settings = dict(p.settings)
     compute, baseline = settings.get("compute"), settings.get("baseline")
     stages, chunks = p.size("pp"), p.training.interleave if p.training else 1

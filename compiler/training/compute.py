@@ -149,6 +149,8 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             g_time, g_flops = g_time + router, g_flops + r_flops
         a_fwd, a_bwd, a_flops = _attention(m, t, sh, tokens, r)
         redo = {"none": 0.0, "selective": 1.0, "full": 1.0}[t.recompute]
+        if moe:
+            g_time += r.curve.moe_layer / (3 + (1 if full else 0))
         gemm += n * g_time * (3 + (1 if full else 0))
         flops += n * (g_flops * (3 + (1 if full else 0)) + a_flops * (3 + redo))
         att += n * (a_fwd * (1 + redo) + a_bwd)
