@@ -41,10 +41,10 @@ class Curve:
 #: bound: on these runs GEMM shapes explain little of the spread. Ada has no published run and
 #: takes Hopper's figures.
 CURVES = {
-    "ampere": Curve(e_max=0.84, fp8=0.0, c=16.0, attention=0.27, moe_layer=0.002),
-    "hopper": Curve(e_max=0.58, fp8=0.62, c=16.0, attention=0.70, moe_layer=0.0),
+    "ampere": Curve(e_max=0.88, fp8=0.0, c=16.0, attention=0.23, moe_layer=0.002),
+    "hopper": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0),
     "blackwell": Curve(e_max=0.95, fp8=0.44, c=16.0, attention=0.58, moe_layer=0.0005),
-    "ada": Curve(e_max=0.58, fp8=0.62, c=16.0, attention=0.70, moe_layer=0.0),
+    "ada": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0),
 }
 #: GPU model name prefixes and their generation (the library's device names).
 GENERATIONS = (("A100", "ampere"), ("A800", "ampere"), ("A10", "ampere"), ("H100", "hopper"),
