@@ -45,10 +45,10 @@ LIBRARY = Path(topoc.__file__).resolve().parent / "library" if \
 #: Rows that fit the constants (at most a third): one or two per GPU generation and precision.
 FIT = frozenset({
     "narayanan21-t1-18.4b-256gpu", "narayanan21-t1-145.6b-1536gpu",
-    "tt24a100-llama3-8b-64gpu-selop", "llmfoundry-a100-80gb-mpt-7b-s2048-8gpu",
+    "tt24a100-llama3-8b-64gpu-selop", "llmfoundry-a100-80gb-mpt-7b-s2048-8gpu-bf16",
     "mbridge-2511-h100-llama370b-64-fp8-cs", "nemo2407-h100-gpt3-175b-128gpu-fp8",
-    "automodel-h100-llama3-70b-64gpu-bf16", "llmfoundry-h100-sxm-mpt-7b-s2048-8gpu-",
-    "tt24-t1-8b-8gpu-fsdp-bf16", "mbridge-2511-gb200-llama31405b-256-fp8",
+    "automodel-h100-llama3-70b-64gpu-bf16", "llmfoundry-h100-sxm-mpt-7b-s2048-8gpu-bf16",
+    "tt24-t1-8b-8gpu-fsdp-bf16", "mbridge-2511-gb200-llama31405b-256-fp8-cs",
     "mbridge-2511-b200-llama38b-8-fp8-cs", "mbridge-2511-gb200-dsv3-256-bf16",
     "automodel-h100-qwen3-30b-a3b-8gpu-bf16", "mbridge-2511-h100-gptoss-64-bf16",
 })

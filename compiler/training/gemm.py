@@ -38,12 +38,12 @@ class Curve:
 
 #: By GPU generation, fitted by benchmarks/plan_calibration.py --fit on the rows marked fit in
 #: tests/training_rows.py (docs/plan.md reports every row). The fit drives ``c`` to its lower
-#: bound: on these runs GEMM shapes explain little of the spread. Ada has no published run and
+#: bound on Ampere and Hopper: on these runs GEMM shapes explain little of the spread. Ada has no published run and
 #: takes Hopper's figures.
 CURVES = {
-    "ampere": Curve(e_max=0.88, fp8=0.0, c=16.0, attention=0.23, moe_layer=0.002),
+    "ampere": Curve(e_max=0.78, fp8=0.0, c=16.0, attention=0.25, moe_layer=0.002),
     "hopper": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0),
-    "blackwell": Curve(e_max=0.95, fp8=0.44, c=16.0, attention=0.58, moe_layer=0.0005),
+    "blackwell": Curve(e_max=0.95, fp8=0.80, c=80.0, attention=0.28, moe_layer=0.0),
     "ada": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0),
 }
 #: GPU model name prefixes and their generation (the library's device names).
