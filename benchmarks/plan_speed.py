@@ -49,7 +49,7 @@ def main() -> None:
             one = one or many
             warm = plan(system, model, base, jobs=jobs, use_cache=True)
             t3 = time.perf_counter()
-        assert warm.cached == warm.considered
+        assert warm.runner == "cache"
         label = file + "".join(f" -D {k}={v}" for k, v in defines.items())
         single = f"{t1 - t0:.2f}" if t1 - t0 > 0.01 else "-"
         print(f"| {label} | {model.name} | {len(system.gpus)} | {one.considered:,} | "
