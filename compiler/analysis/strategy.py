@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import attrs
 
-from ..collectives.cost import Cost, CostError, sweep
+from ..collectives.cost import Cost, CostError, coster, sweep
 from ..base.diagnostics import plural
 from ..ir.system import SCALEOUT_CLASSES, ParallelStrategy, System
 from ..ir.groups import RankGroup, rank_groups
@@ -237,10 +237,13 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
         for g in kinds.values():
             key = (g.ranks, f.collective, f.bytes)
             c = cache.get(key) if cache is not None else None
-            if c is None:
+            if c is None and cache is not None:
+                at = cache.get((g.ranks, f.collective))
+                if at is None:
+                    at = cache[g.ranks, f.collective] = coster(system, g, f.collective)
+                c = cache[key] = at(f.bytes)
+            elif c is None:
                 c = sweep(system, g, f.collective, [f.bytes])[0]
-                if cache is not None:
-                    cache[key] = c
             costs.append(attrs.evolve(c, group=g.name))
     except CostError as exc:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
@@ -248,7 +251,13 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
     cost = max(costs, key=lambda c: c.time)
     notes = [f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
              f"{cost.group}, is reported"] if len(kinds) > 1 else []
-    staged = staged_pairs(system, next(g for g in kinds.values() if g.name == cost.group).ranks)
+    slow = next(g for g in kinds.values() if g.name == cost.group).ranks
+    if cache is None:
+        staged = staged_pairs(system, slow)
+    else:
+        if ("staged", slow) not in cache:
+            cache["staged", slow] = staged_pairs(system, slow)
+        staged = cache["staged", slow]
     if staged:
         count, (a, b) = staged
         notes.append(f"{plural(count, 'GPU pair')} of {cost.group} stage through host memory "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -13,8 +15,25 @@ def _directions(link) -> int:
     return 2 if link.duplex else 1
 
 
+#: scaleout_levels by system (a System never changes): the cost model asks for every group.
+_LEVELS: dict[int, tuple] = {}
+
+
 def scaleout_levels(system: System) -> dict[str, int]:
-    """Distance of every scale-out device from the NICs: NICs 0, leaves 1, spines 2, ..."""
+    """Distance of every scale-out device from the NICs: NICs 0, leaves 1, spines 2, ...
+    (computed once per system; callers only read it)."""
+    hit = _LEVELS.get(id(system))
+    if hit is not None and hit[0]() is system:
+        return hit[1]
+    level = _levels(system)
+    try:
+        _LEVELS[id(system)] = (weakref.ref(system), level)
+    except TypeError:          # a system that takes no weak reference is not memoised
+        pass
+    return level
+
+
+def _levels(system: System) -> dict[str, int]:
     adj: dict[str, list] = defaultdict(list)
     for link in system.links:
         if link.cls in SCALEOUT_CLASSES:
