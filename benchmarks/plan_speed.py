@@ -44,6 +44,7 @@ def main() -> None:
             one = plan(system, model, base, jobs=1, use_cache=False) \
                 if len(system.gpus) <= 512 else None
             t1 = time.perf_counter()
+            single = f"{t1 - t0:.2f}" if one is not None else "-"
             many = plan(system, model, base, jobs=jobs, use_cache=True)
             t2 = time.perf_counter()
             one = one or many
@@ -51,7 +52,6 @@ def main() -> None:
             t3 = time.perf_counter()
         assert warm.runner == "cache"
         label = file + "".join(f" -D {k}={v}" for k, v in defines.items())
-        single = f"{t1 - t0:.2f}" if t1 - t0 > 0.01 else "-"
         print(f"| {label} | {model.name} | {len(system.gpus)} | {one.considered:,} | "
               f"{len(one.rows):,} | {single} | {t2 - t1:.2f} | {t3 - t2:.2f} |", flush=True)
 
