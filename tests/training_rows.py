@@ -269,8 +269,9 @@ class Prediction:
         return None if self.memory is None or self.hbm is None else self.memory <= self.hbm
 
 
-def predict(row: Row, **overrides) -> Prediction:
-    """The row's step on its library system at its published strategy."""
+def predict(row: Row, derate: bool = True, **overrides) -> Prediction:
+    """The row's step on its library system at its published strategy (``derate``: at the
+    500 W power limit of the GPUs that ran it)."""
     where = system_of(row)
     if where is None:
         return Prediction(row, None, None, None, None, f"no library fabric hosts {row.gpus} "
@@ -278,7 +279,7 @@ def predict(row: Row, **overrides) -> Prediction:
     sys_ = system(where[0], tuple(sorted(where[1].items())))
     gpu = gpu_figures(sys_)
     measured = measured_time(row, gpu.bf16)
-    if row.gpu.startswith("H100-96GB"):
+    if row.gpu.startswith("H100-96GB") and derate:
         gpu = attrs.evolve(gpu, bf16=gpu.bf16 * POWER_500W, fp8=gpu.fp8 * POWER_500W)
     hbm = HBM.get(row.gpu, gpu_hbm(sys_))
     # a source that does not state its recompute ran the lightest one that fits
@@ -311,21 +312,24 @@ def gpu_hbm(sys_) -> float:
 
 
 def rank_in_search(row: Row, jobs: int = 1) -> tuple[int, int, float] | None:
-    """Where the row's published strategy ranks in the free search on its system: (rank,
-    fitting rows, its step over the best's minus one); None when it is not among them."""
+    """Where the row's published strategy ranks in the free search on its system, with the
+    row's framework options: (rank by predicted step, rows the search costs, its step over the
+    best's minus one). None when topoc calls the published strategy out of memory or cannot
+    run it. The published strategy is placed among the search's rows by its step time (its
+    micro-batch may be one the search does not try)."""
     from topoc.compiler.analysis.plan import plan
     where = system_of(row)
-    pred = predict(row)
-    if where is None or pred.predicted is None:
+    pred = predict(row, derate=False)       # the search runs on the library's figures
+    if where is None or pred.predicted is None or pred.fits is False:
         return None
     sys_ = system(where[0], tuple(sorted(where[1].items())))
     mode = row.recompute or (pred.note.split()[1] if pred.note else "none")
     base = training(row, mode)
-    result = plan(sys_, base.model, base, gpus=row.gpus, jobs=jobs, use_cache=False)
+    fixed = {"zero": 3} if row.fsdp else {}
+    result = plan(sys_, base.model, base, gpus=row.gpus, fixed=fixed, jobs=jobs,
+                  use_cache=False)
     if not result.rows:
         return None
-    best = result.rows[0].step_time
-    for i, r in enumerate(result.rows):
-        if r.candidate == candidate(row, mode):
-            return i + 1, len(result.rows), r.step_time / best - 1
-    return None
+    best = min(result.rows[0].step_time, pred.predicted)
+    faster = sum(1 for r in result.rows if r.step_time < pred.predicted)
+    return faster + 1, len(result.rows), pred.predicted / best - 1

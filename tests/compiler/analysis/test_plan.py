@@ -222,3 +222,48 @@ def test_plan_runs_on_a_local_ray_cluster(ray_cluster, dgx, capsys):
                  "--ray", ray_cluster, "--no-cache", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"]
     shutil.rmtree(Path(os.environ["TOPOC_CACHE"]), ignore_errors=True)
+
+
+# ---- --compare and --scaling ----------------------------------------------------------------
+
+def test_compare_gives_the_rank_and_the_terms_against_the_best(dgx):
+    from topoc.compiler.analysis.comparison import compare, parse_sizes
+    m = find_model(dgx, "llama3-8b")
+    result = plan(dgx, m, Training(m, 64), use_cache=False)
+    found = compare(result, parse_sizes("tp=2,pp=1"))
+    assert found.rank > 1 and found.row.candidate.tp == 2
+    assert found.slower == pytest.approx(found.row.step_time / result.rows[0].step_time - 1)
+    assert dict((n, a - b) for n, a, b in found.terms)["exposed tp"] > 0
+    assert compare(result, {"tp": 3}).row is None
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_sizes("tp8")
+
+
+def test_scaling_finds_the_best_strategy_per_gpu_count_and_draws_it():
+    from topoc.backends import scaling_plot
+    from topoc.compiler.analysis.scaling import counts, scaling
+    assert counts(8, 64) == [8, 16, 32, 64] and counts(8, 24) == [8, 16, 24]
+    cluster = topoc.load(LIBRARY / "nvidia" / "h100_cluster.topo", {"nodes": 2})
+    m = find_model(cluster, "llama3-8b")
+    curve = scaling(cluster, m, Training(m, 32, overlap=True), 8, 16, use_cache=False)
+    assert [p.gpus for p in curve.points] == [8, 16]
+    assert curve.points[1].weak_batch == 64
+    strong = curve.points[1].strong
+    assert strong.candidate.shape.world == 16
+    assert 0 < curve.efficiency("strong", curve.points[1]) <= 1.05
+    assert "<polyline" in scaling_plot.svg(curve)
+
+
+def test_plan_compare_and_scaling_from_the_command_line(capsys):
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare",
+                 "tp=2,pp=1", "--no-cache", "--jobs", "1"]) == 0
+    assert "rank" in capsys.readouterr().out
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare",
+                 "tp=two"]) == 2
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--scaling", "4..8",
+                 "--format", "json", "--no-cache", "--jobs", "1"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "topoc.scaling/1" and [p["gpus"] for p in doc["points"]] == \
+        [4, 4, 8, 8]
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--scaling",
+                 "8..64"]) == 2
