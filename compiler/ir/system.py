@@ -227,6 +227,10 @@ class System:
     sites: tuple[tuple[str, Span], ...] = field(eq=False, repr=False, default=())
     #: The ``model`` declarations the file can see (``topoc plan --model`` looks here first).
     models: tuple[Transformer, ...] = field(eq=False, repr=False, default=())
+    #: Parallel blocks left out because their sizes do not fit the GPUs a ``-D`` override gave
+    #: the system: (name, the reason as a warning ``Diagnostic``). Verbs that name such a block
+    #: fail with the reason; the others run (lint reports W507).
+    skipped: tuple[tuple[str, Any], ...] = field(eq=False, repr=False, default=())
 
     @functools.cached_property
     def graph(self):

@@ -319,3 +319,9 @@ def out_of_memory(system: System, opts) -> Iterable[Finding]:
                           f"{(mem.total - hbm) / gb:.1f} GB over the {hbm / gb:.0f} GB "
                           "of HBM; try recompute, distributed_optimizer, more tp or pp "
                           "(topoc plan searches them)", p.span, strategy=p.name)
+
+
+@rule("W507", "warning", "a parallel block that does not fit the -D size is left out")
+def misfit(system: System, opts) -> Iterable[Finding]:
+    for name, diag in system.skipped:
+        yield Finding("W507", diag.message, diag.span, strategy=name)
