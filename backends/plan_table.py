@@ -24,7 +24,8 @@ def as_json(result: PlanResult, head: dict, top: int = 0) -> str:
     ranked by step time, fitting ones first; times in seconds, memory in bytes."""
     rows = [{"rank": i + 1, **r.as_dict()} for i, r in enumerate(_shown(result, top))]
     doc = {"schema": SCHEMA, "format": SCHEMA, **head, "candidates": result.considered,
-           "rejected": result.invalid, "evaluated": len(result.rows),
+           "rejected": result.invalid, "over_memory": result.over_memory,
+           "evaluated": len(result.rows),
            "fitting": sum(1 for r in result.rows if r.fits), "rows": rows}
     return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
@@ -55,9 +56,10 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
     lines = [f"plan for {head['model']} on {head['system']}: {result.gpus} GPUs, batch "
              f"{head['batch']} x {head['seq']} tokens",
              f"{result.considered:,} candidates: {result.invalid:,} rejected by the model "
-             f"(layers, heads, batch or experts do not divide), {len(result.rows):,} costed, "
-             f"{fitting:,} fit in memory", ""]
-    head_row = ["#", "tp", "cp", "ep", "dp", "pp", "mb", "recompute", "v", "sp", "step",
+             f"(layers, heads, batch or experts do not divide), {result.over_memory:,} over "
+             f"GPU memory (not costed), {len(result.rows):,} costed and fit", ""]
+    del fitting
+    head_row = ["#", "tp", "cp", "ep", "dp", "pp", "mb", "recompute", "v", "sp", "zero", "step",
                 "compute", "exposed comm", "bubble", "memory/GPU", "MFU", "tokens/s",
                 "links crossed"]
     rows = [head_row]
@@ -68,7 +70,7 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
                                                         f" ({over:.1f} GB over)")
         rows.append([str(i + 1), str(c.tp), str(c.cp), str(c.ep), str(c.dp), str(c.pp),
                      str(c.microbatch), c.recompute, str(c.interleave),
-                     "yes" if c.sequence_parallel else "no", seconds(r.step_time),
+                     "yes" if c.sequence_parallel else "no", str(c.zero), seconds(r.step_time),
                      seconds(r.compute_time), _comm(r), seconds(r.bubble_time), memory,
                      f"{r.mfu:.1%}", f"{r.tokens_per_s:,.0f}", _links(r)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(head_row))]
@@ -87,3 +89,76 @@ def render(result: PlanResult, head: dict, fmt: str = "text", top: int = 20) -> 
     if fmt == "csv":
         return as_csv(result, top)
     return as_text(result, head, top)
+
+
+def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
+    """``--compare``: the strategy's rank and the terms that separate it from #1."""
+    wanted = ",".join(f"{k}={v}" for k, v in cmp.wanted)
+    if fmt == "json":
+        doc = {"schema": SCHEMA, "format": SCHEMA, **head, "compare": dict(cmp.wanted),
+               "rank": cmp.rank, "row": cmp.row.as_dict() if cmp.row else None,
+               "best": cmp.best.as_dict() if cmp.best else None, "slower": cmp.slower,
+               "terms": [{"term": n, "this": a, "best": b} for n, a, b in cmp.terms]}
+        return json.dumps(doc, indent=2) + "\n"
+    if cmp.row is None:
+        return (f"{wanted}: not among the {head['model']} strategies that run and fit on "
+                f"{head['gpus']} GPUs (rejected by the model, or over GPU memory)\n")
+    lines = [f"{wanted}: rank {cmp.rank} ({cmp.row.candidate.key}), step "
+             f"{seconds(cmp.row.step_time)}, {cmp.slower:+.1%} against #1 "
+             f"({cmp.best.candidate.key}, {seconds(cmp.best.step_time)})", "",
+             "term                this        #1          difference"]
+    for name, a, b in cmp.terms:
+        lines.append(f"{name:<18}  {seconds(a):<10}  {seconds(b):<10}  {seconds(a - b)}")
+    lines.append(f"{'memory/GPU':<18}  {cmp.row.memory_per_gpu / 1e9:.1f} GB{'':<3}  "
+                 f"{cmp.best.memory_per_gpu / 1e9:.1f} GB")
+    return "\n".join(lines) + "\n"
+
+
+def render_scaling(curve, fmt: str = "text") -> str:
+    """``--scaling``: per GPU count, the best strategy of strong and weak scaling with step
+    time, throughput, speedup and efficiency, and where adding GPUs stops paying."""
+    rows = []
+    for p in curve.points:
+        for mode in ("strong", "weak"):
+            r = getattr(p, mode)
+            rows.append({"gpus": p.gpus, "mode": mode,
+                         "batch": curve.batch if mode == "strong" else p.weak_batch,
+                         "strategy": r.candidate.key if r else None,
+                         "step_time": r.step_time if r else None,
+                         "tokens_per_s": r.tokens_per_s if r else None,
+                         "speedup": curve.speedup(mode, p),
+                         "efficiency": curve.efficiency(mode, p),
+                         "mfu": r.mfu if r else None})
+    knees = {m: curve.knee(m) for m in ("strong", "weak")}
+    if fmt == "json":
+        return json.dumps({"schema": "topoc.scaling/1", "model": curve.model,
+                           "batch": curve.batch, "stops_paying": knees, "points": rows},
+                          indent=2) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        keys = list(rows[0]) if rows else []
+        w.writerow(keys)
+        for r in rows:
+            w.writerow([r[k] for k in keys])
+        return buf.getvalue()
+    lines = [f"scaling of {curve.model}: strong at batch {curve.batch}, weak at "
+             f"{curve.batch / curve.points[0].gpus:g} sequences per GPU", ""]
+    table = [["GPUs", "mode", "batch", "best strategy", "step", "tokens/s", "speedup",
+              "efficiency", "MFU"]]
+    for r in rows:
+        table.append([str(r["gpus"]), r["mode"], str(r["batch"]), r["strategy"] or "-",
+                      seconds(r["step_time"]) if r["step_time"] else "-",
+                      f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
+                      f"{r['speedup']:.2f}" if r["speedup"] else "-",
+                      f"{r['efficiency']:.0%}" if r["efficiency"] else "-",
+                      f"{r['mfu']:.1%}" if r["mfu"] else "-"])
+    widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
+    for t in table:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
+    lines.append("")
+    for mode, n in knees.items():
+        lines.append(f"{mode} scaling: " + (f"adding GPUs stops paying at {n} (efficiency under "
+                                             "50 % or no more throughput)" if n else
+                                             "pays all the way"))
+    return "\n".join(lines) + "\n"

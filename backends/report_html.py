@@ -180,8 +180,8 @@ def _plan_table(system: System, r: StepReport) -> str | None:
     t = r.strategy.training
     if t is None:
         return None
-    from ..compiler.analysis.plan import PlanUsageError, candidates, plan
-    if len(candidates(t.model, r.gpus, t.batch, {})) > PLAN_LIMIT:
+    from ..compiler.analysis.plan import PlanUsageError, enumerate_candidates, plan
+    if len(enumerate_candidates(t.model, r.gpus, t.batch, {})) > PLAN_LIMIT:
         return (f"<p class=\"note\">{r.gpus} GPUs give more than {PLAN_LIMIT:,} candidate "
                 f"mappings: run <code>topoc plan FILE --model {t.model.name} --batch "
                 f"{t.batch}</code> with some dimensions fixed.</p>")

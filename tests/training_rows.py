@@ -1,109 +1,335 @@
-"""Published end-to-end Megatron training runs: the configuration, the system it ran on and the
-measured iteration time (and per-GPU memory where published). Shared by the tests of
-``compiler.training`` and ``benchmarks/plan_calibration.py`` so both predict each row the same
-way.
+"""Published training runs (tests/fixtures/training/runs.csv, sources in SOURCES.md next to it)
+as topoc predictions: each row's system from the library, its model, its published strategy as a
+plan candidate, and its measured iteration time. Shared by the tests of ``compiler.training``
+and ``benchmarks/plan_calibration.py`` so both predict each row the same way.
 
-Sources:
-- K22: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
-  Table 3 (configurations), Table 5 (iteration time, full recompute and "present work" =
-  selective recompute + sequence parallelism); A100
-  80 GB Selene nodes, 8 HDR NICs; interleaving with 3 chunks for 175B and 530B; no flash
-  attention (2022); mixed precision.
-- FP: FlagPerf (FlagOpen/FlagPerf), training/nvidia/llama3_{8B,70B}-megatron/README.md, with
-  the run script training/benchmarks/llama3_*/megatron/pretrain_llama3.sh: megatron-core 0.6,
-  sequence 8192, global batch 512, micro-batch 1, sequence parallelism, the distributed
-  optimizer, flash attention, no recompute flag, Megatron's defaults otherwise (tied
-  embeddings, dropout 0.1). Iteration time = 512 x 8192 / (tokens/s/GPU x GPUs), as
-  run_pretraining.py computes it; "mem" is GiB per GPU as nvidia-smi shows it. The A100 row ran
-  on A800 (NVLink at 400 GB/s), drawn here as a DGX A100.
+How a row becomes a prediction:
+- System: the library topology of its GPU at its size (DGX A100 / A100 cluster, DGX H100 / H100
+  cluster / H100 SuperPOD, NVL72 racks, HGX B200), its strategy on the first N GPUs. H100 96 GB
+  (torchtitan's 500 W parts), H200 and H800 run on the H100 topology and are set against their
+  own HBM; rows whose GPU count no library fabric reaches are listed as not reproduced.
+- Framework defaults by source, where the row leaves them open: Megatron-Bridge and NeMo run
+  Megatron-Core with the distributed optimizer, overlapped gradient reduction, sequence
+  parallelism with tp > 1 and flash attention; torchtitan, llm-foundry and NeMo AutoModel run
+  FSDP; Narayanan et al. 2021 ran fp16 Megatron without flash attention or a sharded optimizer.
+- Measured time: tokens/s/GPU -> batch x seq / (value x GPUs); MFU -> model FLOPs / (MFU x GPUs x
+  bf16 peak); TFLOP/s/GPU (Narayanan et al., their eq. 3 counts the recompute forward) -> those
+  FLOPs / (value x GPUs).
+- Role: a third of the rows at most (``FIT``, picked to span GPU generations and precisions)
+  fit the efficiency constants (benchmarks/plan_calibration.py); the rest validate them.
 """
 
 from __future__ import annotations
 
+import csv
 import functools
+import math
+import re
+from pathlib import Path
 
 import attrs
 
 import topoc
+from topoc.compiler.analysis.plan import Candidate, row_of, strategy_for
+from topoc.compiler.analysis.strategy import placement
+from topoc.compiler.ir.gpus import gpu_figures
+from topoc.compiler.lang.derive import bundled_models
+from topoc.compiler.training.model import Shape, Training, model_flops
+from topoc.compiler.training.params import layer_flops, moe_layers
 
-#: Llama 3 shapes as FlagPerf's script builds them: no --untie-embeddings-and-output-weights
-#: and no dropout flags, so Megatron ties the embeddings and keeps dropout 0.1.
-MODELS = """
-model llama3_8b_fp {
-  layers = 32  hidden = 4096  ffn = 14336  heads = 32  kv_heads = 8
-  seq = 8192  vocab = 128256  gated = true  tied = true  dropout = true
-}
-model llama3_70b_fp {
-  layers = 80  hidden = 8192  ffn = 28672  heads = 64  kv_heads = 8
-  seq = 8192  vocab = 128256  gated = true  tied = true  dropout = true
-}
-"""
+CSV = Path(__file__).parent / "fixtures" / "training" / "runs.csv"
+LIBRARY = Path(topoc.__file__).resolve().parent / "library" if \
+    (Path(topoc.__file__).resolve().parent / "library").exists() else \
+    Path(__file__).resolve().parents[1] / "library"
+
+#: Rows that fit the constants (at most a third): one or two per GPU generation and precision.
+FIT = frozenset({
+    "narayanan21-t1-18.4b-256gpu", "narayanan21-t1-145.6b-1536gpu",
+    "tt24a100-llama3-8b-64gpu-selop", "llmfoundry-a100-80gb-mpt-7b-s2048-8gpu-bf16",
+    "mbridge-2511-h100-llama370b-64-fp8-cs", "nemo2407-h100-gpt3-175b-128gpu-fp8",
+    "automodel-h100-llama3-70b-64gpu-bf16", "llmfoundry-h100-sxm-mpt-7b-s2048-8gpu-bf16",
+    "tt24-t1-8b-8gpu-fsdp-bf16", "mbridge-2511-gb200-llama31405b-256-fp8-cs",
+    "mbridge-2511-b200-llama38b-8-fp8-cs", "mbridge-2511-gb200-dsv3-256-bf16",
+    "automodel-h100-qwen3-30b-a3b-8gpu-bf16", "mbridge-2511-h100-gptoss-64-bf16",
+})
+
+#: CSV model names and the bundled presets they are.
+PRESETS = {"Llama3-8B": "llama3_8b", "Llama3-70B": "llama3_70b",
+           "Llama3.1-405B": "llama31_405b", "DeepSeek-V3": "deepseek_v3",
+           "Qwen3-30B-A3B": "qwen3_30b_a3b", "Qwen3-235B-A22B": "qwen3_235b_a22b",
+           "GPT-OSS-120B": "gpt_oss_120b", "Llama2-7B": "llama2_7b", "Llama2-13B": "llama2_13b",
+           "Llama2-70B": "llama2_70b", "GPT3-175B": "gpt3_175b"}
+#: torchtitan's H100s ran at a 500 W power limit (SOURCES.md): their clocks, and so their
+#: peak, fall to this share of the 700 W part's. Fitted on the row in FIT of that hardware.
+POWER_500W = 0.75
+#: Rows whose figure is not a step measurement, reported but left out of the error summary.
+NOT_A_STEP = {"deepseekv3-report-h800-2048gpu-fp8":
+              "GPU-hours per trillion tokens over the whole pre-training, not a step time"}
+#: HBM of the GPU a row ran on, when the library's model differs (bytes).
+HBM = {"H100-96GB-HBM2e": 96e9, "H200": 141e9, "A100-40GB": 40e9, "H800": 80e9}
 
 
 @attrs.frozen
 class Row:
-    """One published run."""
+    """One published run, as topoc reads it."""
 
-    name: str
+    id: str
     source: str
-    system: str            # library file (nvidia/...) and its group call
+    gpu: str
+    gpus: int
     model: str
-    settings: str          # the parallel block's body
-    time: float            # measured seconds per iteration
-    memory_gib: float | None = None
-    fit: bool = False      # used to fit the default efficiencies (the rest validate them)
+    batch: int
+    shape: Shape
+    microbatch: int
+    interleave: int
+    recompute: str       # "" when the source does not say
+    sequence_parallel: bool
+    fp8: bool
+    fsdp: bool
+    zero: int
+    flash: bool
+    metric: str
+    value: float
+    memory_gb: float | None
+    family: str          # megatron, fsdp, narayanan
 
     @property
-    def gpu(self) -> str:
-        """The GPU model the row's efficiency belongs to."""
-        return "H100" if "h100" in self.system else "A100"
+    def fit(self) -> bool:
+        """Whether the row fits the constants (else it validates them)."""
+        return self.id in FIT
+
+    @property
+    def generation(self) -> str:
+        """ampere, hopper or blackwell."""
+        return {"A": "ampere", "H": "hopper", "B": "blackwell", "G": "blackwell"}[self.gpu[0]]
 
 
-K22 = "flash_attention = false"
-SEL = f"recompute = selective  sequence_parallel = true  {K22}"
-FULL = f"recompute = full  {K22}"
-FP = "sequence_parallel = true  distributed_optimizer = true"
-
-ROWS = (
-    Row("22B full recompute", "K22 T5", "dgx_a100:DGXA100", "megatron_22b",
-        f"tp = 8  batch = 4  microbatch = 4  {FULL}", 1.42, fit=True),
-    Row("22B selective+SP", "K22 T5", "dgx_a100:DGXA100", "megatron_22b",
-        f"tp = 8  batch = 4  microbatch = 4  {SEL}", 1.10, fit=True),
-    Row("175B full recompute", "K22 T5", "a100_cluster:A100Cluster(nodes = 8)", "gpt3_175b",
-        f"tp = 8  pp = 8  batch = 64  interleave = 3  {FULL}", 18.13),
-    Row("175B selective+SP", "K22 T5", "a100_cluster:A100Cluster(nodes = 8)", "gpt3_175b",
-        f"tp = 8  pp = 8  batch = 64  interleave = 3  {SEL}", 13.75),
-    Row("530B full recompute", "K22 T5", "a100_cluster:A100Cluster(nodes = 35)", "megatron_530b",
-        f"tp = 8  pp = 35  batch = 280  interleave = 3  {FULL}", 49.05),
-    Row("530B selective+SP", "K22 T5", "a100_cluster:A100Cluster(nodes = 35)", "megatron_530b",
-        f"tp = 8  pp = 35  batch = 280  interleave = 3  {SEL}", 37.83),
-    Row("1T full recompute", "K22 T5", "a100_cluster:A100Cluster(nodes = 64)", "megatron_1t",
-        f"tp = 8  pp = 64  batch = 512  {FULL}", 94.42, fit=True),
-    Row("1T selective+SP", "K22 T5", "a100_cluster:A100Cluster(nodes = 64)", "megatron_1t",
-        f"tp = 8  pp = 64  batch = 512  {SEL}", 71.49, fit=True),
-    Row("Llama3-8B A800 8 GPUs", "FP", "dgx_a100:DGXA100", "llama3_8b_fp",
-        f"tp = 1  pp = 2  dp = 4  batch = 512  {FP}", 512 * 8192 / (3698.7 * 8), 76),
-    Row("Llama3-8B H100 8 GPUs", "FP", "dgx_h100:DGXH100", "llama3_8b_fp",
-        f"tp = 2  pp = 1  dp = 4  batch = 512  {FP}", 512 * 8192 / (8103 * 8), 71, fit=True),
-    Row("Llama3-8B H100 16 GPUs", "FP", "h100_cluster:H100Cluster(nodes = 2)", "llama3_8b_fp",
-        f"tp = 2  pp = 1  dp = 8  batch = 512  {FP}", 512 * 8192 / (7914 * 16), 62),
-    Row("Llama3-70B H100 64 GPUs", "FP", "h100_cluster:H100Cluster(nodes = 8)", "llama3_70b_fp",
-        f"tp = 8  pp = 4  dp = 2  batch = 512  {FP}", 512 * 8192 / (851 * 64), 55),
-)
+def _int(text: str, default: int = 0) -> int:
+    text = (text or "").strip()
+    return int(float(text)) if text else default
 
 
-def source(row: Row, overrides: str = "") -> str:
-    """The .topo text of a row: its system, the model presets and the parallel block."""
-    file, group = row.system.split(":")
-    return (f'use "nvidia/{file}.topo"\nuse "models/megatron.topo"\n{MODELS}\n'
-            f"system run : {group}\n"
-            f"parallel train on run {{\n  model = {row.model}\n  {row.settings}\n"
-            f"  {overrides}\n}}\n")
+def _model(r: dict):
+    """The row's model: a bundled preset at the row's sequence, else built from its columns."""
+    seq = _int(r["seq"])
+    name = PRESETS.get(r["model"])
+    if name:
+        return attrs.evolve(bundled_models()[name], seq=seq)
+    from topoc.compiler.ir.system import Transformer
+    h, ffn = _int(r["hidden"]), _int(r["ffn"])
+    heads = _int(r["heads"])
+    mpt = r["model"].startswith("MPT")
+    return Transformer(re.sub(r"\W+", "_", r["model"].lower()).strip("_"), _int(r["layers"]), h,
+                       heads, seq, _int(r["vocab"]), ffn or 4 * h, _int(r["kv_heads"], heads),
+                       gated=bool(ffn) and ffn != 4 * h and "Nemotron" not in r["model"],
+                       tied=mpt or "Megatron" in r["model"], dropout="Megatron" in r["model"],
+                       dtype="fp16" if "fp16" in r["precision"] else "bf16")
+
+
+def parse(r: dict) -> Row | None:
+    """A CSV row as a Row; None when its configuration is incomplete."""
+    src = r["id"]
+    family = "narayanan" if src.startswith("narayanan") else \
+        "megatron" if src.startswith(("mbridge", "nemo2407", "deepseekv3")) else "fsdp"
+    tp, pp, cp = _int(r["tp"], 1), _int(r["pp"], 1), _int(r["cp"], 1)
+    gpus = _int(r["gpus"])
+    if src == "narayanan21-t2-ptdp-174.6b-384gpu" or src == "narayanan21-t2-ptdp-174.6b-1536gpu":
+        tp, pp = 8, 12                       # t x p = 96 (their Table 2), Megatron's 8 x 12
+    dp = gpus // (tp * pp * cp)
+    if dp * tp * pp * cp != gpus:
+        return None
+    ep = _int(r["ep"], 1)
+    mb = _int(r["micro_batch"], 1)
+    batch = _int(r["global_batch_seqs"]) or dp * mb
+    if src == "llama3-t4-405b-16384gpu-cp16-128k":
+        batch = 16_000_000 // 131072 // 8 * 8
+    if batch % (mb * dp):
+        mb = 1
+        if batch % dp:
+            return None
+    prec = r["precision"].lower()
+    rec = (r["recompute"] or "").strip() or ("full" if family == "narayanan" else "")
+    zf = (r["zero_or_fsdp"] or "").lower()
+    fsdp = zf == "fsdp" or family == "fsdp"
+    zero = 3 if zf == "zero3" else (0 if family == "narayanan" else 1)
+    if src.startswith("llama3-t4"):
+        # Llama 3's FSDP shards optimizer state and gradients but keeps the weights after the
+        # forward pass (their sec. 3.3.2): ZeRO-2 in effect
+        fsdp, zero = False, 2
+    flash = not r["flash_attn"].lower().startswith("no") and family != "narayanan"
+    return Row(src, r["source"].split(" (")[0], r["gpu"], gpus, r["model"], batch,
+               Shape(tp, cp, ep, dp, pp), mb, _int(r["vp"], 1) or 1,
+               rec.split()[0] if rec else "",
+               tp > 1 and family != "narayanan", "fp8" in prec, fsdp and zero != 3, zero, flash,
+               r["metric"], float(r["value"]), float(r["memory_gb"]) if r["memory_gb"] else None,
+               family)
+
+
+@functools.lru_cache(maxsize=1)
+def rows() -> tuple[Row, ...]:
+    """Every CSV row with a complete configuration."""
+    with CSV.open(encoding="utf-8") as f:
+        out = [parse(r) for r in csv.DictReader(f)]
+    return tuple(r for r in out if r is not None)
+
+
+def system_of(row: Row):
+    """(library file, -D values) of a topology that hosts the row's GPUs; None when none does."""
+    n = row.gpus
+    if row.gpu.startswith("A100"):
+        if n == 8:
+            return "nvidia/dgx_a100.topo", {}
+        return ("nvidia/a100_cluster.topo", {"nodes": n // 8}) if n <= 800 else None
+    if row.gpu.startswith(("H100", "H200", "H800")):
+        if n == 8:
+            return "nvidia/dgx_h100.topo", {}
+        if n <= 2048:
+            return "nvidia/h100_cluster.topo", {"nodes": n // 8}
+        return ("nvidia/h100_superpod.topo", {"nodes": n // 8}) if n <= 8192 else None
+    if row.gpu == "GB200":
+        return "nvidia/nvl72_cluster.topo", {"racks": math.ceil(n / 72)}
+    if row.gpu == "B200" and n == 8:
+        return "nvidia/hgx_b200.topo", {}
+    return None
 
 
 @functools.lru_cache(maxsize=None)
-def report(row: Row, overrides: str = ""):
-    """The row's StepReport from the real pipeline."""
-    from topoc.compiler.analysis.strategy import analyse
-    system = topoc.loads(source(row, overrides))
-    return analyse(system, "train")
+def system(file: str, defines: tuple):
+    """A compiled library system (cached)."""
+    return topoc.load(LIBRARY / file, dict(defines))
+
+
+def training(row: Row, recompute: str = "none", **overrides) -> Training:
+    """The row's training options (its framework's defaults where the row is silent; its own
+    recompute mode, else ``recompute``)."""
+    m = _model_cached(row.id)
+    megatron = row.family == "megatron"
+    opts = dict(batch=row.batch, microbatch=row.microbatch,
+                recompute=row.recompute or recompute,
+                sequence_parallel=row.sequence_parallel, interleave=row.interleave,
+                distributed_optimizer=megatron, overlap=row.family != "narayanan",
+                flash_attention=row.flash, fp8=row.fp8, fsdp=row.fsdp,
+                zero=row.zero if not row.fsdp else 0)
+    opts.update(overrides)
+    return Training(m, **opts)
+
+
+@functools.lru_cache(maxsize=None)
+def _model_cached(row_id: str):
+    with CSV.open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["id"] == row_id:
+                return _model(r)
+    raise KeyError(row_id)
+
+
+def candidate(row: Row, recompute: str = "none") -> Candidate:
+    """The row's published strategy as a plan candidate."""
+    return Candidate(row.shape, row.microbatch, row.recompute or recompute, row.interleave,
+                     row.sequence_parallel, row.zero if not row.fsdp else 3)
+
+
+def measured_time(row: Row, peak: float) -> float:
+    """Seconds per iteration the row's figure implies."""
+    m = _model_cached(row.id)
+    tokens = row.batch * m.seq
+    if row.metric.startswith("iter_time"):
+        return row.value
+    if row.metric.startswith("tokens_per_s"):
+        return tokens / (row.value * row.gpus)
+    if row.metric == "mfu":
+        return model_flops(m, tokens) / (row.value * row.gpus * peak)
+    # TFLOP/s per GPU, Narayanan et al. eq. 3: the recompute forward counted
+    proj, core, mlp, moe = layer_flops(m)
+    n = moe_layers(m)
+    forward = tokens * (m.layers * (proj + core) + (m.layers - n) * mlp + n * moe)
+    extra = forward if row.recompute == "full" else 0.0
+    return (model_flops(m, tokens) + extra) / (row.value * 1e12 * row.gpus)
+
+
+@attrs.frozen
+class Prediction:
+    """What topoc says about one row."""
+
+    row: Row
+    predicted: float | None       # seconds per step (None: not reproduced)
+    measured: float | None
+    memory: float | None          # bytes per GPU
+    hbm: float | None
+    note: str = ""
+
+    @property
+    def error(self) -> float | None:
+        """Predicted over measured, minus one."""
+        return self.predicted / self.measured - 1 if self.predicted and self.measured else None
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether topoc says the run fits in its GPUs' memory."""
+        return None if self.memory is None or self.hbm is None else self.memory <= self.hbm
+
+
+def predict(row: Row, derate: bool = True, **overrides) -> Prediction:
+    """The row's step on its library system at its published strategy (``derate``: at the
+    500 W power limit of the GPUs that ran it)."""
+    where = system_of(row)
+    if where is None:
+        return Prediction(row, None, None, None, None, f"no library fabric hosts {row.gpus} "
+                          f"{row.gpu} GPUs")
+    sys_ = system(where[0], tuple(sorted(where[1].items())))
+    gpu = gpu_figures(sys_)
+    measured = measured_time(row, gpu.bf16)
+    if row.gpu.startswith("H100-96GB") and derate:
+        gpu = attrs.evolve(gpu, bf16=gpu.bf16 * POWER_500W, fp8=gpu.fp8 * POWER_500W)
+    hbm = HBM.get(row.gpu, gpu_hbm(sys_))
+    # a source that does not state its recompute ran the lightest one that fits
+    for mode in ("none", "selective", "full") if not row.recompute else (row.recompute,):
+        t = training(row, mode, **overrides)
+        c = candidate(row, mode)
+        p = strategy_for(t, c, gpu)
+        if p is None or p.derived.memory.total <= hbm:
+            break
+    if p is None:
+        return Prediction(row, None, measured, None, None,
+                          "the model refuses the published mapping")
+    step = row_of(sys_, c, p, _costs(where), placement(sys_, row.gpus))
+    note = "" if row.recompute else f"recompute {c.recompute} (not published)"
+    return Prediction(row, step.step_time, measured, p.derived.memory.total, hbm, note)
+
+
+_COSTS: dict = {}
+
+
+def _costs(where) -> dict:
+    """One collective-cost memo per system, shared by every prediction on it."""
+    return _COSTS.setdefault(repr(where), {})
+
+
+def gpu_hbm(sys_) -> float:
+    """The library GPU's HBM in bytes."""
+    from topoc.compiler.ir.gpus import hbm_of
+    return hbm_of(sys_)
+
+
+def rank_in_search(row: Row, jobs: int = 1) -> tuple[int, int, float] | None:
+    """Where the row's published strategy ranks in the free search on its system, with the
+    row's framework options: (rank by predicted step, rows the search costs, its step over the
+    best's minus one). None when topoc calls the published strategy out of memory or cannot
+    run it. The published strategy is placed among the search's rows by its step time (its
+    micro-batch may be one the search does not try)."""
+    from topoc.compiler.analysis.plan import plan
+    where = system_of(row)
+    pred = predict(row, derate=False)       # the search runs on the library's figures
+    if where is None or pred.predicted is None or pred.fits is False:
+        return None
+    sys_ = system(where[0], tuple(sorted(where[1].items())))
+    mode = row.recompute or (pred.note.split()[1] if pred.note else "none")
+    base = training(row, mode)
+    fixed = {"zero": 3} if row.fsdp else {}
+    result = plan(sys_, base.model, base, gpus=row.gpus, fixed=fixed, jobs=jobs,
+                  use_cache=False)
+    if not result.rows:
+        return None
+    best = min(result.rows[0].step_time, pred.predicted)
+    faster = sum(1 for r in result.rows if r.step_time < pred.predicted)
+    return faster + 1, len(result.rows), pred.predicted / best - 1

@@ -1,12 +1,15 @@
 """``topoc plan``: every valid mapping of a model on a topology, costed and ranked.
 
-A candidate fixes tp, cp, ep, dp, pp, the micro-batch, the recompute mode, the interleave and
-sequence parallelism. Each is checked (``training.check``), its traffic derived and costed on
-the system's real groups with the collective cost model (``strategy.step``, the same numbers as
-``topoc report``), and its memory set against the GPUs' HBM. Rows are ranked by step time,
-fitting ones first.
+A candidate fixes the sizes (tp, cp, ep, dp, pp), the micro-batch, the recompute mode, the
+interleave, sequence parallelism and the ZeRO stage. Each is checked and derived
+(``training.derive``); a mapping whose memory cannot fit even with its lightest options (full
+recompute, micro-batch 1, sequence parallelism) is pruned with all its variants before anything
+is costed, and a candidate over the GPUs' HBM is counted, not costed. The rest have their
+traffic costed on the system's real groups with the collective cost model (``strategy.step``,
+the same numbers as ``topoc report``) and are ranked by step time.
 
-Costs of one collective on one group and size are memoised across candidates; whole rows are
+Candidates share what does not depend on their options: the groups of each size and order and
+how they fall into kinds, and the cost of one collective on one group and size. Whole rows are
 cached on disk per (topology, model, options, candidate), so a rerun is instant. Candidates run
 in process, in a local process pool (``jobs``), or on a Ray cluster (``ray``).
 """
@@ -24,47 +27,59 @@ import attrs
 
 from ..base.version import VERSION
 from ..lang import pipeline
-from ..ir.gpus import gpu_rates
+from ..ir.gpus import GPUFigures, gpu_figures, hbm_of
 from ..lang.derive import with_training
 from ..ir.system import DEFAULT_ORDER, ParallelStrategy, System, Transformer
 from . import plan_cache, remote
-from .strategy import StepReport, exposed_by_dim, step
-from ..training.model import RECOMPUTE, PlanError, Shape, Training
+from .strategy import StepReport, exposed_by_dim, placement, step
+from ..training.model import (RECOMPUTE, MappingError, Shape, Training, check, layout, memory,
+                              stage_layout)
 
 DIMS = ("tp", "cp", "ep", "dp", "pp")
 MICROBATCHES = (1, 2, 4, 8)
-INTERLEAVES = (1, 2, 3, 4, 6, 8)
+#: ZeRO stages searched when none is fixed: Megatron's distributed optimizer and full sharding.
+ZERO_STAGES = (1, 3)
+#: Context parallelism is searched only while each rank keeps at least this many tokens of the
+#: sequence (shorter chunks run attention and GEMMs inefficiently and no published run goes
+#: below it); ``--cp`` asks for any size.
+CP_FLOOR = 4096
 #: At most this many candidates per run: past it the command asks for fixed dimensions.
-MAX_CANDIDATES = 200_000
-CACHE_VERSION = 1
+MAX_CANDIDATES = 400_000
+CACHE_VERSION = 2
 #: Fewer candidates than this run in process: a pool's start-up would cost more than it saves.
 POOL_MIN = 32
 
 
 @attrs.frozen(order=True)
 class Candidate:
-    """One mapping to evaluate."""
+    """One mapping to cost: the sizes (a ``training.Shape``) and the options searched."""
 
-    tp: int
-    cp: int
-    ep: int
-    dp: int
-    pp: int
+    shape: Shape
     microbatch: int
     recompute: str
     interleave: int
     sequence_parallel: bool
+    zero: int = 1
 
-    @property
-    def shape(self) -> Shape:
-        """The sizes as a ``training.Shape``."""
-        return Shape(self.tp, self.cp, self.ep, self.dp, self.pp)
+    tp = property(lambda self: self.shape.tp, doc="tensor-parallel size")
+    cp = property(lambda self: self.shape.cp, doc="context-parallel size")
+    ep = property(lambda self: self.shape.ep, doc="expert-parallel size")
+    dp = property(lambda self: self.shape.dp, doc="data-parallel size")
+    pp = property(lambda self: self.shape.pp, doc="pipeline-parallel size")
 
     @property
     def key(self) -> str:
         """A stable text key (the disk cache's)."""
         return (f"tp{self.tp}-cp{self.cp}-ep{self.ep}-dp{self.dp}-pp{self.pp}-mb{self.microbatch}"
-                f"-{self.recompute}-v{self.interleave}-sp{int(self.sequence_parallel)}")
+                f"-{self.recompute}-v{self.interleave}-sp{int(self.sequence_parallel)}"
+                f"-z{self.zero}")
+
+    def training(self, base: Training) -> Training:
+        """``base`` with this candidate's options."""
+        zero = {} if base.fsdp else {"zero": self.zero, "distributed_optimizer": False}
+        return attrs.evolve(base, microbatch=self.microbatch, recompute=self.recompute,
+                            interleave=self.interleave,
+                            sequence_parallel=self.sequence_parallel, **zero)
 
 
 @attrs.frozen
@@ -89,6 +104,7 @@ class PlanRow:
         return {"tp": c.tp, "cp": c.cp, "ep": c.ep, "dp": c.dp, "pp": c.pp,
                 "microbatch": c.microbatch, "recompute": c.recompute,
                 "interleave": c.interleave, "sequence_parallel": c.sequence_parallel,
+                "zero": c.zero,
                 "step_time": self.step_time, "compute_time": self.compute_time,
                 "comm_time": self.comm_time, "bubble_time": self.bubble_time,
                 "memory_per_gpu": self.memory_per_gpu, "fits": self.fits, "mfu": self.mfu,
@@ -98,8 +114,8 @@ class PlanRow:
     @classmethod
     def from_dict(cls, d: Mapping) -> PlanRow:
         """Back from ``as_dict`` (the disk cache)."""
-        c = Candidate(d["tp"], d["cp"], d["ep"], d["dp"], d["pp"], d["microbatch"],
-                      d["recompute"], d["interleave"], d["sequence_parallel"])
+        c = Candidate(Shape(d["tp"], d["cp"], d["ep"], d["dp"], d["pp"]), d["microbatch"],
+                      d["recompute"], d["interleave"], d["sequence_parallel"], d["zero"])
         return cls(c, d["step_time"], d["compute_time"], d["comm_time"], d["bubble_time"],
                    d["memory_per_gpu"], d["fits"], d["mfu"], d["tokens_per_s"],
                    tuple(sorted(d["comm_by_dim"].items())),
@@ -119,59 +135,71 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def candidates(model: Transformer, gpus: int, batch: int, fixed: Mapping[str, object]) \
-        -> list[Candidate]:
+def interleaves(model: Transformer, pp: int) -> list[int]:
+    """Model chunks per stage that split the stage layout evenly: every divisor of the layers
+    (or layer slots) per stage, 1 without a pipeline."""
+    if pp < 2 or pp > model.layers:
+        return [1]
+    try:
+        lay = layout(model, Shape(pp=pp))
+    except MappingError:
+        return [1]
+    per = lay.middle if lay.slots else (model.layers // pp if model.layers % pp == 0 else 0)
+    return _divisors(per) if per else [1]
+
+
+def enumerate_candidates(model: Transformer, gpus: int, batch: int,
+                         fixed: Mapping[str, object]) -> list[Candidate]:
     """Every mapping of ``model`` on ``gpus`` GPUs that ``fixed`` allows (keys tp, cp, ep, dp,
-    pp, microbatch, recompute, interleave, sequence_parallel), before the model's own checks."""
+    pp, microbatch, recompute, interleave, sequence_parallel, zero), before the model's own
+    checks. Context parallelism stops at ``CP_FLOOR`` tokens per rank unless ``cp`` is fixed."""
     def choices(key: str, default: Iterable) -> list:
         return [fixed[key]] if fixed.get(key) is not None else list(default)
     out = []
-    for tp in choices("tp", _divisors(gpus)):
-        for cp in choices("cp", _divisors(gpus // tp) if gpus % tp == 0 else []):
+    for tp in choices("tp", [t for t in _divisors(gpus) if model.heads % t == 0]):
+        cps = [c for c in _divisors(gpus // tp) if c == 1 or model.seq // c >= CP_FLOOR] \
+            if gpus % tp == 0 else []
+        for cp in choices("cp", cps):
             rest = gpus // (tp * cp) if gpus % (tp * cp) == 0 else 0
             for pp in choices("pp", [p for p in _divisors(rest) if p <= model.layers]):
                 if not rest or rest % pp:
                     continue
                 dp = rest // pp
-                if fixed.get("dp") is not None and fixed["dp"] != dp:
+                if fixed.get("dp") is not None and fixed["dp"] != dp or batch % dp:
                     continue
                 eps = _divisors(model.experts) if model.experts else [1]
                 for ep in choices("ep", [e for e in eps if (tp * cp * dp) % e == 0]):
-                    for mb in choices("microbatch", MICROBATCHES):
-                        for rc in choices("recompute", RECOMPUTE):
-                            for v in choices("interleave", [
-                                    v for v in INTERLEAVES if v == 1 or
-                                    pp > 1 and model.layers % (pp * v) == 0]):
-                                for sp in choices("sequence_parallel",
-                                                  (False, True) if tp > 1 else (False,)):
-                                    out.append(Candidate(tp, cp, ep, dp, pp, mb, rc, v, sp))
-                                    if len(out) > MAX_CANDIDATES:
-                                        raise PlanUsageError(
-                                            f"more than {MAX_CANDIDATES:,} candidates: fix some "
-                                            "dimensions (--tp, --pp, --recompute ...)")
+                    shape = Shape(tp, cp, ep, dp, pp)
+                    for v in choices("interleave", interleaves(model, pp)):
+                        for z in choices("zero", ZERO_STAGES):
+                            for mb in choices("microbatch", MICROBATCHES):
+                                for rc in choices("recompute", RECOMPUTE):
+                                    for sp in choices("sequence_parallel",
+                                                      (False, True) if tp > 1 else (False,)):
+                                        out.append(Candidate(shape, mb, rc, v, sp, z))
+                    if len(out) > MAX_CANDIDATES:
+                        raise PlanUsageError(
+                            f"more than {MAX_CANDIDATES:,} candidates: fix some dimensions "
+                            "(--tp, --pp, --recompute ...)")
     return out
 
 
-def strategy_for(system: System, base: Training, c: Candidate) -> ParallelStrategy | None:
-    """The ParallelStrategy of one candidate; None when the model cannot run it."""
-    training = attrs.evolve(base, microbatch=c.microbatch, recompute=c.recompute,
-                            interleave=c.interleave, sequence_parallel=c.sequence_parallel)
-    sizes = tuple((d, getattr(c, d)) for d in DIMS)
+def strategy_for(base: Training, c: Candidate, gpu: GPUFigures) -> ParallelStrategy | None:
+    """The ParallelStrategy of one candidate, its step derived; None when the model cannot run
+    it."""
     try:
-        return with_training(ParallelStrategy("plan", sizes, DEFAULT_ORDER, 1, ()), training,
-                             gpu_rates(system, base.model.dtype))
-    except PlanError:
+        return with_training(ParallelStrategy("plan", c.shape.sizes, DEFAULT_ORDER, 1, ()),
+                             c.training(base), gpu)
+    except MappingError:
         return None
 
 
-def evaluate(system: System, base: Training, c: Candidate,
-             cache: dict | None = None) -> PlanRow | None:
-    """One candidate's row, or None when the model cannot run with it."""
-    p = strategy_for(system, base, c)
-    if p is None:
-        return None
-    r: StepReport = step(system, p, cache)
-    by_dim = exposed_by_dim(r.flows, r.compute)
+def row_of(system: System, c: Candidate, p: ParallelStrategy, cache: dict | None = None,
+           where: tuple[int, ...] | None = None) -> PlanRow:
+    """Cost one derived candidate's traffic on the system (on the GPUs ``where`` names, see
+    ``strategy.placement``) and put its row together."""
+    r: StepReport = step(system, p, cache, where=where)
+    by_dim = exposed_by_dim(r.flows, r.compute, p.derived.compute)
     links: dict[str, set] = {}
     for f in r.flows:
         links.setdefault(f.dim, set()).update(f.classes)
@@ -181,29 +209,54 @@ def evaluate(system: System, base: Training, c: Candidate,
                    tuple(sorted((k, tuple(sorted(v))) for k, v in links.items())))
 
 
+def cost_candidate(system: System, base: Training, c: Candidate, cache: dict | None = None,
+                   hbm: float | None = None) -> PlanRow | float | None:
+    """One candidate's row; its bytes per GPU (a float) when it is over ``hbm`` (not costed);
+    None when the model cannot run it."""
+    gpu = (cache or {}).get("gpu") or gpu_figures(system)
+    p = strategy_for(base, c, gpu)
+    if p is None:
+        return None
+    if hbm is not None and p.derived.memory.total > hbm:
+        return p.derived.memory.total
+    if cache is not None and ("where", c.shape.world) not in cache:
+        cache["where", c.shape.world] = placement(system, c.shape.world)
+    where = cache.get(("where", c.shape.world)) if cache is not None else \
+        placement(system, c.shape.world)
+    return row_of(system, c, p, cache, where)
+
+
 # ---- running many ---------------------------------------------------------------------------
 
 #: What a forked worker evaluates against (set before the pool starts, inherited by fork).
 _WORK: dict = {}
 
 
-def _run_chunk(chunk: Sequence[Candidate]) -> list[tuple[Candidate, PlanRow | None]]:
+def _run_chunk(chunk: Sequence[Candidate]) -> list[tuple[Candidate, PlanRow | float | None]]:
     system, base = _WORK["system"], _WORK["base"]
     cache = _WORK.setdefault("cache", {})
-    return [(c, evaluate(system, base, c, cache)) for c in chunk]
+    if "gpu" not in cache:
+        cache["gpu"] = gpu_figures(system)
+        cache["hbm"] = hbm_of(system)
+    return [(c, cost_candidate(system, base, c, cache, _WORK.get("limit"))) for c in chunk]
 
 
 def _chunks(items: Sequence, n: int) -> list[Sequence]:
     return [items[i:i + n] for i in range(0, len(items), n)]
 
 
-def run_local(system: System, base: Training, todo: Sequence[Candidate],
-              jobs: int, progress: Callable[[int], None]) -> dict[Candidate, PlanRow | None]:
-    """Evaluate ``todo`` in this process (jobs = 1) or a pool of forked processes."""
+Outcome = PlanRow | float | None        # a row, bytes per GPU over HBM, or cannot run
+
+
+def run_local(system: System, base: Training, todo: Sequence[Candidate], jobs: int,
+              progress: Callable[[int], None], limit: float | None = None) \
+        -> dict[Candidate, Outcome]:
+    """Cost ``todo`` in this process (jobs = 1) or a pool of forked processes; candidates over
+    ``limit`` bytes per GPU are not costed."""
     import multiprocessing
-    _WORK.update(system=system, base=base)
+    _WORK.update(system=system, base=base, limit=limit)
     _WORK.pop("cache", None)
-    out: dict[Candidate, PlanRow | None] = {}
+    out: dict[Candidate, Outcome] = {}
     chunks = _chunks(todo, max(1, min(64, len(todo) // (4 * max(1, jobs)) or 1)))
     if jobs <= 1 or len(todo) < POOL_MIN or "fork" not in multiprocessing.get_all_start_methods():
         for chunk in chunks:
@@ -218,21 +271,22 @@ def run_local(system: System, base: Training, todo: Sequence[Candidate],
     return out
 
 
-def _ray_chunk(source: dict, base: Training, chunk: Sequence[Candidate]) -> list:
-    """A Ray task: compile the system where it runs (once per worker) and evaluate a chunk."""
+def _ray_chunk(source: dict, base: Training, chunk: Sequence[Candidate],
+               limit: float | None = None) -> list:
+    """A Ray task: compile the system where it runs (once per worker) and cost a chunk."""
     key = json.dumps(source, sort_keys=True)
     if _WORK.get("ray_key") != key:
         _WORK.update(ray_key=key, system=pipeline.load(source["path"], source["defines"],
                                                     source["import_roots"]),
                      base=base, cache={})
-    _WORK.update(base=base)
+    _WORK.update(base=base, limit=limit)
     return _run_chunk(chunk)
 
 
-def run_ray(address: str, source: dict, base: Training,
-            todo: Sequence[Candidate], progress: Callable[[int], None]) \
-        -> dict[Candidate, PlanRow | None]:
-    """Evaluate ``todo`` as Ray tasks on the cluster at ``address``."""
+def run_ray(address: str, source: dict, base: Training, todo: Sequence[Candidate],
+            progress: Callable[[int], None], limit: float | None = None) \
+        -> dict[Candidate, Outcome]:
+    """Cost ``todo`` as Ray tasks on the cluster at ``address``."""
     try:
         import ray
     except ImportError:
@@ -245,8 +299,8 @@ def run_ray(address: str, source: dict, base: Training,
              logging_level="ERROR")
     try:
         task = ray.remote(_ray_chunk)
-        pending = [task.remote(source, base, chunk) for chunk in _chunks(todo, 64)]
-        out: dict[Candidate, PlanRow | None] = {}
+        pending = [task.remote(source, base, chunk, limit) for chunk in _chunks(todo, 64)]
+        out: dict[Candidate, Outcome] = {}
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             out.update(ray.get(done[0]))
@@ -318,17 +372,62 @@ class PlanResult:
     rows: tuple[PlanRow, ...]
     considered: int            # candidates enumerated
     invalid: int               # rejected by the model's checks
-    cached: int                # rows read from the disk cache
+    cached: int                # outcomes read from the disk cache
     gpus: int
-    runner: str = "cache"      # what evaluated the rest: "process", "pool", "ray" or "cache"
+    runner: str = "cache"      # what costed the rest: "process", "pool", "ray" or "cache"
+    over_memory: int = 0       # over the GPUs' HBM: counted, not costed
+    smallest: tuple[float, str] | None = None   # the least memory seen and its candidate key
+
+
+def _prune(base: Training, todo: Sequence[Candidate], gpu: GPUFigures,
+           hbm: float | None) -> tuple[list[Candidate], dict[Candidate, float]]:
+    """Drop every candidate whose mapping cannot fit even with its lightest options (micro-batch
+    1, full recompute, sequence parallelism: a lower bound of its memory); returns the rest and
+    the dropped ones with that bound."""
+    if hbm is None:
+        return list(todo), {}
+    bound: dict[tuple, float | None] = {}
+    keep, dropped = [], {}
+    for c in todo:
+        key = (c.shape, c.interleave, c.zero)
+        if key not in bound:
+            light = Candidate(c.shape, 1, "full", c.interleave, c.shape.tp > 1, c.zero)
+            t = light.training(base)
+            try:
+                micro = check(t, c.shape)
+                bound[key] = memory(t.model, t, c.shape, stage_layout(t, c.shape), micro).total
+            except MappingError:
+                bound[key] = None
+        b = bound[key]
+        if b is not None and b > hbm:
+            dropped[c] = b
+        else:
+            keep.append(c)
+    return keep, dropped
+
+
+def _stored(entry) -> Outcome:
+    if entry is None:
+        return None
+    if "memory" in entry and len(entry) == 1:
+        return float(entry["memory"])
+    return PlanRow.from_dict(entry)
+
+
+def _storable(outcome: Outcome):
+    if outcome is None:
+        return None
+    if isinstance(outcome, float):
+        return {"memory": outcome}
+    return outcome.as_dict()
 
 
 def plan(system: System, model: Transformer, base: Training, gpus: int | None = None,
          fixed: Mapping[str, object] | None = None, jobs: int = 1, ray: str | None = None,
          source: dict | None = None, use_cache: bool = True,
          progress: Callable[[int, int], None] | None = None) -> PlanResult:
-    """Enumerate, evaluate (cached) and rank the mappings of ``model`` (``base.model``, the
-    model the training options are for) on ``system``."""
+    """Enumerate, prune by memory, cost (cached) and rank the mappings of ``model``
+    (``base.model``, the model the training options are for) on ``system``."""
     if model != base.model:
         raise PlanUsageError(f"the training options are for '{base.model.name}', not "
                              f"'{model.name}'")
@@ -336,34 +435,41 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
     gpus = gpus or world
     if not 1 <= gpus <= world:
         raise PlanUsageError(f"--gpus {gpus}: the system has {world} GPUs")
-    if gpu_rates(system, model.dtype) is None:
-        raise PlanUsageError(f"the GPUs of '{system.name}' do not all declare "
-                             f"{'tflops_fp8' if model.dtype == 'fp8' else 'tflops_bf16'} and "
+    gpu = gpu_figures(system)
+    if gpu is None:
+        raise PlanUsageError(f"the GPUs of '{system.name}' do not all declare tflops_bf16 and "
                              "hbm_bandwidth, which a compute time needs")
-    todo = candidates(model, gpus, base.batch, fixed or {})
+    hbm = hbm_of(system, gpus)
+    todo = enumerate_candidates(model, gpus, base.batch, fixed or {})
+    live, pruned = _prune(base, todo, gpu, hbm)
     path = cache_dir() / "plan" / f"{fingerprint(system, base, gpus)}.json"
     stored = _load_cache(path) if use_cache else {}
-    done: dict[Candidate, PlanRow | None] = {}
-    for c in todo:
+    done: dict[Candidate, Outcome] = {}
+    for c in live:
         if c.key in stored:
-            row = stored[c.key]
-            done[c] = PlanRow.from_dict(row) if row is not None else None
+            done[c] = _stored(stored[c.key])
     cached = len(done)
-    rest = [c for c in todo if c not in done]
-    tick = (lambda n: progress(cached + n, len(todo))) if progress else (lambda n: None)
+    rest = [c for c in live if c not in done]
+    tick = (lambda n: progress(len(pruned) + cached + n, len(todo))) if progress else \
+        (lambda n: None)
     runner = "cache"
     if rest:
         if ray:
             if source is None:
                 raise PlanUsageError("--ray needs the system's file (its path and -D values)")
-            done.update(run_ray(ray, source, base, rest, tick))
+            done.update(run_ray(ray, source, base, rest, tick, hbm))
             runner = "ray"
         else:
-            done.update(run_local(system, base, rest, jobs, tick))
+            done.update(run_local(system, base, rest, jobs, tick, hbm))
             runner = "pool" if jobs > 1 and len(rest) >= POOL_MIN else "process"
         if use_cache:
-            stored.update({c.key: (r.as_dict() if r else None) for c, r in done.items()})
+            stored.update({c.key: _storable(r) for c, r in done.items()})
             _save_cache(path, stored)
-    rows = sorted((r for r in done.values() if r is not None), key=lambda r: r.rank_key)
+    elif progress:
+        progress(len(todo), len(todo))
+    rows = sorted((r for r in done.values() if isinstance(r, PlanRow)), key=lambda r: r.rank_key)
+    over = {c: r for c, r in done.items() if isinstance(r, float)}
+    over.update(pruned)
+    smallest = min(((m, c.key) for c, m in over.items()), default=None)
     return PlanResult(tuple(rows), len(todo), sum(1 for r in done.values() if r is None),
-                      cached, gpus, runner)
+                      cached, gpus, runner, len(over), smallest)

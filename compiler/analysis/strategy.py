@@ -18,23 +18,27 @@ from collections import defaultdict
 
 import attrs
 
-from ..collectives.cost import Cost, CostError, sweep
+from ..collectives.cost import Cost, CostError, coster, sweep
 from ..base.diagnostics import plural
 from ..ir.system import SCALEOUT_CLASSES, ParallelStrategy, System
 from ..ir.groups import RankGroup, rank_groups
-from ..ir.gpus import gpu_rates, hbm_of
-from ..training.model import Compute, Memory, memory, model_flops, shape_of
-from ..training.model import compute as compute_of
+from ..ir.gpus import gpu_figures, hbm_of
+from ..training.model import Compute, Memory, bubble, idle_time, model_flops
 
 OVERLAPPING = {"dp": "yes, with the backward pass", "cp": "yes, with attention compute"}
 BACKWARD_SHARE = 2 / 3
-#: Overlap classes of derived traffic and the share of the step's compute each can hide behind:
-#: the gradient reduction behind the backward pass, the parameter all-gather behind the
-#: forward, the backward tensor-parallel collectives behind the weight-gradient GEMMs (a third
-#: of the compute; Megatron overlaps them by default).
+#: Overlap classes of traffic and the share of the step's compute each can hide behind: the
+#: backward and forward passes, the weight-gradient GEMMs (a third of the compute; Megatron
+#: overlaps the backward tensor-parallel collectives with them by default). Derived strategies
+#: add windows measured in seconds (``windows``): the attention kernels, the last
+#: micro-batch's backward (gradient reduction) and the first one's forward (weight gather).
 WINDOWS = {"backward": BACKWARD_SHARE, "forward": 1 - BACKWARD_SHARE, "wgrad": 1 / 3}
 OVERLAP_TEXT = {"backward": "yes, with the backward pass", "forward": "yes, with the forward pass",
-                "wgrad": "yes, with the weight-gradient GEMMs", "none": "no: on the critical path"}
+                "wgrad": "yes, with the weight-gradient GEMMs",
+                "attention": "yes, with the attention kernels",
+                "grad_sync": "yes, with the last micro-batch's backward",
+                "param_sync": "yes, with the first micro-batch's forward",
+                "none": "no: on the critical path"}
 #: A flow called at least this often per step is "frequent" (every layer or micro-batch).
 FREQUENT = 8
 PER_LAYER = ("tp", "cp", "ep")     # traffic inside every layer
@@ -44,11 +48,6 @@ SLOW_CLASSES = (*SCALEOUT_CLASSES, "pcie", "inter_socket")
 def message_time(alpha: float, nbytes: float, bandwidth: float) -> float:
     """T = alpha + D / B: start-up latency plus size over effective bandwidth."""
     return alpha + nbytes / bandwidth
-
-
-def bubble(stages: int, microbatches: int) -> float:
-    """Pipeline bubble fraction (P - 1) / (M + P - 1)."""
-    return (stages - 1) / (microbatches + stages - 1)
 
 
 def step_time(compute: float, comm: float, idle: float) -> float:
@@ -185,10 +184,47 @@ def _window(f) -> str:
     return "backward" if f.dim in OVERLAPPING else ""
 
 
-def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None) -> FlowReport:
+def placement(system: System, n: int) -> tuple[int, ...] | None:
+    """The GPUs ``n`` ranks run on when they do not fill the system: spread evenly over as few
+    islands (nodes, NVL72 racks) as hold them, the first ranks of each, as schedulers place jobs
+    (256 GPUs on NVL72 racks are 64 per rack on 4 racks, not 72 + 72 + 72 + 40); None for the
+    first ``n`` GPUs in order."""
+    islands = system.locality.island_ranks
+    if n >= len(system.gpus) or not islands or n <= len(islands[0]):
+        return None
+    size = len(islands[0])
+    k = -(-n // size)
+    if n % k or any(len(i) < n // k for i in islands[:k]):
+        return None
+    out = tuple(r for i in islands[:k] for r in i[:n // k])
+    return None if out == tuple(range(n)) else out
+
+
+def _groups(system: System, p: ParallelStrategy, dim: str, cache: dict | None,
+            where: tuple[int, ...] | None) -> tuple[list[RankGroup], dict[tuple, RankGroup]]:
+    """The groups of one dimension on the system's GPUs and one group of each kind, shared by
+    every strategy of the same sizes and order (``cache``)."""
+    key = ("groups", p.sizes, p.order, p.expert_tp, dim, where)
+    if cache is not None and key in cache:
+        return cache[key]
+    raw = rank_groups(p, dim)
+    if where is not None:
+        raw = [[where[r] for r in g] for g in raw]
+    groups = [RankGroup(f"{dim}:{i}", tuple(g)) for i, g in enumerate(raw)]
+    kinds: dict[tuple, RankGroup] = {}
+    for g in groups:
+        kinds.setdefault(_kind(system, g.ranks), g)
+    if cache is not None:
+        cache[key] = (groups, kinds)
+    return groups, kinds
+
+
+def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
+          where: tuple[int, ...] | None = None) -> FlowReport:
     """One traffic line, costed on one group of every distinct kind; the slowest kind is the
-    one on the critical path and the one reported. ``cache`` memoises costs across calls."""
-    groups = [RankGroup(f"{f.dim}:{i}", tuple(g)) for i, g in enumerate(rank_groups(p, f.dim))]
+    one on the critical path and the one reported. ``cache`` memoises groups and costs across
+    calls; ``where`` maps the strategy's ranks to the system's GPUs (``placement``)."""
+    groups, kinds = _groups(system, p, f.dim, cache, where)
     window = _window(f)
     overlap = OVERLAP_TEXT[window or "none"] if f.overlap else \
         OVERLAPPING.get(f.dim, "no: on the critical path")
@@ -196,18 +232,18 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None) -> 
     if size < 2:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), 1, None, (),
                           overlap, "groups of one GPU move nothing")
-    kinds: dict[tuple, RankGroup] = {}
-    for g in groups:
-        kinds.setdefault(_kind(system, g.ranks), g)
     costs = []
     try:
         for g in kinds.values():
             key = (g.ranks, f.collective, f.bytes)
             c = cache.get(key) if cache is not None else None
-            if c is None:
+            if c is None and cache is not None:
+                at = cache.get((g.ranks, f.collective))
+                if at is None:
+                    at = cache[g.ranks, f.collective] = coster(system, g, f.collective)
+                c = cache[key] = at(f.bytes)
+            elif c is None:
                 c = sweep(system, g, f.collective, [f.bytes])[0]
-                if cache is not None:
-                    cache[key] = c
             costs.append(attrs.evolve(c, group=g.name))
     except CostError as exc:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
@@ -215,7 +251,13 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None) -> 
     cost = max(costs, key=lambda c: c.time)
     notes = [f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
              f"{cost.group}, is reported"] if len(kinds) > 1 else []
-    staged = staged_pairs(system, next(g for g in kinds.values() if g.name == cost.group).ranks)
+    slow = next(g for g in kinds.values() if g.name == cost.group).ranks
+    if cache is None:
+        staged = staged_pairs(system, slow)
+    else:
+        if ("staged", slow) not in cache:
+            cache["staged", slow] = staged_pairs(system, slow)
+        staged = cache["staged", slow]
     if staged:
         count, (a, b) = staged
         notes.append(f"{plural(count, 'GPU pair')} of {cost.group} stage through host memory "
@@ -247,23 +289,37 @@ def _mapping_warnings(flows: tuple[FlowReport, ...]) -> list[str]:
     return out
 
 
-def exposed(flows, compute: float | None) -> float:
+def windows(compute: float | None, detail: Compute | None = None) -> dict[str, float]:
+    """Seconds of compute each overlap class can hide behind in one step."""
+    if compute is None:
+        return {}
+    out = {w: share * compute for w, share in WINDOWS.items()}
+    if detail is not None:
+        out["attention"] = detail.attention_time
+        out["grad_sync"] = BACKWARD_SHARE * detail.microbatch_time
+        out["param_sync"] = (1 - BACKWARD_SHARE) * detail.microbatch_time
+    return out
+
+
+def exposed(flows, compute: float | None, detail: Compute | None = None) -> float:
     """Communication on the critical path: lines that cannot overlap, plus whatever of each
-    overlap class outgrows its share of the compute (all of it without a compute time)."""
-    return sum(exposed_by_dim(flows, compute).values())
+    overlap class outgrows its window (all of it without a compute time)."""
+    return sum(exposed_by_dim(flows, compute, detail).values())
 
 
-def exposed_by_dim(flows, compute: float | None) -> dict[str, float]:
+def exposed_by_dim(flows, compute: float | None,
+                   detail: Compute | None = None) -> dict[str, float]:
     """``exposed`` split by group kind: a window's overflow is shared in proportion to what
     each kind put in it."""
     out: dict[str, float] = {}
     for f in flows:
         if not f.window:
             out[f.dim] = out.get(f.dim, 0.0) + f.per_step
-    for window, share in WINDOWS.items():
+    room = windows(compute, detail)
+    for window in sorted({f.window for f in flows if f.window}):
         inside = [f for f in flows if f.window == window]
         hidden = sum(f.per_step for f in inside)
-        over = max(0.0, hidden - share * compute) if compute is not None else hidden
+        over = max(0.0, hidden - room.get(window, 0.0)) if compute is not None else hidden
         for f in inside:
             if hidden:
                 out[f.dim] = out.get(f.dim, 0.0) + over * f.per_step / hidden
@@ -271,39 +327,42 @@ def exposed_by_dim(flows, compute: float | None) -> dict[str, float]:
 
 
 def step(system: System, p: ParallelStrategy, cache: dict | None = None,
-         warnings: tuple[str, ...] = ()) -> StepReport:
-    """Cost every traffic flow of strategy ``p`` (attached to ``system`` or not) and put the
-    step together; with a model, also its memory, model FLOPs and tokens."""
-    flows = tuple(_flow(system, p, f, cache) for f in p.flows)
+         warnings: tuple[str, ...] = (), where: tuple[int, ...] | None = None) -> StepReport:
+    """Cost every traffic flow of strategy ``p`` (attached to ``system`` or not; on the GPUs
+    ``where`` names, else the first ones) and put the step together; with a model, also its
+    memory, model FLOPs and tokens."""
+    flows = tuple(_flow(system, p, f, cache, where) for f in p.flows)
     settings = dict(p.settings)
     compute, baseline = settings.get("compute"), settings.get("baseline")
     stages, chunks = p.size("pp"), p.training.interleave if p.training else 1
-    frac = bubble(stages, p.microbatches * chunks)
-    comm = exposed(flows, compute)
+    frac = bubble(stages, p.microbatches, chunks)
+    d = p.derived
+    comm = exposed(flows, compute, d.compute if d else None)
     # M micro-batches over P stages take M + P - 1 slots; the P - 1 extra are idle (an
     # interleaved schedule of V chunks divides the idle part by V).
-    idle = compute * (stages - 1) / (p.microbatches * chunks) if compute is not None else None
+    idle = idle_time(compute, stages, p.microbatches, chunks) if compute is not None else None
     extra = {}
-    if p.training is not None:
+    if p.training is not None and d is not None:
         t = p.training
         tokens = t.batch * t.model.seq
-        rates = gpu_rates(system, t.model.dtype)
-        extra = {"memory": memory(t.model, t, shape_of(p), p.microbatches),
-                 "model_flops": model_flops(t.model, tokens), "tokens": tokens,
-                 "peak": rates[0] if rates else None,
-                 "detail": compute_of(t.model, t, shape_of(p), *rates) if rates else None,
-                 "hbm": hbm_of(system, p.world)}
+        gpu = gpu_figures(system)
+        fp8 = (t.fp8 or t.model.dtype == "fp8") and gpu is not None and gpu.fp8 > 0
+        extra = {"memory": d.memory, "model_flops": model_flops(t.model, tokens),
+                 "tokens": tokens, "peak": (gpu.fp8 if fp8 else gpu.bf16) if gpu else None,
+                 "detail": d.compute, "hbm": hbm_of(system, p.world)}
     return StepReport(p, p.world, flows, frac, compute, baseline, comm,
                       sum(f.per_step for f in flows), idle, warnings + tuple(
                           _mapping_warnings(flows)), **extra)
 
 
 def analyse(system: System, name: str) -> StepReport:
-    """Cost every traffic flow of strategy ``name`` and put the step together."""
-    from ..lint.lint import LintConfig, rule_findings
+    """Cost every traffic flow of strategy ``name`` and put the step together, with the lint
+    findings about that strategy (each finding names the strategy it is about)."""
+    from ..lint.lint import LintConfig
     from ..lint.rules import RULES
-    # Only the strategy rules run: the topology rules' findings are not shown here.
-    shown = LintConfig(ignore=tuple(c for c in RULES if not c.startswith("W50")))
-    warnings = tuple(d.message for d in rule_findings(system, shown)
-                     if d.code.startswith("W50") and f"'{name}'" in d.message)
+    config = LintConfig()
+    warnings = tuple(f.message for code in sorted(RULES)
+                     if code.startswith("W5") and config.level(code) != "off"
+                     for f in RULES[code].check(system, config.rule_options(code))
+                     if f.strategy == name)
     return step(system, system.parallel(name), warnings=warnings)

@@ -23,7 +23,8 @@ SHARP in ``collnet``; details and the fitted constants: docs/cost.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -504,3 +505,30 @@ def cost(system: System, group: RankGroup, collective: str, size: int,
     return sweep(system, group, collective, [size], algorithm, protocol, nccl=nccl,
                  graph=graph)[0]
 
+
+
+#: Resources (routes and link bundles, a cache that only grows) per system and SM count, shared
+#: by every ``coster``.
+_RESOURCES: dict[tuple, tuple] = {}
+
+
+def coster(system: System, group: RankGroup, collective: str) -> Callable[[int], Cost]:
+    """``sweep``'s answer one size at a time, its size-independent part (algorithms, routes,
+    loads) computed once: ``coster(...)(size)`` equals ``sweep(..., [size])[0]``. The plan
+    search asks one group for many sizes."""
+    algos = auto_algorithms(system, group, collective, ())
+    if collective in ("alltoall", "sendrecv") and len(group.ranks) < 2:
+        raise CostError(f"{collective} needs at least 2 ranks")
+    sm = _gpu_facts(system, group.ranks)[0]
+    hit = _RESOURCES.get((id(system), sm))
+    if hit is None or hit[0]() is not system:
+        hit = _RESOURCES[id(system), sm] = (weakref.ref(system), Resources(system, sm))
+    try:
+        profiles = [profile(system, group, collective, a, hit[1]) for a in algos]
+    except NoRoute as exc:
+        raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
+
+    def at(size: int) -> Cost:
+        found = [cost_at(p, group, collective, size, None) for p in profiles]
+        return min(found, key=lambda c: (c.time, c.algorithm))
+    return at

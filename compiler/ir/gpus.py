@@ -3,6 +3,8 @@ device models (``tflops_bf16``, ``tflops_fp8``, ``hbm``, ``hbm_bandwidth``, ``ge
 
 from __future__ import annotations
 
+import attrs
+
 from .system import System
 
 #: The fraction of dense peak GEMMs reach when a GPU model does not say (fitted, docs/plan.md).
@@ -32,3 +34,31 @@ def hbm_of(system: System, gpus: int | None = None) -> float | None:
     return min(sizes) if sizes and all(sizes) else None
 
 
+
+
+@attrs.frozen
+class GPUFigures:
+    """The figures a training step's compute time needs, of one GPU model: its name (the
+    generation's key), dense bf16 and fp8 peaks in FLOP/s (fp8 0 when not declared), HBM
+    bytes/s, and a declared ``gemm_efficiency`` (None: the generation's curve)."""
+
+    name: str
+    bf16: float
+    fp8: float
+    hbm_bandwidth: float
+    gemm_efficiency: float | None = None
+
+
+def gpu_figures(system: System) -> GPUFigures | None:
+    """The slowest GPU's figures (the step waits for it); None when a GPU model declares no
+    bf16 peak or HBM bandwidth."""
+    worst = None
+    for model in system.gpu_models.values():
+        peak, bw = model.attr("tflops_bf16"), model.attr("hbm_bandwidth")
+        if peak is None or bw is None:
+            return None
+        fig = GPUFigures(model.name, peak * 1e12, (model.attr("tflops_fp8") or 0) * 1e12, bw,
+                         model.attr("gemm_efficiency"))
+        if worst is None or fig.bf16 < worst.bf16:
+            worst = fig
+    return worst

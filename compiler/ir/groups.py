@@ -21,7 +21,11 @@ def rank_groups(strategy: ParallelStrategy, dim: str) -> list[list[int]]:
     cp = 1, ep, dp = edp = tp x cp x dp / (etp x ep), pp.
 
     Order tp-pp-dp with sizes 2-2-2 gives dp groups [[0, 4], [1, 5], [2, 6], [3, 7]].
+    ``dpcp`` groups hold the ranks that differ only in dp and cp (Megatron's data-parallel
+    group with context parallelism), ranks ascending.
     """
+    if dim == "dpcp":
+        return _joint_groups(strategy, ("dp", "cp"))
     if dim in ("ep", "edp"):
         sizes = {"tp": strategy.expert_tp, "cp": 1, "ep": strategy.size("ep"),
                  "dp": strategy.size("edp"), "pp": strategy.size("pp")}
@@ -38,6 +42,22 @@ def rank_groups(strategy: ParallelStrategy, dim: str) -> list[list[int]]:
     block = stride * n
     return [[base + offset + k * stride for k in range(n)]
             for base in range(0, world, block) for offset in range(stride)]
+
+
+def _joint_groups(strategy: ParallelStrategy, dims: tuple[str, ...]) -> list[list[int]]:
+    """Groups of the ranks that share every coordinate outside ``dims``."""
+    sizes = {**dict(strategy.sizes), "ep": 1}
+    order = [d for d in strategy.order if sizes.get(d, 1) > 1]
+    groups: dict[tuple, list[int]] = {}
+    world = math.prod(sizes.values())
+    for r in range(world):
+        rest, key = r, []
+        for d in order:
+            rest, coord = divmod(rest, sizes[d])
+            if d not in dims:
+                key.append(coord)
+        groups.setdefault(tuple(key), []).append(r)
+    return list(groups.values())
 
 
 @attrs.frozen

@@ -28,8 +28,9 @@ NIC_ROLES = ("compute", "storage")
 TRANSPORTS = ("ib", "roce", "efa", "tcpx", "tcpxo", "spectrum_x")
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 #: Group kinds: the dimensions, plus Megatron's expert data parallel group (the ranks that hold
-#: the same experts and reduce their gradients).
-GROUP_KINDS = (*PARALLEL_DIMS, "edp")
+#: the same experts and reduce their gradients) and its dp x cp group (the replicas of the dense
+#: weights when context parallelism splits the sequence).
+GROUP_KINDS = (*PARALLEL_DIMS, "edp", "dpcp")
 DEFAULT_ORDER = ("tp", "cp", "ep", "dp", "pp")
 #: Builders of a System's derived views, registered by the stages that own them
 #: (``compiler.graph``, ``compiler.locality``) when the compiler package is imported, so that
@@ -151,6 +152,20 @@ class Transformer:
     dropout: bool = True
     dtype: str = "bf16"
     span: Span = field(eq=False, repr=False, default=None)
+    #: Width of one attention head; 0: hidden / heads (Qwen3 and GPT-OSS set their own).
+    head_dim: int = 0
+    #: Multi-head latent attention (DeepSeek-V2/V3): the compressed key/value and query ranks
+    #: and the rotary part of each head (0: ordinary attention).
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    rope_head_dim: int = 0
+    #: Tokens an expert takes over its even share (0: dropless, Megatron's default).
+    capacity_factor: float = 0.0
+
+    @property
+    def dhead(self) -> int:
+        """The width of one attention head."""
+        return self.head_dim or self.hidden // self.heads
 
 
 @attrs.frozen
@@ -182,6 +197,9 @@ class ParallelStrategy:
     #: The ``compiler.training.Training`` the traffic was derived from, when the block names a
     #: model (None for written traffic lines).
     training: Any = field(eq=False, repr=False, default=None)
+    #: What the training derives for this mapping, once (``compiler.training.Derived``: compute,
+    #: memory, layout, traffic); None for written traffic lines.
+    derived: Any = field(eq=False, repr=False, default=None)
 
     @property
     def world(self) -> int:
@@ -193,6 +211,8 @@ class ParallelStrategy:
         if dim == "edp":
             return self.size("tp") * self.size("cp") * self.size("dp") // \
                 (self.expert_tp * self.size("ep"))
+        if dim == "dpcp":
+            return self.size("dp") * self.size("cp")
         return dict(self.sizes).get(dim, 1)
 
 
@@ -226,6 +246,10 @@ class System:
     models: tuple[Transformer, ...] = field(eq=False, repr=False, default=())
     #: Instances marked ``host`` in depth-first order (empty: no marker in the file).
     hosts: tuple[Host, ...] = field(eq=False, repr=False, default=())
+    #: Parallel blocks left out because their sizes do not fit the GPUs a ``-D`` override gave
+    #: the system: (name, the reason as a warning ``Diagnostic``). Verbs that name such a block
+    #: fail with the reason; the others run (lint reports W507).
+    skipped: tuple[tuple[str, Any], ...] = field(eq=False, repr=False, default=())
 
     @functools.cached_property
     def graph(self):

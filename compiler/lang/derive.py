@@ -15,17 +15,19 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, suggest
-from ..ir.gpus import gpu_rates
+from ..ir.gpus import GPUFigures, gpu_figures
 from ..ir.system import ParallelStrategy, System, Transformer
 from .resolve import Program, library_root
-from ..training.model import (GEMM_EFFICIENCY, RECOMPUTE, PlanError, Training, check, compute,
-                       shape_of, traffic)
+from ..training.model import RECOMPUTE, MappingError, Training, derive as derive_step, shape_of
 from ..base.units import BYTES, NUMBER
 
 _WHOLE = ("batch", "microbatch", "interleave")
-_BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention")
+_COUNTS = ("zero", "first_stage_layers", "last_stage_layers")     # whole numbers from 0
+_BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention", "fsdp",
+          "fp8", "pipeline_slots")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
-TRAINING_SETTINGS = ("model", *_WHOLE, "recompute", *_BOOLS, "bucket", "imbalance", *_FRACTIONS)
+TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", *_BOOLS, "bucket", "imbalance",
+                     *_FRACTIONS)
 
 
 def _name(value: s.Value) -> str | None:
@@ -81,6 +83,15 @@ def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
             n = _number(v)
             if n is None or n != int(n) or n < 1:
                 diags.error("E303", f"'{key}' takes a whole number of at least 1", v.span)
+                ok = False
+            else:
+                out[key] = int(n)
+        elif key in _COUNTS:
+            n = _number(v)
+            top = 3 if key == "zero" else 10**6
+            if n is None or n != int(n) or not 0 <= n <= top:
+                diags.error("E303", f"'{key}' takes "
+                            + ("0, 1, 2 or 3" if key == "zero" else "a whole number"), v.span)
                 ok = False
             else:
                 out[key] = int(n)
@@ -146,15 +157,14 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
         return None
     model = program.models[name]
     training = Training(model, **options)
-    rates = gpu_rates(system, model.dtype)
-    if rates is None:
-        diags.error("E309", f"the GPUs of '{system.name}' do not all declare "
-                    f"{'tflops_fp8' if model.dtype == 'fp8' else 'tflops_bf16'} and "
+    gpu = gpu_figures(system)
+    if gpu is None:
+        diags.error("E309", f"the GPUs of '{system.name}' do not all declare tflops_bf16 and "
                     "hbm_bandwidth, which a model's compute time needs", item.span)
         return None
     try:
-        derived = with_training(strategy, training, rates)
-    except PlanError as exc:
+        derived = with_training(strategy, training, gpu)
+    except MappingError as exc:
         where = seen.get("batch") if "batch" in str(exc) else item
         diags.error("E303", str(exc), where.span)
         return None
@@ -168,12 +178,11 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
 
 
 def with_training(strategy: ParallelStrategy, training: Training,
-                  rates: tuple[float, float, float]) -> ParallelStrategy:
-    """``strategy`` with the micro-batches, traffic and compute time ``training`` gives it on
-    GPUs of ``rates`` (``gpu_rates``); PlanError when the model cannot run the mapping."""
-    shape = shape_of(strategy)
-    micro = check(training, shape)
-    comp = compute(training.model, training, shape, *rates)
-    settings = tuple(sorted({**dict(strategy.settings), "compute": comp.time}.items()))
-    return attrs.evolve(strategy, flows=traffic(training.model, training, shape, micro),
-                        microbatches=micro, settings=settings, training=training)
+                  gpu: GPUFigures) -> ParallelStrategy:
+    """``strategy`` with everything ``training`` derives for it on GPUs of ``gpu``
+    (``gpu_figures``), computed once and carried (``strategy.derived``): micro-batches,
+    traffic, compute time and memory. MappingError when the model cannot run the mapping."""
+    d = derive_step(training, shape_of(strategy), gpu)
+    settings = tuple(sorted({**dict(strategy.settings), "compute": d.compute.time}.items()))
+    return attrs.evolve(strategy, flows=d.flows, microbatches=d.microbatches,
+                        settings=settings, training=training, derived=d)

@@ -56,7 +56,7 @@ def lower(program: Program, defines: Mapping[str, int] | None = None) -> System 
     (a library of declarations)."""
     if not program.systems:
         return None
-    return ranks(program, elaborate(program, defines))
+    return ranks(program, elaborate(program, defines), lenient=bool(defines))
 
 
 def compile(text: str, path: PathLike | None = None, defines: Mapping[str, int] | None = None,
@@ -64,7 +64,7 @@ def compile(text: str, path: PathLike | None = None, defines: Mapping[str, int] 
     """The whole pipeline; raises ``CompileError`` with every diagnostic when the input has
     errors. A file with no system is an error here (elaborate says so)."""
     program = front_end(text, path, import_roots)
-    system = ranks(program, elaborate(program, defines))
+    system = ranks(program, elaborate(program, defines), lenient=bool(defines))
     errors = verify(system)
     if errors:
         raise CompileError(errors)

@@ -12,7 +12,7 @@ import math
 import attrs
 
 from . import syntax as s
-from ..base.diagnostics import Collector, Note, suggest
+from ..base.diagnostics import Collector, Diagnostic, Note, suggest
 from .exprs import EvalError, evaluate
 from ..base.gcpause import gc_paused
 from ..ir.system import (COLLECTIVES, DEFAULT_ORDER, GROUP_KINDS, PARALLEL_DIMS, ParallelStrategy, System,
@@ -65,7 +65,7 @@ def _order(value: s.Value, diags: Collector) -> tuple[str, ...] | None:
 
 
 def _strategy(decl: s.ParallelDecl, program: Program, system: System,
-              diags: Collector) -> ParallelStrategy | None:
+              diags: Collector, skipped: list | None = None) -> ParallelStrategy | None:
     sizes: dict[str, int] = {}
     auto = None
     order, microbatches, times, etp = DEFAULT_ORDER, 1, {}, 1
@@ -107,16 +107,16 @@ def _strategy(decl: s.ParallelDecl, program: Program, system: System,
     known = math.prod(n for d, n in sizes.items() if d != "ep")
     if auto is not None:
         if known == 0 or world % known:
-            diags.error("E302", f"'{auto} = auto' needs {world} GPUs to divide by the other "
-                        f"sizes, whose product is {known}", seen[auto].span)
+            _misfit(diags, skipped, decl, f"'{auto} = auto' needs {world} GPUs to divide by "
+                    f"the other sizes, whose product is {known}", seen[auto].span)
             return None
         sizes[auto] = world // known
     elif known != world:
         detail = " x ".join(f"{d}={sizes[d]}" for d in PARALLEL_DIMS if d in sizes and d != "ep")
         note = (" (ep is no factor: expert groups split the tp x cp x dp ranks)"
                 if "ep" in sizes else "")
-        diags.error("E302", f"sizes multiply to {known} ({detail or 'nothing'}) but system "
-                    f"'{system.name}' has {world} GPUs{note}", decl.span)
+        _misfit(diags, skipped, decl, f"sizes multiply to {known} ({detail or 'nothing'}) but "
+                f"system '{system.name}' has {world} GPUs{note}", decl.span)
         return None
     dense = sizes.get("tp", 1) * sizes.get("cp", 1) * sizes.get("dp", 1)
     if dense % (etp * sizes.get("ep", 1)):
@@ -169,10 +169,24 @@ def _strategy(decl: s.ParallelDecl, program: Program, system: System,
     return strategy
 
 
+def _misfit(diags: Collector, skipped: list | None, decl, message: str, span) -> None:
+    """Sizes that do not fit the system's GPUs: error E302, or with ``-D`` overrides (``skipped``
+    given) warning W507, the block left out for the verbs that do not use it."""
+    if skipped is None:
+        diags.error("E302", message, span)
+    else:
+        skipped.append((decl.name, Diagnostic(
+            "W507", "warning", f"parallel block '{decl.name}' does not fit this size and is "
+            f"left out: {message}", span)))
+
+
 @gc_paused()
-def ranks(program: Program, system: System) -> System:
-    """Check every parallel block of the root file against ``system`` and attach them."""
+def ranks(program: Program, system: System, lenient: bool = False) -> System:
+    """Check every parallel block of the root file against ``system`` and attach them.
+    ``lenient`` (the system's size came from ``-D`` overrides): a block whose sizes do not fit
+    is left out with a warning (``System.skipped``) instead of an error."""
     diags = Collector()
+    skipped: list | None = [] if lenient else None
     strategies = []
     for decl in program.parallels:
         if decl.system != system.name:
@@ -180,9 +194,10 @@ def ranks(program: Program, system: System) -> System:
                         f"system is '{system.name}'" + suggest(decl.system, [system.name]),
                         decl.system_span)
             continue
-        strat = _strategy(decl, program, system, diags)
+        strat = _strategy(decl, program, system, diags, skipped)
         if strat is not None:
             strategies.append(strat)
     diags.check()
     return attrs.evolve(system, parallels=tuple(strategies),
-                        models=tuple(program.models[k] for k in sorted(program.models)))
+                        models=tuple(program.models[k] for k in sorted(program.models)),
+                        skipped=tuple(skipped or ()))

@@ -45,7 +45,8 @@ MODEL_SCHEMA: dict[str, Any] = {
     "layers": INT, "hidden": INT, "ffn": INT, "heads": INT, "kv_heads": INT, "seq": INT,
     "vocab": INT, "experts": INT, "top_k": INT, "expert_ffn": INT, "shared_experts": INT,
     "dense_layers": INT, "gated": BOOL, "tied": BOOL, "dropout": BOOL, "dtype": STRING,
-    "description": STRING, "source": STRING}
+    "description": STRING, "source": STRING, "head_dim": INT, "kv_lora_rank": INT,
+    "q_lora_rank": INT, "rope_head_dim": INT, "capacity_factor": NUMBER}
 MODEL_REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
 DTYPES = ("bf16", "fp16", "fp8")
 
@@ -299,7 +300,7 @@ def _transformer(decl: s.ModelDecl, diags: Collector) -> Transformer | None:
             return None
     where = {a.key: a.value.span for a in decl.attrs}
     heads, kv = values["heads"], values.get("kv_heads", values["heads"])
-    if values["hidden"] % heads or kv == 0 or heads % kv:
+    if (values["hidden"] % heads and not values.get("head_dim")) or kv == 0 or heads % kv:
         diags.error("E200", f"model '{decl.name}': hidden = {values['hidden']} must divide by "
                     f"heads = {heads}, and heads by kv_heads = {kv}",
                     where.get("kv_heads", where["heads"]))
@@ -325,7 +326,10 @@ def _transformer(decl: s.ModelDecl, diags: Collector) -> Transformer | None:
         shared_experts=values.get("shared_experts", 0),
         dense_layers=values.get("dense_layers", 0), gated=values.get("gated", False),
         tied=values.get("tied", True), dropout=values.get("dropout", True), dtype=dtype,
-        span=decl.span)
+        span=decl.span, head_dim=values.get("head_dim", 0),
+        kv_lora_rank=values.get("kv_lora_rank", 0), q_lora_rank=values.get("q_lora_rank", 0),
+        rope_head_dim=values.get("rope_head_dim", 0),
+        capacity_factor=float(values.get("capacity_factor", 0.0)))
 
 
 def resolve(module: s.Module, root_path: str | None = None,

@@ -39,6 +39,7 @@ class Finding:
     message: str
     span: Span
     subject: str | None = None     # a device the finding is about: lint finds the user's line
+    strategy: str | None = None    # the parallel block a W5xx finding is about
 
 
 RULES: dict[str, Rule] = {}
@@ -263,7 +264,7 @@ def tp_outside(system: System, opts) -> Iterable[Finding]:
         leave = "leaves" if len(bad) == 1 else "leave"
         yield Finding("W501", f"{plural(len(bad), 'tp group')} of '{p.name}' {leave} one NVLink domain, "
                       f"e.g. tp:{bad[0]}: TP communicates in every layer; keep it on NVLink",
-                      p.span)
+                      p.span, strategy=p.name)
 
 
 @rule("W502", "warning", "expert-parallel all-to-all crossing the scale-out network")
@@ -272,20 +273,21 @@ def ep_scaleout(system: System, opts) -> Iterable[Finding]:
         span = "spans" if len(bad) == 1 else "span"
         yield Finding("W502", f"{plural(len(bad), 'ep group')} of '{p.name}' {span} nodes, e.g. ep:"
                       f"{bad[0]}: token all-to-all goes over the network, where it cannot "
-                      "aggregate NICs", p.span)
+                      "aggregate NICs", p.span, strategy=p.name)
 
 
 @rule("W503", "warning", "pipeline bubble above the threshold", threshold=0.25)
 def bubble(system: System, opts) -> Iterable[Finding]:
+    from ..training.mapping import bubble as bubble_of
     limit = opts.get("threshold", 0.25)
     for p in system.parallels:
         stages, micro = p.size("pp"), p.microbatches
         if stages > 1:
-            fraction = (stages - 1) / (micro + stages - 1)
+            fraction = bubble_of(stages, micro, p.training.interleave if p.training else 1)
             if fraction > limit:
                 yield Finding("W503", f"'{p.name}': pipeline bubble {fraction:.0%} with {stages} "
                               f"stages and {micro} micro-batches (threshold {limit:.0%}); raise "
-                              "microbatches", p.span)
+                              "microbatches", p.span, strategy=p.name)
 
 
 @rule("W504", "warning", "inverted mapping: data parallel on the fast links, tensor parallel on "
@@ -297,7 +299,7 @@ def inverted(system: System, opts) -> Iterable[Finding]:
                 _spans_domains(system, tp[0]) > 1 and _spans_domains(system, dp[0]) == 1:
             yield Finding("W504", f"'{p.name}': dp groups sit inside one NVLink domain while tp "
                           "groups cross domains; reorder so tp varies fastest (order = tp, ...)",
-                          p.span)
+                          p.span, strategy=p.name)
 
 
 @rule("W505", "warning", "unused parallel block or group kind")
@@ -305,25 +307,24 @@ def unused(system: System, opts) -> Iterable[Finding]:
     for p in system.parallels:
         if not p.flows:
             yield Finding("W505", f"parallel block '{p.name}' declares no traffic: nothing uses "
-                          "its groups", p.span)
+                          "its groups", p.span, strategy=p.name)
         for f in p.flows:
             if p.size(f.dim) == 1 and not f.overlap:     # derived lines are never idle
                 yield Finding("W505", f"'{p.name}' has traffic for {f.dim}, but {f.dim} = 1: "
-                              "those groups are single GPUs and move nothing", f.span)
+                              "those groups are single GPUs and move nothing", f.span,
+                              strategy=p.name)
 
 
 @rule("W506", "warning", "a strategy's model does not fit in GPU memory")
 def out_of_memory(system: System, opts) -> Iterable[Finding]:
     from ..ir.gpus import hbm_of
-    from ..training.model import memory, shape_of
     for p in system.parallels:
-        t = p.training
-        if t is None:
+        if p.derived is None:
             continue
+        t, mem = p.training, p.derived.memory
         hbm = hbm_of(system)
         if hbm is None:
             continue
-        mem = memory(t.model, t, shape_of(p), p.microbatches)
         if mem.total > hbm:
             gb = 1e9
             yield Finding("W506", f"'{p.name}': {t.model.name} needs {mem.total / gb:.1f} GB per "
@@ -332,4 +333,10 @@ def out_of_memory(system: System, opts) -> Iterable[Finding]:
                           f"{mem.optimizer / gb:.1f}, activations {mem.activations / gb:.1f}), "
                           f"{(mem.total - hbm) / gb:.1f} GB over the {hbm / gb:.0f} GB "
                           "of HBM; try recompute, distributed_optimizer, more tp or pp "
-                          "(topoc plan searches them)", p.span)
+                          "(topoc plan searches them)", p.span, strategy=p.name)
+
+
+@rule("W507", "warning", "a parallel block that does not fit the -D size is left out")
+def misfit(system: System, opts) -> Iterable[Finding]:
+    for name, diag in system.skipped:
+        yield Finding("W507", diag.message, diag.span, strategy=name)

@@ -309,6 +309,9 @@ def strategy_name(system: System, file: str, name: str | None, needed: bool = Tr
     chosen = name or (names[0] if len(names) == 1 else None)
     if chosen in names:
         return chosen
+    left_out = dict(system.skipped)
+    if (name or (not names and len(left_out) == 1 and next(iter(left_out)))) in left_out:
+        raise UsageError(f"{file}: {left_out[name or next(iter(left_out))].message}")
     if name and not names:
         what = f"no parallel block '{name}': the file has none (docs/language.md)"
     elif not names:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..backends import REGISTRY
 from .common import EXIT_OK, add_common, load, write_output
 
@@ -16,5 +18,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     system = load(args)
+    for _, diag in system.skipped:          # W507: a -D size the example block does not fit
+        print(diag.render(), file=sys.stderr)
     write_output(REGISTRY[args.format](system), args.output)
     return EXIT_OK

@@ -6,11 +6,13 @@ import os
 import sys
 
 from ..backends import plan_table
+from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
 from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
-from ..compiler.training.model import RECOMPUTE, Training
-from .common import EXIT_INPUT, EXIT_OK, UsageError, add_common, count, number, load, parse_defines, write_output
+from ..compiler.training.model import RECOMPUTE, ZERO, Training
+from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number,
+                     parse_defines, write_output)
 
 
 def add_parser(sub) -> None:
@@ -31,7 +33,22 @@ def add_parser(sub) -> None:
     sp.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_const",
                     const=False, help="only without it")
     p.add_argument("--distributed-optimizer", action="store_true",
-                   help="shard optimizer states over data parallelism (ZeRO-1)")
+                   help="shard optimizer states over data parallelism (ZeRO-1; the same as "
+                   "--zero 1)")
+    p.add_argument("--zero", type=int, choices=ZERO, help="fix the ZeRO stage: 0 replicated, "
+                   "1 optimizer, 2 and gradients, 3 and weights (default: search 1 and 3)")
+    p.add_argument("--fsdp", action="store_true", help="PyTorch FSDP (full sharding, fp32 "
+                   "master weights)")
+    p.add_argument("--fp8", action="store_true", help="run the layers' GEMMs in FP8 (the "
+                   "GPU's tflops_fp8)")
+    p.add_argument("--flash-attention", choices=["on", "off"], default="on",
+                   help="attention kernels (default on; off for runs before 2022)")
+    p.add_argument("--compare", metavar="SIZES", help="where a strategy ranks and which terms "
+                   "separate it from #1, e.g. tp=8,pp=4,dp=2[,cp=1,ep=1,microbatch=1,"
+                   "recompute=selective,interleave=1,sequence_parallel=1,zero=1]")
+    p.add_argument("--scaling", metavar="LO..HI", help="the best strategy at each GPU count "
+                   "from LO to HI (powers of two), strong (fixed batch) and weak (fixed batch "
+                   "per GPU) scaling")
     p.add_argument("--overlap", action="store_true", help="overlap the gradient reduction "
                    "with backward and the parameter gather with forward")
     p.add_argument("--imbalance", type=number(1, 1e6), default=1.0, help="expert load: the busiest "
@@ -85,9 +102,17 @@ def run(args) -> int:
         raise UsageError("--gemm-efficiency is a fraction between 0 and 1")
     base = Training(model, args.batch, distributed_optimizer=args.distributed_optimizer,
                     overlap=args.overlap, imbalance=args.imbalance,
-                    gemm_efficiency=args.gemm_efficiency)
+                    gemm_efficiency=args.gemm_efficiency, fsdp=args.fsdp, fp8=args.fp8,
+                    flash_attention=args.flash_attention == "on")
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
-                                             "recompute", "interleave", "sequence_parallel")}
+                                             "recompute", "interleave", "sequence_parallel",
+                                             "zero")}
+    if args.distributed_optimizer and fixed["zero"] is None:
+        fixed["zero"] = 1
+    if args.fsdp:
+        fixed["zero"] = 3
+    if args.scaling:
+        return _scaling(args, system, model, base, fixed)
     source = {"path": os.path.abspath(args.file), "defines": parse_defines(args.define),
               "import_roots": [os.path.abspath(r) for r in args.import_root or ()]}
     try:
@@ -101,18 +126,47 @@ def run(args) -> int:
               f"({cache_dir()}; --no-cache to recompute)", file=sys.stderr)
     head = {"system": system.name, "model": model.name, "batch": args.batch,
             "seq": model.seq, "gpus": result.gpus, "hbm_per_gpu": hbm_of(system, result.gpus)}
+    if not result.rows and result.over_memory:
+        size, key = result.smallest
+        cap = head["hbm_per_gpu"] or 0
+        print(f"{args.file}: error: no mapping fits in GPU memory: {result.over_memory:,} of "
+              f"{result.considered:,} candidates are over; the smallest needs {size / 1e9:.1f} "
+              f"GB per GPU, {(size - cap) / 1e9:.1f} GB over ({key})", file=sys.stderr)
+        return EXIT_INPUT
     if not result.rows:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
               f"batch {args.batch}: all {result.considered:,} candidates were rejected (layers, "
               "heads, batch or experts do not divide); try --gpus or another --batch",
               file=sys.stderr)
         return EXIT_INPUT
-    write_output(plan_table.render(result, head, args.format, args.top), args.output)
-    if not any(r.fits for r in result.rows):
-        best = min(result.rows, key=lambda r: r.memory_per_gpu)
-        cap = head["hbm_per_gpu"] or 0
-        print(f"{args.file}: error: no mapping fits in GPU memory; the smallest needs "
-              f"{best.memory_per_gpu / 1e9:.1f} GB per GPU, {(best.memory_per_gpu - cap) / 1e9:.1f}"
-              f" GB over ({best.candidate.key})", file=sys.stderr)
-        return EXIT_INPUT
+    text = plan_table.render(result, head, args.format, args.top)
+    if args.compare:
+        try:
+            wanted = comparison.parse_sizes(args.compare)
+        except ValueError as exc:
+            raise UsageError(f"--compare: {exc}") from None
+        found = comparison.compare(result, wanted)
+        text = plan_table.render_comparison(found, head, args.format) if args.format != "csv" \
+            else text
+    write_output(text, args.output)
     return EXIT_OK
+
+
+def _scaling(args, system, model, base, fixed) -> int:
+    """``--scaling LO..HI``: the best strategy at each power-of-two GPU count."""
+    lo, sep, hi = args.scaling.partition("..")
+    try:
+        lo_n, hi_n = int(lo), int(hi) if sep else int(lo)
+    except ValueError:
+        raise UsageError(f"--scaling {args.scaling}: give LO..HI, as in 8..512") from None
+    if lo_n < 1 or hi_n < lo_n:
+        raise UsageError(f"--scaling {args.scaling}: LO must be at least 1 and at most HI")
+    if hi_n > len(system.gpus):
+        raise UsageError(f"--scaling {args.scaling}: the system has {len(system.gpus)} GPUs")
+    try:
+        curve = scaling.scaling(system, model, base, lo_n, hi_n, fixed, jobs=args.jobs,
+                                use_cache=not args.no_cache)
+    except PlanUsageError as exc:
+        raise UsageError(str(exc)) from None
+    write_output(plan_table.render_scaling(curve, args.format), args.output)
+    return EXIT_OK if any(p.strong or p.weak for p in curve.points) else EXIT_INPUT

@@ -16,7 +16,8 @@ import pytest
 import topoc
 from topoc.cli import main
 from topoc.compiler.lang.derive import find_model
-from topoc.compiler.analysis.plan import PlanUsageError, candidates, plan
+from topoc.compiler.analysis.plan import (PlanUsageError, enumerate_candidates, interleaves,
+                                          plan)
 from topoc.compiler.analysis.strategy import analyse
 from topoc.compiler.training.model import Training
 
@@ -44,12 +45,21 @@ def test_model_names_take_dashes_and_suggest(dgx):
 
 def test_candidates_cover_the_mappings_and_respect_fixed_dimensions(dgx):
     m = find_model(dgx, "llama3-8b")
-    every = candidates(m, 8, 64, {})
+    every = enumerate_candidates(m, 8, 64, {})
     assert {(c.tp * c.cp * c.dp * c.pp) for c in every} == {8}
     assert {c.recompute for c in every} == {"none", "selective", "full"}
-    fixed = candidates(m, 8, 64, {"tp": 2, "pp": 2, "recompute": "full"})
+    fixed = enumerate_candidates(m, 8, 64, {"tp": 2, "pp": 2, "recompute": "full"})
     assert fixed and all(c.tp == 2 and c.pp == 2 and c.recompute == "full" for c in fixed)
     assert all(not c.sequence_parallel for c in every if c.tp == 1)
+    assert all(m.seq // c.cp >= 4096 for c in every)          # the context-parallel floor
+    assert {c.zero for c in every} == {1, 3}
+
+
+def test_every_divisor_interleave_is_searched(dgx):
+    m = find_model(dgx, "llama3-70b")
+    assert interleaves(m, 4) == [1, 2, 4, 5, 10, 20]          # 20 layers per stage
+    assert 12 in interleaves(find_model(dgx, "gpt3-175b"), 8)  # 12 per stage
+    assert interleaves(find_model(dgx, "llama3-405b"), 16) == [1, 2, 4, 8]   # 128 slots
 
 
 def test_rows_are_ranked_fitting_first_then_by_step_time(dgx):
@@ -57,12 +67,12 @@ def test_rows_are_ranked_fitting_first_then_by_step_time(dgx):
     # batch 48 does not split into micro-batches of 4 or 8 over dp = 8: some are rejected
     result = plan(dgx, m, Training(m, 48, distributed_optimizer=True), use_cache=False)
     rows = result.rows
-    assert rows and result.invalid > 0 and len(rows) + result.invalid == result.considered
-    fits = [r.fits for r in rows]
-    assert fits == sorted(fits, reverse=True)
-    fitting = [r.step_time for r in rows if r.fits]
-    assert fitting == sorted(fitting)
-    assert any(not r.fits for r in rows)          # some mappings of 8B on 8 GPUs do not fit
+    assert rows and result.invalid > 0
+    assert len(rows) + result.invalid + result.over_memory == result.considered
+    assert all(r.fits for r in rows)
+    assert [r.step_time for r in rows] == sorted(r.step_time for r in rows)
+    assert result.over_memory > 0                 # some mappings of 8B on 8 GPUs do not fit
+    assert result.smallest[0] > 80e9
     for r in rows[:5]:
         assert r.step_time == pytest.approx(r.compute_time + r.comm_time + r.bubble_time)
         assert sum(dict(r.comm_by_dim).values()) == pytest.approx(r.comm_time)
@@ -81,7 +91,7 @@ def test_a_fixed_strategy_gives_the_numbers_of_topoc_report(tmp_path):
     m = find_model(system, "llama3_70b")
     base = Training(m, 512, distributed_optimizer=True, overlap=True)
     fixed = {"tp": 8, "cp": 1, "ep": 1, "dp": 1, "pp": 9, "microbatch": 1,
-             "recompute": "selective", "interleave": 1, "sequence_parallel": True}
+             "recompute": "selective", "interleave": 1, "sequence_parallel": True, "zero": 1}
     result = plan(system, m, base, fixed=fixed, use_cache=False)
     assert len(result.rows) == 1
     row = result.rows[0]
@@ -214,3 +224,48 @@ def test_plan_runs_on_a_local_ray_cluster(ray_cluster, dgx, capsys):
                  "--ray", ray_cluster, "--no-cache", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"]
     shutil.rmtree(Path(os.environ["TOPOC_CACHE"]), ignore_errors=True)
+
+
+# ---- --compare and --scaling ----------------------------------------------------------------
+
+def test_compare_gives_the_rank_and_the_terms_against_the_best(dgx):
+    from topoc.compiler.analysis.comparison import compare, parse_sizes
+    m = find_model(dgx, "llama3-8b")
+    result = plan(dgx, m, Training(m, 64), use_cache=False)
+    found = compare(result, parse_sizes("tp=2,pp=1"))
+    assert found.rank > 1 and found.row.candidate.tp == 2
+    assert found.slower == pytest.approx(found.row.step_time / result.rows[0].step_time - 1)
+    assert dict((n, a - b) for n, a, b in found.terms)["exposed tp"] > 0
+    assert compare(result, {"tp": 3}).row is None
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_sizes("tp8")
+
+
+def test_scaling_finds_the_best_strategy_per_gpu_count_and_draws_it():
+    from topoc.backends import scaling_plot
+    from topoc.compiler.analysis.scaling import counts, scaling
+    assert counts(8, 64) == [8, 16, 32, 64] and counts(8, 24) == [8, 16, 24]
+    cluster = topoc.load(LIBRARY / "nvidia" / "h100_cluster.topo", {"nodes": 2})
+    m = find_model(cluster, "llama3-8b")
+    curve = scaling(cluster, m, Training(m, 32, overlap=True), 8, 16, use_cache=False)
+    assert [p.gpus for p in curve.points] == [8, 16]
+    assert curve.points[1].weak_batch == 64
+    strong = curve.points[1].strong
+    assert strong.candidate.shape.world == 16
+    assert 0 < curve.efficiency("strong", curve.points[1]) <= 1.05
+    assert "<polyline" in scaling_plot.svg(curve)
+
+
+def test_plan_compare_and_scaling_from_the_command_line(capsys):
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare",
+                 "tp=2,pp=1", "--no-cache", "--jobs", "1"]) == 0
+    assert "rank" in capsys.readouterr().out
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare",
+                 "tp=two"]) == 2
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--scaling", "4..8",
+                 "--format", "json", "--no-cache", "--jobs", "1"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "topoc.scaling/1" and [p["gpus"] for p in doc["points"]] == \
+        [4, 4, 8, 8]
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--scaling",
+                 "8..64"]) == 2

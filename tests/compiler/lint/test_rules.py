@@ -105,8 +105,17 @@ def test_every_rule_has_a_case_and_a_page():
     from ...conftest import ROOT
     page = (ROOT / "docs/rules.md").read_text()
     for code in RULES:
-        assert code in CASES or code == "W400"
+        assert code in CASES or code in ("W400", "W507")     # W507: below, it needs -D
         assert f"## {code}" in page, code
+
+
+def test_w507_a_block_that_does_not_fit_the_d_size_is_left_out_with_a_warning():
+    text = ('use "nvidia/h100_cluster.topo"\nsystem s : H100Cluster(nodes = 2)\n'
+            "parallel p on s { tp = 8  pp = 2 }\n")
+    assert "W507" not in codes(text)
+    system = topoc.loads(text, {"nodes": 3})
+    found = [d for d in lint_system(system, LintConfig()) if d.code == "W507"]
+    assert found and "does not fit" in found[0].message and system.parallels == ()
 
 
 def test_messages_name_the_devices():

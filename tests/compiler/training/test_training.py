@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.training_rows import ROWS, report
+from tests.training_rows import FIT, predict, rows
 from topoc.compiler.lang.derive import bundled_models
-from topoc.compiler.training.model import (PlanError, Shape, Training, _activation_per_layer,
-                                     _bytes_per_param, check, memory, model_flops, parameters,
-                                     traffic)
+from topoc.compiler.training.model import (MappingError, Shape, Training, check, layout, memory,
+                                           model_flops, parameters, stage_layout, traffic)
+from topoc.compiler.training.memory import activation_per_layer as _activation_per_layer
+from topoc.compiler.training.memory import bytes_per_param as _bytes_per_param
 
 MODELS = bundled_models()
 
@@ -22,7 +23,12 @@ MODELS = bundled_models()
     ("gpt3_175b", 175e9, None), ("megatron_530b", 530e9, None), ("megatron_1t", 1.0e12, None),
     ("llama3_8b", 8.03e9, None), ("llama3_70b", 70.6e9, None), ("llama3_405b", 405.9e9, None),
     # Mistral: 46.7 B total, 12.9 B active; DeepSeekMoE 16B: 16.4 B total, 2.8 B active
-    ("mixtral_8x7b", 46.7e9, 12.9e9), ("deepseek_moe_16b", 16.4e9, 2.8e9)])
+    ("mixtral_8x7b", 46.7e9, 12.9e9), ("deepseek_moe_16b", 16.4e9, 2.8e9),
+    # DeepSeek-V3: 671 B total, 37 B active; Qwen3: 32.8 B; 235 B / 22 B; 30.5 B / 3.3 B
+    ("deepseek_v3", 671e9, 37e9), ("qwen3_32b", 32.8e9, None),
+    ("qwen3_235b_a22b", 235e9, 22e9), ("qwen3_30b_a3b", 30.5e9, 3.3e9),
+    # GPT-OSS 120B: 116.8 B total (the model card's 5.1 B active leaves out the embeddings)
+    ("gpt_oss_120b", 116.8e9, None), ("llama31_405b", 405.9e9, None)])
 def test_parameter_counts_match_the_published_sizes(name, total, active):
     p = parameters(MODELS[name])
     assert p["total"] == pytest.approx(total, rel=0.02)
@@ -77,15 +83,17 @@ def test_tensor_parallel_traffic_is_four_collectives_per_layer_and_microbatch():
     sh = Shape(tp=8, pp=8)
     t = Training(m, 64)
     micro = check(t, sh)
-    tp = [f for f in traffic(m, t, sh, micro) if f.dim == "tp"]
+    lay = layout(m, sh)
+    tp = [f for f in traffic(m, t, sh, lay, micro) if f.dim == "tp"]
     assert {f.collective for f in tp} == {"allreduce"}
     assert sum(f.count for f in tp) == 4 * (96 // 8) * 64
     assert tp[0].bytes == m.seq * m.hidden * 2
-    sp = [f for f in traffic(m, attrs.evolve(t, sequence_parallel=True), sh, micro)
+    sp = [f for f in traffic(m, attrs.evolve(t, sequence_parallel=True), sh, lay, micro)
           if f.dim == "tp"]
     assert sorted({f.collective for f in sp}) == ["allgather", "reducescatter"]
     assert sum(f.count for f in sp) == 2 * 4 * (96 // 8) * 64
-    full = [f for f in traffic(m, attrs.evolve(t, recompute="full"), sh, micro) if f.dim == "tp"]
+    full = [f for f in traffic(m, attrs.evolve(t, recompute="full"), sh, lay, micro)
+            if f.dim == "tp"]
     assert sum(f.count for f in full) == 6 * (96 // 8) * 64     # the recompute forward repeats 2
 
 
@@ -94,7 +102,7 @@ def test_pipeline_and_data_parallel_traffic():
     sh = Shape(tp=2, dp=4, pp=2)
     t = Training(m, 64, interleave=2, distributed_optimizer=True, sequence_parallel=True)
     micro = check(t, sh)
-    flows = traffic(m, t, sh, micro)
+    flows = traffic(m, t, sh, stage_layout(t, sh), micro)
     pp = [f for f in flows if f.dim == "pp"]
     assert pp[0].count == 2 * micro * 2 and pp[0].bytes == m.seq * m.hidden * 2 // 2
     dp = {f.collective: f for f in flows if f.dim == "dp"}
@@ -108,13 +116,13 @@ def test_pipeline_and_data_parallel_traffic():
 
 @pytest.mark.parametrize("shape, training, message", [
     (Shape(dp=3), Training(MODELS["llama3_8b"], 64), "does not divide into micro-batches"),
-    (Shape(pp=3), Training(MODELS["llama3_8b"], 64, interleave=2), "do not split into pp = 3"),
+    (Shape(pp=16), Training(MODELS["llama3_8b"], 64, interleave=4), "do not split into pp = 16"),
     (Shape(tp=3), Training(MODELS["llama3_8b"], 64), "heads"),
     (Shape(ep=2), Training(MODELS["llama3_8b"], 64), "no experts"),
     (Shape(ep=3, dp=3), Training(MODELS["mixtral_8x7b"], 63), "expert count it divides"),
-    (Shape(pp=2), Training(MODELS["llama3_8b"], 3, interleave=2), "divisible by pp")])
+    (Shape(pp=1), Training(MODELS["llama3_8b"], 4, interleave=2), "needs pp >= 2")])
 def test_mappings_the_model_cannot_run_are_refused(shape, training, message):
-    with pytest.raises(PlanError, match=message):
+    with pytest.raises(MappingError, match=message):
         check(training, shape)
 
 
@@ -124,31 +132,81 @@ def test_recompute_never_adds_memory_and_sharding_never_adds_weights(name, tp, p
     m = MODELS[name]
     sh = Shape(tp=tp, pp=pp, dp=2)
     base = Training(m, 64, sequence_parallel=sp)
-    mems = [memory(m, attrs.evolve(base, recompute=r), sh, 32).activations
+    lay = layout(m, sh)
+    mems = [memory(m, attrs.evolve(base, recompute=r), sh, lay, 32).activations
             for r in ("none", "selective", "full")]
     assert mems[0] >= mems[1] >= mems[2] > 0
-    plain = memory(m, base, sh, 32)
-    sharded = memory(m, attrs.evolve(base, distributed_optimizer=True), sh, 32)
+    plain = memory(m, base, sh, lay, 32)
+    sharded = memory(m, attrs.evolve(base, distributed_optimizer=True), sh, lay, 32)
     assert sharded.optimizer < plain.optimizer and sharded.weights == plain.weights
+    zero3 = memory(m, attrs.evolve(base, zero=3), sh, lay, 32)
+    assert zero3.weights < plain.weights and zero3.gradients < plain.gradients
+
+
+# ---- Megatron's data flow ----------------------------------------------------------------------
+
+def test_context_parallel_gradients_reduce_over_dp_x_cp_and_ring_attention_hides_in_attention():
+    m = MODELS["llama3_70b"]
+    t = Training(m, 512, distributed_optimizer=True, overlap=True)
+    sh = Shape(tp=1, cp=32, dp=1, pp=9)
+    flows = traffic(m, t, sh, stage_layout(t, sh), check(t, sh))
+    kinds = {f.dim for f in flows}
+    assert "dpcp" in kinds and "dp" not in kinds      # 32 replicas of the dense weights
+    assert {f.overlap for f in flows if f.dim == "cp"} == {"attention"}
+    assert {f.overlap for f in flows if f.dim == "dpcp"} == {"grad_sync", "param_sync"}
+
+
+def test_uneven_pipelines_count_embedding_and_loss_as_slots():
+    m = MODELS["llama3_405b"]
+    lay = layout(m, Shape(pp=16))                      # 126 + 2 = 128 slots, 8 per stage
+    assert (lay.first, lay.middle, lay.last, lay.slots) == (7, 8, 7, True)
+    t = Training(m, 1536, interleave=4)
+    assert stage_layout(t, Shape(pp=16)).heaviest == 8
+    assert layout(m, Shape(pp=4), first=30, last=30) == type(lay)(30, 33, 30)
+
+
+def test_fsdp_shards_weights_and_fp8_saves_activations():
+    m = MODELS["llama3_8b"]
+    sh = Shape(dp=8)
+    lay = layout(m, sh)
+    plain = memory(m, Training(m, 64), sh, lay, 8)
+    fsdp = memory(m, Training(m, 64, fsdp=True), sh, lay, 8)
+    assert fsdp.weights < plain.weights / 2 and fsdp.optimizer < plain.optimizer / 4
+    fp8 = memory(m, Training(m, 64, fp8=True), sh, lay, 8)
+    assert fp8.activations < plain.activations
+    name, _ = plain.largest
+    assert name in plain.verdict(1e9)
 
 
 # ---- published runs ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_published_iteration_times_within_15_percent(row):
-    r = report(row)
-    assert r.total == pytest.approx(row.time, rel=0.15), \
-        f"{row.name}: predicted {r.total:.2f} s, measured {row.time:.2f} s"
+#: What docs/plan.md reports (benchmarks/plan_calibration.py): the medians the rows reach.
+FIT_MEDIAN, VALIDATION_MEDIAN = 0.08, 0.20
+#: Runs that happened but that topoc calls out of memory (docs/plan.md, "what does not hold").
+KNOWN_OOM = {"tt24-t1-8b-8gpu-fsdp-bf16", "tt24-t1-8b-8gpu-fsdp-compile-fp8",
+             "automodel-h100-qwen3-30b-a3b-8gpu-bf16", "narayanan21-t2-zero3-529.6b-640gpu",
+             "deepseekv3-report-h800-2048gpu-fp8"}
 
 
-#: Memory rows and the error topoc reaches on them (docs/plan.md): within 10 % where the
-#: pipeline has stages; the two single-stage H100 runs are read about 20 % low (nvidia-smi
-#: counts the caching allocator's reserve, which topoc does not model beyond a constant).
-MEMORY_BOUNDS = {"Llama3-8B A800 8 GPUs": 0.10, "Llama3-70B H100 64 GPUs": 0.10,
-                 "Llama3-8B H100 8 GPUs": 0.25, "Llama3-8B H100 16 GPUs": 0.25}
+def test_at_most_a_third_of_the_runs_fit_the_constants():
+    scored = [r for r in rows() if predict(r).predicted is not None]
+    assert len(scored) >= 40
+    assert sum(r.fit for r in scored) <= len(scored) / 3
+    assert {r.id for r in rows()} >= FIT
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS if r.memory_gib], ids=lambda r: r.name)
-def test_published_memory(row):
-    got = report(row).memory.total / 2**30
-    assert got == pytest.approx(row.memory_gib, rel=MEMORY_BOUNDS[row.name])
+def test_published_iteration_times():
+    from statistics import median
+    from tests.training_rows import NOT_A_STEP
+    errs = {"fit": [], "validation": []}
+    for r in rows():
+        p = predict(r)
+        if p.error is not None and r.id not in NOT_A_STEP:
+            errs["fit" if r.fit else "validation"].append(abs(p.error))
+    assert median(errs["fit"]) <= FIT_MEDIAN
+    assert median(errs["validation"]) <= VALIDATION_MEDIAN
+
+
+def test_runs_that_happened_are_not_called_out_of_memory_beyond_the_known_ones():
+    oom = {r.id for r in rows() if predict(r).fits is False}
+    assert oom <= KNOWN_OOM

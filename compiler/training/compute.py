@@ -1,0 +1,191 @@
+"""One GPU's compute time per training step, GEMM by GEMM.
+
+Every matrix multiplication of a layer is listed with its per-GPU shape (tokens of one
+micro-batch on this rank, the weight's in and out widths after tensor parallelism; experts by
+the tokens each local expert receives) and timed with ``gemm.gemm_time`` on the GPU's peak at
+the efficiency of that shape. Backward runs two GEMMs of each forward shape (data and weight
+gradients). FP8 runs the layers' projections and MLPs at the fp8 peak; the attention kernels,
+the router and the output layer stay bf16, as Transformer Engine's recipes keep them.
+
+Attention: with flash attention the kernel does the causal half of the score and value FLOPs,
+at ``Curve.attention`` of the bf16 peak scaled by the shape of the chunks it works on (with
+context parallelism a rank's queries attend in 2 x cp chunks of seq / (2 cp) tokens); its
+backward costs 2.5 forwards (five matrix products instead of two). Without flash attention the
+scores are batched GEMMs over the full square and the softmax path moves its bytes through HBM.
+
+Element-wise work (norms, residuals, dropout, the activation function) moves its bytes at
+``hbm_efficiency`` of the HBM bandwidth.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..ir.gpus import GPUFigures
+from ..ir.system import Transformer
+from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
+from .mapping import Layout, Shape
+from .params import attention_matrices, matrices, qk_dim
+
+#: Flash attention's backward over its forward (five matrix products against two).
+ATTENTION_BACKWARD = 2.5
+
+
+@attrs.frozen
+class Compute:
+    """One GPU's compute per step on the pipeline's slowest stage."""
+
+    time: float                 # seconds per step
+    hardware_flops: float       # FLOPs per step, recompute included
+    gemm_time: float            # of ``time``: the matrix multiplications
+    memory_time: float          # of ``time``: element-wise work
+    efficiency: float           # GEMM FLOPs over (GEMM time x the bf16 or fp8 peak used)
+    attention_time: float = 0.0  # of ``time``: attention kernels (ring attention hides here)
+    microbatch_time: float = 0.0  # one micro-batch (all model chunks) on the slowest stage
+    stage: str = "last"
+
+
+@attrs.frozen
+class _Rates:
+    peak: float         # bf16 FLOP/s
+    fp8: float          # fp8 FLOP/s for the layers' GEMMs (bf16 peak when no fp8)
+    hbm: float
+    curve: Curve
+    e_max: float
+    e_fp8: float
+
+
+def rates(gpu: GPUFigures, t) -> _Rates:
+    """The GPU's peaks and efficiency plateau for training ``t``."""
+    curve = CURVES[generation(gpu.name)]
+    e_max = t.gemm_efficiency or gpu.gemm_efficiency or curve.e_max
+    use_fp8 = t.fp8 and gpu.fp8 > 0 and curve.fp8 > 0
+    scale = e_max / curve.e_max
+    return _Rates(gpu.bf16, gpu.fp8 if use_fp8 else gpu.bf16, gpu.hbm_bandwidth, curve, e_max,
+                  min(1.0, curve.fp8 * scale) if use_fp8 else e_max)
+
+
+def _gemms(r: _Rates, shapes, fp8: bool) -> tuple[float, float]:
+    """(seconds, FLOPs) of (M, N, K, count) GEMMs, forward only."""
+    peak, eff, size = (r.fp8, r.e_fp8, 1.0) if fp8 else (r.peak, r.e_max, 2.0)
+    time = flops = 0.0
+    for m, n, k, count in shapes:
+        time += count * gemm_time(m, n, k, peak, r.hbm, eff, r.curve.c, size)
+        flops += count * 2.0 * m * n * k
+    return time, flops
+
+
+def _layer_gemms(m: Transformer, t, sh: Shape, tokens: float, moe: bool):
+    """(M, N, K, count) of one layer's forward projections and MLP on one GPU."""
+    out = []
+    for a, b, split in attention_matrices(m):
+        n = b / sh.tp if split == "col" else b
+        k = a / sh.tp if split == "row" else a
+        out.append((tokens, n, k, 1))
+    g = 2 if m.gated else 1
+    h = m.hidden
+    if not moe:
+        out += [(tokens, g * m.ffn / sh.tp, h, 1), (tokens, h, m.ffn / sh.tp, 1)]
+        return out
+    if m.shared_experts:
+        width = m.shared_experts * m.expert_ffn / sh.tp
+        out += [(tokens, g * width, h, 1), (tokens, h, width, 1)]
+    load = t.imbalance if not m.capacity_factor else min(t.imbalance, m.capacity_factor)
+    arriving = tokens / sh.tp * sh.etp                   # tokens this rank's experts serve
+    per_expert = arriving * m.top_k * sh.ep / m.experts * load
+    local = m.experts // sh.ep
+    out += [(per_expert, g * m.expert_ffn / sh.etp, h, local),
+            (per_expert, h, m.expert_ffn / sh.etp, local)]
+    return out
+
+
+def _elementwise(m: Transformer, t, sh: Shape, moe: bool) -> tuple[float, float]:
+    """Bytes of element-wise memory traffic per token of one layer's forward pass on one GPU:
+    (everything, the softmax path alone). Norms, residual adds and dropouts run on the hidden
+    stream (split over tp only with sequence parallelism), the activation function on the MLP,
+    the softmax path (without flash attention) on heads x seq scores."""
+    h = m.hidden
+    stream = 2 * (10 * h + (5 * h if m.dropout else 0))
+    stream /= sh.tp if t.sequence_parallel and sh.tp > 1 else 1
+    width = m.expert_ffn * (m.top_k * t.imbalance + m.shared_experts) if moe else m.ffn
+    act = 2 * matrices(m) * width / sh.tp
+    # MoE: each routed copy of a token is permuted to its expert and back (read and write,
+    # twice), and the router's top-k and scores run per token
+    permute = 8 * m.top_k * h / sh.tp if moe else 0.0
+    core = 2 * m.heads * m.seq * (2 + (2.5 if m.dropout else 0)) / sh.tp
+    return stream + act + permute + (0 if t.flash_attention else core), core
+
+
+def _attention(m: Transformer, t, sh: Shape, tokens: float, r: _Rates) -> tuple[float, float,
+                                                                                  float]:
+    """(forward seconds, backward seconds, forward FLOPs) of one layer's attention core."""
+    heads = m.heads / sh.tp
+    width = qk_dim(m) + m.dhead
+    if t.flash_attention:
+        flops = tokens * m.seq * heads * width          # causal: half of 2 x T x s x width
+        chunk = m.seq / (2 * sh.cp) if sh.cp > 1 else m.seq
+        fwd = flops / (r.peak * r.curve.attention * shape_factor(r.curve.c, chunk))
+        return fwd, ATTENTION_BACKWARD * fwd, flops
+    batch = heads * tokens / m.seq
+    shapes = [(m.seq, m.seq, qk_dim(m), batch), (m.seq, m.dhead, m.seq, batch)]
+    fwd, flops = _gemms(r, shapes, False)
+    return fwd, 2 * fwd, flops
+
+
+def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
+           logits: bool) -> tuple[float, float, float, float, float]:
+    """(seconds, FLOPs, GEMM seconds, element-wise seconds, attention seconds) of one
+    micro-batch on a stage of ``layers`` layers, ``dense`` of them without experts."""
+    tokens = m.seq * t.microbatch / sh.cp
+    fp8 = r.fp8 != r.peak
+    full = t.recompute == "full"
+    gemm = flops = ew = att = 0.0
+    for moe, n in ((False, dense), (True, layers - dense)):
+        if n <= 0:
+            continue
+        g_time, g_flops = _gemms(r, _layer_gemms(m, t, sh, tokens, moe), fp8)
+        if moe:
+            router, r_flops = _gemms(r, [(tokens, m.experts, m.hidden, 1)], False)
+            g_time, g_flops = g_time + router, g_flops + r_flops
+        a_fwd, a_bwd, a_flops = _attention(m, t, sh, tokens, r)
+        redo = {"none": 0.0, "selective": 1.0, "full": 1.0}[t.recompute]
+        if moe:
+            g_time += r.curve.moe_layer / (3 + (1 if full else 0))
+        gemm += n * g_time * (3 + (1 if full else 0))
+        flops += n * (g_flops * (3 + (1 if full else 0)) + a_flops * (3 + redo))
+        att += n * (a_fwd * (1 + redo) + a_bwd)
+        bytes_, softmax = _elementwise(m, t, sh, moe)
+        extra = {"none": 0.0, "full": bytes_,
+                 "selective": 0.0 if t.flash_attention else softmax}[t.recompute]
+        ew += n * tokens * (3 * bytes_ + extra) / (r.hbm * t.hbm_efficiency)
+    if logits:
+        l_time, l_flops = _gemms(r, [(tokens, m.vocab / sh.tp, m.hidden, 1)], False)
+        gemm += 3 * l_time
+        flops += 3 * l_flops
+    return gemm + ew + att, flops, gemm, ew, att
+
+
+def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
+            microbatches: int) -> Compute:
+    """Seconds of compute per step on one GPU of the slowest pipeline stage: its micro-batch
+    time x the micro-batches of a step."""
+    r = rates(gpu, t)
+    dense = m.dense_layers if m.experts else m.layers
+    first_dense = min(dense, lay.first)
+    stages = {"last": (lay.last, max(0, min(lay.last, dense - first_dense - lay.middle *
+                                            max(0, sh.pp - 2))) if sh.pp > 1 else first_dense,
+                       True)}
+    if sh.pp > 1:
+        stages["first"] = (lay.first, first_dense, False)
+        if sh.pp > 2:
+            stages["middle"] = (lay.middle, min(lay.middle, max(0, dense - first_dense)), False)
+    best = None
+    for name, (layers, d, logits) in stages.items():
+        got = _stage(m, t, sh, r, layers, d if m.experts else layers, logits)
+        if best is None or got[0] > best[1][0]:
+            best = (name, got)
+    name, (time, flops, gemm, ew, att) = best
+    peak_used = r.fp8 if r.fp8 != r.peak else r.peak
+    eff = flops / (gemm + att) / peak_used if gemm + att else 0.0
+    return Compute(time * microbatches, flops * microbatches, gemm * microbatches,
+                   ew * microbatches, eff, att * microbatches, time, name)

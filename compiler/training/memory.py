@@ -1,0 +1,162 @@
+"""Bytes per GPU of a training step, on the most loaded pipeline stage.
+
+- Weights, gradients and optimizer state per parameter (Megatron's distributed-optimizer
+  guide): bf16 weights (2), fp32 main gradients (4; fp16 models keep fp16 ones), fp32 master
+  weights and two Adam moments (12). Sharding over the data-parallel replicas (dp x cp for the
+  dense weights, the expert-data-parallel group for experts): the distributed optimizer and
+  ZeRO-1 shard the 12 optimizer bytes, ZeRO-2 also the gradients, ZeRO-3 also the weights;
+  PyTorch FSDP (FULL_SHARD with bf16 compute) keeps fp32 parameters, gradients and two moments,
+  16 bytes, all sharded. Sharded weights are gathered a layer at a time: ZeRO-3 and FSDP hold
+  two layers' unsharded bf16 weights and one layer's gradients on top (the prefetch).
+- FP8 (Transformer Engine): each GEMM weight gets an fp8 copy (1 byte, sharded with ZeRO-3),
+  and the inputs the projections and MLP save for their weight gradients are kept in fp8.
+- Activations: Korthikanti et al. 2022, Table 2 per layer, generalised to grouped-query and
+  latent attention, SwiGLU and experts, times the micro-batches in flight on the first stage
+  (``mapping.in_flight``); the logits buffer on the last stage: the output layer's input and
+  Megatron's fp32 vocabulary-parallel softmax and its gradient, 8 bytes x tokens x vocab / tp.
+- A runtime reserve for what is not modelled byte by byte (CUDA context, NCCL buffers,
+  workspaces, the caching allocator's slack): a documented constant, not a fit.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..ir.system import Transformer
+from .mapping import Layout, Shape, in_flight
+from .params import kv_width, layer_parameters, moe_layers, q_width
+
+RUNTIME_RESERVE = 2 * 2**30
+GB = 1e9
+
+
+@attrs.frozen
+class Memory:
+    """Bytes per GPU on the most loaded pipeline stage."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    reserve: float = RUNTIME_RESERVE
+    stage: str = "first"
+
+    @property
+    def total(self) -> float:
+        """Everything, the runtime reserve included."""
+        return self.weights + self.gradients + self.optimizer + self.activations + self.reserve
+
+    @property
+    def largest(self) -> tuple[str, float]:
+        """The largest term and its bytes (what to shrink first)."""
+        terms = {"weights": self.weights, "gradients": self.gradients,
+                 "optimizer": self.optimizer, "activations": self.activations}
+        name = max(terms, key=lambda k: (terms[k], k))
+        return name, terms[name]
+
+    def verdict(self, hbm: float) -> str:
+        """'fits (83 %)' or 'over by 4.1 GB; activations are the largest term (52.0 GB)'."""
+        if self.total <= hbm:
+            return f"fits ({self.total / hbm:.0%})"
+        name, size = self.largest
+        return (f"over by {(self.total - hbm) / GB:.1f} GB; {name} are the largest term "
+                f"({size / GB:.1f} GB)")
+
+
+def sharding(t) -> int:
+    """The ZeRO stage a training shards with: 3 for FSDP, 1 for the distributed optimizer."""
+    return 3 if t.fsdp else max(t.zero, 1 if t.distributed_optimizer else 0)
+
+
+def bytes_per_param(m: Transformer, t, shard: int) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per parameter over ``shard`` replicas."""
+    level = sharding(t)
+    if t.fsdp:
+        w, g, o = 4.0, 4.0, 8.0
+    else:
+        w, g = (2.0, 2.0) if m.dtype == "fp16" else (2.0, 4.0)
+        o = 12.0 + (2 if m.dtype == "fp16" else 0)
+    if level >= 1:
+        o /= shard
+    if level >= 2:
+        g /= shard
+    if level >= 3:
+        w /= shard
+    return w, g, o
+
+
+def activation_per_layer(m: Transformer, t, sh: Shape, moe: bool | None = None) -> float:
+    """Bytes one layer keeps for its backward pass, per token of a micro-batch, on one GPU
+    (Korthikanti et al. 2022, Table 2, with GQA or MLA keys and values, SwiGLU, experts and
+    fp8 GEMM inputs). ``moe`` None averages dense and MoE layers."""
+    if moe is None:
+        share = moe_layers(m) / m.layers
+        return (1 - share) * activation_per_layer(m, t, sh, False) + \
+            (share * activation_per_layer(m, t, sh, True) if share else 0.0)
+    h, q, kv = m.hidden, q_width(m), kv_width(m)
+    sp = t.sequence_parallel and sh.tp > 1
+    if t.recompute == "full":
+        return 2 * h / (sh.tp if sp else 1)
+    g8 = 0.5 if t.fp8 else 1.0                # fp8 copies of the GEMM inputs
+    # norm inputs 4h, dropout masks 2h (one byte each), the qkv and fc1 inputs 2h each
+    stream = 4 * h + 4 * h * g8 + (2 * h if m.dropout else 0)
+    attn = 2 * q + 2 * q * g8 + 4 * kv          # Q, the output projection's input, K and V
+    if m.kv_lora_rank:
+        attn += 2 * (m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim)  # the latents
+    if t.recompute == "none" and not t.flash_attention:
+        attn += (5 if m.dropout else 2) * m.heads * m.seq     # softmax (and dropout) of scores
+
+    def mlp(width: float) -> float:            # the activation's input(s) and fc2's input
+        return 2 * width * (2 if m.gated else 1) + 2 * width * g8
+    if not moe:
+        return stream / (sh.tp if sp else 1) + (attn + mlp(m.ffn)) / sh.tp
+    load = t.imbalance if not m.capacity_factor else min(t.imbalance, m.capacity_factor)
+    shared = m.shared_experts * mlp(m.expert_ffn)
+    routed = m.top_k * load * (mlp(m.expert_ffn) + 2 * h)
+    return stream / (sh.tp if sp else 1) + (attn + shared + routed) / sh.tp
+
+
+def memory(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) -> Memory:
+    """Per-GPU memory of the heavier of the first and last pipeline stages."""
+    dense_l, router_l, experts_l = layer_parameters(m)
+    level = sharding(t)
+    embed = m.vocab * m.hidden / sh.tp
+    tokens = m.seq * t.microbatch / sh.cp
+    per_layer = activation_per_layer(m, t, sh) * tokens
+    held = in_flight(sh.pp, microbatches, t.interleave)
+    drop_embed = tokens * m.hidden * sh.pp / sh.tp if m.dropout else 0.0
+    # The final norm and the output layer keep their inputs (4 s b h / t, Korthikanti et al.
+    # 2022 sec. 4.3); Megatron's vocab-parallel cross-entropy keeps the fp32 softmax for its
+    # backward and writes an fp32 gradient of the same size (8 s b v / t).
+    logits = 4 * tokens * m.hidden / sh.tp + 8 * tokens * m.vocab / sh.tp
+    first_embed = embed
+    last_embed = embed if (sh.pp > 1 or not m.tied) else 0.0
+    stages = {"first": (lay.first, first_embed, lay.first * per_layer * held + drop_embed),
+              "last": (lay.last, last_embed, lay.last * per_layer + logits)}
+    if sh.pp == 1:
+        stages = {"only": (lay.first, embed * (1 if m.tied else 2),
+                           lay.first * per_layer + drop_embed + logits)}
+    elif sh.pp > 2 and lay.middle > lay.first:
+        stages["middle"] = (lay.middle, 0.0, lay.middle * per_layer *
+                            in_flight(sh.pp - 1, microbatches, t.interleave))
+    w_d, g_d, o_d = bytes_per_param(m, t, sh.dpcp)
+    w_e, g_e, o_e = bytes_per_param(m, t, sh.edp)
+    best = None
+    for name, (layers, emb, act) in stages.items():
+        dense = dense_l * layers / sh.tp + router_l * layers + emb
+        experts = experts_l * layers / (sh.ep * sh.etp)
+        weights = dense * w_d + experts * w_e
+        gradients = dense * g_d + experts * g_e
+        if level >= 3 and layers:
+            # two layers' unsharded bf16 weights (the one running and the prefetched one)
+            # and one layer's unsharded gradients
+            one = (dense - emb) / layers + experts / layers
+            weights += 2 * 2 * one
+            gradients += 4 * one
+        if t.fp8:
+            weights += dense / (sh.dpcp if level >= 3 else 1) + \
+                experts / (sh.edp if level >= 3 else 1)
+        mem = Memory(weights, gradients, dense * o_d + experts * o_e, act, stage=name)
+        if best is None or mem.total > best.total:
+            best = mem
+    return best

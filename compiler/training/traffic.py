@@ -1,0 +1,102 @@
+"""The collectives one GPU takes part in per training step, by group kind, as Megatron-LM runs
+them, each with the window of compute it can hide behind:
+
+- tp: 4 all-reduces per layer and micro-batch (2 forward on the critical path, 2 backward
+  behind the weight-gradient GEMMs, ``wgrad``), or 4 all-gathers and 4 reduce-scatters with
+  sequence parallelism; full recompute repeats the forward ones.
+- cp: ring attention passes each rank's keys and values around the cp group once forward and
+  once backward, with their gradients coming back (an all-gather and a reduce-scatter in bytes);
+  it hides only behind the attention kernels (``attention``).
+- ep: 4 all-to-alls per MoE layer and micro-batch (dispatch and combine, forward and backward).
+- pp: one activation forward and one gradient back per micro-batch and model chunk.
+- Gradients: dense ones reduce over the dp x cp group (``dpcp``; ``dp`` when cp = 1), expert
+  ones over the expert-data-parallel group (``edp``), in fp32 buckets: an all-reduce, or a
+  reduce-scatter and an all-gather of the bf16 weights with a sharded optimizer. Gradients are
+  ready only in the last micro-batch's backward, so with ``overlap`` the reduction hides behind
+  that (``grad_sync``) and the weight gather behind the first forward (``param_sync``).
+- ZeRO-3 and FSDP gather each layer's weights forward and again backward and reduce-scatter
+  its gradients, every micro-batch, behind the forward and backward passes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..ir.system import Transformer, TrafficFlow
+from .mapping import Layout, Shape
+from .memory import sharding
+from .params import kv_width, layer_parameters, moe_layers
+
+
+def traffic(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) \
+        -> tuple[TrafficFlow, ...]:
+    """Every flow of one step on one GPU of the heaviest stage."""
+    flows: list[TrafficFlow] = []
+    h, seq = m.hidden, m.seq
+    layers = lay.heaviest
+    tokens = seq * t.microbatch / sh.cp
+    act = int(tokens * h * 2)                              # one bf16 hidden stream
+    calls = layers * microbatches
+    extra = 1 if t.recompute == "full" else 0              # the recompute forward repeats them
+    if sh.tp > 1:
+        if t.sequence_parallel:
+            for coll in ("allgather", "reducescatter"):
+                flows.append(TrafficFlow("tp", coll, act, calls * 2 * (1 + extra),
+                                         overlap="none"))
+                flows.append(TrafficFlow("tp", coll, act, calls * 2, overlap="wgrad"))
+        else:
+            flows.append(TrafficFlow("tp", "allreduce", act, calls * 2 * (1 + extra),
+                                     overlap="none"))
+            flows.append(TrafficFlow("tp", "allreduce", act, calls * 2, overlap="wgrad"))
+    if sh.cp > 1:
+        split = sh.tp if m.kv_lora_rank else max(1, min(sh.tp, m.kv_heads))
+        kv = int(seq * t.microbatch * kv_width(m) * 2 * 2 / split)
+        flows.append(TrafficFlow("cp", "allgather", kv, calls * (2 + extra),
+                                 overlap="attention"))
+        flows.append(TrafficFlow("cp", "reducescatter", kv, calls, overlap="attention"))
+    if sh.ep > 1:
+        moe = -(-moe_layers(m) * layers // m.layers)
+        routed = int(tokens / (sh.tp if t.sequence_parallel else 1) * m.top_k * h * 2
+                     * t.imbalance)
+        flows.append(TrafficFlow("ep", "alltoall", routed, moe * microbatches * (4 + 2 * extra),
+                                 overlap="none"))
+    if sh.pp > 1:
+        boundary = int(act / (sh.tp if t.sequence_parallel else 1))
+        flows.append(TrafficFlow("pp", "sendrecv", boundary, 2 * microbatches * t.interleave,
+                                 overlap="none"))
+    flows += _gradient_flows(m, t, sh, layers, microbatches)
+    return tuple(f for f in flows if f.count > 0 and f.bytes > 0)
+
+
+def _gradient_flows(m: Transformer, t, sh: Shape, layers: int,
+                    microbatches: int) -> list[TrafficFlow]:
+    dense_l, router_l, experts_l = layer_parameters(m)
+    dense = dense_l * layers / sh.tp + router_l * layers + m.vocab * m.hidden / sh.tp
+    experts = experts_l * layers / (sh.ep * sh.etp)
+    grad_bytes = 2 if m.dtype == "fp16" else 4
+    level = sharding(t)
+    out = []
+    for kind, params, size in (("dpcp" if sh.cp > 1 else "dp", dense, sh.dpcp),
+                               ("edp", experts, sh.edp)):
+        if size < 2 or params < 1:
+            continue
+        if level >= 3:
+            per_layer = int(params / max(1, layers) * 2)
+            n = layers * microbatches
+            out.append(TrafficFlow(kind, "allgather", per_layer, n, overlap="forward"))
+            out.append(TrafficFlow(kind, "allgather", per_layer, n, overlap="backward"))
+            out.append(TrafficFlow(kind, "reducescatter", per_layer * grad_bytes // 2, n,
+                                   overlap="backward"))
+            continue
+        grads = params * grad_bytes
+        buckets = max(1, math.ceil(grads / t.bucket))
+        each = int(grads / buckets)
+        if level >= 1:
+            out.append(TrafficFlow(kind, "reducescatter", each, buckets,
+                                   overlap="grad_sync" if t.overlap else "none"))
+            out.append(TrafficFlow(kind, "allgather", int(each / 2), buckets,
+                                   overlap="param_sync" if t.overlap else "none"))
+        else:
+            out.append(TrafficFlow(kind, "allreduce", each, buckets,
+                                   overlap="grad_sync" if t.overlap else "none"))
+    return out

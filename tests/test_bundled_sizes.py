@@ -1,0 +1,36 @@
+"""Every bundled cluster compiles and lints without errors at sizes its fabric can host that its
+example ``parallel`` block does not divide: the block is left out with warning W507, and a verb
+that names it says why (issue 23)."""
+
+from __future__ import annotations
+
+import pytest
+
+from topoc.cli import main
+
+from .conftest import LIBRARY
+
+#: (file, parameter, sizes): edges, primes and sizes the example block does not divide.
+SIZES = [("a100_cluster.topo", "nodes", (1, 3, 7, 20, 35, 99, 100)),
+         ("h100_cluster.topo", "nodes", (1, 3, 5, 33, 129, 255)),
+         ("nvl72_cluster.topo", "racks", (1, 3, 64)),
+         ("h100_superpod.topo", "nodes", (1, 3, 257)),
+         ("nvl72_superpod.topo", "racks", (1, 3, 65))]
+
+
+@pytest.mark.parametrize("file, key, sizes", SIZES, ids=[s[0] for s in SIZES])
+def test_bundled_clusters_compile_and_lint_at_every_size(file, key, sizes, capsys):
+    path = str(LIBRARY / "nvidia" / file)
+    for n in sizes:
+        assert main(["compile", path, "-D", f"{key}={n}"]) == 0, (file, n)
+        assert main(["lint", path, "-D", f"{key}={n}"]) == 0, (file, n)
+        assert " error" not in capsys.readouterr().err
+
+
+def test_a_verb_that_names_the_left_out_block_says_why(capsys):
+    path = str(LIBRARY / "nvidia" / "h100_cluster.topo")
+    assert main(["report", path, "-D", "nodes=3", "--parallel", "train"]) == 2
+    err = capsys.readouterr().err
+    assert "does not fit this size" in err and "24 GPUs" in err
+    assert main(["lint", path, "-D", "nodes=3"]) == 0
+    assert "W507" in capsys.readouterr().out
