@@ -72,11 +72,6 @@ class Span:
         return f"{gutter}{text}\n{pad}{prefix}{'^' * width}"
 
 
-def span_of_file(path: str, text: str = "") -> Span:
-    """A span for a whole file (reported at 1:1, with no excerpt)."""
-    return Span(Source(path, text), 1, 1, 0, 0)
-
-
 @attrs.frozen
 class Note:
     """A secondary message that points at another span."""

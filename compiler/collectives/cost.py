@@ -294,7 +294,7 @@ def protocols(algorithm: str) -> tuple[int, ...]:
     return (0, 2) if algorithm in ("direct", "pairwise") else (0, 1, 2)
 
 
-def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
+def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
              protocol: str | None = None) -> Cost:
     """The cost of one size from a profile; the fastest protocol unless one is named."""
     n = len(group.ranks)
@@ -317,7 +317,7 @@ def evaluate(p: Profile, group: RankGroup, collective: str, size: int,
                 algbw * factor, p.bottleneck[0], p.bottleneck[1], latency, p.classes)
 
 
-def candidates(system: System, group: RankGroup, collective: str,
+def auto_algorithms(system: System, group: RankGroup, collective: str,
                among: Sequence[str] = ()) -> list[str]:
     """The algorithms ``auto`` weighs for this collective on this group: NCCL's own (ring,
     tree, NVLS, NVLS-tree, direct), where the topology allows them; ``among`` narrows them."""
@@ -354,7 +354,7 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
     if collective not in COLLECTIVES:
         raise CostError(f"unknown collective '{collective}'")
     if algorithm == "auto":
-        algos = candidates(system, group, collective, among)
+        algos = auto_algorithms(system, group, collective, among)
     elif algorithm in orders.COSTED[collective]:
         algos = [algorithm]
     else:
@@ -372,7 +372,7 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
         raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
     rows = []
     for size in sizes:
-        found = [evaluate(p, group, collective, size, protocol) for p in profiles
+        found = [cost_at(p, group, collective, size, protocol) for p in profiles
                  if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
         if not found:
             raise CostError(f"no algorithm runs {collective} with the {protocol} protocol")
@@ -386,7 +386,3 @@ def cost(system: System, group: RankGroup, collective: str, size: int,
     """The predicted cost of one collective of ``size`` bytes on ``group``."""
     return sweep(system, group, collective, [size], algorithm, protocol)[0]
 
-
-def cost_of(system: System, sched) -> Cost:
-    """The predicted cost of a planned schedule (its algorithm, group and size)."""
-    return cost(system, sched.group, sched.collective, sched.bytes, sched.algorithm)

@@ -17,6 +17,7 @@ import attrs
 from . import algorithms as alg
 from ..base.gcpause import gc_paused
 from ..ir.system import COLLECTIVES, System
+from .cost import CostError, sweep
 from .orders import SUPPORTED, islands, nvlink_domains, ring_orders, tree_parents
 from ..ir.groups import RankGroup
 
@@ -194,7 +195,7 @@ _ROUNDS = {
 
 
 def choose_algorithm(system: System, group: RankGroup, collective: str, nbytes: int) -> str:
-    """``auto``: the algorithm the cost model predicts fastest (``compiler.cost``), as NCCL's
+    """``auto``: the algorithm the cost model predicts fastest (``collectives.cost``), as NCCL's
     tuner picks; pairwise all-to-all and direct send/recv, which have no rival. Should the cost
     model refuse, the rules of thumb decide among NCCL's algorithms: NVLS inside a reducing
     NVLink domain, the tree for small all-reduces across islands, else the ring."""
@@ -202,7 +203,6 @@ def choose_algorithm(system: System, group: RankGroup, collective: str, nbytes: 
         return "direct"
     if collective == "alltoall":
         return "pairwise"
-    from .cost import CostError, sweep
     try:
         return sweep(system, group, collective, [nbytes], among=SUPPORTED[collective])[0].algorithm
     except CostError:

@@ -16,7 +16,6 @@ import attrs
 from . import plausible
 from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, System
-from ..ir.locality import UnionFind
 from ..ir.groups import rank_groups
 from ..ir.summary import scaleout_levels
 
@@ -80,15 +79,6 @@ def isolated(system: System, opts) -> Iterable[Finding]:
             by_stmt[d.span, d.model.name].append(d.id)
     for (span, model), ids in by_stmt.items():
         yield Finding("W401", f"{_many(ids)} ({model}) has no links", span, min(ids))
-
-
-def _components(system: System, keep) -> UnionFind:
-    """Devices joined by the links ``keep`` accepts."""
-    sets = UnionFind()
-    for link in system.links:
-        if keep(link):
-            sets.union(link.src, link.dst)
-    return sets
 
 
 @rule("W402", "warning", "GPU pair with no peer-to-peer path: traffic staged through host memory")

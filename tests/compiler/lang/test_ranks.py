@@ -7,7 +7,7 @@ import pytest
 import topoc
 from topoc.compiler.base.diagnostics import CompileError
 
-from ..conftest import library_file
+from ...conftest import library_file
 
 BASE = 'use "nvidia/devices.topo"\ngroup G { g[16] : H100 }\nsystem s : G\n'
 

@@ -14,7 +14,7 @@ from topoc.compiler.collectives.paths import Router
 from topoc.compiler.collectives.route import route
 from topoc.compiler.collectives.schedule import SUPPORTED, ScheduleError, schedule
 
-from ..conftest import library_file
+from ...conftest import library_file
 
 SYSTEMS = {
     "dgx_h100": ("dgx_h100.topo", None, "0..7"),
@@ -117,7 +117,7 @@ def test_nvls_has_the_switches_as_agents():
 
 def test_auto_takes_the_fastest_prediction():
     """Among what the schedule stage can plan; NVLS-tree is priced by topoc cost only."""
-    from topoc.compiler.collectives.cost import candidates, cost
+    from topoc.compiler.collectives.cost import auto_algorithms, cost
     from topoc.compiler.collectives.orders import SUPPORTED
     dgx = topoc.load(library_file("dgx_h100.topo"))
     a100 = topoc.load(library_file("dgx_a100.topo"))
@@ -127,7 +127,7 @@ def test_auto_takes_the_fastest_prediction():
         for size in (4096, 2**20, 2**30):
             picked = schedule(system, world, "allreduce", nbytes=size).algorithm
             times = {a: cost(system, world, "allreduce", size, a).time
-                     for a in candidates(system, world, "allreduce", SUPPORTED["allreduce"])}
+                     for a in auto_algorithms(system, world, "allreduce", SUPPORTED["allreduce"])}
             assert times[picked] == min(times.values())
             assert "hierarchical" not in times
     assert schedule(dgx, select_group(dgx), "allreduce").algorithm == "nvls"
@@ -137,10 +137,10 @@ def test_auto_takes_the_fastest_prediction():
 
 
 def test_auto_falls_back_to_rules_when_the_cost_model_refuses(monkeypatch):
-    from topoc.compiler.collectives import cost
+    from topoc.compiler.collectives import cost, schedule as stage
     def refuse(*args, **kwargs):
         raise cost.CostError("no")
-    monkeypatch.setattr(cost, "sweep", refuse)
+    monkeypatch.setattr(stage, "sweep", refuse)
     a100 = topoc.load(library_file("dgx_a100.topo"))     # one node: NCCL builds no tree
     assert schedule(a100, select_group(a100), "allreduce", nbytes=4096).algorithm == "ring"
     assert schedule(a100, select_group(a100), "allreduce", nbytes=2**30).algorithm == "ring"

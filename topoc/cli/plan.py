@@ -1,16 +1,19 @@
-"""``topoc plan FILE --model NAME --batch B [fixed dimensions]``: the verb's flags and its run
-(kept apart from cli.py, which holds the other verbs)."""
+"""``topoc plan FILE --model NAME --batch B [fixed dimensions]``: the strategy search."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from .compiler.training.model import RECOMPUTE
+from ..backends import plan_table
+from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
+from ..compiler.ir.gpus import hbm_of
+from ..compiler.lang.derive import find_model
+from ..compiler.training.model import RECOMPUTE, Training
+from .common import EXIT_INPUT, EXIT_OK, UsageError, add_common, load, parse_defines, write_output
 
 
-def add_parser(sub, common) -> None:
-    """Register ``plan`` on the verbs' subparsers; ``common`` adds -D, --import-root, -o."""
+def add_parser(sub) -> None:
     p = sub.add_parser("plan", help="search the parallel strategies of a model on the topology")
     p.add_argument("file")
     p.add_argument("--model", required=True, help="a model declared in the file or bundled "
@@ -43,8 +46,8 @@ def add_parser(sub, common) -> None:
                    "(host:port, or 'auto'); needs pip install 'topoc[ray]'")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the row "
                    "cache ($TOPOC_CACHE or ~/.cache/topoc)")
-    common(p)
-    p.set_defaults(func=cmd_plan)
+    add_common(p)
+    p.set_defaults(func=run)
 
 
 def _progress():
@@ -64,15 +67,9 @@ def _progress():
     return show
 
 
-def cmd_plan(args) -> int:
+def run(args) -> int:
     """Enumerate, cost and rank; exit 1 when nothing can run or nothing fits."""
-    from .backends import plan_table
-    from .cli import EXIT_INPUT, EXIT_OK, UsageError, _load, parse_defines, write_output
-    from .compiler.lang.derive import find_model
-    from .compiler.ir.gpus import hbm_of
-    from .compiler.analysis.plan import PlanUsageError, cache_dir, plan
-    from .compiler.training.model import Training
-    system = _load(args)
+    system = load(args)
     try:
         model = find_model(system, args.model)
     except KeyError as exc:

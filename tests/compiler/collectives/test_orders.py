@@ -10,7 +10,7 @@ from topoc.compiler.collectives.cost import cost
 from topoc.compiler.collectives.orders import net_channels, ring_orders, sample_islands, tree_parents
 from topoc.compiler.ir.groups import select_group
 
-from ..conftest import library_file
+from ...conftest import library_file
 
 
 def test_nvl72_rings_run_in_tray_order():

@@ -9,7 +9,7 @@ import topoc
 from topoc.backends.json_system import render
 from topoc.compiler.base.diagnostics import CompileError
 
-from ..strategies import node_programs
+from ...strategies import node_programs
 
 
 @given(node_programs())

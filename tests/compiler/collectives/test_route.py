@@ -7,7 +7,7 @@ import pytest
 import topoc
 from topoc.compiler.collectives.paths import Router
 
-from ..conftest import library_file
+from ...conftest import library_file
 
 LIB = "library/nvidia"
 

@@ -12,7 +12,7 @@ import pytest
 
 from topoc.compiler.collectives.cost import BUS_FACTOR
 
-from ..calibration_rows import predict, rows, size_of
+from ...calibration_rows import predict, rows, size_of
 
 ROWS = rows()
 

@@ -7,10 +7,10 @@ import pytest
 
 import topoc
 from topoc.compiler.collectives import cost as cost_model
-from topoc.compiler.collectives.cost import BUS_FACTOR, CostError, candidates, cost, sweep
+from topoc.compiler.collectives.cost import BUS_FACTOR, CostError, auto_algorithms, cost, sweep
 from topoc.compiler.ir.groups import RankGroup
 
-from ..conftest import library_file
+from ...conftest import library_file
 
 GiB, MiB, KiB = 2**30, 2**20, 2**10
 
@@ -91,7 +91,7 @@ def test_auto_is_the_fastest_candidate_and_time_grows_with_size():
     group = RankGroup("ranks", tuple(range(8)))
     sizes = [2**k for k in range(3, 34, 2)]
     auto = sweep(system, group, "allreduce", sizes)
-    for algo in candidates(system, group, "allreduce"):
+    for algo in auto_algorithms(system, group, "allreduce"):
         for a, b in zip(auto, sweep(system, group, "allreduce", sizes, algo)):
             assert a.time <= b.time
     times = [r.time for r in auto]
@@ -202,9 +202,9 @@ def test_pat_is_weighed_only_with_one_gpu_per_node():
     cluster = topoc.load(library_file("h100_cluster.topo"), {"nodes": 4})
     spread = RankGroup("ranks", (0, 8, 16, 24))            # one GPU on each of 4 nodes
     packed = RankGroup("ranks", tuple(range(8)))
-    assert "pat" in candidates(cluster, spread, "allgather")
-    assert "pat" not in candidates(cluster, packed, "allgather")
-    assert "pat" not in candidates(cluster, spread, "allreduce")    # NCCL: not for all-reduce
+    assert "pat" in auto_algorithms(cluster, spread, "allgather")
+    assert "pat" not in auto_algorithms(cluster, packed, "allgather")
+    assert "pat" not in auto_algorithms(cluster, spread, "allreduce")    # NCCL: not for all-reduce
     pat = cost(cluster, spread, "reducescatter", GiB, "pat")
     ring = cost(cluster, spread, "reducescatter", GiB, "ring")
     assert pat.busbw == pytest.approx(ring.busbw, rel=0.01) and pat.latency < ring.latency

@@ -11,7 +11,7 @@ import pytest
 
 from topoc.cli import main
 
-from .conftest import library_file
+from ..conftest import library_file
 
 NVL72 = str(library_file("gb200_nvl72.topo"))
 CLUSTER = str(library_file("nvl72_cluster.topo"))

@@ -102,7 +102,7 @@ def test_rule_fires_on_the_bad_example_only(code):
 def test_every_rule_has_a_case_and_a_page():
     from topoc.compiler.lint.rules import RULES
 
-    from ..conftest import ROOT
+    from ...conftest import ROOT
     page = (ROOT / "docs/rules.md").read_text()
     for code in RULES:
         assert code in CASES or code == "W400"

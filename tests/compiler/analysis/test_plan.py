@@ -20,7 +20,7 @@ from topoc.compiler.analysis.plan import PlanUsageError, candidates, plan
 from topoc.compiler.analysis.strategy import analyse
 from topoc.compiler.training.model import Training
 
-from ..conftest import LIBRARY
+from ...conftest import LIBRARY
 
 DGX = str(LIBRARY / "nvidia" / "dgx_h100.topo")
 NVL72 = str(LIBRARY / "nvidia" / "gb200_nvl72.topo")

@@ -7,7 +7,7 @@ import weakref
 
 import topoc
 
-from ..conftest import library_file
+from ...conftest import library_file
 
 
 def test_islands_list_their_ranks_and_gpus_take_their_rail():

@@ -14,7 +14,7 @@ from topoc.backends.report import seconds
 from topoc.cli import main, parse_size
 from topoc.compiler.analysis.strategy import analyse
 
-from .conftest import library_file
+from ..conftest import library_file
 
 DGX = str(library_file("dgx_h100.topo"))
 CLUSTER = str(library_file("nvl72_cluster.topo"))
@@ -79,15 +79,15 @@ def test_thousand_rack_world_from_the_compact_schedule(capsys):
     assert row["ranks"] == 4608 and row["time"] > 0
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--ranks", "0..7", "--algorithm", "nvls"], "NVLS"),
-    (["--group", "tp"], "name the strategy"),
-    (["--parallel", "nope"], "no parallel block 'nope'"),
-    (["--ranks", "0..9"], "rank"),
+@pytest.mark.parametrize("argv, message, code", [
+    (["--ranks", "0..7", "--algorithm", "nvls"], "NVLS", 1),        # the file cannot serve it
+    (["--group", "tp"], "name the strategy", 2),                     # names the file lacks: usage
+    (["--parallel", "nope"], "no parallel block 'nope'", 2),
+    (["--ranks", "0..9"], "rank", 2),
 ])
-def test_refusals_are_input_errors(argv, message, capsys):
+def test_refusals_exit_by_the_policy(argv, message, code, capsys):
     a100 = str(library_file("dgx_a100.topo"))
-    assert main(["cost", a100, *argv, "--sizes", "1MiB"]) == 1
+    assert main(["cost", a100, *argv, "--sizes", "1MiB"]) == code
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
@@ -159,12 +159,12 @@ def test_report(fmt, tmp_path, capsys):
 def test_report_names_the_strategy(tmp_path, capsys):
     path = tmp_path / "box.topo"
     path.write_text(REPORTED)
-    assert main(["report", str(path), "--parallel", "trian"]) == 1
+    assert main(["report", str(path), "--parallel", "trian"]) == 2
     assert "did you mean 'train'" in capsys.readouterr().err
 
 
 def test_report_without_a_strategy_says_so(capsys):
-    assert main(["report", str(library_file("dgx_h100.topo"))]) == 1
+    assert main(["report", str(library_file("dgx_h100.topo"))]) == 2
     assert "has no parallel block" in capsys.readouterr().err
 
 

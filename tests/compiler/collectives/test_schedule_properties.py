@@ -14,7 +14,7 @@ from topoc.compiler.collectives.replay import check_links, replay
 from topoc.compiler.collectives.paths import Router
 from topoc.compiler.collectives.schedule import SUPPORTED, ScheduleError, schedule
 
-from ..strategies import cluster_programs, group_requests
+from ...strategies import cluster_programs, group_requests
 
 PAIRS = [(c, a) for c, algs in SUPPORTED.items() for a in (*algs, "auto")]
 

@@ -8,7 +8,7 @@ import topoc
 from topoc.compiler.base.diagnostics import CompileError
 from topoc.compiler.lang.fmt import _comments, fmt
 
-from ..strategies import grammar_programs, node_programs
+from ...strategies import grammar_programs, node_programs
 
 
 def same_system(a: str, b: str) -> None:

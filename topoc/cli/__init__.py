@@ -1,0 +1,60 @@
+"""The ``topoc`` command line (design.md section 3): one module per verb, each with
+``add_parser(sub)`` and ``run(args) -> int``; what they share is in ``common``.
+
+Exit codes, the same for every verb: 0 success; 1 the input has errors, findings at the failing
+level, or the file cannot serve the request; 2 usage or I/O (``common`` says which is which).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..compiler.base.diagnostics import CompileError
+from ..compiler.base.version import VERSION
+from . import compile, cost, export, fmt, imports, lint, lsp, plan, render, report, schedule
+from .common import EXIT_INPUT, EXIT_OK, EXIT_USAGE, UsageError, parse_size, report as print_diagnostics
+
+__all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "parse_size", "run"]
+
+#: The verbs in the order ``topoc --help`` lists them.
+VERBS = (compile, lint, export, imports, fmt, render, schedule, cost, report, plan, lsp)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree of every verb."""
+    ap = argparse.ArgumentParser(prog="topoc", description="Compile, check and draw GPU system "
+                                 "topologies written in the .topo language.")
+    ap.add_argument("--version", action="version", version=f"topoc {VERSION}")
+    sub = ap.add_subparsers(dest="verb", metavar="VERB")
+    for verb in VERBS:
+        verb.add_parser(sub)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code instead of raising SystemExit for errors."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if not getattr(args, "func", None):
+        ap.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.func(args)
+    except CompileError as exc:
+        print_diagnostics(exc.diagnostics)
+        return EXIT_INPUT
+    except UsageError as exc:
+        print(f"topoc: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+    except RecursionError:
+        print("topoc: error: input nested too deeply", file=sys.stderr)
+        return EXIT_INPUT
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

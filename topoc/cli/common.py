@@ -1,0 +1,209 @@
+"""What every verb shares: the exit-code policy, usage errors, reading and writing files,
+``-D`` defines, sizes, and the options declared once (``-D``/``--import-root``/``-o`` and the
+group selection ``--parallel``/``--group``/``--ranks``).
+
+Exit codes, the same for every verb (docs and design.md section 3):
+- 0: success, or no findings at the failing level;
+- 1: the input has errors (diagnostics), lint findings at the failing level, or the file cannot
+  serve the request (no route, no mapping runs, no algorithm applies);
+- 2: usage or I/O: a bad command line, a name on the command line that the file does not have
+  (a parallel block, a group, a rank, a node), an unreadable input or an unwritable output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..compiler.base.diagnostics import Diagnostic, render_all, suggest
+from ..compiler.base.units import BYTES, Quantity
+from ..compiler.ir.groups import GroupError, RankGroup, select_group
+from ..compiler.ir.system import System
+from ..compiler.lang import pipeline
+
+EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
+MAX_SIZES = 64
+MAX_SIZE = 2**50          # bytes in one collective (1 PiB): far past any real buffer
+
+
+class UsageError(Exception):
+    """A bad command line, a name the file does not have, or an unreadable/unwritable file:
+    exit code 2."""
+
+
+def color(stream) -> bool:
+    """Colour only on a terminal, never with NO_COLOR."""
+    return stream.isatty() and "NO_COLOR" not in os.environ
+
+
+def paint(text: str) -> str:
+    """Severity words in colour (for a terminal)."""
+    return text.replace(" error: ", " \x1b[1;31merror\x1b[0m: ") \
+               .replace(" warning: ", " \x1b[1;33mwarning\x1b[0m: ")
+
+
+def report(diagnostics: Sequence[Diagnostic], stream=None) -> None:
+    """Print diagnostics as text (colour only on a terminal, never with NO_COLOR)."""
+    stream = stream or sys.stderr
+    text = render_all(diagnostics)
+    print(paint(text) if color(stream) else text, file=stream)
+
+
+def fail(file: str, message: object) -> int:
+    """An input the file cannot serve: ``FILE: error: message`` on stderr, exit 1."""
+    print(f"{file}: error: {message}", file=sys.stderr)
+    return EXIT_INPUT
+
+
+def write_output(text: str | bytes, out: str | None) -> None:
+    """Write to stdout ('-' or None) or atomically to a file: temp file, then rename."""
+    if out in (None, "-"):
+        if isinstance(text, bytes):
+            sys.stdout.buffer.write(text)
+        else:
+            sys.stdout.write(text)
+        return
+    target = Path(out)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {out}: folder {folder} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)   # mkstemp makes 0600; give the usual permissions
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def parse_defines(items: Sequence[str]) -> dict[str, int]:
+    """``-D racks=20`` pairs as a dict; values are whole numbers."""
+    out: dict[str, int] = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise UsageError(f"-D {item}: expected NAME=VALUE, as in -D racks=20")
+        digits = value.strip().replace("_", "")
+        if not re.fullmatch(r"[+-]?\d{1,18}", digits):
+            raise UsageError(f"-D {item}: '{value}' is not a whole number of at most 18 digits")
+        out[name.strip()] = int(digits)
+    return out
+
+
+def unreadable(path, exc: Exception) -> UsageError:
+    """The usage error for a file that cannot be read: for text that is not UTF-8, the line and
+    column of the first bad byte, so the user can find it."""
+    if isinstance(exc, UnicodeDecodeError):
+        data = exc.object[:exc.start]
+        line = data.count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n") + 1) + 1
+        return UsageError(f"{path}:{line}:{col}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); "
+                          "save the file as UTF-8")
+    return UsageError(f"cannot read {getattr(exc, 'filename', None) or path}: {exc}")
+
+
+def read_text(path: str) -> str:
+    """A file's text, or a usage error that says why it cannot be read."""
+    try:
+        return pipeline.read(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable(path, exc) from None
+
+
+def load(args) -> System:
+    """The verb's FILE compiled with its ``-D`` and ``--import-root`` options."""
+    try:
+        return pipeline.load(args.file, parse_defines(args.define), args.import_root or ())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable(args.file, exc) from None
+
+
+def parse_size(text: str) -> int:
+    """'1GiB', '64 MiB', '4096', or nccl-tests' '1G' (K, M, G, T are binary there) -> bytes."""
+    m = re.fullmatch(r"\s*([\d_]+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*", text or "")
+    unit = m.group(2) if m else ""
+    if unit.upper() in ("K", "M", "G", "T"):
+        unit = unit.upper() + "iB"
+    try:
+        q = Quantity.parse(m.group(1), unit or None) if m else None
+    except ValueError:
+        q = None
+    if q is None or q.dim not in (BYTES, (0, 0)) or q.value < 1 or q.value.denominator != 1:
+        raise UsageError(f"'{text}' is not a size in bytes, as in 1GiB or 64MiB")
+    if q.value > MAX_SIZE:
+        raise UsageError(f"'{text}' is larger than the limit of 1 PiB per collective")
+    return int(q.value)
+
+
+def parse_sizes(text: str) -> list[int]:
+    """'8B..8GiB' (doubling, as nccl-tests -f 2) or '32KiB,1MiB' -> sizes in bytes."""
+    if ".." in text:
+        lo, _, hi = text.partition("..")
+        a, b = parse_size(lo), parse_size(hi)
+        if a > b:
+            raise UsageError(f"--sizes {text}: the first size is larger than the last")
+        out = [a]
+        while out[-1] * 2 <= b and len(out) <= MAX_SIZES:
+            out.append(out[-1] * 2)
+    else:
+        out = [parse_size(t) for t in text.split(",") if t.strip()]
+    if not out or len(out) > MAX_SIZES:
+        raise UsageError(f"--sizes {text}: give 1 to {MAX_SIZES} sizes")
+    return out
+
+
+def add_common(p: argparse.ArgumentParser, output_required: bool = False) -> None:
+    """``-D``, ``--import-root`` and ``-o``: every verb that reads one .topo file has them."""
+    p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
+                   help="override a parameter of the file's system, e.g. -D racks=20")
+    p.add_argument("--import-root", action="append", metavar="DIR",
+                   help="also allow imports from DIR (besides the file's folder and the library)")
+    p.add_argument("-o", "--output", metavar="PATH", required=output_required,
+                   help="write here (atomically); '-' is stdout")
+
+
+def add_group_options(p: argparse.ArgumentParser, parallel_help: str, group_help: str) -> None:
+    """The group selection, declared once: ``--parallel``, ``--group``, ``--ranks``."""
+    p.add_argument("--parallel", metavar="NAME", help=parallel_help)
+    p.add_argument("--group", metavar="KIND[:INDEX]", help=group_help)
+    p.add_argument("--ranks", metavar="LIST", help="an ad-hoc group of world ranks: 0..7,16")
+
+
+def selected_group(system: System, args, spec: str | None = None) -> RankGroup:
+    """The group the options name (``spec`` instead of ``--group`` when given); a name the
+    file does not have is a usage error (exit 2)."""
+    try:
+        return select_group(system, spec if spec is not None else args.group, args.parallel,
+                            args.ranks)
+    except GroupError as exc:
+        raise UsageError(f"{args.file}: {exc}") from None
+
+
+def strategy_name(system: System, file: str, name: str | None, needed: bool = True) -> str | None:
+    """The parallel block ``--parallel`` names, or the only one when it is omitted; a name
+    the file does not have is a usage error (exit 2), the same for every verb."""
+    names = system.parallel_names()
+    if name is None and not needed:
+        return None
+    chosen = name or (names[0] if len(names) == 1 else None)
+    if chosen in names:
+        return chosen
+    if name and not names:
+        what = f"no parallel block '{name}': the file has none (docs/language.md)"
+    elif not names:
+        what = "the file has no parallel block (docs/language.md)"
+    elif name:
+        what = f"no parallel block '{name}'" + (suggest(name, names)
+                                                or f"; the file has {', '.join(names)}")
+    else:
+        what = f"name the strategy with --parallel: one of {', '.join(names)}"
+    raise UsageError(f"{file}: {what}")

@@ -1,0 +1,20 @@
+"""``topoc compile FILE [--format summary|json] [-o OUT]``: compile and summarise."""
+
+from __future__ import annotations
+
+from ..backends import REGISTRY
+from .common import EXIT_OK, add_common, load, write_output
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("compile", help="compile a .topo file and summarise it")
+    p.add_argument("file")
+    p.add_argument("--format", choices=list(REGISTRY), default="summary")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    system = load(args)
+    write_output(REGISTRY[args.format](system), args.output)
+    return EXIT_OK

@@ -1,0 +1,74 @@
+"""``topoc render FILE -o OUT.{svg,png,pdf,dot} [--view V] [--parallel P --color D]
+[--highlight ID|CLASS] [--ring GROUP]``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..backends import render as r
+from ..compiler.base.diagnostics import suggest
+from ..compiler.ir.groups import GroupError
+from ..compiler.ir.system import GROUP_KINDS, LINK_CLASSES, System
+from .common import EXIT_OK, UsageError, add_common, load, strategy_name, write_output
+
+FORMATS = ("dot", "gv", "svg", "png", "pdf")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("render", help="draw the system with Graphviz")
+    p.add_argument("file")
+    p.add_argument("--view", choices=list(r.VIEWS),
+                   help="default: the most detailed view that stays legible")
+    p.add_argument("--parallel", metavar="NAME", help="colour GPUs by the groups of this strategy")
+    p.add_argument("--color", choices=list(GROUP_KINDS), help="which groups (tp)")
+    p.add_argument("--ring", metavar="GROUP", help="draw the ring order of a group: dp:3, world, "
+                   "or world ranks like 0..7")
+    p.add_argument("--highlight", action="append", metavar="ID|CLASS",
+                   help="emphasise a device (or everything under an id) or a link class")
+    add_common(p, output_required=True)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    fmt = Path(args.output).suffix.lstrip(".").lower() if args.output != "-" else "dot"
+    if fmt not in FORMATS:
+        raise UsageError(f"cannot tell the format of '{args.output}': use a .svg, .png, .pdf or "
+                         ".dot file")
+    system = load(args)
+    if args.parallel:
+        strategy_name(system, args.file, args.parallel)
+    elif args.color:
+        raise UsageError("--color needs --parallel NAME")
+    for h in args.highlight or ():
+        _check_highlight(system, h)
+    opts = r.Options(args.view, args.parallel, args.color or "tp", tuple(args.highlight or ()),
+                     args.ring)
+    if args.ring:
+        try:
+            r.ring_group(system, opts)
+        except GroupError as exc:
+            raise UsageError(f"--ring {args.ring}: {exc}") from None
+    notes: list[str] = []
+    try:
+        data, view = r.render(system, "dot" if fmt == "gv" else fmt, opts, notes)
+    except (r.DotMissing, r.TooLarge) as exc:
+        raise UsageError(str(exc)) from None
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.view is None:
+        print(f"topoc: render: drew the {view} view ({len(system.devices)} devices, "
+              f"{len(system.links)} links); --view {'|'.join(r.VIEWS)} picks another",
+              file=sys.stderr)
+    write_output(data, args.output)
+    return EXIT_OK
+
+
+def _check_highlight(system: System, name: str) -> None:
+    """``--highlight`` names a device, a group instance (an id prefix) or a link class."""
+    depth = name.count(".") + 1
+    prefixes = {".".join(d.id.split(".")[:depth]) for d in system.devices}
+    if name in prefixes or name in LINK_CLASSES:
+        return
+    raise UsageError(f"--highlight {name}: no device, group or link class of that name"
+                     + suggest(name, sorted(prefixes | set(LINK_CLASSES))))

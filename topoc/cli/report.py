@@ -1,0 +1,52 @@
+"""``topoc report FILE --parallel NAME [--format text|markdown|html]``: a strategy's step."""
+
+from __future__ import annotations
+
+from ..backends import render as r
+from ..backends import report, report_html
+from ..compiler.analysis.strategy import analyse
+from ..compiler.ir.system import System
+from ..compiler.lang import pipeline
+from ..library import calibration, find
+from .common import EXIT_OK, UsageError, add_common, load, strategy_name, write_output
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("report", help="analyse a parallel strategy's training step")
+    p.add_argument("file")
+    p.add_argument("--parallel", metavar="NAME", help="the strategy (needed when several)")
+    p.add_argument("--format", choices=["text", "markdown", "html"], default="text",
+                   help="html: one self-contained page with the diagram and plots")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    system = load(args)
+    name = strategy_name(system, args.file, args.parallel)
+    if args.format == "html":
+        write_output(_html_report(system, name), args.output)
+    else:
+        write_output(report.render(analyse(system, name), system.name, args.format), args.output)
+    return EXIT_OK
+
+
+def _published() -> list[dict]:
+    """The single-node calibration rows with the GPU model of the library system they name."""
+    rows, models = [], {}
+    for row in calibration():
+        if row["defines"]:
+            continue
+        if row["system"] not in models:
+            models[row["system"]] = pipeline.load(find(f"{row['system']}.topo")).gpus[0].model.name
+        rows.append({**row, "gpu_model": models[row["system"]]})
+    return rows
+
+
+def _html_report(system: System, name: str) -> str:
+    """The self-contained page: the diagram (GPUs coloured by tp group), plots, tables."""
+    try:
+        svg, _ = r.render(system, "svg", r.Options(parallel=name, color="tp"))
+        return report_html.document(system, name, svg, _published())
+    except (r.DotMissing, r.TooLarge, report_html.ReportUnavailable) as exc:
+        raise UsageError(str(exc)) from None

@@ -1,0 +1,50 @@
+"""``topoc schedule FILE (--parallel P --group KIND[:I] | --ranks LIST) --collective C ...``:
+a collective planned on a group, every transfer routed."""
+
+from __future__ import annotations
+
+from ..backends import nccl_log, schedule_json
+from ..compiler.collectives.orders import ALGORITHMS
+from ..compiler.collectives.paths import NoRoute
+from ..compiler.collectives.schedule import ScheduleError, schedule
+from ..compiler.ir.system import COLLECTIVES
+from .common import (EXIT_OK, UsageError, add_common, add_group_options, fail, load, parse_size,
+                     selected_group, write_output)
+
+BACKENDS = {"json": schedule_json, "nccl": nccl_log}
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("schedule", help="plan a collective on a group, every transfer routed")
+    p.add_argument("file")
+    add_group_options(p, "the strategy whose groups --group names", "tp:0, dp:3, ... or world")
+    p.add_argument("--collective", required=True, choices=list(COLLECTIVES))
+    p.add_argument("--size", default="1GiB", help="bytes per rank (default 1GiB)")
+    p.add_argument("--algorithm", default="auto", choices=["auto", *ALGORITHMS],
+                   help="default: the fastest of NCCL's; hierarchical is topoc's own")
+    p.add_argument("--channels", type=int, help="channels side by side: rings (default 2) or "
+                   "pairs of trees (default 1)")
+    p.add_argument("--chunks", type=int, help="slots the data is cut into (default per algorithm)")
+    p.add_argument("--root", type=int, default=0, help="group position of the root (broadcast, "
+                   "reduce)")
+    p.add_argument("--format", choices=list(BACKENDS), default="json")
+    p.add_argument("--rank", type=int, metavar="R", help="only the steps of world rank R")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    system = load(args)
+    nbytes = parse_size(args.size)
+    group = selected_group(system, args)
+    if args.rank is not None and args.rank not in group.ranks:
+        raise UsageError(f"{args.file}: rank {args.rank} is not in group {group.name}")
+    try:
+        sched = schedule(system, group, args.collective, args.algorithm, nbytes, args.channels,
+                         args.chunks, args.root)
+        text = BACKENDS[args.format].render(system, sched, args.rank)
+    except (ScheduleError, NoRoute) as exc:
+        # The file is fine but cannot serve this request: an input error (exit 1).
+        return fail(args.file, exc)
+    write_output(text, args.output)
+    return EXIT_OK
