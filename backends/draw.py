@@ -297,7 +297,8 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
             x, y = pos[n.id]
             w, h = sizes[n.id]
             graph.node(n.id, label=label, pos=f"{x:.1f},{y:.1f}!", width=f"{w / 72:.3f}",
-                       height=f"{h / 72:.3f}", fixedsize="true", **style)
+                       height=f"{h / 72:.3f}", fixedsize="true",
+                       tooltip=_tip(n, models, colors.get(n.id)), **style)
         for c in sorted(children.get(cluster, ()), key=natural):
             x0, y0, x1, y1 = frames[c]
             with graph.subgraph(name=f"cluster_{c}") as sub:
@@ -340,6 +341,8 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         p, q = route(rects[e.src], rects[e.dst], e.src in band_of, e.dst in band_of)
         path = detour(p, q, rows) if not by_id.get(e.src, by_id.get(e.dst)).cluster else [p, q]
         attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": f"{penwidth(e.bandwidth):.2f}",
+                  "tooltip": f"{e.src} - {e.dst}\n{e.cls} ({', '.join(e.types)}): "
+                             f"{_figure(e)} per direction",
                   "pos": polyline(path) if e.duplex else
                   f"e,{q[0]:.1f},{q[1]:.1f} " + spline(p, _short_of(p, q, 8))}
         if len(path) > 2:
@@ -383,6 +386,14 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     g.node("legend", label=label, shape="plaintext", style="", fillcolor="",
            pos=f"{lx:.1f},{ly:.1f}!")
     return Picture(g.source, total_w, total_h + 40)
+
+
+def _tip(n: Node, models: dict[str, set[str]], color) -> str:
+    """What hovering a box shows: its path, what it is, its group."""
+    lines = [n.id, n.label.replace("\n", ", ")]
+    if color:
+        lines.append(color[1])
+    return "\n".join(lines)
 
 
 def _short_of(p, q, by: float):

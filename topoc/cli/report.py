@@ -6,8 +6,7 @@ from ..backends import render as r
 from ..backends import report, report_html
 from ..compiler.analysis.strategy import analyse
 from ..compiler.ir.system import System
-from ..compiler.lang import pipeline
-from ..library import calibration, find
+from ..compiler.analysis.page import published_rows, report_page
 from .common import EXIT_OK, UsageError, add_common, load, strategy_name, write_output
 
 
@@ -31,22 +30,10 @@ def run(args) -> int:
     return EXIT_OK
 
 
-def _published() -> list[dict]:
-    """The single-node calibration rows with the GPU model of the library system they name."""
-    rows, models = [], {}
-    for row in calibration():
-        if row["defines"]:
-            continue
-        if row["system"] not in models:
-            models[row["system"]] = pipeline.load(find(f"{row['system']}.topo")).gpus[0].model.name
-        rows.append({**row, "gpu_model": models[row["system"]]})
-    return rows
-
-
 def _html_report(system: System, name: str) -> str:
     """The self-contained page: the diagram (GPUs coloured by tp group), plots, tables."""
     try:
         svg, _ = r.render(system, "svg", r.Options(parallel=name, color="tp"))
-        return report_html.document(system, name, svg, _published())
+        return report_html.document(report_page(system, name, published_rows()), svg)
     except (r.DotMissing, r.TooLarge, report_html.ReportUnavailable) as exc:
         raise UsageError(str(exc)) from None
