@@ -23,6 +23,7 @@ from .compiler.lang.resolve import Program
 from .compiler.base.units import BYTES, RATE, SECONDS, human
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+USE = re.compile(r'\s*use\s+"([^"]*)"')
 KEYWORDS = ("use", "link", "device", "model", "group", "let", "system", "parallel", "on",
             "traffic", "auto", "true", "false")
 
@@ -58,10 +59,18 @@ def _range(span: Span) -> tuple[tuple[int, int], tuple[int, int]]:
     return start, end if end > start else (start[0], start[1] + 1)
 
 
-def _found(d: Diagnostic, path: str) -> Found | None:
-    """Only findings in this document; their notes join the message."""
+def _found(d: Diagnostic, path: str, uses: dict[Path, int] | None = None) -> Found | None:
+    """Findings in this document, their notes joined to the message; an error in a file this
+    one imports is shown on the ``use`` line that leads to it (``uses``: imported file -> 0-based
+    line), since the editor shows only this document."""
     if Path(d.span.path).resolve() != Path(path).resolve():
-        return None
+        line = (uses or {}).get(Path(d.span.path).resolve())
+        if line is None and uses and d.severity == "error":
+            line = min(uses.values())       # imported further down: the first use
+        if line is None or d.severity != "error":
+            return None
+        return Found(d.code, 1, f"in the imported file {d.span.location()}: {d.message}",
+                     (line, 0), (line, 10_000))
     start, end = _range(d.span)
     message = d.message + "".join(f"\n{n.span.location()}: note: {n.message}" for n in d.notes)
     return Found(d.code, 1 if d.severity == "error" else 2, message, start, end)
@@ -74,6 +83,7 @@ class Analysis:
         self.text, self.path = text, path
         self.program: Program | None = None
         self.diagnostics: list[Found] = []
+        self._recovered: dict[int | None, Program | None] = {}
         self._run()
 
     def _run(self) -> None:
@@ -95,7 +105,52 @@ class Analysis:
             found = list(exc.diagnostics)
         except RecursionError:
             pass                # nested too deeply to analyse: nothing to say at a position
-        self.diagnostics = [f for d in found if (f := _found(d, self.path))]
+        uses = self.uses()
+        self.diagnostics = [f for d in found if (f := _found(d, self.path, uses))]
+
+    # -- imports
+    def uses(self) -> dict[Path, int]:
+        """Each file a ``use`` line of this document imports -> that line (0-based)."""
+        out = {}
+        for i, line in enumerate(self.text.split("\n")):
+            m = USE.match(line)
+            if m:
+                found = self.use_target(m.group(1))
+                if found is not None:
+                    out.setdefault(found.resolve(), i)
+        return out
+
+    def use_target(self, name: str) -> Path | None:
+        """The file a ``use "name"`` resolves to: next to this document, then the library."""
+        from .compiler.lang.resolve import library_root
+        for base in (Path(self.path).resolve().parent, library_root()):
+            candidate = base / name
+            if candidate.is_file():
+                return candidate
+        return None
+
+    def shown(self, path: str) -> str:
+        """A path as the editor's user reads it: relative to this document's folder, or
+        'library: nvidia/devices.topo' for the bundled library, never the server's cwd."""
+        from .compiler.lang.resolve import library_root
+        p = Path(path).resolve()
+        for base, prefix in ((Path(self.path).resolve().parent, ""),
+                             (library_root().resolve(), "library: ")):
+            try:
+                return prefix + str(p.relative_to(base))
+            except ValueError:
+                continue
+        return str(p)
+
+    def _program(self, line: int | None = None) -> Program | None:
+        """The resolved program, or when the text does not resolve (a half-typed line), the
+        program of the text around it (``lsp_help.recover``)."""
+        if self.program is not None:
+            return self.program
+        if line not in self._recovered:
+            from .lsp_help import recover
+            self._recovered[line] = recover(self.text, self.path, line)
+        return self._recovered[line]
 
     # -- positions
     def word_at(self, line: int, character: int) -> str | None:
@@ -110,7 +165,7 @@ class Analysis:
 
     def declaration(self, name: str):
         """The resolved declaration called ``name`` (link type, device model, group, model)."""
-        p = self.program
+        p = self._program()
         if p is None:
             return None
         for table in (p.link_types, p.device_models, p.groups, p.models):
@@ -120,7 +175,7 @@ class Analysis:
 
     def instance(self, name: str, line: int):
         """The ``name[n] : Target`` statement of the group around 0-based ``line``, if any."""
-        p = self.program
+        p = self._program()
         if p is None:
             return None
         for g in p.groups.values():
@@ -142,8 +197,21 @@ class Analysis:
         return decl
 
     def definition(self, line: int, character: int) -> tuple[str, tuple, tuple] | None:
-        """(path, start, end) of the declaration of the name under the cursor (for an
-        instance's name, of its device model or group)."""
+        """(path, start, end) of what the cursor names: a ``use`` path's file; a member used in
+        a connection, its ``name[n] : Target`` line; a declaration's name (or the target of a
+        member line), its declaration."""
+        lines = self.text.split("\n")
+        text = lines[line] if 0 <= line < len(lines) else ""
+        m = USE.match(text)
+        if m and m.start(1) - 1 <= character <= m.end(1) + 1:
+            found = self.use_target(m.group(1))
+            return None if found is None else (str(found.resolve()), (0, 0), (0, 0))
+        name = self.word_at(line, character) or ""
+        inst = self.instance(name, line)
+        member_line = inst is not None and inst.span is not None and inst.span.line - 1 == line
+        if inst is not None and not member_line and self.declaration(name) is None:
+            start, end = _range(inst.span)
+            return str(Path(inst.span.path).resolve()), start, end
         decl = self.target(line, character)
         if decl is None or decl.span is None:
             return None
@@ -153,23 +221,50 @@ class Analysis:
     def hover(self, line: int, character: int) -> str | None:
         """Markdown with the resolved figures of the name under the cursor (an instance's name
         shows its device model or group)."""
+        from .lsp_help import COLLECTIVE_DOCS, SETTING_DOCS, blocks_at, lanes_at
+        lines = self.text.split("\n")
+        text = lines[line] if 0 <= line < len(lines) else ""
+        lanes = lanes_at(text, character)
+        if lanes is not None:
+            lt = (self._program(line).link_types.get(lanes[0])
+                  if self._program(line) is not None else None)
+            if lt is not None:
+                return (f"**{lanes[1]} lanes** of {lt.name} ({lt.cls}): {lanes[1]} x "
+                        f"{human(lt.bandwidth, RATE)} = {human(lanes[1] * lt.bandwidth, RATE)} "
+                        "per direction")
+            return f"**{lanes[1]} lanes**: parallel links of the connection's type"
         name = self.word_at(line, character) or ""
+        blocks = blocks_at(lines, line, character)
+        if "traffic" in blocks and name in COLLECTIVE_DOCS:
+            return f"**{name}**: {COLLECTIVE_DOCS[name]}"
+        if "parallel" in blocks and "traffic" not in blocks and name in SETTING_DOCS \
+                and re.search(rf"\b{name}\s*=", text):
+            return f"**{name}** (parallel setting): {SETTING_DOCS[name]}"
         decl = self.target(line, character)
         if decl is None:
             return None
         inst = self.instance(name, line) if self.declaration(name) is None else None
         head = f"`{name}` : {inst.target}\n\n" if inst is not None else ""
-        where = f"\n\n*declared at {decl.span.location()}*" if decl.span else ""
+        where = (f"\n\n*declared at {self.shown(decl.span.path)}:{decl.span.line}*"
+                 if decl.span else "")
         return head + describe(decl) + where
 
     def completions(self, line: int, character: int) -> list[tuple[str, str, str]]:
-        """(label, kind, detail) choices for the cursor: after a connection's ':' link types;
-        after an instance's ':' device models and groups; after '=' in a parallel block's
-        'model' a model; in arguments the system's parameters; else all names and keywords."""
-        p = self.program
+        """(label, kind, detail) choices for the cursor, also on a half-typed line: after a
+        connection's ':' link types; after a member's ':' device models and groups; after
+        'system NAME :' groups; after 'model =' every model the file knows and every bundled
+        one; in a parallel block its settings, in a traffic block the collectives; in
+        arguments the system's parameters; else all names and keywords."""
+        from .compiler.lang.derive import bundled_models
+        from .lsp_help import COLLECTIVE_DOCS, SETTING_DOCS, blocks_at
         lines = self.text.split("\n")
         before = lines[line][:character] if 0 <= line < len(lines) else ""
-        out: list[tuple[str, str, str]] = []
+        p = self._program(line)
+        if re.search(r"\bmodel\s*=\s*\w*$", before):
+            known = dict(bundled_models())
+            if p is not None:
+                known.update(p.models)
+            return [(n, "model", describe(m).split("\n")[0]) for n, m in sorted(known.items())]
         if p is None:
             return [(k, "keyword", "") for k in KEYWORDS]
         links = [(n, "link", describe(lt).split("\n")[0]) for n, lt in sorted(p.link_types.items())]
@@ -181,14 +276,18 @@ class Analysis:
                          for g in p.groups.values() for q in g.params})
         if re.search(r"(<->|->).*:\s*\w*$", before):
             return links
-        if re.search(r"\bmodel\s*=\s*\w*$", before):
-            return models
+        if re.search(r"^\s*system\s+\w+\s*:\s*\w*$", before):
+            return groups
         if re.search(r"\(\s*(\w+\s*=\s*[^,]*,\s*)*\w*$", before):
-            return [x for x in params]
+            return list(params)
         if re.search(r":\s*\w*$", before):
             return devices + groups
-        out = links + devices + groups + models + [(k, "keyword", "") for k in KEYWORDS]
-        return out
+        blocks = blocks_at(lines, line, character)
+        if "traffic" in blocks:
+            return [(c, "keyword", doc) for c, doc in COLLECTIVE_DOCS.items()]
+        if "parallel" in blocks:
+            return [(k, "parameter", doc) for k, doc in sorted(SETTING_DOCS.items())]
+        return links + devices + groups + models + [(k, "keyword", "") for k in KEYWORDS]
 
     def formatted(self) -> str | None:
         """The document in topoc fmt's layout (None when it does not parse)."""

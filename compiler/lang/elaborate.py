@@ -68,6 +68,7 @@ class _Elaborator:
             return None
         t = Template(decl.name, {}, [], 0, 0, dict(env))
         self.cache[key] = None  # a recursive use of this key during elaboration sees None
+        failed: set[str] = set()    # members that did not elaborate: already reported
         for stmt in decl.body:
             try:
                 if isinstance(stmt, s.Let):
@@ -79,8 +80,13 @@ class _Elaborator:
                     self.instance(t, stmt, env, (*stack, decl.name))
             except EvalError as exc:
                 self.diags.add(exc.diagnostic)
+                if isinstance(stmt, s.Instance):
+                    failed.add(stmt.name)
         self.check_element_names(t)
         for stmt in decl.body:
+            if isinstance(stmt, s.Connection) and failed & {stmt.left.segments[0].name,
+                                                             stmt.right.segments[0].name}:
+                continue    # one error per typo: the member's own error says what is wrong
             if isinstance(stmt, s.Connection):
                 try:
                     self.connection(t, stmt, env)
