@@ -8,6 +8,7 @@ Everything is emitted sorted, so the same view gives the same bytes; Graphviz (`
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -16,8 +17,8 @@ import graphviz
 
 from ..compiler.base.units import RATE, human
 from .layout import PAD, TITLE, layout, natural
-from .route import (BAND_H, Band, Labels, arc, detour, label_size, meshes, polyline, rect,
-                    route, spline)
+from .route import (BAND_H, Band, Labels, arc, detour, label_size, meshes, overlaps, polyline,
+                    rect, route, spline)
 from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, LEGEND_NAME, RING_COLOR, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
 
@@ -45,6 +46,18 @@ def _plural(kind: str, n: int) -> str:
     if n == 1:
         return name
     return name + ("es" if name.endswith(("ch", "s")) else "s")
+
+
+def _called(members: Sequence[str], nodes: dict[str, Node], n: int = 2) -> str:
+    """What a band's members are: their kind ('GPUs', 'network switches'), or for racks, nodes
+    and trays the name they share ('nodes', 'trays')."""
+    kinds = {nodes[m].kind for m in members}
+    if kinds <= {"unit", "netunit"}:
+        stems = {re.sub(r"[\d\[\]*.]+$", "", short(m)) for m in members}
+        if len(stems) == 1:
+            stem = stems.pop()
+            return stem if n == 1 else stem + "s"
+    return _plural(min(kinds), n)
 
 
 def _frames_of(node: str, frames: dict, against: set[str]) -> list[tuple]:
@@ -100,17 +113,21 @@ def _bands(nodes: dict[str, Node], pos: dict, sizes: dict, frames: dict,
                     per[n][0] += e.lanes
                     per[n][1] += e.bandwidth
             figures = {tuple(v) for v in per.values()}
-            what = (f"{cls} full mesh: {len(part)} {_plural(min(kinds), len(part))} x "
-                    f"{len(other)} {_plural(min(okinds), len(other))}")
+            what = (f"{cls} full mesh: {len(part)} {_called(part, nodes)} x "
+                    f"{len(other)} {_called(other, nodes)}")
             if len(figures) == 1:
                 lanes, bw = next(iter(figures))
-                what += (f", each {KIND_NAME.get(min(kinds), min(kinds))} "
+                what += (f", each {_called(part, nodes, 1)} "
                          f"{'x' + str(lanes) + ' ' if lanes > 1 else ''}{human(bw, RATE)}")
             w = label_size(what)[0] * 8 / 8 + 8
             x0, x1 = min(xs) - 12, max(xs) + 12
             if x1 - x0 < w:
                 mid = (x0 + x1) / 2
                 x0, x1 = mid - w / 2, mid + w / 2
+            if any(b.x0 < x1 and x0 < b.x1 and abs(b.y - y) < BAND_H + 4 for b in bands) or \
+                    any(overlaps((x0, y - BAND_H / 2, x1, y + BAND_H / 2), rect(pos[n], sizes[n]))
+                        for n in pos):
+                continue        # the gap is taken (another band, a box): keep the lines
             band = Band(f"mesh/{cls}/{len(bands)}", x0, x1, y, tuple(part), tuple(other), cls,
                         what)
             bands.append(band)
@@ -249,12 +266,13 @@ def _unit_label(n: Node, name: str, colors: Sequence[str]) -> str:
 
 def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Options,
             colors: dict[str, tuple[str, str]], hops: list[tuple[str, str]],
-            models: dict[str, set[str]]) -> Picture:
+            models: dict[str, set[str]], widest: float = 6.0) -> Picture:
     """The DOT text of one view. ``colors`` maps a box to (fill, group tag) or, for a box of
     several groups, ('a:b:c', tag); ``hops`` are the ring's steps; ``models`` the device models
-    per kind (the legend names them when the boxes do not)."""
+    per kind (the legend names them when the boxes do not); ``widest`` the widest shape the
+    top-level layout may take before wrapping rows (the legend goes below a wide picture)."""
     g = graphviz.Graph(name=name, strict=False)
-    pos, frames, (width, height), mirrored = layout(nodes, name, box, tier)
+    pos, frames, (width, height), mirrored = layout(nodes, name, box, tier, widest)
     by_id = {n.id: n for n in nodes}
     sizes = {n.id: box(n) for n in nodes}
     _align(by_id, pos, sizes, edges)
@@ -309,6 +327,10 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     emit(g, "")
 
     rects = {n: rect(pos[n], sizes[n]) for n in pos}
+    for n in nodes:         # a double outline is drawn 4 pt outside the box's size
+        if KIND_STYLE[n.kind]["shape"] == "doubleoctagon":
+            x0, y0, x1, y1 = rects[n.id]
+            rects[n.id] = (x0 - 4, y0 - 4, x1 + 4, y1 + 4)
     band_of = {b.id: b for b in bands}
     band_of.update((n.id, n) for n in nodes if n.kind == "fabric")
     for b in bands:
@@ -329,6 +351,8 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     for n in nodes:
         if n.id in pos and not n.cluster:
             rows[round(pos[n.id][1], 1)].append(rects[n.id])
+    for b in bands:
+        rows[round(b.y, 1) + 0.01].append(rects[b.id])
     signatures: dict[str, set[str]] = defaultdict(set)
     for e in edges:
         signatures[e.cls]       # every class drawn has a legend row
@@ -345,8 +369,8 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
                              f"{_figure(e)} per direction",
                   "pos": polyline(path) if e.duplex else
                   f"e,{q[0]:.1f},{q[1]:.1f} " + spline(p, _short_of(p, q, 8))}
-        if len(path) > 2:
-            p, q = path[1], path[2]
+        if len(path) > 2:       # a detour: its label on its longest leg
+            p, q = max(zip(path, path[1:]), key=lambda pq: math.dist(*pq))
         if not e.duplex:
             attrs_["dir"] = "forward"
         if len(figures[e.cls]) > 1 and (e.src, e.dst) not in quiet \

@@ -177,7 +177,7 @@ def _aspect(p: Placed, framed: bool) -> float:
     return (p.width + extra_w) / max(1.0, p.height + extra_h)
 
 
-def _best(items: Sequence[Item], framed: bool) -> Placed:
+def _best(items: Sequence[Item], framed: bool, widest: float = 6.0) -> Placed:
     """The wrap width whose aspect is nearest TARGET, preferring ones within
     MIN_ASPECT..MAX_ASPECT, then the smaller area."""
     groups = _groups(items)
@@ -197,19 +197,20 @@ def _best(items: Sequence[Item], framed: bool) -> Placed:
     def score(p: Placed) -> tuple:
         a = _aspect(p, framed)
         # the whole picture goes below its legend and title when wide: room for a wider top
-        inside = MIN_ASPECT <= a <= (MAX_ASPECT if framed else 1.5 * MAX_ASPECT)
+        inside = MIN_ASPECT <= a <= (MAX_ASPECT if framed else widest)
         return (not inside, p.ragged, p.rows, abs(math.log(a / TARGET)), p.width * p.height)
     return min(options, key=score)
 
 
 def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, float]],
-           tier: Callable[[object], int]) -> tuple[dict[str, tuple[float, float]],
+           tier: Callable[[object], int], widest: float = 6.0) -> tuple[dict[str, tuple[float, float]],
                                                    dict[str, tuple[float, float, float, float]],
                                                    tuple[float, float], frozenset[str]]:
     """Positions of ``nodes`` (with ``id``, ``kind``, ``cluster`` and optionally ``anchor``),
     bounding boxes of their clusters, the drawing's width and height, all in points with y
     upwards, and the clusters drawn upside down (title at the bottom). ``root`` is the cluster
-    drawn without a frame (the system)."""
+    drawn without a frame (the system); ``widest`` bounds the top level's width over height
+    (wider than a cluster's: the legend goes below a wide picture)."""
     by_cluster: dict[str, list] = defaultdict(list)
     for n in nodes:
         by_cluster[n.cluster if n.cluster != root else ""].append(n)
@@ -244,7 +245,7 @@ def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, flo
             items.append(Item(c, min(tier(n) for n in under[c]), inner[c].width + 2 * PAD,
                               inner[c].height + 2 * PAD + TITLE, True, has_gpu[c]))
         has_gpu[cluster] = gpu_here
-        placed = _best(items, framed=bool(cluster))
+        placed = _best(items, framed=bool(cluster), widest=widest)
         # Nest: a child's contents move into its frame (mirrored for a lower sandwich part).
         for c, (x0, y0, x1, y1) in list(placed.clusters.items()):
             sub = inner[c]

@@ -47,8 +47,6 @@ MIN_RATIO, MAX_RATIO = 1 / 4, 4.0
 COMPACT = 48
 #: The DOT text carries topoc's positions: dot would discard them, neato -n2 keeps them.
 HEADER = "// topoc placed every box and line: draw with  neato -n2 -Tsvg FILE.dot -o FILE.svg\n"
-#: A box holding more groups than this shows the first ones' colours and names the count.
-MAX_STRIPES = 24
 class DotMissing(Exception):
     """A picture format was asked for and Graphviz's ``dot`` could not run."""
 
@@ -346,6 +344,10 @@ def dot_source(system: System, opts: Options = Options(),
     ``TooLarge`` naming the view to draw instead."""
     view, nodes, edges = _view(system, opts)
     pic = _picture(system, view, nodes, edges, opts, notes)
+    for widest in (4.0, 3.0, 2.0):          # too wide: wrap the top level's rows sooner
+        if not check or _fits(pic) or pic.width < pic.height:
+            break
+        pic = _picture(system, view, nodes, edges, opts, notes, widest)
     if check and not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
         view, nodes, edges = "racks", *racks(system)
         pic = _picture(system, view, nodes, edges, opts, notes)
@@ -366,7 +368,8 @@ def _fits(pic) -> bool:
     return max(pic.width, pic.height) <= MAX_SIDE and MIN_RATIO <= ratio <= MAX_RATIO
 
 
-def _picture(system: System, view: str, nodes, edges, opts: Options, notes):
+def _picture(system: System, view: str, nodes, edges, opts: Options, notes,
+             widest: float = 6.0):
     from .draw import picture
     colors = _group_colors(system, opts)
     ids = {n.id for n in nodes}
@@ -381,7 +384,7 @@ def _picture(system: System, view: str, nodes, edges, opts: Options, notes):
     for d in system.devices:
         models[d.kind].add(d.model.name)
     return picture(system.name, view, nodes, edges, opts, colors,
-                   ring_hops(system, opts, ids), dict(models))
+                   ring_hops(system, opts, ids), dict(models), widest)
 
 def render(system: System, fmt: str = "dot", opts: Options = Options(),
            notes: list[str] | None = None) -> tuple[bytes, str]:

@@ -210,4 +210,4 @@ def detour(p: tuple[float, float], q: tuple[float, float], rows: dict[float, lis
     last = max(b[3] for b in spans) if up else min(b[1] for b in spans)
     y1 = (p[1] + first) / 2
     y2 = (last + q[1]) / 2
-    return [p, (x, y1), (x, y2), q]
+    return [p, (p[0], y1), (x, y1), (x, y2), (q[0], y2), q]

@@ -40,18 +40,20 @@ KIND_NAME = {"net_switch": "network switch", "switch": "NVLink switch",
 TIER = {"cpu": 1, "pcie_switch": 2, "gpu": 3, "nic": 2, "dpu": 2, "switch": 4, "fabric": 4,
         "net_switch": 6, "netunit": 7, "unit": 40, "band": 4}
 UNIT_TIER = 40
+#: A box holding more groups than this shows the first ones' colours and names the count.
+MAX_STRIPES = 24
 SHAPE_ROOM = {"diamond": (1.6, 1.5), "hexagon": (1.25, 1.1), "octagon": (1.25, 1.15),
               "doubleoctagon": (1.3, 1.2), "box3d": (1.05, 1.05)}
 
 
 def _palette() -> tuple[str, ...]:
-    """36 colours told apart by hue (12 steps) and lightness (3 steps), so neighbouring group
-    numbers differ in both; 72 groups repeat a colour only 36 groups apart."""
+    """36 colours told apart by hue (12 steps, neighbouring groups 150 degrees apart) and
+    lightness (3 steps, one per run of 12); 72 groups repeat a colour only 36 groups apart."""
     import colorsys
     out = []
     for i in range(36):
         hue = (i * 5 % 12) / 12
-        light, sat = ((0.45, 0.75), (0.70, 0.65), (0.30, 0.70))[i % 3]
+        light, sat = ((0.45, 0.75), (0.72, 0.65), (0.28, 0.70))[i // 12]
         r, g, b = colorsys.hls_to_rgb(hue, light, sat)
         out.append(f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}")
     return tuple(out)

@@ -32,14 +32,14 @@ def read(svg: bytes):
         if kind == "node":
             if name == "legend":
                 continue
-            pts = [p for shape in g if shape.tag in (f"{SVG}polygon", f"{SVG}path")
+            pts = [p for shape in g.iter() if shape.tag in (f"{SVG}polygon", f"{SVG}path")
                    for p in _points(shape)]
             if pts:
                 xs, ys = zip(*pts)
                 boxes[name] = (min(xs), min(ys), max(xs), max(ys))
         else:
             a, _, b = name.partition("--")
-            path = g.find(f"{SVG}path")
+            path = next(g.iter(f"{SVG}path"), None)
             if path is None or "#d62728" in (path.get("stroke") or ""):
                 continue
             lines.append((a, b, _points(path)))
