@@ -84,14 +84,14 @@ class _Elaborator:
                     failed.add(stmt.name)
         self.check_element_names(t)
         for stmt in decl.body:
-            if isinstance(stmt, s.Connection) and failed & {stmt.left.segments[0].name,
-                                                             stmt.right.segments[0].name}:
-                continue    # one error per typo: the member's own error says what is wrong
             if isinstance(stmt, s.Connection):
                 try:
                     self.connection(t, stmt, env)
                 except EvalError as exc:
-                    self.diags.add(exc.diagnostic)
+                    d = exc.diagnostic
+                    if d.code == "E112" and any(f"no member '{m}'" in d.message for m in failed):
+                        continue    # one error per typo: the member's own error said it
+                    self.diags.add(d)
         self.cache[key] = t
         return t
 
