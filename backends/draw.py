@@ -30,6 +30,8 @@ class Picture:
     source: str
     width: float
     height: float
+    lines: int = 0          # lines drawn (rings left out)
+    crossing: int = 0       # of them, lines through a box they do not join
 
 
 def _html(text: str) -> str:
@@ -345,11 +347,17 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         ty = (y0 + 2, y0 + TITLE) if c in mirrored else (y1 - TITLE, y1 - 2)
         titles.append((mid - w / 2, ty[0], mid + w / 2, ty[1]))
     labels = Labels([*rects.values(), *titles])
+    boxes = Labels([])          # the boxes alone, to count lines that run through one
+    ids = list(rects)
+    for n in ids:
+        r = rects[n]
+        boxes.take((r[0] + 2, r[1] + 2, r[2] - 2, r[3] - 2))
+    crossing = 0
 
     tier_of = {n.id: tier(n) for n in nodes}
     rows: dict[float, list] = defaultdict(list)       # top-level boxes by row, for detours
     for n in nodes:
-        if n.id in pos and not n.cluster:
+        if n.id in pos and n.cluster in ("", name):
             rows[round(pos[n.id][1], 1)].append(rects[n.id])
     for b in bands:
         rows[round(b.y, 1) + 0.01].append(rects[b.id])
@@ -363,12 +371,23 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         if e.duplex and tier_of.get(e.src, 0) > tier_of.get(e.dst, 0):
             e = attrs.evolve(e, src=e.dst, dst=e.src)   # a stable direction for the DOT text
         p, q = route(rects[e.src], rects[e.dst], e.src in band_of, e.dst in band_of)
-        path = detour(p, q, rows) if not by_id.get(e.src, by_id.get(e.dst)).cluster else [p, q]
+        flat = by_id.get(e.src, by_id.get(e.dst)).cluster in ("", name)
+        path = detour(p, q, rows) if flat else [p, q]
+        if abs(p[1] - q[1]) < 1 and any(p[0] < (r[0] + r[2]) / 2 < q[0] or
+                                        q[0] < (r[0] + r[2]) / 2 < p[0]
+                                        for r in rows.get(round(pos[e.src][1], 1), ())):
+            # a row-mate further along: over the boxes between, from top to top
+            a, b = rects[e.src], rects[e.dst]
+            top = max(a[3], b[3]) + 14
+            pa, pb = ((a[0] + a[2]) / 2, a[3]), ((b[0] + b[2]) / 2, b[3])
+            path = [pa, (pa[0], top), (pb[0], top), pb]
+            p, q = pa, pb
         attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": f"{penwidth(e.bandwidth):.2f}",
                   "tooltip": f"{e.src} - {e.dst}\n{e.cls} ({', '.join(e.types)}): "
                              f"{_figure(e)} per direction",
                   "pos": polyline(path) if e.duplex else
                   f"e,{q[0]:.1f},{q[1]:.1f} " + spline(p, _short_of(p, q, 8))}
+        crossing += _crosses(path, boxes, ids, {e.src, e.dst})
         if len(path) > 2:       # a detour: its label on its longest leg
             p, q = max(zip(path, path[1:]), key=lambda pq: math.dist(*pq))
         if not e.duplex:
@@ -409,7 +428,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         total_w, total_h = width + lw + 24, max(height, lh)
     g.node("legend", label=label, shape="plaintext", style="", fillcolor="",
            pos=f"{lx:.1f},{ly:.1f}!")
-    return Picture(g.source, total_w, total_h + 40)
+    return Picture(g.source, total_w, total_h + 40, len(edges), crossing)
 
 
 def _tip(n: Node, models: dict[str, set[str]], color) -> str:
@@ -418,6 +437,19 @@ def _tip(n: Node, models: dict[str, set[str]], color) -> str:
     if color:
         lines.append(color[1])
     return "\n".join(lines)
+
+
+def _crosses(path, boxes: Labels, ids: list[str], ends: set[str]) -> bool:
+    """Whether the line ``path`` runs through a box other than its two ends."""
+    for (x0, y0), (x1, y1) in zip(path, path[1:]):
+        n = max(1, int(max(abs(x1 - x0), abs(y1 - y0)) // 4))
+        for i in range(n + 1):
+            x, y = x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n
+            for j in boxes._cells.get((int(x // 200), int(y // 200)), ()):
+                r = boxes.taken[j]
+                if r[0] < x < r[2] and r[1] < y < r[3] and ids[j] not in ends:
+                    return True
+    return False
 
 
 def _short_of(p, q, by: float):

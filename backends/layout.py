@@ -138,10 +138,10 @@ def _rows(items: Sequence[Item], width: float) -> list[list[Item]]:
 def _sandwich(items: Sequence[Item]) -> list[list[Item]] | None:
     """GPU units above and below what switches them (the NVL72's build: 10 compute trays, the
     9 NVLink switch trays, 8 compute trays), when a cluster holds just those: two or more units
-    with GPUs, and switch units or switch boxes (tier 3 and below)."""
+    with GPUs, and NVLink switch units, switch boxes or a fabric (tier 4) between them."""
     compute = sorted((it for it in items if it.cluster and it.gpus), key=lambda it: natural(it.id))
     middle = [it for it in items if not (it.cluster and it.gpus)]
-    if len(compute) < 2 or not middle or any(it.tier < 4 for it in middle):
+    if len(compute) < 2 or not middle or any(it.tier != 4 for it in middle):
         return None
     upper = (len(compute) + 2) // 2
     return [compute[:upper], *_rows(middle, sum(it.width + GAP_X for it in middle)),

@@ -43,6 +43,8 @@ MAX_LAYOUT = 5000
 #: No side of a picture longer than this (points), and its width over height in this range.
 MAX_SIDE = 10_000.0
 MIN_RATIO, MAX_RATIO = 1 / 4, 4.0
+#: At most this share of a picture's lines may run through a box they do not join.
+MAX_CROSSING = 0.05
 #: Pictures with more device boxes than this label them by name only (models in the legend).
 COMPACT = 48
 #: The DOT text carries topoc's positions: dot would discard them, neato -n2 keeps them.
@@ -66,7 +68,8 @@ def _short(device_id: str) -> str:
 
 def _host_side(system: System, nodes: list[Node]) -> list[Node]:
     """NICs and DPUs moved to the host side, above the GPUs: next to the PCIe switch they hang
-    off (same cluster), else in a row above the CPU they hang off."""
+    off (same cluster), else in a row above the CPU they hang off; network switches above the
+    machines, one row per fabric level (leaves nearest), so the NICs' lines go up to them."""
     kind = {n.id: n.kind for n in nodes}
     cluster = {n.id: n.cluster for n in nodes}
     hosts: dict[str, list[str]] = defaultdict(list)
@@ -74,8 +77,11 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
         for a, b in ((link.src, link.dst), (link.dst, link.src)):
             if kind.get(a) in ("nic", "dpu") and kind.get(b) in ("pcie_switch", "cpu"):
                 hosts[a].append(b)
+    level = scaleout_levels(system) if any(n.kind == "net_switch" for n in nodes) else {}
     out = []
     for n in nodes:
+        if n.kind == "net_switch":      # the fabric above the machines, leaves nearest
+            n = attrs.evolve(n, tier=-level.get(n.id, 1))
         if n.kind in ("nic", "dpu") and hosts.get(n.id):
             switch = [h for h in sorted(hosts[n.id]) if kind[h] == "pcie_switch"
                       and cluster[h] == n.cluster]
@@ -354,6 +360,11 @@ def dot_source(system: System, opts: Options = Options(),
     if check and not _fits(pic):
         instead = ("--view racks" if view != "racks" and racks_apply(system)
                    else "a smaller system (-D)")
+        if pic.crossing > MAX_CROSSING * max(1, pic.lines):
+            raise TooLarge(f"the {view} view would run {pic.crossing:,} of its {pic.lines:,} "
+                           "lines through boxes they do not join (a legible picture has at "
+                           f"most {MAX_CROSSING:.0%}). Draw {instead}, or write the DOT text "
+                           "with -o FILE.dot")
         raise TooLarge(f"the {view} view would be {pic.width:,.0f} x {pic.height:,.0f} pt; a "
                        f"legible picture is at most {MAX_SIDE:,.0f} pt on a side and between "
                        f"1:4 and 4:1. Draw {instead}, or write the DOT text with -o FILE.dot")
@@ -364,8 +375,11 @@ def dot_source(system: System, opts: Options = Options(),
 
 
 def _fits(pic) -> bool:
+    """Within the size and shape limits, and at most MAX_CROSSING of its lines through boxes
+    they do not join."""
     ratio = pic.width / max(1.0, pic.height)
-    return max(pic.width, pic.height) <= MAX_SIDE and MIN_RATIO <= ratio <= MAX_RATIO
+    return (max(pic.width, pic.height) <= MAX_SIDE and MIN_RATIO <= ratio <= MAX_RATIO
+            and pic.crossing <= MAX_CROSSING * max(1, pic.lines))
 
 
 def _picture(system: System, view: str, nodes, edges, opts: Options, notes,

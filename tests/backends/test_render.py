@@ -171,7 +171,7 @@ def test_render_guards(tmp_path, capsys):
     notes: list[str] = []
     if not HAS_DOT:
         return
-    system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 1})
+    system = topoc.load(library_file("gb200_nvl72.topo"))
     data, _ = r.render(system, "svg", r.Options(view="physical"), notes)
     assert data.startswith(b"<?xml") and len(notes) <= 1
     assert all(n.startswith("Graphviz reported") for n in notes)
