@@ -268,7 +268,7 @@ def _unit_label(n: Node, name: str, colors: Sequence[str]) -> str:
 
 def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Options,
             colors: dict[str, tuple[str, str]], hops: list[tuple[str, str]],
-            models: dict[str, set[str]], widest: float = 6.0) -> Picture:
+            models: dict[str, set[str]], widest: float = 6.0, groups: int = 0) -> Picture:
     """The DOT text of one view. ``colors`` maps a box to (fill, group tag) or, for a box of
     several groups, ('a:b:c', tag); ``hops`` are the ring's steps; ``models`` the device models
     per kind (the legend names them when the boxes do not); ``widest`` the widest shape the
@@ -407,8 +407,14 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     for step, (a, b) in enumerate(hops):
         if a == b:
             continue
-        p, q = route(rects[a], rects[b])
-        bend = min(40.0, 0.25 * math.dist(p, q) + 8)
+        ra, rb = rects[a], rects[b]
+        if abs((ra[1] + ra[3]) - (rb[1] + rb[3])) < 2:      # row-mates: over the top
+            p, q = ((ra[0] + ra[2]) / 2, ra[3]), ((rb[0] + rb[2]) / 2, rb[3])
+        else:
+            p, q = route(ra, rb)
+        bend = min(60.0, 0.3 * math.dist(p, q) + 12)
+        if q[0] < p[0]:
+            bend = -bend            # bow upwards whichever way the step runs
         spl, mid = arc(p, q, bend)
         g.edge(a, b, color=RING_COLOR, penwidth="2.5", dir="forward", pos=spl,
                label=f"<<B>{step}</B>>", fontcolor=RING_COLOR, fontsize="12",
@@ -418,7 +424,6 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     for n in nodes:
         kinds[n.kind] |= models.get(n.kind, set()) if "\n" not in n.label else set()
     shown = bool(colors)
-    groups = len({tag for _, tag in colors.values()})
     label, lw, lh = _legend(dict(kinds), figures, opts, view, shown, bool(bands), groups)
     if width > 1.5 * height:          # a wide picture: the legend below it
         lx, ly = width / 2, -24 - lh / 2

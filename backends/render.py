@@ -398,7 +398,9 @@ def _picture(system: System, view: str, nodes, edges, opts: Options, notes,
     for d in system.devices:
         models[d.kind].add(d.model.name)
     return picture(system.name, view, nodes, edges, opts, colors,
-                   ring_hops(system, opts, ids), dict(models), widest)
+                   ring_hops(system, opts, ids), dict(models), widest,
+                   len(rank_groups(system.parallel(opts.parallel), opts.color))
+                   if opts.parallel else 0)
 
 def render(system: System, fmt: str = "dot", opts: Options = Options(),
            notes: list[str] | None = None) -> tuple[bytes, str]:
