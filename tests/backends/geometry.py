@@ -51,18 +51,28 @@ def _inside(p, box, margin: float = 2.0) -> bool:
 
 
 def crossing(boxes, lines) -> list[tuple[str, str, str]]:
-    """(a, b, box) for every line that runs through a box it does not join (sampled every few
-    points along its drawn path)."""
+    """(a, b, box) for every line that runs through a box it does not join (its drawn path
+    sampled every 3 points; boxes looked up in a grid of 100-point cells)."""
+    grid: dict[tuple[int, int], list[str]] = {}
+    for name, (x0, y0, x1, y1) in boxes.items():
+        for cx in range(int(x0 // 100), int(x1 // 100) + 1):
+            for cy in range(int(y0 // 100), int(y1 // 100) + 1):
+                grid.setdefault((cx, cy), []).append(name)
     out = []
     for a, b, pts in lines:
-        samples = []
+        hit = None
         for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
             n = max(1, int(max(abs(x1 - x0), abs(y1 - y0)) // 3))
-            samples += [(x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n) for i in range(n + 1)]
-        for name, box in boxes.items():
-            if name in (a, b):
-                continue
-            if any(_inside(p, box) for p in samples):
-                out.append((a, b, name))
+            for i in range(n + 1):
+                p = (x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n)
+                for name in grid.get((int(p[0] // 100), int(p[1] // 100)), ()):
+                    if name not in (a, b) and _inside(p, boxes[name]):
+                        hit = name
+                        break
+                if hit:
+                    break
+            if hit:
                 break
+        if hit:
+            out.append((a, b, hit))
     return out

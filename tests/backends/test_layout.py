@@ -170,3 +170,15 @@ def test_folded_blocks_carry_the_groups_they_hold():
     block = source[start:source.index("]\n\t", start)]
     # 32 racks x 72 GPUs in tp groups of 8: 288 groups, too many to stripe: named by range
     assert "tp:288..575" in block or "tp: 288 groups" in block
+
+
+def test_the_crossing_check_catches_a_line_through_boxes():
+    """The geometry check can fail: a straight line from the first tray's GPU to the last
+    tray's crosses the switch trays between."""
+    system = topoc.load(LIBRARY / "nvidia" / "gb200_nvl72.topo")
+    svg, _ = r.render(system, "svg", r.Options(view="physical"))
+    boxes, lines, _, _ = geometry.read(svg)
+    a, z = boxes["rack.tray0.sc0.gpu0"], boxes["rack.tray17.sc1.gpu1"]
+    straight = [((a[0] + a[2]) / 2, (a[1] + a[3]) / 2), ((z[0] + z[2]) / 2, (z[1] + z[3]) / 2)]
+    assert geometry.crossing(boxes, [("rack.tray0.sc0.gpu0", "rack.tray17.sc1.gpu1", straight)])
+    assert len(lines) <= 300 and geometry.crossing(boxes, lines) == []
