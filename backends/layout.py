@@ -26,8 +26,8 @@ import attrs
 
 #: Width over height aimed at, and the limits kept where possible.
 TARGET = 1.6
-MIN_ASPECT, MAX_ASPECT = 1 / 3, 3.0
-GAP_X, GAP_Y = 18.0, 46.0           # between boxes in a row, between rows (room for labels)
+MIN_ASPECT, MAX_ASPECT = 1 / 4, 4.0
+GAP_X, GAP_Y = 18.0, 60.0           # between boxes in a row, between rows (room for labels)
 PAD, TITLE = 12.0, 22.0             # inside a cluster's frame, and its label above
 CHAR_W, LINE_H = 6.2, 13.0          # Helvetica 10 pt
 
@@ -42,6 +42,7 @@ class Item:
     height: float
     cluster: bool = False
     gpus: bool = False          # holds GPUs (a compute unit), for the switch sandwich
+    anchor: str | None = None   # drawn just after this sibling, in its row (a NIC by its switch)
 
 
 @attrs.define
@@ -53,6 +54,8 @@ class Placed:
     nodes: dict[str, tuple[float, float]]        # centre, relative to the top-left corner
     clusters: dict[str, tuple[float, float, float, float]]   # x0, y0 (top), x1, y1 (bottom)
     ragged: bool = False        # some wrapped row is shorter than the one above it
+    lower: tuple[str, ...] = () # clusters drawn upside down (the compute trays below a spine)
+    rows: int = 0               # rows of boxes: each wrap adds lines through boxes
 
 
 def box_size(label: str) -> tuple[float, float]:
@@ -97,14 +100,34 @@ def _groups(items: Sequence[Item]) -> list[list[Item]]:
     """Items by tier and, inside a tier, by name (gpus, then nics), each in index order."""
     groups: dict[tuple[int, str], list[Item]] = defaultdict(list)
     for it in items:
-        groups[it.tier, _stem(it.id)].append(it)
-    return [sorted(groups[k], key=lambda it: natural(it.id)) for k in sorted(groups)]
+        groups[it.tier, _stem(it.anchor or it.id)].append(it)
+    return [_sorted(groups[k]) for k in sorted(groups)]
+
+
+def _order(it: Item, before: frozenset = frozenset()) -> tuple:
+    """Index order; an anchored item next to its anchor (after it, or before it when it is in
+    the first half of the items anchored there)."""
+    if it.anchor:
+        return (natural(it.anchor), -1 if it.id in before else 1, natural(it.id))
+    return (natural(it.id), 0, ())
+
+
+def _sorted(group: list[Item]) -> list[Item]:
+    """A group in index order, the items anchored to one box split around it (nic0 pcie0
+    nic1), so a line from the box to each is short and passes no other box."""
+    at: dict[str, list[Item]] = defaultdict(list)
+    for it in group:
+        if it.anchor:
+            at[it.anchor].append(it)
+    before = frozenset(it.id for items in at.values() if len(items) > 1
+                       for it in sorted(items, key=lambda i: natural(i.id))[:len(items) // 2])
+    return sorted(group, key=lambda it: _order(it, before))
 
 
 def _per_row(group: list[Item], width: float) -> int:
     """How many of ``group`` fit side by side in ``width``."""
     widest = max(it.width for it in group)
-    return max(1, int((width + GAP_X) // (widest + GAP_X)))
+    return max(1, int((width + GAP_X + 0.01) // (widest + GAP_X)))
 
 
 def _rows(items: Sequence[Item], width: float) -> list[list[Item]]:
@@ -115,13 +138,14 @@ def _rows(items: Sequence[Item], width: float) -> list[list[Item]]:
 def _sandwich(items: Sequence[Item]) -> list[list[Item]] | None:
     """GPU units above and below what switches them (the NVL72's build: 10 compute trays, the
     9 NVLink switch trays, 8 compute trays), when a cluster holds just those: two or more units
-    with GPUs, and switch units or switch boxes (tier 3 and below)."""
+    with GPUs, and NVLink switch units, switch boxes or a fabric (tier 4) between them."""
     compute = sorted((it for it in items if it.cluster and it.gpus), key=lambda it: natural(it.id))
     middle = [it for it in items if not (it.cluster and it.gpus)]
-    if len(compute) < 2 or not middle or any(it.tier < 3 for it in middle):
+    if len(compute) < 2 or not middle or any(it.tier != 4 for it in middle):
         return None
     upper = (len(compute) + 2) // 2
-    return [compute[:upper], *_rows(middle, len(middle)), compute[upper:]]
+    return [compute[:upper], *_rows(middle, sum(it.width + GAP_X for it in middle)),
+            compute[upper:]]
 
 
 def _arrange(rows: list[list[Item]]) -> Placed:
@@ -145,7 +169,7 @@ def _arrange(rows: list[list[Item]]) -> Placed:
         y += height + GAP_Y
     ragged = any(len(b) < len(a) and _stem(a[0].id) == _stem(b[0].id) and a[0].tier == b[0].tier
                  for a, b in zip(rows, rows[1:]))
-    return Placed(inner_w, max(0.0, y - GAP_Y), nodes, clusters, ragged)
+    return Placed(inner_w, max(0.0, y - GAP_Y), nodes, clusters, ragged, rows=len(rows))
 
 
 def _aspect(p: Placed, framed: bool) -> float:
@@ -153,38 +177,40 @@ def _aspect(p: Placed, framed: bool) -> float:
     return (p.width + extra_w) / max(1.0, p.height + extra_h)
 
 
-def _best(items: Sequence[Item], framed: bool) -> Placed:
+def _best(items: Sequence[Item], framed: bool, widest: float = 6.0) -> Placed:
     """The wrap width whose aspect is nearest TARGET, preferring ones within
     MIN_ASPECT..MAX_ASPECT, then the smaller area."""
     groups = _groups(items)
     main = max(groups, key=len)
     unit = max(it.width for it in main)
     sandwich = _sandwich(items)
-    if sandwich is not None:        # one unit per line, or each part wrapped at w per line
-        options = [_arrange(_wrap_parts(sandwich, w)) for w in range(1, 7)]
+    if sandwich is not None:        # each part in one row, the lower one upside down (its
+        placed = _arrange(sandwich)  # GPUs face the switches as theirs above do)
+        placed.lower = tuple(it.id for it in sandwich[-1])
+        return placed
     else:                           # the largest group w wide, the others fitted to that width
-        options = [_arrange(_rows(items, w * unit + (w - 1) * GAP_X))
-                   for w in sorted({*range(1, min(len(main), 64) + 1), len(main)})]
+        widths = {w * unit + (w - 1) * GAP_X for w in {*range(1, min(len(main), 64) + 1),
+                                                        len(main)}}
+        widths |= {sum(it.width + GAP_X for it in g) - GAP_X for g in groups}   # a row each
+        options = [_arrange(_rows(items, w)) for w in sorted(widths)]
 
     def score(p: Placed) -> tuple:
         a = _aspect(p, framed)
-        inside = MIN_ASPECT <= a <= MAX_ASPECT
-        return (not inside, p.ragged, abs(math.log(a / TARGET)), p.width * p.height)
+        # the whole picture goes below its legend and title when wide: room for a wider top
+        inside = MIN_ASPECT <= a <= (MAX_ASPECT if framed else widest)
+        return (not inside, p.ragged, p.rows, abs(math.log(a / TARGET)), p.width * p.height)
     return min(options, key=score)
 
 
-def _wrap_parts(parts: list[list[Item]], wrap: int) -> list[list[Item]]:
-    """Each part of a sandwich as rows of ``wrap`` items, the parts kept in their order."""
-    return [row for part in parts if part for row in _balanced(part, wrap)]
-
-
 def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, float]],
-           tier: Callable[[object], int]) -> tuple[dict[str, tuple[float, float]],
+           tier: Callable[[object], int], widest: float = 6.0) -> tuple[dict[str, tuple[float, float]],
                                                    dict[str, tuple[float, float, float, float]],
-                                                   tuple[float, float]]:
-    """Positions of ``nodes`` (with ``id``, ``kind`` and ``cluster``), bounding boxes of their
-    clusters and the drawing's width and height, all in points with y upwards. ``root`` is the
-    cluster drawn without a frame (the system)."""
+                                                   tuple[float, float], frozenset[str]]:
+    """Positions of ``nodes`` (with ``id``, ``kind``, ``cluster`` and optionally ``anchor``),
+    bounding boxes of their clusters, the drawing's width and height, all in points with y
+    upwards, and the clusters drawn upside down (title at the bottom). ``root`` is the cluster
+    drawn without a frame (the system); ``widest`` bounds the top level's width over height
+    (wider than a cluster's: the legend goes below a wide picture)."""
     by_cluster: dict[str, list] = defaultdict(list)
     for n in nodes:
         by_cluster[n.cluster if n.cluster != root else ""].append(n)
@@ -205,9 +231,12 @@ def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, flo
             under[c].append(n)
             c = c.rpartition(".")[0]
 
+    mirrored: dict[str, object] = {}
+
     def place(cluster: str) -> Placed:
         """Lay out one cluster's contents (its sub-clusters first, recursively)."""
-        items = [Item(n.id, tier(n), *size(n)) for n in by_cluster.get(cluster, ())]
+        items = [Item(n.id, tier(n), *size(n), anchor=getattr(n, "anchor", None))
+                 for n in by_cluster.get(cluster, ())]
         inner: dict[str, Placed] = {}
         gpu_here = any(n.kind == "gpu" for n in by_cluster.get(cluster, ()))
         for c in children.get(cluster, ()):
@@ -216,14 +245,21 @@ def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, flo
             items.append(Item(c, min(tier(n) for n in under[c]), inner[c].width + 2 * PAD,
                               inner[c].height + 2 * PAD + TITLE, True, has_gpu[c]))
         has_gpu[cluster] = gpu_here
-        placed = _best(items, framed=bool(cluster))
-        # Nest: a child's contents move into its frame.
+        placed = _best(items, framed=bool(cluster), widest=widest)
+        # Nest: a child's contents move into its frame (mirrored for a lower sandwich part).
         for c, (x0, y0, x1, y1) in list(placed.clusters.items()):
             sub = inner[c]
             ox, oy = x0 + PAD + (x1 - x0 - 2 * PAD - sub.width) / 2, y0 + PAD + TITLE
+            h = sub.height
+            if c in placed.lower:
+                mirrored.update(sub.clusters)
+                flip = lambda y: h - y      # noqa: E731
+            else:
+                flip = lambda y: y          # noqa: E731
             for nid, (x, y) in sub.nodes.items():
-                placed.nodes[nid] = (x + ox, y + oy)
+                placed.nodes[nid] = (x + ox, flip(y) + oy)
             for cid, (a, b, c2, d) in sub.clusters.items():
+                b, d = sorted((flip(b), flip(d)))
                 placed.clusters[cid] = (a + ox, b + oy, c2 + ox, d + oy)
         return placed
 
@@ -232,4 +268,4 @@ def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, flo
     flip = lambda y: height - y       # noqa: E731 - Graphviz's y grows upwards
     pos = {nid: (x, flip(y)) for nid, (x, y) in top.nodes.items()}
     boxes = {cid: (x0, flip(y1), x1, flip(y0)) for cid, (x0, y0, x1, y1) in top.clusters.items()}
-    return pos, boxes, (top.width, height)
+    return pos, boxes, (top.width, height), frozenset(mirrored)

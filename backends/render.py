@@ -24,34 +24,15 @@ from ..compiler.ir.system import System
 from ..compiler.ir.locality import UnionFind, common_prefix
 from ..compiler.ir.groups import rank_groups
 from ..compiler.ir.summary import scaleout_levels
-from ..compiler.base.units import RATE, human
-from .layout import box_size, layout, natural, parts
+from .layout import parts
+from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, PALETTE, RING_COLOR,  # noqa: F401
+                    TIER, UNIT_TIER, Edge, Node, Options, text_color, box as _box,
+                    tier as _tier)
 
 VIEWS = ("physical", "logical", "racks")
 #: The default view is the most detailed one whose drawing stays under these counts.
 LEGIBLE_NODES, LEGIBLE_EDGES = 320, 700
 
-KIND_STYLE = {
-    "gpu": {"shape": "box", "fillcolor": "#76b900", "fontcolor": "black"},
-    "cpu": {"shape": "box", "style": "filled,rounded", "fillcolor": "#4f81bd",
-            "fontcolor": "white"},
-    "nic": {"shape": "hexagon", "fillcolor": "#f79646"},
-    "dpu": {"shape": "hexagon", "fillcolor": "#fac090", "style": "filled,bold"},
-    "switch": {"shape": "octagon", "fillcolor": "#8064a2", "fontcolor": "white"},
-    "pcie_switch": {"shape": "diamond", "fillcolor": "#bfbfbf"},
-    "net_switch": {"shape": "doubleoctagon", "fillcolor": "#c0504d", "fontcolor": "white"},
-    "fabric": {"shape": "box", "style": "filled,bold", "fillcolor": "#8064a2",
-               "fontcolor": "white"},
-    "unit": {"shape": "box3d", "fillcolor": "#eeeeee"},
-    "netunit": {"shape": "box3d", "fillcolor": "#e6b9b8"},
-}
-CLASS_COLOR = {"nvlink": "#4e9a06", "nvlink_c2c": "#00a3a3", "pcie": "#555555",
-               "infiniband": "#1f4e9a", "ethernet": "#e36c09", "inter_socket": "#c00000"}
-LEGEND_NAME = {"unit": "rack / node (group)", "netunit": "switch group", "fabric": "NVLink fabric",
-               "switch": "NVLink switch", "net_switch": "network switch"}
-# Ranks from the host down: CPU, PCIe switches, GPUs and NICs, NVLink switches, the network.
-TIER = {"cpu": 0, "unit": 0, "pcie_switch": 1, "gpu": 2, "nic": 2, "dpu": 2, "switch": 3, "fabric": 3,
-        "net_switch": 4, "netunit": 5}
 #: A top-level array of network switches with more members than this is drawn as one box.
 FOLD = 64
 BLOCK = 32
@@ -59,56 +40,22 @@ BLOCK = 32
 #: about 5 s on 2 cores, and the time grows faster than the size. Past this a picture is
 #: refused (the DOT text can still be written).
 MAX_LAYOUT = 5000
-#: Up to this many lines Graphviz routes them around the boxes; past it they are straight and
-#: drawn under the boxes (routing around obstacles took 9.5 s for the NVL72's 216 lines).
-SPLINE_EDGES = 100
+#: No side of a picture longer than this (points), and its width over height in this range.
+MAX_SIDE = 10_000.0
+MIN_RATIO, MAX_RATIO = 1 / 4, 4.0
+#: At most this share of a picture's lines may run through a box they do not join.
+MAX_CROSSING = 0.05
+#: Pictures with more device boxes than this label them by name only (models in the legend).
+COMPACT = 48
 #: The DOT text carries topoc's positions: dot would discard them, neato -n2 keeps them.
-HEADER = "// topoc placed every box: draw with  neato -n2 -Tsvg FILE.dot -o FILE.svg\n"
-#: A box holding more groups than this shows the first ones' colours and names the count.
-MAX_STRIPES = 8
-SHAPE_ROOM = {"diamond": (1.6, 1.5), "hexagon": (1.25, 1.1), "octagon": (1.25, 1.15),
-              "doubleoctagon": (1.3, 1.2), "box3d": (1.05, 1.05)}
-PALETTE = ("#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#46f0f0",
-           "#f032e6", "#bcf60c", "#fabebe", "#008080", "#e6beff", "#9a6324", "#fffac8",
-           "#800000", "#aaffc3", "#808000", "#ffd8b1", "#000075", "#808080")
-
-
+HEADER = "// topoc placed every box and line: draw with  neato -n2 -Tsvg FILE.dot -o FILE.svg\n"
 class DotMissing(Exception):
     """A picture format was asked for and Graphviz's ``dot`` could not run."""
 
 
-@attrs.frozen
-class Node:
-    """A drawn box: a device, a fabric or an aggregated unit."""
-
-    id: str
-    kind: str
-    label: str
-    cluster: str        # id prefix of the cluster it sits in ('' for the top)
-    tier: int | None = None     # drawing tier when not the kind's (a switch box's level)
-
-
-@attrs.frozen
-class Edge:
-    """A drawn line: one link or several bundled (lanes and bandwidth summed)."""
-
-    src: str
-    dst: str
-    cls: str
-    lanes: int
-    bandwidth: float
-    duplex: bool = True
-
-
-@attrs.frozen
-class Options:
-    """What to draw beyond the topology: group colours and highlights."""
-
-    view: str | None = None
-    parallel: str | None = None
-    color: str = "tp"
-    highlight: tuple[str, ...] = ()
-    ring: str | None = None      # a group (dp:3, world, or a rank list 0..7) whose ring to draw
+class TooLarge(ValueError):
+    """The view cannot be drawn legibly: too many boxes and lines for Graphviz, a side beyond
+    MAX_SIDE or a shape outside MIN_RATIO..MAX_RATIO, or a view that does not apply."""
 
 
 def _parent(device_id: str) -> str:
@@ -119,13 +66,51 @@ def _short(device_id: str) -> str:
     return parts(device_id)[-1]
 
 
+def _host_side(system: System, nodes: list[Node]) -> list[Node]:
+    """NICs and DPUs moved to the host side, above the GPUs: next to the PCIe switch they hang
+    off (same cluster), else in a row above the CPU they hang off; network switches above the
+    machines, one row per fabric level (leaves nearest), so the NICs' lines go up to them."""
+    kind = {n.id: n.kind for n in nodes}
+    cluster = {n.id: n.cluster for n in nodes}
+    hosts: dict[str, list[str]] = defaultdict(list)
+    for link in system.links:
+        for a, b in ((link.src, link.dst), (link.dst, link.src)):
+            if kind.get(a) in ("nic", "dpu") and kind.get(b) in ("pcie_switch", "cpu"):
+                hosts[a].append(b)
+    level = scaleout_levels(system) if any(n.kind == "net_switch" for n in nodes) else {}
+    out = []
+    for n in nodes:
+        if n.kind == "net_switch":      # the fabric above the machines, leaves nearest
+            n = attrs.evolve(n, tier=-level.get(n.id, 1))
+        if n.kind in ("nic", "dpu") and hosts.get(n.id):
+            switch = [h for h in sorted(hosts[n.id]) if kind[h] == "pcie_switch"
+                      and cluster[h] == n.cluster]
+            if switch:
+                n = attrs.evolve(n, tier=TIER["pcie_switch"], anchor=switch[0])
+            elif any(kind[h] == "cpu" for h in hosts[n.id]):
+                n = attrs.evolve(n, tier=TIER["cpu"] - 1)
+        out.append(n)
+    return out
+
+
+def _device_label(d, compact: bool) -> str:
+    """'gpu0' and its model; in a crowded picture the name alone (the legend names models),
+    and a switch chip in a switch tray with the tray ('nvswitch_tray3 chip1')."""
+    name = _short(d.id)
+    if d.kind == "switch" and _parent(d.id).count(".") >= 1:
+        name = f"{_short(_parent(d.id))}\n{name}"
+    return name if compact else f"{name}\n{d.model.name}"
+
+
 def physical(system: System) -> tuple[list[Node], list[Edge]]:
     """Every device and every link."""
-    nodes = [Node(d.id, d.kind, f"{_short(d.id)}\n{d.model.name}", _parent(d.id))
+    compact = len(system.devices) > COMPACT
+    nodes = [Node(d.id, d.kind, _device_label(d, compact), _parent(d.id))
              for d in system.devices]
-    edges = [Edge(link.src, link.dst, link.cls, link.lanes, link.bandwidth, link.duplex)
+    edges = [Edge(link.src, link.dst, link.cls, link.lanes, link.bandwidth, link.duplex,
+                  (link.type.name,))
              for link in system.links]
-    return nodes, edges
+    return _host_side(system, nodes), edges
 
 
 def nvlink_domains(system: System) -> dict[str, list[str]]:
@@ -148,19 +133,23 @@ def nvlink_domains(system: System) -> dict[str, list[str]]:
 
 
 def logical(system: System) -> tuple[list[Node], list[Edge]]:
-    """NVLink switch domains collapsed into one fabric node each; lanes bundled."""
-    nodes, _ = physical(system)
+    """NVLink switch domains collapsed into one fabric bar each; each GPU's lanes bundled."""
+    compact = len(system.devices) > COMPACT
+    nodes = [Node(d.id, d.kind, _device_label(d, compact), _parent(d.id))
+             for d in system.devices]
     fabric_of: dict[str, str] = {}
     fabrics = []
     for members in nvlink_domains(system).values():
         prefix = common_prefix(members)
         fid = f"{prefix}.nvlink_fabric" if prefix else "nvlink_fabric"
         model = system.device(members[0]).model.name
-        fabrics.append(Node(fid, "fabric", f"NVLink fabric\n{len(members)} x {model}",
+        trays = {_parent(m) for m in members} - {prefix}
+        held = f" in {len(trays)} switch trays" if len(trays) > 1 else ""
+        fabrics.append(Node(fid, "fabric", f"NVLink fabric: {len(members)} x {model}{held}",
                             prefix if "." in fid else ""))
         fabric_of.update(dict.fromkeys(members, fid))
     nodes = [n for n in nodes if n.id not in fabric_of] + fabrics
-    return nodes, _bundle(system, lambda dev: fabric_of.get(dev, dev))
+    return _host_side(system, nodes), _bundle(system, lambda dev: fabric_of.get(dev, dev))
 
 
 def _bundle(system: System, where) -> list[Edge]:
@@ -172,10 +161,12 @@ def _bundle(system: System, where) -> list[Edge]:
             continue
         key = (min(a, b), max(a, b), link.cls, link.duplex) if link.duplex else \
             (a, b, link.cls, False)
-        acc = merged.setdefault(key, [0, 0.0])
+        acc = merged.setdefault(key, [0, 0.0, set()])
         acc[0] += link.lanes
         acc[1] += link.bandwidth
-    return [Edge(k[0], k[1], k[2], lanes, bw, k[3]) for k, (lanes, bw) in merged.items()]
+        acc[2].add(link.type.name)
+    return [Edge(k[0], k[1], k[2], lanes, bw, k[3], tuple(sorted(types)))
+            for k, (lanes, bw, types) in merged.items()]
 
 
 def _units(system: System) -> dict[str, str]:
@@ -204,8 +195,27 @@ def _units(system: System) -> dict[str, str]:
     return {dev: box(unit) for dev, unit in top.items()}
 
 
+def _counted(kinds: dict[str, int]) -> str:
+    """'36 CPUs, 72 GPUs, 18 NVLink switches' in kind order."""
+    out = []
+    for k, n in sorted(kinds.items()):
+        name = KIND_NAME.get(k, k)
+        plural = name + ("es" if name.endswith(("ch", "s")) else "s")
+        out.append(f"{n} {name if n == 1 else plural}")
+    return ", ".join(out)
+
+
+def racks_apply(system: System) -> bool:
+    """The racks view applies when some top-level instance holds more than one device."""
+    held: dict[str, int] = defaultdict(int)
+    for unit in _units(system).values():
+        held[unit] += 1
+    return any(n > 1 for n in held.values())
+
+
 def racks(system: System) -> tuple[list[Node], list[Edge]]:
-    """One box per top-level instance; links between boxes aggregated per class."""
+    """One box per top-level instance; links between boxes aggregated per class. The fabric is
+    drawn as Clos rows above the racks: leaves, then spines, then cores at the top."""
     unit_of = _units(system)
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     single: dict[str, str] = {}
@@ -213,23 +223,24 @@ def racks(system: System) -> tuple[list[Node], list[Edge]]:
         unit = unit_of[d.id]
         counts[unit][d.kind] += 1
         single[unit] = d.model.name if unit == d.id else ""
-    # Boxes of network switches sit below the racks, one tier per fabric level (leaves, then
-    # spines, then cores), so the uplinks between them are drawn top to bottom.
     level = scaleout_levels(system)
     unit_level: dict[str, int] = defaultdict(int)
     for d in system.devices:
         if d.kind == "net_switch":
             unit_level[unit_of[d.id]] = max(unit_level[unit_of[d.id]], level.get(d.id, 1))
+    shorts = defaultdict(int)
+    for unit in counts:
+        shorts[_short(unit)] += 1
     nodes = []
     for unit, kinds in counts.items():
-        tier = TIER["net_switch"] + unit_level[unit] if set(kinds) == {"net_switch"} else None
+        tier = UNIT_TIER - unit_level[unit] if set(kinds) == {"net_switch"} else None
+        name = _short(unit) if shorts[_short(unit)] == 1 else unit.partition(".")[2]
         if single[unit]:
             kind = next(iter(kinds))
-            nodes.append(Node(unit, kind, f"{_short(unit)}\n{single[unit]}", "", tier))
+            nodes.append(Node(unit, kind, f"{name}\n{single[unit]}", "", tier))
         else:
-            body = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
             kind = "netunit" if set(kinds) == {"net_switch"} else "unit"
-            nodes.append(Node(unit, kind, f"{_short(unit)}\n{body}", "", tier))
+            nodes.append(Node(unit, kind, f"{name}\n{_counted(kinds)}", "", tier))
     return nodes, _bundle(system, unit_of.__getitem__)
 
 
@@ -237,31 +248,59 @@ BUILDERS = {"physical": physical, "logical": logical, "racks": racks}
 
 
 def choose_view(system: System) -> tuple[str, list[Node], list[Edge]]:
-    """The most detailed view that stays legible (LEGIBLE_NODES / LEGIBLE_EDGES), built."""
-    for view in ("physical", "logical"):
-        if view == "physical" and (len(system.devices) > LEGIBLE_NODES
-                                   or len(system.links) > LEGIBLE_EDGES):
-            continue   # counted without building: the physical view has one box per device
+    """The view to draw when none is asked for: for a node or a rack (one NVLink domain or
+    none) the logical view, as vendors draw machines (switch chips as one backplane); for a
+    cluster the most detailed view that stays legible, the racks view at the end."""
+    domains = nvlink_domains(system)
+    gpus = len(system.gpus)
+    if len(domains) <= 1 and len(system.devices) <= LEGIBLE_NODES:
+        return ("logical", *logical(system))
+    for view in ("logical",):
         nodes, edges = BUILDERS[view](system)
-        if len(nodes) <= LEGIBLE_NODES and len(edges) <= LEGIBLE_EDGES:
+        if len(nodes) <= LEGIBLE_NODES and len(edges) <= LEGIBLE_EDGES and gpus <= 72:
             return view, nodes, edges
     return ("racks", *racks(system))
 
 
-def _box(n: Node) -> tuple[float, float]:
-    """Points a box needs: its label (two more lines room for a group tag), its shape."""
-    w, h = box_size(n.label + "\ntp:00")
-    fw, fh = SHAPE_ROOM.get(KIND_STYLE[n.kind]["shape"], (1.0, 1.0))
-    return w * fw, h * fh
+def _view(system: System, opts: Options):
+    if opts.view:
+        if opts.view == "racks" and not racks_apply(system):
+            raise TooLarge(f"the racks view draws one box per rack or node; {system.name} is "
+                           "one machine (every top-level instance is a single device): draw "
+                           "--view logical or --view physical")
+        return (opts.view, *BUILDERS[opts.view](system))
+    return choose_view(system)
 
 
-def _tier(n: Node) -> int:
-    return TIER[n.kind] if n.tier is None else n.tier
+def layout_size(system: System, opts: Options) -> tuple[str, int]:
+    """The view ``opts`` draws and its boxes plus lines, what Graphviz's time grows with."""
+    view, nodes, edges = _view(system, opts)
+    return view, len(nodes) + len(edges)
 
 
-def _penwidth(bandwidth: float) -> str:
-    # 1 at <= 25 GB/s, about +1 per doubling, capped so bundles stay readable.
-    return f"{min(8.0, 1.0 + max(0.0, math.log2(bandwidth / 25e9))):.2f}"
+def ring_group(system: System, opts: Options):
+    """The group ``opts.ring`` names: a rank list if it has digits only, else a group spec."""
+    from ..compiler.ir.groups import select_group
+    spec = opts.ring
+    if spec and (spec[0].isdigit()):
+        return select_group(system, ranks_text=spec)
+    return select_group(system, spec, opts.parallel)
+
+
+def ring_hops(system: System, opts: Options, drawn: set[str]) -> list[tuple[str, str]]:
+    """Channel 0 of the group's ring as (box, next box), one per step; [] without --ring."""
+    if not opts.ring:
+        return []
+    from ..compiler.collectives.orders import ring_orders
+    group = ring_group(system, opts)
+    order = ring_orders(system, group.ranks, 1)[0]
+    unit_of = _units(system)
+
+    def box(position: int) -> str:
+        dev = system.gpus[group.ranks[position]].id
+        return dev if dev in drawn else unit_of[dev]     # a rack, node or folded block
+    return [(box(a), box(b)) for a, b in zip(order, order[1:] + order[:1])]
+
 
 
 def _group_colors(system: System, opts: Options) -> dict[str, tuple[str, str]]:
@@ -278,19 +317,17 @@ def _group_colors(system: System, opts: Options) -> dict[str, tuple[str, str]]:
 def _unit_colors(system: System, gpu_colors: dict[str, tuple[str, str]],
                  nodes: list[Node]) -> dict[str, tuple[str, str]]:
     """Boxes that stand for many GPUs (racks, nodes, folded blocks) coloured by the groups they
-    hold: one group's colour, or stripes of up to MAX_STRIPES groups, and the groups named
+    hold: one group's colour, or a keyed bar of the groups' colours, and the groups named
     ('dp:3', 'dp:0..7', 'dp: 12 groups')."""
     unit_of = _units(system)
-    held: dict[str, list[int]] = defaultdict(list)
+    held: dict[str, set[int]] = defaultdict(set)
     tags: dict[int, str] = {}
     for gpu in system.gpus:
         if gpu.id in gpu_colors:
             color, tag = gpu_colors[gpu.id]
             index = int(tag.rpartition(":")[2])
             tags[index] = color
-            box = unit_of[gpu.id]
-            if index not in held[box]:
-                held[box].append(index)
+            held[unit_of[gpu.id]].add(index)
     kind = next(iter(gpu_colors.values()))[1].partition(":")[0] if gpu_colors else ""
     out = {}
     for n in nodes:
@@ -302,160 +339,68 @@ def _unit_colors(system: System, gpu_colors: dict[str, tuple[str, str]],
             continue
         run = groups == list(range(groups[0], groups[-1] + 1))
         name = f"{kind}:{groups[0]}..{groups[-1]}" if run else f"{kind}: {len(groups)} groups"
-        stripes = ":".join(tags[i] for i in groups[:MAX_STRIPES])
-        out[n.id] = (stripes, name)
+        out[n.id] = (":".join(tags[i] for i in groups), name)
     return out
 
 
-def _highlighted(opts: Options, node_id: str) -> bool:
-    return any(node_id == h or node_id.startswith(h + ".") for h in opts.highlight)
-
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _legend(kinds: set[str], classes: set[str], opts: Options, view: str,
-            shown: bool = True) -> str:
-    rows = [f'<TR><TD COLSPAN="2"><B>{view} view</B></TD></TR>']
-    for kind in sorted(kinds):
-        color = KIND_STYLE[kind]["fillcolor"]
-        name = LEGEND_NAME.get(kind, kind)
-        rows.append(f'<TR><TD BGCOLOR="{color}" WIDTH="24"></TD><TD ALIGN="LEFT">{name}</TD></TR>')
-    for cls in sorted(classes):
-        rows.append(f'<TR><TD><FONT COLOR="{CLASS_COLOR[cls]}"><B>&#8212;&#8212;</B></FONT></TD>'
-                    f'<TD ALIGN="LEFT">{cls}</TD></TR>')
-    if opts.parallel and shown:
-        rows.append(f'<TR><TD COLSPAN="2">fill: {opts.color} group (stripes: several)</TD></TR>')
-    if opts.ring:
-        rows.append(f'<TR><TD><FONT COLOR="{RING_COLOR}"><B>- - &gt;</B></FONT></TD>'
-                    f'<TD ALIGN="LEFT">ring of {_html(opts.ring)}</TD></TR>')
-    return f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0">{"".join(rows)}</TABLE>>'
-
-
 def dot_source(system: System, opts: Options = Options(),
-               notes: list[str] | None = None) -> tuple[str, str]:
+               notes: list[str] | None = None, check: bool = False) -> tuple[str, str]:
     """The DOT text for ``system`` and the view it shows; what the drawing cannot show goes to
-    ``notes``."""
+    ``notes``. With ``check``, a picture beyond MAX_SIDE or MIN_RATIO..MAX_RATIO raises
+    ``TooLarge`` naming the view to draw instead."""
     view, nodes, edges = _view(system, opts)
+    pic = _picture(system, view, nodes, edges, opts, notes)
+    for widest in (4.0, 3.0, 2.0):          # too wide: wrap the top level's rows sooner
+        if not check or _fits(pic) or pic.width < pic.height:
+            break
+        pic = _picture(system, view, nodes, edges, opts, notes, widest)
+    if check and not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
+        view, nodes, edges = "racks", *racks(system)
+        pic = _picture(system, view, nodes, edges, opts, notes)
+    if check and not _fits(pic):
+        instead = ("--view racks" if view != "racks" and racks_apply(system)
+                   else "a smaller system (-D)")
+        if pic.crossing > MAX_CROSSING * max(1, pic.lines):
+            raise TooLarge(f"the {view} view would run {pic.crossing:,} of its {pic.lines:,} "
+                           "lines through boxes they do not join (a legible picture has at "
+                           f"most {MAX_CROSSING:.0%}). Draw {instead}, or write the DOT text "
+                           "with -o FILE.dot")
+        raise TooLarge(f"the {view} view would be {pic.width:,.0f} x {pic.height:,.0f} pt; a "
+                       f"legible picture is at most {MAX_SIDE:,.0f} pt on a side and between "
+                       f"1:4 and 4:1. Draw {instead}, or write the DOT text with -o FILE.dot")
+    if view == "logical" and notes is not None and not nvlink_domains(system):
+        notes.append("no NVLink switch domain: the logical view draws every device, as the "
+                     "physical one does")
+    return HEADER + pic.source, view
+
+
+def _fits(pic) -> bool:
+    """Within the size and shape limits, and at most MAX_CROSSING of its lines through boxes
+    they do not join."""
+    ratio = pic.width / max(1.0, pic.height)
+    return (max(pic.width, pic.height) <= MAX_SIDE and MIN_RATIO <= ratio <= MAX_RATIO
+            and pic.crossing <= MAX_CROSSING * max(1, pic.lines))
+
+
+def _picture(system: System, view: str, nodes, edges, opts: Options, notes,
+             widest: float = 6.0):
+    from .draw import picture
     colors = _group_colors(system, opts)
-    shown = any(n.id in colors for n in nodes)
+    ids = {n.id for n in nodes}
+    shown = any(n in colors for n in ids)
     if opts.parallel and not shown:
         colors = _unit_colors(system, colors, nodes)
         shown = bool(colors)
     if opts.parallel and not shown and notes is not None:
         notes.append(f"--color {opts.color}: the {view} view draws no box that holds a GPU")
-    g = graphviz.Graph(name=system.name, strict=False)
-    pos, boxes, (width, height) = layout(nodes, system.name, _box, _tier)
-    g.attr(splines="true" if len(edges) <= SPLINE_EDGES else "line", outputorder="edgesfirst",
-           fontname="Helvetica", label=f"{system.name} ({view} view)", labelloc="t",
-           fontsize="20", overlap="true")
-    g.attr("node", style="filled", fontname="Helvetica", fontsize="10")
-    g.attr("edge", fontname="Helvetica", fontsize="8")
-
-    by_cluster: dict[str, list[Node]] = defaultdict(list)
-    for n in nodes:
-        by_cluster[n.cluster].append(n)
-    children: dict[str, list[str]] = defaultdict(list)
-    for c in boxes:
-        p = _parent(c)
-        children[p if p in boxes else ""].append(c)
-
-    def emit(graph, cluster: str) -> None:
-        for n in sorted(by_cluster.get(cluster, ()), key=lambda n: n.id):
-            style = dict(KIND_STYLE[n.kind])
-            label = n.label
-            if n.id in colors:
-                style["fillcolor"], tag = colors[n.id]
-                label = f"{label}\n{tag}"
-                if ":" in style["fillcolor"]:      # several groups: stripes, on a flat box
-                    style.update(shape="box", style="striped")
-            if _highlighted(opts, n.id):
-                style.update(penwidth="4", color="red")
-            x, y = pos[n.id]
-            w, h = _box(n)
-            graph.node(n.id, label=label, pos=f"{x:.1f},{y:.1f}!", width=f"{w / 72:.3f}",
-                       height=f"{h / 72:.3f}", **style)
-        for c in sorted(children.get(cluster, ()), key=natural):
-            x0, y0, x1, y1 = boxes[c]
-            with graph.subgraph(name=f"cluster_{c}") as sub:
-                sub.attr(label=_short(c), style="rounded", color="#999999", fontsize="12",
-                         bb=f"{x0:.1f},{y0:.1f},{x1:.1f},{y1:.1f}", labelloc="t")
-                emit(sub, c)
-    emit(g, "")
-    if system.name in by_cluster:
-        emit(g, system.name)
-
-    tier = {n.id: _tier(n) for n in nodes}
-    classes = set()
-    for e in sorted(edges, key=lambda e: (e.src, e.dst, e.cls)):
-        if e.duplex and tier[e.src] > tier[e.dst]:
-            e = attrs.evolve(e, src=e.dst, dst=e.src)   # a stable direction for the DOT text
-        classes.add(e.cls)
-        lanes = f"x{e.lanes} " if e.lanes > 1 else ""
-        attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": _penwidth(e.bandwidth),
-                  "label": f"{lanes}{human(e.bandwidth, RATE)}"}
-        if not e.duplex:
-            attrs_["dir"] = "forward"
-        if opts.highlight:
-            if e.cls in opts.highlight or _highlighted(opts, e.src) or _highlighted(opts, e.dst):
-                attrs_["penwidth"] = "4"
-            else:
-                attrs_["color"] += "40"   # fade what is not highlighted
-        g.edge(e.src, e.dst, **attrs_)
-    _draw_ring(g, system, opts, {n.id for n in nodes}, view)
-    kinds = {n.kind for n in nodes}
-    legend = _legend(kinds, classes, opts, view, shown)
-    rows = legend.count("<TR>")
-    g.node("legend", label=legend, shape="plaintext", style="", fillcolor="",
-           pos=f"{width + 110:.1f},{height - 9 * rows:.1f}!")
-    return HEADER + g.source, view
-
-
-def _view(system: System, opts: Options):
-    if opts.view:
-        return (opts.view, *BUILDERS[opts.view](system))
-    return choose_view(system)
-
-
-def layout_size(system: System, opts: Options) -> tuple[str, int]:
-    """The view ``opts`` draws and its boxes plus lines, what Graphviz's time grows with."""
-    view, nodes, edges = _view(system, opts)
-    return view, len(nodes) + len(edges)
-
-
-RING_COLOR = "#d62728"
-def ring_group(system: System, opts: Options):
-    """The group ``opts.ring`` names: a rank list if it has digits only, else a group spec."""
-    from ..compiler.ir.groups import select_group
-    spec = opts.ring
-    if spec and (spec[0].isdigit()):
-        return select_group(system, ranks_text=spec)
-    return select_group(system, spec, opts.parallel)
-
-
-def _draw_ring(g, system: System, opts: Options, drawn: set[str], view: str) -> None:
-    """Channel 0 of the group's ring as numbered arrows between the boxes that hold its GPUs."""
-    if not opts.ring:
-        return
-    from ..compiler.collectives.orders import ring_orders
-    group = ring_group(system, opts)
-    order = ring_orders(system, group.ranks, 1)[0]
-    unit_of = _units(system)
-
-    def box(position: int) -> str:
-        dev = system.gpus[group.ranks[position]].id
-        return dev if dev in drawn else unit_of[dev]     # a rack, node or folded block
-    hops = [(box(a), box(b)) for a, b in zip(order, order[1:] + order[:1])]
-    for step, (a, b) in enumerate(hops):
-        if a != b:
-            g.edge(a, b, color=RING_COLOR, penwidth="2.5", dir="forward",
-                   label=str(step), fontcolor=RING_COLOR, style="dashed")
-
-
-class TooLarge(ValueError):
-    """The view has more boxes and lines than Graphviz lays out in reasonable time."""
-
+    colors = {k: v for k, v in colors.items() if k in ids}
+    models: dict[str, set[str]] = defaultdict(set)
+    for d in system.devices:
+        models[d.kind].add(d.model.name)
+    return picture(system.name, view, nodes, edges, opts, colors,
+                   ring_hops(system, opts, ids), dict(models), widest,
+                   len(rank_groups(system.parallel(opts.parallel), opts.color))
+                   if opts.parallel else 0)
 
 def render(system: System, fmt: str = "dot", opts: Options = Options(),
            notes: list[str] | None = None) -> tuple[bytes, str]:
@@ -463,7 +408,8 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
     warnings and what the view cannot show are summarised in ``notes``.
 
     Raises ``DotMissing`` when a picture is asked for and Graphviz's ``dot`` cannot run, and
-    ``TooLarge`` when the view has more than ``MAX_LAYOUT`` boxes and lines to lay out.
+    ``TooLarge`` when the view has more than ``MAX_LAYOUT`` boxes and lines to lay out, would be
+    larger than MAX_SIDE or out of shape, or does not apply to the system.
     """
     if fmt != "dot":
         view, size = layout_size(system, opts)
@@ -472,7 +418,7 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
                            f"at most {MAX_LAYOUT:,} in reasonable time. Draw --view racks (it "
                            "folds arrays), a smaller system (-D), or write the DOT text with "
                            "-o FILE.dot")
-    source, view = dot_source(system, opts, notes)
+    source, view = dot_source(system, opts, notes, check=fmt != "dot")
     if fmt == "dot":
         return source.encode("utf-8"), view
     dot = shutil.which("dot")
@@ -480,7 +426,7 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
         raise DotMissing(f"Graphviz's 'dot' program is needed for .{fmt} output; install it "
                          "with 'apt-get install graphviz' (or your system's package manager), "
                          "or write a .dot file")
-    # topoc placed every box; neato -n2 keeps those positions and only routes the lines.
+    # topoc placed every box and line; neato -n2 keeps them and only draws.
     done = subprocess.run([dot, "-Kneato", "-n2", f"-T{fmt}"], input=source.encode("utf-8"),
                           capture_output=True, check=False)
     warnings = [ln for ln in done.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
@@ -491,3 +437,5 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
                      f"{'s' if len(warnings) > 1 else ''} (some lines may be drawn oddly), "
                      f"e.g. {warnings[0][:160]}")
     return done.stdout, view
+
+

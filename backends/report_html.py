@@ -1,40 +1,91 @@
-"""``topoc report --format html``: one self-contained page for a strategy: the diagram (inline
-SVG), the seed's checklist answered, the traffic table, a step-time breakdown bar, busbw-vs-size
-curves per group with the published measurements where they exist, and, for a model, the
-ranked table of ``topoc plan``. Plots are matplotlib SVG; the page loads nothing from outside.
+"""``topoc report --format html``: one self-contained page for a strategy, formatted from the
+finished values of ``compiler.analysis.page`` (this module computes nothing).
+
+The page leads with the answer: the title names the model and the system, and the first
+section (``id="summary"``) holds the step time, exposed communication, bubble, MFU, memory
+against HBM, the link that limits each traffic line and the strategy's rank among ``topoc
+plan``'s results. Then the checklist, the diagram (pan, zoom and hover by a small script of
+our own, inline), the traffic table, the step-time bar, busbw-versus-size curves with the
+operating point marked, any extra sections a caller passes, the ranked mappings and the
+warnings. Plots are matplotlib SVG sized to fit a 390 px phone; the page loads nothing.
 """
 
 from __future__ import annotations
 
 import html
 import io
+import re
+from collections.abc import Sequence
 
-from ..compiler.collectives.cost import CostError, sweep
-from ..compiler.ir.system import System
-from ..compiler.ir.groups import RankGroup, rank_groups
-from ..compiler.analysis.strategy import StepReport, analyse, exposed_by_dim
-from . import infer_plot
-from . import report as text_report
+from ..compiler.analysis.page import Page
 from ..compiler.base.units import BYTES, human
-from ..library import size_bytes
+from . import report as text_report
 
-SIZES = [2**k for k in range(10, 34)]          # 1 KiB .. 8 GiB, as nccl-tests sweeps
-#: The page runs topoc plan's search only below this many candidates (seconds, not minutes).
-PLAN_LIMIT = 50_000
 DIM_COLORS = {"compute": "#76b900", "bubble": "#bbbbbb", "tp": "#1f77b4", "cp": "#17becf",
               "ep": "#9467bd", "dp": "#ff7f0e", "edp": "#e377c2", "pp": "#d62728"}
 CSS = """
-body { font-family: Helvetica, Arial, sans-serif; margin: 24px auto; max-width: 1500px;
+* { box-sizing: border-box; }
+body { font-family: Helvetica, Arial, sans-serif; margin: 0 auto; padding: 12px; max-width: 1400px;
        color: #222; }
-h1 { font-size: 24px; } h2 { font-size: 19px; margin-top: 32px; border-bottom: 1px solid #ccc; }
+h1 { font-size: 22px; margin: 4px 0 8px; } h2 { font-size: 18px; margin-top: 28px;
+       border-bottom: 1px solid #ccc; }
+#summary { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 8px 12px; }
+#summary h2 { margin-top: 4px; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(150px, 1fr)); gap: 8px; }
+.card { background: white; border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 8px; }
+.card b { display: block; font-size: 20px; } .card span { font-size: 12px; color: #555; }
+.bad b { color: #b00020; } .good b { color: #116329; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
-td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
-th { background: #f2f2f2; }
-.diagram { overflow: auto; max-height: 900px; border: 1px solid #ddd; }
-.diagram svg { max-width: 100%; height: auto; }
+td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; white-space: nowrap; }
+th { background: #f2f2f2; } tr.mine td { background: #fff3c4; font-weight: bold; }
+.diagram { position: relative; max-height: 70vh; width: 100%; border: 1px solid #ddd;
+           overflow: hidden; touch-action: none; cursor: grab; background: white; }
+.diagram > svg { width: 100%; height: 100%; }
+.tools { margin: 4px 0; } .tools button { font-size: 14px; min-width: 36px; }
+#tip { position: absolute; pointer-events: none; background: #222; color: white; font-size: 12px;
+       padding: 4px 6px; border-radius: 4px; white-space: pre; display: none; z-index: 2; }
+figure { margin: 0; max-width: 100%; } figure svg { max-width: 100%; height: auto; }
 .plots { display: flex; flex-wrap: wrap; gap: 12px; }
-.plots figure { margin: 0; } figcaption { font-size: 12px; color: #555; }
+.plots figure { flex: 1 1 320px; max-width: 520px; }
+figcaption { font-size: 12px; color: #555; }
 ol li { margin: 4px 0; } .note { color: #666; font-size: 12px; }
+"""
+#: Pan (drag), zoom (wheel, buttons) and hover (a device's or link's figures, from the
+#: drawing's tooltips) on the inline diagram. Written for this page; no library.
+SCRIPT = """
+(function () {
+  var box = document.getElementById('diagram'); if (!box) return;
+  var svg = box.querySelector('svg'), tip = document.getElementById('tip');
+  var vb = svg.viewBox.baseVal, home = [vb.x, vb.y, vb.width, vb.height], drag = null;
+  function set(x, y, w, h) { svg.setAttribute('viewBox', x + ' ' + y + ' ' + w + ' ' + h); }
+  function zoom(f, cx, cy) {
+    var r = svg.getBoundingClientRect();
+    var px = vb.x + (cx - r.left) / r.width * vb.width, py = vb.y + (cy - r.top) / r.height * vb.height;
+    set(px - (px - vb.x) * f, py - (py - vb.y) * f, vb.width * f, vb.height * f);
+  }
+  svg.removeAttribute('width'); svg.removeAttribute('height');
+  box.addEventListener('wheel', function (e) { e.preventDefault();
+    zoom(e.deltaY > 0 ? 1.2 : 1 / 1.2, e.clientX, e.clientY); }, {passive: false});
+  box.addEventListener('pointerdown', function (e) { drag = [e.clientX, e.clientY, vb.x, vb.y];
+    box.setPointerCapture(e.pointerId); });
+  box.addEventListener('pointerup', function () { drag = null; });
+  box.addEventListener('pointermove', function (e) {
+    var r = svg.getBoundingClientRect();
+    if (drag) { var s = Math.max(vb.width / r.width, vb.height / r.height);
+      set(drag[2] - (e.clientX - drag[0]) * s, drag[3] - (e.clientY - drag[1]) * s, vb.width, vb.height); }
+    var a = e.target.closest && e.target.closest('a');
+    var t = a && (a.getAttribute('xlink:title') || a.getAttribute('title'));
+    if (t && !drag) { var b = box.getBoundingClientRect(); tip.textContent = t;
+      tip.style.left = (e.clientX - b.left + 12) + 'px'; tip.style.top = (e.clientY - b.top + 12) + 'px';
+      tip.style.display = 'block'; } else { tip.style.display = 'none'; }
+  });
+  document.getElementById('zin').onclick = function () { var r = svg.getBoundingClientRect();
+    zoom(1 / 1.5, r.left + r.width / 2, r.top + r.height / 2); };
+  document.getElementById('zout').onclick = function () { var r = svg.getBoundingClientRect();
+    zoom(1.5, r.left + r.width / 2, r.top + r.height / 2); };
+  document.getElementById('zfit').onclick = function () { set.apply(null, home); };
+})();
 """
 
 
@@ -63,15 +114,46 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]
 
 
-def _breakdown(r: StepReport) -> str | None:
+def binary_size(n: float) -> str:
+    """Bytes in KiB/MiB/GiB: '64 MiB', '1.5 GiB', '512 B'."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def _line(f) -> str:
+    return f"{f.dim} {f.collective}" + (f" ({f.window})" if f.window else "")
+
+
+def _labels(flows) -> list[str]:
+    """Each traffic line's name; look-alike lines (same group and collective) carry the pass
+    they belong to, or their place when that is the same too."""
+    names = [f"{f.dim} {f.collective}" for f in flows]
+    out = []
+    for i, f in enumerate(flows):
+        if names.count(names[i]) == 1:
+            out.append(names[i])
+        else:
+            same = [j for j, n in enumerate(names) if n == names[i]]
+            tag = f.window or "critical path"
+            if sum(1 for j in same if (flows[j].window or "critical path") == tag) > 1:
+                tag += f" #{same.index(i) + 1}"
+            out.append(f"{names[i]} ({tag})")
+    return out
+
+
+def _breakdown(page: Page) -> str | None:
     """A horizontal stacked bar: compute, exposed communication per dimension, bubble."""
+    r = page.report
     if r.compute is None:
         return None
     plt = _pyplot()
     parts = [("compute", r.compute)]
-    parts += sorted((d, t) for d, t in exposed_by_dim(r.flows, r.compute).items() if t > 0)
+    parts += sorted((d, t) for d, t in page.exposed.items() if t > 0)
     parts.append(("bubble", r.idle or 0.0))
-    fig, ax = plt.subplots(figsize=(9, 1.6))
+    fig, ax = plt.subplots(figsize=(5.2, 1.5))
     left = 0.0
     for name, t in parts:
         ax.barh([0], [t], left=left, color=DIM_COLORS.get(name, "#888888"),
@@ -80,70 +162,90 @@ def _breakdown(r: StepReport) -> str | None:
         left += t
     ax.set_yticks([])
     ax.set_xlabel("seconds per training step")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.6), ncol=len(parts), frameon=False,
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.7), ncol=2, frameon=False,
               fontsize=8)
     ax.set_title(f"step {text_report.seconds(r.total)}", fontsize=10)
     return _svg(fig)
 
 
-def _curves(system: System, r: StepReport, published: list[dict]) -> list[tuple[str, str]]:
-    """One busbw-vs-size plot per distinct (group kind, collective): the cost model's sweep,
-    and the published all-reduce points measured on as many GPUs of the same model inside one
-    NVLink island (``published`` rows carry ``gpu_model``)."""
+def _curve_svg(c) -> str:
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
     plt = _pyplot()
-    loc = system.locality
-    seen: dict[tuple[str, str], RankGroup] = {}
-    for f in r.flows:
-        if f.group_size > 1 and (f.dim, f.collective) not in seen:
-            ranks = rank_groups(r.strategy, f.dim)[0]
-            seen[f.dim, f.collective] = RankGroup(f"{f.dim}:0", tuple(ranks))
-    out = []
-    for (dim, coll), group in sorted(seen.items()):
-        try:
-            costs = sweep(system, group, coll, SIZES)
-        except CostError:
-            continue
-        fig, ax = plt.subplots(figsize=(5.2, 3.4))
-        ax.plot([c.size for c in costs], [c.busbw / 1e9 for c in costs], color=DIM_COLORS[dim],
-                label=f"topoc ({coll}, {len(group.ranks)} GPUs)")
-        models = {system.gpus[i].model.name for i in group.ranks}
-        one_island = len({loc.island[i] for i in group.ranks}) == 1
-        points = [row for row in published if coll == "allreduce" and one_island and
-                  models == {row["gpu_model"]} and int(row["gpus"]) == len(group.ranks)]
-        if points:
-            ax.scatter([size_bytes(p["size"]) for p in points],
-                       [float(p["busbw"]) for p in points], color="black", marker="x", zorder=3,
-                       label="published (nccl-tests)")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("size per rank (bytes)")
-        ax.set_ylabel("busbw (GB/s)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        ax.set_title(f"{dim}:0 {coll}", fontsize=10)
-        note = f"{dim} {coll} on {group.name}: ranks {_ranks(group.ranks)}"
-        if points:
-            note += f"; {len(points)} published point(s): {points[0]['source']}"
-        out.append((_svg(fig), note))
-    return out
+    fig, ax = plt.subplots(figsize=(4.6, 3.2))
+    gbs = [b / 1e9 for b in c.busbw]
+    ax.plot(c.sizes, gbs, color=DIM_COLORS.get(c.dim, "#444444"),
+            label=f"topoc ({c.collective}, {len(c.ranks)} GPUs)")
+    for size in c.operating:
+        at = min(range(len(c.sizes)), key=lambda i: abs(c.sizes[i] - size))
+        ax.axvline(size, color="#555555", linestyle=":", linewidth=1)
+        ax.plot([size], [gbs[at]], marker="o", color="black", zorder=4)
+        ax.annotate(f"this strategy: {binary_size(size)}", (size, gbs[at]),
+                    textcoords="offset points", xytext=(-6, -14), ha="right", fontsize=8)
+    if c.published:
+        ax.scatter([s for s, _ in c.published], [b for _, b in c.published], color="black",
+                   marker="x", zorder=3, label="published (nccl-tests)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ticks = [2**k for k in range(10, 34, 3)]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: binary_size(v)))
+    ax.tick_params(axis="x", labelsize=7, labelrotation=30)
+    ax.set_xlabel("size per rank")
+    ax.set_ylabel("busbw (GB/s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(f"{c.group} {c.collective}", fontsize=10)
+    return _svg(fig)
 
 
-def _ranks(ranks) -> str:
-    return ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else "")
-
-
-def _table(head: list[str], rows: list[list[str]]) -> str:
+def _table(head: Sequence[str], rows: Sequence[Sequence], mine: int | None = None) -> str:
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
-                   for row in rows)
-    return f"<table><tr>{cells}</tr>{body}</table>"
+    body = "".join((f'<tr class="mine">' if i == mine else "<tr>")
+                   + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                   for i, row in enumerate(rows))
+    return f'<div class="scroll"><table><tr>{cells}</tr>{body}</table></div>'
 
 
-def _checklist(system: System, r: StepReport) -> list[str]:
-    """The seed's seven questions, answered from the report."""
+def _card(label: str, value: str, tone: str = "") -> str:
+    return (f'<div class="card {tone}"><span>{html.escape(label)}</span>'
+            f"<b>{html.escape(value)}</b></div>")
+
+
+def _summary(page: Page) -> str:
+    r = page.report
+    s = text_report.seconds
+    cards = [_card("step time", s(r.total) if r.total is not None else "no compute given"),
+             _card("exposed communication", s(r.comm)),
+             _card("pipeline bubble", f"{s(r.idle)} ({r.bubble:.1%})" if r.idle is not None
+                   else f"{r.bubble:.1%}")]
+    if r.mfu is not None:
+        cards.append(_card("MFU", f"{r.mfu:.1%}"))
+    if r.memory is not None and r.hbm:
+        cards.append(_card("memory per GPU", f"{r.memory.total / 1e9:.1f} of {r.hbm / 1e9:.0f} GB"
+                           + (" fits" if r.fits else " does NOT fit"),
+                           "good" if r.fits else "bad"))
+    plan = page.plan
+    if plan is not None and plan.rows:
+        fitting = sum(1 for row in plan.rows if row.fits)
+        cards.append(_card("rank among topoc plan's mappings",
+                           f"#{plan.rank} of {len(plan.rows):,}" if plan.rank else
+                           f"not among {len(plan.rows):,}")
+                     + f"<!-- {fitting} fit -->")
+    limits = "".join(f"<li><b>{html.escape(b.dim)} {html.escape(b.collective)}"
+                     f"{' (' + html.escape(b.window) + ')' if b.window else ''}</b>: limited by "
+                     f"{html.escape(b.cls)}, e.g. <code>{html.escape(b.link)}</code></li>"
+                     for b in page.bottlenecks)
+    return (f'<section id="summary"><h2>Summary</h2><div class="cards">{"".join(cards)}</div>'
+            + (f"<p>The link that limits each traffic line:</p><ul>{limits}</ul>" if limits
+               else "") + "</section>")
+
+
+def _checklist(page: Page) -> list[str]:
+    """The seed's seven questions, answered from the finished values."""
+    r = page.report
     p = r.strategy
     t = p.training
-    flows = [f for f in r.flows if f.cost]
     if r.detail is not None:
         one = (f"the model's GEMMs run at {r.detail.efficiency:.0%} of the "
                f"{r.peak / 1e12:.0f} TFLOP/s dense peak (fitted on published runs); MFU "
@@ -154,9 +256,10 @@ def _checklist(system: System, r: StepReport) -> list[str]:
         one = "no compute time or model: the file does not say"
     sizes = ", ".join(f"{d} = {n}" for d, n in p.sizes if n > 1) or "one GPU per group"
     moved = sum(f.bytes * f.count for f in r.flows)
-    often = "; ".join(f"{f.dim} {f.collective} x {f.count}" for f in r.flows) or "-"
-    links = "; ".join(f"{f.dim}: {', '.join(f.classes)}" for f in flows) or "-"
-    hidden = "; ".join(f"{f.dim} {f.collective}: {f.overlap}" for f in r.flows) or "-"
+    labels = _labels(r.flows)
+    often = "; ".join(f"{name} x {f.count}" for name, f in zip(labels, r.flows)) or "-"
+    links = "; ".join(f"{b.dim} {b.collective}: {b.cls}" for b in page.bottlenecks) or "-"
+    hidden = "; ".join(f"{name}: {f.overlap}" for name, f in zip(labels, r.flows)) or "-"
     balance = [f.note for f in r.flows if f.note]
     if t is not None and t.model.layers % p.size("pp"):
         balance.append(f"{t.model.layers} layers over {p.size('pp')} stages: uneven, the "
@@ -164,85 +267,112 @@ def _checklist(system: System, r: StepReport) -> list[str]:
     if t is not None and t.model.experts:
         balance.append(f"expert load imbalance {t.imbalance:g}")
     return [f"Is the single-GPU work efficient? {one}.",
-            f"How is the work split? {sizes}, order {', '.join(p.order)}, "
-            f"{r.gpus} GPUs.",
+            f"How is the work split? {sizes}, order {', '.join(p.order)}, {r.gpus} GPUs.",
             f"Bytes communicated per iteration: {human(moved, BYTES)} for each GPU, bytes per "
             f"call times calls over {len(r.flows)} traffic lines.",
             f"How often: {often}.",
-            f"Which links: {links}.",
+            f"Which link limits each line: {links}.",
             f"Can it overlap with compute? {hidden}; exposed in all "
             f"{text_report.seconds(r.comm)}.",
             "Is the load balanced? " + ("; ".join(balance) if balance else
                                         "every group of a kind costs the same here") + "."]
 
 
-def _plan_table(system: System, r: StepReport) -> str | None:
-    t = r.strategy.training
-    if t is None:
+def _plan_table(page: Page) -> str | None:
+    plan = page.plan
+    if plan is None:
         return None
-    from ..compiler.analysis.plan import PlanUsageError, enumerate_candidates, plan
-    if len(enumerate_candidates(t.model, r.gpus, t.batch, {})) > PLAN_LIMIT:
-        return (f"<p class=\"note\">{r.gpus} GPUs give more than {PLAN_LIMIT:,} candidate "
-                f"mappings: run <code>topoc plan FILE --model {t.model.name} --batch "
-                f"{t.batch}</code> with some dimensions fixed.</p>")
-    try:
-        result = plan(system, t.model, t, gpus=r.gpus, jobs=1)
-    except PlanUsageError as exc:
-        return f"<p class=\"note\">{html.escape(str(exc))}</p>"
+    if not plan.rows:
+        return f'<p class="note">{html.escape(plan.note)}</p>'
     head = ["#", "tp", "cp", "ep", "dp", "pp", "mb", "recompute", "v", "sp", "step s",
             "compute s", "exposed comm s", "bubble s", "memory GB", "fits", "MFU"]
+    shown = list(range(min(10, len(plan.rows))))
+    if plan.rank and plan.rank > 10:
+        shown.append(plan.rank - 1)
     rows = []
-    for i, row in enumerate(result.rows[:10]):
+    for i in shown:
+        row = plan.rows[i]
         c = row.candidate
         rows.append([i + 1, c.tp, c.cp, c.ep, c.dp, c.pp, c.microbatch, c.recompute,
                      c.interleave, "yes" if c.sequence_parallel else "no",
                      f"{row.step_time:.2f}", f"{row.compute_time:.2f}", f"{row.comm_time:.2f}",
                      f"{row.bubble_time:.2f}", f"{row.memory_per_gpu / 1e9:.1f}",
                      "yes" if row.fits else "no", f"{row.mfu:.1%}"])
-    return (f"<p>{result.considered:,} candidates, {len(result.rows):,} costed, "
-            f"{sum(1 for x in result.rows if x.fits):,} fit; the ten fastest:</p>"
-            + _table(head, rows))
+    mine = shown.index(plan.rank - 1) if plan.rank else None
+    return (f"<p>{plan.considered:,} candidates, {len(plan.rows):,} costed, "
+            f"{sum(1 for x in plan.rows if x.fits):,} fit; the ten fastest"
+            + (", and this strategy's (highlighted)" if mine is not None else "")
+            + ":</p>" + _table(head, rows, mine))
 
 
-def document(system: System, name: str, diagram: bytes | None,
-             published: list[dict] = ()) -> str:
-    """The page for strategy ``name``; ``diagram`` is the system's SVG (None: left out);
-    ``published`` are calibration rows with the ``gpu_model`` they were measured on."""
-    r = analyse(system, name)
-    title = text_report._title(r, system.name)
-    rows = text_report._rows(r)
-    parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+def document(page: Page, diagram: bytes | None,
+             extra: Sequence[tuple[str, str, str]] = ()) -> str:
+    """The page for ``page`` (``compiler.analysis.page.report_page``); ``diagram`` is the
+    system's SVG (None: left out). ``extra`` sections (id, heading, inner HTML), such as a
+    Pareto or a scaling plot, go after the curves, before the ranked mappings."""
+    r = page.report
+    title = page.title
+    parts = ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
              f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>"]
+             f"<h1>{html.escape(title)}</h1>", _summary(page)]
+    parts.append('<section id="checklist"><h2>The checklist</h2><ol>' + "".join(
+        f"<li>{html.escape(q)}</li>" for q in _checklist(page)) + "</ol></section>")
     if diagram is not None:
         svg = diagram.decode("utf-8")
         svg = svg[svg.index("<svg"):]
-        parts.append(f"<h2>System</h2><div class=\"diagram\">{svg}</div>")
-    parts.append("<h2>The checklist</h2><ol>" + "".join(
-        f"<li>{html.escape(q)}</li>" for q in _checklist(system, r)) + "</ol>")
-    parts.append("<h2>Traffic per training step</h2>" + _table(text_report.HEAD, rows))
-    parts.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>"
-                                  for line in text_report._summary(r)) + "</ul>")
-    bar = _breakdown(r)
+        box = re.search(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+) ([\d.]+)"', svg)
+        shape = f' style="aspect-ratio: {box.group(1)} / {box.group(2)}"' if box else ""
+        parts.append('<section id="system"><h2>System</h2><div class="tools">'
+                     '<button id="zin" title="zoom in">+</button> '
+                     '<button id="zout" title="zoom out">&minus;</button> '
+                     '<button id="zfit" title="whole picture">fit</button> '
+                     '<span class="note">drag to pan, wheel to zoom, hover a box or line for '
+                     'its figures</span></div>'
+                     f'<div class="diagram" id="diagram"{shape}>{svg}<div id="tip"></div></div>'
+                     "</section>")
+    rows = text_report._rows(r)
+    for row, name in zip(rows, _labels(r.flows)):
+        row[0:2] = [name.split(" ", 1)[0], name.split(" ", 1)[1]]
+    parts.append('<section id="traffic"><h2>Traffic per training step</h2>'
+                 + _table(text_report.HEAD, rows) + "<ul>"
+                 + "".join(f"<li>{html.escape(line)}</li>" for line in text_report._summary(r))
+                 + "</ul></section>")
+    bar = _breakdown(page)
     if bar:
-        parts.append(f"<h2>Step time</h2><figure>{bar}</figure>")
-    curves = _curves(system, r, list(published))
-    if curves:
-        figs = "".join(f"<figure>{svg}<figcaption>{html.escape(note)}</figcaption></figure>"
-                       for svg, note in curves)
-        parts.append(f"<h2>Bus bandwidth by message size</h2><div class=\"plots\">{figs}</div>"
-                     "<p class=\"note\">busbw as nccl-tests defines it; crosses mark published "
-                     "all-reduce measurements on as many GPUs of the same model in one NVLink "
-                     "domain (library/calibration.csv).</p>")
-    plan_html = _plan_table(system, r)
+        parts.append(f'<section id="step"><h2>Step time</h2><figure>{bar}</figure></section>')
+    if page.curves:
+        figs = "".join(
+            f"<figure>{_curve_svg(c)}<figcaption>{html.escape(_caption(c))}</figcaption>"
+            "</figure>" for c in page.curves)
+        crosses = any(c.published for c in page.curves)
+        parts.append('<section id="curves"><h2>Bus bandwidth by message size</h2>'
+                     f'<div class="plots">{figs}</div><p class="note">busbw as nccl-tests '
+                     "defines it; the dot marks the size this strategy moves per call"
+                     + ("; crosses mark published all-reduce measurements on as many GPUs of "
+                        "the same model in one NVLink domain (library/calibration.csv)"
+                        if crosses else "") + ".</p></section>")
+    for sid, heading, body in extra:                  # sections other verbs contribute
+        parts.append(f'<section id="{html.escape(sid)}"><h2>{html.escape(heading)}</h2>'
+                     f"{body}</section>")
+    plan_html = _plan_table(page)
     if plan_html:
-        parts.append(f"<h2>Other strategies (topoc plan)</h2>{plan_html}")
-    serving = infer_plot.section(system, getattr(r.strategy.training, "model", None), r.gpus,
-                                 _pyplot, _svg)
-    if serving:
-        parts.append(serving)
-    parts.append("<h2>Warnings</h2><ul>" + ("".join(f"<li>{html.escape(w)}</li>"
-                                                   for w in r.warnings) or "<li>none</li>")
-                 + "</ul>")
+        parts.append(f'<section id="plan"><h2>Other strategies (topoc plan)</h2>{plan_html}'
+                     "</section>")
+    parts.append('<section id="warnings"><h2>Warnings</h2><ul>'
+                 + ("".join(f"<li>{html.escape(w)}</li>" for w in r.warnings)
+                    or "<li>none</li>") + "</ul></section>")
+    if diagram is not None:
+        parts.append(f"<script>{SCRIPT}</script>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _caption(c) -> str:
+    ranks = ", ".join(map(str, c.ranks[:8])) + (" ..." if len(c.ranks) > 8 else "")
+    note = f"{c.dim} {c.collective} on {c.group}: ranks {ranks}"
+    if c.published:
+        note += f"; {len(c.published)} published point(s): {c.source}"
+    return note
+
+

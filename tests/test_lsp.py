@@ -151,7 +151,60 @@ def test_analysis_lint_findings_and_models(tmp_path):
     box.write_text(GOOD)
     inside = Analysis(GOOD, str(box))
     assert inside.hover(5, 3).startswith("`gpu` : H100") and "hbm = 80 GB" in inside.hover(5, 3)
-    assert inside.definition(5, 13)[0].endswith("devices.topo")       # sw -> NVSwitch3
+    # a member used in a connection -> its member line; on the member line -> its model
+    assert inside.definition(5, 13)[0] == str(box.resolve()) and inside.definition(5, 13)[1] == (4, 2)
+    assert inside.definition(4, 8)[0].endswith("devices.topo")        # NVSwitch3
     broken = Analysis("group {", str(tmp_path / "b.topo"))
     assert broken.diagnostics and broken.diagnostics[0].code.startswith("E1")
     assert broken.hover(0, 1) is None and broken.formatted() is None
+
+
+HALF = GOOD.replace("  gpu[*] <-> sw : nvlink4 x 4\n", "  gpu[*] <-> sw : nvlink4 x 4\n  gpu[0] <-> sw : \n")
+
+
+def test_completion_on_a_half_typed_line(client, tmp_path):
+    """The line being typed does not parse; completion still offers what fits the position:
+    link types after a connection's ':', device models and groups after a member's ':',
+    every bundled model after 'model ='."""
+    uri = _open(client, tmp_path / "half.topo", HALF)
+    (d,) = client.diagnostics(uri)
+    assert d["code"].startswith("E1")
+    items = client.request("textDocument/completion", {
+        "textDocument": {"uri": uri}, "position": {"line": 6, "character": len("  gpu[0] <-> sw : ")}})
+    labels = {i["label"] for i in items["items"]}
+    assert {"nvlink4", "ndr", "pcie5"} <= labels and "H100" not in labels and "group" not in labels
+    member = HALF.replace("  gpu[0] <-> sw : \n", "  nic[2] : \n")
+    a = Analysis(member, str(tmp_path / "m.topo"))
+    assert a.diagnostics and {"H100", "CX7", "NVSwitch3"} <= {c[0] for c in a.completions(6, 11)}
+    text = ('use "nvidia/dgx_h100.topo"\nsystem dgx : DGXH100\nparallel p on dgx {\n  tp = 8\n'
+            "  model = \n}\n")
+    b = Analysis(text, str(tmp_path / "p.topo"))
+    assert {"llama3_70b", "gpt3_175b", "mixtral_8x7b"} <= {c[0] for c in b.completions(4, 10)}
+
+
+def test_one_error_per_typo_and_hover_on_words(tmp_path):
+    typo = GOOD.replace("gpu[8] : H100", "gpu[8] : H10").replace(
+        "  gpu[*] <-> sw : nvlink4 x 4\n", "  gpu[*] <-> sw : nvlink4 x 4\n  gpu[0] <-> sw : nvlink4\n")
+    a = Analysis(typo, str(tmp_path / "t.topo"))
+    assert [f.code for f in a.diagnostics] == ["E110"]
+    box = Analysis(GOOD, str(tmp_path / "box.topo"))
+    lanes = box.hover(5, len("  gpu[*] <-> sw : nvlink4 x "))
+    assert "4 lanes" in lanes and "100 GB/s per direction" in lanes
+    assert "declared at library: nvidia/devices.topo" in box.hover(3, 13)
+    text = GOOD + ("parallel p on box {\n  tp = 8\n  traffic {\n    tp allreduce 1 GiB x 2\n"
+                   "  }\n}\n")
+    p = Analysis(text, str(tmp_path / "p.topo"))
+    assert "tensor parallel" in p.hover(9, 3)
+    assert "busbw = algbw x 2(n-1)/n" in p.hover(11, 8)
+    assert {c[0] for c in p.completions(11, 4)} >= {"allreduce", "alltoall"}
+
+
+def test_definition_on_use_paths_and_broken_imports(tmp_path):
+    a = Analysis(GOOD, str(tmp_path / "box.topo"))
+    path, start, _ = a.definition(0, 8)
+    assert path == str((LIBRARY / "nvidia" / "links.topo").resolve()) and start == (0, 0)
+    (tmp_path / "bad.topo").write_text("link broken : nvlnk { bandwidth = 1 GB/s latency = 1 us }\n")
+    text = 'use "bad.topo"\n' + GOOD
+    b = Analysis(text, str(tmp_path / "user.topo"))
+    assert b.diagnostics and b.diagnostics[0].start == (0, 0)
+    assert "bad.topo" in b.diagnostics[0].message

@@ -23,6 +23,7 @@ from .compiler.lang.resolve import Program
 from .compiler.base.units import BYTES, RATE, SECONDS, human
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+USE = re.compile(r'\s*use\s+"([^"]*)"')
 KEYWORDS = ("use", "link", "device", "model", "group", "let", "host", "system", "parallel", "on",
             "traffic", "auto", "true", "false")
 
@@ -58,157 +59,21 @@ def _range(span: Span) -> tuple[tuple[int, int], tuple[int, int]]:
     return start, end if end > start else (start[0], start[1] + 1)
 
 
-def _found(d: Diagnostic, path: str) -> Found | None:
-    """Only findings in this document; their notes join the message."""
+def _found(d: Diagnostic, path: str, uses: dict[Path, int] | None = None) -> Found | None:
+    """Findings in this document, their notes joined to the message; an error in a file this
+    one imports is shown on the ``use`` line that leads to it (``uses``: imported file -> 0-based
+    line), since the editor shows only this document."""
     if Path(d.span.path).resolve() != Path(path).resolve():
-        return None
+        line = (uses or {}).get(Path(d.span.path).resolve())
+        if line is None and uses and d.severity == "error":
+            line = min(uses.values())       # imported further down: the first use
+        if line is None or d.severity != "error":
+            return None
+        return Found(d.code, 1, f"in the imported file {d.span.location()}: {d.message}",
+                     (line, 0), (line, 10_000))
     start, end = _range(d.span)
     message = d.message + "".join(f"\n{n.span.location()}: note: {n.message}" for n in d.notes)
     return Found(d.code, 1 if d.severity == "error" else 2, message, start, end)
-
-
-def _imported(d: Diagnostic, text: str, path: str) -> Found | None:
-    """A diagnostic in an imported file, shown on the ``use`` line that leads to it."""
-    from .lsp_io import import_site
-    site = import_site(text, path, d.span.path) if d.span.path else None
-    if site is None:
-        return None
-    line, start, end = site
-    return Found(d.code, 1 if d.severity == "error" else 2,
-                 f"in {d.span.location()}: {d.message}", (line, start), (line, end))
-
-
-class Analysis:
-    """Everything the server knows about one document's text."""
-
-    def __init__(self, text: str, path: str):
-        self.text, self.path = text, path
-        self.program: Program | None = None
-        self.diagnostics: list[Found] = []
-        self._run()
-
-    def _run(self) -> None:
-        """The pipeline once (as ``topoc.compile`` runs it, the resolved program kept for hover
-        and definition), then the lint rules when it compiles."""
-        from .compiler.lang import pipeline
-        from .compiler.lint.lint import verified
-        found: list[Diagnostic] = []
-        try:
-            self.program = pipeline.front_end(self.text, self.path)
-            system = pipeline.lower(self.program)
-            if system is not None:
-                found = verified(system)      # E220 on a library device: at the user's line
-                if not found:
-                    from .compiler.lint.lint import LintConfig, apply_suppressions, lint_system
-                    found = apply_suppressions(lint_system(system), system.span.source,
-                                               LintConfig())
-        except CompileError as exc:
-            found = list(exc.diagnostics)
-        except RecursionError:
-            pass                # nested too deeply to analyse: nothing to say at a position
-        self.diagnostics = [f for d in found
-                            if (f := _found(d, self.path) or _imported(d, self.text, self.path))]
-
-    # -- positions
-    def word_at(self, line: int, character: int) -> str | None:
-        """The name under a 0-based position."""
-        lines = self.text.split("\n")
-        if not 0 <= line < len(lines):
-            return None
-        for m in WORD.finditer(lines[line]):
-            if m.start() <= character <= m.end():
-                return m.group(0)
-        return None
-
-    def declaration(self, name: str):
-        """The resolved declaration called ``name`` (link type, device model, group, model)."""
-        p = self.program
-        if p is None:
-            return None
-        for table in (p.link_types, p.device_models, p.groups, p.models):
-            if name in table:
-                return table[name]
-        return None
-
-    def instance(self, name: str, line: int):
-        """The ``name[n] : Target`` statement of the group around 0-based ``line``, if any."""
-        p = self.program
-        if p is None:
-            return None
-        for g in p.groups.values():
-            span = g.span
-            if span is None or Path(span.path).resolve() != Path(self.path).resolve():
-                continue
-            if span.line - 1 <= line <= (span.end_line or span.line) - 1:
-                return next((st for st in g.body
-                             if isinstance(st, s.Instance) and st.name == name), None)
-        return None
-
-    def target(self, line: int, character: int):
-        """What the name under the cursor stands for: a declaration, or an instance's target."""
-        name = self.word_at(line, character) or ""
-        decl = self.declaration(name)
-        if decl is None:
-            inst = self.instance(name, line)
-            decl = self.declaration(inst.target) if inst is not None else None
-        return decl
-
-    def definition(self, line: int, character: int) -> tuple[str, tuple, tuple] | None:
-        """(path, start, end) of the declaration of the name under the cursor (for an
-        instance's name, of its device model or group)."""
-        decl = self.target(line, character)
-        if decl is None or decl.span is None:
-            return None
-        start, end = _range(decl.span)
-        return str(Path(decl.span.path).resolve()), start, end
-
-    def hover(self, line: int, character: int) -> str | None:
-        """Markdown with the resolved figures of the name under the cursor (an instance's name
-        shows its device model or group)."""
-        name = self.word_at(line, character) or ""
-        decl = self.target(line, character)
-        if decl is None:
-            return None
-        inst = self.instance(name, line) if self.declaration(name) is None else None
-        head = f"`{name}` : {inst.target}\n\n" if inst is not None else ""
-        where = f"\n\n*declared at {decl.span.location()}*" if decl.span else ""
-        return head + describe(decl) + where
-
-    def completions(self, line: int, character: int) -> list[tuple[str, str, str]]:
-        """(label, kind, detail) choices for the cursor: after a connection's ':' link types;
-        after an instance's ':' device models and groups; after '=' in a parallel block's
-        'model' a model; in arguments the system's parameters; else all names and keywords."""
-        p = self.program
-        lines = self.text.split("\n")
-        before = lines[line][:character] if 0 <= line < len(lines) else ""
-        out: list[tuple[str, str, str]] = []
-        if p is None:
-            return [(k, "keyword", "") for k in KEYWORDS]
-        links = [(n, "link", describe(lt).split("\n")[0]) for n, lt in sorted(p.link_types.items())]
-        devices = [(n, "device", describe(d).split("\n")[0])
-                   for n, d in sorted(p.device_models.items())]
-        groups = [(n, "group", f"group {n}") for n in sorted(p.groups)]
-        models = [(n, "model", describe(m).split("\n")[0]) for n, m in sorted(p.models.items())]
-        params = sorted({(q.name, "parameter", f"{q.name}: {q.type}")
-                         for g in p.groups.values() for q in g.params})
-        if re.search(r"(<->|->).*:\s*\w*$", before):
-            return links
-        if re.search(r"\bmodel\s*=\s*\w*$", before):
-            return models
-        if re.search(r"\(\s*(\w+\s*=\s*[^,]*,\s*)*\w*$", before):
-            return [x for x in params]
-        if re.search(r":\s*\w*$", before):
-            return devices + groups
-        out = links + devices + groups + models + [(k, "keyword", "") for k in KEYWORDS]
-        return out
-
-    def formatted(self) -> str | None:
-        """The document in topoc fmt's layout (None when it does not parse)."""
-        from .compiler.lang.fmt import fmt
-        try:
-            return fmt(self.text, self.path)
-        except CompileError:
-            return None
 
 
 def _q(value, dim) -> str:

@@ -74,6 +74,7 @@ class _Elaborator:
         env, model_params = bound
         t = Template(decl.name, {}, [], 0, 0, dict(env), model_params)
         self.cache[key] = None  # a recursive use of this key during elaboration sees None
+        failed: set[str] = set()    # members that did not elaborate: already reported
         for stmt in decl.body:
             try:
                 if isinstance(stmt, s.Let):
@@ -85,13 +86,18 @@ class _Elaborator:
                     self.instance(t, stmt, env, (*stack, decl.name))
             except EvalError as exc:
                 self.diags.add(exc.diagnostic)
+                if isinstance(stmt, s.Instance):
+                    failed.add(stmt.name)
         self.check_element_names(t)
         for stmt in decl.body:
             if isinstance(stmt, s.Connection):
                 try:
                     self.connection(t, stmt, env)
                 except EvalError as exc:
-                    self.diags.add(exc.diagnostic)
+                    d = exc.diagnostic
+                    if d.code == "E112" and any(f"no member '{m}'" in d.message for m in failed):
+                        continue    # one error per typo: the member's own error said it
+                    self.diags.add(d)
         self.cache[key] = t
         return t
 

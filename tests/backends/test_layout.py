@@ -16,6 +16,7 @@ from topoc.backends import render as r
 from topoc.backends.layout import MAX_ASPECT, MIN_ASPECT
 
 from ..conftest import LIBRARY
+from . import geometry
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -41,7 +42,7 @@ def _centres(svg: bytes) -> tuple[dict[str, tuple[float, float]], float]:
         if kind == "cluster":
             title = title.removeprefix("cluster_")
         xs, ys = [], []
-        for shape in g:
+        for shape in g.iter():
             if shape.tag in (f"{SVG}polygon", f"{SVG}path"):
                 nums = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", shape.get("points")
                                                            or shape.get("d", ""))]
@@ -57,9 +58,11 @@ def _centres(svg: bytes) -> tuple[dict[str, tuple[float, float]], float]:
 
 def _siblings(ids) -> dict[tuple[str, str], list[tuple[int, str]]]:
     """Ids grouped by parent path and name stem, with their index: gpu0..7 of one node,
-    rack[0..31] and rack[32..63] of one cluster."""
+    rack[0..31] and rack[32..63] of one cluster (folded meshes are not devices)."""
     groups = defaultdict(list)
     for i in ids:
+        if i.startswith("mesh/"):
+            continue
         parent, _, last = i.rpartition(".")
         m = re.match(r"^(\D*?)\[?(\d+)", last)
         if m:
@@ -80,15 +83,49 @@ def check_drawing(svg: bytes, what: str) -> None:
                 f"{what}: {a} ({xa:.0f},{ya:.0f}) is not read before {b} ({xb:.0f},{yb:.0f})"
 
 
-@pytest.mark.parametrize("path", SYSTEMS, ids=lambda p: p.stem)
-def test_library_drawings_keep_index_order_and_shape(path):
-    system = topoc.load(path)
-    for view in (None, *r.VIEWS):
-        opts = r.Options(view=view)
-        if r.layout_size(system, opts)[1] > r.MAX_LAYOUT:
+def check_geometry(svg: bytes, system, what: str) -> None:
+    """Issue 28's limits: at most 5 % of lines through boxes they do not join, no side beyond
+    MAX_SIDE, and no NIC on a line between a GPU and the NVLink switches."""
+    boxes, lines, width, height = geometry.read(svg)
+    assert max(width, height) <= r.MAX_SIDE * 1.02, f"{what}: {width:.0f} x {height:.0f} pt"
+    crossing = geometry.crossing(boxes, lines)
+    assert len(crossing) <= 0.05 * len(lines), f"{what}: {len(crossing)}/{len(lines)} {crossing[:3]}"
+    kind = {d.id: d.kind for d in system.devices}
+    nics = [b for n, b in boxes.items() if kind.get(n) == "nic"]
+    nvlink = lambda n: kind.get(n) == "switch" or n.endswith("nvlink_fabric") \
+        or n.startswith("mesh/nvlink")                                    # noqa: E731
+    for a, b, pts in lines:
+        if not ({kind.get(a), kind.get(b)} & {"gpu"} and (nvlink(a) or nvlink(b))):
             continue
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        for nic in nics:
+            inside = nic[0] < max(xs) and min(xs) < nic[2] and nic[1] < max(ys) and min(ys) < nic[3]
+            assert not inside, f"{what}: a NIC between {a} and {b}"
+
+
+def _drawn(system, view):
+    """The SVG and view drawn, or None when the view is refused (it must say what to draw)."""
+    opts = r.Options(view=view)
+    try:
         svg, drawn = r.render(system, "svg", opts)
+    except r.TooLarge as exc:
+        assert "--view" in str(exc) or "-D" in str(exc), str(exc)
+        return None, view
+    return svg, drawn
+
+
+@pytest.mark.parametrize("path", SYSTEMS, ids=lambda p: p.stem)
+def test_library_drawings_keep_index_order_shape_and_clear_lines(path):
+    system = topoc.load(path)
+    drawn_any = False
+    for view in (None, *r.VIEWS):
+        svg, drawn = _drawn(system, view)
+        if svg is None:
+            continue
+        drawn_any = True
         check_drawing(svg, f"{path.stem} {drawn}")
+        check_geometry(svg, system, f"{path.stem} {drawn}")
+    assert drawn_any
 
 
 @pytest.mark.parametrize("name, param, sizes", SIZES, ids=[s[0] for s in SIZES])
@@ -97,6 +134,7 @@ def test_cluster_drawings_at_every_size(name, param, sizes):
         system = topoc.load(LIBRARY / "nvidia" / name, {param: n})
         svg, view = r.render(system, "svg", r.Options(view="racks"))
         check_drawing(svg, f"{name} {param}={n} {view}")
+        check_geometry(svg, system, f"{name} {param}={n} {view}")
 
 
 def test_the_nvl72_is_drawn_as_built():
@@ -118,7 +156,7 @@ def test_the_physical_nvl72_puts_switch_trays_between_the_compute_trays():
     from topoc.backends.layout import layout
     system = topoc.load(LIBRARY / "nvidia" / "gb200_nvl72.topo")
     nodes, _ = r.physical(system)
-    _, boxes, _ = layout(nodes, system.name, r._box, r._tier)
+    _, boxes, _, _ = layout(nodes, system.name, r._box, r._tier)
     top = lambda c: boxes[c][3]      # noqa: E731 - y upwards: a larger top is higher
     switches = [top(f"rack.nvswitch_tray{i}") for i in range(9)]
     assert min(top(f"rack.tray{i}") for i in range(10)) > max(switches)
@@ -132,3 +170,15 @@ def test_folded_blocks_carry_the_groups_they_hold():
     block = source[start:source.index("]\n\t", start)]
     # 32 racks x 72 GPUs in tp groups of 8: 288 groups, too many to stripe: named by range
     assert "tp:288..575" in block or "tp: 288 groups" in block
+
+
+def test_the_crossing_check_catches_a_line_through_boxes():
+    """The geometry check can fail: a straight line from the first tray's GPU to the last
+    tray's crosses the switch trays between."""
+    system = topoc.load(LIBRARY / "nvidia" / "gb200_nvl72.topo")
+    svg, _ = r.render(system, "svg", r.Options(view="physical"))
+    boxes, lines, _, _ = geometry.read(svg)
+    a, z = boxes["rack.tray0.sc0.gpu0"], boxes["rack.tray17.sc1.gpu1"]
+    straight = [((a[0] + a[2]) / 2, (a[1] + a[3]) / 2), ((z[0] + z[2]) / 2, (z[1] + z[3]) / 2)]
+    assert geometry.crossing(boxes, [("rack.tray0.sc0.gpu0", "rack.tray17.sc1.gpu1", straight)])
+    assert len(lines) <= 300 and geometry.crossing(boxes, lines) == []

@@ -38,7 +38,8 @@ def test_default_view_stays_legible():
     assert len(nodes) == 198 - 18 + 1
     gpu_edges = [e for e in edges if e.cls == "nvlink"]
     assert len(gpu_edges) == 72 and {e.lanes for e in gpu_edges} == {18}
-    assert r.choose_view(topoc.load(RENDER / "dgx_h100.topo"))[0] == "physical"
+    # a node is drawn as vendors draw it: the NVSwitches as one backplane bar
+    assert r.choose_view(topoc.load(RENDER / "dgx_h100.topo"))[0] == "logical"
     assert r.choose_view(topoc.load(RENDER / "cluster8.topo"))[0] == "racks"
 
 
@@ -53,7 +54,10 @@ def test_racks_view_aggregates_links():
 def test_group_colour_overlay():
     system = topoc.load(GOLDEN.parent.parent / "library/nvidia/nvl72_cluster.topo", {"racks": 1})
     source, _ = r.dot_source(system, r.Options(view="physical", parallel="train", color="tp"))
-    assert source.count("tp:0") == 8 and source.count("tp:8") == 8
+    import re
+    labels = re.findall(r'label="([^"]*)"', source)
+    assert sum(lab.endswith("\ntp:0") for lab in labels) == 8
+    assert sum(lab.endswith("\ntp:8") for lab in labels) == 8
 
 
 @pytest.mark.skipif(not HAS_DOT, reason="Graphviz dot not installed")
@@ -124,18 +128,20 @@ def test_racks_view_draws_fabric_levels_in_order_and_wraps_racks():
     system = topoc.load(GOLDEN.parent.parent / "library/nvidia/nvl72_superpod.topo")  # 64 racks
     nodes, _ = r.racks(system)
     tier = {n.id: n.tier for n in nodes}
-    # Leaves, then the pod spine planes, then the cores: each level one tier further down.
-    assert tier["superpod.leaf[*]"] < tier["superpod.pod0"] < tier["superpod.core[*]"]
+    # A Clos drawn as rows: cores at the top, then the pod spine planes, then the leaves, the
+    # racks at the bottom.
+    assert tier["superpod.core[*]"] < tier["superpod.pod0"] < tier["superpod.leaf[*]"]
     assert all(n.tier is None for n in nodes if n.kind == "unit")
+    assert tier["superpod.leaf[*]"] < r.UNIT_TIER
     # 64 racks wrap into even rows read left to right, top to bottom (y grows upwards).
     from topoc.backends.layout import layout
-    pos, _, (w, h) = layout(nodes, system.name, r._box, r._tier)
+    pos, _, (w, h), _ = layout(nodes, system.name, r._box, r._tier)
     racks = [pos[f"superpod.rack{i}"] for i in range(64)]
     rows = sorted({y for _, y in racks}, reverse=True)
     assert len(rows) > 1 and all(len([p for p in racks if p[1] == y]) == 64 // len(rows)
                                  for y in rows)
     assert racks == sorted(racks, key=lambda p: (-p[1], p[0]))
-    assert 1 / 3 <= w / h <= 3
+    assert 1 / 4 <= w / h <= 6
 
 
 def test_render_guards(tmp_path, capsys):
@@ -160,12 +166,38 @@ def test_render_guards(tmp_path, capsys):
                  "-o", str(tmp_path / "r.dot")]) == 0
     # racks hold GPUs of many dp groups: striped, and named by the groups' range
     racks_dot = (tmp_path / "r.dot").read_text()
-    assert "dp:0..71" in racks_dot and "style=striped" in racks_dot
-    assert "fill: dp group" in racks_dot
+    assert "dp:0..71" in racks_dot and racks_dot.count('<TD BGCOLOR="') >= 72
+    assert "fill and tag: dp group" in racks_dot
     notes: list[str] = []
     if not HAS_DOT:
         return
-    system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 1})
+    system = topoc.load(library_file("gb200_nvl72.topo"))
     data, _ = r.render(system, "svg", r.Options(view="physical"), notes)
     assert data.startswith(b"<?xml") and len(notes) <= 1
     assert all(n.startswith("Graphviz reported") for n in notes)
+
+
+def test_highlight_takes_link_type_names_and_racks_view_says_when_it_does_not_apply(tmp_path,
+                                                                                  capsys):
+    cluster = str(library_file("nvl72_cluster.topo"))
+    assert main(["render", cluster, "-D", "racks=2", "--highlight", "ndr",
+                 "-o", str(tmp_path / "h.dot")]) == 0
+    dot = (tmp_path / "h.dot").read_text()
+    assert 'color="#1f4e9a" ' in dot and 'penwidth=4' in dot
+    assert main(["render", str(library_file("dgx_h100.topo")), "--view", "racks",
+                 "-o", str(tmp_path / "r.png")]) == 2
+    err = capsys.readouterr().err
+    assert "one machine" in err and "--view logical" in err and not (tmp_path / "r.png").exists()
+
+
+def test_palette_is_distinct_and_text_reads_on_every_fill():
+    assert len(set(r.PALETTE)) == len(r.PALETTE) >= 36
+
+    def luminance(c):
+        ch = [int(c[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        ch = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in ch]
+        return 0.2126 * ch[0] + 0.7152 * ch[1] + 0.0722 * ch[2]
+    for fill in r.PALETTE + ("#000075", "#4f81bd", "#76b900"):
+        text = 1.0 if r.text_color(fill) == "white" else 0.0
+        hi, lo = max(text, luminance(fill)), min(text, luminance(fill))
+        assert (hi + 0.05) / (lo + 0.05) >= 4.0, fill       # readable (WCAG: 4.5 body text)

@@ -43,8 +43,10 @@ def test_the_page_holds_everything_and_loads_nothing(page, tmp_path):
     assert "rack (logical view)" in text and "Bus bandwidth by message size" in text
     assert len(re.findall(r"<li>", text.split("The checklist")[1].split("</ol>")[0])) == 7
     assert "Other strategies (topoc plan)" in text and "<td>yes</td>" in text
-    # self-contained: no script, stylesheet or image fetched, no link out of the page
-    assert "<script" not in text and "<link" not in text and "<img" not in text
+    # self-contained: one inline script of the page's own, no stylesheet or image fetched,
+    # no link out of the page
+    assert text.count("<script>") == 1 and "<script src" not in text
+    assert "<link" not in text and "<img" not in text and "http://" not in text.split("<svg")[0]
     for ref in re.findall(r'(?:href|src)="([^"]*)"', text):
         assert ref.startswith("#"), ref
     again = tmp_path / "again.html"
@@ -108,8 +110,45 @@ def test_the_page_loads_in_headless_chromium_and_shows_diagram_and_plots(chromiu
         return sum(1 for x in range(x0, x1, 2) for y in range(y0, y1, 2)
                    if abs(pixels[x, y][0] - r) < 12 and abs(pixels[x, y][1] - g) < 12 and
                    abs(pixels[x, y][2] - b) < 12)
-    top = (0, 0, w, min(h, 1100))
-    assert count((0x76, 0xb9, 0x00), top) > 200 or count((0x4e, 0x9a, 0x06), top) > 200
     whole = (0, 0, w, h)
+    assert count((0x76, 0xb9, 0x00), whole) > 200 or count((0x4e, 0x9a, 0x06), whole) > 200
     assert count((0x1f, 0x77, 0xb4), whole) > 200       # the tp curves and the step bar
     assert count((0xd6, 0x27, 0x28), whole) > 50        # the pp curve
+
+
+def test_the_page_leads_with_the_answer(page):
+    """Title with model and system, a viewport, the summary section before anything else with
+    step time, exposed communication, bubble, MFU, memory fit, the limiting link per line and
+    the rank among topoc plan's mappings; look-alike traffic lines labelled; sizes in KiB/MiB/GiB
+    with the operating point marked."""
+    text = page.read_text()
+    assert "<title>llama3_70b on rack: strategy" in text
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+    sections = re.findall(r'<section id="([a-z]+)"', text)
+    assert sections[0] == "summary" and sections.index("checklist") < sections.index("system")
+    summary = text.split('<section id="summary">')[1].split("</section>")[0]
+    for label in ("step time", "exposed communication", "pipeline bubble", "MFU",
+                  "memory per GPU", "rank among topoc plan"):
+        assert label in summary, label
+    assert "limited by nvlink" in summary and re.search(r"#\d+ of [\d,]+", summary)
+    assert "allgather (wgrad)" in text and "allgather (critical path)" in text
+    assert "this strategy: 128 MiB" in text and "MiB" in text and "GiB" in text
+    assert '<div class="scroll"><table>' in text
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_summary_is_on_the_first_screen(chromium, page, tmp_path, width):
+    """Screenshots at a desktop's and a phone's width: the summary's cards are drawn in the
+    first 900 px (their pale blue-grey panel), and nothing is wider than the screen."""
+    from PIL import Image
+    shot = tmp_path / f"shot{width}.png"
+    done = _chromium(f"--window-size={width},900", f"--screenshot={shot}", page.as_uri())
+    assert done.returncode == 0 and _console(done.stderr) == []
+    img = Image.open(shot).convert("RGB")
+    pixels = img.load()
+    panel = sum(1 for x in range(0, width, 3) for y in range(0, 900, 3)
+                if pixels[x, y] == (0xf6, 0xf8, 0xfa))
+    assert panel > 2000, panel
+    layout = _chromium(f"--window-size={width},900", "--dump-dom", "--virtual-time-budget=2000",
+                       page.as_uri())
+    assert layout.returncode == 0

@@ -24,8 +24,9 @@ def add_parser(sub) -> None:
     p.add_argument("--color", choices=list(GROUP_KINDS), help="which groups (tp)")
     p.add_argument("--ring", metavar="GROUP", help="draw the ring order of a group: dp:3, world, "
                    "or world ranks like 0..7")
-    p.add_argument("--highlight", action="append", metavar="ID|CLASS",
-                   help="emphasise a device (or everything under an id) or a link class")
+    p.add_argument("--highlight", action="append", metavar="ID|CLASS|TYPE",
+                   help="emphasise a device (or everything under an id), a link class "
+                        "(nvlink) or a link type (ndr)")
     add_common(p, output_required=True)
     p.set_defaults(func=run)
 
@@ -65,10 +66,12 @@ def run(args) -> int:
 
 
 def _check_highlight(system: System, name: str) -> None:
-    """``--highlight`` names a device, a group instance (an id prefix) or a link class."""
+    """``--highlight`` names a device, a group instance (an id prefix), a link class or a
+    link type the file uses (``ndr``, ``nvlink5``)."""
     depth = name.count(".") + 1
     prefixes = {".".join(d.id.split(".")[:depth]) for d in system.devices}
-    if name in prefixes or name in LINK_CLASSES:
+    types = {link.type.name for link in system.links}
+    if name in prefixes or name in LINK_CLASSES or name in types:
         return
-    raise UsageError(f"--highlight {name}: no device, group or link class of that name"
-                     + suggest(name, sorted(prefixes | set(LINK_CLASSES))))
+    raise UsageError(f"--highlight {name}: no device, group, link class or link type of that "
+                     "name" + suggest(name, sorted(prefixes | set(LINK_CLASSES) | types)))

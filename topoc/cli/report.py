@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from ..backends import render as r
-from ..backends import report, report_html
+from ..backends import infer_plot, report, report_html
 from ..compiler.analysis.strategy import analyse
 from ..compiler.ir.system import System
-from ..compiler.lang import pipeline
-from ..library import calibration, find
+from ..compiler.analysis.page import published_rows, report_page
 from .common import EXIT_OK, UsageError, add_common, load, strategy_name, write_output
 
 
@@ -31,24 +30,22 @@ def run(args) -> int:
     return EXIT_OK
 
 
-def _published() -> list[dict]:
-    """The single-node all-reduce calibration rows (excluded ones left out) with the GPU model
-    of the library system they name."""
-    rows, models = [], {}
-    for row in calibration():
-        if row["defines"] or row.get("role") == "exclude" or \
-                (row.get("collective") or "allreduce") != "allreduce":
-            continue
-        if row["system"] not in models:
-            models[row["system"]] = pipeline.load(find(f"{row['system']}.topo")).gpus[0].model.name
-        rows.append({**row, "gpu_model": models[row["system"]]})
-    return rows
-
-
 def _html_report(system: System, name: str) -> str:
     """The self-contained page: the diagram (GPUs coloured by tp group), plots, tables."""
     try:
         svg, _ = r.render(system, "svg", r.Options(parallel=name, color="tp"))
-        return report_html.document(system, name, svg, _published())
+        page = report_page(system, name, published_rows())
+        return report_html.document(page, svg, _serving(system, page))
     except (r.DotMissing, r.TooLarge, report_html.ReportUnavailable) as exc:
         raise UsageError(str(exc)) from None
+
+
+def _serving(system: System, page) -> tuple[tuple[str, str, str], ...]:
+    """The serving section (``topoc infer``'s Pareto front) for a strategy that names a model."""
+    r = page.report
+    heading = "Serving (topoc infer)"
+    html = infer_plot.section(system, getattr(r.strategy.training, "model", None), r.gpus,
+                              report_html._pyplot, report_html._svg)
+    if not html:
+        return ()
+    return (("serving", heading, html.replace(f"<h2>{heading}</h2>", "", 1)),)

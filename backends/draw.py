@@ -1,0 +1,474 @@
+"""The DOT text of one view: boxes where ``layout`` put them, full meshes folded into bands,
+every line and label placed by ``route``, group colours, the ring overlay and the legend.
+
+Everything is emitted sorted, so the same view gives the same bytes; Graphviz (``neato
+-n2``) only draws.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+
+import attrs
+import graphviz
+
+from ..compiler.base.units import RATE, human
+from .layout import PAD, TITLE, layout, natural
+from .route import (BAND_H, Band, Labels, arc, detour, label_size, meshes, overlaps, polyline,
+                    rect, route, spline)
+from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, LEGEND_NAME, RING_COLOR, Edge, Node,
+                    Options, box, penwidth, short, text_color, tier)
+
+
+@attrs.frozen
+class Picture:
+    """The DOT text and the drawing's size in points, title and legend included."""
+
+    source: str
+    width: float
+    height: float
+    lines: int = 0          # lines drawn (rings left out)
+    crossing: int = 0       # of them, lines through a box they do not join
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _figure(e: Edge) -> str:
+    lanes = f"x{e.lanes} " if e.lanes > 1 else ""
+    return f"{lanes}{human(e.bandwidth, RATE)}"
+
+
+def _plural(kind: str, n: int) -> str:
+    name = KIND_NAME.get(kind, kind)
+    if n == 1:
+        return name
+    return name + ("es" if name.endswith(("ch", "s")) else "s")
+
+
+def _called(members: Sequence[str], nodes: dict[str, Node], n: int = 2) -> str:
+    """What a band's members are: their kind ('GPUs', 'network switches'), or for racks, nodes
+    and trays the name they share ('nodes', 'trays')."""
+    kinds = {nodes[m].kind for m in members}
+    if kinds <= {"unit", "netunit"}:
+        stems = {re.sub(r"[\d\[\]*.]+$", "", short(m)) for m in members}
+        if len(stems) == 1:
+            stem = stems.pop()
+            return stem if n == 1 else stem + "s"
+    return _plural(min(kinds), n)
+
+
+def _frames_of(node: str, frames: dict, against: set[str]) -> list[tuple]:
+    """Frames holding ``node`` and none of ``against``."""
+    return [r for c, r in frames.items()
+            if node.startswith(c + ".") and not any(a.startswith(c + ".") for a in against)]
+
+
+def _bands(nodes: dict[str, Node], pos: dict, sizes: dict, frames: dict,
+           edges: list[Edge]) -> tuple[list[Band], list[Edge], set[tuple[str, str]]]:
+    """Full meshes between rows folded into bands: the bands, the edges left (stubs in place
+    of each mesh's lines) and the stubs whose figure the band's label already gives."""
+    foldable = lambda n: n in pos and nodes[n].kind != "fabric"      # noqa: E731
+    bands: list[Band] = []
+    gone: set[int] = set()
+    stubs: list[Edge] = []
+    quiet: set[tuple[str, str]] = set()
+    index = {}
+    for i, e in enumerate(edges):
+        index[e.src, e.dst, e.cls] = i
+        index[e.dst, e.src, e.cls] = i
+    for side, other, cls in meshes(edges, foldable):
+        if len({round(pos[o][1]) for o in other}) > 1:
+            side, other = other, side
+            if len({round(pos[o][1]) for o in other}) > 1:
+                continue
+        oy = pos[other[0]][1]
+        for part in ([s for s in side if pos[s][1] > oy], [s for s in side if pos[s][1] < oy]):
+            mine = [index.get((s, o, cls)) for s in part for o in other]
+            if len(part) < 2 or None in mine or gone & set(mine):
+                continue
+            above = pos[part[0]][1] > oy
+            near = []       # the edges of the gap: the other row's side, the part's side
+            for group, against, top in ((other, set(part), above), (part, set(other), not above)):
+                ys = []
+                for n in group:
+                    r = rect(pos[n], sizes[n])
+                    fr = _frames_of(n, frames, against)
+                    edge_y = [r[3] if top else r[1]] + [f[3] if top else f[1] for f in fr]
+                    ys.append(max(edge_y) if top else min(edge_y))
+                near.append(max(ys) if top else min(ys))
+            lo, hi = sorted(near)
+            if hi - lo < BAND_H + 12:
+                continue
+            y = (lo + hi) / 2
+            xs = [pos[n][0] for n in (*part, *other)]
+            kinds = {nodes[n].kind for n in part}
+            okinds = {nodes[n].kind for n in other}
+            per = defaultdict(lambda: [0, 0.0])
+            for n in part:
+                for o in other:
+                    e = edges[index[n, o, cls]]
+                    per[n][0] += e.lanes
+                    per[n][1] += e.bandwidth
+            figures = {tuple(v) for v in per.values()}
+            what = (f"{cls} full mesh: {len(part)} {_called(part, nodes)} x "
+                    f"{len(other)} {_called(other, nodes)}")
+            if len(figures) == 1:
+                lanes, bw = next(iter(figures))
+                what += (f", each {_called(part, nodes, 1)} "
+                         f"{'x' + str(lanes) + ' ' if lanes > 1 else ''}{human(bw, RATE)}")
+            w = label_size(what)[0] * 8 / 8 + 8
+            x0, x1 = min(xs) - 12, max(xs) + 12
+            if x1 - x0 < w:
+                mid = (x0 + x1) / 2
+                x0, x1 = mid - w / 2, mid + w / 2
+            if any(b.x0 < x1 and x0 < b.x1 and abs(b.y - y) < BAND_H + 4 for b in bands) or \
+                    any(overlaps((x0, y - BAND_H / 2, x1, y + BAND_H / 2), rect(pos[n], sizes[n]))
+                        for n in pos):
+                continue        # the gap is taken (another band, a box): keep the lines
+            band = Band(f"mesh/{cls}/{len(bands)}", x0, x1, y, tuple(part), tuple(other), cls,
+                        what)
+            bands.append(band)
+            gone |= set(mine)
+            types = tuple(sorted({t for i in mine for t in edges[i].types}))
+            for n in part:
+                stubs.append(Edge(n, band.id, cls, per[n][0], per[n][1], True, types))
+                if len(figures) == 1:
+                    quiet.add((n, band.id))
+            for o in other:
+                lanes = sum(edges[index[n, o, cls]].lanes for n in part)
+                bw = sum(edges[index[n, o, cls]].bandwidth for n in part)
+                stubs.append(Edge(band.id, o, cls, lanes, bw, True, types))
+    kept = [e for i, e in enumerate(edges) if i not in gone]
+    return bands, kept + stubs, quiet
+
+
+def _stretch(nodes: dict[str, Node], pos: dict, sizes: dict, edges: list[Edge]) -> None:
+    """A fabric bar spans the boxes it joins (when its row has room): one stub per GPU drops
+    straight onto it."""
+    for n in sorted(nodes.values(), key=lambda n: n.id):
+        if n.kind != "fabric":
+            continue
+        xs = [pos[e.dst if e.src == n.id else e.src][0] for e in edges
+              if n.id in (e.src, e.dst) and (e.dst if e.src == n.id else e.src) in pos]
+        if not xs:
+            continue
+        w = max(sizes[n.id][0], max(xs) - min(xs) + 40)
+        x = (max(xs) + min(xs)) / 2
+        r = (x - w / 2, pos[n.id][1] - 1, x + w / 2, pos[n.id][1] + 1)
+        clash = any(m != n.id and abs(pos[m][1] - pos[n.id][1]) < 1 and
+                    rect(pos[m], sizes[m])[0] < r[2] and r[0] < rect(pos[m], sizes[m])[2]
+                    for m in pos)
+        if not clash:
+            pos[n.id] = (x, pos[n.id][1])
+            sizes[n.id] = (w, sizes[n.id][1])
+
+
+def _align(nodes: dict[str, Node], pos: dict, sizes: dict, edges: list[Edge]) -> None:
+    """Rows of a flat picture (a node's boxes, no frames) shifted under what they connect to:
+    each box as near the mean of its neighbours in the rows above as order and spacing allow
+    (the first row: its neighbours below). GPUs end under their PCIe switches, the CPUs
+    above theirs."""
+    from .layout import GAP_X
+    if any(n.cluster for n in nodes.values()):
+        return
+    rows: dict[float, list[str]] = defaultdict(list)
+    for n in nodes:
+        rows[round(pos[n][1], 1)].append(n)
+    ys = sorted(rows, reverse=True)
+    nbrs: dict[str, list[str]] = defaultdict(list)
+    for e in edges:
+        if e.src in pos and e.dst in pos:
+            nbrs[e.src].append(e.dst)
+            nbrs[e.dst].append(e.src)
+
+    def place(row: list[str], towards) -> None:
+        row.sort(key=lambda n: pos[n][0])
+        want = []
+        for n in row:
+            ns = [pos[m][0] for m in nbrs[n] if towards(pos[m][1])]
+            want.append(sum(ns) / len(ns) if ns else pos[n][0])
+        xs = []
+        for i, n in enumerate(row):
+            x = want[i]
+            if xs:
+                x = max(x, xs[-1] + (sizes[row[i - 1]][0] + sizes[n][0]) / 2 + GAP_X)
+            xs.append(x)
+        shift = sum(w - x for w, x in zip(want, xs)) / len(xs)
+        for n, x in zip(row, xs):
+            pos[n] = (x + shift, pos[n][1])
+    for i, y in enumerate(ys[1:], 1):
+        place(rows[y], lambda yy, y=y: yy > y + 1)
+    if len(ys) > 1:
+        place(rows[ys[0]], lambda yy, y=ys[0]: yy < y - 1)
+    left = min(pos[n][0] - sizes[n][0] / 2 for n in pos)
+    for n in pos:
+        pos[n] = (pos[n][0] - left, pos[n][1])
+
+
+def _per_member(fabric: str, edges: list[Edge]) -> str:
+    """', each GPU x18 900 GB/s' when every line into a fabric carries the same figure."""
+    figs = {_figure(e) for e in edges if fabric in (e.src, e.dst)}
+    return f", each GPU {figs.pop()}" if len(figs) == 1 else ""
+
+
+def _legend(kinds: dict[str, set[str]], figures: dict[str, list[str]], opts: Options,
+            view: str, shown: bool, banded: bool, groups: int) -> tuple[str, float, float]:
+    """The legend as an HTML-like label, and its width and height in points."""
+    rows = [f'<TR><TD COLSPAN="2"><B>{view} view</B></TD></TR>']
+    width = 0
+    for kind in sorted(kinds):
+        color = KIND_STYLE[kind]["fillcolor"]
+        name = LEGEND_NAME.get(kind, KIND_NAME.get(kind, kind))
+        models = sorted(m for m in kinds[kind] if m)
+        text = name + (f": {', '.join(models[:3])}" if models else "")
+        width = max(width, len(text))
+        rows.append(f'<TR><TD BGCOLOR="{color}" WIDTH="24"></TD>'
+                    f'<TD ALIGN="LEFT">{_html(text)}</TD></TR>')
+    for cls in sorted(figures):
+        shown_figs = figures[cls][:3] + (["..."] if len(figures[cls]) > 3 else [])
+        text = f"{cls}: {', '.join(shown_figs)}" if shown_figs else f"{cls} (figures on the bar)"
+        width = max(width, len(text))
+        rows.append(f'<TR><TD><FONT COLOR="{CLASS_COLOR[cls]}"><B>&#9473;&#9473;&#9473;</B>'
+                    f'</FONT></TD><TD ALIGN="LEFT">{_html(text)}</TD></TR>')
+    notes = ["figures: lanes and GB/s per direction",
+             "line width: 1 pt up to 25 GB/s, +1 pt per doubling"]
+    if banded:
+        notes.append("grey bar: a full mesh folded, one stub per member")
+    if opts.parallel and shown:
+        notes.append(f"fill and tag: {opts.color} group ({groups} groups; a bar of colours: "
+                     "several)")
+    for note in notes:
+        width = max(width, len(note))
+        rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT">{_html(note)}</TD></TR>')
+    if opts.ring:
+        rows.append(f'<TR><TD><FONT COLOR="{RING_COLOR}"><B>&#8594;</B></FONT></TD>'
+                    f'<TD ALIGN="LEFT">ring of {_html(opts.ring)}, step numbers in order</TD>'
+                    '</TR>')
+    label = f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0">{"".join(rows)}</TABLE>>'
+    return label, width * 6.0 + 50, len(rows) * 19.0 + 4
+
+
+def _unit_label(n: Node, name: str, colors: Sequence[str]) -> str:
+    """A box standing for many groups: its text, then a keyed bar of the groups' colours."""
+    from .style import MAX_STRIPES
+    text = "<BR/>".join(_html(line) for line in f"{n.label}\n{name}".split("\n"))
+    shown = list(colors[:MAX_STRIPES])
+    cells = "".join(f'<TD BGCOLOR="{c}" WIDTH="6" HEIGHT="8"></TD>' for c in shown)
+    more = f'<TD BORDER="0"><FONT POINT-SIZE="7">+{len(colors) - len(shown)}</FONT></TD>' \
+        if len(colors) > len(shown) else ""
+    span = len(shown) + (1 if more else 0)
+    return (f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR><TD COLSPAN="{span}">'
+            f'{text}</TD></TR><TR>{cells}{more}</TR></TABLE>>')
+
+
+def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Options,
+            colors: dict[str, tuple[str, str]], hops: list[tuple[str, str]],
+            models: dict[str, set[str]], widest: float = 6.0, groups: int = 0) -> Picture:
+    """The DOT text of one view. ``colors`` maps a box to (fill, group tag) or, for a box of
+    several groups, ('a:b:c', tag); ``hops`` are the ring's steps; ``models`` the device models
+    per kind (the legend names them when the boxes do not); ``widest`` the widest shape the
+    top-level layout may take before wrapping rows (the legend goes below a wide picture)."""
+    g = graphviz.Graph(name=name, strict=False)
+    pos, frames, (width, height), mirrored = layout(nodes, name, box, tier, widest)
+    by_id = {n.id: n for n in nodes}
+    sizes = {n.id: box(n) for n in nodes}
+    _align(by_id, pos, sizes, edges)
+    _stretch(by_id, pos, sizes, edges)
+    width = max((pos[n][0] + sizes[n][0] / 2 for n in pos), default=width)
+    width = max([width] + [f[2] for f in frames.values()])
+    bands, edges, quiet = _bands(by_id, pos, sizes, frames, edges)
+    for n in nodes:
+        if n.kind == "fabric" and _per_member(n.id, edges):
+            quiet |= {(e.src, e.dst) for e in edges if n.id in (e.src, e.dst)}
+    g.attr(splines="true", outputorder="edgesfirst", fontname="Helvetica",
+           label=f"{name} ({view} view)", labelloc="t", fontsize="20")
+    g.attr("node", style="filled", fontname="Helvetica", fontsize="10")
+    g.attr("edge", fontname="Helvetica", fontsize="8")
+
+    by_cluster: dict[str, list[Node]] = defaultdict(list)
+    for n in nodes:
+        by_cluster[n.cluster if n.cluster in frames else ""].append(n)
+    children: dict[str, list[str]] = defaultdict(list)
+    for c in frames:
+        p = c.rpartition(".")[0]
+        children[p if p in frames else ""].append(c)
+
+    def emit(graph, cluster: str) -> None:
+        for n in sorted(by_cluster.get(cluster, ()), key=lambda n: n.id):
+            style = dict(KIND_STYLE[n.kind])
+            label = n.label
+            if n.id in colors:
+                fill, tag = colors[n.id]
+                if ":" in fill:             # several groups: a keyed bar under the text
+                    label = _unit_label(n, tag, fill.split(":"))
+                    style.update(shape="box", fillcolor="#f4f4f4", fontcolor="black")
+                else:
+                    style.update(fillcolor=fill, fontcolor=text_color(fill))
+                    label = f"{label}\n{tag}"
+            if n.kind == "fabric":
+                label += _per_member(n.id, edges)
+            if _highlighted(opts, n.id):
+                style.update(penwidth="4", color="red")
+            x, y = pos[n.id]
+            w, h = sizes[n.id]
+            graph.node(n.id, label=label, pos=f"{x:.1f},{y:.1f}!", width=f"{w / 72:.3f}",
+                       height=f"{h / 72:.3f}", fixedsize="true",
+                       tooltip=_tip(n, models, colors.get(n.id)), **style)
+        for c in sorted(children.get(cluster, ()), key=natural):
+            x0, y0, x1, y1 = frames[c]
+            with graph.subgraph(name=f"cluster_{c}") as sub:
+                sub.attr(label=short(c), style="rounded", color="#999999", fontsize="12",
+                         bb=f"{x0:.1f},{y0:.1f},{x1:.1f},{y1:.1f}",
+                         labelloc="b" if c in mirrored else "t")
+                emit(sub, c)
+    emit(g, "")
+
+    rects = {n: rect(pos[n], sizes[n]) for n in pos}
+    for n in nodes:         # a double outline is drawn 4 pt outside the box's size
+        if KIND_STYLE[n.kind]["shape"] == "doubleoctagon":
+            x0, y0, x1, y1 = rects[n.id]
+            rects[n.id] = (x0 - 4, y0 - 4, x1 + 4, y1 + 4)
+    band_of = {b.id: b for b in bands}
+    band_of.update((n.id, n) for n in nodes if n.kind == "fabric")
+    for b in bands:
+        rects[b.id] = (b.x0, b.y - BAND_H / 2, b.x1, b.y + BAND_H / 2)
+        g.node(b.id, label=b.label, pos=f"{(b.x0 + b.x1) / 2:.1f},{b.y:.1f}!",
+               width=f"{(b.x1 - b.x0) / 72:.3f}", height=f"{BAND_H / 72:.3f}", fixedsize="true",
+               **KIND_STYLE["band"])
+    titles = []
+    for c, (x0, y0, x1, y1) in frames.items():
+        w = len(short(c)) * 7.5 + 8
+        mid = (x0 + x1) / 2
+        ty = (y0 + 2, y0 + TITLE) if c in mirrored else (y1 - TITLE, y1 - 2)
+        titles.append((mid - w / 2, ty[0], mid + w / 2, ty[1]))
+    labels = Labels([*rects.values(), *titles])
+    boxes = Labels([])          # the boxes alone, to count lines that run through one
+    ids = list(rects)
+    for n in ids:
+        r = rects[n]
+        boxes.take((r[0] + 2, r[1] + 2, r[2] - 2, r[3] - 2))
+    crossing = 0
+
+    tier_of = {n.id: tier(n) for n in nodes}
+    rows: dict[float, list] = defaultdict(list)       # top-level boxes by row, for detours
+    for n in nodes:
+        if n.id in pos and n.cluster in ("", name):
+            rows[round(pos[n.id][1], 1)].append(rects[n.id])
+    for b in bands:
+        rows[round(b.y, 1) + 0.01].append(rects[b.id])
+    signatures: dict[str, set[str]] = defaultdict(set)
+    for e in edges:
+        signatures[e.cls]       # every class drawn has a legend row
+        if (e.src, e.dst) not in quiet and (e.dst, e.src) not in quiet:
+            signatures[e.cls].add(_figure(e))
+    figures = {cls: sorted(sigs, key=lambda s: (len(s), s)) for cls, sigs in signatures.items()}
+    for e in sorted(edges, key=lambda e: (e.src, e.dst, e.cls)):
+        if e.duplex and tier_of.get(e.src, 0) > tier_of.get(e.dst, 0):
+            e = attrs.evolve(e, src=e.dst, dst=e.src)   # a stable direction for the DOT text
+        p, q = route(rects[e.src], rects[e.dst], e.src in band_of, e.dst in band_of)
+        flat = by_id.get(e.src, by_id.get(e.dst)).cluster in ("", name)
+        path = detour(p, q, rows) if flat else [p, q]
+        if abs(p[1] - q[1]) < 1 and any(p[0] < (r[0] + r[2]) / 2 < q[0] or
+                                        q[0] < (r[0] + r[2]) / 2 < p[0]
+                                        for r in rows.get(round(pos[e.src][1], 1), ())):
+            # a row-mate further along: over the boxes between, from top to top
+            a, b = rects[e.src], rects[e.dst]
+            top = max(a[3], b[3]) + 14
+            pa, pb = ((a[0] + a[2]) / 2, a[3]), ((b[0] + b[2]) / 2, b[3])
+            path = [pa, (pa[0], top), (pb[0], top), pb]
+            p, q = pa, pb
+        attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": f"{penwidth(e.bandwidth):.2f}",
+                  "tooltip": f"{e.src} - {e.dst}\n{e.cls} ({', '.join(e.types)}): "
+                             f"{_figure(e)} per direction",
+                  "pos": polyline(path) if e.duplex else
+                  f"e,{q[0]:.1f},{q[1]:.1f} " + spline(p, _short_of(p, q, 8))}
+        crossing += _crosses(path, boxes, ids, {e.src, e.dst})
+        if len(path) > 2:       # a detour: its label on its longest leg
+            p, q = max(zip(path, path[1:]), key=lambda pq: math.dist(*pq))
+        if not e.duplex:
+            attrs_["dir"] = "forward"
+        if len(figures[e.cls]) > 1 and (e.src, e.dst) not in quiet \
+                and (e.dst, e.src) not in quiet:
+            text = _figure(e)
+            at = labels.place(text, p, q)
+            if at is not None:
+                attrs_.update(label=text, lp=f"{at[0]:.1f},{at[1]:.1f}")
+        if opts.highlight:
+            if _edge_highlighted(opts, e):
+                attrs_["penwidth"] = "4"
+            else:
+                attrs_["color"] += "40"   # fade what is not highlighted
+        g.edge(e.src, e.dst, **attrs_)
+    for step, (a, b) in enumerate(hops):
+        if a == b:
+            continue
+        ra, rb = rects[a], rects[b]
+        if abs((ra[1] + ra[3]) - (rb[1] + rb[3])) < 2:      # row-mates: over the top
+            p, q = ((ra[0] + ra[2]) / 2, ra[3]), ((rb[0] + rb[2]) / 2, rb[3])
+        else:
+            p, q = route(ra, rb)
+        bend = min(60.0, 0.3 * math.dist(p, q) + 12)
+        if q[0] < p[0]:
+            bend = -bend            # bow upwards whichever way the step runs
+        spl, mid = arc(p, q, bend)
+        g.edge(a, b, color=RING_COLOR, penwidth="2.5", dir="forward", pos=spl,
+               label=f"<<B>{step}</B>>", fontcolor=RING_COLOR, fontsize="12",
+               lp=f"{mid[0]:.1f},{mid[1]:.1f}")
+
+    kinds: dict[str, set[str]] = defaultdict(set)
+    for n in nodes:
+        kinds[n.kind] |= models.get(n.kind, set()) if "\n" not in n.label else set()
+    shown = bool(colors)
+    label, lw, lh = _legend(dict(kinds), figures, opts, view, shown, bool(bands), groups)
+    if width > 1.5 * height:          # a wide picture: the legend below it
+        lx, ly = width / 2, -24 - lh / 2
+        total_w, total_h = max(width, lw), height + lh + 24
+    else:
+        lx, ly = width + 24 + lw / 2, height - lh / 2
+        total_w, total_h = width + lw + 24, max(height, lh)
+    g.node("legend", label=label, shape="plaintext", style="", fillcolor="",
+           pos=f"{lx:.1f},{ly:.1f}!")
+    return Picture(g.source, total_w, total_h + 40, len(edges), crossing)
+
+
+def _tip(n: Node, models: dict[str, set[str]], color) -> str:
+    """What hovering a box shows: its path, what it is, its group."""
+    lines = [n.id, n.label.replace("\n", ", ")]
+    if color:
+        lines.append(color[1])
+    return "\n".join(lines)
+
+
+def _crosses(path, boxes: Labels, ids: list[str], ends: set[str]) -> bool:
+    """Whether the line ``path`` runs through a box other than its two ends."""
+    for (x0, y0), (x1, y1) in zip(path, path[1:]):
+        n = max(1, int(max(abs(x1 - x0), abs(y1 - y0)) // 4))
+        for i in range(n + 1):
+            x, y = x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n
+            for j in boxes._cells.get((int(x // 200), int(y // 200)), ()):
+                r = boxes.taken[j]
+                if r[0] < x < r[2] and r[1] < y < r[3] and ids[j] not in ends:
+                    return True
+    return False
+
+
+def _short_of(p, q, by: float):
+    d = max(1.0, math.dist(p, q))
+    return (q[0] - (q[0] - p[0]) / d * by, q[1] - (q[1] - p[1]) / d * by)
+
+
+def _highlighted(opts: Options, node_id: str) -> bool:
+    return any(node_id == h or node_id.startswith(h + ".") for h in opts.highlight)
+
+
+def _edge_highlighted(opts: Options, e: Edge) -> bool:
+    return (e.cls in opts.highlight or any(t in opts.highlight for t in e.types)
+            or _highlighted(opts, e.src) or _highlighted(opts, e.dst))
+
+
+__all__ = ["Picture", "picture", "PAD"]

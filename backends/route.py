@@ -1,0 +1,213 @@
+"""Lines for ``topoc render``, placed by topoc rather than by Graphviz.
+
+After ``layout`` has placed every box in rows, this module decides how each line is drawn:
+
+- a full mesh between two rows (every GPU to every NVSwitch, every tray to every switch tray,
+  every leaf of a group to every spine of it) is *folded* into a band: one thin bar between
+  the rows, one stub from each member to it, and one label saying what the mesh is;
+- every line leaves a box from the side that faces the other box (bottom to top between rows,
+  side to side in a row) and a line into a band drops straight onto it, so lines between
+  neighbouring rows cross only the gap between them, never a box;
+- labels are placed beside their line where they overlap no box and no other label; one that
+  finds no room is left out (the legend gives each class's figures).
+
+Graphviz (``neato -n2``) then draws the lines exactly as given (``pos`` and ``lp``).
+Coordinates are Graphviz points, y growing upwards.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+import attrs
+
+#: A mesh of at least this many lines between at least 2 x 2 boxes is folded into a band.
+BAND_MIN_LINES = 6
+BAND_H = 14.0
+CHAR_W8, LABEL_H = 4.9, 10.0            # Helvetica 8 pt
+
+
+@attrs.frozen
+class Band:
+    """A folded full mesh: a bar across ``x0..x1`` centred at ``y``, joining ``side`` (the
+    members on one side of it) to ``other`` (the members across)."""
+
+    id: str
+    x0: float
+    x1: float
+    y: float
+    side: tuple[str, ...]
+    other: tuple[str, ...]
+    cls: str
+    label: str
+
+
+Rect = tuple[float, float, float, float]        # x0, y0, x1, y1 (y up)
+
+
+def rect(pos: tuple[float, float], size: tuple[float, float]) -> Rect:
+    x, y = pos
+    w, h = size
+    return (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
+
+
+def overlaps(a: Rect, b: Rect, margin: float = 0.0) -> bool:
+    return (a[0] < b[2] + margin and b[0] < a[2] + margin
+            and a[1] < b[3] + margin and b[1] < a[3] + margin)
+
+
+def meshes(edges: Sequence, members: Callable[[str], bool] = lambda _n: True) \
+        -> list[tuple[tuple[str, ...], tuple[str, ...], str]]:
+    """Complete bipartite blocks of one link class: boxes with the same set of neighbours
+    (two or more) over that class, whose neighbours in turn all reach exactly them."""
+    nbrs: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for e in edges:
+        if members(e.src) and members(e.dst):
+            nbrs[e.cls, e.src].add(e.dst)
+            nbrs[e.cls, e.dst].add(e.src)
+    by_set: dict[tuple[str, frozenset], list[str]] = defaultdict(list)
+    for (cls, node), ns in nbrs.items():
+        by_set[cls, frozenset(ns)].append(node)
+    out, seen = [], set()
+    for (cls, ns), side in sorted(by_set.items(), key=lambda kv: (kv[0][0], sorted(kv[1]))):
+        other = sorted(ns)
+        if len(side) < 2 or len(other) < 2 or len(side) * len(other) < BAND_MIN_LINES:
+            continue
+        if any(not nbrs[cls, o] >= set(side) for o in other):
+            continue
+        key = (cls, frozenset(side) | ns)
+        if key in seen or set(side) & ns:
+            continue
+        seen.add(key)
+        out.append((tuple(sorted(side)), tuple(other), cls))
+    return out
+
+
+def route(a: Rect, b: Rect, a_band: bool = False, b_band: bool = False) \
+        -> tuple[tuple[float, float], tuple[float, float]]:
+    """The two ends of a straight line from box ``a`` to box ``b``: from the side facing the
+    other box; into a band (or out of one) vertically."""
+    ax, ay = (a[0] + a[2]) / 2, (a[1] + a[3]) / 2
+    bx, by = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
+    if a[1] >= b[3] - 0.5 or b[1] >= a[3] - 0.5:         # one above the other
+        up = ay > by                                       # a above b
+        ya = a[1] if up else a[3]
+        yb = b[3] if up else b[1]
+        if b_band:
+            bx = min(max(ax, b[0] + 4), b[2] - 4)
+        if a_band:
+            ax = min(max(bx, a[0] + 4), a[2] - 4)
+        return (ax, ya), (bx, yb)
+    if ax <= bx:                                            # side by side
+        return (a[2], ay), (b[0], by)
+    return (a[0], ay), (b[2], by)
+
+
+def spline(p: tuple[float, float], q: tuple[float, float]) -> str:
+    """A straight segment as Graphviz's one-piece B-spline ``pos``."""
+    (x0, y0), (x1, y1) = p, q
+    return f"{x0:.1f},{y0:.1f} {x0:.1f},{y0:.1f} {x1:.1f},{y1:.1f} {x1:.1f},{y1:.1f}"
+
+
+def arc(p: tuple[float, float], q: tuple[float, float], bend: float) -> tuple[str, tuple]:
+    """A curved arrow from ``p`` to ``q`` bowed ``bend`` points to its left, with the arrow
+    head at ``q``; the spline and the point at the middle of the curve."""
+    (x0, y0), (x1, y1) = p, q
+    dx, dy = x1 - x0, y1 - y0
+    length = max(1.0, (dx * dx + dy * dy) ** 0.5)
+    nx, ny = -dy / length * bend, dx / length * bend
+    c1 = (x0 + dx / 3 + nx, y0 + dy / 3 + ny)
+    c2 = (x0 + 2 * dx / 3 + nx, y0 + 2 * dy / 3 + ny)
+    # the curve stops 8 pt short of q; the arrow head covers the rest
+    ex, ey = x1 - dx / length * 8, y1 - dy / length * 8
+    mid = (x0 + dx / 2 + 0.75 * nx, y0 + dy / 2 + 0.75 * ny)
+    return (f"e,{x1:.1f},{y1:.1f} {x0:.1f},{y0:.1f} {c1[0]:.1f},{c1[1]:.1f} "
+            f"{c2[0]:.1f},{c2[1]:.1f} {ex:.1f},{ey:.1f}"), mid
+
+
+def label_size(text: str) -> tuple[float, float]:
+    lines = text.split("\n")
+    return max(len(s) for s in lines) * CHAR_W8 + 4, len(lines) * LABEL_H + 2
+
+
+class Labels:
+    """Places labels where they overlap no box and no label placed before."""
+
+    def __init__(self, boxes: Sequence[Rect]):
+        self.taken: list[Rect] = list(boxes)
+        self._cells: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for i, r in enumerate(self.taken):
+            self._index(i, r)
+
+    def _index(self, i: int, r: Rect) -> None:
+        for cx in range(int(r[0] // 200), int(r[2] // 200) + 1):
+            for cy in range(int(r[1] // 200), int(r[3] // 200) + 1):
+                self._cells[cx, cy].append(i)
+
+    def free(self, r: Rect) -> bool:
+        seen = set()
+        for cx in range(int(r[0] // 200), int(r[2] // 200) + 1):
+            for cy in range(int(r[1] // 200), int(r[3] // 200) + 1):
+                for i in self._cells.get((cx, cy), ()):
+                    if i not in seen:
+                        seen.add(i)
+                        if overlaps(r, self.taken[i], 1.0):
+                            return False
+        return True
+
+    def take(self, r: Rect) -> None:
+        self.taken.append(r)
+        self._index(len(self.taken) - 1, r)
+
+    def place(self, text: str, p: tuple[float, float], q: tuple[float, float]) \
+            -> tuple[float, float] | None:
+        """A centre for ``text`` beside the segment p..q, or None when there is no room."""
+        w, h = label_size(text)
+        (x0, y0), (x1, y1) = p, q
+        vertical = abs(x1 - x0) < abs(y1 - y0)
+        for t in (0.5, 0.35, 0.65, 0.2, 0.8):
+            x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
+            for dx, dy in (((w / 2 + 3, 0), (-w / 2 - 3, 0)) if vertical
+                           else ((0, h / 2 + 2), (0, -h / 2 - 2))):
+                r = (x + dx - w / 2, y + dy - h / 2, x + dx + w / 2, y + dy + h / 2)
+                if self.free(r):
+                    self.take(r)
+                    return x + dx, y + dy
+        return None
+
+
+def polyline(points: Sequence[tuple[float, float]]) -> str:
+    """Straight segments through ``points`` as one Graphviz B-spline ``pos``."""
+    out = [points[0]]
+    for prev, q in zip(points, points[1:]):
+        out += [prev, q, q]
+    return " ".join(f"{x:.1f},{y:.1f}" for x, y in out)
+
+
+def detour(p: tuple[float, float], q: tuple[float, float], rows: dict[float, list[Rect]]) \
+        -> list[tuple[float, float]]:
+    """The line p..q, or when rows of boxes lie between its ends, a path that climbs through a
+    gap every such row leaves free: p, into the gap next to p, along it to the free column, up
+    the column to the gap next to q, then q."""
+    lo, hi = sorted((p[1], q[1]))
+    between = [(y, boxes) for y, boxes in rows.items()
+               if lo < min(b[1] for b in boxes) and max(b[3] for b in boxes) < hi]
+    if not between:
+        return [p, q]
+    spans = [b for _, boxes in between for b in boxes]
+    candidates = {min(b[0] for b in spans) - 10, max(b[2] for b in spans) + 10}
+    for _, boxes in between:
+        xs = sorted(boxes)
+        candidates |= {(a[2] + b[0]) / 2 for a, b in zip(xs, xs[1:]) if b[0] - a[2] > 6}
+    free = [x for x in candidates
+            if not any(b[0] - 3 < x < b[2] + 3 for b in spans)]
+    if not free:
+        return [p, q]
+    x = min(free, key=lambda c: (abs(c - p[0]) + abs(c - q[0]), c))
+    up = q[1] > p[1]
+    first = min(b[1] for b in spans) if up else max(b[3] for b in spans)
+    last = max(b[3] for b in spans) if up else min(b[1] for b in spans)
+    y1 = (p[1] + first) / 2
+    y2 = (last + q[1]) / 2
+    return [p, (p[0], y1), (x, y1), (x, y2), (q[0], y2), q]

@@ -1,0 +1,78 @@
+"""Geometry of a rendered SVG, read back from what Graphviz drew: the device boxes, the lines
+with the boxes they join, and the picture's size; and the checks issue 28 asks of a picture."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+SVG = "{http://www.w3.org/2000/svg}"
+NUM = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _points(shape) -> list[tuple[float, float]]:
+    text = shape.get("points") or shape.get("d", "")
+    nums = [float(v) for v in NUM.findall(text)]
+    return list(zip(nums[0::2], nums[1::2]))
+
+
+def read(svg: bytes):
+    """(boxes {id: (x0, y0, x1, y1)}, lines [(a, b, [points])], width, height) in SVG
+    coordinates; the legend and rings are left out."""
+    root = ET.fromstring(svg)
+    width = float(root.get("width").rstrip("pt"))
+    height = float(root.get("height").rstrip("pt"))
+    boxes, lines = {}, []
+    for g in root.iter(f"{SVG}g"):
+        kind = g.get("class")
+        title = g.find(f"{SVG}title")
+        if title is None or kind not in ("node", "edge"):
+            continue
+        name = title.text
+        if kind == "node":
+            if name == "legend":
+                continue
+            pts = [p for shape in g.iter() if shape.tag in (f"{SVG}polygon", f"{SVG}path")
+                   for p in _points(shape)]
+            if pts:
+                xs, ys = zip(*pts)
+                boxes[name] = (min(xs), min(ys), max(xs), max(ys))
+        else:
+            a, _, b = name.partition("--")
+            path = next(g.iter(f"{SVG}path"), None)
+            if path is None or "#d62728" in (path.get("stroke") or ""):
+                continue
+            lines.append((a, b, _points(path)))
+    return boxes, lines, width, height
+
+
+def _inside(p, box, margin: float = 2.0) -> bool:
+    return box[0] + margin < p[0] < box[2] - margin and box[1] + margin < p[1] < box[3] - margin
+
+
+def crossing(boxes, lines) -> list[tuple[str, str, str]]:
+    """(a, b, box) for every line that runs through a box it does not join (its drawn path
+    sampled every 3 points; boxes looked up in a grid of 100-point cells)."""
+    grid: dict[tuple[int, int], list[str]] = {}
+    for name, (x0, y0, x1, y1) in boxes.items():
+        for cx in range(int(x0 // 100), int(x1 // 100) + 1):
+            for cy in range(int(y0 // 100), int(y1 // 100) + 1):
+                grid.setdefault((cx, cy), []).append(name)
+    out = []
+    for a, b, pts in lines:
+        hit = None
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+            n = max(1, int(max(abs(x1 - x0), abs(y1 - y0)) // 3))
+            for i in range(n + 1):
+                p = (x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n)
+                for name in grid.get((int(p[0] // 100), int(p[1] // 100)), ()):
+                    if name not in (a, b) and _inside(p, boxes[name]):
+                        hit = name
+                        break
+                if hit:
+                    break
+            if hit:
+                break
+        if hit:
+            out.append((a, b, hit))
+    return out

@@ -1,0 +1,122 @@
+"""What the language server says about words that are not declarations: the settings of a
+``parallel`` block, the collectives of a ``traffic`` line, and the lane count of a connection;
+and how it reads a file that does not parse yet (a half-typed line)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .compiler.base.diagnostics import CompileError
+from .compiler.ir.system import COLLECTIVES
+from .compiler.lang.ranks import SETTINGS
+
+#: One line per setting of a parallel block (every name of ``compiler.lang.ranks.SETTINGS``).
+SETTING_DOCS = {
+    "tp": "tensor parallel size: GPUs that split every layer's matrices (all-reduce or "
+          "all-gather/reduce-scatter per layer)",
+    "cp": "context parallel size: GPUs that split the sequence (ring attention exchanges "
+          "key/value blocks)",
+    "ep": "expert parallel size: GPUs that hold different experts (all-to-all per MoE layer)",
+    "dp": "data parallel size: model replicas (gradient all-reduce or reduce-scatter per step); "
+          "'auto' takes what the other sizes leave",
+    "pp": "pipeline parallel size: stages of consecutive layers (send/receive of activations "
+          "between stages)",
+    "etp": "expert tensor parallel size: GPUs that split each expert's matrices",
+    "order": "rank order, innermost (fastest varying) first, as Megatron's 'tp-cp-ep-dp-pp'",
+    "microbatches": "micro-batches per step and pipeline: the bubble is (P-1)/(M+P-1)",
+    "compute": "compute time per training step on each GPU (for T_total, speedup, efficiency)",
+    "baseline": "one training step on a single GPU (T1, for speedup and efficiency)",
+    "model": "the transformer trained (a bundled preset or a model declared in the file): "
+             "derives traffic, compute and memory",
+    "batch": "global batch in sequences",
+    "microbatch": "sequences per micro-batch",
+    "interleave": "model chunks per pipeline stage (virtual stages): a smaller bubble for more "
+                  "pipeline traffic",
+    "recompute": "activation recomputation: none, selective (attention) or full",
+    "sequence_parallel": "Megatron sequence parallelism: layer norms and dropout split over tp",
+    "distributed_optimizer": "optimizer state sharded over the data-parallel group (ZeRO-1)",
+    "overlap": "overlap the gradient reduce-scatter and parameter all-gather with compute",
+    "flash_attention": "attention without materialising the score matrix (less activation "
+                       "memory)",
+    "bucket": "bytes of fp32 gradients per data-parallel bucket",
+    "imbalance": "expert load: the busiest expert's share over the mean",
+    "gemm_efficiency": "fraction of the dense peak the GEMMs reach (default: fitted per GPU)",
+    "hbm_efficiency": "fraction of HBM bandwidth element-wise kernels reach",
+}
+
+#: What each collective does and how nccl-tests' busbw is derived from its algbw.
+COLLECTIVE_DOCS = {
+    "allreduce": "every rank ends with the sum of all ranks' buffers; busbw = algbw x 2(n-1)/n",
+    "reducescatter": "every rank ends with its 1/n share of the sum; busbw = algbw x (n-1)/n",
+    "allgather": "every rank ends with every rank's share; busbw = algbw x (n-1)/n",
+    "broadcast": "the root's buffer copied to every rank; busbw = algbw",
+    "reduce": "the sum of all ranks' buffers at the root; busbw = algbw",
+    "alltoall": "block j of rank i goes to rank j; busbw = algbw x (n-1)/n",
+    "sendrecv": "each rank sends its buffer to the next (pipeline stages); busbw = algbw",
+}
+
+assert set(SETTING_DOCS) >= set(SETTINGS), sorted(set(SETTINGS) - set(SETTING_DOCS))
+assert set(COLLECTIVE_DOCS) == set(COLLECTIVES)
+
+LANES = re.compile(r":\s*([A-Za-z_]\w*)\s+x\s+(\d+)")
+
+
+def lanes_at(line: str, character: int) -> tuple[str, int] | None:
+    """(link type, lanes) when the cursor is on a connection's lane count ('... : nvlink4 x 4')
+    or on its 'x'."""
+    for m in LANES.finditer(line):
+        if m.start(2) - 2 <= character <= m.end(2):
+            return m.group(1), int(m.group(2))
+    return None
+
+
+def blocks_at(lines: list[str], line: int, character: int) -> list[str]:
+    """The keywords of the blocks open at a 0-based position, outermost first: ['parallel',
+    'traffic'] inside a traffic block."""
+    stack: list[str] = []
+    for i in range(min(line, len(lines) - 1) + 1):
+        text = lines[i].split("#", 1)[0]
+        if i == line:
+            text = text[:character]
+        head = re.match(r"\s*([A-Za-z_]\w*)", text)
+        for c in text:
+            if c == "{":
+                stack.append(head.group(1) if head else "")
+            elif c == "}" and stack:
+                stack.pop()
+    return stack
+
+
+def recover(text: str, path: str, cursor_line: int | None = None):
+    """The resolved program of ``text`` as far as it goes: the cursor's line left out first (a
+    half-typed line), then each line an error points at, up to eight rounds; None when nothing
+    resolves."""
+    from .compiler.lang import pipeline
+    lines = text.split("\n")
+    if cursor_line is not None and 0 <= cursor_line < len(lines):
+        lines[cursor_line] = " " * len(lines[cursor_line])
+    here = Path(path).resolve()
+    for _ in range(8):
+        try:
+            return pipeline.front_end("\n".join(lines), path)
+        except CompileError as exc:
+            bad = set()
+            for d in exc.diagnostics:
+                i = d.span.line - 1
+                if not d.span.line or Path(d.span.path).resolve() != here:
+                    continue
+                # an error found at a brace (or a blank line) comes from the text before it
+                while 0 <= i < len(lines) and not lines[i].strip(" {}\t"):
+                    i -= 1
+                if 0 <= i < len(lines):
+                    bad.add(i)
+            if not bad:
+                return None
+            for i in bad:
+                kept = lines[i]
+                # keep braces so the blocks around stay balanced
+                lines[i] = "".join(c if c in "{}" else " " for c in kept)
+        except RecursionError:
+            return None
+    return None
