@@ -76,6 +76,228 @@ def _found(d: Diagnostic, path: str, uses: dict[Path, int] | None = None) -> Fou
     return Found(d.code, 1 if d.severity == "error" else 2, message, start, end)
 
 
+class Analysis:
+    """Everything the server knows about one document's text."""
+
+    def __init__(self, text: str, path: str):
+        self.text, self.path = text, path
+        self.program: Program | None = None
+        self.diagnostics: list[Found] = []
+        self._recovered: dict[int | None, Program | None] = {}
+        self._run()
+
+    def _run(self) -> None:
+        """The pipeline once (as ``topoc.compile`` runs it, the resolved program kept for hover
+        and definition), then the lint rules when it compiles."""
+        from .compiler.lang import pipeline
+        from .compiler.lint.lint import verified
+        found: list[Diagnostic] = []
+        try:
+            self.program = pipeline.front_end(self.text, self.path)
+            system = pipeline.lower(self.program)
+            if system is not None:
+                found = verified(system)      # E220 on a library device: at the user's line
+                if not found:
+                    from .compiler.lint.lint import LintConfig, apply_suppressions, lint_system
+                    found = apply_suppressions(lint_system(system), system.span.source,
+                                               LintConfig())
+        except CompileError as exc:
+            found = list(exc.diagnostics)
+        except RecursionError:
+            pass                # nested too deeply to analyse: nothing to say at a position
+        uses = self.uses()
+        self.diagnostics = [f for d in found if (f := _found(d, self.path, uses))]
+
+    # -- imports
+    def uses(self) -> dict[Path, int]:
+        """Each file a ``use`` line of this document imports -> that line (0-based)."""
+        out = {}
+        for i, line in enumerate(self.text.split("\n")):
+            m = USE.match(line)
+            if m:
+                found = self.use_target(m.group(1))
+                if found is not None:
+                    out.setdefault(found.resolve(), i)
+        return out
+
+    def use_target(self, name: str) -> Path | None:
+        """The file a ``use "name"`` resolves to: next to this document, then the library."""
+        from .compiler.lang.resolve import library_root
+        for base in (Path(self.path).resolve().parent, library_root()):
+            candidate = base / name
+            if candidate.is_file():
+                return candidate
+        return None
+
+    def shown(self, path: str) -> str:
+        """A path as the editor's user reads it: relative to this document's folder, or
+        'library: nvidia/devices.topo' for the bundled library, never the server's cwd."""
+        from .compiler.lang.resolve import library_root
+        p = Path(path).resolve()
+        for base, prefix in ((Path(self.path).resolve().parent, ""),
+                             (library_root().resolve(), "library: ")):
+            try:
+                return prefix + str(p.relative_to(base))
+            except ValueError:
+                continue
+        return str(p)
+
+    def _program(self, line: int | None = None) -> Program | None:
+        """The resolved program, or when the text does not resolve (a half-typed line), the
+        program of the text around it (``lsp_help.recover``)."""
+        if self.program is not None:
+            return self.program
+        if line not in self._recovered:
+            from .lsp_help import recover
+            self._recovered[line] = recover(self.text, self.path, line)
+        return self._recovered[line]
+
+    # -- positions
+    def word_at(self, line: int, character: int) -> str | None:
+        """The name under a 0-based position."""
+        lines = self.text.split("\n")
+        if not 0 <= line < len(lines):
+            return None
+        for m in WORD.finditer(lines[line]):
+            if m.start() <= character <= m.end():
+                return m.group(0)
+        return None
+
+    def declaration(self, name: str):
+        """The resolved declaration called ``name`` (link type, device model, group, model)."""
+        p = self._program()
+        if p is None:
+            return None
+        for table in (p.link_types, p.device_models, p.groups, p.models):
+            if name in table:
+                return table[name]
+        return None
+
+    def instance(self, name: str, line: int):
+        """The ``name[n] : Target`` statement of the group around 0-based ``line``, if any."""
+        p = self._program()
+        if p is None:
+            return None
+        for g in p.groups.values():
+            span = g.span
+            if span is None or Path(span.path).resolve() != Path(self.path).resolve():
+                continue
+            if span.line - 1 <= line <= (span.end_line or span.line) - 1:
+                return next((st for st in g.body
+                             if isinstance(st, s.Instance) and st.name == name), None)
+        return None
+
+    def target(self, line: int, character: int):
+        """What the name under the cursor stands for: a declaration, or an instance's target."""
+        name = self.word_at(line, character) or ""
+        decl = self.declaration(name)
+        if decl is None:
+            inst = self.instance(name, line)
+            decl = self.declaration(inst.target) if inst is not None else None
+        return decl
+
+    def definition(self, line: int, character: int) -> tuple[str, tuple, tuple] | None:
+        """(path, start, end) of what the cursor names: a ``use`` path's file; a member used in
+        a connection, its ``name[n] : Target`` line; a declaration's name (or the target of a
+        member line), its declaration."""
+        lines = self.text.split("\n")
+        text = lines[line] if 0 <= line < len(lines) else ""
+        m = USE.match(text)
+        if m and m.start(1) - 1 <= character <= m.end(1) + 1:
+            found = self.use_target(m.group(1))
+            return None if found is None else (str(found.resolve()), (0, 0), (0, 0))
+        name = self.word_at(line, character) or ""
+        inst = self.instance(name, line)
+        member_line = inst is not None and inst.span is not None and inst.span.line - 1 == line
+        if inst is not None and not member_line and self.declaration(name) is None:
+            start, end = _range(inst.span)
+            return str(Path(inst.span.path).resolve()), start, end
+        decl = self.target(line, character)
+        if decl is None or decl.span is None:
+            return None
+        start, end = _range(decl.span)
+        return str(Path(decl.span.path).resolve()), start, end
+
+    def hover(self, line: int, character: int) -> str | None:
+        """Markdown with the resolved figures of the name under the cursor (an instance's name
+        shows its device model or group)."""
+        from .lsp_help import COLLECTIVE_DOCS, SETTING_DOCS, blocks_at, lanes_at
+        lines = self.text.split("\n")
+        text = lines[line] if 0 <= line < len(lines) else ""
+        lanes = lanes_at(text, character)
+        if lanes is not None:
+            lt = (self._program(line).link_types.get(lanes[0])
+                  if self._program(line) is not None else None)
+            if lt is not None:
+                return (f"**{lanes[1]} lanes** of {lt.name} ({lt.cls}): {lanes[1]} x "
+                        f"{human(lt.bandwidth, RATE)} = {human(lanes[1] * lt.bandwidth, RATE)} "
+                        "per direction")
+            return f"**{lanes[1]} lanes**: parallel links of the connection's type"
+        name = self.word_at(line, character) or ""
+        blocks = blocks_at(lines, line, character)
+        if "traffic" in blocks and name in COLLECTIVE_DOCS:
+            return f"**{name}**: {COLLECTIVE_DOCS[name]}"
+        if "parallel" in blocks and "traffic" not in blocks and name in SETTING_DOCS \
+                and re.search(rf"\b{name}\s*=", text):
+            return f"**{name}** (parallel setting): {SETTING_DOCS[name]}"
+        decl = self.target(line, character)
+        if decl is None:
+            return None
+        inst = self.instance(name, line) if self.declaration(name) is None else None
+        head = f"`{name}` : {inst.target}\n\n" if inst is not None else ""
+        where = (f"\n\n*declared at {self.shown(decl.span.path)}:{decl.span.line}*"
+                 if decl.span else "")
+        return head + describe(decl) + where
+
+    def completions(self, line: int, character: int) -> list[tuple[str, str, str]]:
+        """(label, kind, detail) choices for the cursor, also on a half-typed line: after a
+        connection's ':' link types; after a member's ':' device models and groups; after
+        'system NAME :' groups; after 'model =' every model the file knows and every bundled
+        one; in a parallel block its settings, in a traffic block the collectives; in
+        arguments the system's parameters; else all names and keywords."""
+        from .compiler.lang.derive import bundled_models
+        from .lsp_help import COLLECTIVE_DOCS, SETTING_DOCS, blocks_at
+        lines = self.text.split("\n")
+        before = lines[line][:character] if 0 <= line < len(lines) else ""
+        p = self._program(line)
+        if re.search(r"\bmodel\s*=\s*\w*$", before):
+            known = dict(bundled_models())
+            if p is not None:
+                known.update(p.models)
+            return [(n, "model", describe(m).split("\n")[0]) for n, m in sorted(known.items())]
+        if p is None:
+            return [(k, "keyword", "") for k in KEYWORDS]
+        links = [(n, "link", describe(lt).split("\n")[0]) for n, lt in sorted(p.link_types.items())]
+        devices = [(n, "device", describe(d).split("\n")[0])
+                   for n, d in sorted(p.device_models.items())]
+        groups = [(n, "group", f"group {n}") for n in sorted(p.groups)]
+        models = [(n, "model", describe(m).split("\n")[0]) for n, m in sorted(p.models.items())]
+        params = sorted({(q.name, "parameter", f"{q.name}: {q.type}")
+                         for g in p.groups.values() for q in g.params})
+        if re.search(r"(<->|->).*:\s*\w*$", before):
+            return links
+        if re.search(r"^\s*system\s+\w+\s*:\s*\w*$", before):
+            return groups
+        if re.search(r"\(\s*(\w+\s*=\s*[^,]*,\s*)*\w*$", before):
+            return list(params)
+        if re.search(r":\s*\w*$", before):
+            return devices + groups
+        blocks = blocks_at(lines, line, character)
+        if "traffic" in blocks:
+            return [(c, "keyword", doc) for c, doc in COLLECTIVE_DOCS.items()]
+        if "parallel" in blocks:
+            return [(k, "parameter", doc) for k, doc in sorted(SETTING_DOCS.items())]
+        return links + devices + groups + models + [(k, "keyword", "") for k in KEYWORDS]
+
+    def formatted(self) -> str | None:
+        """The document in topoc fmt's layout (None when it does not parse)."""
+        from .compiler.lang.fmt import fmt
+        try:
+            return fmt(self.text, self.path)
+        except CompileError:
+            return None
+
+
 def _q(value, dim) -> str:
     return human(value, dim) if isinstance(value, (int, float)) else str(value)
 

@@ -43,6 +43,13 @@ SETTING_DOCS = {
     "imbalance": "expert load: the busiest expert's share over the mean",
     "gemm_efficiency": "fraction of the dense peak the GEMMs reach (default: fitted per GPU)",
     "hbm_efficiency": "fraction of HBM bandwidth element-wise kernels reach",
+    "first_stage_layers": "transformer layers on the first pipeline stage (uneven stages)",
+    "last_stage_layers": "transformer layers on the last pipeline stage (uneven stages)",
+    "fp8": "FP8 GEMMs at the FP8 peak, the parts that stay BF16 at BF16, FP8 weight savings",
+    "fsdp": "fully sharded data parallelism: weights, gradients and optimizer sharded",
+    "zero": "ZeRO stage 0-3: what the data-parallel group shards",
+    "pipeline_slots": "count the embedding and the output layer as layer slots of the first and "
+                      "last pipeline stage",
 }
 
 #: What each collective does and how nccl-tests' busbw is derived from its algbw.

@@ -354,9 +354,10 @@ def cache_dir() -> Path:
 def _load_cache(path: Path) -> dict[str, dict | None]:
     """The cache's valid rows (``plan_cache``: shape, code hash and checksum checked; anything
     else is recomputed)."""
-    return plan_cache.load(path, _code_hash(), lambda d: Candidate(
-        d["tp"], d["cp"], d["ep"], d["dp"], d["pp"], d["microbatch"], d["recompute"],
-        d["interleave"], d["sequence_parallel"]).key)
+    return plan_cache.load(path, _code_hash(), lambda d: (
+        f"tp{d['tp']}-cp{d['cp']}-ep{d['ep']}-dp{d['dp']}-pp{d['pp']}-mb{d['microbatch']}"
+        f"-{d['recompute']}-v{d['interleave']}-sp{int(d['sequence_parallel'])}"
+        f"-z{d.get('zero', 1)}"))
 
 
 def _save_cache(path: Path, rows: dict[str, dict | None]) -> None:

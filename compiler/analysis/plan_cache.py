@@ -39,6 +39,8 @@ def valid_row(row) -> bool:
         return True
     if not isinstance(row, dict):
         return False
+    if set(row) == {"memory"}:          # a mapping over GPU memory: only its bytes are kept
+        return _number(row["memory"]) and row["memory"] > 0
     try:
         ints = all(isinstance(row[k], int) and not isinstance(row[k], bool) and
                    1 <= row[k] <= 2**31 for k in _INT)
@@ -78,7 +80,7 @@ def load(path: Path, code: str, key_of: Callable[[dict], str]) -> dict[str, dict
         return {}
     out = {}
     for key, row in rows.items():
-        if valid_row(row) and (row is None or key_of(row) == key):
+        if valid_row(row) and (row is None or set(row) == {"memory"} or key_of(row) == key):
             out[key] = row
     return out
 
