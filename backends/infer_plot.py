@@ -1,19 +1,13 @@
 """The serving section of ``topoc report --format html``: for a strategy that names a model,
 ``topoc infer``'s search on the same GPUs and a plot of every fitting configuration's output
 tokens/s per GPU against tokens/s per user, the Pareto front drawn through them (the trade-off
-serving buys hardware by). Kept apart from report_html, which calls ``section``."""
+serving buys hardware by). It formats what ``compiler.analysis.infer.serving_view`` found."""
 
 from __future__ import annotations
 
 import html
 
-from ..compiler.analysis.infer import InferError, InferResult, default_precision, gpu_of, infer
-from ..compiler.ir.system import System
-from ..compiler.training.serving import arch_of
-
-#: The request shape the page serves: 1,000 tokens in and out (the middle of TensorRT-LLM's
-#: published performance tables); `topoc infer` takes any.
-ISL = OSL = 1000
+from ..compiler.analysis.infer import InferResult
 
 
 def plot(result: InferResult, title: str, pyplot, svg) -> str:
@@ -40,27 +34,23 @@ def plot(result: InferResult, title: str, pyplot, svg) -> str:
     return svg(fig)
 
 
-def section(system: System, model, gpus: int, pyplot, svg) -> str | None:
-    """The HTML section (heading, plot, note) for ``model`` on the first ``gpus`` GPUs; None
-    without a model, a note when the GPUs cannot serve it. ``pyplot`` and ``svg`` come from
-    the page (report_html), so that both plot alike."""
-    if model is None:
+def section(serving, pyplot, svg) -> str | None:
+    """The HTML section body (plot and note) for a finished ``compiler.analysis.infer.
+    serving_view``: None without a model, a note when the GPUs cannot serve it. ``pyplot`` and
+    ``svg`` come from the page (report_html), so that both plot alike."""
+    if serving is None:
         return None
-    arch = arch_of(model)
-    try:
-        precision = default_precision(gpu_of(system, gpus))
-        result = infer(system, arch, ISL, OSL, gpus, precision=precision, concurrency="sweep")
-    except InferError as exc:
-        return f"<h2>Serving (topoc infer)</h2><p class=\"note\">{html.escape(str(exc))}</p>"
+    if serving.error is not None:
+        return f"<p class=\"note\">{html.escape(serving.error)}</p>"
+    result, model, gpus, precision = serving.result, serving.model, serving.gpus, serving.precision
     if not any(r.fits for r in result.rows):
-        return (f"<h2>Serving (topoc infer)</h2><p class=\"note\">{html.escape(model.name)} "
-                f"does not fit on {gpus} GPU{'' if gpus == 1 else 's'} for serving.</p>")
+        return (f"<p class=\"note\">{html.escape(model)} does not fit on {gpus} "
+                f"GPU{'' if gpus == 1 else 's'} for serving.</p>")
     best = result.rows[0]
-    title = f"{model.name} on {gpus} GPUs, {ISL} in / {OSL} out, {precision}"
+    title = f"{model} on {gpus} GPUs, {serving.isl} in / {serving.osl} out, {precision}"
     note = (f"{len(result.rows):,} configurations; the best: tp {best.config.tp}, pp "
             f"{best.config.pp}, {best.config.replicas} replicas at concurrency "
             f"{best.config.concurrency}, {best.throughput_per_gpu:,.0f} tokens/s per GPU, "
-            f"TPOT {best.tpot * 1e3:.1f} ms. <code>topoc infer FILE --model {model.name} "
+            f"TPOT {best.tpot * 1e3:.1f} ms. <code>topoc infer FILE --model {model} "
             f"--isl N --osl N</code> for other lengths and limits (docs/infer.md).")
-    return (f"<h2>Serving (topoc infer)</h2><figure>{plot(result, title, pyplot, svg)}</figure>"
-            f"<p class=\"note\">{note}</p>")
+    return f"<figure>{plot(result, title, pyplot, svg)}</figure><p class=\"note\">{note}</p>"

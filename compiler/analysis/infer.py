@@ -493,3 +493,36 @@ def too_big(system: System, arch: Arch, result: InferResult, isl: int, osl: int,
 
 
 Progress = Callable[[int, int], None]
+
+
+#: The request shape the report's serving section uses: 1,000 tokens in and out (the middle of
+#: TensorRT-LLM's published performance tables); ``topoc infer`` takes any.
+REPORT_ISL = REPORT_OSL = 1000
+
+
+@attrs.frozen
+class ServingView:
+    """``topoc infer``'s search for the report's serving section: the result, or why not."""
+
+    model: str
+    gpus: int
+    isl: int
+    osl: int
+    precision: str | None
+    result: InferResult | None
+    error: str | None = None
+
+
+def serving_view(system: System, model, gpus: int) -> ServingView | None:
+    """The search the HTML report shows for a strategy's model on its GPUs (None without a
+    model); computed here so that the page only formats it."""
+    from ..training.serving import arch_of
+    if model is None:
+        return None
+    try:
+        precision = default_precision(gpu_of(system, gpus))
+        result = infer(system, arch_of(model), REPORT_ISL, REPORT_OSL, gpus,
+                       precision=precision, concurrency="sweep")
+    except InferError as exc:
+        return ServingView(model.name, gpus, REPORT_ISL, REPORT_OSL, None, None, str(exc))
+    return ServingView(model.name, gpus, REPORT_ISL, REPORT_OSL, precision, result)

@@ -5,6 +5,7 @@ import pytest
 import topoc
 from topoc.backends.infer_plot import section as _section
 from topoc.backends.report_html import _pyplot, _svg
+from topoc.compiler.analysis.infer import serving_view
 from topoc.compiler.lang.derive import find_model
 
 from ..conftest import library_file
@@ -13,14 +14,14 @@ pytest.importorskip("matplotlib")
 
 
 def section(system, model, gpus):
-    return _section(system, model, gpus, _pyplot, _svg)
+    return _section(serving_view(system, model, gpus), _pyplot, _svg)
 
 
 def test_section_plots_the_front_and_is_deterministic():
     rack = topoc.load(library_file("gb200_nvl72.topo"))
     model = find_model(rack, "llama3-70b")
     html = section(rack, model, 72)
-    assert html.startswith("<h2>Serving (topoc infer)</h2>")
+    assert html.startswith("<figure>")
     assert html.count("<svg") == 1 and "Pareto front" in html and "tokens/s per GPU" in html
     assert section(rack, model, 72) == html
     assert section(rack, None, 72) is None

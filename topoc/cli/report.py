@@ -6,6 +6,7 @@ from ..backends import render as r
 from ..backends import infer_plot, report, report_html
 from ..compiler.analysis.strategy import analyse
 from ..compiler.ir.system import System
+from ..compiler.analysis.infer import serving_view
 from ..compiler.analysis.page import published_rows, report_page
 from .common import EXIT_OK, UsageError, add_common, load, strategy_name, write_output
 
@@ -44,8 +45,8 @@ def _serving(system: System, page) -> tuple[tuple[str, str, str], ...]:
     """The serving section (``topoc infer``'s Pareto front) for a strategy that names a model."""
     r = page.report
     heading = "Serving (topoc infer)"
-    html = infer_plot.section(system, getattr(r.strategy.training, "model", None), r.gpus,
-                              report_html._pyplot, report_html._svg)
+    view = serving_view(system, getattr(r.strategy.training, "model", None), r.gpus)
+    html = infer_plot.section(view, report_html._pyplot, report_html._svg)
     if not html:
         return ()
-    return (("serving", heading, html.replace(f"<h2>{heading}</h2>", "", 1)),)
+    return (("serving", heading, html),)
