@@ -3,12 +3,11 @@ JSON or CSV."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 from ..compiler.analysis.infer import InferResult, InferRow
 from .report import seconds
+from .ranked_csv import ranked_csv
 
 SCHEMA = "topoc.infer/1"
 #: The contract's row fields (design.md section 4), in order; JSON rows add the rest.
@@ -37,13 +36,7 @@ def as_json(result: InferResult, head: dict, top: int = 0) -> str:
 
 def as_csv(result: InferResult, top: int = 0) -> str:
     """One line per row: the contract's columns and the search's flags."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
-    for i, r in enumerate(_shown(result, top)):
-        d = {"rank": i + 1, **r.as_dict()}
-        w.writerow([d[k] for k in CSV_FIELDS])
-    return buf.getvalue()
+    return ranked_csv(_shown(result, top), CSV_FIELDS)
 
 
 def _layout(r: InferRow) -> str:

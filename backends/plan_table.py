@@ -8,6 +8,7 @@ import json
 
 from ..compiler.analysis.plan import PlanResult, PlanRow
 from .report import seconds
+from .ranked_csv import ranked_csv
 
 SCHEMA = "topoc.plan/1"
 CSV_FIELDS = ("rank", "tp", "cp", "ep", "dp", "pp", "microbatch", "recompute", "interleave",
@@ -32,13 +33,7 @@ def as_json(result: PlanResult, head: dict, top: int = 0) -> str:
 
 def as_csv(result: PlanResult, top: int = 0) -> str:
     """One line per row with the contract's columns."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
-    for i, r in enumerate(_shown(result, top)):
-        d = {"rank": i + 1, **r.as_dict()}
-        w.writerow([d[k] for k in CSV_FIELDS])
-    return buf.getvalue()
+    return ranked_csv(_shown(result, top), CSV_FIELDS)
 
 
 def _links(r: PlanRow) -> str:
