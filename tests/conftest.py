@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,3 +45,18 @@ def library_file(name: str) -> Path:
     matches = sorted(LIBRARY.rglob(name))
     assert matches, name
     return matches[0]
+
+
+@contextmanager
+def deadline(seconds: int):
+    """Fail with TimeoutError when the block runs longer than ``seconds`` (a hang, not a slow
+    case, is what the callers catch)."""
+    def expire(*_):
+        raise TimeoutError(f"no answer within {seconds} s")
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

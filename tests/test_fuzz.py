@@ -4,8 +4,6 @@ bounded time and memory, never another exception. The CI profile runs a few hund
 
 from __future__ import annotations
 
-import signal
-from contextlib import contextmanager
 
 import pytest
 from hypothesis import given, settings
@@ -14,28 +12,18 @@ import topoc
 from topoc.backends import REGISTRY
 from topoc.compiler.base.diagnostics import CompileError
 
+from .conftest import deadline
 from .strategies import grammar_programs, mutated_library_files
 
 SECONDS = 20     # a generous bound: a hang, not a slow case, is what this catches
 
 
-@contextmanager
-def deadline(seconds: int = SECONDS):
-    def expire(*_):
-        raise TimeoutError(f"no answer within {seconds} s")
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def answers(text: str, path) -> None:
     """Compile ``text``; it either works (and every backend renders it) or every diagnostic
     points inside a file that was read."""
-    with deadline():
+    with deadline(SECONDS):
         try:
             system = topoc.compile(text, path)
         except CompileError as exc:

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import io
 import os
-import signal
 import time
 import tracemalloc
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,20 +21,11 @@ from topoc.compiler.lang.fmt import fmt
 from topoc.importers import ImportFailure, from_nccl_xml, from_smi
 from topoc.importers import nccl_xml, smi
 
+from .conftest import deadline
+
 FIXTURES = Path(__file__).parent / "fixtures" / "nccl"
 
 
-@contextmanager
-def deadline(seconds: int):
-    def expire(*_):
-        raise TimeoutError(f"no answer within {seconds} s")
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def codes(info) -> list[str]:
