@@ -60,7 +60,7 @@ def test_a_model_that_does_not_fit_names_the_numbers(capsys):
                  "--gpus", "1", "--precision", "bf16", "--concurrency", "1"])
     err = capsys.readouterr().err
     assert code == 1
-    assert "llama3_405b does not fit" in err and "GB per GPU" in err and "80.0 GB" in err
+    assert "llama3_405b does not fit" in err and "GB per GPU" in err and "85.5 GB" in err
 
 
 def test_heads_that_do_not_divide(capsys):

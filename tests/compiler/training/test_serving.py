@@ -2,14 +2,16 @@
 
 import pytest
 
-from topoc.compiler.training.serving import (BYTES, Arch, Layout, LayoutError, check, decode,
+from topoc.compiler.ir.system import Transformer
+from topoc.compiler.training.serving import (BYTES, Layout, LayoutError, check, decode,
                                              kv_bytes_per_token, kv_bytes_per_token_per_gpu,
                                              prefill, totals, weight_bytes_per_gpu)
 
-LLAMA70 = Arch("llama3_70b", 80, 8192, 64, 8, 28672, 128256)
-DSV3 = Arch("deepseek_v3", 61, 7168, 128, 128, 18432, 129280, head_dim=128, experts=256,
-            top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3, kv_lora_rank=512,
-            q_lora_rank=1536, rope_head_dim=64)
+LLAMA70 = Transformer("llama3_70b", 80, 8192, 64, 8192, 128256, 28672, 8, gated=True,
+                      tied=False)
+DSV3 = Transformer("deepseek_v3", 61, 7168, 128, 4096, 129280, 18432, 128, head_dim=128,
+                   experts=256, top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3,
+                   kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64, gated=True, tied=False)
 
 
 def test_parameter_counts_match_the_published_sizes():
