@@ -44,7 +44,7 @@ def loss(settings: Settings, checks) -> float:
             p = S.predict(c, settings)
         except Exception:       # noqa: BLE001 - a setting the layout cannot run with
             return math.inf
-        per.setdefault(c.metric, []).append(abs(math.log(max(p, 1e-12) / c.measured)))
+        per.setdefault(S.kind(c), []).append(abs(math.log(max(p, 1e-12) / c.measured)))
     return sum(sum(v) / len(v) for v in per.values()) / len(per)
 
 
@@ -95,6 +95,11 @@ def report(settings: Settings, markdown: bool = False) -> dict:
     for (metric, is_fit), (m, n) in out.items():
         print(f"{metric:10s} {'fit' if is_fit else 'validation':10s} rows {n:3d}  "
               f"median |error| {m:.1%}")
+    for kind in ("ttft idle", "ttft loaded"):
+        for is_fit in (True, False):
+            errs = [e for c, _, e in rows if S.kind(c) == kind and c.fit == is_fit]
+            print(f"{kind:21s} {'fit' if is_fit else 'validation':10s} rows {len(errs):3d}  "
+                  f"median |error| {S.median_abs(errs):.1%}")
     for kind in ("dense", "moe"):
         for is_fit in (True, False):
             errs = [e for c, _, e in rows if c.metric == "throughput" and c.fit == is_fit

@@ -195,6 +195,14 @@ def arch(name: str) -> Transformer:
     return find_model(system("H100")[0], PRESET.get(name, name))
 
 
+def kind(c: Check) -> str:
+    """The metric, TTFT split by load: "ttft idle" (one request in flight: overhead and prefill
+    alone) and "ttft loaded" (other requests' prefills and decode steps in the way)."""
+    if c.metric != "ttft":
+        return c.metric
+    return "ttft idle" if c.concurrency == 1 else "ttft loaded"
+
+
 def predict(c: Check, settings: Settings | None = None) -> float:
     """topoc's figure for one check."""
     s = settings or Settings()

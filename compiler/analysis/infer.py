@@ -47,18 +47,18 @@ PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 class Settings:
     """Efficiencies and engine limits (defaults fitted or documented in docs/infer.md)."""
 
-    gemm_efficiency: float = 0.389      # decode GEMMs: fraction of the precision's dense peak
-    prefill_efficiency: float = 0.529   # prefill GEMMs and attention
+    gemm_efficiency: float = 0.445      # decode GEMMs: fraction of the precision's dense peak
+    prefill_efficiency: float = 0.526   # prefill GEMMs and attention
     hbm_efficiency: float = 0.947       # fraction of HBM bandwidth streaming weights and KV reach
-    layer_overhead: float = 2.17e-5      # s per layer and step: launches, norms, synchronisation
-    step_overhead: float = 1.11e-3      # s per engine step: scheduling, sampling, host work
-    expert_tile: float = 185.0          # rows of a grouped-GEMM tile: an expert with m tokens
+    layer_overhead: float = 2.47e-5     # s per layer and step: launches, norms, synchronisation
+    step_overhead: float = 1.03e-3      # s per engine step: scheduling, sampling, host work
+    expert_tile: float = 242.0          # rows of a grouped-GEMM tile: an expert with m tokens
     #                                     runs at m / (m + expert_tile) of the GEMM rate
-    fp4_efficiency: float = 0.602       # FP4 GEMMs: a further fraction of the FP4 peak
-    request_overhead: float = 0.0703    # s per request before its prefill: API, tokenizer, queue
-    gemm_width: float = 275.0           # columns per GPU at which GEMMs run at half speed
-    collective_overhead: float = 2.11e-5   # s per tensor-parallel collective in a step: its kernel
-    #                                     launch and the barrier of the group, beyond the wire
+    fp4_efficiency: float = 0.599       # FP4 GEMMs: a further fraction of the FP4 peak
+    request_overhead: float = 0.0056    # s per request before its prefill: API, tokenizer, queue
+    gemm_width: float = 56.6            # columns per GPU at which GEMMs run at half speed
+    collective_overhead: float = 2.77e-5  # s per tensor-parallel collective in a step: its
+    #                                     kernel launch and the group's barrier, beyond the wire
     max_batch: int = 2048               # sequences per replica an engine schedules at most
     max_tokens: int = 8192              # tokens per step: prefill runs in chunks of this
     kv_fraction: float = 0.9            # share of the memory left after weights given to KV
@@ -345,8 +345,9 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
     t_dec, comm_dec = eng.decode_step(c, ctx)
     t_pre = eng.prefill(isl)
     share = eng.prefill_share(isl, c)
-    # a request arrives during a step and its prefill starts with the next: half a step waits
-    arrive = 0.5 * t_dec
+    # the prefill step emits the first token. With other sequences in flight a request arrives
+    # during a step (half of one waits) and its prefill rides a step that decodes them too
+    busy = 1.5 * t_dec if c > 1 else 0.0
     if cfg.prefill_replicas:
         tpot = t_dec
         decode_rate = min(cfg.concurrency, decoders * c) / t_dec   # tokens/s
@@ -361,8 +362,7 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
         # the busiest replica holds c; C requests over all replicas produce tokens
         throughput = min(cfg.concurrency, cfg.replicas * c) * osl / cycle
         load = min(0.99, c * share / cycle)
-        ttft = settings.request_overhead + arrive + t_pre + t_dec + \
-            load * share / (2 * (1 - load))
+        ttft = settings.request_overhead + t_pre + busy + load * share / (2 * (1 - load))
     if asked > c:
         # closed loop (each client sends its next request when one ends): by Little's law the
         # clients' requests take concurrency / request rate each, of which osl x TPOT decode

@@ -71,3 +71,20 @@ def test_layouts_that_cannot_run_name_the_numbers(lay, words):
         check(LLAMA70, lay)
     for w in words:
         assert w in str(exc.value)
+
+
+def test_experts_get_more_rows_as_the_batch_grows():
+    """The M of a routed expert's GEMM: tokens x top_k over the experts they touch (one token
+    touches 8 experts with one row each; 1,024 tokens give each expert ~32)."""
+    lay = Layout(8, 1, 8, True)
+    assert decode(DSV3, lay, 1, 1000, "fp8", "fp8").expert_rows == pytest.approx(1.0)
+    many = decode(DSV3, lay, 1024, 1000, "fp8", "fp8").expert_rows
+    assert many == pytest.approx(1024 * 8 / 256, rel=0.01)
+    assert prefill(DSV3, lay, 8192, "fp8", "fp8").expert_rows == pytest.approx(256, rel=0.01)
+
+
+def test_serving_reads_the_ir_model():
+    """One description of a model: serving takes the IR's Transformer (no copy of it)."""
+    import topoc.compiler.training.serving as sv
+    assert not hasattr(sv, "Arch") and not hasattr(sv, "arch_of")
+    assert sv.moe_layers(DSV3) == 58 and sv.moe_layers(LLAMA70) == 0
