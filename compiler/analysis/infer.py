@@ -56,7 +56,7 @@ class Settings:
     #                                     runs at m / (m + expert_tile) of the GEMM rate
     fp4_efficiency: float = 0.599       # FP4 GEMMs: a further fraction of the FP4 peak
     request_overhead: float = 0.0056    # s per request before its prefill: API, tokenizer, queue
-    gemm_width: float = 56.6            # columns per GPU at which GEMMs run at half speed
+    gemm_width: float = 42.4            # columns per GPU at which GEMMs run at half speed
     collective_overhead: float = 2.77e-5  # s per tensor-parallel collective in a step: its
     #                                     kernel launch and the group's barrier, beyond the wire
     max_batch: int = 2048               # sequences per replica an engine schedules at most
@@ -358,7 +358,8 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
         ttft = settings.request_overhead + t_pre + move + load * share / (2 * (1 - load))
     else:
         cycle = osl * t_dec + c * share
-        tpot = cycle / osl
+        # a request's tokens wait for the prefills of the other c - 1 requests of a cycle
+        tpot = (osl * t_dec + (c - 1) * share) / osl
         # the busiest replica holds c; C requests over all replicas produce tokens
         throughput = min(cfg.concurrency, cfg.replicas * c) * osl / cycle
         load = min(0.99, c * share / cycle)
