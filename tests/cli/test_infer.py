@@ -86,3 +86,24 @@ def test_usage_errors_exit_2(capsys, extra, words):
             argv += extra[i:i + 2]
     assert main(argv) == 2
     assert words in capsys.readouterr().err
+
+
+def test_cli_python_api_and_report_agree(capsys):
+    """One search behind the three faces: the CLI's JSON rows, ``topoc.infer``'s rows and the
+    HTML report's serving view (1,000 tokens in and out, the GPUs' default precision, the
+    concurrency sweep) are the same rows in the same order."""
+    import topoc
+    from topoc.compiler.analysis.infer import serving_view
+    from topoc.compiler.lang.derive import find_model
+    assert main(["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000",
+                 "--top", "0", "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["rows"]
+    dgx = topoc.load(DGX)
+    api = [r.as_dict() for r in topoc.infer(dgx, "llama3-70b", 1000, 1000).rows]
+    view = serving_view(dgx, find_model(dgx, "llama3-70b"), 8)
+    report = [r.as_dict() for r in view.result.rows]
+    assert len(cli) == len(api) == len(report) > 10
+    for a, b, c in zip(cli, api, report):
+        assert a["rank"] >= 1
+        for key in FIELDS:
+            assert a[key] == pytest.approx(b[key]) and b[key] == pytest.approx(c[key])
