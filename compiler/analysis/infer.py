@@ -38,7 +38,8 @@ from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
 from ..ir.system import System, Transformer
 from ..training import serving as sv
-from ..training.serving import Layout, LayoutError, moe_layers
+from ..training.params import moe_layers
+from ..training.serving import Layout, LayoutError
 
 PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 

@@ -29,6 +29,8 @@ import math
 import attrs
 
 from ..ir.system import Transformer
+from . import params
+from .params import moe_layers
 
 #: Bytes per weight or KV element. NVFP4 adds one FP8 scale per 16 values (NVIDIA's NVFP4
 #: format); FP8 block scales (one FP32 per 128 x 128 block) are 0.02 % and left out.
@@ -36,11 +38,6 @@ BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5 + 1 / 16}
 PRECISIONS = tuple(BYTES)
 #: Bytes of an activation moved between GPUs (all-reduces, pipeline sends): BF16.
 ACT_BYTES = 2
-
-
-def moe_layers(m: Transformer) -> int:
-    """Layers with routed experts (every layer after ``dense_layers`` of a mixture of experts)."""
-    return m.layers - m.dense_layers if m.experts else 0
 
 
 @attrs.frozen
@@ -98,38 +95,20 @@ def check(a: Transformer, lay: Layout) -> None:
 
 # ---- parameters -----------------------------------------------------------------------------
 
-def attention_weights(a: Transformer) -> int:
-    """Weights of one layer's attention projections."""
-    h, d, q = a.hidden, a.dhead, a.heads * a.dhead
-    if a.kv_lora_rank:
-        qk = a.heads * (d + a.rope_head_dim)
-        qw = h * a.q_lora_rank + a.q_lora_rank * qk if a.q_lora_rank else h * qk
-        return qw + h * (a.kv_lora_rank + a.rope_head_dim) + \
-            a.kv_lora_rank * a.heads * 2 * d + q * h
-    return h * (q + 2 * a.kv_heads * d) + q * h
-
-
-def _mats(a: Transformer) -> int:
-    return 3 if a.gated else 2
-
-
 def expert_weights(a: Transformer) -> int:
     """Weights of one routed (or shared) expert."""
-    return _mats(a) * a.hidden * a.expert_ffn
+    return params.matrices(a) * a.hidden * a.expert_ffn
 
 
 def totals(a: Transformer) -> dict[str, float]:
-    """Weights by part for the whole model: attention, dense MLP, shared experts, routed
-    experts, BF16 extras (embeddings, head, norms, routers); ``active`` per token."""
-    moe = moe_layers(a)
-    parts = {"attention": a.layers * attention_weights(a),
-             "mlp": (a.layers - moe) * _mats(a) * a.hidden * a.ffn,
-             "shared": moe * a.shared_experts * expert_weights(a),
-             "experts": moe * a.experts * expert_weights(a),
-             "extras": a.vocab * a.hidden * (1 if a.tied else 2) + a.layers * 2 * a.hidden
-             + moe * a.hidden * a.experts}
-    parts["total"] = sum(parts.values())
-    parts["active"] = parts["total"] - parts["experts"] + moe * a.top_k * expert_weights(a)
+    """Weights by part for the whole model, as training counts them (``params.parameters``):
+    attention, dense MLP, shared experts, routed experts, and the BF16 extras (embeddings, head,
+    norms, routers); ``active`` per token."""
+    p = params.parameters(a)
+    parts = {"attention": p["attention"], "mlp": p["mlp"], "shared": p["shared"],
+             "experts": p["experts"], "extras": p["router"] + p["norms"] + p["embedding"]}
+    parts["total"] = p["total"]
+    parts["active"] = p["active"]
     return parts
 
 
