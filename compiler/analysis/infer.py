@@ -16,9 +16,12 @@ Continuous batching at C sequences per replica, each request ``isl`` tokens in a
 in the steady state C requests finish and C prefills run for every ``osl`` decode steps, so
 
     cycle = osl x decode_step(C, context = isl + osl / 2) + C x prefill(isl)
-    throughput = C x osl / cycle,   TPOT = cycle / osl,
-    TTFT = prefill(isl) + decode_step + the wait for prefills ahead (M/D/1, load = C x prefill
-    / cycle).
+    throughput = C x osl / cycle,   TPOT = (cycle - prefill(isl)) / osl (the others' prefills),
+    TTFT = overhead + prefill(isl) [+ 1.5 decode steps and the wait for prefills ahead (M/D/1,
+    load = C x prefill / cycle) when other requests are in flight].
+
+Past what the KV cache holds the engine runs at its capacity and the other requests queue
+(closed-loop clients: TTFT by Little's law).
 
 Disaggregated serving puts prefill and decode on separate replicas; TTFT gains the move of the
 request's KV cache from a prefill to a decode replica (a send costed on the links between
