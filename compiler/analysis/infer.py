@@ -15,8 +15,8 @@ attention data parallelism, a send per pipeline boundary.
 Continuous batching at C sequences per replica, each request ``isl`` tokens in and ``osl`` out:
 in the steady state C requests finish and C prefills run for every ``osl`` decode steps, so
 
-    cycle = osl x decode_step(C, context = isl + osl / 2) + C x prefill(isl)
-    throughput = C x osl / cycle,   TPOT = (cycle - prefill(isl)) / osl (the others' prefills),
+    cycle = osl x decode_step(C, context = isl + osl / 2) + C x prefill share(isl)
+    throughput = C x osl / cycle,   TPOT = (cycle - one prefill share) / osl (the others'),
     TTFT = overhead + prefill(isl) [+ 1.5 decode steps and the wait for prefills ahead (M/D/1,
     load = C x prefill / cycle) when other requests are in flight].
 
