@@ -38,7 +38,7 @@ from .paths import NoRoute
 from . import collnet, transports
 from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
 from .tuning import (BUS_FACTOR, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
-                     latency_us)
+                     latency_us, selection_us)
 
 SAMPLE_ISLANDS = 4
 ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair over two islands
@@ -378,28 +378,50 @@ def protocols(algorithm: str) -> tuple[int, ...]:
     return (0, 2) if algorithm in ("direct", "pairwise") else (0, 1, 2)
 
 
-def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
-            protocol: str | None = None, graph: bool = False) -> Cost:
-    """The cost of one size from a profile; the fastest protocol unless one is named."""
+def options(p: Profile, group: RankGroup, collective: str, size: int,
+            protocol: str | None = None, graph: bool = False) -> list[tuple[float, Cost]]:
+    """Every protocol of the profile's algorithm (or the one named) at one size: the time
+    NCCL's own model gives it when choosing (``selection_us``, and for NVLS-tree beyond two
+    nodes before 2.28 NCCL's halved bandwidth), with the predicted cost."""
     n = len(group.ranks)
-    options = protocols(p.algorithm)
+    allowed = protocols(p.algorithm)
     if protocol is not None:
-        if PROTOCOLS.index(protocol) not in options:
+        if PROTOCOLS.index(protocol) not in allowed:
             raise CostError(f"{p.algorithm} has no {protocol} protocol")
-        options = (PROTOCOLS.index(protocol),)
-    best = None
+        allowed = (PROTOCOLS.index(protocol),)
     factor = BUS_FACTOR[collective](n) if n > 1 else 0.0
     launch = (p.nccl.launch_us - (GRAPH_SAVES_US if graph else 0.0)) * 1e-6
-    for proto in options:
-        latency = launch + (latency_us(p, collective, n, proto) * 1e-6 if n > 1 else 0.0)
-        bus = bus_gbs(p, collective, n, size, proto) * 1e9 if n > 1 else math.inf
+    charged = p if p.select_seconds_per_byte is None else \
+        attrs.evolve(p, seconds_per_byte=p.select_seconds_per_byte)
+    out = []
+    for proto in allowed:
+        if n > 1:
+            latency = launch + latency_us(p, collective, n, proto) * 1e-6
+            bus = bus_gbs(p, collective, n, size, proto) * 1e9
+            chosen_lat = launch + selection_us(p, collective, n, proto) * 1e-6
+            chosen_bus = bus_gbs(charged, collective, n, size, proto) * 1e9
+        else:
+            latency = chosen_lat = launch
+            bus = chosen_bus = math.inf
         time = latency + (size * factor / bus if bus > 0 else math.inf)
-        if best is None or time < best[0]:
-            best = (time, proto, latency)
-    time, proto, latency = best
-    algbw = size / time
-    return Cost(collective, group.name, n, size, p.algorithm, PROTOCOLS[proto], time, algbw,
-                algbw * factor, p.bottleneck[0], p.bottleneck[1], latency, p.classes)
+        chosen = chosen_lat + (size * factor / chosen_bus if chosen_bus > 0 else math.inf)
+        algbw = size / time
+        out.append((chosen, Cost(collective, group.name, n, size, p.algorithm, PROTOCOLS[proto],
+                                 time, algbw, algbw * factor, p.bottleneck[0], p.bottleneck[1],
+                                 latency, p.classes)))
+    return out
+
+
+def choose(found: Iterable[tuple[float, Cost]]) -> Cost:
+    """What NCCL runs among ``options``: the least time by its own model (ties by name)."""
+    return min(found, key=lambda o: (o[0], o[1].algorithm, o[1].protocol))[1]
+
+
+def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
+            protocol: str | None = None, graph: bool = False) -> Cost:
+    """The cost of one size from a profile: the protocol NCCL would choose unless one is
+    named."""
+    return choose(options(p, group, collective, size, protocol, graph))
 
 
 def auto_algorithms(system: System, group: RankGroup, collective: str,
@@ -438,15 +460,6 @@ def auto_algorithms(system: System, group: RankGroup, collective: str,
     return out
 
 
-def _selection_time(p: Profile, got: Cost, group, collective, size, protocol, graph) -> float:
-    """The time ``auto`` compares: NCCL's own charge where it differs from what runs measure
-    (NVLS-tree beyond two nodes before 2.28), else the predicted time."""
-    if p.select_seconds_per_byte is None:
-        return got.time
-    chosen = attrs.evolve(p, seconds_per_byte=p.select_seconds_per_byte)
-    return cost_at(chosen, group, collective, size, protocol, graph).time
-
-
 @gc_paused()
 def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int],
           algorithm: str = "auto", protocol: str | None = None,
@@ -483,16 +496,10 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
                 if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
     rows = []
     for size in sizes:
-        found = [cost_at(p, group, collective, size, protocol, graph) for p in profiles]
+        found = [o for p in profiles for o in options(p, group, collective, size, protocol, graph)]
         if not found:
             raise CostError(f"no algorithm runs {collective} with the {protocol} protocol")
-        if len(found) > 1:
-            chosen = min(range(len(found)), key=lambda i: (
-                _selection_time(profiles[i], found[i], group, collective, size, protocol,
-                                graph), found[i].algorithm))
-            rows.append(found[chosen])
-        else:
-            rows.append(found[0])
+        rows.append(choose(found))
     return rows
 
 
@@ -529,6 +536,5 @@ def coster(system: System, group: RankGroup, collective: str) -> Callable[[int],
         raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
 
     def at(size: int) -> Cost:
-        found = [cost_at(p, group, collective, size, None) for p in profiles]
-        return min(found, key=lambda c: (c.time, c.algorithm))
+        return choose(o for p in profiles for o in options(p, group, collective, size))
     return at

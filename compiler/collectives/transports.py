@@ -28,17 +28,25 @@ class Transport:
     step_us: float        # per network step of LL128 and Simple: the plugin's bulk path
     efficiency: float     # of the NIC links' declared rate
     p2p_efficiency: float = 1.0   # of that, what all-to-all's concurrent peers reach
+    declared_us: float = 0.0      # the latency the net plugin declares to NCCL (props.latency)
 
 
 #: *Fitted* (docs/cost.md): EFA's op_us on the p5 8 B row, step_us on the 8-node 256 MiB row,
 #: efficiency on the 4-node 8 GiB ring, p2p_efficiency on the 2-node 2 GiB all-to-all; TCPXO's
 #: op_us on its 8 B row, step_us on its 64 MiB row, efficiency on its 8 GiB row. TCPX is given
 #: TCPXO's figures and the p2p fraction EFA's (no published row for either).
+#: declared_us is not fitted: it is what the net plugin reports to NCCL as its latency, which
+#: NCCL's own tuning model adds to every network step when it chooses an algorithm and protocol
+#: (tuning.cc: interLat += graphs[a]->latencyInter, once more for Simple, "the flush extra
+#: latency"; search.cc: latencyInter = net->net.latency). NCCL's IB and socket transports
+#: declare 0 ("Not set", net_ib/init.cc); aws-ofi-nccl declares 75 us on p4d, p4de and p5 and
+#: later (src/platform-aws.c, platform_data_map .latency). The TCPX/TCPXO plugins' declaration
+#: is not public here; 0 is assumed.
 TRANSPORTS = {
     "ib": Transport("ib", 0.0, 0.0, 0.96),
     "roce": Transport("roce", 0.0, 0.0, 0.96),
     "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96),
-    "efa": Transport("efa", 46.0, 120.0, 0.89, 0.94),
+    "efa": Transport("efa", 46.0, 120.0, 0.89, 0.94, 75.0),
     "tcpx": Transport("tcpx", 113.0, 300.0, 0.96, 0.87),
     "tcpxo": Transport("tcpxo", 113.0, 300.0, 0.96, 0.87),
 }
