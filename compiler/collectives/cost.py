@@ -389,6 +389,11 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
         if PROTOCOLS.index(protocol) not in allowed:
             raise CostError(f"{p.algorithm} has no {protocol} protocol")
         allowed = (PROTOCOLS.index(protocol),)
+    if p.transport is not None and p.islands > 1:
+        allowed = tuple(x for x in allowed if PROTOCOLS[x] in p.transport.protocols)
+        if not allowed:
+            raise CostError(f"the {p.transport.name} transport runs only "
+                            f"{', '.join(p.transport.protocols)} across nodes")
     factor = BUS_FACTOR[collective](n) if n > 1 else 0.0
     launch = (p.nccl.launch_us - (GRAPH_SAVES_US if graph else 0.0)) * 1e-6
     charged = p if p.select_seconds_per_byte is None else \

@@ -29,6 +29,7 @@ class Transport:
     efficiency: float     # of the NIC links' declared rate
     p2p_efficiency: float = 1.0   # of that, what all-to-all's concurrent peers reach
     declared_us: float = 0.0      # the latency the net plugin declares to NCCL (props.latency)
+    protocols: tuple[str, ...] = ("LL", "LL128", "Simple")   # what the plugin lets NCCL run
 
 
 #: *Fitted* (docs/cost.md): EFA's op_us on the p5 8 B row, step_us on the 8-node 256 MiB row,
@@ -42,11 +43,19 @@ class Transport:
 #: declare 0 ("Not set", net_ib/init.cc); aws-ofi-nccl declares 75 us on p4d, p4de and p5 and
 #: later (src/platform-aws.c, platform_data_map .latency). The TCPX/TCPXO plugins' declaration
 #: is not public here; 0 is assumed.
+#: efa_sendrecv is EFA as aws-ofi-nccl drives it on p4d and p4de: its SENDRECV protocol (libfabric
+#: tagged messages; the RDMA-write protocol is for p5 and later, platform-aws.c
+#: default_protocol) and NCCL_PROTO=simple, which the plugin sets on those instances because LL
+#: and LL128 are not known to be safe there (platform-aws.c force_proto_simple). It keeps EFA's
+#: per-operation cost, line-rate fractions and declared latency; its per-step cost is *fitted*
+#: on the p4de 8 B all-reduce (164.3 us: a 2-node tree in Simple, 89 us of NCCL hops, 46 us per
+#: operation, two network steps of 15 us).
 TRANSPORTS = {
     "ib": Transport("ib", 0.0, 0.0, 0.96),
     "roce": Transport("roce", 0.0, 0.0, 0.96),
     "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96),
     "efa": Transport("efa", 46.0, 120.0, 0.89, 0.94, 75.0),
+    "efa_sendrecv": Transport("efa_sendrecv", 46.0, 15.0, 0.89, 0.94, 75.0, ("Simple",)),
     "tcpx": Transport("tcpx", 113.0, 300.0, 0.96, 0.87),
     "tcpxo": Transport("tcpxo", 113.0, 300.0, 0.96, 0.87),
 }
