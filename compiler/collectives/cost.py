@@ -35,7 +35,7 @@ from ..ir.system import COLLECTIVES, System
 from .loads import Loads, Resources
 from ..ir.groups import RankGroup
 from .paths import NoRoute
-from . import collnet, transports
+from . import collnet, transports, tuners
 from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
 from .tuning import (BUS_FACTOR, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
                      latency_us, selection_us)
@@ -417,9 +417,27 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
     return out
 
 
-def choose(found: Iterable[tuple[float, Cost]]) -> Cost:
-    """What NCCL runs among ``options``: the least time by its own model (ties by name)."""
+def choose(found: Iterable[tuple[float, Cost]], tuner: tuple[str, int] | None = None,
+           collective: str = "") -> Cost:
+    """What NCCL runs among ``options``: the tuner plugin's pick where its table covers the
+    call (``tuner``: its name and the group's node count, from ``_tuner``), else the least time
+    by NCCL's own model (ties by name)."""
+    found = list(found)
+    if tuner is not None and found:
+        first = found[0][1]
+        picked = tuners.choice(tuner[0], collective, first.size, first.ranks, tuner[1],
+                               {(c.algorithm, c.protocol) for _, c in found})
+        if picked is not None:
+            return next(c for _, c in found if (c.algorithm, c.protocol) == picked)
     return min(found, key=lambda o: (o[0], o[1].algorithm, o[1].protocol))[1]
+
+
+def _tuner(system: System, ranks: Sequence[int]) -> tuple[str, int] | None:
+    """The tuner plugin the group's network names (its first NIC's model ``tuner``) and the
+    group's node (island) count, or None."""
+    nic = system.locality.nic(ranks[0])
+    name = system.device(nic).model.attr("tuner") if nic else None
+    return (name, len(orders.islands(system, ranks))) if name else None
 
 
 def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
@@ -499,12 +517,13 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
         raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
     profiles = [p for p in profiles
                 if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
+    tuner = _tuner(system, group.ranks) if algorithm == "auto" and protocol is None else None
     rows = []
     for size in sizes:
         found = [o for p in profiles for o in options(p, group, collective, size, protocol, graph)]
         if not found:
             raise CostError(f"no algorithm runs {collective} with the {protocol} protocol")
-        rows.append(choose(found))
+        rows.append(choose(found, tuner, collective))
     return rows
 
 
@@ -540,6 +559,9 @@ def coster(system: System, group: RankGroup, collective: str) -> Callable[[int],
     except NoRoute as exc:
         raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
 
+    tuner = _tuner(system, group.ranks)
+
     def at(size: int) -> Cost:
-        return choose(o for p in profiles for o in options(p, group, collective, size))
+        return choose((o for p in profiles for o in options(p, group, collective, size)), tuner,
+                      collective)
     return at
