@@ -389,6 +389,10 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
         if PROTOCOLS.index(protocol) not in allowed:
             raise CostError(f"{p.algorithm} has no {protocol} protocol")
         allowed = (PROTOCOLS.index(protocol),)
+    elif p.intra == "pci":
+        # tuning.cc enables LL128 by default only where the graph inside a node runs over
+        # NVLink (typeIntra <= PATH_NVB), not on PCIe-only servers; NCCL_PROTO can force it
+        allowed = tuple(x for x in allowed if PROTOCOLS[x] != "LL128")
     if p.transport is not None and p.islands > 1:
         allowed = tuple(x for x in allowed if PROTOCOLS[x] in p.transport.protocols)
         if not allowed:
@@ -456,6 +460,8 @@ def auto_algorithms(system: System, group: RankGroup, collective: str,
     for algo in among or orders.COSTED[collective]:
         if algo in orders.NOT_NCCL:
             continue                     # selectable by name; never what NCCL would run
+        if collective in ("broadcast", "reduce") and algo != "ring":
+            continue                     # tuning.cc: broadcast and reduce run rings only
         if algo == "nvls" and (len(ranks) <= _nvls_min_ranks(system, ranks) or
                                system.locality.nvlink_agents(ranks) is None):
             continue
