@@ -115,19 +115,20 @@ def _tree_loads(res: Resources, system, ranks, collective) -> Loads:
     return loads
 
 
-def _nvls_tree_loads(res: Resources, system, ranks, agents_of, inter: float = 1.0) -> Loads:
+def _nvls_tree_loads(res: Resources, system, ranks, agents_of, inter: float = 1.0,
+                     intra: float = 1.0) -> Loads:
     """NCCL's NVLS-tree all-reduce: NVLS inside every island (each GPU up to its island's
     switches and back) and, between islands, two trees per channel headed at the channel's
     GPU of every island (NCCL's channels spread over the NICs, two per NIC)."""
     loads = Loads(res)
     gpu = [g.id for g in system.gpus]
     parts = orders.islands(system, ranks)
-    for part in parts:
+    for part in parts if intra else ():
         agents = agents_of([ranks[p] for p in part])
         for p in part:
             for agent in agents:
-                loads.add(gpu[ranks[p]], agent, 1.0 / len(agents))
-                loads.add(agent, gpu[ranks[p]], 1.0 / len(agents))
+                loads.add(gpu[ranks[p]], agent, intra / len(agents))
+                loads.add(agent, gpu[ranks[p]], intra / len(agents))
     channels = nvls_tree_channels(system, ranks)
     pairs = alg.double_btree(len(parts))
     share = inter * 0.5 / channels       # two trees per channel
@@ -317,12 +318,17 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
             raise CostError("NVLS-tree needs two or more islands, each one NVLink domain of "
                             "reducing switches")
         phases = [(_nvls_tree_loads(res, system, sample, loc.nvlink_agents), 1.0)]
+        # the network part apart: NVLS's efficiency is a property of the NVLink SHARP part,
+        # not of the NICs (tuning.cc: min(intraBw x nvlsEfficiency, interBw, ...))
+        net = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 1.0, 0.0).busiest()[0]
+        select = net
         if islands > 2 and (nccl or nccl_profile()).nvls_tree_ch is None:
             # tuning.cc before 2.28 charges NVLS-tree half the inter-node bandwidth beyond two
-            # nodes when it chooses; measured runs reach about 85 % of a ring (docs/cost.md).
-            # ``auto`` chooses with NCCL's charge and reports the measured-like time.
-            halved = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 2.0)
-            select = halved.busiest()[0]
+            # nodes when it chooses (docs/cost.md); ``auto`` chooses with NCCL's charge and
+            # reports the time the links give.
+            select = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 2.0,
+                                      0.0).busiest()[0]
+        nvls_part = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 0.0).busiest()[0]
     elif algorithm == "collnetchain":
         if islands < 2 or not collnet.sharp_fabric(system, ranks):
             raise CostError("CollNet needs two or more islands on network switches that all "
@@ -364,10 +370,13 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
         arch = 2                 # before 2.25 NCCL indexed Blackwell as Hopper
     # channels at full size: NVLink lanes inside an island, NCCL's net channels across them
     channels = orders.net_channels(system, ranks) if islands > 1 else max(2, lanes)
+    if algorithm == "nvlstree":
+        total = nvls_part             # the network part travels in net_seconds_per_byte
     return Profile(algorithm, total, (example[1], example[0]), intra, islands, hosts,
                    channels, arch, classes, declared[True], declared[False],
                    n // islands, nccl,
-                   _transport(system, ranks) if islands > 1 else None, select)
+                   _transport(system, ranks) if islands > 1 else None, select,
+                   net if algorithm == "nvlstree" else None)
 
 
 def protocols(algorithm: str) -> tuple[int, ...]:
@@ -401,7 +410,7 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
     factor = BUS_FACTOR[collective](n) if n > 1 else 0.0
     launch = (p.nccl.launch_us - (GRAPH_SAVES_US if graph else 0.0)) * 1e-6
     charged = p if p.select_seconds_per_byte is None else \
-        attrs.evolve(p, seconds_per_byte=p.select_seconds_per_byte)
+        attrs.evolve(p, net_seconds_per_byte=p.select_seconds_per_byte)
     out = []
     for proto in allowed:
         if n > 1:

@@ -83,7 +83,9 @@ class Profile:
     island_ranks: int = 1        # the group's ranks in one island
     nccl: Nccl = VERSIONS[LATEST]
     transport: Transport | None = None   # the network's, when the group crosses islands
-    select_seconds_per_byte: float | None = None  # NCCL's own charge, where auto differs
+    select_seconds_per_byte: float | None = None  # NVLS-tree's network part as NCCL charges it
+    net_seconds_per_byte: float | None = None     # NVLS-tree's network part (seconds_per_byte:
+                                                  # its NVLS part)
 
 
 def arch_index(sm: int | None) -> int:
@@ -195,6 +197,10 @@ def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float
             # Fitted: every GPU's NVLS part moves the whole buffer whatever the node count, so
             # NVLS-tree reaches its islands' NVLS busbw, not that scaled to n ranks' factor.
             raw *= BUS_FACTOR[collective](p.island_ranks) / factor
+        if p.algorithm == "nvlstree" and p.net_seconds_per_byte:
+            # the trees between islands at the links' rate: NVLS's efficiency is not theirs
+            # (tuning.cc: bw = min(intraBw x nvlsEfficiency, interBw, perChMaxNVLSTreeBw))
+            raw = min(raw, factor / p.net_seconds_per_byte / 1e9)
         return raw
     if p.algorithm == "collnetchain":
         return raw

@@ -23,9 +23,9 @@ EARLIER = rows()[:46]
 #: Those still fit rows: three of Azure's single-process (-g 8) runs under 1 ms are excluded
 #: since (library/calibration.csv notes why).
 LEGACY = [r for r in EARLIER if r["role"] == "fit"]
-#: The worst validation row today (docs/cost.md: p5 on NCCL 2.18.5 over EKS, 256 MiB, +131 %);
+#: The worst validation row today (docs/cost.md: p5 on NCCL 2.18.5 over EKS, 256 MiB, +139 %);
 #: issue 27 asks for 40 %, not yet met.
-WORST_RECORDED = 1.35
+WORST_RECORDED = 1.40
 
 
 def test_every_published_row_is_here():
