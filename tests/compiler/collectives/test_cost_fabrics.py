@@ -160,3 +160,20 @@ def test_all_to_all_peers_are_concurrent_and_counted_on_two_islands():
     small = [cost(topoc.load(library_file("aws_p5.topo"), {"nodes": k}),
                   RankGroup("w", tuple(range(8 * k))), "alltoall", 8).time for k in (2, 8)]
     assert small[1] == pytest.approx(small[0], rel=0.05)
+
+
+def test_nvls_tree_network_part_is_not_charged_nvls_efficiency():
+    """tuning.cc bounds NVLS-tree by min(intraBw x nvlsEfficiency, interBw, ...): the trees
+    between nodes run at the links' rate. 4 p5en nodes: the bound is the network part's."""
+    from topoc.compiler.collectives.cost import profile
+    from topoc.compiler.collectives.tuning import BUS_FACTOR, NVLS_EFFICIENCY, bus_gbs
+    p5en = topoc.load(library_file("aws_p5en.topo"), {"nodes": 4})
+    world = RankGroup("world", tuple(range(32)))
+    p = profile(p5en, world, "allreduce", "nvlstree")
+    assert p.net_seconds_per_byte and p.seconds_per_byte
+    net = BUS_FACTOR["allreduce"](32) / p.net_seconds_per_byte / 1e9
+    got = bus_gbs(p, "allreduce", 32, 4 * GiB, 2)
+    assert got == pytest.approx(net)          # not net x NVLS_EFFICIENCY, as before
+    assert NVLS_EFFICIENCY[2] < 0.9
+    ring = cost(p5en, world, "allreduce", 4 * GiB, "ring")
+    assert 0.85 < cost(p5en, world, "allreduce", 4 * GiB, "nvlstree").busbw / ring.busbw < 1.05
