@@ -209,6 +209,7 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 sequence_parallel=row.sequence_parallel, interleave=row.interleave,
                 distributed_optimizer=megatron, overlap=row.family != "narayanan",
                 flash_attention=row.flash, fp8=row.fp8, fsdp=row.fsdp,
+                pure_bf16=row.source.startswith("NVIDIA NeMo AutoModel"),
                 zero=row.zero if not row.fsdp else 0)
     opts.update(overrides)
     return Training(m, **opts)

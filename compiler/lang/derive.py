@@ -24,7 +24,7 @@ from ..base.units import BYTES, NUMBER
 _WHOLE = ("batch", "microbatch", "interleave")
 _COUNTS = ("zero", "first_stage_layers", "last_stage_layers")     # whole numbers from 0
 _BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention", "fsdp",
-          "fp8", "pipeline_slots")
+          "fp8", "pure_bf16", "pipeline_slots")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
 TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", *_BOOLS, "bucket", "imbalance",
                      *_FRACTIONS)

@@ -25,6 +25,7 @@ from ..ir.gpus import GPUFigures
 from ..ir.system import Transformer
 from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
+from .memory import op_policy
 from .params import attention_matrices, matrices, qk_dim
 
 #: Flash attention's backward over its forward (five matrix products against two).
@@ -149,10 +150,15 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             g_time, g_flops = g_time + router, g_flops + r_flops
         a_fwd, a_bwd, a_flops = _attention(m, t, sh, tokens, r)
         redo = {"none": 0.0, "selective": 1.0, "full": 1.0}[t.recompute]
+        passes = 3 + (1 if full else 0)
+        if t.recompute == "selective" and t.fsdp:
+            # torchtitan's per-op policy keeps the attention output and recomputes every
+            # other matrix multiplication
+            redo, passes = 0.0, 3 + op_policy(m, sh, moe)[1]
         if moe:
-            g_time += r.curve.moe_layer / (3 + (1 if full else 0))
-        gemm += n * g_time * (3 + (1 if full else 0))
-        flops += n * (g_flops * (3 + (1 if full else 0)) + a_flops * (3 + redo))
+            g_time += r.curve.moe_layer / passes
+        gemm += n * g_time * passes
+        flops += n * (g_flops * passes + a_flops * (3 + redo))
         att += n * (a_fwd * (1 + redo) + a_bwd)
         bytes_, softmax = _elementwise(m, t, sh, moe)
         extra = {"none": 0.0, "full": bytes_,

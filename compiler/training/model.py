@@ -40,7 +40,8 @@ BUCKET = 40_000_000 * 4
 class Training:
     """How a model is trained: the batch and the framework's memory, overlap and precision
     options. ``zero``/``fsdp`` shard the replicas' state (``distributed_optimizer`` is ZeRO-1);
-    ``fp8`` runs the layers' GEMMs in fp8; ``first_stage_layers``/``last_stage_layers`` fix the
+    ``pure_bf16`` keeps no fp32 master copy (weights, gradients, Adam moments and the loss in
+    bf16, as NeMo AutoModel's recipes run); ``fp8`` runs the layers' GEMMs in fp8; ``first_stage_layers``/``last_stage_layers`` fix the
     end stages of the pipeline and ``pipeline_slots`` counts embedding and loss as layer slots
     (None: when the layers need it to split evenly)."""
 
@@ -60,6 +61,7 @@ class Training:
     zero: int = 0
     fsdp: bool = False
     fp8: bool = False
+    pure_bf16: bool = False             # bf16 weights, gradients, Adam moments and loss
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     pipeline_slots: bool | None = None

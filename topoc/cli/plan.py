@@ -39,6 +39,8 @@ def add_parser(sub) -> None:
                    "1 optimizer, 2 and gradients, 3 and weights (default: search 1 and 3)")
     p.add_argument("--fsdp", action="store_true", help="PyTorch FSDP (full sharding, fp32 "
                    "master weights)")
+    p.add_argument("--pure-bf16", action="store_true", help="bf16 weights, gradients, Adam "
+                   "moments and loss with no fp32 master copy (NeMo AutoModel's recipes)")
     p.add_argument("--fp8", action="store_true", help="run the layers' GEMMs in FP8 (the "
                    "GPU's tflops_fp8)")
     p.add_argument("--flash-attention", choices=["on", "off"], default="on",
@@ -103,6 +105,7 @@ def run(args) -> int:
     base = Training(model, args.batch, distributed_optimizer=args.distributed_optimizer,
                     overlap=args.overlap, imbalance=args.imbalance,
                     gemm_efficiency=args.gemm_efficiency, fsdp=args.fsdp, fp8=args.fp8,
+                    pure_bf16=args.pure_bf16,
                     flash_attention=args.flash_attention == "on")
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
