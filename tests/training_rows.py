@@ -317,7 +317,9 @@ def rank_in_search(row: Row, jobs: int = 1) -> tuple[int, int, float] | None:
     row's framework options: (rank by predicted step, rows the search costs, its step over the
     best's minus one). None when topoc calls the published strategy out of memory or cannot
     run it. The published strategy is placed among the search's rows by its step time (its
-    micro-batch may be one the search does not try)."""
+    micro-batch may be one the search does not try). The search keeps the row's ZeRO stage
+    (or FSDP), as a user of that framework fixes it with --zero, --distributed-optimizer or
+    --fsdp."""
     from topoc.compiler.analysis.plan import plan
     where = system_of(row)
     pred = predict(row, derate=False)       # the search runs on the library's figures
@@ -326,7 +328,10 @@ def rank_in_search(row: Row, jobs: int = 1) -> tuple[int, int, float] | None:
     sys_ = system(where[0], tuple(sorted(where[1].items())))
     mode = row.recompute or (pred.note.split()[1] if pred.note else "none")
     base = training(row, mode)
-    fixed = {"zero": 3} if row.fsdp else {}
+    # the row's framework fixes its sharding, as the CLI's --fsdp, --distributed-optimizer
+    # and --zero do: 2021 Megatron had no sharded optimizer, Megatron-Core runs the
+    # distributed optimizer, torchtitan and AutoModel FSDP, Llama 3 its ZeRO-2-like FSDP
+    fixed = {"zero": 3 if row.fsdp else row.zero}
     result = plan(sys_, base.model, base, gpus=row.gpus, fixed=fixed, jobs=jobs,
                   use_cache=False)
     if not result.rows:

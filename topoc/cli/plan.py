@@ -12,7 +12,7 @@ from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.model import RECOMPUTE, ZERO, Training
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number,
-                     parse_defines, write_output)
+                     parse_defines, scaling_range, write_output)
 
 
 def add_parser(sub) -> None:
@@ -157,15 +157,7 @@ def run(args) -> int:
 
 def _scaling(args, system, model, base, fixed) -> int:
     """``--scaling LO..HI``: the best strategy at each power-of-two GPU count."""
-    lo, sep, hi = args.scaling.partition("..")
-    try:
-        lo_n, hi_n = int(lo), int(hi) if sep else int(lo)
-    except ValueError:
-        raise UsageError(f"--scaling {args.scaling}: give LO..HI, as in 8..512") from None
-    if lo_n < 1 or hi_n < lo_n:
-        raise UsageError(f"--scaling {args.scaling}: LO must be at least 1 and at most HI")
-    if hi_n > len(system.gpus):
-        raise UsageError(f"--scaling {args.scaling}: the system has {len(system.gpus)} GPUs")
+    lo_n, hi_n = scaling_range(args.scaling, len(system.gpus))
     try:
         curve = scaling.scaling(system, model, base, lo_n, hi_n, fixed, jobs=args.jobs,
                                 use_cache=not args.no_cache)
