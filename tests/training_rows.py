@@ -332,6 +332,8 @@ def rank_in_search(row: Row, jobs: int = 1) -> tuple[int, int, float] | None:
     # and --zero do: 2021 Megatron had no sharded optimizer, Megatron-Core runs the
     # distributed optimizer, torchtitan and AutoModel FSDP, Llama 3 its ZeRO-2-like FSDP
     fixed = {"zero": 3 if row.fsdp else row.zero}
+    if row.family == "narayanan":         # 2021 Megatron-LM had no sequence parallelism
+        fixed["sequence_parallel"] = False
     result = plan(sys_, base.model, base, gpus=row.gpus, fixed=fixed, jobs=jobs,
                   use_cache=False)
     if not result.rows:

@@ -38,13 +38,14 @@ class Curve:
 
 #: By GPU generation, fitted by benchmarks/plan_calibration.py --fit on the rows marked fit in
 #: tests/training_rows.py (docs/plan.md reports every row). The fit drives ``c`` to its lower
-#: bound on Ampere and Hopper: on these runs GEMM shapes explain little of the spread. Ada has no published run and
-#: takes Hopper's figures.
+#: bound on every generation: on these runs GEMM shapes explain little of the spread; Blackwell's
+#: fp8 plateau reaches its upper limit (0.95) on its two fp8 fit rows. Ada has no published run
+#: and takes Hopper's figures.
 CURVES = {
-    "ampere": Curve(e_max=0.78, fp8=0.0, c=16.0, attention=0.25, moe_layer=0.002),
-    "hopper": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0),
-    "blackwell": Curve(e_max=0.95, fp8=0.80, c=80.0, attention=0.28, moe_layer=0.0),
-    "ada": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0),
+    "ampere": Curve(e_max=0.78, fp8=0.0, c=16.0, attention=0.23, moe_layer=0.002),
+    "hopper": Curve(e_max=0.50, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0),
+    "blackwell": Curve(e_max=0.95, fp8=0.95, c=16.0, attention=0.22, moe_layer=0.0),
+    "ada": Curve(e_max=0.50, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0),
 }
 #: GPU model name prefixes and their generation (the library's device names).
 GENERATIONS = (("A100", "ampere"), ("A800", "ampere"), ("A10", "ampere"), ("H100", "hopper"),
