@@ -12,6 +12,9 @@ How a row becomes a prediction:
   Megatron-Core with the distributed optimizer, overlapped gradient reduction, sequence
   parallelism with tp > 1 and flash attention; torchtitan, llm-foundry and NeMo AutoModel run
   FSDP; Narayanan et al. 2021 ran fp16 Megatron without flash attention or a sharded optimizer.
+  Rows whose attention column says "yes" (torchtitan's SDPA, llm-foundry's flash-attn) ran
+  FlashAttention-2 (``attention_kernel = "fa2"``); Transformer Engine's and Megatron's fused
+  kernels are the default.
 - Measured time: tokens/s/GPU -> batch x seq / (value x GPUs); MFU -> model FLOPs / (MFU x GPUs x
   bf16 peak); TFLOP/s/GPU (Narayanan et al., their eq. 3 counts the recompute forward) -> those
   FLOPs / (value x GPUs).
@@ -88,6 +91,7 @@ class Row:
     fsdp: bool
     zero: int
     flash: bool
+    fa2: bool            # FlashAttention-2 (PyTorch SDPA, flash-attn 2), not a fused kernel
     metric: str
     value: float
     memory_gb: float | None
@@ -161,6 +165,7 @@ def parse(r: dict) -> Row | None:
                Shape(tp, cp, ep, dp, pp), mb, _int(r["vp"], 1) or 1,
                rec.split()[0] if rec else "",
                tp > 1 and family != "narayanan", "fp8" in prec, fsdp and zero != 3, zero, flash,
+               flash and r["flash_attn"].lower().startswith("yes"),
                r["metric"], float(r["value"]), float(r["memory_gb"]) if r["memory_gb"] else None,
                family)
 
@@ -209,6 +214,7 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 sequence_parallel=row.sequence_parallel, interleave=row.interleave,
                 distributed_optimizer=megatron, overlap=row.family != "narayanan",
                 flash_attention=row.flash, fp8=row.fp8, fsdp=row.fsdp,
+                attention_kernel="fa2" if row.fa2 else "fused",
                 pure_bf16=row.source.startswith("NVIDIA NeMo AutoModel"),
                 zero=row.zero if not row.fsdp else 0)
     opts.update(overrides)

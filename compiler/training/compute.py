@@ -125,7 +125,9 @@ def _attention(m: Transformer, t, sh: Shape, tokens: float, r: _Rates) -> tuple[
     if t.flash_attention:
         flops = tokens * m.seq * heads * width          # causal: half of 2 x T x s x width
         chunk = m.seq / (2 * sh.cp) if sh.cp > 1 else m.seq
-        fwd = flops / (r.peak * r.curve.attention * shape_factor(r.curve.c, chunk))
+        plateau = r.curve.attention_fa2 if t.attention_kernel == "fa2" and \
+            r.curve.attention_fa2 else r.curve.attention
+        fwd = flops / (r.peak * plateau * shape_factor(r.curve.c, chunk))
         return fwd, ATTENTION_BACKWARD * fwd, flops
     batch = heads * tokens / m.seq
     shapes = [(m.seq, m.seq, qk_dim(m), batch), (m.seq, m.dhead, m.seq, batch)]

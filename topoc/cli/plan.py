@@ -10,7 +10,7 @@ from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
 from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
-from ..compiler.training.model import RECOMPUTE, ZERO, Training
+from ..compiler.training.model import ATTENTION_KERNELS, RECOMPUTE, ZERO, Training
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number,
                      parse_defines, scaling_range, write_output)
 
@@ -45,6 +45,9 @@ def add_parser(sub) -> None:
                    "GPU's tflops_fp8)")
     p.add_argument("--flash-attention", choices=["on", "off"], default="on",
                    help="attention kernels (default on; off for runs before 2022)")
+    p.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default="fused",
+                   help="fused (cuDNN, Transformer Engine, FlashAttention-3; default) or fa2 "
+                   "(FlashAttention-2: PyTorch SDPA, slower on Hopper)")
     p.add_argument("--compare", metavar="SIZES", help="where a strategy ranks and which terms "
                    "separate it from #1, e.g. tp=8,pp=4,dp=2[,cp=1,ep=1,microbatch=1,"
                    "recompute=selective,interleave=1,sequence_parallel=1,zero=1]")
@@ -106,7 +109,8 @@ def run(args) -> int:
                     overlap=args.overlap, imbalance=args.imbalance,
                     gemm_efficiency=args.gemm_efficiency, fsdp=args.fsdp, fp8=args.fp8,
                     pure_bf16=args.pure_bf16,
-                    flash_attention=args.flash_attention == "on")
+                    flash_attention=args.flash_attention == "on",
+                    attention_kernel=args.attention_kernel)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}

@@ -205,6 +205,25 @@ def test_deepspeed_zero3_bounds_the_gathered_weights_and_pure_bf16_halves_the_st
     assert bf16.optimizer == pytest.approx(fsdp.optimizer / 2)
 
 
+def test_flashattention2_is_slower_than_the_fused_kernels_on_hopper_only():
+    from topoc.compiler.training.compute import compute
+    from topoc.compiler.ir.gpus import GPUFigures
+    m = attrs.evolve(MODELS["llama3_8b"], seq=32768)
+    sh = Shape(dp=8)
+    lay = layout(m, sh)
+
+    def att(gpu, kernel):
+        t = Training(m, 8, attention_kernel=kernel)
+        return compute(m, t, sh, lay, gpu, 1).attention_time
+    h100 = GPUFigures("H100-SXM", 989e12, 1979e12, 3.35e12)
+    a100 = GPUFigures("A100-80GB", 312e12, 0.0, 2.0e12)
+    assert att(h100, "fa2") == pytest.approx(att(h100, "fused") * 0.90 / 0.35)
+    assert att(a100, "fa2") == att(a100, "fused")
+    with pytest.raises(MappingError, match="attention kernel"):
+        from topoc.compiler.training.model import derive
+        derive(Training(m, 8, attention_kernel="fa9"), sh, h100)
+
+
 # ---- published runs ----------------------------------------------------------------------------
 
 #: What docs/plan.md reports (benchmarks/plan_calibration.py): the medians the rows reach.
