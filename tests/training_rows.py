@@ -318,14 +318,16 @@ def gpu_hbm(sys_) -> float:
     return hbm_of(sys_)
 
 
-def rank_in_search(row: Row, jobs: int = 1) -> tuple[int, int, float] | None:
+def rank_in_search(row: Row, jobs: int = 1, same_recompute: bool = False) \
+        -> tuple[int, int, float] | None:
     """Where the row's published strategy ranks in the free search on its system, with the
     row's framework options: (rank by predicted step, rows the search costs, its step over the
     best's minus one). None when topoc calls the published strategy out of memory or cannot
     run it. The published strategy is placed among the search's rows by its step time (its
     micro-batch may be one the search does not try). The search keeps the row's ZeRO stage
     (or FSDP), as a user of that framework fixes it with --zero, --distributed-optimizer or
-    --fsdp."""
+    --fsdp. ``same_recompute`` also fixes the row's recompute mode (what separates a mapping
+    from the best when the run recomputed more than its memory needed)."""
     from topoc.compiler.analysis.plan import plan
     where = system_of(row)
     pred = predict(row, derate=False)       # the search runs on the library's figures
@@ -340,6 +342,8 @@ def rank_in_search(row: Row, jobs: int = 1) -> tuple[int, int, float] | None:
     fixed = {"zero": 3 if row.fsdp else row.zero}
     if row.family == "narayanan":         # 2021 Megatron-LM had no sequence parallelism
         fixed["sequence_parallel"] = False
+    if same_recompute:
+        fixed["recompute"] = mode
     result = plan(sys_, base.model, base, gpus=row.gpus, fixed=fixed, jobs=jobs,
                   use_cache=False)
     if not result.rows:
