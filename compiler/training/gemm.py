@@ -48,7 +48,7 @@ class Curve:
 #: fp8 plateau reaches its upper limit (0.95) on its two fp8 fit rows. Ada has no published run
 #: and takes Hopper's figures.
 CURVES = {
-    "ampere": Curve(e_max=0.78, fp8=0.0, c=16.0, attention=0.23, moe_layer=0.002),
+    "ampere": Curve(e_max=0.80, fp8=0.0, c=16.0, attention=0.23, moe_layer=0.002),
     # FlashAttention-2 reaches 35 % of an H100's bf16 peak (Shah et al. 2024, FlashAttention-3,
     # sec. 1), against the fused kernels' (cuDNN, FlashAttention-3) fitted plateau
     "hopper": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0,
