@@ -68,8 +68,11 @@ POWER_500W = 0.75
 #: Rows whose figure is not a step measurement, reported but left out of the error summary.
 NOT_A_STEP = {"deepseekv3-report-h800-2048gpu-fp8":
               "GPU-hours per trillion tokens over the whole pre-training, not a step time"}
-#: HBM of the GPU a row ran on, when the library's model differs (bytes).
-HBM = {"H100-96GB-HBM2e": 96e9, "H200": 141e9, "A100-40GB": 40e9, "H800": 80e9}
+#: HBM of the GPU a row ran on, when the library's model differs (bytes). As the library's
+#: devices (library/nvidia/devices.topo) where nvidia-smi's figure is known: H800 has the
+#: H100's 81,559 MiB, H200 shows 143,771 MiB; the others at their marketed size.
+HBM = {"H100-96GB-HBM2e": 96e9, "H200": 143771 * 2**20, "A100-40GB": 40e9,
+       "H800": 81559 * 2**20}
 
 
 @attrs.frozen
