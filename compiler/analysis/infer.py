@@ -403,6 +403,9 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
         wave = eng.wave_ttft(isl, math.ceil(cfg.concurrency / cfg.prefill_replicas), 0.0) + move
     else:
         wave = eng.wave_ttft(isl, c, t_dec if c > 1 else 0.0)
+    if asked > c:
+        # past the KV cache the wave is the c admitted at once; the rest queue as above
+        wave = max(wave, ttft - settings.request_overhead)
     parts = (("decode_step", t_dec), ("decode_comm", comm_dec), ("prefill_time", t_pre),
              ("queued", float(asked - c)), ("ttft_wave", settings.request_overhead + wave))
     return InferRow(cfg, cfg.replicas * per, precision, kv_precision, ttft, tpot, throughput,
