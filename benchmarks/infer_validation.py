@@ -124,8 +124,41 @@ def report(settings: Settings, markdown: bool = False, before: str | None = None
         errs = [e for c, _, e in rows if c.gpu == gpu and not c.fit]
         print(f"validation on {gpu:5s}: {len(errs):3d} checks, median |error| "
               f"{S.median_abs(errs):.1%}")
+    waves(settings, markdown)
     skipped = sorted(S.SKIP)
     print(f"not modelled: {len(skipped)} rows ({', '.join(skipped)})")
+    return out
+
+
+def waves(settings: Settings, markdown: bool = False) -> dict:
+    """The synchronised-wave hypothesis on the loaded TTFT checks: the wave's TTFT (every
+    request of the concurrency arriving at once, ``ttft_wave``) as a predictor, and where each
+    measurement lies between topoc's steady-state TTFT (the lower figure) and the wave's."""
+    rows = [(c, S.predict(c, settings), S.wave_ttft(c, settings)) for c in S.checks()
+            if S.kind(c) == "ttft loaded"]
+    print()
+    if markdown:
+        print("| row | set | model | tp | isl/osl | conc | measured s | steady | wave "
+              "| position |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+    else:
+        print("synchronised waves (loaded TTFT): row set model tp isl/osl conc measured "
+              "steady wave position")
+    for c, lo, hi in rows:
+        pos = (c.measured - lo) / (hi - lo) if hi > lo else math.nan
+        cells = [c.row, "fit" if c.fit else "val", c.model, str(c.tp), f"{c.isl}/{c.osl}",
+                 str(c.concurrency), f"{c.measured:.4g}", f"{lo:.4g}", f"{hi:.4g}",
+                 f"{pos:.2f}"]
+        print(("| " + " | ".join(cells) + " |") if markdown else "  ".join(cells))
+    out = {}
+    for is_fit in (True, False):
+        sub = [(c, lo, hi) for c, lo, hi in rows if c.fit == is_fit]
+        err = [hi / c.measured - 1 for c, _, hi in sub]
+        within = sum(lo <= c.measured <= hi * 1.1 for c, lo, hi in sub)
+        out[is_fit] = (S.median_abs(err), within, len(sub))
+        print(f"wave as the TTFT {'fit' if is_fit else 'validation':10s} rows {len(sub):3d}  "
+              f"median |error| {S.median_abs(err):.1%}; measured between steady and "
+              f"1.1 x wave: {within}/{len(sub)}")
     return out
 
 

@@ -205,6 +205,20 @@ def kind(c: Check) -> str:
 
 def predict(c: Check, settings: Settings | None = None) -> float:
     """topoc's figure for one check."""
+    row = predicted_row(c, settings)
+    if c.metric == "throughput":
+        return row.throughput_per_gpu if c.per_gpu else row.throughput
+    return row.tpot if c.metric == "tpot" else row.ttft
+
+
+def wave_ttft(c: Check, settings: Settings | None = None) -> float:
+    """topoc's TTFT for the check's concurrency arriving as one synchronised wave (the
+    ``ttft_wave`` part: every request of a replica at once; an upper bound on the steady state)."""
+    return dict(predicted_row(c, settings).parts)["ttft_wave"]
+
+
+def predicted_row(c: Check, settings: Settings | None = None):
+    """topoc's whole row (``InferRow``) for one check's configuration."""
     s = settings or Settings()
     sysm, comm = system(c.gpu)
     a = arch(c.model)
@@ -215,11 +229,8 @@ def predict(c: Check, settings: Settings | None = None) -> float:
     replicas = max(1, c.gpus // lay.gpus)
     conc = max(1, max_concurrency(eng, c.isl, c.osl, s)) * replicas \
         if c.concurrency == "max" else c.concurrency
-    row = evaluate(sysm, a, Config(c.tp, c.pp, c.ep, c.attention_dp, replicas, conc),
-                   c.isl, c.osl, c.precision, kvp, gpu, s, comm, eng)
-    if c.metric == "throughput":
-        return row.throughput_per_gpu if c.per_gpu else row.throughput
-    return row.tpot if c.metric == "tpot" else row.ttft
+    return evaluate(sysm, a, Config(c.tp, c.pp, c.ep, c.attention_dp, replicas, conc),
+                    c.isl, c.osl, c.precision, kvp, gpu, s, comm, eng)
 
 
 def error(c: Check, settings: Settings | None = None) -> float:

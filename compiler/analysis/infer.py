@@ -318,6 +318,25 @@ class Engine:
         per = self.prefill(tokens, batch) / batch
         return per / self.lay.pp / (self.lay.tp if self.lay.attention_dp else 1)
 
+    def wave_ttft(self, isl: int, concurrency: int, t_dec: float) -> float:
+        """Mean seconds from arrival to first token when ``concurrency`` requests of ``isl``
+        tokens arrive together (a synchronised wave: the first wave of a fixed-concurrency
+        benchmark, or a burst), before ``request_overhead``. The engine admits
+        max(1, max_tokens // isl) prefills per step (TensorRT-LLM's max_num_tokens, vLLM's
+        max_num_batched_tokens); a step also decodes the requests already prefilled. A request
+        of the j-th step gets its first token at the end of step j, so the mean is the step
+        time x the mean step index. One request: its prefill alone."""
+        c = max(1, concurrency)
+        n = min(c, max(1, self.s.max_tokens // max(1, isl)))
+        if c == 1:
+            return self.prefill(isl)
+        step = self.prefill(isl, n) + t_dec
+        full, rem = divmod(c, n)
+        total = step * n * full * (full + 1) / 2
+        if rem:
+            total += rem * (full * step + self.prefill(isl, rem) + t_dec)
+        return total / c
+
     def memory(self, sequences: float, tokens_each: float) -> float:
         """Bytes on the busiest GPU holding ``sequences`` of ``tokens_each`` tokens."""
         on_gpu = sequences / self.lay.tp if self.lay.attention_dp else sequences
@@ -378,8 +397,17 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
     # engine's, and ``queued`` says how many requests per replica wait)
     fits = mem <= gpu.hbm and asked * (isl + osl) <= eng.kv_capacity and \
         asked <= settings.max_batch
+    # the TTFT of a synchronised wave (every request of a replica arriving at once): an upper
+    # bound on the steady state, which NIM's fixed-concurrency sweeps lie between (docs/infer.md)
+    if cfg.prefill_replicas:
+        wave = eng.wave_ttft(isl, math.ceil(cfg.concurrency / cfg.prefill_replicas), 0.0) + move
+    else:
+        wave = eng.wave_ttft(isl, c, t_dec if c > 1 else 0.0)
+    if asked > c:
+        # past the KV cache the wave is the c admitted at once; the rest queue as above
+        wave = max(wave, ttft - settings.request_overhead)
     parts = (("decode_step", t_dec), ("decode_comm", comm_dec), ("prefill_time", t_pre),
-             ("queued", float(asked - c)))
+             ("queued", float(asked - c)), ("ttft_wave", settings.request_overhead + wave))
     return InferRow(cfg, cfg.replicas * per, precision, kv_precision, ttft, tpot, throughput,
                     mem, eng.kv_capacity, bool(fits), parts=parts)
 

@@ -1,0 +1,95 @@
+"""Closed-loop clients on a token-budget engine, simulated step by step: does a fixed-
+concurrency benchmark with fixed lengths settle into synchronised waves?
+
+    .venv/bin/python benchmarks/infer_wave_sim.py      # every NIM loaded-TTFT row (r159-r229)
+
+C clients start together; each sends its next request the moment the last one ends. Each
+engine step decodes every running sequence (one token each) and admits waiting prefills in
+arrival order up to ``max_tokens`` tokens less the decodes (TensorRT-LLM's max_num_tokens,
+chunked when a prompt does not fit); the step takes topoc's decode step of the running batch
+plus the admitted prefill tokens at topoc's batched per-token prefill cost. A request's first
+token comes at the end of the step that finishes its prefill. Printed per row: the measured
+TTFT, the first wave's mean TTFT (topoc's ``ttft_wave``) and the steady state's (requests after
+the first two waves, over six): the hypothesis "NIM's sweeps run in synchronised waves" in its
+mechanistic form, with the documented settings and nothing fitted (docs/infer.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests import serving_rows as S  # noqa: E402
+from topoc.compiler.analysis.infer import Engine, Settings, gpu_of, max_concurrency  # noqa: E402
+from topoc.compiler.training.serving import Layout  # noqa: E402
+
+
+def simulate(c: S.Check, waves: int = 6, prefill_first: bool = False) -> tuple[float, float]:
+    """(first wave's mean TTFT, steady state's mean TTFT) for one check, seconds. With
+    ``prefill_first`` a step that admits prefills decodes nothing (vLLM's V0 scheduler without
+    chunked prefill: waiting prefills go first, the running sequences pause)."""
+    s = Settings()
+    sysm, comm = S.system(c.gpu)
+    kvp = c.kv_precision or ("bf16" if c.precision == "bf16" else "fp8")
+    eng = Engine(sysm, S.arch(c.model), Layout(c.tp, c.pp, c.ep, c.attention_dp),
+                 c.precision, kvp, gpu_of(sysm, c.gpus), s, comm)
+    clients = min(c.concurrency, max_concurrency(eng, c.isl, c.osl, s))
+    n = max(1, min(clients, s.max_tokens // c.isl))
+    per_token = eng.prefill(c.isl, n) / (n * c.isl)
+    step_of: dict[int, float] = {}
+
+    def decode(b: int) -> float:
+        if b not in step_of:
+            step_of[b] = eng.decode_step(b, c.isl + c.osl / 2)[0] if b else s.step_overhead
+        return step_of[b]
+
+    now = 0.0
+    waiting = [[0.0, c.isl] for _ in range(clients)]     # arrival, prompt tokens left
+    running: list[int] = []                              # tokens left to decode
+    ttft: list[float] = []
+    while len(ttft) <= waves * clients:
+        budget = s.max_tokens - (0 if prefill_first else len(running))
+        tokens, prefilled = 0, []
+        for q in waiting:
+            if q[0] > now or budget <= 0:
+                break
+            take = min(q[1], budget)
+            q[1] -= take
+            budget -= take
+            tokens += take
+            if q[1] == 0:
+                prefilled.append(q)
+        paused = prefill_first and tokens > 0
+        now += (s.step_overhead if paused else decode(len(running))) + tokens * per_token
+        left = running if paused else [r - 1 for r in running]
+        ended = sum(1 for r in left if r <= 0)
+        running = [r for r in left if r > 0]
+        for q in prefilled:
+            waiting.remove(q)
+            ttft.append(now - q[0])
+            running.append(c.osl - 1)
+        waiting += [[now, c.isl] for _ in range(ended)]
+        if not running and not tokens and waiting and waiting[0][0] > now:
+            now = waiting[0][0]
+    first, steady = ttft[:clients], ttft[2 * clients:]
+    return (s.request_overhead + sum(first) / len(first),
+            s.request_overhead + sum(steady) / len(steady))
+
+
+def main() -> None:
+    print("row   model        isl/osl     conc  measured  first-wave  steady  steady/measured"
+          "   prefill-first steady  /measured")
+    for c in S.checks():
+        if S.kind(c) != "ttft loaded" or int(c.row[1:]) < 159:
+            continue
+        first, steady = simulate(c)
+        _, pf = simulate(c, prefill_first=True)
+        print(f"{c.row}  {c.model:11s}  {c.isl:>5}/{c.osl:<5}  {c.concurrency:>4}  "
+              f"{c.measured:8.3f}  {first:10.3f}  {steady:6.3f}  {steady / c.measured - 1:+.0%}"
+              f"   {pf:20.3f}  {pf / c.measured - 1:+.0%}")
+
+
+if __name__ == "__main__":
+    main()
