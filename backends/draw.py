@@ -361,6 +361,13 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
             rows[round(pos[n.id][1], 1)].append(rects[n.id])
     for b in bands:
         rows[round(b.y, 1) + 0.01].append(rects[b.id])
+    every: dict[float, list] = defaultdict(list)      # every box by row, for lines that leave
+    for n in nodes:                                   # a frame (a NIC's up to its leaf)
+        if n.id in pos:
+            every[round(pos[n.id][1], 1)].append(rects[n.id])
+    for b in bands:
+        every[round(b.y, 1) + 0.01].append(rects[b.id])
+    top_frame = lambda n: n.cluster.split(".")[:2] if n.cluster not in ("", name) else []  # noqa: E731
     signatures: dict[str, set[str]] = defaultdict(set)
     for e in edges:
         signatures[e.cls]       # every class drawn has a legend row
@@ -372,10 +379,13 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
             e = attrs.evolve(e, src=e.dst, dst=e.src)   # a stable direction for the DOT text
         p, q = route(rects[e.src], rects[e.dst], e.src in band_of, e.dst in band_of)
         flat = by_id.get(e.src, by_id.get(e.dst)).cluster in ("", name)
-        path = detour(p, q, rows) if flat else [p, q]
+        ends = [by_id[x] for x in (e.src, e.dst) if x in by_id]
+        leaves = len(ends) == 2 and top_frame(ends[0]) != top_frame(ends[1])
+        path = detour(p, q, rows) if flat and not leaves else detour(p, q, every)
         if abs(p[1] - q[1]) < 1 and any(p[0] < (r[0] + r[2]) / 2 < q[0] or
                                         q[0] < (r[0] + r[2]) / 2 < p[0]
-                                        for r in rows.get(round(pos[e.src][1], 1), ())):
+                                        for r in (rows if flat else every).get(
+                                            round(pos[e.src][1], 1), ())):
             # a row-mate further along: over the boxes between, from top to top
             a, b = rects[e.src], rects[e.dst]
             top = max(a[3], b[3]) + 14

@@ -144,18 +144,23 @@ def test_racks_view_draws_fabric_levels_in_order_and_wraps_racks():
     assert 1 / 4 <= w / h <= 6
 
 
-def test_render_guards(tmp_path, capsys):
-    """Too large a view is refused at once, a bad --highlight gets a suggestion, --color in a
-    view without GPU boxes says so (and the legend does not claim it), and Graphviz's own
-    warnings come as one summarised note."""
+def test_render_guards(tmp_path, capsys, monkeypatch):
+    """Too large a view is refused at once, a view that does not apply says so, a bad
+    --highlight gets a suggestion, --color in a view without GPU boxes says so (and the
+    legend does not claim it), and Graphviz's own warnings come as one summarised note."""
     from topoc.cli import main
     cluster = str(library_file("nvl72_cluster.topo"))
-    assert main(["render", cluster, "-D", "racks=4", "--view", "physical",
-                 "-o", str(tmp_path / "x.png")]) == 2
-    assert "7,216 boxes and lines" in capsys.readouterr().err
-    assert not (tmp_path / "x.png").exists()
-    assert main(["render", cluster, "-D", "racks=4", "--view", "physical",
-                 "-o", str(tmp_path / "x.dot")]) == 0                # DOT text is still fine
+    with monkeypatch.context() as m:     # every library view now fits: lower the bound
+        m.setattr(r, "MAX_LAYOUT", 100)
+        assert main(["render", cluster, "-D", "racks=4", "--view", "physical",
+                     "-o", str(tmp_path / "x.png")]) == 2
+        assert "boxes and lines; Graphviz lays out at most 100" in capsys.readouterr().err
+        assert not (tmp_path / "x.png").exists()
+        assert main(["render", cluster, "-D", "racks=4", "--view", "physical",
+                     "-o", str(tmp_path / "x.dot")]) == 0            # DOT text is still fine
+    assert main(["render", str(library_file("dgx_h100.topo")), "--view", "racks",
+                 "-o", str(tmp_path / "n.png")]) == 2
+    assert "one machine" in capsys.readouterr().err and not (tmp_path / "n.png").exists()
     dgx = str(library_file("dgx_h100.topo"))
     assert main(["render", dgx, "--highlight", "nvlnk", "-o", str(tmp_path / "y.dot")]) == 2
     assert "did you mean 'nvlink'" in capsys.readouterr().err
