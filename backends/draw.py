@@ -62,10 +62,14 @@ def _called(members: Sequence[str], nodes: dict[str, Node], n: int = 2) -> str:
     return _plural(min(kinds), n)
 
 
-def _frames_of(node: str, frames: dict, against: set[str]) -> list[tuple]:
-    """Frames holding ``node`` and none of ``against``."""
+def _frames_of(node: str, frames: dict, against: set[str], nodes: dict) -> list[tuple]:
+    """Frames holding ``node`` and none of ``against`` (a frame holds what its path prefixes,
+    and what is placed in it: a scalable unit's leaves)."""
+    def holds(c: str, n: str) -> bool:
+        where = nodes[n].cluster if n in nodes else ""
+        return n.startswith(c + ".") or where == c or where.startswith(c + ".")
     return [r for c, r in frames.items()
-            if node.startswith(c + ".") and not any(a.startswith(c + ".") for a in against)]
+            if holds(c, node) and not any(holds(c, a) for a in against)]
 
 
 def _bands(nodes: dict[str, Node], pos: dict, sizes: dict, frames: dict,
@@ -97,7 +101,7 @@ def _bands(nodes: dict[str, Node], pos: dict, sizes: dict, frames: dict,
                 ys = []
                 for n in group:
                     r = rect(pos[n], sizes[n])
-                    fr = _frames_of(n, frames, against)
+                    fr = _frames_of(n, frames, against, nodes)
                     edge_y = [r[3] if top else r[1]] + [f[3] if top else f[1] for f in fr]
                     ys.append(max(edge_y) if top else min(edge_y))
                 near.append(max(ys) if top else min(ys))

@@ -254,7 +254,12 @@ def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, flo
             items.append(Item(c, min(tier(n) for n in under[c]), inner[c].width + 2 * PAD,
                               inner[c].height + 2 * PAD + TITLE, True, has_gpu[c]))
         has_gpu[cluster] = gpu_here
-        placed = _best(items, framed=bool(cluster), widest=widest)
+        mine = by_cluster.get(cluster, ())
+        if cluster and mine and not children.get(cluster) and \
+                all(n.kind == "net_switch" for n in mine):
+            placed = _arrange(_rows(items, math.inf))   # a unit's leaves: one row, by rail
+        else:
+            placed = _best(items, framed=bool(cluster), widest=widest)
         # Nest: a child's contents move into its frame (mirrored for a lower sandwich part).
         for c, (x0, y0, x1, y1) in list(placed.clusters.items()):
             sub = inner[c]

@@ -25,6 +25,7 @@ from ..compiler.ir.system import System
 from ..compiler.ir.locality import UnionFind, common_prefix
 from ..compiler.ir.groups import rank_groups
 from ..compiler.ir.summary import scaleout_levels
+from .clos import frame_leaves
 from .layout import natural, parts
 from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, PALETTE, RING_COLOR,  # noqa: F401
                     TIER, UNIT_TIER, Edge, Node, Options, text_color, unique_suffixes,
@@ -379,12 +380,13 @@ def choose_view(system: System) -> tuple[str, list[Node], list[Edge]]:
 
 
 def _view(system: System, opts: Options):
+    """The view drawn, its boxes and its lines."""
     if opts.view:
         if opts.view == "racks" and not racks_apply(system):
             raise TooLarge(f"the racks view draws one box per rack or node; {system.name} is "
                            "one machine (every top-level instance is a single device): draw "
                            "--view logical or --view physical")
-        return (opts.view, *BUILDERS[opts.view](system))
+        return opts.view, *BUILDERS[opts.view](system)
     return choose_view(system)
 
 
@@ -464,14 +466,18 @@ def dot_source(system: System, opts: Options = Options(),
     """The DOT text for ``system`` and the view it shows; what the drawing cannot show goes to
     ``notes``. With ``check``, a picture beyond MAX_SIDE or MIN_RATIO..MAX_RATIO raises
     ``TooLarge`` naming the view to draw instead."""
-    view, nodes, edges = _view(system, opts)
+    view, plain, edges = _view(system, opts)
+    nodes = frame_leaves(system, plain)
     pic = _picture(system, view, nodes, edges, opts, notes)
+    if nodes != plain and not _fits(pic):   # the unit frames cost legibility: leaves in a row
+        nodes = plain
+        pic = _picture(system, view, nodes, edges, opts, notes)
     for widest in (4.0, 3.0, 2.0):          # too wide: wrap the top level's rows sooner
         if not check or _fits(pic) or pic.width < pic.height:
             break
         pic = _picture(system, view, nodes, edges, opts, notes, widest)
     if check and not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
-        view, nodes, edges = "racks", *racks(system)
+        view, nodes, edges = "racks", frame_leaves(system, racks(system)[0]), racks(system)[1]
         pic = _picture(system, view, nodes, edges, opts, notes)
     if check and not _fits(pic):
         instead = ("--view racks" if view != "racks" and racks_apply(system)

@@ -206,3 +206,18 @@ def test_palette_is_distinct_and_text_reads_on_every_fill():
         text = 1.0 if r.text_color(fill) == "white" else 0.0
         hi, lo = max(text, luminance(fill)), min(text, luminance(fill))
         assert (hi + 0.05) / (lo + 0.05) >= 4.0, fill       # readable (WCAG: 4.5 body text)
+
+
+def test_leaves_are_framed_by_scalable_unit_and_named_by_rail():
+    """As NVIDIA's SuperPOD reference architecture draws a fabric: a scalable unit's leaves in
+    one frame, each leaf with its rail; an NVL72 cluster's four leaves under their rack."""
+    system = topoc.load(library_file("h100_fourtier.topo"))         # 64 nodes: 2 SUs
+    source, _ = r.dot_source(system, r.Options(view="racks"))
+    assert 'subgraph "cluster_cluster.SU 0: nodes 0-31"' in source
+    assert 'subgraph "cluster_cluster.SU 1: nodes 32-63"' in source
+    su1 = source[source.index("SU 1: nodes 32-63"):]
+    assert "leaf8\nrail 0" in su1[:su1.index("subgraph") if "subgraph" in su1 else None]
+    racks, _ = r.dot_source(topoc.load(library_file("nvl72_cluster.topo")),
+                            r.Options(view="logical"))
+    assert 'subgraph "cluster_cluster.leaves of rack3"' in racks
+    assert racks.count("\nrail 3\n") == 8       # one label per rack (tooltips aside)
