@@ -2,8 +2,8 @@
 of one scalable unit (the machines they all serve) in one frame, each named by its rail.
 
 A leaf's unit is the set of machines (top-level instances: nodes, racks) it is wired to; leaves
-with the same set form one frame: 'SU 0: nodes 0-31' for a DGX SuperPOD's scalable unit,
-'leaves of rack3' for an NVL72 rack's four rail leaves. A leaf all of whose links go to the
+with the same set form one frame: 'SU 0' for a DGX SuperPOD's scalable unit (the frame's tooltip
+names its machines: 'SU 0: nodes 0-31'), 'rack3 leaves' for an NVL72 rack's four rail leaves. A leaf all of whose links go to the
 same NIC index of each machine (nic3 of every node) is that rail's leaf and says so ('rail 3').
 The frames are Graphviz clusters: ``layout`` places them in the leaves' row, in index order.
 """
@@ -47,9 +47,10 @@ def _span(machines: list[str]) -> str:
     return ", ".join(names)
 
 
-def frame_leaves(system: System, nodes: list[Node]) -> list[Node]:
-    """``nodes`` with each leaf switch box drawn at the top level moved into its scalable
-    unit's frame and labelled with its rail. Unchanged when no unit has two leaves."""
+def frame_leaves(system: System, nodes: list[Node], frames: bool = True) -> list[Node]:
+    """``nodes`` with each leaf switch box drawn at the top level labelled with its rail and
+    (with ``frames``) moved into its scalable unit's frame. Unchanged when no unit has two
+    leaves."""
     level = scaleout_levels(system)
     kind = {d.id: d.kind for d in system.devices}
     leaves = [n for n in nodes if kind.get(n.id) == "net_switch" and level.get(n.id) == 1
@@ -77,7 +78,8 @@ def frame_leaves(system: System, nodes: list[Node]) -> list[Node]:
         if len(members) < 2:
             continue
         ms = sorted(machines, key=natural)
-        title = f"leaves of {_span(ms)}" if len(ms) == 1 else f"SU {i}: {_span(ms)}"
+        # short titles: they sit between the lines that drop into the leaves
+        title = f"{_span(ms)} leaves" if len(ms) == 1 else f"SU {i}"
         for leaf in members:
             frame[leaf] = f"{system.name}.{title}"
     out = []
@@ -88,6 +90,6 @@ def frame_leaves(system: System, nodes: list[Node]) -> list[Node]:
             if len(rail) == 1 and "?" not in rail:
                 first, _, rest = label.partition("\n")
                 label = f"{first}\nrail {rail.pop()}" + (f"\n{rest}" if rest else "")
-            n = attrs.evolve(n, cluster=frame[n.id], label=label)
+            n = attrs.evolve(n, cluster=frame[n.id] if frames else n.cluster, label=label)
         out.append(n)
     return out

@@ -466,12 +466,14 @@ def dot_source(system: System, opts: Options = Options(),
     """The DOT text for ``system`` and the view it shows; what the drawing cannot show goes to
     ``notes``. With ``check``, a picture beyond MAX_SIDE or MIN_RATIO..MAX_RATIO raises
     ``TooLarge`` naming the view to draw instead."""
-    view, plain, edges = _view(system, opts)
-    nodes = frame_leaves(system, plain)
+    view, nodes, edges = _view(system, opts)
+    plain = frame_leaves(system, nodes, frames=False)
+    nodes = frame_leaves(system, nodes)
     pic = _picture(system, view, nodes, edges, opts, notes)
-    if nodes != plain and not _fits(pic):   # the unit frames cost legibility: leaves in a row
-        nodes = plain
-        pic = _picture(system, view, nodes, edges, opts, notes)
+    if nodes != plain:      # unless the unit frames cost legibility: then the leaves in a row
+        bare = _picture(system, view, plain, edges, opts, None)
+        if not _fits(pic) or pic.titles_crossed > bare.titles_crossed:
+            nodes, pic = plain, bare
     for widest in (4.0, 3.0, 2.0):          # too wide: wrap the top level's rows sooner
         if not check or _fits(pic) or pic.width < pic.height:
             break

@@ -130,7 +130,18 @@ def test_library_drawings_keep_index_order_shape_and_clear_lines(path):
         drawn_any = True
         check_drawing(svg, f"{path.stem} {drawn}")
         check_geometry(svg, system, f"{path.stem} {drawn}")
+        check_titles(svg, system, f"{path.stem} {drawn}")
     assert drawn_any
+
+
+def check_titles(svg: bytes, system, what: str) -> None:
+    """No line through a frame's title in a machine's drawing (a Superchip's 'sc0' beside
+    the lines from its NICs to its CPU); in a cluster's, where lines climb out of trays to
+    the leaves, at most one title in six."""
+    titles = geometry.frame_titles(svg)
+    crossed = geometry.lines_through_titles(svg)
+    limit = 0 if r.machines_folded(system) is None else len(titles) / 6
+    assert len(crossed) <= limit, f"{what}: {len(crossed)}/{len(titles)} titles {crossed[:3]}"
 
 
 @pytest.mark.parametrize("name, param, sizes", SIZES, ids=[s[0] for s in SIZES])

@@ -213,11 +213,13 @@ def test_leaves_are_framed_by_scalable_unit_and_named_by_rail():
     one frame, each leaf with its rail; an NVL72 cluster's four leaves under their rack."""
     system = topoc.load(library_file("h100_fourtier.topo"))         # 64 nodes: 2 SUs
     source, _ = r.dot_source(system, r.Options(view="racks"))
-    assert 'subgraph "cluster_cluster.SU 0: nodes 0-31"' in source
-    assert 'subgraph "cluster_cluster.SU 1: nodes 32-63"' in source
-    su1 = source[source.index("SU 1: nodes 32-63"):]
+    assert 'subgraph "cluster_cluster.SU 0"' in source
+    assert 'subgraph "cluster_cluster.SU 1"' in source
+    su1 = source[source.index("cluster_cluster.SU 1"):]
     assert "leaf8\nrail 0" in su1[:su1.index("subgraph") if "subgraph" in su1 else None]
     racks, _ = r.dot_source(topoc.load(library_file("nvl72_cluster.topo")),
                             r.Options(view="logical"))
-    assert 'subgraph "cluster_cluster.leaves of rack3"' in racks
+    # an NVL72 cluster's rack frames would have lines through their titles (the lines from
+    # the spine planes cross the leaf row): the leaves stand in a row, named by rail
+    assert "rack3 leaves" not in racks
     assert racks.count("\nrail 3\n") == 8       # one label per rack (tooltips aside)
