@@ -131,7 +131,8 @@ def test_the_page_leads_with_the_answer(page):
                   "memory per GPU", "rank among topoc plan"):
         assert label in summary, label
     assert "limited by nvlink" in summary and re.search(r"#\d+ of [\d,]+", summary)
-    assert "allgather (wgrad)" in text and "allgather (critical path)" in text
+    assert "tp allgather (backward)" in text and "tp allgather (forward)" in text
+    assert "(wgrad)" not in text and "(critical path)" not in text
     assert "this strategy: 128 MiB" in text and "MiB" in text and "GiB" in text
     assert '<div class="scroll"><table>' in text
 
