@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import attrs
@@ -21,6 +21,10 @@ from .route import (BAND_H, Band, Labels, arc, detour, label_size, meshes, overl
                     rect, route, spline)
 from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, LEGEND_NAME, RING_COLOR, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
+
+
+#: A figure carried by more lines than this is not written on each (the legend lists it).
+MANY = 12
 
 
 @attrs.frozen
@@ -150,6 +154,23 @@ def _bands(nodes: dict[str, Node], pos: dict, sizes: dict, frames: dict,
                 stubs.append(Edge(band.id, o, cls, lanes, bw, True, types))
     kept = [e for i, e in enumerate(edges) if i not in gone]
     return bands, kept + stubs, quiet
+
+
+def _fan_in(nodes: dict[str, Node], edges: list[Edge]) -> set[tuple[str, str]]:
+    """Lines that need no label of their own: of three or more lines of one class and one
+    figure into the same summary box (every leaf into 'node[1..31]'), all but the middle one."""
+    fans: dict[tuple, list[Edge]] = defaultdict(list)
+    for e in edges:
+        for end in (e.src, e.dst):
+            if end in nodes and nodes[end].kind in ("unit", "netunit"):
+                fans[end, e.cls, _figure(e)].append(e)
+    out = set()
+    for fan in fans.values():
+        if len(fan) >= 3:
+            fan.sort(key=lambda e: (e.src, e.dst))
+            keep = fan[len(fan) // 2]
+            out |= {(e.src, e.dst) for e in fan if e is not keep}
+    return out
 
 
 def _stretch(nodes: dict[str, Node], pos: dict, sizes: dict, edges: list[Edge]) -> None:
@@ -290,6 +311,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     for n in nodes:
         if n.kind == "fabric" and _per_member(n.id, edges):
             quiet |= {(e.src, e.dst) for e in edges if n.id in (e.src, e.dst)}
+    quiet |= _fan_in(by_id, edges)
     g.attr(splines="true", outputorder="edgesfirst", fontname="Helvetica",
            label=f"{name} ({view} view)", labelloc="t", fontsize="20")
     g.attr("node", style="filled", fontname="Helvetica", fontsize="10")
@@ -366,6 +388,10 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         if (e.src, e.dst) not in quiet and (e.dst, e.src) not in quiet:
             signatures[e.cls].add(_figure(e))
     figures = {cls: sorted(sigs, key=lambda s: (len(s), s)) for cls, sigs in signatures.items()}
+    # a figure many lines carry (every NIC's 50 GB/s up to its leaf) is read from the legend
+    # and the line's width, not written on each line
+    carried = Counter((e.cls, _figure(e)) for e in edges
+                      if e.src not in band_of and e.dst not in band_of)
     for e, p, q, path in routed:
         attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": f"{penwidth(e.bandwidth):.2f}",
                   "tooltip": f"{e.src} - {e.dst}\n{e.cls} ({', '.join(e.types)}): "
@@ -378,7 +404,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         if not e.duplex:
             attrs_["dir"] = "forward"
         if len(figures[e.cls]) > 1 and (e.src, e.dst) not in quiet \
-                and (e.dst, e.src) not in quiet:
+                and (e.dst, e.src) not in quiet and carried[e.cls, _figure(e)] <= MANY:
             text = _figure(e)
             at = labels.place(text, p, q)
             if at is not None:
