@@ -259,7 +259,11 @@ def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, flo
                 all(n.kind == "net_switch" for n in mine):
             placed = _arrange(_rows(items, math.inf))   # a unit's leaves: one row, by rail
         else:
-            placed = _best(items, framed=bool(cluster), widest=widest)
+            # a machine drawn in full beside its cluster's summary boxes may be as wide as the
+            # picture (its NICs in one row rather than wrapped under each other)
+            machine = bool(cluster) and cluster.count(".") == root.count(".") + 1 and \
+                any(n.kind == "unit" for n in by_cluster.get("", ()))
+            placed = _best(items, framed=bool(cluster) and not machine, widest=widest)
         # Nest: a child's contents move into its frame (mirrored for a lower sandwich part).
         for c, (x0, y0, x1, y1) in list(placed.clusters.items()):
             sub = inner[c]
