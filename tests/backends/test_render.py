@@ -223,3 +223,33 @@ def test_leaves_are_framed_by_scalable_unit_and_named_by_rail():
     # the spine planes cross the leaf row): the leaves stand in a row, named by rail
     assert "rack3 leaves" not in racks
     assert racks.count("\nrail 3\n") == 8       # one label per rack (tooltips aside)
+
+
+def test_names_are_the_shortest_unique_suffix():
+    from topoc.backends.style import unique_suffixes
+    assert unique_suffixes(["sys.pod0.spine3", "sys.pod1.spine3", "sys.leaf7"]) == \
+        {"sys.pod0.spine3": "pod0.spine3", "sys.pod1.spine3": "pod1.spine3",
+         "sys.leaf7": "leaf7"}
+    rack, _ = r.dot_source(topoc.load(library_file("gb200_nvl72.topo")),
+                           r.Options(view="physical"))
+    assert 'label="nvswitch_tray3\nchip1' in rack         # chips repeat: their tray too
+    node, _ = r.dot_source(topoc.load(library_file("dgx_h100.topo")),
+                           r.Options(view="physical"))
+    assert 'label="nvswitch0\nNVSwitch3"' in node          # unique: no path
+
+
+def test_a_cluster_draws_its_first_machine_and_folds_the_rest():
+    """The physical and logical views of a cluster: node0 in full, the other 31 nodes one
+    summary box with their counts, the fabric above."""
+    system = topoc.load(library_file("h100_cluster.topo"))
+    for view in ("physical", "logical"):
+        nodes, edges = r.BUILDERS[view](system)
+        ids = {n.id for n in nodes}
+        assert "cluster.node0.gpu7" in ids and "cluster.node1.gpu0" not in ids
+        box = next(n for n in nodes if n.id == "cluster.node[1..31]")
+        assert box.label.startswith("node[1..31]: 31 nodes") and "248 GPUs" in box.label
+        assert {"cluster.leaf0", "cluster.spine3"} <= ids
+        assert any(e.src == "cluster.node[1..31]" or e.dst == "cluster.node[1..31]"
+                   for e in edges)
+    assert r.machines_folded(topoc.load(library_file("gb200_nvl72.topo"))) is None
+    assert r.machines_folded(topoc.load(library_file("pcie_server.topo"))) is None
