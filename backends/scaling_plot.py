@@ -1,7 +1,8 @@
 """The scaling curve of ``topoc plan --scaling`` as an inline SVG: throughput against GPUs
-(log-log) for strong and weak scaling with the ideal line, for the HTML report. The report
-calls ``svg(curve)`` with a finished ``compiler.analysis.scaling.Curve``; nothing is computed
-here but the drawing."""
+(log-log) for strong and weak scaling with the ideal line, for the HTML report. ``topoc report
+--format html --scaling LO..HI`` calls ``section(curve)`` with a finished
+``compiler.analysis.scaling.Curve`` and passes the result to the page as an extra section;
+nothing is computed here but the drawing and the table."""
 
 from __future__ import annotations
 
@@ -52,3 +53,32 @@ def svg(curve) -> str:
                    f'fill="{COLOURS[name]}">{name}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def section(curve) -> str:
+    """The report's scaling section: the plot, where adding GPUs stops paying, and the best
+    strategy per GPU count and mode."""
+    plot = svg(curve)
+    if not plot:
+        return (f"<p class=\"note\">No mapping of {html.escape(curve.model)} runs or fits at "
+                "any of these GPU counts.</p>")
+    knees = []
+    for mode in ("strong", "weak"):
+        k = curve.knee(mode)
+        knees.append(f"{mode} scaling " + (f"stops paying at {k} GPUs" if k else
+                                           "pays up to the last count"))
+    rows = []
+    for p in curve.points:
+        for mode in ("strong", "weak"):
+            r = getattr(p, mode)
+            eff = curve.efficiency(mode, p)
+            cells = [str(p.gpus), mode, r.candidate.key if r else "-",
+                     f"{r.step_time:.3g} s" if r else "-",
+                     f"{r.tokens_per_s:,.0f}" if r else "-",
+                     f"{eff:.0%}" if eff is not None else "-"]
+            rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("GPUs", "mode", "best strategy", "step",
+                                              "tokens/s", "efficiency"))
+    return (f"<figure>{plot}</figure><p>{html.escape('; '.join(knees))} (efficiency under "
+            f"50 % or throughput no longer growing; strong at batch {curve.batch}).</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")

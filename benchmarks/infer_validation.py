@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/infer_validation.py --fit      # refit the Settings on the
                                                                # fit rows (a third), then report
     .venv/bin/python benchmarks/infer_validation.py --markdown # the table in docs/infer.md
+    ... --markdown --before OLD.txt    # with a column of the errors a previous plain run printed
 
 Fit rows are every third usable row in file order (tests/serving_rows.py); the fit touches
 only them, and the medians are reported for fit and validation rows apart.
@@ -26,12 +27,13 @@ from topoc.compiler.analysis.infer import Settings  # noqa: E402
 
 #: What the fit may move, and the multipliers it tries each round.
 FREE = ("gemm_efficiency", "prefill_efficiency", "hbm_efficiency", "layer_overhead",
-        "step_overhead", "fp4_efficiency", "moe_efficiency", "request_overhead", "gemm_width")
+        "step_overhead", "fp4_efficiency", "expert_tile", "request_overhead", "gemm_width",
+        "collective_overhead")
 LIMITS = {"gemm_efficiency": (0.05, 1.0), "prefill_efficiency": (0.05, 1.0),
           "hbm_efficiency": (0.3, 0.95), "fp4_efficiency": (0.2, 1.0),
-          "moe_efficiency": (0.05, 1.0), "gemm_width": (0.0, 20000.0),
+          "expert_tile": (1.0, 4096.0), "gemm_width": (0.0, 20000.0),
           "layer_overhead": (0.0, 1e-3), "step_overhead": (0.0, 0.05),
-          "request_overhead": (0.0, 0.2)}
+          "request_overhead": (0.0, 0.2), "collective_overhead": (0.0, 1e-4)}
 STEPS = (0.7, 0.85, 0.93, 1.07, 1.18, 1.4)
 
 
@@ -43,7 +45,7 @@ def loss(settings: Settings, checks) -> float:
             p = S.predict(c, settings)
         except Exception:       # noqa: BLE001 - a setting the layout cannot run with
             return math.inf
-        per.setdefault(c.metric, []).append(abs(math.log(max(p, 1e-12) / c.measured)))
+        per.setdefault(S.kind(c), []).append(abs(math.log(max(p, 1e-12) / c.measured)))
     return sum(sum(v) / len(v) for v in per.values()) / len(per)
 
 
@@ -68,22 +70,35 @@ def fit(start: Settings, rounds: int = 6) -> Settings:
     return best
 
 
-def report(settings: Settings, markdown: bool = False) -> dict:
+def earlier(path: str | None) -> dict[tuple[str, str], str]:
+    """(row, metric) -> error of a previous plain run's output (its per-check lines)."""
+    out: dict[tuple[str, str], str] = {}
+    if path:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            f = line.split()
+            if len(f) > 3 and f[0].startswith("r") and f[2] in ("throughput", "tpot", "ttft"):
+                out[(f[0], f[2])] = f[-1]
+    return out
+
+
+def report(settings: Settings, markdown: bool = False, before: str | None = None) -> dict:
     """Print every check's error; return the medians per (metric, fit)."""
+    old = earlier(before)
     rows = []
     for c in S.checks():
         p = S.predict(c, settings)
         rows.append((c, p, p / c.measured - 1))
     if markdown:
         print("| row | set | metric | GPU | model | prec | tp | ep | isl/osl | conc | measured "
-              "| topoc | error |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "| topoc | error |" + (" before |" if old else ""))
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if old else ""))
     for c, p, e in rows:
         unit = "tok/s" if c.metric == "throughput" else "s"
         cells = [c.row, "fit" if c.fit else "val", c.metric, c.gpu, c.model, c.precision,
                  str(c.tp) + ("+adp" if c.attention_dp else ""), str(c.ep),
                  f"{c.isl}/{c.osl}", str(c.concurrency), f"{c.measured:.4g} {unit}",
-                 f"{p:.4g}", f"{e:+.0%}"]
+                 f"{p:.4g}", f"{e:+.0%}"] + \
+            ([old.get((c.row, c.metric), "new")] if old and markdown else [])
         print(("| " + " | ".join(cells) + " |") if markdown else "  ".join(cells))
     out: dict = {}
     for metric in ("throughput", "tpot", "ttft"):
@@ -94,6 +109,11 @@ def report(settings: Settings, markdown: bool = False) -> dict:
     for (metric, is_fit), (m, n) in out.items():
         print(f"{metric:10s} {'fit' if is_fit else 'validation':10s} rows {n:3d}  "
               f"median |error| {m:.1%}")
+    for kind in ("ttft idle", "ttft loaded"):
+        for is_fit in (True, False):
+            errs = [e for c, _, e in rows if S.kind(c) == kind and c.fit == is_fit]
+            print(f"{kind:21s} {'fit' if is_fit else 'validation':10s} rows {len(errs):3d}  "
+                  f"median |error| {S.median_abs(errs):.1%}")
     for kind in ("dense", "moe"):
         for is_fit in (True, False):
             errs = [e for c, _, e in rows if c.metric == "throughput" and c.fit == is_fit
@@ -113,6 +133,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="refit the settings on the fit rows")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--before", metavar="OLD.txt", help="a previous plain run's output")
     args = ap.parse_args()
     settings = Settings()
     if args.fit:
@@ -121,7 +142,7 @@ def main() -> None:
         print(f"fitted in {time.perf_counter() - t:.1f} s:")
         for name in FREE:
             print(f"  {name} = {getattr(settings, name):.4g}")
-    report(settings, args.markdown)
+    report(settings, args.markdown, args.before)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ time and memory next to the measured ones as a Markdown table, fit and validatio
 --fit    search the constants (coordinate descent on the RMS log error of the fit rows) and
          print them; without it the table uses the constants in compiler/training/gemm.py.
 --ranks  also run the free search for each row and print where its published strategy ranks
-         and how far its predicted step is from the search's best (slow: minutes).
+         and how far its predicted step is from the search's best, and from the best with the
+         row's own recompute mode (slow: minutes).
 """
 
 from __future__ import annotations
@@ -79,10 +80,11 @@ def fit() -> dict[str, gemm.Curve]:
 def table(ranks: bool = False) -> None:
     """One line per row, fit rows first, then the summary."""
     print("| run | GPUs | GPU | strategy | role | predicted s | measured s | error | memory GB "
-          "| HBM GB | fits |" + (" rank | vs best |" if ranks else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if ranks else ""))
+          "| HBM GB | fits |" + (" rank | vs best | vs best, same recompute |" if ranks else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if ranks else ""))
     errors: dict[str, list[float]] = {"fit": [], "validation": []}
     oom, skipped = [], []
+    gaps: dict[str, list[float]] = {"free": [], "same": []}
     for role in ("fit", "validation"):
         for r in rows():
             if r.fit != (role == "fit"):
@@ -103,7 +105,12 @@ def table(ranks: bool = False) -> None:
             if ranks:
                 t0 = time.perf_counter()
                 rk = rank_in_search(r)
-                extra = (f" {rk[0]} of {rk[1]} | {rk[2]:+.1%} |" if rk else " - | - |")
+                same = rank_in_search(r, same_recompute=True) if rk else None
+                extra = (f" {rk[0]} of {rk[1]} | {rk[2]:+.1%} |" if rk else " - | - |") + \
+                    (f" {same[2]:+.1%} |" if same else " - |")
+                if rk:
+                    gaps["free"].append(rk[2])
+                    gaps["same"].append(same[2] if same else rk[2])
                 print(f"  ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
             note = "" if scored else f" ({NOT_A_STEP[r.id]})"
             print(f"| {r.id}{note} | {r.gpus} | {r.gpu} | {strat} | {role} | "
@@ -116,6 +123,12 @@ def table(ranks: bool = False) -> None:
             print(f"{role} rows: {len(errs)}, median |error| {statistics.median(errs):.1%}, "
                   f"worst {max(errs):.1%}")
     print(f"runs called out of memory: {len(oom)} {' '.join(oom)}")
+    for key, text in (("free", "the free search's best"),
+                      ("same", "the best with the row's recompute mode")):
+        if gaps[key]:
+            print(f"published strategies within 15 % of {text}: "
+                  f"{sum(g <= 0.15 for g in gaps[key])} of {len(gaps[key])} (median "
+                  f"{statistics.median(gaps[key]):+.1%}, worst {max(gaps[key]):+.1%})")
     for rid, why in skipped:
         print(f"not reproduced: {rid}: {why}")
 

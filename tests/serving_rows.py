@@ -22,7 +22,8 @@ import topoc
 from topoc.compiler.analysis.infer import Comm, Engine, Settings, evaluate, gpu_of, Config
 from topoc.compiler.analysis.infer import max_concurrency
 from topoc.compiler.lang.derive import find_model
-from topoc.compiler.training.serving import Arch, Layout, arch_of
+from topoc.compiler.ir.system import Transformer
+from topoc.compiler.training.serving import Layout
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -31,21 +32,18 @@ CSV = HERE / "serving_runs.csv"
 SYSTEMS = {"H100": "library/nvidia/dgx_h100.topo", "H200": "library/nvidia/hgx_h200.topo",
            "B200": "library/nvidia/hgx_b200.topo", "GB200": "library/nvidia/gb200_nvl72.topo"}
 
-#: Models the presets do not have, from their released configs (Hugging Face config.json).
-#: Llama 4 Maverick alternates dense and MoE layers: drawn as 24 dense then 24 MoE layers.
+#: Models the presets do not have, from their released configs (Hugging Face config.json), as
+#: the IR's ``Transformer`` (the one model description). Llama 4 Maverick alternates dense and
+#: MoE layers: drawn as 24 dense then 24 MoE layers.
 EXTRA = {
-    "qwen3_8b": Arch("qwen3_8b", 36, 4096, 32, 8, 12288, 151936, head_dim=128),
-    "qwen3_235b": Arch("qwen3_235b", 94, 4096, 64, 4, 12288, 151936, head_dim=128,
-                       experts=128, top_k=8, expert_ffn=1536),
-    "llama4_maverick": Arch("llama4_maverick", 48, 5120, 40, 8, 16384, 202048, head_dim=128,
-                            experts=128, top_k=1, expert_ffn=8192, shared_experts=1,
-                            dense_layers=24),
-    "gpt_oss_120b": Arch("gpt_oss_120b", 36, 2880, 64, 8, 2880, 201088, head_dim=64,
-                         experts=128, top_k=4, expert_ffn=2880),
-    "deepseek_v3": Arch("deepseek_v3", 61, 7168, 128, 128, 18432, 129280, head_dim=128,
-                        experts=256, top_k=8, expert_ffn=2048, shared_experts=1,
-                        dense_layers=3, kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64),
+    "qwen3_8b": Transformer("qwen3_8b", 36, 4096, 32, 4096, 151936, 12288, 8, head_dim=128,
+                            gated=True, tied=False),
+    "llama4_maverick": Transformer("llama4_maverick", 48, 5120, 40, 4096, 202048, 16384, 8,
+                                   head_dim=128, experts=128, top_k=1, expert_ffn=8192,
+                                   shared_experts=1, dense_layers=24, gated=True, tied=False),
 }
+#: Row model names that are bundled presets under another name.
+PRESET = {"qwen3_235b": "qwen3_235b_a22b"}
 
 #: Rows topoc does not predict, and why.
 SKIP = {
@@ -116,18 +114,45 @@ def _gpu(text: str) -> str:
     return "GB200" if text.startswith("GB200") else text.split("-")[0]
 
 
+def _series(r: dict) -> tuple:
+    return (r["engine"], r["gpu"], r["model"], r["precision"], r["tp"], r["isl"], r["osl"])
+
+
+def saturated(rows: list[dict]) -> set[str]:
+    """Fixed-concurrency rows past the knee of their sweep (same engine, GPU, model, precision,
+    tp and lengths; three or more concurrencies): throughput within 5 % of the sweep's largest
+    and not its lowest concurrency. Their throughput is the saturated engine's and their TTFT
+    is mostly the client's queue, not a served request's prefill."""
+    sweeps: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["concurrency"].isdigit() and r["throughput_tok_s"] and r["ttft_s"]:
+            sweeps.setdefault(_series(r), []).append(r)
+    out = set()
+    for sweep in sweeps.values():
+        if len(sweep) < 3:
+            continue
+        top = max(float(r["throughput_tok_s"]) for r in sweep)
+        low = min(int(r["concurrency"]) for r in sweep)
+        out |= {r["id"] for r in sweep if int(r["concurrency"]) > low
+                and float(r["throughput_tok_s"]) >= 0.95 * top}
+    return out
+
+
 def checks() -> list[Check]:
     """Every usable measured figure, fit rows marked."""
     out: list[Check] = []
     usable = 0
     with open(CSV, encoding="utf-8") as f:
-        for r in csv.DictReader(f):
+        table = list(csv.DictReader(f))
+    past_knee = saturated(table)
+    if True:
+        for r in table:
             if r["id"] in SKIP:
                 continue
             gpus = int(r["gpus"])
             tp, ep = int(r["tp"] or 1), int(r["ep"] or 1)
             model = _model(r["model"])
-            experts = model in EXTRA and EXTRA[model].experts
+            experts = arch(model).experts
             adp = bool(experts) and tp == 1 and ep > 1        # "DEPn": attention DP + EP
             if adp:
                 tp = ep
@@ -143,14 +168,13 @@ def checks() -> list[Check]:
                         osl=int(r["osl"]), concurrency=c,
                         per_gpu=r["throughput_scope"] == "per_gpu", fit=usable % 3 == 0)
             usable += 1
-            queued = isinstance(c, int) and r["ttft_s"] and float(r["ttft_s"]) > 2.0
+            queued = r["id"] in past_knee
             if r["throughput_tok_s"] and r["throughput_scope"] != "per_user" and \
                     (c == "max" or queued or burst):
                 out.append(Check(metric="throughput", measured=float(r["throughput_tok_s"]),
-                                 **{**base, "concurrency": "max" if queued else c}))
+                                 **base))
             if r["tpot_s"] and not burst:
-                out.append(Check(metric="tpot", measured=float(r["tpot_s"]),
-                                 **{**base, "concurrency": "max" if queued else c}))
+                out.append(Check(metric="tpot", measured=float(r["tpot_s"]), **base))
             if r["ttft_s"] and not burst and not queued:
                 out.append(Check(metric="ttft", measured=float(r["ttft_s"]), **base))
     return out
@@ -164,11 +188,19 @@ def system(gpu: str):
 
 
 @functools.lru_cache(maxsize=None)
-def arch(name: str) -> Arch:
-    """A preset's serving shape, or one of EXTRA."""
+def arch(name: str) -> Transformer:
+    """A bundled preset, or one of EXTRA."""
     if name in EXTRA:
         return EXTRA[name]
-    return arch_of(find_model(system("H100")[0], name))
+    return find_model(system("H100")[0], PRESET.get(name, name))
+
+
+def kind(c: Check) -> str:
+    """The metric, TTFT split by load: "ttft idle" (one request in flight: overhead and prefill
+    alone) and "ttft loaded" (other requests' prefills and decode steps in the way)."""
+    if c.metric != "ttft":
+        return c.metric
+    return "ttft idle" if c.concurrency == 1 else "ttft loaded"
 
 
 def predict(c: Check, settings: Settings | None = None) -> float:

@@ -58,3 +58,37 @@ def test_training_example_compiles_and_costs():
     system = topoc.loads(block)
     report = analyse(system, "train")
     assert report.strategy.microbatches == 512 and report.fits and report.total > 0
+
+
+def test_plan_flags_docs_and_readme_agree():
+    """Every flag of ``topoc plan`` (and ``report --scaling``) is in docs/plan.md and in the
+    README's row for the verb, and every ``--flag`` docs/plan.md names exists."""
+    import argparse
+
+    from topoc.cli import plan as plan_cli
+    from topoc.cli import report as report_cli
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    plan_cli.add_parser(sub)
+    report_cli.add_parser(sub)
+    common = {"--help", "--define", "--import-root", "--output"}
+    flags = {name: {o for a in p._actions for o in a.option_strings if o.startswith("--")} - common
+             for name, p in sub.choices.items()}
+    docs = (ROOT / "docs/plan.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    rows = {name: next(line for line in readme.splitlines()
+                       if line.startswith(f"| `topoc {name} FILE")) for name in flags}
+    for flag in sorted(flags["plan"]):
+        assert flag in docs, flag
+    assert "--scaling" in docs and "report" in docs
+    for name, row in rows.items():
+        wanted = flags[name] - {"--parallel", "--jobs", "--ray", "--no-cache", "--gpus"}
+        missing = {f for f in wanted if f not in row}
+        # the README row lists the choices by their flags; fixed dimensions are listed once
+        missing -= {"--cp", "--ep", "--dp", "--pp", "--microbatch", "--interleave",
+                    "--no-sequence-parallel", "--imbalance", "--gemm-efficiency"}
+        assert not missing, (name, missing)
+    named = set(re.findall(r"(--[a-z][a-z0-9-]+)", docs))
+    known = flags["plan"] | flags["report"] | common | {"--no-sequence-parallel"}
+    assert named <= known | {"--ranks", "--fit", "--decoder-first", "--account-for-embedding",
+                             "--overlap-grad-reduce", "--overlap-param-gather"}, named - known

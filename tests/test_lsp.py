@@ -118,7 +118,7 @@ def test_hover_definition_completion_and_formatting(client, tmp_path):
     hover = client.request("textDocument/hover", {"textDocument": {"uri": uri},
                                                   "position": {"line": 3, "character": 13}})
     value = hover["contents"]["value"]
-    assert "device H100" in value and "hbm = 80 GB" in value and "tflops_bf16 = 989" in value
+    assert "device H100" in value and "hbm = 85.521 GB" in value and "tflops_bf16 = 989" in value
     link = client.request("textDocument/hover", {"textDocument": {"uri": uri},
                                                  "position": {"line": 5, "character": 20}})
     assert "link nvlink4" in link["contents"]["value"] and "per lane" in link["contents"]["value"]
@@ -150,7 +150,7 @@ def test_analysis_lint_findings_and_models(tmp_path):
     box = tmp_path / "box.topo"
     box.write_text(GOOD)
     inside = Analysis(GOOD, str(box))
-    assert inside.hover(5, 3).startswith("`gpu` : H100") and "hbm = 80 GB" in inside.hover(5, 3)
+    assert inside.hover(5, 3).startswith("`gpu` : H100") and "hbm = 85.521 GB" in inside.hover(5, 3)
     # a member used in a connection -> its member line; on the member line -> its model
     assert inside.definition(5, 13)[0] == str(box.resolve()) and inside.definition(5, 13)[1] == (4, 2)
     assert inside.definition(4, 8)[0].endswith("devices.topo")        # NVSwitch3

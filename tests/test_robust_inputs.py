@@ -190,7 +190,7 @@ def test_named_gpu_gets_the_library_figures():
     text = (FIXTURES / "dgx_h100_spaces_topo_m.txt").read_text()
     topo, notes = from_smi(text, "m.txt", gpu="H100")
     system = topoc.compile(topo)
-    assert all(g.model.attr("hbm", 0) == 80e9 for g in system.gpus)
+    assert all(g.model.attr("hbm", 0) == 81559 * 2**20 for g in system.gpus)   # 81,559 MiB
     assert all(g.model.attr("tflops_bf16", 0) == 989 for g in system.gpus)
     assert "# H100 SXM5" in topo          # the library's citation comes along
 

@@ -12,6 +12,9 @@ How a row becomes a prediction:
   Megatron-Core with the distributed optimizer, overlapped gradient reduction, sequence
   parallelism with tp > 1 and flash attention; torchtitan, llm-foundry and NeMo AutoModel run
   FSDP; Narayanan et al. 2021 ran fp16 Megatron without flash attention or a sharded optimizer.
+  Rows whose attention column says "yes" (torchtitan's SDPA, llm-foundry's flash-attn) ran
+  FlashAttention-2 (``attention_kernel = "fa2"``); Transformer Engine's and Megatron's fused
+  kernels are the default.
 - Measured time: tokens/s/GPU -> batch x seq / (value x GPUs); MFU -> model FLOPs / (MFU x GPUs x
   bf16 peak); TFLOP/s/GPU (Narayanan et al., their eq. 3 counts the recompute forward) -> those
   FLOPs / (value x GPUs).
@@ -65,8 +68,11 @@ POWER_500W = 0.75
 #: Rows whose figure is not a step measurement, reported but left out of the error summary.
 NOT_A_STEP = {"deepseekv3-report-h800-2048gpu-fp8":
               "GPU-hours per trillion tokens over the whole pre-training, not a step time"}
-#: HBM of the GPU a row ran on, when the library's model differs (bytes).
-HBM = {"H100-96GB-HBM2e": 96e9, "H200": 141e9, "A100-40GB": 40e9, "H800": 80e9}
+#: HBM of the GPU a row ran on, when the library's model differs (bytes). As the library's
+#: devices (library/nvidia/devices.topo) where nvidia-smi's figure is known: H800 has the
+#: H100's 81,559 MiB, H200 shows 143,771 MiB; the others at their marketed size.
+HBM = {"H100-96GB-HBM2e": 96e9, "H200": 143771 * 2**20, "A100-40GB": 40e9,
+       "H800": 81559 * 2**20}
 
 
 @attrs.frozen
@@ -88,6 +94,7 @@ class Row:
     fsdp: bool
     zero: int
     flash: bool
+    fa2: bool            # FlashAttention-2 (PyTorch SDPA, flash-attn 2), not a fused kernel
     metric: str
     value: float
     memory_gb: float | None
@@ -161,6 +168,7 @@ def parse(r: dict) -> Row | None:
                Shape(tp, cp, ep, dp, pp), mb, _int(r["vp"], 1) or 1,
                rec.split()[0] if rec else "",
                tp > 1 and family != "narayanan", "fp8" in prec, fsdp and zero != 3, zero, flash,
+               flash and r["flash_attn"].lower().startswith("yes"),
                r["metric"], float(r["value"]), float(r["memory_gb"]) if r["memory_gb"] else None,
                family)
 
@@ -209,6 +217,8 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 sequence_parallel=row.sequence_parallel, interleave=row.interleave,
                 distributed_optimizer=megatron, overlap=row.family != "narayanan",
                 flash_attention=row.flash, fp8=row.fp8, fsdp=row.fsdp,
+                attention_kernel="fa2" if row.fa2 else "fused",
+                pure_bf16=row.source.startswith("NVIDIA NeMo AutoModel"),
                 zero=row.zero if not row.fsdp else 0)
     opts.update(overrides)
     return Training(m, **opts)
@@ -311,12 +321,16 @@ def gpu_hbm(sys_) -> float:
     return hbm_of(sys_)
 
 
-def rank_in_search(row: Row, jobs: int = 1) -> tuple[int, int, float] | None:
+def rank_in_search(row: Row, jobs: int = 1, same_recompute: bool = False) \
+        -> tuple[int, int, float] | None:
     """Where the row's published strategy ranks in the free search on its system, with the
     row's framework options: (rank by predicted step, rows the search costs, its step over the
     best's minus one). None when topoc calls the published strategy out of memory or cannot
     run it. The published strategy is placed among the search's rows by its step time (its
-    micro-batch may be one the search does not try)."""
+    micro-batch may be one the search does not try). The search keeps the row's ZeRO stage
+    (or FSDP), as a user of that framework fixes it with --zero, --distributed-optimizer or
+    --fsdp. ``same_recompute`` also fixes the row's recompute mode (what separates a mapping
+    from the best when the run recomputed more than its memory needed)."""
     from topoc.compiler.analysis.plan import plan
     where = system_of(row)
     pred = predict(row, derate=False)       # the search runs on the library's figures
@@ -325,7 +339,14 @@ def rank_in_search(row: Row, jobs: int = 1) -> tuple[int, int, float] | None:
     sys_ = system(where[0], tuple(sorted(where[1].items())))
     mode = row.recompute or (pred.note.split()[1] if pred.note else "none")
     base = training(row, mode)
-    fixed = {"zero": 3} if row.fsdp else {}
+    # the row's framework fixes its sharding, as the CLI's --fsdp, --distributed-optimizer
+    # and --zero do: 2021 Megatron had no sharded optimizer, Megatron-Core runs the
+    # distributed optimizer, torchtitan and AutoModel FSDP, Llama 3 its ZeRO-2-like FSDP
+    fixed = {"zero": 3 if row.fsdp else row.zero}
+    if row.family == "narayanan":         # 2021 Megatron-LM had no sequence parallelism
+        fixed["sequence_parallel"] = False
+    if same_recompute:
+        fixed["recompute"] = mode
     result = plan(sys_, base.model, base, gpus=row.gpus, fixed=fixed, jobs=jobs,
                   use_cache=False)
     if not result.rows:

@@ -93,7 +93,7 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
           kv_precision: str | None = None, concurrency: int | str = "sweep",
           disaggregate: bool = False, ttft_limit: float | None = None,
           tpot_limit: float | None = None, settings=None):
-    """Serve ``model`` (a name, a ``Transformer`` or a ``serving.Arch``) on the first ``gpus``
+    """Serve ``model`` (a name or a ``Transformer``) on the first ``gpus``
     GPUs of ``system``: every tp x pp x ep (x attention DP) layout the fixed sizes allow, at
     ``concurrency`` requests in flight ("max": the saturated engine; "sweep": 1, 2, 4, ...),
     ranked by output tokens/s per GPU; the same rows as ``topoc infer`` (docs/infer.md).
@@ -101,12 +101,10 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     from .compiler.analysis.infer import default_precision, gpu_of
     from .compiler.analysis.infer import infer as run
     from .compiler.lang.derive import find_model
-    from .compiler.training.serving import Arch, arch_of
     if isinstance(model, str):
         model = find_model(system, model)
-    arch = model if isinstance(model, Arch) else arch_of(model)
     n = gpus or len(system.gpus)
     precision = precision or default_precision(gpu_of(system, min(n, len(system.gpus))))
     fixed = {"tp": tp, "pp": pp, "ep": ep, "attention_dp": attention_dp}
-    return run(system, arch, isl, osl, gpus, fixed, precision, kv_precision, concurrency,
+    return run(system, model, isl, osl, gpus, fixed, precision, kv_precision, concurrency,
                disaggregate, ttft_limit, tpot_limit, settings)

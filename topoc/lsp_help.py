@@ -47,6 +47,10 @@ SETTING_DOCS = {
     "last_stage_layers": "transformer layers on the last pipeline stage (uneven stages)",
     "fp8": "FP8 GEMMs at the FP8 peak, the parts that stay BF16 at BF16, FP8 weight savings",
     "fsdp": "fully sharded data parallelism: weights, gradients and optimizer sharded",
+    "attention_kernel": "fused (cuDNN, FlashAttention-3; default) or fa2 (FlashAttention-2, "
+                        "PyTorch SDPA: slower on Hopper)",
+    "pure_bf16": "bf16 weights, gradients, Adam moments and loss, no fp32 master copy (NeMo "
+                 "AutoModel's recipes)",
     "zero": "ZeRO stage 0-3: what the data-parallel group shards",
     "pipeline_slots": "count the embedding and the output layer as layer slots of the first and "
                       "last pipeline stage",

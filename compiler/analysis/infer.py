@@ -15,10 +15,13 @@ attention data parallelism, a send per pipeline boundary.
 Continuous batching at C sequences per replica, each request ``isl`` tokens in and ``osl`` out:
 in the steady state C requests finish and C prefills run for every ``osl`` decode steps, so
 
-    cycle = osl x decode_step(C, context = isl + osl / 2) + C x prefill(isl)
-    throughput = C x osl / cycle,   TPOT = cycle / osl,
-    TTFT = prefill(isl) + decode_step + the wait for prefills ahead (M/D/1, load = C x prefill
-    / cycle).
+    cycle = osl x decode_step(C, context = isl + osl / 2) + C x prefill share(isl)
+    throughput = C x osl / cycle,   TPOT = (cycle - one prefill share) / osl (the others'),
+    TTFT = overhead + prefill(isl) [+ 1.5 decode steps and the wait for prefills ahead (M/D/1,
+    load = C x prefill / cycle) when other requests are in flight].
+
+Past what the KV cache holds the engine runs at its capacity and the other requests queue
+(closed-loop clients: TTFT by Little's law).
 
 Disaggregated serving puts prefill and decode on separate replicas; TTFT gains the move of the
 request's KV cache from a prefill to a decode replica (a send costed on the links between
@@ -36,9 +39,10 @@ import attrs
 from ..collectives.cost import CostError, auto_algorithms, cost_at, profile
 from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
-from ..ir.system import System
+from ..ir.system import System, Transformer
 from ..training import serving as sv
-from ..training.serving import Arch, Layout, LayoutError
+from ..training.params import moe_layers
+from ..training.serving import Layout, LayoutError
 
 PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 
@@ -47,15 +51,18 @@ PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 class Settings:
     """Efficiencies and engine limits (defaults fitted or documented in docs/infer.md)."""
 
-    gemm_efficiency: float = 0.488      # decode GEMMs: fraction of the precision's dense peak
-    prefill_efficiency: float = 0.544   # prefill GEMMs and attention
+    gemm_efficiency: float = 0.445      # decode GEMMs: fraction of the precision's dense peak
+    prefill_efficiency: float = 0.526   # prefill GEMMs and attention
     hbm_efficiency: float = 0.947       # fraction of HBM bandwidth streaming weights and KV reach
-    layer_overhead: float = 7.7e-6      # s per layer and step: launches, norms, synchronisation
-    step_overhead: float = 1.54e-3      # s per engine step: scheduling, sampling, host work
-    moe_efficiency: float = 0.120       # routed-expert (grouped) GEMMs: a further fraction
-    fp4_efficiency: float = 0.551       # FP4 GEMMs: a further fraction of the FP4 peak
-    request_overhead: float = 0.0119    # s per request before its prefill: API, tokenizer, queue
-    gemm_width: float = 561.0           # columns per GPU at which GEMMs run at half speed
+    layer_overhead: float = 2.47e-5     # s per layer and step: launches, norms, synchronisation
+    step_overhead: float = 1.03e-3      # s per engine step: scheduling, sampling, host work
+    expert_tile: float = 242.0          # rows of a grouped-GEMM tile: an expert with m tokens
+    #                                     runs at m / (m + expert_tile) of the GEMM rate
+    fp4_efficiency: float = 0.599       # FP4 GEMMs: a further fraction of the FP4 peak
+    request_overhead: float = 0.0056    # s per request before its prefill: API, tokenizer, queue
+    gemm_width: float = 42.4            # columns per GPU at which GEMMs run at half speed
+    collective_overhead: float = 2.77e-5  # s per tensor-parallel collective in a step: its
+    #                                     kernel launch and the group's barrier, beyond the wire
     max_batch: int = 2048               # sequences per replica an engine schedules at most
     max_tokens: int = 8192              # tokens per step: prefill runs in chunks of this
     kv_fraction: float = 0.9            # share of the memory left after weights given to KV
@@ -207,6 +214,12 @@ class Comm:
         return self.memo[key]
 
 
+def _rows(m: float, tile: float) -> float:
+    """Efficiency of a GEMM by its row count (an expert's tokens): small-M grouped GEMMs pad
+    their tiles and cannot fill the tensor cores, m / (m + tile) of the rate."""
+    return m / (m + tile) if m > 0 else 1.0
+
+
 def _kernel(flops: float, nbytes: float, peak: float, bw: float) -> float:
     return max(flops / peak, nbytes / bw)
 
@@ -214,25 +227,25 @@ def _kernel(flops: float, nbytes: float, peak: float, bw: float) -> float:
 class Engine:
     """One layout of one model on the system: step times, memory and KV capacity."""
 
-    def __init__(self, system: System, arch: Arch, lay: Layout, precision: str,
+    def __init__(self, system: System, model: Transformer, lay: Layout, precision: str,
                  kv_precision: str, gpu: Gpu, settings: Settings, comm: Comm, first: int = 0):
-        sv.check(arch, lay)
-        self.a, self.lay, self.s, self.gpu, self.comm = arch, lay, settings, gpu, comm
+        sv.check(model, lay)
+        self.a, self.lay, self.s, self.gpu, self.comm = model, lay, settings, gpu, comm
         self.prec, self.kvp = precision, kv_precision
         n = lay.tp * lay.pp
         self.ranks = tuple(range(first, first + n))
         self.tp_ranks = self.ranks[:lay.tp]
-        self.stage_layers = math.ceil(arch.layers / lay.pp)
+        self.stage_layers = math.ceil(model.layers / lay.pp)
         s = settings
-        self.weights = sv.weight_bytes_per_gpu(arch, lay, precision)
+        self.weights = sv.weight_bytes_per_gpu(model, lay, precision)
         # efficiency by shape: a GEMM whose output is split thin over the tensor group
         # fills fewer tiles and waves; n / (n + gemm_width) of the rate, n its columns per GPU
-        n = arch.ffn / lay.tp if arch.moe_layers < arch.layers else \
-            arch.expert_ffn / max(1, lay.tp // lay.ep)
+        n = model.ffn / lay.tp if moe_layers(model) < model.layers else \
+            model.expert_ffn / max(1, lay.tp // lay.ep)
         self.shape = n / (n + settings.gemm_width)
-        self.act = sv.activation_bytes(arch, lay, s.max_tokens)
+        self.act = sv.activation_bytes(model, lay, s.max_tokens)
         free = gpu.hbm - self.weights - self.act - s.runtime_reserve
-        self.kv_per_token = sv.kv_bytes_per_token_per_gpu(arch, lay, kv_precision)
+        self.kv_per_token = sv.kv_bytes_per_token_per_gpu(model, lay, kv_precision)
         per_gpu_tokens = max(0.0, free * s.kv_fraction) / self.kv_per_token
         # tokens of sequences one replica holds: with attention DP each GPU keeps its own
         self.kv_capacity = int(per_gpu_tokens * (lay.tp if lay.attention_dp else 1))
@@ -245,7 +258,7 @@ class Engine:
         bw = self.gpu.bandwidth * self.s.hbm_efficiency
         return (_kernel(w.gemm_flops, w.weight_bytes, peak * gemm_eff, bw)
                 + _kernel(w.expert_flops, w.expert_bytes,
-                          peak * gemm_eff * self.s.moe_efficiency, bw)
+                          peak * gemm_eff * _rows(w.expert_rows, self.s.expert_tile), bw)
                 + _kernel(w.attn_flops, w.kv_bytes, attn_peak * gemm_eff, bw)
                 + self.stage_layers * self.s.layer_overhead)
 
@@ -254,13 +267,15 @@ class Engine:
         a, lay = self.a, self.lay
         t = 0.0
         if lay.attention_dp:
-            if a.moe_layers and lay.tp > 1:
+            if moe_layers(a) and lay.tp > 1:
                 size = tokens / lay.tp * a.top_k * a.hidden * sv.ACT_BYTES
-                moe = math.ceil(a.moe_layers / lay.pp)
-                t += 2 * moe * self.comm.time("alltoall", self.tp_ranks, size)
+                moe = math.ceil(moe_layers(a) / lay.pp)
+                t += 2 * moe * (self.comm.time("alltoall", self.tp_ranks, size)
+                                + self.s.collective_overhead)
         elif lay.tp > 1:
             size = tokens * a.hidden * sv.ACT_BYTES
-            t += 2 * self.stage_layers * self.comm.time("allreduce", self.tp_ranks, size)
+            t += 2 * self.stage_layers * (self.comm.time("allreduce", self.tp_ranks, size)
+                                          + self.s.collective_overhead)
         return t
 
     def _send(self, tokens: float) -> float:
@@ -289,7 +304,8 @@ class Engine:
         one = sv.prefill(self.a, lay, tokens, self.prec, self.kvp)
         w = sv.Work(one.gemm_flops * batch, one.attn_flops * batch,
                     one.weight_bytes * chunks, one.kv_bytes * batch,
-                    one.expert_flops * batch, one.expert_bytes * chunks)
+                    one.expert_flops * batch, one.expert_bytes * chunks,
+                    sv.expert_rows(self.a, min(tokens * batch, s.max_tokens)))
         per_chunk = min(tokens * batch, s.max_tokens)
         stage = self._compute(w, s.prefill_efficiency) + chunks * self._comm(per_chunk)
         return lay.pp * stage + (lay.pp - 1) * self._send(per_chunk) + chunks * s.step_overhead
@@ -317,19 +333,25 @@ def kv_transfer(system: System, comm: Comm, eng: Engine, src: int, dst: int, isl
     return comm.time("sendrecv", (src, dst), nbytes)
 
 
-def evaluate(system: System, arch: Arch, cfg: Config, isl: int, osl: int, precision: str,
+def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int, precision: str,
              kv_precision: str, gpu: Gpu, settings: Settings, comm: Comm,
              engine: Engine | None = None) -> InferRow:
     """One configuration's row (raises LayoutError when the model cannot be split so)."""
-    eng = engine or Engine(system, arch, cfg.layout, precision, kv_precision, gpu, settings,
+    eng = engine or Engine(system, model, cfg.layout, precision, kv_precision, gpu, settings,
                            comm)
     per = cfg.layout.gpus
     decoders = cfg.replicas - cfg.prefill_replicas
-    c = max(1, math.ceil(cfg.concurrency / decoders))
+    asked = max(1, math.ceil(cfg.concurrency / decoders))
+    # an engine admits what its KV cache holds; the other requests wait in its queue
+    cap = max_concurrency(eng, isl, osl, settings)
+    c = min(asked, cap) if cap >= 1 else asked
     ctx = isl + osl / 2
     t_dec, comm_dec = eng.decode_step(c, ctx)
     t_pre = eng.prefill(isl)
     share = eng.prefill_share(isl, c)
+    # the prefill step emits the first token. With other sequences in flight a request arrives
+    # during a step (half of one waits) and its prefill rides a step that decodes them too
+    busy = 1.5 * t_dec if c > 1 else 0.0
     if cfg.prefill_replicas:
         tpot = t_dec
         decode_rate = min(cfg.concurrency, decoders * c) / t_dec   # tokens/s
@@ -340,14 +362,24 @@ def evaluate(system: System, arch: Arch, cfg: Config, isl: int, osl: int, precis
         ttft = settings.request_overhead + t_pre + move + load * share / (2 * (1 - load))
     else:
         cycle = osl * t_dec + c * share
-        tpot = cycle / osl
+        # a request's tokens wait for the prefills of the other c - 1 requests of a cycle
+        tpot = (osl * t_dec + (c - 1) * share) / osl
         # the busiest replica holds c; C requests over all replicas produce tokens
         throughput = min(cfg.concurrency, cfg.replicas * c) * osl / cycle
         load = min(0.99, c * share / cycle)
-        ttft = settings.request_overhead + t_pre + t_dec + load * share / (2 * (1 - load))
+        ttft = settings.request_overhead + t_pre + busy + load * share / (2 * (1 - load))
+    if asked > c:
+        # closed loop (each client sends its next request when one ends): by Little's law the
+        # clients' requests take concurrency / request rate each, of which osl x TPOT decode
+        rate = throughput / osl
+        ttft = max(ttft, cfg.concurrency / rate - (osl - 1) * tpot)
     mem = eng.memory(c, isl + osl)
-    fits = mem <= gpu.hbm and c * (isl + osl) <= eng.kv_capacity and c <= settings.max_batch
-    parts = (("decode_step", t_dec), ("decode_comm", comm_dec), ("prefill_time", t_pre))
+    # fits: the requested concurrency is held in flight (over it the figures are the queueing
+    # engine's, and ``queued`` says how many requests per replica wait)
+    fits = mem <= gpu.hbm and asked * (isl + osl) <= eng.kv_capacity and \
+        asked <= settings.max_batch
+    parts = (("decode_step", t_dec), ("decode_comm", comm_dec), ("prefill_time", t_pre),
+             ("queued", float(asked - c)))
     return InferRow(cfg, cfg.replicas * per, precision, kv_precision, ttft, tpot, throughput,
                     mem, eng.kv_capacity, bool(fits), parts=parts)
 
@@ -381,7 +413,7 @@ class InferResult:
     gpus: int
 
 
-def infer(system: System, arch: Arch, isl: int, osl: int, gpus: int | None = None,
+def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | None = None,
           fixed: Mapping[str, object] | None = None, precision: str = "fp8",
           kv_precision: str | None = None, concurrency: int | str = "max",
           disaggregate: bool = False, ttft_limit: float | None = None,
@@ -415,16 +447,16 @@ def infer(system: System, arch: Arch, isl: int, osl: int, gpus: int | None = Non
                 continue
             replicas = gpus // (tp * pp)
             eps = [fixed["ep"]] if fixed.get("ep") else \
-                [e for e in _divisors(tp) if not arch.experts and e == 1 or
-                 arch.experts and arch.experts % e == 0]
+                [e for e in _divisors(tp) if not model.experts and e == 1 or
+                 model.experts and model.experts % e == 0]
             for ep in eps:
                 adps = [adp_choice] if adp_choice is not None else \
-                    [False] if full or not arch.experts or tp == 1 else [False, True]
+                    [False] if full or not model.experts or tp == 1 else [False, True]
                 for adp in adps:
                     considered += 1
                     lay = Layout(tp, pp, ep, adp)
                     try:
-                        eng = Engine(system, arch, lay, precision, kvp, gpu, s, comm)
+                        eng = Engine(system, model, lay, precision, kvp, gpu, s, comm)
                     except LayoutError as exc:
                         rejected.setdefault(str(exc))
                         continue
@@ -448,10 +480,10 @@ def infer(system: System, arch: Arch, isl: int, osl: int, gpus: int | None = Non
                             per = c if concurrency in ("max", "sweep") else None
                             total = per * (replicas - split) if per else c
                             cfg = Config(tp, pp, ep, adp, replicas, total, split)
-                            rows.append(evaluate(system, arch, cfg, isl, osl, precision, kvp,
+                            rows.append(evaluate(system, model, cfg, isl, osl, precision, kvp,
                                                  gpu, s, comm, eng))
     if not rows:
-        raise InferError("no layout of " + arch.name + f" runs on {gpus} GPUs: "
+        raise InferError("no layout of " + model.name + f" runs on {gpus} GPUs: "
                          + "; ".join(rejected))
     rows = [_limit(r, ttft_limit, tpot_limit) for r in rows]
     rows = _pareto(rows)
@@ -478,14 +510,14 @@ def _pareto(rows: list[InferRow]) -> list[InferRow]:
     return [attrs.evolve(r, pareto=True) if id(r) in front else r for r in rows]
 
 
-def too_big(system: System, arch: Arch, result: InferResult, isl: int, osl: int,
+def too_big(system: System, model: Transformer, result: InferResult, isl: int, osl: int,
             settings: Settings | None = None) -> str:
     """Why no row fits, with the numbers of the smallest one."""
     s = settings or Settings()
     best = min(result.rows, key=lambda r: r.memory_per_gpu)
     gpu = gpu_of(system, result.gpus)
     c = best.config
-    return (f"{arch.name} does not fit: the smallest layout (tp={c.tp}, pp={c.pp}, ep={c.ep}) "
+    return (f"{model.name} does not fit: the smallest layout (tp={c.tp}, pp={c.pp}, ep={c.ep}) "
             f"needs {best.memory_per_gpu / 1e9:.1f} GB per GPU at concurrency "
             f"{c.concurrency} with {isl}+{osl} tokens, of {gpu.hbm / 1e9:.1f} GB "
             f"(KV capacity {best.kv_capacity_tokens:,} tokens per replica; runtime reserve "
@@ -516,12 +548,11 @@ class ServingView:
 def serving_view(system: System, model, gpus: int) -> ServingView | None:
     """The search the HTML report shows for a strategy's model on its GPUs (None without a
     model); computed here so that the page only formats it."""
-    from ..training.serving import arch_of
     if model is None:
         return None
     try:
         precision = default_precision(gpu_of(system, gpus))
-        result = infer(system, arch_of(model), REPORT_ISL, REPORT_OSL, gpus,
+        result = infer(system, model, REPORT_ISL, REPORT_OSL, gpus,
                        precision=precision, concurrency="sweep")
     except InferError as exc:
         return ServingView(model.name, gpus, REPORT_ISL, REPORT_OSL, None, None, str(exc))

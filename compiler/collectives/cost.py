@@ -35,10 +35,10 @@ from ..ir.system import COLLECTIVES, System
 from .loads import Loads, Resources
 from ..ir.groups import RankGroup
 from .paths import NoRoute
-from . import collnet, transports
+from . import collnet, transports, tuners
 from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
 from .tuning import (BUS_FACTOR, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
-                     latency_us)
+                     latency_us, selection_us)
 
 SAMPLE_ISLANDS = 4
 ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair over two islands
@@ -115,19 +115,20 @@ def _tree_loads(res: Resources, system, ranks, collective) -> Loads:
     return loads
 
 
-def _nvls_tree_loads(res: Resources, system, ranks, agents_of, inter: float = 1.0) -> Loads:
+def _nvls_tree_loads(res: Resources, system, ranks, agents_of, inter: float = 1.0,
+                     intra: float = 1.0) -> Loads:
     """NCCL's NVLS-tree all-reduce: NVLS inside every island (each GPU up to its island's
     switches and back) and, between islands, two trees per channel headed at the channel's
     GPU of every island (NCCL's channels spread over the NICs, two per NIC)."""
     loads = Loads(res)
     gpu = [g.id for g in system.gpus]
     parts = orders.islands(system, ranks)
-    for part in parts:
+    for part in parts if intra else ():
         agents = agents_of([ranks[p] for p in part])
         for p in part:
             for agent in agents:
-                loads.add(gpu[ranks[p]], agent, 1.0 / len(agents))
-                loads.add(agent, gpu[ranks[p]], 1.0 / len(agents))
+                loads.add(gpu[ranks[p]], agent, intra / len(agents))
+                loads.add(agent, gpu[ranks[p]], intra / len(agents))
     channels = nvls_tree_channels(system, ranks)
     pairs = alg.double_btree(len(parts))
     share = inter * 0.5 / channels       # two trees per channel
@@ -317,12 +318,17 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
             raise CostError("NVLS-tree needs two or more islands, each one NVLink domain of "
                             "reducing switches")
         phases = [(_nvls_tree_loads(res, system, sample, loc.nvlink_agents), 1.0)]
+        # the network part apart: NVLS's efficiency is a property of the NVLink SHARP part,
+        # not of the NICs (tuning.cc: min(intraBw x nvlsEfficiency, interBw, ...))
+        net = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 1.0, 0.0).busiest()[0]
+        select = net
         if islands > 2 and (nccl or nccl_profile()).nvls_tree_ch is None:
             # tuning.cc before 2.28 charges NVLS-tree half the inter-node bandwidth beyond two
-            # nodes when it chooses; measured runs reach about 85 % of a ring (docs/cost.md).
-            # ``auto`` chooses with NCCL's charge and reports the measured-like time.
-            halved = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 2.0)
-            select = halved.busiest()[0]
+            # nodes when it chooses (docs/cost.md); ``auto`` chooses with NCCL's charge and
+            # reports the time the links give.
+            select = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 2.0,
+                                      0.0).busiest()[0]
+        nvls_part = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 0.0).busiest()[0]
     elif algorithm == "collnetchain":
         if islands < 2 or not collnet.sharp_fabric(system, ranks):
             raise CostError("CollNet needs two or more islands on network switches that all "
@@ -364,10 +370,13 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
         arch = 2                 # before 2.25 NCCL indexed Blackwell as Hopper
     # channels at full size: NVLink lanes inside an island, NCCL's net channels across them
     channels = orders.net_channels(system, ranks) if islands > 1 else max(2, lanes)
+    if algorithm == "nvlstree":
+        total = nvls_part             # the network part travels in net_seconds_per_byte
     return Profile(algorithm, total, (example[1], example[0]), intra, islands, hosts,
                    channels, arch, classes, declared[True], declared[False],
                    n // islands, nccl,
-                   _transport(system, ranks) if islands > 1 else None, select)
+                   _transport(system, ranks) if islands > 1 else None, select,
+                   net if algorithm == "nvlstree" else None)
 
 
 def protocols(algorithm: str) -> tuple[int, ...]:
@@ -378,28 +387,77 @@ def protocols(algorithm: str) -> tuple[int, ...]:
     return (0, 2) if algorithm in ("direct", "pairwise") else (0, 1, 2)
 
 
-def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
-            protocol: str | None = None, graph: bool = False) -> Cost:
-    """The cost of one size from a profile; the fastest protocol unless one is named."""
+def options(p: Profile, group: RankGroup, collective: str, size: int,
+            protocol: str | None = None, graph: bool = False) -> list[tuple[float, Cost]]:
+    """Every protocol of the profile's algorithm (or the one named) at one size: the time
+    NCCL's own model gives it when choosing (``selection_us``, and for NVLS-tree beyond two
+    nodes before 2.28 NCCL's halved bandwidth), with the predicted cost."""
     n = len(group.ranks)
-    options = protocols(p.algorithm)
+    allowed = protocols(p.algorithm)
     if protocol is not None:
-        if PROTOCOLS.index(protocol) not in options:
+        if PROTOCOLS.index(protocol) not in allowed:
             raise CostError(f"{p.algorithm} has no {protocol} protocol")
-        options = (PROTOCOLS.index(protocol),)
-    best = None
+        allowed = (PROTOCOLS.index(protocol),)
+    elif p.intra == "pci":
+        # tuning.cc enables LL128 by default only where the graph inside a node runs over
+        # NVLink (typeIntra <= PATH_NVB), not on PCIe-only servers; NCCL_PROTO can force it
+        allowed = tuple(x for x in allowed if PROTOCOLS[x] != "LL128")
+    if p.transport is not None and p.islands > 1:
+        allowed = tuple(x for x in allowed if PROTOCOLS[x] in p.transport.protocols)
+        if not allowed:
+            raise CostError(f"the {p.transport.name} transport runs only "
+                            f"{', '.join(p.transport.protocols)} across nodes")
     factor = BUS_FACTOR[collective](n) if n > 1 else 0.0
     launch = (p.nccl.launch_us - (GRAPH_SAVES_US if graph else 0.0)) * 1e-6
-    for proto in options:
-        latency = launch + (latency_us(p, collective, n, proto) * 1e-6 if n > 1 else 0.0)
-        bus = bus_gbs(p, collective, n, size, proto) * 1e9 if n > 1 else math.inf
+    charged = p if p.select_seconds_per_byte is None else \
+        attrs.evolve(p, net_seconds_per_byte=p.select_seconds_per_byte)
+    out = []
+    for proto in allowed:
+        if n > 1:
+            latency = launch + latency_us(p, collective, n, proto) * 1e-6
+            bus = bus_gbs(p, collective, n, size, proto) * 1e9
+            chosen_lat = launch + selection_us(p, collective, n, proto) * 1e-6
+            chosen_bus = bus_gbs(charged, collective, n, size, proto) * 1e9
+        else:
+            latency = chosen_lat = launch
+            bus = chosen_bus = math.inf
         time = latency + (size * factor / bus if bus > 0 else math.inf)
-        if best is None or time < best[0]:
-            best = (time, proto, latency)
-    time, proto, latency = best
-    algbw = size / time
-    return Cost(collective, group.name, n, size, p.algorithm, PROTOCOLS[proto], time, algbw,
-                algbw * factor, p.bottleneck[0], p.bottleneck[1], latency, p.classes)
+        chosen = chosen_lat + (size * factor / chosen_bus if chosen_bus > 0 else math.inf)
+        algbw = size / time
+        out.append((chosen, Cost(collective, group.name, n, size, p.algorithm, PROTOCOLS[proto],
+                                 time, algbw, algbw * factor, p.bottleneck[0], p.bottleneck[1],
+                                 latency, p.classes)))
+    return out
+
+
+def choose(found: Iterable[tuple[float, Cost]], tuner: tuple[str, int] | None = None,
+           collective: str = "") -> Cost:
+    """What NCCL runs among ``options``: the tuner plugin's pick where its table covers the
+    call (``tuner``: its name and the group's node count, from ``_tuner``), else the least time
+    by NCCL's own model (ties by name)."""
+    found = list(found)
+    if tuner is not None and found:
+        first = found[0][1]
+        picked = tuners.choice(tuner[0], collective, first.size, first.ranks, tuner[1],
+                               {(c.algorithm, c.protocol) for _, c in found})
+        if picked is not None:
+            return next(c for _, c in found if (c.algorithm, c.protocol) == picked)
+    return min(found, key=lambda o: (o[0], o[1].algorithm, o[1].protocol))[1]
+
+
+def _tuner(system: System, ranks: Sequence[int]) -> tuple[str, int] | None:
+    """The tuner plugin the group's network names (its first NIC's model ``tuner``) and the
+    group's node (island) count, or None."""
+    nic = system.locality.nic(ranks[0])
+    name = system.device(nic).model.attr("tuner") if nic else None
+    return (name, len(orders.islands(system, ranks))) if name else None
+
+
+def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
+            protocol: str | None = None, graph: bool = False) -> Cost:
+    """The cost of one size from a profile: the protocol NCCL would choose unless one is
+    named."""
+    return choose(options(p, group, collective, size, protocol, graph))
 
 
 def auto_algorithms(system: System, group: RankGroup, collective: str,
@@ -411,6 +469,8 @@ def auto_algorithms(system: System, group: RankGroup, collective: str,
     for algo in among or orders.COSTED[collective]:
         if algo in orders.NOT_NCCL:
             continue                     # selectable by name; never what NCCL would run
+        if collective in ("broadcast", "reduce") and algo != "ring":
+            continue                     # tuning.cc: broadcast and reduce run rings only
         if algo == "nvls" and (len(ranks) <= _nvls_min_ranks(system, ranks) or
                                system.locality.nvlink_agents(ranks) is None):
             continue
@@ -436,15 +496,6 @@ def auto_algorithms(system: System, group: RankGroup, collective: str,
                 continue         # same loads as direct: one pass over every pair
         out.append(algo)
     return out
-
-
-def _selection_time(p: Profile, got: Cost, group, collective, size, protocol, graph) -> float:
-    """The time ``auto`` compares: NCCL's own charge where it differs from what runs measure
-    (NVLS-tree beyond two nodes before 2.28), else the predicted time."""
-    if p.select_seconds_per_byte is None:
-        return got.time
-    chosen = attrs.evolve(p, seconds_per_byte=p.select_seconds_per_byte)
-    return cost_at(chosen, group, collective, size, protocol, graph).time
 
 
 @gc_paused()
@@ -481,18 +532,13 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
         raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
     profiles = [p for p in profiles
                 if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
+    tuner = _tuner(system, group.ranks) if algorithm == "auto" and protocol is None else None
     rows = []
     for size in sizes:
-        found = [cost_at(p, group, collective, size, protocol, graph) for p in profiles]
+        found = [o for p in profiles for o in options(p, group, collective, size, protocol, graph)]
         if not found:
             raise CostError(f"no algorithm runs {collective} with the {protocol} protocol")
-        if len(found) > 1:
-            chosen = min(range(len(found)), key=lambda i: (
-                _selection_time(profiles[i], found[i], group, collective, size, protocol,
-                                graph), found[i].algorithm))
-            rows.append(found[chosen])
-        else:
-            rows.append(found[0])
+        rows.append(choose(found, tuner, collective))
     return rows
 
 
@@ -528,7 +574,9 @@ def coster(system: System, group: RankGroup, collective: str) -> Callable[[int],
     except NoRoute as exc:
         raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
 
+    tuner = _tuner(system, group.ranks)
+
     def at(size: int) -> Cost:
-        found = [cost_at(p, group, collective, size, None) for p in profiles]
-        return min(found, key=lambda c: (c.time, c.algorithm))
+        return choose((o for p in profiles for o in options(p, group, collective, size)), tuner,
+                      collective)
     return at

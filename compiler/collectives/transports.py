@@ -28,19 +28,40 @@ class Transport:
     step_us: float        # per network step of LL128 and Simple: the plugin's bulk path
     efficiency: float     # of the NIC links' declared rate
     p2p_efficiency: float = 1.0   # of that, what all-to-all's concurrent peers reach
+    declared_us: float = 0.0      # the latency the net plugin declares to NCCL (props.latency)
+    protocols: tuple[str, ...] = ("LL", "LL128", "Simple")   # what the plugin lets NCCL run
 
 
-#: *Fitted* (docs/cost.md): EFA's op_us on the p5 8 B row, step_us on the 8-node 256 MiB row,
+#: *Fitted* (docs/cost.md): EFA's op_us on the p5 8 B row, step_us on the 8-node 256 MiB row
+#: (50 us: aws-ofi-nccl's tuner runs a ring in LL128 there, tuners.py; fitted as 120 us when the
+#: model took NCCL's own choice, a tree, for it),
 #: efficiency on the 4-node 8 GiB ring, p2p_efficiency on the 2-node 2 GiB all-to-all; TCPXO's
-#: op_us on its 8 B row, step_us on its 64 MiB row, efficiency on its 8 GiB row. TCPX is given
+#: op_us on its 8 B row, step_us on its 64 MiB row, efficiency on its 8 GiB row (360 us and
+#: 92 %, both rows NVLS-tree since its network part is no longer charged NVLS's efficiency;
+#: 300 us and 96 % when they were trees). TCPX is given
 #: TCPXO's figures and the p2p fraction EFA's (no published row for either).
+#: declared_us is not fitted: it is what the net plugin reports to NCCL as its latency, which
+#: NCCL's own tuning model adds to every network step when it chooses an algorithm and protocol
+#: (tuning.cc: interLat += graphs[a]->latencyInter, once more for Simple, "the flush extra
+#: latency"; search.cc: latencyInter = net->net.latency). NCCL's IB and socket transports
+#: declare 0 ("Not set", net_ib/init.cc); aws-ofi-nccl declares 75 us on p4d, p4de and p5 and
+#: later (src/platform-aws.c, platform_data_map .latency). The TCPX/TCPXO plugins' declaration
+#: is not public here; 0 is assumed.
+#: efa_sendrecv is EFA as aws-ofi-nccl drives it on p4d and p4de: its SENDRECV protocol (libfabric
+#: tagged messages; the RDMA-write protocol is for p5 and later, platform-aws.c
+#: default_protocol) and NCCL_PROTO=simple, which the plugin sets on those instances because LL
+#: and LL128 are not known to be safe there (platform-aws.c force_proto_simple). It keeps EFA's
+#: per-operation cost, line-rate fractions and declared latency; its per-step cost is *fitted*
+#: on the p4de 8 B all-reduce (164.3 us: a 2-node tree in Simple, 89 us of NCCL hops, 46 us per
+#: operation, two network steps of 15 us).
 TRANSPORTS = {
     "ib": Transport("ib", 0.0, 0.0, 0.96),
     "roce": Transport("roce", 0.0, 0.0, 0.96),
     "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96),
-    "efa": Transport("efa", 46.0, 120.0, 0.89, 0.94),
-    "tcpx": Transport("tcpx", 113.0, 300.0, 0.96, 0.87),
-    "tcpxo": Transport("tcpxo", 113.0, 300.0, 0.96, 0.87),
+    "efa": Transport("efa", 46.0, 50.0, 0.89, 0.94, 75.0),
+    "efa_sendrecv": Transport("efa_sendrecv", 46.0, 15.0, 0.89, 0.94, 75.0, ("Simple",)),
+    "tcpx": Transport("tcpx", 113.0, 360.0, 0.92, 0.87),
+    "tcpxo": Transport("tcpxo", 113.0, 360.0, 0.92, 0.87),
 }
 DEFAULT = {"infiniband": "ib", "ethernet": "roce"}
 

@@ -83,7 +83,9 @@ class Profile:
     island_ranks: int = 1        # the group's ranks in one island
     nccl: Nccl = VERSIONS[LATEST]
     transport: Transport | None = None   # the network's, when the group crosses islands
-    select_seconds_per_byte: float | None = None  # NCCL's own charge, where auto differs
+    select_seconds_per_byte: float | None = None  # NVLS-tree's network part as NCCL charges it
+    net_seconds_per_byte: float | None = None     # NVLS-tree's network part (seconds_per_byte:
+                                                  # its NVLS part)
 
 
 def arch_index(sm: int | None) -> int:
@@ -109,11 +111,25 @@ def net_steps(p: Profile, collective: str) -> float:
     m = p.islands
     if p.algorithm in ("tree", "nvlstree", "pat"):
         return (2 if collective == "allreduce" else 1) * math.ceil(math.log2(m))
-    if p.algorithm in ("direct", "pairwise", "collnetchain"):
+    if p.algorithm in ("direct", "pairwise", "collnetchain", "nvls"):
         return 1.0
     if p.algorithm == "hierarchical":
         return 2.0 * (m - 1)
     return (2 if collective == "allreduce" else 1) * (m - 1)
+
+
+def selection_us(p: Profile, collective: str, n: int, proto: int) -> float:
+    """The latency ``auto`` compares, as NCCL's own choice sees it (ncclTopoGetAlgoTime): the
+    per-hop latencies of ``latency_us`` and, on every network step, the latency the net plugin
+    declares, twice for Simple (tuning.cc: interLat += graphs[a]->latencyInter, "also add the
+    flush extra latency"), in place of what the transport really adds (``_transport_us``:
+    fitted, and unknown to NCCL). So ``auto`` runs what NCCL would choose and reports the time
+    the transport gives it."""
+    lat = _latency_us(p, collective, n, proto)
+    t = p.transport
+    if t is not None and p.islands > 1 and t.declared_us:
+        lat += t.declared_us * net_steps(p, collective) * (2 if proto == 2 else 1)
+    return lat
 
 
 def _transport_us(p: Profile, collective: str, proto: int) -> float:
@@ -181,6 +197,10 @@ def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float
             # Fitted: every GPU's NVLS part moves the whole buffer whatever the node count, so
             # NVLS-tree reaches its islands' NVLS busbw, not that scaled to n ranks' factor.
             raw *= BUS_FACTOR[collective](p.island_ranks) / factor
+        if p.algorithm == "nvlstree" and p.net_seconds_per_byte:
+            # the trees between islands at the links' rate: NVLS's efficiency is not theirs
+            # (tuning.cc: bw = min(intraBw x nvlsEfficiency, interBw, perChMaxNVLSTreeBw))
+            raw = min(raw, factor / p.net_seconds_per_byte / 1e9)
         return raw
     if p.algorithm == "collnetchain":
         return raw

@@ -25,7 +25,10 @@ NIC_ROLES = ("compute", "storage")
 #: verbs, RoCE, AWS EFA (aws-ofi-nccl over SRD), Google's GPUDirect-TCPX and -TCPXO, and
 #: NVIDIA Spectrum-X (RoCE with adaptive routing). The cost model's figures per transport are
 #: in ``compiler.collectives.transports``.
-TRANSPORTS = ("ib", "roce", "efa", "tcpx", "tcpxo", "spectrum_x")
+TRANSPORTS = ("ib", "roce", "efa", "efa_sendrecv", "tcpx", "tcpxo", "spectrum_x")
+#: Provider tuner plugins a NIC model may name (``tuner``): their tables choose NCCL's algorithm
+#: and protocol where they cover the call (compiler.collectives.tuners).
+NIC_TUNERS = ("aws_p5", "aws_p6")
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 #: Group kinds: the dimensions, plus Megatron's expert data parallel group (the ranks that hold
 #: the same experts and reduce their gradients) and its dp x cp group (the replicas of the dense

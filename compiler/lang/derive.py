@@ -18,15 +18,15 @@ from ..base.diagnostics import Collector, suggest
 from ..ir.gpus import GPUFigures, gpu_figures
 from ..ir.system import ParallelStrategy, System, Transformer
 from .resolve import Program, library_root
-from ..training.model import RECOMPUTE, MappingError, Training, derive as derive_step, shape_of
+from ..training.model import ATTENTION_KERNELS, RECOMPUTE, MappingError, Training, derive as derive_step, shape_of
 from ..base.units import BYTES, NUMBER
 
 _WHOLE = ("batch", "microbatch", "interleave")
 _COUNTS = ("zero", "first_stage_layers", "last_stage_layers")     # whole numbers from 0
 _BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention", "fsdp",
-          "fp8", "pipeline_slots")
+          "fp8", "pure_bf16", "pipeline_slots")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
-TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", *_BOOLS, "bucket", "imbalance",
+TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "attention_kernel", *_BOOLS, "bucket", "imbalance",
                      *_FRACTIONS)
 
 
@@ -101,6 +101,14 @@ def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
             else:
                 diags.error("E303", f"'{key}' takes true or false", v.span)
                 ok = False
+        elif key == "attention_kernel":
+            name = _name(v)
+            if name not in ATTENTION_KERNELS:
+                diags.error("E303", f"'attention_kernel' is one of {', '.join(ATTENTION_KERNELS)}"
+                            + (suggest(name, ATTENTION_KERNELS) if name else ""), v.span)
+                ok = False
+            else:
+                out[key] = name
         elif key == "recompute":
             name = _name(v)
             if name not in RECOMPUTE:

@@ -16,8 +16,8 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, suggest
-from ..ir.system import (DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, TRANSPORTS, DeviceModel,
-                         LinkType, Transformer)
+from ..ir.system import (DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, NIC_TUNERS, TRANSPORTS,
+                         DeviceModel, LinkType, Transformer)
 from ..base import reading
 from ..base.limits import LIMITS
 from .parse import parse
@@ -32,7 +32,7 @@ DEVICE_SCHEMA: dict[str, dict[str, Any]] = {
             "tflops_bf16": NUMBER, "tflops_fp8": NUMBER, "tflops_fp4": NUMBER,
             "gemm_efficiency": NUMBER},
     "cpu": {**_COMMON, "memory": BYTES, "memory_bandwidth": RATE, "cores": INT},
-    "nic": {**_COMMON, "rate": RATE, "role": STRING, "transport": STRING},
+    "nic": {**_COMMON, "rate": RATE, "role": STRING, "transport": STRING, "tuner": STRING},
     "dpu": {**_COMMON, "rate": RATE, "cores": INT, "memory": BYTES},
     "switch": {**_COMMON, "reduction": BOOL},
     "pcie_switch": {**_COMMON},
@@ -207,7 +207,7 @@ def _attributes(decl, schema: dict[str, Any], what: str, diags: Collector):
                                                             else [])), attr.span)
             continue
         value = _check_value(attr.key, attr.value, schema[attr.key], diags)
-        choices = {"role": NIC_ROLES, "transport": TRANSPORTS}.get(attr.key)
+        choices = {"role": NIC_ROLES, "transport": TRANSPORTS, "tuner": NIC_TUNERS}.get(attr.key)
         if choices and value is not None and value not in choices:
             diags.error("E200", f"{attr.key} '{value}': a NIC's {attr.key} is "
                         + ", ".join(f"'{r}'" for r in choices[:-1])

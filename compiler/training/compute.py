@@ -25,6 +25,7 @@ from ..ir.gpus import GPUFigures
 from ..ir.system import Transformer
 from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
+from .memory import op_policy
 from .params import attention_matrices, matrices, qk_dim
 
 #: Flash attention's backward over its forward (five matrix products against two).
@@ -124,7 +125,9 @@ def _attention(m: Transformer, t, sh: Shape, tokens: float, r: _Rates) -> tuple[
     if t.flash_attention:
         flops = tokens * m.seq * heads * width          # causal: half of 2 x T x s x width
         chunk = m.seq / (2 * sh.cp) if sh.cp > 1 else m.seq
-        fwd = flops / (r.peak * r.curve.attention * shape_factor(r.curve.c, chunk))
+        plateau = r.curve.attention_fa2 if t.attention_kernel == "fa2" and \
+            r.curve.attention_fa2 else r.curve.attention
+        fwd = flops / (r.peak * plateau * shape_factor(r.curve.c, chunk))
         return fwd, ATTENTION_BACKWARD * fwd, flops
     batch = heads * tokens / m.seq
     shapes = [(m.seq, m.seq, qk_dim(m), batch), (m.seq, m.dhead, m.seq, batch)]
@@ -149,10 +152,15 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             g_time, g_flops = g_time + router, g_flops + r_flops
         a_fwd, a_bwd, a_flops = _attention(m, t, sh, tokens, r)
         redo = {"none": 0.0, "selective": 1.0, "full": 1.0}[t.recompute]
+        passes = 3 + (1 if full else 0)
+        if t.recompute == "selective" and t.fsdp:
+            # torchtitan's per-op policy keeps the attention output and recomputes every
+            # other matrix multiplication
+            redo, passes = 0.0, 3 + op_policy(m, sh, moe)[1]
         if moe:
-            g_time += r.curve.moe_layer / (3 + (1 if full else 0))
-        gemm += n * g_time * (3 + (1 if full else 0))
-        flops += n * (g_flops * (3 + (1 if full else 0)) + a_flops * (3 + redo))
+            g_time += r.curve.moe_layer / passes
+        gemm += n * g_time * passes
+        flops += n * (g_flops * passes + a_flops * (3 + redo))
         att += n * (a_fwd * (1 + redo) + a_bwd)
         bytes_, softmax = _elementwise(m, t, sh, moe)
         extra = {"none": 0.0, "full": bytes_,

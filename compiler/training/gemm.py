@@ -9,7 +9,10 @@ time is the larger of
 where ``e_max`` is the plateau a large square GEMM reaches and ``c`` the dimension at which a
 GEMM runs at half that along one axis (tile quantisation, wave tails and launch overhead shrink
 small shapes). Attention kernels (flash attention) reach ``attention`` of the bf16 peak on long
-sequences and lose speed on short chunks the same way (``c`` over the chunk length).
+sequences and lose speed on short chunks the same way (``c`` over the chunk length); a
+training that runs FlashAttention-2 (``attention_kernel = "fa2"``: PyTorch SDPA, the flash-attn
+2 package) reaches ``attention_fa2`` instead where the generation has a faster fused kernel
+(Hopper: FlashAttention-3 and cuDNN against FlashAttention-2's published 35 %).
 
 The figures are fitted on the published runs of tests/training_rows.py with
 benchmarks/plan_calibration.py (docs/plan.md reports every row); a GPU model's declared
@@ -34,17 +37,25 @@ class Curve:
     #: permutation's many small kernels. Fitted; it is why fine-grained MoE models reach a
     #: low MFU at small micro-batches.
     moe_layer: float = 0.002
+    #: FlashAttention-2's plateau (PyTorch SDPA's flash backend, the flash-attn 2 package), for
+    #: ``attention_kernel = "fa2"``; None: the fused kernel's ``attention``.
+    attention_fa2: float | None = None
 
 
 #: By GPU generation, fitted by benchmarks/plan_calibration.py --fit on the rows marked fit in
 #: tests/training_rows.py (docs/plan.md reports every row). The fit drives ``c`` to its lower
-#: bound on Ampere and Hopper: on these runs GEMM shapes explain little of the spread. Ada has no published run and
-#: takes Hopper's figures.
+#: bound on every generation: on these runs GEMM shapes explain little of the spread; Blackwell's
+#: fp8 plateau reaches its upper limit (0.95) on its two fp8 fit rows. Ada has no published run
+#: and takes Hopper's figures.
 CURVES = {
-    "ampere": Curve(e_max=0.78, fp8=0.0, c=16.0, attention=0.25, moe_layer=0.002),
-    "hopper": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0),
-    "blackwell": Curve(e_max=0.95, fp8=0.80, c=80.0, attention=0.28, moe_layer=0.0),
-    "ada": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0),
+    "ampere": Curve(e_max=0.80, fp8=0.0, c=16.0, attention=0.23, moe_layer=0.002),
+    # FlashAttention-2 reaches 35 % of an H100's bf16 peak (Shah et al. 2024, FlashAttention-3,
+    # sec. 1), against the fused kernels' (cuDNN, FlashAttention-3) fitted plateau
+    "hopper": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0,
+                    attention_fa2=0.35),
+    "blackwell": Curve(e_max=0.95, fp8=0.95, c=16.0, attention=0.22, moe_layer=0.0),
+    "ada": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0,
+                 attention_fa2=0.35),
 }
 #: GPU model name prefixes and their generation (the library's device names).
 GENERATIONS = (("A100", "ampere"), ("A800", "ampere"), ("A10", "ampere"), ("H100", "hopper"),

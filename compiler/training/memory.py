@@ -10,10 +10,25 @@
   two layers' unsharded bf16 weights and one layer's gradients on top (the prefetch).
 - FP8 (Transformer Engine): each GEMM weight gets an fp8 copy (1 byte, sharded with ZeRO-3),
   and the inputs the projections and MLP save for their weight gradients are kept in fp8.
+- ``pure_bf16`` (NeMo AutoModel's recipes cast the model to bf16 and run torch's Adam on it):
+  bf16 weights, gradients and both Adam moments, 8 bytes per parameter, no fp32 master copy.
+- Unsharded weights in flight with ZeRO-3 and FSDP. PyTorch FSDP2 (``fsdp``) gathers one
+  transformer block at a time and prefetches the next: two layers' bf16 weights and one
+  layer's fp32 gradients. ``zero = 3`` follows DeepSpeed's stage 3 defaults: at most
+  ``stage3_max_live_parameters`` (1e9) gathered, but never less than the largest single weight
+  matrix (a module is gathered whole), and gradients reduced in ``reduce_bucket_size`` (5e8)
+  element buckets.
 - Activations: Korthikanti et al. 2022, Table 2 per layer, generalised to grouped-query and
   latent attention, SwiGLU and experts, times the micro-batches in flight on the first stage
-  (``mapping.in_flight``); the logits buffer on the last stage: the output layer's input and
-  Megatron's fp32 vocabulary-parallel softmax and its gradient, 8 bytes x tokens x vocab / tp.
+  (``mapping.in_flight``). ``selective`` is Megatron's (the attention core recomputed); with
+  ``fsdp`` it is torchtitan's per-op policy (``selective_ac_option = "op"``): a block keeps its
+  input, the attention kernel's output and every other matrix multiplication's output, and
+  recomputes the rest (``op_policy``).
+- The logits buffer on the last stage: the output layer's input plus, per token and vocabulary
+  entry over tp, ``LOGIT_BYTES``: Megatron's vocabulary-parallel cross entropy makes one fp32
+  copy of the bf16 logits and computes the softmax and its gradient in place (2 + 4 bytes);
+  PyTorch's cross entropy upcasts to fp32 and saves the fp32 log-softmax (2 + 4 + 4, with FSDP);
+  a bf16 loss (``pure_bf16``) keeps bf16 logits and log-softmax (2 + 2).
 - A runtime reserve for what is not modelled byte by byte (CUDA context, NCCL buffers,
   workspaces, the caching allocator's slack): a documented constant, not a fit.
 """
@@ -24,10 +39,16 @@ import attrs
 
 from ..ir.system import Transformer
 from .mapping import Layout, Shape, in_flight
-from .params import kv_width, layer_parameters, moe_layers, q_width
+from .params import attention_matrices, kv_width, layer_parameters, moe_layers, q_width
 
 RUNTIME_RESERVE = 2 * 2**30
 GB = 1e9
+#: DeepSpeed ZeRO-3 defaults: parameters gathered at once, gradient elements per reduce bucket.
+ZERO3_LIVE_PARAMS = 1e9
+ZERO3_REDUCE_BUCKET = 5e8
+#: Bytes per token and vocabulary entry (over tp) of the loss: Megatron, PyTorch with an fp32
+#: upcast (FSDP), a bf16 loss (``pure_bf16``). See the module's docstring.
+LOGIT_BYTES = {"megatron": 6.0, "fsdp": 10.0, "bf16": 4.0}
 
 
 @attrs.frozen
@@ -63,6 +84,13 @@ class Memory:
                 f"({size / GB:.1f} GB)")
 
 
+def largest_matrix(m: Transformer, sh: Shape) -> float:
+    """Parameters of the largest single weight matrix on one GPU (split over tp)."""
+    widest = max([a * b for a, b, _ in attention_matrices(m)] +
+                 [m.hidden * (m.ffn if m.dense_layers or not m.experts else m.expert_ffn)])
+    return widest / sh.tp
+
+
 def sharding(t) -> int:
     """The ZeRO stage a training shards with: 3 for FSDP, 1 for the distributed optimizer."""
     return 3 if t.fsdp else max(t.zero, 1 if t.distributed_optimizer else 0)
@@ -71,7 +99,9 @@ def sharding(t) -> int:
 def bytes_per_param(m: Transformer, t, shard: int) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per parameter over ``shard`` replicas."""
     level = sharding(t)
-    if t.fsdp:
+    if t.pure_bf16:
+        w, g, o = 2.0, 2.0, 4.0
+    elif t.fsdp:
         w, g, o = 4.0, 4.0, 8.0
     else:
         w, g = (2.0, 2.0) if m.dtype == "fp16" else (2.0, 4.0)
@@ -83,6 +113,39 @@ def bytes_per_param(m: Transformer, t, shard: int) -> tuple[float, float, float]
     if level >= 3:
         w /= shard
     return w, g, o
+
+
+def _block_matmuls(m: Transformer, moe: bool) -> list[tuple[float, float]]:
+    """(in, out) widths per token of one block's matrix multiplications in the order a
+    PyTorch block runs them (torchtitan: wq, wk, wv, wo, then w1, w3, w2; experts per routed
+    copy of the token)."""
+    h = m.hidden
+    if m.kv_lora_rank:
+        out = [(a, b) for a, b, _ in attention_matrices(m)]
+    else:
+        out = [(h, q_width(m)), (h, kv_width(m)), (h, kv_width(m)), (q_width(m), h)]
+
+    def mlp(width: float, copies: float) -> list[tuple[float, float]]:
+        ins = [(h, width * copies)] * (2 if m.gated else 1)
+        return ins + [(width * copies, h * copies)]
+    if not moe:
+        return out + mlp(m.ffn, 1)
+    out.append((h, m.experts))
+    if m.shared_experts:
+        out += mlp(m.expert_ffn * m.shared_experts, 1)
+    return out + mlp(m.expert_ffn, m.top_k)
+
+
+def op_policy(m: Transformer, sh: Shape, moe: bool) -> tuple[float, float]:
+    """torchtitan's per-op selective checkpointing of one block: (bytes kept per token, the
+    share of the block's GEMM FLOPs recomputed). It keeps the block's input, the attention
+    kernel's output and the output of every other matrix multiplication (the 1st, 3rd, ...;
+    torchtitan's ``_save_list`` policy), and recomputes everything else."""
+    mms = _block_matmuls(m, moe)
+    kept = sum(b for i, (_, b) in enumerate(mms) if i % 2 == 0)
+    flops = [a * b for a, b in mms]
+    redo = sum(f for i, f in enumerate(flops) if i % 2 == 1) / sum(flops)
+    return 2 * (m.hidden + q_width(m) + kept) / sh.tp, redo
 
 
 def activation_per_layer(m: Transformer, t, sh: Shape, moe: bool | None = None) -> float:
@@ -97,6 +160,8 @@ def activation_per_layer(m: Transformer, t, sh: Shape, moe: bool | None = None) 
     sp = t.sequence_parallel and sh.tp > 1
     if t.recompute == "full":
         return 2 * h / (sh.tp if sp else 1)
+    if t.recompute == "selective" and t.fsdp:
+        return op_policy(m, sh, moe)[0]
     g8 = 0.5 if t.fp8 else 1.0                # fp8 copies of the GEMM inputs
     # norm inputs 4h, dropout masks 2h (one byte each), the qkv and fc1 inputs 2h each
     stream = 4 * h + 4 * h * g8 + (2 * h if m.dropout else 0)
@@ -112,7 +177,7 @@ def activation_per_layer(m: Transformer, t, sh: Shape, moe: bool | None = None) 
         return stream / (sh.tp if sp else 1) + (attn + mlp(m.ffn)) / sh.tp
     load = t.imbalance if not m.capacity_factor else min(t.imbalance, m.capacity_factor)
     shared = m.shared_experts * mlp(m.expert_ffn)
-    routed = m.top_k * load * (mlp(m.expert_ffn) + 2 * h)
+    routed = m.top_k * load * (mlp(m.expert_ffn) + 2 * h * g8)   # the permuted input
     return stream / (sh.tp if sp else 1) + (attn + shared + routed) / sh.tp
 
 
@@ -126,9 +191,9 @@ def memory(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) -> Memo
     held = in_flight(sh.pp, microbatches, t.interleave)
     drop_embed = tokens * m.hidden * sh.pp / sh.tp if m.dropout else 0.0
     # The final norm and the output layer keep their inputs (4 s b h / t, Korthikanti et al.
-    # 2022 sec. 4.3); Megatron's vocab-parallel cross-entropy keeps the fp32 softmax for its
-    # backward and writes an fp32 gradient of the same size (8 s b v / t).
-    logits = 4 * tokens * m.hidden / sh.tp + 8 * tokens * m.vocab / sh.tp
+    # 2022 sec. 4.3), and the loss its logits buffer (``LOGIT_BYTES``).
+    loss = "bf16" if t.pure_bf16 else "fsdp" if t.fsdp else "megatron"
+    logits = 4 * tokens * m.hidden / sh.tp + LOGIT_BYTES[loss] * tokens * m.vocab / sh.tp
     first_embed = embed
     last_embed = embed if (sh.pp > 1 or not m.tied) else 0.0
     stages = {"first": (lay.first, first_embed, lay.first * per_layer * held + drop_embed),
@@ -148,11 +213,14 @@ def memory(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) -> Memo
         weights = dense * w_d + experts * w_e
         gradients = dense * g_d + experts * g_e
         if level >= 3 and layers:
-            # two layers' unsharded bf16 weights (the one running and the prefetched one)
-            # and one layer's unsharded gradients
             one = (dense - emb) / layers + experts / layers
-            weights += 2 * 2 * one
-            gradients += 4 * one
+            if t.fsdp:      # two blocks' bf16 weights (running, prefetched), one's gradients
+                weights += 2 * 2 * one
+                gradients += 4 * one
+            else:           # DeepSpeed: a live-parameter budget, a gradient bucket
+                weights += 2 * max(largest_matrix(m, sh), min(2 * one, ZERO3_LIVE_PARAMS))
+                gradients += bytes_per_param(m, t, 1)[1] * \
+                    min(one, ZERO3_REDUCE_BUCKET)
         if t.fp8:
             weights += dense / (sh.dpcp if level >= 3 else 1) + \
                 experts / (sh.edp if level >= 3 else 1)

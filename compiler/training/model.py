@@ -21,12 +21,15 @@ from .memory import Memory, activation_per_layer, bytes_per_param, memory, shard
 from .params import model_flops, moe_layers, parameters, stage_parameters
 from .traffic import traffic
 
-__all__ = ["RECOMPUTE", "ZERO", "Training", "Derived", "derive", "Compute", "Memory", "Shape",
+__all__ = ["RECOMPUTE", "ATTENTION_KERNELS", "ZERO", "Training", "Derived", "derive", "Compute", "Memory", "Shape",
            "Layout", "MappingError", "stage_layout", "bubble", "check", "idle_time", "layout", "shape_of",
            "activation_per_layer", "bytes_per_param", "memory", "compute", "traffic",
            "model_flops", "moe_layers", "parameters", "stage_parameters", "sharding"]
 
 RECOMPUTE = ("none", "selective", "full")
+#: Flash-attention kernels: fused (cuDNN / Transformer Engine, FlashAttention-3) or fa2
+#: (FlashAttention-2, PyTorch SDPA's flash backend), slower on Hopper (``gemm.Curve``).
+ATTENTION_KERNELS = ("fused", "fa2")
 #: ZeRO stages: 0 (replicated), 1 (optimizer sharded, Megatron's distributed optimizer), 2
 #: (and gradients), 3 (and weights).
 ZERO = (0, 1, 2, 3)
@@ -40,7 +43,9 @@ BUCKET = 40_000_000 * 4
 class Training:
     """How a model is trained: the batch and the framework's memory, overlap and precision
     options. ``zero``/``fsdp`` shard the replicas' state (``distributed_optimizer`` is ZeRO-1);
-    ``fp8`` runs the layers' GEMMs in fp8; ``first_stage_layers``/``last_stage_layers`` fix the
+    ``attention_kernel`` "fa2" runs FlashAttention-2 (PyTorch SDPA) rather than a fused kernel;
+    ``pure_bf16`` keeps no fp32 master copy (weights, gradients, Adam moments and the loss in
+    bf16, as NeMo AutoModel's recipes run); ``fp8`` runs the layers' GEMMs in fp8; ``first_stage_layers``/``last_stage_layers`` fix the
     end stages of the pipeline and ``pipeline_slots`` counts embedding and loss as layer slots
     (None: when the layers need it to split evenly)."""
 
@@ -60,6 +65,8 @@ class Training:
     zero: int = 0
     fsdp: bool = False
     fp8: bool = False
+    pure_bf16: bool = False             # bf16 weights, gradients, Adam moments and loss
+    attention_kernel: str = "fused"     # "fused" (cuDNN, FlashAttention-3) or "fa2"
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     pipeline_slots: bool | None = None
@@ -99,6 +106,9 @@ def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
     """Check the mapping and derive its step; MappingError when the model cannot run it."""
     if t.recompute not in RECOMPUTE:
         raise MappingError(f"recompute '{t.recompute}': one of {', '.join(RECOMPUTE)}")
+    if t.attention_kernel not in ATTENTION_KERNELS:
+        raise MappingError(f"attention kernel '{t.attention_kernel}': one of "
+                           f"{', '.join(ATTENTION_KERNELS)}")
     if t.zero not in ZERO:
         raise MappingError(f"zero {t.zero}: one of 0, 1, 2, 3")
     m = t.model

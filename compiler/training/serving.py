@@ -1,7 +1,8 @@
 """Serving arithmetic that needs no topology: weights and KV cache per GPU by precision and
 sharding, and the FLOPs and HBM bytes of a prefill and of one decode step.
 
-Shapes come from a ``Transformer`` (``arch_of``), read as vLLM/TensorRT-LLM lay it out:
+Shapes come from the IR's ``Transformer`` (the one description of a model, for training and
+serving alike), read as vLLM/TensorRT-LLM lay it out:
 
 - Weights: the attention and MLP matrices at the serving precision (BF16 2 bytes, FP8 1 byte,
   FP4 half a byte plus one FP8 scale per 16 values: NVFP4's block scaling, 0.5625 bytes);
@@ -28,6 +29,8 @@ import math
 import attrs
 
 from ..ir.system import Transformer
+from . import params
+from .params import moe_layers
 
 #: Bytes per weight or KV element. NVFP4 adds one FP8 scale per 16 values (NVIDIA's NVFP4
 #: format); FP8 block scales (one FP32 per 128 x 128 block) are 0.02 % and left out.
@@ -35,50 +38,6 @@ BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5 + 1 / 16}
 PRECISIONS = tuple(BYTES)
 #: Bytes of an activation moved between GPUs (all-reduces, pipeline sends): BF16.
 ACT_BYTES = 2
-
-
-@attrs.frozen
-class Arch:
-    """The shape serving needs. ``head_dim`` 0 means hidden / heads; MLA when
-    ``kv_lora_rank`` > 0; MoE when ``experts`` > 0 (all layers after ``dense_layers``)."""
-
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    ffn: int
-    vocab: int
-    gated: bool = True
-    tied: bool = False
-    experts: int = 0
-    top_k: int = 0
-    expert_ffn: int = 0
-    shared_experts: int = 0
-    dense_layers: int = 0
-    head_dim: int = 0
-    kv_lora_rank: int = 0
-    q_lora_rank: int = 0
-    rope_head_dim: int = 0
-
-    @property
-    def dhead(self) -> int:
-        """Width of one attention head."""
-        return self.head_dim or self.hidden // self.heads
-
-    @property
-    def moe_layers(self) -> int:
-        """Layers with routed experts."""
-        return self.layers - self.dense_layers if self.experts else 0
-
-
-def arch_of(m: Transformer) -> Arch:
-    """The serving shape of a declared model (MLA and head_dim fields read when the IR has
-    them)."""
-    return Arch(m.name, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab, m.gated,
-                m.tied, m.experts, m.top_k, m.expert_ffn, m.shared_experts, m.dense_layers,
-                getattr(m, "head_dim", 0), getattr(m, "kv_lora_rank", 0),
-                getattr(m, "q_lora_rank", 0), getattr(m, "rope_head_dim", 0))
 
 
 @attrs.frozen
@@ -101,7 +60,7 @@ class LayoutError(ValueError):
     """A layout the model cannot be split into; the message names the numbers."""
 
 
-def check(a: Arch, lay: Layout) -> None:
+def check(a: Transformer, lay: Layout) -> None:
     """LayoutError when heads, layers or experts do not divide as the layout asks."""
     if lay.tp < 1 or lay.pp < 1 or lay.ep < 1:
         raise LayoutError(f"tp, pp and ep must be at least 1 (tp={lay.tp}, pp={lay.pp}, "
@@ -113,7 +72,7 @@ def check(a: Arch, lay: Layout) -> None:
             lay.tp % a.kv_heads:
         raise LayoutError(f"{a.name}: {a.kv_heads} key/value heads do not split over "
                           f"tp = {lay.tp} (nor replicate evenly)")
-    dense_mlp = a.layers - a.moe_layers
+    dense_mlp = a.layers - moe_layers(a)
     if dense_mlp and a.ffn % lay.tp:
         raise LayoutError(f"{a.name}: the MLP's {a.ffn} columns do not divide over "
                           f"tp = {lay.tp}")
@@ -136,42 +95,24 @@ def check(a: Arch, lay: Layout) -> None:
 
 # ---- parameters -----------------------------------------------------------------------------
 
-def attention_weights(a: Arch) -> int:
-    """Weights of one layer's attention projections."""
-    h, d, q = a.hidden, a.dhead, a.heads * a.dhead
-    if a.kv_lora_rank:
-        qk = a.heads * (d + a.rope_head_dim)
-        qw = h * a.q_lora_rank + a.q_lora_rank * qk if a.q_lora_rank else h * qk
-        return qw + h * (a.kv_lora_rank + a.rope_head_dim) + \
-            a.kv_lora_rank * a.heads * 2 * d + q * h
-    return h * (q + 2 * a.kv_heads * d) + q * h
-
-
-def _mats(a: Arch) -> int:
-    return 3 if a.gated else 2
-
-
-def expert_weights(a: Arch) -> int:
+def expert_weights(a: Transformer) -> int:
     """Weights of one routed (or shared) expert."""
-    return _mats(a) * a.hidden * a.expert_ffn
+    return params.matrices(a) * a.hidden * a.expert_ffn
 
 
-def totals(a: Arch) -> dict[str, float]:
-    """Weights by part for the whole model: attention, dense MLP, shared experts, routed
-    experts, BF16 extras (embeddings, head, norms, routers); ``active`` per token."""
-    moe = a.moe_layers
-    parts = {"attention": a.layers * attention_weights(a),
-             "mlp": (a.layers - moe) * _mats(a) * a.hidden * a.ffn,
-             "shared": moe * a.shared_experts * expert_weights(a),
-             "experts": moe * a.experts * expert_weights(a),
-             "extras": a.vocab * a.hidden * (1 if a.tied else 2) + a.layers * 2 * a.hidden
-             + moe * a.hidden * a.experts}
-    parts["total"] = sum(parts.values())
-    parts["active"] = parts["total"] - parts["experts"] + moe * a.top_k * expert_weights(a)
+def totals(a: Transformer) -> dict[str, float]:
+    """Weights by part for the whole model, as training counts them (``params.parameters``):
+    attention, dense MLP, shared experts, routed experts, and the BF16 extras (embeddings, head,
+    norms, routers); ``active`` per token."""
+    p = params.parameters(a)
+    parts = {"attention": p["attention"], "mlp": p["mlp"], "shared": p["shared"],
+             "experts": p["experts"], "extras": p["router"] + p["norms"] + p["embedding"]}
+    parts["total"] = p["total"]
+    parts["active"] = p["active"]
     return parts
 
 
-def weight_bytes_per_gpu(a: Arch, lay: Layout, precision: str) -> float:
+def weight_bytes_per_gpu(a: Transformer, lay: Layout, precision: str) -> float:
     """Bytes of weights on the busiest GPU of a replica."""
     p, b = totals(a), BYTES[precision]
     stage = math.ceil(a.layers / lay.pp) / a.layers
@@ -183,14 +124,14 @@ def weight_bytes_per_gpu(a: Arch, lay: Layout, precision: str) -> float:
     return stage * ((attn + dense / lay.tp + experts) * b) + extras * BYTES["bf16"]
 
 
-def kv_bytes_per_token(a: Arch, kv_precision: str) -> float:
+def kv_bytes_per_token(a: Transformer, kv_precision: str) -> float:
     """KV cache bytes one token keeps over all layers (whole model, not split)."""
     if a.kv_lora_rank:
         return a.layers * (a.kv_lora_rank + a.rope_head_dim) * BYTES[kv_precision]
     return a.layers * 2 * a.kv_heads * a.dhead * BYTES[kv_precision]
 
 
-def kv_bytes_per_token_per_gpu(a: Arch, lay: Layout, kv_precision: str) -> float:
+def kv_bytes_per_token_per_gpu(a: Transformer, lay: Layout, kv_precision: str) -> float:
     """KV bytes one of a GPU's sequences' tokens takes on it: split over pp stages and, for
     grouped heads, over tp (kv heads replicated when fewer than tp); MLA and attention DP keep
     the whole per-layer cache on the GPU that serves the sequence."""
@@ -200,11 +141,11 @@ def kv_bytes_per_token_per_gpu(a: Arch, lay: Layout, kv_precision: str) -> float
     return per / min(lay.tp, a.kv_heads) if a.kv_heads else per
 
 
-def activation_bytes(a: Arch, lay: Layout, max_tokens: int) -> float:
+def activation_bytes(a: Transformer, lay: Layout, max_tokens: int) -> float:
     """Working memory of one engine step of ``max_tokens`` tokens: the residual stream and the
     widest intermediate (the MLP's or the routed experts', split over tp) in BF16, and FP32
     logits for 1,024 sampled sequences (an estimate, documented in docs/infer.md)."""
-    ffn = max(a.ffn if a.moe_layers < a.layers else 0, a.expert_ffn * max(1, a.top_k))
+    ffn = max(a.ffn if moe_layers(a) < a.layers else 0, a.expert_ffn * max(1, a.top_k))
     width = a.hidden * 4 + 2 * ffn / lay.tp
     return max_tokens * width * ACT_BYTES + 1024 * a.vocab / lay.tp * 4
 
@@ -222,9 +163,18 @@ class Work:
     kv_bytes: float
     expert_flops: float = 0.0
     expert_bytes: float = 0.0
+    #: Rows (tokens) each touched routed expert multiplies: the M of its grouped GEMM
+    expert_rows: float = 0.0
 
 
-def _expert_fraction(a: Arch, tokens: float) -> float:
+def expert_rows(a: Transformer, tokens: float) -> float:
+    """Tokens each routed expert that ``tokens`` tokens touch gets on average: tokens x top_k
+    spread over the experts touched (each token picks top_k of ``experts`` uniformly)."""
+    touched = a.experts * _expert_fraction(a, tokens)
+    return tokens * a.top_k / touched if touched else 0.0
+
+
+def _expert_fraction(a: Transformer, tokens: float) -> float:
     """The expected share of a GPU's routed experts that ``tokens`` tokens touch (each picks
     top_k of ``experts`` uniformly)."""
     if not a.experts or tokens <= 0:
@@ -232,7 +182,7 @@ def _expert_fraction(a: Arch, tokens: float) -> float:
     return 1.0 - (1.0 - a.top_k / a.experts) ** tokens
 
 
-def _gemm_weights(a: Arch, lay: Layout) -> tuple[float, float]:
+def _gemm_weights(a: Transformer, lay: Layout) -> tuple[float, float]:
     """(weights every token of a GPU multiplies, expert weights a routed token multiplies) per
     GPU and stage, in parameters, for the tokens the GPU itself serves."""
     p = totals(a)
@@ -240,17 +190,17 @@ def _gemm_weights(a: Arch, lay: Layout) -> tuple[float, float]:
     attn = p["attention"] * (1 if lay.attention_dp else 1 / lay.tp)
     dense = (p["mlp"] + p["shared"]) / lay.tp
     head = a.vocab * a.hidden / lay.tp            # the output head (on the last stage)
-    routed = a.moe_layers * a.top_k * expert_weights(a)
+    routed = moe_layers(a) * a.top_k * expert_weights(a)
     return stage * (attn + dense) + head, stage * routed / lay.tp
 
 
-def _expert_bytes(a: Arch, lay: Layout, precision: str) -> float:
+def _expert_bytes(a: Transformer, lay: Layout, precision: str) -> float:
     """Bytes of the routed experts on a GPU (one stage)."""
     share = math.ceil(a.layers / lay.pp) / a.layers
     return totals(a)["experts"] / lay.tp * share * BYTES[precision] if a.experts else 0.0
 
 
-def decode(a: Arch, lay: Layout, batch: float, context: float, precision: str,
+def decode(a: Transformer, lay: Layout, batch: float, context: float, precision: str,
            kv_precision: str) -> Work:
     """One decode step of ``batch`` sequences (per replica; per pipeline stage of a micro-batch
     when pp > 1) at mean ``context`` tokens, on the busiest GPU."""
@@ -269,10 +219,10 @@ def decode(a: Arch, lay: Layout, batch: float, context: float, precision: str,
     kv = local * context * kv_bytes_per_token_per_gpu(a, lay, kv_precision)
     # routed experts the batch does not touch are not read
     return Work(2 * every * local, attn, wb, kv, 2 * routed * batch,
-                ex * _expert_fraction(a, batch))
+                ex * _expert_fraction(a, batch), expert_rows(a, batch))
 
 
-def prefill(a: Arch, lay: Layout, tokens: float, precision: str, kv_precision: str) -> Work:
+def prefill(a: Transformer, lay: Layout, tokens: float, precision: str, kv_precision: str) -> Work:
     """The prefill of one request of ``tokens`` tokens on a replica's busiest GPU (attention
     DP: on the one GPU that serves it, its experts spread over the group)."""
     every, routed = _gemm_weights(a, lay)
@@ -284,4 +234,4 @@ def prefill(a: Arch, lay: Layout, tokens: float, precision: str, kv_precision: s
     wb = weight_bytes_per_gpu(a, lay, precision) - ex
     kv = tokens * kv_bytes_per_token_per_gpu(a, lay, kv_precision)      # written once
     return Work(2 * every * tokens, attn, wb, kv, 2 * routed * tokens,
-                ex * _expert_fraction(a, tokens))
+                ex * _expert_fraction(a, tokens), expert_rows(a, tokens))

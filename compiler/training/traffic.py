@@ -15,7 +15,9 @@ them, each with the window of compute it can hide behind:
   ready only in the last micro-batch's backward, so with ``overlap`` the reduction hides behind
   that (``grad_sync``) and the weight gather behind the first forward (``param_sync``).
 - ZeRO-3 and FSDP gather each layer's weights forward and again backward and reduce-scatter
-  its gradients, every micro-batch, behind the forward and backward passes.
+  its gradients, every micro-batch, behind the forward and backward passes; per micro-batch
+  the first gather of each pass and the last reduce-scatter sit on the critical path (there is
+  no earlier layer to hide them behind).
 """
 
 from __future__ import annotations
@@ -81,12 +83,18 @@ def _gradient_flows(m: Transformer, t, sh: Shape, layers: int,
         if size < 2 or params < 1:
             continue
         if level >= 3:
+            # a layer's gather hides behind the previous layer's compute and its gradients'
+            # reduce-scatter behind the next one's, so per micro-batch the first gather of
+            # each pass and the last reduce-scatter have nothing to hide behind
             per_layer = int(params / max(1, layers) * 2)
-            n = layers * microbatches
+            n = (layers - 1) * microbatches
+            rs = per_layer * grad_bytes // 2
             out.append(TrafficFlow(kind, "allgather", per_layer, n, overlap="forward"))
             out.append(TrafficFlow(kind, "allgather", per_layer, n, overlap="backward"))
-            out.append(TrafficFlow(kind, "reducescatter", per_layer * grad_bytes // 2, n,
-                                   overlap="backward"))
+            out.append(TrafficFlow(kind, "reducescatter", rs, n, overlap="backward"))
+            out.append(TrafficFlow(kind, "allgather", per_layer, 2 * microbatches,
+                                   overlap="none"))
+            out.append(TrafficFlow(kind, "reducescatter", rs, microbatches, overlap="none"))
             continue
         grads = params * grad_bytes
         buckets = max(1, math.ceil(grads / t.bucket))

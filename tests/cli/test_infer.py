@@ -60,7 +60,7 @@ def test_a_model_that_does_not_fit_names_the_numbers(capsys):
                  "--gpus", "1", "--precision", "bf16", "--concurrency", "1"])
     err = capsys.readouterr().err
     assert code == 1
-    assert "llama3_405b does not fit" in err and "GB per GPU" in err and "80.0 GB" in err
+    assert "llama3_405b does not fit" in err and "GB per GPU" in err and "85.5 GB" in err
 
 
 def test_heads_that_do_not_divide(capsys):
@@ -86,3 +86,24 @@ def test_usage_errors_exit_2(capsys, extra, words):
             argv += extra[i:i + 2]
     assert main(argv) == 2
     assert words in capsys.readouterr().err
+
+
+def test_cli_python_api_and_report_agree(capsys):
+    """One search behind the three faces: the CLI's JSON rows, ``topoc.infer``'s rows and the
+    HTML report's serving view (1,000 tokens in and out, the GPUs' default precision, the
+    concurrency sweep) are the same rows in the same order."""
+    import topoc
+    from topoc.compiler.analysis.infer import serving_view
+    from topoc.compiler.lang.derive import find_model
+    assert main(["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000",
+                 "--top", "0", "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["rows"]
+    dgx = topoc.load(DGX)
+    api = [r.as_dict() for r in topoc.infer(dgx, "llama3-70b", 1000, 1000).rows]
+    view = serving_view(dgx, find_model(dgx, "llama3-70b"), 8)
+    report = [r.as_dict() for r in view.result.rows]
+    assert len(cli) == len(api) == len(report) > 10
+    for a, b, c in zip(cli, api, report):
+        assert a["rank"] >= 1
+        for key in FIELDS:
+            assert a[key] == pytest.approx(b[key]) and b[key] == pytest.approx(c[key])

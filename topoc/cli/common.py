@@ -273,6 +273,21 @@ def parse_sizes(text: str) -> list[int]:
     return out
 
 
+def scaling_range(text: str, gpus: int) -> tuple[int, int]:
+    """``LO..HI`` (or one count) of ``--scaling`` as (LO, HI), checked against the system's
+    ``gpus``; a UsageError names what is wrong."""
+    lo, sep, hi = text.partition("..")
+    try:
+        lo_n, hi_n = int(lo), int(hi) if sep else int(lo)
+    except ValueError:
+        raise UsageError(f"--scaling {text}: give LO..HI, as in 8..512") from None
+    if lo_n < 1 or hi_n < lo_n:
+        raise UsageError(f"--scaling {text}: LO must be at least 1 and at most HI")
+    if hi_n > gpus:
+        raise UsageError(f"--scaling {text}: the system has {gpus} GPUs")
+    return lo_n, hi_n
+
+
 def add_common(p: argparse.ArgumentParser, output_required: bool = False) -> None:
     """``-D``, ``--import-root`` and ``-o``: every verb that reads one .topo file has them."""
     p.add_argument("-D", "--define", action=DefineAction, metavar="NAME=VALUE",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..backends import infer_table
 from ..compiler.analysis.infer import InferError, default_precision, gpu_of, infer, too_big
 from ..compiler.lang.derive import find_model
-from ..compiler.training.serving import PRECISIONS, arch_of
+from ..compiler.training.serving import PRECISIONS
 from .common import EXIT_OK, UsageError, add_common, fail, load, write_output
 
 
@@ -76,13 +76,12 @@ def run(args) -> int:
         raise UsageError(exc.args[0]) from None
     if args.gpus is not None and args.gpus > len(system.gpus):
         raise UsageError(f"--gpus {args.gpus}: {system.name} has {len(system.gpus)} GPUs")
-    arch = arch_of(model)
     fixed = {"tp": args.tp, "pp": args.pp, "ep": args.ep,
              "attention_dp": {"on": True, "off": False}.get(args.attention_dp)}
     try:
         gpus = args.gpus or len(system.gpus)
         precision = args.precision or default_precision(gpu_of(system, gpus))
-        result = infer(system, arch, args.isl, args.osl, gpus, fixed, precision,
+        result = infer(system, model, args.isl, args.osl, gpus, fixed, precision,
                        args.kv_precision, concurrency, args.disaggregate, args.ttft_limit,
                        args.tpot_limit)
     except InferError as exc:
@@ -92,7 +91,7 @@ def run(args) -> int:
             "kv_precision": result.rows[0].kv_precision}
     write_output(infer_table.render(result, head, args.format, args.top), args.output)
     if not any(r.fits for r in result.rows):
-        return fail(args.file, too_big(system, arch, result, args.isl, args.osl))
+        return fail(args.file, too_big(system, model, result, args.isl, args.osl))
     return EXIT_OK
 
 

@@ -10,9 +10,9 @@ from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
 from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
-from ..compiler.training.model import RECOMPUTE, ZERO, Training
+from ..compiler.training.model import ATTENTION_KERNELS, RECOMPUTE, ZERO, Training
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number,
-                     parse_defines, write_output)
+                     parse_defines, scaling_range, write_output)
 
 
 def add_parser(sub) -> None:
@@ -39,10 +39,15 @@ def add_parser(sub) -> None:
                    "1 optimizer, 2 and gradients, 3 and weights (default: search 1 and 3)")
     p.add_argument("--fsdp", action="store_true", help="PyTorch FSDP (full sharding, fp32 "
                    "master weights)")
+    p.add_argument("--pure-bf16", action="store_true", help="bf16 weights, gradients, Adam "
+                   "moments and loss with no fp32 master copy (NeMo AutoModel's recipes)")
     p.add_argument("--fp8", action="store_true", help="run the layers' GEMMs in FP8 (the "
                    "GPU's tflops_fp8)")
     p.add_argument("--flash-attention", choices=["on", "off"], default="on",
                    help="attention kernels (default on; off for runs before 2022)")
+    p.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default="fused",
+                   help="fused (cuDNN, Transformer Engine, FlashAttention-3; default) or fa2 "
+                   "(FlashAttention-2: PyTorch SDPA, slower on Hopper)")
     p.add_argument("--compare", metavar="SIZES", help="where a strategy ranks and which terms "
                    "separate it from #1, e.g. tp=8,pp=4,dp=2[,cp=1,ep=1,microbatch=1,"
                    "recompute=selective,interleave=1,sequence_parallel=1,zero=1]")
@@ -103,7 +108,9 @@ def run(args) -> int:
     base = Training(model, args.batch, distributed_optimizer=args.distributed_optimizer,
                     overlap=args.overlap, imbalance=args.imbalance,
                     gemm_efficiency=args.gemm_efficiency, fsdp=args.fsdp, fp8=args.fp8,
-                    flash_attention=args.flash_attention == "on")
+                    pure_bf16=args.pure_bf16,
+                    flash_attention=args.flash_attention == "on",
+                    attention_kernel=args.attention_kernel)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
@@ -154,15 +161,7 @@ def run(args) -> int:
 
 def _scaling(args, system, model, base, fixed) -> int:
     """``--scaling LO..HI``: the best strategy at each power-of-two GPU count."""
-    lo, sep, hi = args.scaling.partition("..")
-    try:
-        lo_n, hi_n = int(lo), int(hi) if sep else int(lo)
-    except ValueError:
-        raise UsageError(f"--scaling {args.scaling}: give LO..HI, as in 8..512") from None
-    if lo_n < 1 or hi_n < lo_n:
-        raise UsageError(f"--scaling {args.scaling}: LO must be at least 1 and at most HI")
-    if hi_n > len(system.gpus):
-        raise UsageError(f"--scaling {args.scaling}: the system has {len(system.gpus)} GPUs")
+    lo_n, hi_n = scaling_range(args.scaling, len(system.gpus))
     try:
         curve = scaling.scaling(system, model, base, lo_n, hi_n, fixed, jobs=args.jobs,
                                 use_cache=not args.no_cache)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from ..backends import render as r
-from ..backends import infer_plot, report, report_html
+from ..backends import infer_plot, report, report_html, scaling_plot
 from ..compiler.analysis.strategy import analyse
 from ..compiler.ir.system import System
 from ..compiler.analysis.infer import serving_view
+from ..compiler.analysis.plan import PlanUsageError
+from ..compiler.analysis.scaling import scaling
 from ..compiler.analysis.page import published_rows, report_page
-from .common import EXIT_OK, UsageError, add_common, load, strategy_name, write_output
+from .common import (EXIT_OK, UsageError, add_common, load, scaling_range, strategy_name,
+                     write_output)
 
 
 def add_parser(sub) -> None:
@@ -17,6 +20,8 @@ def add_parser(sub) -> None:
     p.add_argument("--parallel", metavar="NAME", help="the strategy (needed when several)")
     p.add_argument("--format", choices=["text", "markdown", "html"], default="text",
                    help="html: one self-contained page with the diagram and plots")
+    p.add_argument("--scaling", metavar="LO..HI", help="html: add the scaling section (topoc "
+                   "plan --scaling for the strategy's model and batch from LO to HI GPUs)")
     add_common(p)
     p.set_defaults(func=run)
 
@@ -24,19 +29,25 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     system = load(args)
     name = strategy_name(system, args.file, args.parallel)
+    span = scaling_range(args.scaling, len(system.gpus)) if args.scaling else None
+    if span and args.format != "html":
+        raise UsageError("--scaling draws a section of the HTML report: add --format html "
+                         "(or run topoc plan --scaling for a table)")
     if args.format == "html":
-        write_output(_html_report(system, name), args.output)
+        write_output(_html_report(system, name, span), args.output)
     else:
         write_output(report.render(analyse(system, name), system.name, args.format), args.output)
     return EXIT_OK
 
 
-def _html_report(system: System, name: str) -> str:
-    """The self-contained page: the diagram (GPUs coloured by tp group), plots, tables."""
+def _html_report(system: System, name: str, span: tuple[int, int] | None = None) -> str:
+    """The self-contained page: the diagram (GPUs coloured by tp group), plots, tables; with
+    ``span`` (LO, HI) also the scaling section."""
     try:
         svg, _ = r.render(system, "svg", r.Options(parallel=name, color="tp"))
         page = report_page(system, name, published_rows())
-        return report_html.document(page, svg, _serving(system, page))
+        extra = _serving(system, page) + (_scaling(system, page, span) if span else ())
+        return report_html.document(page, svg, extra)
     except (r.DotMissing, r.TooLarge, report_html.ReportUnavailable) as exc:
         raise UsageError(str(exc)) from None
 
@@ -50,3 +61,20 @@ def _serving(system: System, page) -> tuple[tuple[str, str, str], ...]:
     if not html:
         return ()
     return (("serving", heading, html),)
+
+
+def _scaling(system: System, page, span: tuple[int, int]) -> tuple[tuple[str, str, str], ...]:
+    """The scaling section (``topoc plan --scaling``) for the strategy's model and training
+    options; a usage error for a strategy that names no model."""
+    t = page.report.strategy.training
+    if t is None:
+        raise UsageError("--scaling needs a strategy that names a model (model = ... in its "
+                         "parallel block)")
+    try:
+        # the block's sharding is fixed as plan's --fsdp, --distributed-optimizer, --zero fix it
+        zero = 3 if t.fsdp else max(t.zero, 1 if t.distributed_optimizer else 0)
+        curve = scaling(system, t.model, t, *span, fixed={"zero": zero} if zero else None)
+    except PlanUsageError as exc:
+        raise UsageError(str(exc)) from None
+    return (("scaling", f"Scaling (topoc plan --scaling {span[0]}..{span[1]})",
+             scaling_plot.section(curve)),)

@@ -21,21 +21,24 @@ def test_fit_rows_are_at_most_a_third(errors):
     assert len({c.row for c, _ in errors}) >= 100
 
 
-@pytest.mark.parametrize("metric, limit", [("throughput", 0.10), ("tpot", 0.10),
-                                           ("ttft", 0.30)])
-def test_validation_medians_do_not_regress(errors, metric, limit):
+@pytest.mark.parametrize("kind, limit", [("throughput", 0.10), ("tpot", 0.10),
+                                         ("ttft idle", 0.15), ("ttft loaded", 0.65)])
+def test_validation_medians_do_not_regress(errors, kind, limit):
     """Held-out rows (never fitted on): medians as docs/infer.md reports them, with a small
-    margin. The issue's targets are 20 % (throughput), 15 % (TPOT), 25 % (TTFT); TTFT's median
-    on six rows (28.9 %) misses it, and this test keeps that visible rather than hidden."""
-    val = [e for c, e in errors if c.metric == metric and not c.fit]
-    assert val, metric
+    margin. The issue's targets are 20 % (throughput), 15 % (TPOT), 25 % (TTFT). TTFT with one
+    request in flight holds (6.4 % over 7 rows); TTFT under load in NIM's closed-loop sweeps
+    does not (58.6 % over 30 rows, waits that grow with concurrency far past a queue of
+    independent arrivals), and this test keeps that visible rather than hidden."""
+    val = [e for c, e in errors if S.kind(c) == kind and not c.fit]
+    assert val, kind
     assert S.median_abs(val) <= limit
 
 
 def _series(errors):
+    """Offline max-throughput series (TensorRT-LLM's tables) at TP 1, 2, 4 and 8."""
     out = {}
     for c, _ in errors:
-        if c.metric == "throughput" and not c.per_gpu:
+        if c.metric == "throughput" and not c.per_gpu and c.concurrency == "max":
             key = (c.gpu, c.model, c.isl, c.osl)
             out.setdefault(key, {})[c.tp] = (c.measured / c.gpus, S.predict(c) / c.gpus)
     return {k: v for k, v in out.items() if sorted(v) == [1, 2, 4, 8]}
@@ -119,10 +122,9 @@ def test_a_model_too_big_says_by_how_much():
                       precision="bf16")
     assert not any(r.fits for r in res.rows)
     from topoc.compiler.analysis.infer import too_big
-    from topoc.compiler.training.serving import arch_of
     from topoc.compiler.lang.derive import find_model
-    msg = too_big(node, arch_of(find_model(node, "llama3-405b")), res, 1000, 1000)
-    assert "GB per GPU" in msg and "80.0 GB" in msg
+    msg = too_big(node, find_model(node, "llama3-405b"), res, 1000, 1000)
+    assert "GB per GPU" in msg and "85.5 GB" in msg     # 81,559 MiB
 
 
 def test_heads_that_do_not_divide_are_an_error_with_the_numbers():
@@ -159,3 +161,49 @@ def test_throughput_counts_the_requests_in_flight_not_the_replicas():
     assert five.config.replicas == eight.config.replicas == 8
     assert five.tpot == pytest.approx(eight.tpot)
     assert five.throughput == pytest.approx(eight.throughput * 5 / 8)
+
+
+def test_idle_ttft_is_the_prefill_and_loaded_ttft_waits_for_a_step():
+    """One request in flight: TTFT is the request overhead and its prefill step (which emits
+    the first token), no decode step. With others in flight it also waits for the step under
+    way and rides a step that decodes them."""
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    s = Settings()
+    one = topoc.infer(node, "llama3-8b", 1000, 1000, gpus=1, tp=1, pp=1, ep=1,
+                      concurrency=1).rows[0]
+    parts = dict(one.parts)
+    assert one.ttft == pytest.approx(s.request_overhead + parts["prefill_time"], rel=0.02)
+    many = topoc.infer(node, "llama3-8b", 1000, 1000, gpus=1, tp=1, pp=1, ep=1,
+                       concurrency=25).rows[0]
+    assert many.ttft > one.ttft + 1.5 * dict(many.parts)["decode_step"] * 0.99
+
+
+def test_requests_beyond_the_kv_cache_queue():
+    """Past what the KV cache holds the engine runs at its capacity and the other clients wait:
+    throughput stays, TTFT grows by Little's law, and the row says it does not fit."""
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    run = dict(gpus=2, tp=2, pp=1, ep=1)
+    cap = topoc.infer(node, "llama3-70b", 5000, 500, concurrency="max", **run).rows[0]
+    held = cap.config.concurrency
+    over = topoc.infer(node, "llama3-70b", 5000, 500, concurrency=2 * held, **run).rows[0]
+    assert cap.fits and not over.fits and dict(over.parts)["queued"] == held
+    assert over.throughput == pytest.approx(cap.throughput)
+    assert over.tpot == pytest.approx(cap.tpot)
+    # closed loop: 2 x held clients, each request lasts clients / request rate
+    assert over.ttft == pytest.approx(2 * held * 500 / over.throughput - 499 * over.tpot)
+    assert over.ttft > 10 * cap.ttft
+
+
+def test_routed_experts_run_faster_per_token_with_more_tokens_each():
+    """Small-M grouped GEMMs: an expert with few tokens wastes its tile, so the MoE step's cost
+    per token falls as the batch grows (expert_tile sets how fast)."""
+    node = topoc.load("library/nvidia/hgx_b200.topo")
+    fixed = dict(gpus=8, tp=8, pp=1, ep=8, precision="fp8")
+    small = topoc.infer(node, "qwen3-235b-a22b", 1000, 1000, concurrency=64, **fixed).rows[0]
+    big = topoc.infer(node, "qwen3-235b-a22b", 1000, 1000, concurrency=1024, **fixed).rows[0]
+    per_token = [dict(r.parts)["decode_step"] / r.config.concurrency for r in (small, big)]
+    assert per_token[1] < 0.5 * per_token[0]
+    wide = Settings(expert_tile=1024.0)
+    slow = topoc.infer(node, "qwen3-235b-a22b", 1000, 1000, concurrency=1024, settings=wide,
+                       **fixed).rows[0]
+    assert slow.throughput < big.throughput

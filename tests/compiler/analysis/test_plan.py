@@ -269,3 +269,14 @@ def test_plan_compare_and_scaling_from_the_command_line(capsys):
         [4, 4, 8, 8]
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--scaling",
                  "8..64"]) == 2
+
+
+def test_pure_bf16_and_the_attention_kernel_reach_the_search_from_the_command_line(capsys):
+    def best(*extra):
+        assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--fsdp",
+                     "--tp", "1", "--pp", "1", "--microbatch", "1", "--recompute", "full",
+                     "--format", "json", "--no-cache", "--jobs", "1", *extra]) == 0
+        return json.loads(capsys.readouterr().out)["rows"][0]
+    plain = best()
+    assert best("--pure-bf16")["memory_per_gpu"] < plain["memory_per_gpu"]
+    assert best("--attention-kernel", "fa2")["step_time"] > plain["step_time"]

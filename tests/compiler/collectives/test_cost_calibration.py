@@ -19,9 +19,13 @@ from topoc.compiler.collectives.cost import BUS_FACTOR
 
 from ...calibration_rows import TARGETS, error, median, predict, row_class, rows, size_of
 
-LEGACY = rows()[:46]
-#: The worst validation row today (docs/cost.md); issue 27 asks for 40 %, not yet met.
-WORST_RECORDED = 1.10
+EARLIER = rows()[:46]
+#: Those still fit rows: three of Azure's single-process (-g 8) runs under 1 ms are excluded
+#: since (library/calibration.csv notes why).
+LEGACY = [r for r in EARLIER if r["role"] == "fit"]
+#: The worst validation row today (docs/cost.md: p5 on NCCL 2.18.5 over EKS, 256 MiB, +139 %);
+#: issue 27 asks for 40 %, not yet met.
+WORST_RECORDED = 1.40
 
 
 def test_every_published_row_is_here():
@@ -31,7 +35,9 @@ def test_every_published_row_is_here():
     assert {row["role"] for row in every} == {"fit", "validate", "exclude"}
     assert all(row["note"] for row in every if row["role"] == "exclude")
     assert len(rows("validate")) >= 100
-    assert all(r["role"] == "fit" and not r["source"].endswith("]") for r in LEGACY)
+    assert all(r["role"] in ("fit", "exclude") and not r["source"].endswith("]")
+               for r in EARLIER)
+    assert len(LEGACY) >= 43
 
 
 def bound(row) -> float:

@@ -85,23 +85,45 @@ def test_versions_change_the_launch_and_graphs_lower_it():
         cost(dgx, world, "allreduce", 8, nccl="2.9")
 
 
-NCCL_ALGORITHMS = {"ring", "tree", "nvls", "nvlstree", "collnetchain", "pat", "direct"}
+#: What NCCL runs per collective (tuning.cc: broadcast and reduce rings only; reduce-scatter and
+#: all-gather ring, NVLS, PAT; all-reduce all but PAT; all-to-all and send/recv its p2p path).
+NCCL_HAS = {"allreduce": {"ring", "tree", "nvls", "nvlstree", "collnetchain"},
+            "reducescatter": {"ring", "nvls", "pat"}, "allgather": {"ring", "nvls", "pat"},
+            "broadcast": {"ring"}, "reduce": {"ring"}, "alltoall": {"direct"},
+            "sendrecv": {"direct"}}
+SIMPLE_ONLY = {"nvls", "nvlstree", "pat", "collnetchain"}
 
 
 @pytest.mark.parametrize("name, defines", [
     ("dgx_h100.topo", {}), ("dgx_a100.topo", {}), ("hgx_b200.topo", {}),
+    ("pcie_server.topo", {}), ("h100_cluster.topo", {"nodes": 2}),
     ("aws_p5.topo", {"nodes": 4}), ("aws_p4de.topo", {"nodes": 2}),
     ("gcp_a3_mega.topo", {"nodes": 2}), ("h100_sharp_cluster.topo", {"nodes": 4}),
     ("nvl72_cluster.topo", {"racks": 2})])
 def test_auto_only_names_what_nccl_has(name, defines):
+    """Per collective, the algorithm and protocol ``auto`` names are ones NCCL runs there:
+    trees and CollNet only across nodes, NVLS in one NVLink domain, Simple only for NVLS,
+    NVLS-tree, PAT and CollNet, no LL128 by default where the node's graph is not NVLink."""
     system = topoc.load(library_file(name), defines)
     world = RankGroup("world", tuple(range(len(system.gpus))))
-    for collective in ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall"):
+    islands = len({system.locality.island[r] for r in world.ranks})
+    one_domain = system.locality.nvlink_agents(world.ranks) is not None
+    nvlink = any(link.cls == "nvlink" for link in system.links_of(system.gpus[0].id))
+    for collective in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+                       "alltoall"):
         if collective == "alltoall" and len(system.gpus) > 64:
             continue
-        assert set(auto_algorithms(system, world, collective)) <= NCCL_ALGORITHMS
-        for row in sweep(system, world, collective, [8, 2**20, GiB]):
-            assert row.algorithm in NCCL_ALGORITHMS, (collective, row)
+        assert set(auto_algorithms(system, world, collective)) <= NCCL_HAS[collective]
+        for row in sweep(system, world, collective, [8, 2**20, 64 * 2**20, GiB]):
+            assert row.algorithm in NCCL_HAS[collective], (collective, row)
+            if row.algorithm in ("tree", "nvlstree", "collnetchain"):
+                assert islands > 1, row
+            if row.algorithm == "nvls":
+                assert one_domain, row
+            if row.algorithm in SIMPLE_ONLY:
+                assert row.protocol == "Simple", row
+            if not nvlink:
+                assert row.protocol != "LL128", row
 
 
 def test_nvls_tree_across_two_nvl72_racks_not_more():
@@ -138,3 +160,20 @@ def test_all_to_all_peers_are_concurrent_and_counted_on_two_islands():
     small = [cost(topoc.load(library_file("aws_p5.topo"), {"nodes": k}),
                   RankGroup("w", tuple(range(8 * k))), "alltoall", 8).time for k in (2, 8)]
     assert small[1] == pytest.approx(small[0], rel=0.05)
+
+
+def test_nvls_tree_network_part_is_not_charged_nvls_efficiency():
+    """tuning.cc bounds NVLS-tree by min(intraBw x nvlsEfficiency, interBw, ...): the trees
+    between nodes run at the links' rate. 4 p5en nodes: the bound is the network part's."""
+    from topoc.compiler.collectives.cost import profile
+    from topoc.compiler.collectives.tuning import BUS_FACTOR, NVLS_EFFICIENCY, bus_gbs
+    p5en = topoc.load(library_file("aws_p5en.topo"), {"nodes": 4})
+    world = RankGroup("world", tuple(range(32)))
+    p = profile(p5en, world, "allreduce", "nvlstree")
+    assert p.net_seconds_per_byte and p.seconds_per_byte
+    net = BUS_FACTOR["allreduce"](32) / p.net_seconds_per_byte / 1e9
+    got = bus_gbs(p, "allreduce", 32, 4 * GiB, 2)
+    assert got == pytest.approx(net)          # not net x NVLS_EFFICIENCY, as before
+    assert NVLS_EFFICIENCY[2] < 0.9
+    ring = cost(p5en, world, "allreduce", 4 * GiB, "ring")
+    assert 0.85 < cost(p5en, world, "allreduce", 4 * GiB, "nvlstree").busbw / ring.busbw < 1.05

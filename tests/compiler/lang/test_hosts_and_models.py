@@ -23,10 +23,10 @@ def test_inheritance_overrides_and_keeps_the_rest():
     s = topoc.loads(HEAD + "device X : H200 { tflops_bf16 = 1 }\n"
                     "group G { a : H200  b : X }\nsystem s : G\n")
     h200, x = s.device("s.a").model, s.device("s.b").model
-    assert h200.kind == "gpu" and h200.attr("hbm") == 141e9
+    assert h200.kind == "gpu" and h200.attr("hbm") == 143771 * 2**20
     assert h200.attr("hbm_bandwidth") == 4.8e12
     assert h200.attr("tflops_bf16") == 989 and h200.port_budget("nvlink") == 18   # H100's
-    assert x.attr("tflops_bf16") == 1 and x.attr("hbm") == 141e9                 # two levels
+    assert x.attr("tflops_bf16") == 1 and x.attr("hbm") == 143771 * 2**20                # two levels
 
 
 def test_inheritance_order_free_and_cycles_and_schema():

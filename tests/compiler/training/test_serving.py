@@ -2,14 +2,16 @@
 
 import pytest
 
-from topoc.compiler.training.serving import (BYTES, Arch, Layout, LayoutError, check, decode,
+from topoc.compiler.ir.system import Transformer
+from topoc.compiler.training.serving import (BYTES, Layout, LayoutError, check, decode,
                                              kv_bytes_per_token, kv_bytes_per_token_per_gpu,
                                              prefill, totals, weight_bytes_per_gpu)
 
-LLAMA70 = Arch("llama3_70b", 80, 8192, 64, 8, 28672, 128256)
-DSV3 = Arch("deepseek_v3", 61, 7168, 128, 128, 18432, 129280, head_dim=128, experts=256,
-            top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3, kv_lora_rank=512,
-            q_lora_rank=1536, rope_head_dim=64)
+LLAMA70 = Transformer("llama3_70b", 80, 8192, 64, 8192, 128256, 28672, 8, gated=True,
+                      tied=False)
+DSV3 = Transformer("deepseek_v3", 61, 7168, 128, 4096, 129280, 18432, 128, head_dim=128,
+                   experts=256, top_k=8, expert_ffn=2048, shared_experts=1, dense_layers=3,
+                   kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64, gated=True, tied=False)
 
 
 def test_parameter_counts_match_the_published_sizes():
@@ -69,3 +71,20 @@ def test_layouts_that_cannot_run_name_the_numbers(lay, words):
         check(LLAMA70, lay)
     for w in words:
         assert w in str(exc.value)
+
+
+def test_experts_get_more_rows_as_the_batch_grows():
+    """The M of a routed expert's GEMM: tokens x top_k over the experts they touch (one token
+    touches 8 experts with one row each; 1,024 tokens give each expert ~32)."""
+    lay = Layout(8, 1, 8, True)
+    assert decode(DSV3, lay, 1, 1000, "fp8", "fp8").expert_rows == pytest.approx(1.0)
+    many = decode(DSV3, lay, 1024, 1000, "fp8", "fp8").expert_rows
+    assert many == pytest.approx(1024 * 8 / 256, rel=0.01)
+    assert prefill(DSV3, lay, 8192, "fp8", "fp8").expert_rows == pytest.approx(256, rel=0.01)
+
+
+def test_serving_reads_the_ir_model():
+    """One description of a model: serving takes the IR's Transformer (no copy of it)."""
+    import topoc.compiler.training.serving as sv
+    assert not hasattr(sv, "Arch") and not hasattr(sv, "arch_of")
+    assert sv.moe_layers(DSV3) == 58 and sv.moe_layers(LLAMA70) == 0

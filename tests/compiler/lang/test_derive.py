@@ -1,0 +1,21 @@
+"""A parallel block that names a model carries its training settings into the derived step."""
+
+from __future__ import annotations
+
+import topoc
+
+SOURCE = """use "nvidia/dgx_h100.topo"
+use "models/llama3.topo"
+system s : DGXH100
+parallel p on s {{ tp = 1  dp = 8  model = llama3_8b  batch = 64  fsdp = true  {extra} }}
+"""
+
+
+def test_pure_bf16_and_the_attention_kernel_are_block_settings():
+    plain = topoc.loads(SOURCE.format(extra="")).parallel("p")
+    bf16 = topoc.loads(SOURCE.format(extra="pure_bf16 = true  attention_kernel = fa2"))
+    t = bf16.parallel("p").training
+    assert t.pure_bf16 and t.attention_kernel == "fa2"
+    assert bf16.parallel("p").derived.memory.total < plain.derived.memory.total
+    assert bf16.parallel("p").derived.compute.attention_time > \
+        plain.derived.compute.attention_time
