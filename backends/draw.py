@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import attrs
@@ -23,6 +23,10 @@ from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, LEGEND_NAME, RING_COLOR,
                     Options, box, penwidth, short, text_color, tier)
 
 
+#: A figure carried by more lines than this is not written on each (the legend lists it).
+MANY = 12
+
+
 @attrs.frozen
 class Picture:
     """The DOT text and the drawing's size in points, title and legend included."""
@@ -32,6 +36,7 @@ class Picture:
     height: float
     lines: int = 0          # lines drawn (rings left out)
     crossing: int = 0       # of them, lines through a box they do not join
+    titles_crossed: int = 0     # frame titles no spot of which is clear of lines
 
 
 def _html(text: str) -> str:
@@ -62,10 +67,14 @@ def _called(members: Sequence[str], nodes: dict[str, Node], n: int = 2) -> str:
     return _plural(min(kinds), n)
 
 
-def _frames_of(node: str, frames: dict, against: set[str]) -> list[tuple]:
-    """Frames holding ``node`` and none of ``against``."""
+def _frames_of(node: str, frames: dict, against: set[str], nodes: dict) -> list[tuple]:
+    """Frames holding ``node`` and none of ``against`` (a frame holds what its path prefixes,
+    and what is placed in it: a scalable unit's leaves)."""
+    def holds(c: str, n: str) -> bool:
+        where = nodes[n].cluster if n in nodes else ""
+        return n.startswith(c + ".") or where == c or where.startswith(c + ".")
     return [r for c, r in frames.items()
-            if node.startswith(c + ".") and not any(a.startswith(c + ".") for a in against)]
+            if holds(c, node) and not any(holds(c, a) for a in against)]
 
 
 def _bands(nodes: dict[str, Node], pos: dict, sizes: dict, frames: dict,
@@ -97,7 +106,7 @@ def _bands(nodes: dict[str, Node], pos: dict, sizes: dict, frames: dict,
                 ys = []
                 for n in group:
                     r = rect(pos[n], sizes[n])
-                    fr = _frames_of(n, frames, against)
+                    fr = _frames_of(n, frames, against, nodes)
                     edge_y = [r[3] if top else r[1]] + [f[3] if top else f[1] for f in fr]
                     ys.append(max(edge_y) if top else min(edge_y))
                 near.append(max(ys) if top else min(ys))
@@ -145,6 +154,23 @@ def _bands(nodes: dict[str, Node], pos: dict, sizes: dict, frames: dict,
                 stubs.append(Edge(band.id, o, cls, lanes, bw, True, types))
     kept = [e for i, e in enumerate(edges) if i not in gone]
     return bands, kept + stubs, quiet
+
+
+def _fan_in(nodes: dict[str, Node], edges: list[Edge]) -> set[tuple[str, str]]:
+    """Lines that need no label of their own: of three or more lines of one class and one
+    figure into the same summary box (every leaf into 'node[1..31]'), all but the middle one."""
+    fans: dict[tuple, list[Edge]] = defaultdict(list)
+    for e in edges:
+        for end in (e.src, e.dst):
+            if end in nodes and nodes[end].kind in ("unit", "netunit"):
+                fans[end, e.cls, _figure(e)].append(e)
+    out = set()
+    for fan in fans.values():
+        if len(fan) >= 3:
+            fan.sort(key=lambda e: (e.src, e.dst))
+            keep = fan[len(fan) // 2]
+            out |= {(e.src, e.dst) for e in fan if e is not keep}
+    return out
 
 
 def _stretch(nodes: dict[str, Node], pos: dict, sizes: dict, edges: list[Edge]) -> None:
@@ -285,6 +311,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     for n in nodes:
         if n.kind == "fabric" and _per_member(n.id, edges):
             quiet |= {(e.src, e.dst) for e in edges if n.id in (e.src, e.dst)}
+    quiet |= _fan_in(by_id, edges)
     g.attr(splines="true", outputorder="edgesfirst", fontname="Helvetica",
            label=f"{name} ({view} view)", labelloc="t", fontsize="20")
     g.attr("node", style="filled", fontname="Helvetica", fontsize="10")
@@ -322,11 +349,10 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         for c in sorted(children.get(cluster, ()), key=natural):
             x0, y0, x1, y1 = frames[c]
             with graph.subgraph(name=f"cluster_{c}") as sub:
-                sub.attr(label=short(c), style="rounded", color="#999999", fontsize="12",
-                         bb=f"{x0:.1f},{y0:.1f},{x1:.1f},{y1:.1f}",
-                         labelloc="b" if c in mirrored else "t")
+                sub.attr(label=short(c), style="rounded", color="#999999",
+                         fontsize=str(title_font[c]), bb=f"{x0:.1f},{y0:.1f},{x1:.1f},{y1:.1f}",
+                         labelloc="b" if c in mirrored else "t", **justify.get(c, {}))
                 emit(sub, c)
-    emit(g, "")
 
     rects = {n: rect(pos[n], sizes[n]) for n in pos}
     for n in nodes:         # a double outline is drawn 4 pt outside the box's size
@@ -337,16 +363,18 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     band_of.update((n.id, n) for n in nodes if n.kind == "fabric")
     for b in bands:
         rects[b.id] = (b.x0, b.y - BAND_H / 2, b.x1, b.y + BAND_H / 2)
+    routed = _route_all(name, edges, nodes, by_id, pos, rects, bands, band_of)
+    # a frame of switches alone (a unit's leaves) has a smaller title, to fit between lines
+    title_font = {c: 10 if by_cluster.get(c) and not children.get(c) and
+                  all(n.kind == "net_switch" for n in by_cluster[c]) else 12 for c in frames}
+    justify, titles, crossed = _titles(frames, mirrored, [path for *_, path in routed],
+                                       title_font)
+    emit(g, "")
+    for b in bands:
         g.node(b.id, label=b.label, pos=f"{(b.x0 + b.x1) / 2:.1f},{b.y:.1f}!",
                width=f"{(b.x1 - b.x0) / 72:.3f}", height=f"{BAND_H / 72:.3f}", fixedsize="true",
                **KIND_STYLE["band"])
-    titles = []
-    for c, (x0, y0, x1, y1) in frames.items():
-        w = len(short(c)) * 7.5 + 8
-        mid = (x0 + x1) / 2
-        ty = (y0 + 2, y0 + TITLE) if c in mirrored else (y1 - TITLE, y1 - 2)
-        titles.append((mid - w / 2, ty[0], mid + w / 2, ty[1]))
-    labels = Labels([*rects.values(), *titles])
+    labels = Labels([*rects.values(), *titles.values()])
     boxes = Labels([])          # the boxes alone, to count lines that run through one
     ids = list(rects)
     for n in ids:
@@ -354,34 +382,17 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         boxes.take((r[0] + 2, r[1] + 2, r[2] - 2, r[3] - 2))
     crossing = 0
 
-    tier_of = {n.id: tier(n) for n in nodes}
-    rows: dict[float, list] = defaultdict(list)       # top-level boxes by row, for detours
-    for n in nodes:
-        if n.id in pos and n.cluster in ("", name):
-            rows[round(pos[n.id][1], 1)].append(rects[n.id])
-    for b in bands:
-        rows[round(b.y, 1) + 0.01].append(rects[b.id])
     signatures: dict[str, set[str]] = defaultdict(set)
     for e in edges:
         signatures[e.cls]       # every class drawn has a legend row
         if (e.src, e.dst) not in quiet and (e.dst, e.src) not in quiet:
             signatures[e.cls].add(_figure(e))
     figures = {cls: sorted(sigs, key=lambda s: (len(s), s)) for cls, sigs in signatures.items()}
-    for e in sorted(edges, key=lambda e: (e.src, e.dst, e.cls)):
-        if e.duplex and tier_of.get(e.src, 0) > tier_of.get(e.dst, 0):
-            e = attrs.evolve(e, src=e.dst, dst=e.src)   # a stable direction for the DOT text
-        p, q = route(rects[e.src], rects[e.dst], e.src in band_of, e.dst in band_of)
-        flat = by_id.get(e.src, by_id.get(e.dst)).cluster in ("", name)
-        path = detour(p, q, rows) if flat else [p, q]
-        if abs(p[1] - q[1]) < 1 and any(p[0] < (r[0] + r[2]) / 2 < q[0] or
-                                        q[0] < (r[0] + r[2]) / 2 < p[0]
-                                        for r in rows.get(round(pos[e.src][1], 1), ())):
-            # a row-mate further along: over the boxes between, from top to top
-            a, b = rects[e.src], rects[e.dst]
-            top = max(a[3], b[3]) + 14
-            pa, pb = ((a[0] + a[2]) / 2, a[3]), ((b[0] + b[2]) / 2, b[3])
-            path = [pa, (pa[0], top), (pb[0], top), pb]
-            p, q = pa, pb
+    # a figure many lines carry (every NIC's 50 GB/s up to its leaf) is read from the legend
+    # and the line's width, not written on each line
+    carried = Counter((e.cls, _figure(e)) for e in edges
+                      if e.src not in band_of and e.dst not in band_of)
+    for e, p, q, path in routed:
         attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": f"{penwidth(e.bandwidth):.2f}",
                   "tooltip": f"{e.src} - {e.dst}\n{e.cls} ({', '.join(e.types)}): "
                              f"{_figure(e)} per direction",
@@ -393,7 +404,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         if not e.duplex:
             attrs_["dir"] = "forward"
         if len(figures[e.cls]) > 1 and (e.src, e.dst) not in quiet \
-                and (e.dst, e.src) not in quiet:
+                and (e.dst, e.src) not in quiet and carried[e.cls, _figure(e)] <= MANY:
             text = _figure(e)
             at = labels.place(text, p, q)
             if at is not None:
@@ -433,7 +444,90 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         total_w, total_h = width + lw + 24, max(height, lh)
     g.node("legend", label=label, shape="plaintext", style="", fillcolor="",
            pos=f"{lx:.1f},{ly:.1f}!")
-    return Picture(g.source, total_w, total_h + 40, len(edges), crossing)
+    return Picture(g.source, total_w, total_h + 40, len(edges), crossing, len(crossed))
+
+
+def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos: dict,
+               rects: dict, bands: list[Band], band_of: dict) -> list[tuple]:
+    """Every line's (edge, start, end, path), in a stable order: from the sides that face,
+    through the gaps of the rows between its ends (top-level rows for a line between
+    top-level boxes, every row for one that leaves a frame), over the boxes between two
+    row-mates."""
+    tier_of = {n.id: tier(n) for n in nodes}
+    rows: dict[float, list] = defaultdict(list)       # top-level boxes by row, for detours
+    every: dict[float, list] = defaultdict(list)      # every box by row
+    for n in nodes:
+        if n.id in pos:
+            every[round(pos[n.id][1], 1)].append(rects[n.id])
+            if n.cluster in ("", name):
+                rows[round(pos[n.id][1], 1)].append(rects[n.id])
+    for b in bands:
+        rows[round(b.y, 1) + 0.01].append(rects[b.id])
+        every[round(b.y, 1) + 0.01].append(rects[b.id])
+
+    def top_frame(n: Node) -> list[str]:
+        return n.cluster.split(".")[:2] if n.cluster not in ("", name) else []
+    out = []
+    for e in sorted(edges, key=lambda e: (e.src, e.dst, e.cls)):
+        if e.duplex and tier_of.get(e.src, 0) > tier_of.get(e.dst, 0):
+            e = attrs.evolve(e, src=e.dst, dst=e.src)   # a stable direction for the DOT text
+        p, q = route(rects[e.src], rects[e.dst], e.src in band_of, e.dst in band_of)
+        flat = by_id.get(e.src, by_id.get(e.dst)).cluster in ("", name)
+        ends = [by_id[x] for x in (e.src, e.dst) if x in by_id]
+        leaves = len(ends) == 2 and top_frame(ends[0]) != top_frame(ends[1])
+        path = detour(p, q, rows) if flat and not leaves else detour(p, q, every)
+        if abs(p[1] - q[1]) < 1 and any(p[0] < (r[0] + r[2]) / 2 < q[0] or
+                                        q[0] < (r[0] + r[2]) / 2 < p[0]
+                                        for r in (rows if flat else every).get(
+                                            round(pos[e.src][1], 1), ())):
+            # a row-mate further along: over the boxes between, from top to top
+            a, b = rects[e.src], rects[e.dst]
+            top = max(a[3], b[3]) + 14
+            pa, pb = ((a[0] + a[2]) / 2, a[3]), ((b[0] + b[2]) / 2, b[3])
+            path = [pa, (pa[0], top), (pb[0], top), pb]
+            p, q = pa, pb
+        out.append((e, p, q, path))
+    return out
+
+
+def _titles(frames: dict, mirrored, paths, font: dict[str, int]) \
+        -> tuple[dict[str, dict], dict[str, tuple], list[str]]:
+    """Where each frame's title goes: centred, else the spot nearest the centre along the
+    frame's title band that no line runs through (a Superchip's 'sc0' clear of the lines from
+    its NICs down to its CPU, a unit's title between the lines into its leaves); the DOT
+    attributes that put it there ({} when centred), the title's box, and the frames whose
+    title no spot keeps clear."""
+    grid: dict[tuple[int, int], list[tuple]] = defaultdict(list)
+    for path in paths:
+        for (x0, y0), (x1, y1) in zip(path, path[1:]):
+            n = max(1, int(max(abs(x1 - x0), abs(y1 - y0)) // 3))
+            for i in range(n + 1):
+                x, y = x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n
+                grid[int(x // 50), int(y // 50)].append((x, y))
+
+    def clear(r: tuple) -> bool:
+        for cx in range(int(r[0] // 50), int(r[2] // 50) + 1):
+            for cy in range(int(r[1] // 50), int(r[3] // 50) + 1):
+                if any(r[0] - 3 < x < r[2] + 3 and r[1] - 1 < y < r[3] + 1
+                       for x, y in grid.get((cx, cy), ())):
+                    return False
+        return True
+    place, boxes, crossed = {}, {}, []
+    for c, (x0, y0, x1, y1) in sorted(frames.items()):
+        w = len(short(c)) * font[c] * 0.62 + 8
+        ty = (y0 + 2, y0 + TITLE) if c in mirrored else (y1 - TITLE, y1 - 2)
+        mid = (x0 + x1) / 2
+        lo, hi = x0 + 6 + w / 2, x1 - 6 - w / 2
+        spots = sorted({mid, *(lo + 4 * i for i in range(int(max(0.0, hi - lo) // 4) + 1))},
+                       key=lambda x: (abs(x - mid), x))
+        at = next((x for x in spots if clear((x - w / 2, ty[0], x + w / 2, ty[1]))), None)
+        if at is None:
+            crossed.append(c)
+            at = mid
+        boxes[c] = (at - w / 2, ty[0], at + w / 2, ty[1])
+        if at != mid:
+            place[c] = {"lp": f"{at:.1f},{(ty[0] + ty[1]) / 2:.1f}"}
+    return place, boxes, crossed
 
 
 def _tip(n: Node, models: dict[str, set[str]], color) -> str:

@@ -42,6 +42,7 @@ class Item:
     height: float
     cluster: bool = False
     gpus: bool = False          # holds GPUs (a compute unit), for the switch sandwich
+    top: bool = False           # aligned to the top of its row (a summary box beside a machine)
     anchor: str | None = None   # drawn just after this sibling, in its row (a NIC by its switch)
 
 
@@ -125,9 +126,16 @@ def _sorted(group: list[Item]) -> list[Item]:
 
 
 def _per_row(group: list[Item], width: float) -> int:
-    """How many of ``group`` fit side by side in ``width``."""
-    widest = max(it.width for it in group)
-    return max(1, int((width + GAP_X + 0.01) // (widest + GAP_X)))
+    """How many of ``group`` fit side by side in ``width`` (its widest ones side by side: a
+    machine drawn in full and the summary boxes of the others fit in one row)."""
+    widths = sorted((it.width for it in group), reverse=True)
+    used, n = -GAP_X, 0
+    for w in widths:
+        if used + GAP_X + w > width + 0.01:
+            break
+        used += GAP_X + w
+        n += 1
+    return max(1, n)
 
 
 def _rows(items: Sequence[Item], width: float) -> list[list[Item]]:
@@ -160,7 +168,7 @@ def _arrange(rows: list[list[Item]]) -> Placed:
         height = max(it.height for it in row)
         x = (inner_w - w) / 2
         for it in row:
-            top = y + (height - it.height) / 2
+            top = y if it.top else y + (height - it.height) / 2
             if it.cluster:
                 clusters[it.id] = (x, top, x + it.width, top + it.height)
             else:
@@ -235,7 +243,8 @@ def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, flo
 
     def place(cluster: str) -> Placed:
         """Lay out one cluster's contents (its sub-clusters first, recursively)."""
-        items = [Item(n.id, tier(n), *size(n), anchor=getattr(n, "anchor", None))
+        items = [Item(n.id, tier(n), *size(n), anchor=getattr(n, "anchor", None),
+                      top=n.kind == "unit" and bool(children.get(cluster)))
                  for n in by_cluster.get(cluster, ())]
         inner: dict[str, Placed] = {}
         gpu_here = any(n.kind == "gpu" for n in by_cluster.get(cluster, ()))
@@ -245,7 +254,16 @@ def layout(nodes: Sequence, root: str, size: Callable[[object], tuple[float, flo
             items.append(Item(c, min(tier(n) for n in under[c]), inner[c].width + 2 * PAD,
                               inner[c].height + 2 * PAD + TITLE, True, has_gpu[c]))
         has_gpu[cluster] = gpu_here
-        placed = _best(items, framed=bool(cluster), widest=widest)
+        mine = by_cluster.get(cluster, ())
+        if cluster and mine and not children.get(cluster) and \
+                all(n.kind == "net_switch" for n in mine):
+            placed = _arrange(_rows(items, math.inf))   # a unit's leaves: one row, by rail
+        else:
+            # a machine drawn in full beside its cluster's summary boxes may be as wide as the
+            # picture (its NICs in one row rather than wrapped under each other)
+            machine = bool(cluster) and cluster.count(".") == root.count(".") + 1 and \
+                any(n.kind == "unit" for n in by_cluster.get("", ()))
+            placed = _best(items, framed=bool(cluster) and not machine, widest=widest)
         # Nest: a child's contents move into its frame (mirrored for a lower sandwich part).
         for c, (x0, y0, x1, y1) in list(placed.clusters.items()):
             sub = inner[c]

@@ -13,6 +13,7 @@ The DOT text is built with everything sorted, so the same system gives the same 
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import subprocess
 from collections import defaultdict
@@ -24,9 +25,11 @@ from ..compiler.ir.system import System
 from ..compiler.ir.locality import UnionFind, common_prefix
 from ..compiler.ir.groups import rank_groups
 from ..compiler.ir.summary import scaleout_levels
-from .layout import parts
+from .clos import frame_leaves
+from .layout import natural, parts
 from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, PALETTE, RING_COLOR,  # noqa: F401
-                    TIER, UNIT_TIER, Edge, Node, Options, text_color, box as _box,
+                    TIER, UNIT_TIER, Edge, Node, Options, text_color, unique_suffixes,
+                    box as _box,
                     tier as _tier)
 
 VIEWS = ("physical", "logical", "racks")
@@ -36,6 +39,9 @@ LEGIBLE_NODES, LEGIBLE_EDGES = 320, 700
 #: A top-level array of network switches with more members than this is drawn as one box.
 FOLD = 64
 BLOCK = 32
+#: A folded physical or logical view draws the machines after the first in at most this
+#: many summary boxes.
+SUMMARIES = 8
 #: Boxes plus lines Graphviz lays out in seconds: a 2-rack NVL72 physical view (3,644) takes
 #: about 5 s on 2 cores, and the time grows faster than the size. Past this a picture is
 #: refused (the DOT text can still be written).
@@ -75,7 +81,7 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
     hosts: dict[str, list[str]] = defaultdict(list)
     for link in system.links:
         for a, b in ((link.src, link.dst), (link.dst, link.src)):
-            if kind.get(a) in ("nic", "dpu") and kind.get(b) in ("pcie_switch", "cpu"):
+            if kind.get(a) in ("nic", "dpu") and kind.get(b) in ("pcie_switch", "cpu", "gpu"):
                 hosts[a].append(b)
     level = scaleout_levels(system) if any(n.kind == "net_switch" for n in nodes) else {}
     out = []
@@ -87,30 +93,118 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
                       and cluster[h] == n.cluster]
             if switch:
                 n = attrs.evolve(n, tier=TIER["pcie_switch"], anchor=switch[0])
-            elif any(kind[h] == "cpu" for h in hosts[n.id]):
+            elif any(kind[h] in ("cpu", "gpu") for h in hosts[n.id]):
+                # on a CPU, or on a GPU (GB300's CX8): above the host, never between the
+                # GPUs and their NVLink switches
                 n = attrs.evolve(n, tier=TIER["cpu"] - 1)
         out.append(n)
     return out
 
 
-def _device_label(d, compact: bool) -> str:
-    """'gpu0' and its model; in a crowded picture the name alone (the legend names models),
-    and a switch chip in a switch tray with the tray ('nvswitch_tray3 chip1')."""
+def _device_label(d, compact: bool, names: dict[str, str] | None = None) -> str:
+    """'gpu0' and its model; in a crowded picture the name alone (the legend names models).
+    A switch chip by its shortest name no other drawn switch shares (``names``): a chip in
+    a switch tray with the tray ('nvswitch_tray3' over 'chip1'), a node's 'nvswitch0'."""
     name = _short(d.id)
-    if d.kind == "switch" and _parent(d.id).count(".") >= 1:
-        name = f"{_short(_parent(d.id))}\n{name}"
+    if d.kind == "switch" and names:
+        name = names.get(d.id, name).replace(".", "\n")
     return name if compact else f"{name}\n{d.model.name}"
 
 
+def _switch_names(devices) -> dict[str, str]:
+    return unique_suffixes(d.id for d in devices if d.kind == "switch")
+
+
 def physical(system: System) -> tuple[list[Node], list[Edge]]:
-    """Every device and every link."""
+    """Every device and every link; in a system of several machines, the first machine's,
+    the others and the fabric folded into boxes (see ``machines_folded``)."""
+    folded = machines_folded(system)
+    if folded is not None:
+        return _folded_view(system, *folded, lambda dev: dev)
     compact = len(system.devices) > COMPACT
-    nodes = [Node(d.id, d.kind, _device_label(d, compact), _parent(d.id))
+    names = _switch_names(system.devices)
+    nodes = [Node(d.id, d.kind, _device_label(d, compact, names), _parent(d.id))
              for d in system.devices]
     edges = [Edge(link.src, link.dst, link.cls, link.lanes, link.bandwidth, link.duplex,
                   (link.type.name,))
              for link in system.links]
     return _host_side(system, nodes), edges
+
+
+def machines_folded(system: System) -> tuple[str, dict[str, str]] | None:
+    """For a system of several machines (two or more top-level instances holding GPUs, no
+    NVLink between them): the first machine, drawn in full, and every other device's box.
+    The other machines go into summary boxes of consecutive machines wired to the same
+    fabric boxes (a scalable unit, a rack's leaves), at most SUMMARIES of them; the fabric
+    into the racks view's boxes. None for one machine, or one NVLink domain across top-level
+    instances (an NVL72's trays are drawn in full)."""
+    prefix = system.name + "."
+    top = {d.id: prefix + d.id[len(prefix):].split(".", 1)[0] for d in system.devices}
+    machines = sorted({top[g.id] for g in system.gpus if top[g.id] != g.id}, key=natural)
+    if len(machines) < 2:
+        return None
+    if any(link.cls.startswith("nvlink") and top[link.src] != top[link.dst]
+           for link in system.links):
+        return None
+    unit_of = _units(system)
+    kind = {d.id: d.kind for d in system.devices}
+    wired: dict[str, set[str]] = defaultdict(set)
+    for link in system.links:
+        for a, b in ((link.src, link.dst), (link.dst, link.src)):
+            if kind[b] == "net_switch" and kind[a] != "net_switch":
+                wired[top[a]].add(unit_of[b])
+    rest = machines[1:]
+    runs: list[list[str]] = []
+    for m in rest:
+        if runs and wired[runs[-1][-1]] == wired[m] and _stem(m) == _stem(runs[-1][-1]):
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    if len(runs) > SUMMARIES:
+        per = -(-len(rest) // SUMMARIES)
+        runs = [rest[i:i + per] for i in range(0, len(rest), per)]
+    box = {}
+    for run in runs:
+        stems = {_stem(m) for m in run}
+        name = run[0] if len(run) == 1 or len(stems) > 1 else \
+            f"{stems.pop()}[{_index(run[0])}..{_index(run[-1])}]"
+        box.update(dict.fromkeys(run, name))
+    return machines[0], {d.id: box.get(top[d.id], unit_of[d.id]) for d in system.devices
+                         if top[d.id] != machines[0]}
+
+
+def _stem(unit: str) -> str:
+    return unit.rstrip("0123456789")
+
+
+def _index(unit: str) -> int:
+    return int(unit[len(_stem(unit)):])
+
+
+def _folded_view(system: System, first: str, box_of: dict[str, str],
+                 inside) -> tuple[list[Node], list[Edge]]:
+    """The first machine in full (devices mapped through ``inside``), every other device in
+    its box: machines as summary boxes with their counts in the machine's row, the fabric
+    above them as Clos rows."""
+    keep = [d for d in system.devices if d.id not in box_of]
+    compact = len(keep) > COMPACT
+    names = _switch_names(keep)
+    nodes = _host_side(system, [Node(d.id, d.kind, _device_label(d, compact, names),
+                                     _parent(d.id)) for d in keep])
+    drawn = {inside(d.id) for d in keep}
+    nodes = [n for n in nodes if n.id in drawn] + \
+        [n for n in _fabrics(system)[0] if n.id in drawn]
+    row = min(_tier(n) for n in nodes if n.kind != "net_switch")
+    level = scaleout_levels(system)
+    for n in _unit_nodes(system, box_of, per_line=2):
+        if n.kind in ("netunit", "net_switch"):
+            lv = max(level.get(d, 1) for d, u in box_of.items() if u == n.id)
+            n = attrs.evolve(n, tier=-lv)
+        else:
+            n = attrs.evolve(n, tier=row)
+        nodes.append(n)
+    where = lambda dev: box_of.get(dev) or inside(dev)      # noqa: E731
+    return nodes, _bundle(system, where)
 
 
 def nvlink_domains(system: System) -> dict[str, list[str]]:
@@ -132,11 +226,8 @@ def nvlink_domains(system: System) -> dict[str, list[str]]:
     return {min(v): v for v in domains.values()}
 
 
-def logical(system: System) -> tuple[list[Node], list[Edge]]:
-    """NVLink switch domains collapsed into one fabric bar each; each GPU's lanes bundled."""
-    compact = len(system.devices) > COMPACT
-    nodes = [Node(d.id, d.kind, _device_label(d, compact), _parent(d.id))
-             for d in system.devices]
+def _fabrics(system: System) -> tuple[list[Node], dict[str, str]]:
+    """One fabric box per NVLink switch domain, and each switch's fabric."""
     fabric_of: dict[str, str] = {}
     fabrics = []
     for members in nvlink_domains(system).values():
@@ -148,6 +239,20 @@ def logical(system: System) -> tuple[list[Node], list[Edge]]:
         fabrics.append(Node(fid, "fabric", f"NVLink fabric: {len(members)} x {model}{held}",
                             prefix if "." in fid else ""))
         fabric_of.update(dict.fromkeys(members, fid))
+    return fabrics, fabric_of
+
+
+def logical(system: System) -> tuple[list[Node], list[Edge]]:
+    """NVLink switch domains collapsed into one fabric bar each; each GPU's lanes bundled.
+    In a system of several machines the first machine so, the others folded into boxes."""
+    fabrics, fabric_of = _fabrics(system)
+    folded = machines_folded(system)
+    if folded is not None:
+        return _folded_view(system, *folded, lambda dev: fabric_of.get(dev, dev))
+    compact = len(system.devices) > COMPACT
+    names = _switch_names(system.devices)
+    nodes = [Node(d.id, d.kind, _device_label(d, compact, names), _parent(d.id))
+             for d in system.devices]
     nodes = [n for n in nodes if n.id not in fabric_of] + fabrics
     return _host_side(system, nodes), _bundle(system, lambda dev: fabric_of.get(dev, dev))
 
@@ -195,13 +300,15 @@ def _units(system: System) -> dict[str, str]:
     return {dev: box(unit) for dev, unit in top.items()}
 
 
-def _counted(kinds: dict[str, int]) -> str:
-    """'36 CPUs, 72 GPUs, 18 NVLink switches' in kind order."""
+def _counted(kinds: dict[str, int], per_line: int = 0) -> str:
+    """'36 CPUs, 72 GPUs, 18 NVLink switches' in kind order; ``per_line`` kinds a line."""
     out = []
     for k, n in sorted(kinds.items()):
         name = KIND_NAME.get(k, k)
         plural = name + ("es" if name.endswith(("ch", "s")) else "s")
         out.append(f"{n} {name if n == 1 else plural}")
+    if per_line:
+        return ",\n".join(", ".join(out[i:i + per_line]) for i in range(0, len(out), per_line))
     return ", ".join(out)
 
 
@@ -217,31 +324,41 @@ def racks(system: System) -> tuple[list[Node], list[Edge]]:
     """One box per top-level instance; links between boxes aggregated per class. The fabric is
     drawn as Clos rows above the racks: leaves, then spines, then cores at the top."""
     unit_of = _units(system)
+    return _unit_nodes(system, unit_of), _bundle(system, unit_of.__getitem__)
+
+
+def _unit_nodes(system: System, unit_of: dict[str, str], per_line: int = 0) -> list[Node]:
+    """A box for each unit ``unit_of`` names, labelled with its name and what it holds
+    (``per_line`` kinds a line: narrow boxes beside a machine drawn in full)."""
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     single: dict[str, str] = {}
     for d in system.devices:
-        unit = unit_of[d.id]
+        unit = unit_of.get(d.id)
+        if unit is None:
+            continue
         counts[unit][d.kind] += 1
         single[unit] = d.model.name if unit == d.id else ""
     level = scaleout_levels(system)
     unit_level: dict[str, int] = defaultdict(int)
     for d in system.devices:
-        if d.kind == "net_switch":
+        if d.kind == "net_switch" and d.id in unit_of:
             unit_level[unit_of[d.id]] = max(unit_level[unit_of[d.id]], level.get(d.id, 1))
-    shorts = defaultdict(int)
-    for unit in counts:
-        shorts[_short(unit)] += 1
+    names = unique_suffixes(counts)
     nodes = []
     for unit, kinds in counts.items():
         tier = UNIT_TIER - unit_level[unit] if set(kinds) == {"net_switch"} else None
-        name = _short(unit) if shorts[_short(unit)] == 1 else unit.partition(".")[2]
+        name = names[unit]
+        held = re.fullmatch(r"(.*?)\[(\d+)\.\.(\d+)\]", name)
+        if held:            # 'node[1..31]: 31 nodes'
+            n = int(held.group(3)) - int(held.group(2)) + 1
+            name += f": {n} {_stem(parts(held.group(1))[-1])}s"
         if single[unit]:
             kind = next(iter(kinds))
             nodes.append(Node(unit, kind, f"{name}\n{single[unit]}", "", tier))
         else:
             kind = "netunit" if set(kinds) == {"net_switch"} else "unit"
-            nodes.append(Node(unit, kind, f"{name}\n{_counted(kinds)}", "", tier))
-    return nodes, _bundle(system, unit_of.__getitem__)
+            nodes.append(Node(unit, kind, f"{name}\n{_counted(kinds, per_line)}", "", tier))
+    return nodes
 
 
 BUILDERS = {"physical": physical, "logical": logical, "racks": racks}
@@ -263,12 +380,13 @@ def choose_view(system: System) -> tuple[str, list[Node], list[Edge]]:
 
 
 def _view(system: System, opts: Options):
+    """The view drawn, its boxes and its lines."""
     if opts.view:
         if opts.view == "racks" and not racks_apply(system):
             raise TooLarge(f"the racks view draws one box per rack or node; {system.name} is "
                            "one machine (every top-level instance is a single device): draw "
                            "--view logical or --view physical")
-        return (opts.view, *BUILDERS[opts.view](system))
+        return opts.view, *BUILDERS[opts.view](system)
     return choose_view(system)
 
 
@@ -349,13 +467,19 @@ def dot_source(system: System, opts: Options = Options(),
     ``notes``. With ``check``, a picture beyond MAX_SIDE or MIN_RATIO..MAX_RATIO raises
     ``TooLarge`` naming the view to draw instead."""
     view, nodes, edges = _view(system, opts)
+    plain = frame_leaves(system, nodes, frames=False)
+    nodes = frame_leaves(system, nodes)
     pic = _picture(system, view, nodes, edges, opts, notes)
+    if nodes != plain:      # unless the unit frames cost legibility: then the leaves in a row
+        bare = _picture(system, view, plain, edges, opts, None)
+        if not _fits(pic) or pic.titles_crossed > bare.titles_crossed:
+            nodes, pic = plain, bare
     for widest in (4.0, 3.0, 2.0):          # too wide: wrap the top level's rows sooner
         if not check or _fits(pic) or pic.width < pic.height:
             break
         pic = _picture(system, view, nodes, edges, opts, notes, widest)
     if check and not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
-        view, nodes, edges = "racks", *racks(system)
+        view, nodes, edges = "racks", frame_leaves(system, racks(system)[0]), racks(system)[1]
         pic = _picture(system, view, nodes, edges, opts, notes)
     if check and not _fits(pic):
         instead = ("--view racks" if view != "racks" and racks_apply(system)

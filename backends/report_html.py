@@ -123,13 +123,25 @@ def binary_size(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _line(f) -> str:
-    return f"{f.dim} {f.collective}" + (f" ({f.window})" if f.window else "")
+#: The pass a traffic line's overlap window lies in (the overlap column says what hides it).
+PASS = {"forward": "forward", "param_sync": "forward", "backward": "backward",
+        "wgrad": "backward", "grad_sync": "backward"}
+
+
+def _pass(f, same) -> str:
+    """'forward' or 'backward' for a line among look-alikes ``same``: by its window; a line on
+    the critical path beside a backward one is the forward one (Megatron's tensor-parallel
+    collectives: forward on the critical path, backward behind the weight-gradient GEMMs)."""
+    if f.window in PASS:
+        return PASS[f.window]
+    if not f.window and any(PASS.get(g.window) == "backward" for g in same):
+        return "forward"
+    return f.window or "critical path"
 
 
 def _labels(flows) -> list[str]:
     """Each traffic line's name; look-alike lines (same group and collective) carry the pass
-    they belong to, or their place when that is the same too."""
+    they belong to (forward, backward), or their place when that is the same too."""
     names = [f"{f.dim} {f.collective}" for f in flows]
     out = []
     for i, f in enumerate(flows):
@@ -137,9 +149,10 @@ def _labels(flows) -> list[str]:
             out.append(names[i])
         else:
             same = [j for j, n in enumerate(names) if n == names[i]]
-            tag = f.window or "critical path"
-            if sum(1 for j in same if (flows[j].window or "critical path") == tag) > 1:
-                tag += f" #{same.index(i) + 1}"
+            tags = {j: _pass(flows[j], [flows[k] for k in same]) for j in same}
+            tag = tags[i]
+            if sum(1 for j in same if tags[j] == tag) > 1:
+                tag += f" #{[j for j in same if tags[j] == tag].index(i) + 1}"
             out.append(f"{names[i]} ({tag})")
     return out
 
@@ -232,10 +245,9 @@ def _summary(page: Page) -> str:
                            f"#{plan.rank} of {len(plan.rows):,}" if plan.rank else
                            f"not among {len(plan.rows):,}")
                      + f"<!-- {fitting} fit -->")
-    limits = "".join(f"<li><b>{html.escape(b.dim)} {html.escape(b.collective)}"
-                     f"{' (' + html.escape(b.window) + ')' if b.window else ''}</b>: limited by "
+    limits = "".join(f"<li><b>{html.escape(name)}</b>: limited by "
                      f"{html.escape(b.cls)}, e.g. <code>{html.escape(b.link)}</code></li>"
-                     for b in page.bottlenecks)
+                     for b, name in zip(page.bottlenecks, _labels(page.bottlenecks)))
     return (f'<section id="summary"><h2>Summary</h2><div class="cards">{"".join(cards)}</div>'
             + (f"<p>The link that limits each traffic line:</p><ul>{limits}</ul>" if limits
                else "") + "</section>")

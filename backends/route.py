@@ -196,6 +196,8 @@ def detour(p: tuple[float, float], q: tuple[float, float], rows: dict[float, lis
     if not between:
         return [p, q]
     spans = [b for _, boxes in between for b in boxes]
+    if not any(_hits(p, q, b) for b in spans):     # the straight line passes clear
+        return [p, q]
     candidates = {min(b[0] for b in spans) - 10, max(b[2] for b in spans) + 10}
     for _, boxes in between:
         xs = sorted(boxes)
@@ -211,3 +213,11 @@ def detour(p: tuple[float, float], q: tuple[float, float], rows: dict[float, lis
     y1 = (p[1] + first) / 2
     y2 = (last + q[1]) / 2
     return [p, (p[0], y1), (x, y1), (x, y2), (q[0], y2), q]
+
+
+def _hits(p: tuple[float, float], q: tuple[float, float], box: Rect, margin: float = 3.0) -> bool:
+    """Whether the segment p..q runs through ``box`` grown by ``margin``."""
+    n = max(1, int(max(abs(q[0] - p[0]), abs(q[1] - p[1])) // 3))
+    return any(box[0] - margin < p[0] + (q[0] - p[0]) * i / n < box[2] + margin and
+               box[1] - margin < p[1] + (q[1] - p[1]) * i / n < box[3] + margin
+               for i in range(n + 1))

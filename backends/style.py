@@ -114,6 +114,27 @@ def short(device_id: str) -> str:
     return parts(device_id)[-1]
 
 
+def unique_suffixes(ids) -> dict[str, str]:
+    """Each path's shortest ending no other path shares, the system name left out:
+    'pod0.spine3' where another pod has a spine3, 'leaf7' where only one leaf7 exists."""
+    ids = list(ids)
+    split = {i: parts(i)[1:] or parts(i) for i in ids}
+    out: dict[str, str] = {}
+    for k in range(1, max((len(p) for p in split.values()), default=0) + 1):
+        todo = [i for i in ids if i not in out]
+        if not todo:
+            break
+        seen: dict[str, int] = {}
+        for i in ids:
+            tail = ".".join(split[i][-k:])
+            seen[tail] = seen.get(tail, 0) + 1
+        for i in todo:
+            tail = ".".join(split[i][-k:])
+            if seen[tail] == 1 or k >= len(split[i]):
+                out[i] = tail
+    return out
+
+
 def box(n: Node) -> tuple[float, float]:
     """Points a box needs: its label (two more lines room for a group tag), its shape."""
     w, h = box_size(n.label + "\ntp:00")

@@ -76,3 +76,38 @@ def crossing(boxes, lines) -> list[tuple[str, str, str]]:
         if hit:
             out.append((a, b, hit))
     return out
+
+
+def frame_titles(svg: bytes) -> dict[str, tuple[float, float, float, float]]:
+    """Each frame's title box (Helvetica 12: about 7 pt a character, 12 pt tall), by frame."""
+    root = ET.fromstring(svg)
+    out = {}
+    for g in root.iter(f"{SVG}g"):
+        if g.get("class") != "cluster":
+            continue
+        text = g.find(f"{SVG}text")
+        if text is None or not text.text:
+            continue
+        x, y = float(text.get("x")), float(text.get("y"))
+        w = len(text.text) * 7.0
+        x0 = {"start": x, "end": x - w}.get(text.get("text-anchor"), x - w / 2)
+        out[g.find(f"{SVG}title").text.removeprefix("cluster_")] = (x0, y - 10, x0 + w, y + 1)
+    return out
+
+
+def lines_through_titles(svg: bytes) -> list[tuple[str, str, str]]:
+    """(a, b, frame) for every line drawn through a frame's title."""
+    _, lines, _, _ = read(svg)
+    out = []
+    for frame, box in frame_titles(svg).items():
+        for a, b, pts in lines:
+            for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+                n = max(1, int(max(abs(x1 - x0), abs(y1 - y0)) // 2))
+                if any(_inside((x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n), box, 0.0)
+                       for i in range(n + 1)):
+                    out.append((a, b, frame))
+                    break
+            else:
+                continue
+            break
+    return out

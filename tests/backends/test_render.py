@@ -144,18 +144,23 @@ def test_racks_view_draws_fabric_levels_in_order_and_wraps_racks():
     assert 1 / 4 <= w / h <= 6
 
 
-def test_render_guards(tmp_path, capsys):
-    """Too large a view is refused at once, a bad --highlight gets a suggestion, --color in a
-    view without GPU boxes says so (and the legend does not claim it), and Graphviz's own
-    warnings come as one summarised note."""
+def test_render_guards(tmp_path, capsys, monkeypatch):
+    """Too large a view is refused at once, a view that does not apply says so, a bad
+    --highlight gets a suggestion, --color in a view without GPU boxes says so (and the
+    legend does not claim it), and Graphviz's own warnings come as one summarised note."""
     from topoc.cli import main
     cluster = str(library_file("nvl72_cluster.topo"))
-    assert main(["render", cluster, "-D", "racks=4", "--view", "physical",
-                 "-o", str(tmp_path / "x.png")]) == 2
-    assert "7,216 boxes and lines" in capsys.readouterr().err
-    assert not (tmp_path / "x.png").exists()
-    assert main(["render", cluster, "-D", "racks=4", "--view", "physical",
-                 "-o", str(tmp_path / "x.dot")]) == 0                # DOT text is still fine
+    with monkeypatch.context() as m:     # every library view now fits: lower the bound
+        m.setattr(r, "MAX_LAYOUT", 100)
+        assert main(["render", cluster, "-D", "racks=4", "--view", "physical",
+                     "-o", str(tmp_path / "x.png")]) == 2
+        assert "boxes and lines; Graphviz lays out at most 100" in capsys.readouterr().err
+        assert not (tmp_path / "x.png").exists()
+        assert main(["render", cluster, "-D", "racks=4", "--view", "physical",
+                     "-o", str(tmp_path / "x.dot")]) == 0            # DOT text is still fine
+    assert main(["render", str(library_file("dgx_h100.topo")), "--view", "racks",
+                 "-o", str(tmp_path / "n.png")]) == 2
+    assert "one machine" in capsys.readouterr().err and not (tmp_path / "n.png").exists()
     dgx = str(library_file("dgx_h100.topo"))
     assert main(["render", dgx, "--highlight", "nvlnk", "-o", str(tmp_path / "y.dot")]) == 2
     assert "did you mean 'nvlink'" in capsys.readouterr().err
@@ -201,3 +206,50 @@ def test_palette_is_distinct_and_text_reads_on_every_fill():
         text = 1.0 if r.text_color(fill) == "white" else 0.0
         hi, lo = max(text, luminance(fill)), min(text, luminance(fill))
         assert (hi + 0.05) / (lo + 0.05) >= 4.0, fill       # readable (WCAG: 4.5 body text)
+
+
+def test_leaves_are_framed_by_scalable_unit_and_named_by_rail():
+    """As NVIDIA's SuperPOD reference architecture draws a fabric: a scalable unit's leaves in
+    one frame, each leaf with its rail; an NVL72 cluster's four leaves under their rack."""
+    system = topoc.load(library_file("h100_fourtier.topo"))         # 64 nodes: 2 SUs
+    source, _ = r.dot_source(system, r.Options(view="racks"))
+    assert 'subgraph "cluster_cluster.SU 0"' in source
+    assert 'subgraph "cluster_cluster.SU 1"' in source
+    su1 = source[source.index("cluster_cluster.SU 1"):]
+    assert "leaf8\nrail 0" in su1[:su1.index("subgraph") if "subgraph" in su1 else None]
+    racks, _ = r.dot_source(topoc.load(library_file("nvl72_cluster.topo")),
+                            r.Options(view="logical"))
+    # an NVL72 cluster's rack frames would have lines through their titles (the lines from
+    # the spine planes cross the leaf row): the leaves stand in a row, named by rail
+    assert "rack3 leaves" not in racks
+    assert racks.count("\nrail 3\n") == 8       # one label per rack (tooltips aside)
+
+
+def test_names_are_the_shortest_unique_suffix():
+    from topoc.backends.style import unique_suffixes
+    assert unique_suffixes(["sys.pod0.spine3", "sys.pod1.spine3", "sys.leaf7"]) == \
+        {"sys.pod0.spine3": "pod0.spine3", "sys.pod1.spine3": "pod1.spine3",
+         "sys.leaf7": "leaf7"}
+    rack, _ = r.dot_source(topoc.load(library_file("gb200_nvl72.topo")),
+                           r.Options(view="physical"))
+    assert 'label="nvswitch_tray3\nchip1' in rack         # chips repeat: their tray too
+    node, _ = r.dot_source(topoc.load(library_file("dgx_h100.topo")),
+                           r.Options(view="physical"))
+    assert 'label="nvswitch0\nNVSwitch3"' in node          # unique: no path
+
+
+def test_a_cluster_draws_its_first_machine_and_folds_the_rest():
+    """The physical and logical views of a cluster: node0 in full, the other 31 nodes one
+    summary box with their counts, the fabric above."""
+    system = topoc.load(library_file("h100_cluster.topo"))
+    for view in ("physical", "logical"):
+        nodes, edges = r.BUILDERS[view](system)
+        ids = {n.id for n in nodes}
+        assert "cluster.node0.gpu7" in ids and "cluster.node1.gpu0" not in ids
+        box = next(n for n in nodes if n.id == "cluster.node[1..31]")
+        assert box.label.startswith("node[1..31]: 31 nodes") and "248 GPUs" in box.label
+        assert {"cluster.leaf0", "cluster.spine3"} <= ids
+        assert any(e.src == "cluster.node[1..31]" or e.dst == "cluster.node[1..31]"
+                   for e in edges)
+    assert r.machines_folded(topoc.load(library_file("gb200_nvl72.topo"))) is None
+    assert r.machines_folded(topoc.load(library_file("pcie_server.topo"))) is None

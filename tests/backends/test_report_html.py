@@ -131,7 +131,8 @@ def test_the_page_leads_with_the_answer(page):
                   "memory per GPU", "rank among topoc plan"):
         assert label in summary, label
     assert "limited by nvlink" in summary and re.search(r"#\d+ of [\d,]+", summary)
-    assert "allgather (wgrad)" in text and "allgather (critical path)" in text
+    assert "tp allgather (backward)" in text and "tp allgather (forward)" in text
+    assert "(wgrad)" not in text and "(critical path)" not in text
     assert "this strategy: 128 MiB" in text and "MiB" in text and "GiB" in text
     assert '<div class="scroll"><table>' in text
 
@@ -152,3 +153,38 @@ def test_the_summary_is_on_the_first_screen(chromium, page, tmp_path, width):
     layout = _chromium(f"--window-size={width},900", "--dump-dom", "--virtual-time-budget=2000",
                        page.as_uri())
     assert layout.returncode == 0
+
+
+def test_the_diagram_pans_zooms_and_hovers_under_real_input_events(chromium, page):
+    """Real input through Chromium's DevTools protocol, not calls into the page's script: a
+    wheel turn over the diagram zooms (the SVG's viewBox narrows about the pointer), a drag
+    pans (the viewBox moves, its size kept), a hover over a GPU shows its figures."""
+    from . import cdp
+    with cdp.Browser(chromium, page.as_uri(), 1400, 900) as b:
+        b.eval("document.getElementById('diagram').scrollIntoView()")
+        box = b.eval("(function () { var r = document.getElementById('diagram')"
+                     ".getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()")
+        view = "document.querySelector('#diagram svg').getAttribute('viewBox')"
+        numbers = lambda text: [float(v) for v in text.split()]      # noqa: E731
+        home = numbers(b.eval(view))
+        x, y = box[0] + box[2] / 2, box[1] + min(box[3], 900 - box[1]) / 2
+        b.mouse("mouseWheel", x, y, deltaX=0, deltaY=-120)
+        zoomed = numbers(b.eval(view))
+        assert zoomed[2] < home[2] * 0.9 and zoomed[3] < home[3] * 0.9, (home, zoomed)
+        b.mouse("mouseMoved", x, y)
+        b.mouse("mousePressed", x, y, button="left", buttons=1, clickCount=1)
+        b.mouse("mouseMoved", x + 120, y + 60, button="left", buttons=1)
+        b.mouse("mouseReleased", x + 120, y + 60, button="left", buttons=0, clickCount=1)
+        panned = numbers(b.eval(view))
+        assert panned[2:] == pytest.approx(zoomed[2:], rel=1e-5), (zoomed, panned)
+        assert panned[0] < zoomed[0] - 50 and panned[1] < zoomed[1] - 20, (zoomed, panned)
+        b.eval("document.getElementById('zfit').click()")
+        assert numbers(b.eval(view)) == pytest.approx(home)
+        gpu = b.eval("(function () { var g = [...document.querySelectorAll('#diagram g.node')]"
+                     ".find(n => /gpu/.test(n.querySelector('title').textContent));"
+                     "var r = g.getBoundingClientRect();"
+                     "return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        b.mouse("mouseMoved", gpu[0], gpu[1])
+        tip = b.eval("[getComputedStyle(document.getElementById('tip')).display,"
+                     " document.getElementById('tip').textContent]")
+        assert tip[0] == "block" and "gpu" in tip[1], tip
