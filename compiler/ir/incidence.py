@@ -32,3 +32,56 @@ def incidence(system: System) -> dict[str, list[Link]]:
 
 
 system.VIEWS["incidence"] = incidence
+
+
+class Adjacency:
+    """The networkx graph's adjacency (``graph._adj``: device -> neighbour -> link id -> edge
+    data) without the graph: each device's entry is built from the incidence view the first
+    time something reads it, in the graph's own order, so the router and the cost model see
+    exactly what the graph would show them while touching only the devices they route
+    through (a world all-reduce on 8,192 racks reads a small part of 13.7 M links)."""
+
+    __slots__ = ("_incidence", "_known", "_built")
+
+    def __init__(self, system: System):
+        self._incidence = system.incidence
+        self._known = system.device_index
+        self._built: dict[str, dict[str, dict[str, dict]]] = {}
+
+    def __contains__(self, device_id: object) -> bool:
+        return device_id in self._known
+
+    def __getitem__(self, device_id: str) -> dict[str, dict[str, dict]]:
+        found = self._built.get(device_id)
+        if found is None:
+            if device_id not in self._known:
+                raise KeyError(device_id)
+            found = self._built[device_id] = {}
+            for link in self._incidence.get(device_id, ()):
+                keys = found.get(other := link.dst if link.src == device_id else link.src)
+                if keys is None:
+                    keys = found[other] = {}
+                data = keys.get(link.id)
+                if data is None:
+                    keys[link.id] = edge_data(link)
+                else:
+                    data.update(edge_data(link))
+        return found
+
+
+def edge_data(link: Link) -> dict:
+    """A link's edge attributes in the graph: the IR object, class, lanes, bandwidth (bytes/s
+    per direction over all lanes) and latency (s)."""
+    t = link.type
+    return {"link": link, "cls": t.cls, "lanes": link.lanes,
+            "bandwidth": t.bandwidth * link.lanes, "latency": t.latency}
+
+
+def adjacency(system: System):
+    """The graph's own adjacency when something built the graph, else the lazy one."""
+    if system.has_view("graph"):
+        return system.graph._adj
+    return Adjacency(system)
+
+
+system.VIEWS["adjacency"] = adjacency

@@ -268,6 +268,13 @@ class System:
         return VIEWS["incidence"](self)
 
     @functools.cached_property
+    def adjacency(self):
+        """The link graph's adjacency (device -> neighbour -> link id -> edge data, as
+        networkx's ``graph._adj``) by ``compiler.ir.incidence``: built per device on first
+        read, so routing needs no networkx graph (the graph's own when it is built)."""
+        return VIEWS["adjacency"](self)
+
+    @functools.cached_property
     def levels(self) -> dict[str, int]:
         """Distance of every scale-out device from the NICs (``compiler.ir.summary``), computed
         once per system for lint, the cost model, the summary and the drawing (read-only)."""
