@@ -9,6 +9,8 @@ own order: by neighbour in the order each first appeared, then in declaration or
 
 from __future__ import annotations
 
+from array import array
+
 from ..base.gcpause import gc_paused
 from . import system
 from .system import Link, System
@@ -85,3 +87,42 @@ def adjacency(system: System):
 
 
 system.VIEWS["adjacency"] = adjacency
+
+
+class Ends:
+    """The links as integer arrays, in declaration order: ``src[i]`` and ``dst[i]`` index
+    ``system.devices``, ``type[i]`` indexes ``types`` (the distinct link types), ``lanes[i]``.
+    Whole-system passes (locality's union-finds, port budgets, W401, W404) read these instead
+    of each link object's strings: no hash of a 40-character id per end and pass, and a
+    link class is looked up once per link type."""
+
+    __slots__ = ("src", "dst", "type", "types", "lanes")
+
+    def __init__(self, src: array, dst: array, type_: array, types: tuple, lanes: array):
+        self.src, self.dst, self.type, self.types, self.lanes = src, dst, type_, types, lanes
+
+
+def ends(system: System) -> Ends:
+    """``System.ends``: what elaborate recorded while it made the links, or one pass over them."""
+    found = system.memo.get("ends")
+    if found is not None:
+        return found
+    index = {d.id: i for i, d in enumerate(system.devices)}
+    codes: dict[int, int] = {}
+    types: list = []
+    src, dst, kind, lanes = array("i"), array("i"), array("H"), array("i")
+    for link in system.links:
+        t = link.type
+        code = codes.get(id(t))
+        if code is None:
+            code = codes[id(t)] = len(types)
+            types.append(t)
+        src.append(index[link.src])
+        dst.append(index[link.dst])
+        kind.append(code)
+        lanes.append(link.lanes)
+    found = system.memo["ends"] = Ends(src, dst, kind, tuple(types), lanes)
+    return found
+
+
+system.VIEWS["ends"] = ends

@@ -119,23 +119,21 @@ class Locality:
         islands, domains = list(range(len(devices))), list(range(len(devices)))
         in_domain = bytearray(len(devices))
         self.host_adj: dict[str, list[str]] = defaultdict(list)
-        roles: dict[int, tuple[bool, bool, bool]] = {}
-        for link in system.links:
-            t = link.type
-            role = roles.get(id(t))
-            if role is None:
-                role = roles[id(t)] = (t.cls not in SCALEOUT_CLASSES, t.cls == "nvlink",
-                                       t.cls in _HOST_CLASSES)
-            if role[0] or role[1]:
-                a, b = index[link.src], index[link.dst]
-                if role[0]:
-                    _join(islands, a, b)
-                if role[1]:
-                    _join(domains, a, b)
-                    in_domain[a] = in_domain[b] = 1
-            if role[2]:
-                self.host_adj[link.src].append(link.dst)
-                self.host_adj[link.dst].append(link.src)
+        ends = system.ends
+        roles = [(t.cls not in SCALEOUT_CLASSES, t.cls == "nvlink", t.cls in _HOST_CLASSES)
+                 for t in ends.types]
+        host_adj = self.host_adj
+        for code, a, b in zip(ends.type, ends.src, ends.dst):
+            island, nvlink, host = roles[code]
+            if island:
+                _join(islands, a, b)
+            if nvlink:
+                _join(domains, a, b)
+                in_domain[a] = in_domain[b] = 1
+            if host:
+                u, v = devices[a].id, devices[b].id
+                host_adj[u].append(v)
+                host_adj[v].append(u)
         gpus = system.gpus
         self.rank_of = {g.id: r for r, g in enumerate(gpus)}
         island_ids: dict[int, int] = {}
@@ -259,15 +257,14 @@ class Locality:
         """GPUs that reach each other peer to peer: over NVLink (directly or through NVLink
         switches) or over PCIe switches that never pass a CPU's root complex. Two GPUs of one
         island in different sets stage their traffic through host memory."""
-        devices, index = self.system.devices, self.index
+        devices, index, ends = self.system.devices, self.index, self.system.ends
         parent = list(range(len(devices)))
         cpu = bytearray(d.kind == "cpu" for d in devices)
-        for link in self.system.links:
-            cls = link.type.cls
-            if cls == "nvlink" or cls == "pcie":
-                a, b = index[link.src], index[link.dst]
-                if cls == "nvlink" or not (cpu[a] or cpu[b]):
-                    _join(parent, a, b)
+        role = [2 if t.cls == "nvlink" else 1 if t.cls == "pcie" else 0 for t in ends.types]
+        for code, a, b in zip(ends.type, ends.src, ends.dst):
+            r = role[code]
+            if r == 2 or (r == 1 and not (cpu[a] or cpu[b])):
+                _join(parent, a, b)
         return IndexSets(index, parent)
 
     def staged(self, a: int, b: int) -> bool:

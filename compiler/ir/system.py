@@ -275,6 +275,12 @@ class System:
         return VIEWS["adjacency"](self)
 
     @functools.cached_property
+    def ends(self):
+        """The links as integer arrays (device indices, link type codes, lanes) by
+        ``compiler.ir.incidence``, for passes over every link."""
+        return VIEWS["ends"](self)
+
+    @functools.cached_property
     def levels(self) -> dict[str, int]:
         """Distance of every scale-out device from the NICs (``compiler.ir.summary``), computed
         once per system for lint, the cost model, the summary and the drawing (read-only)."""

@@ -9,6 +9,7 @@ once per instance. Sizes are known before anything is expanded, so limits are ch
 from __future__ import annotations
 
 import itertools
+from array import array
 from collections.abc import Mapping
 
 import attrs
@@ -18,6 +19,7 @@ from ..base.diagnostics import Collector, CompileError, Note, Span, error, sugge
 from .exprs import EvalError, evaluate, variables
 from ..base.gcpause import gc_paused
 from .hosts import check_patterns, nested_host
+from ..ir.incidence import Ends
 from ..ir.system import DEVICE_KINDS, Device, DeviceModel, Host, Link, LinkType, System
 from ..base.limits import LIMITS
 from .resolve import Program
@@ -404,10 +406,11 @@ def _values(expr, env: Mapping[str, int]) -> str:
 def _instantiate(t: Template, prefix: str, devices: list[Device],
                  links: dict[tuple, Link], sites: dict[str, Span], stem: str,
                  hosts: list[Host], chain: tuple[tuple[str, int | None], ...] = (),
-                 ids: dict[str, str] | None = None) -> None:
+                 ids: dict[str, int] | None = None, ends: _EndsBuilder | None = None) -> None:
     """Append the devices, hosts and links of ``t`` instantiated at ``prefix``. ``ids`` maps
-    each device id to the device's own id string, so a link's ends share their devices'
-    strings instead of holding two copies each (160 bytes a link: 2.2 GB at 8,192 racks)."""
+    each device id to the device's index, so a link's ends share their devices' strings
+    instead of holding two copies each (160 bytes a link: 2.2 GB at 8,192 racks), and
+    ``ends`` records the links as integer arrays on the way (``System.ends``)."""
     if ids is None:
         ids = {}
     for m in t.members.values():
@@ -416,7 +419,8 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
         indices = [None] if m.size is None else list(range(m.size))
         if m.model is not None:
             for n in names:
-                did = ids[did] = prefix + n
+                did = prefix + n
+                ids[did] = len(devices)
                 devices.append(Device(did, m.model, m.span))
             if m.host:
                 hosts.extend(Host(prefix + n, (*chain, (m.name, i)), m.hostname, m.span)
@@ -426,15 +430,23 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
                 if m.host:
                     hosts.append(Host(prefix + n, (*chain, (m.name, i)), m.hostname, m.span))
                 _instantiate(m.template, f"{prefix}{n}.", devices, links, sites,
-                             f"{stem}{m.name}.", hosts, (*chain, (m.name, i)), ids)
+                             f"{stem}{m.name}.", hosts, (*chain, (m.name, i)), ids, ends)
     if type(links) is list:     # elaborate found that nothing can merge: no keys to keep
         for a, b, lt, lanes, duplex, span in t.links:
-            src, dst = ids.get(src := prefix + a, src), ids.get(dst := prefix + b, dst)
+            si, di = ids.get(src := prefix + a), ids.get(dst := prefix + b)
+            if si is None or di is None:
+                ends = None         # never for an elaborated system; System.ends recomputes
+            else:
+                src, dst = devices[si].id, devices[di].id
+                if ends is not None:
+                    ends.add(si, di, lt, lanes)
             links.append(Link(f"{src}{'<->' if duplex else '->'}{dst}:{lt.name}", src, dst, lt,
                               lanes, duplex, span))
         return
     for a, b, lt, lanes, duplex, span in t.links:
-        src, dst = ids.get(src := prefix + a, src), ids.get(dst := prefix + b, dst)
+        si, di = ids.get(src := prefix + a), ids.get(dst := prefix + b)
+        if si is not None and di is not None:
+            src, dst = devices[si].id, devices[di].id
         key = (min(src, dst), max(src, dst), lt.name, True) if duplex else (src, dst, lt.name,
                                                                                False)
         old = links.get(key)
@@ -444,6 +456,32 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
             continue
         arrow = "<->" if duplex else "->"
         links[key] = Link(f"{src}{arrow}{dst}:{lt.name}", src, dst, lt, lanes, duplex, span)
+
+
+class _EndsBuilder:
+    """``System.ends`` filled while instantiation appends links (no second pass, no lookup)."""
+
+    def __init__(self):
+        self.src, self.dst, self.type, self.lanes = array("i"), array("i"), array("H"), \
+            array("i")
+        self.codes: dict[int, int] = {}
+        self.types: list[LinkType] = []
+        self.ok = True
+
+    def add(self, si: int, di: int, lt: LinkType, lanes: int) -> None:
+        code = self.codes.get(id(lt))
+        if code is None:
+            code = self.codes[id(lt)] = len(self.types)
+            self.types.append(lt)
+        self.src.append(si)
+        self.dst.append(di)
+        self.type.append(code)
+        self.lanes.append(lanes)
+
+    def done(self, n_links: int) -> Ends | None:
+        if len(self.src) != n_links:
+            return None
+        return Ends(self.src, self.dst, self.type, tuple(self.types), self.lanes)
 
 
 def _may_merge(templates) -> bool:
@@ -506,7 +544,9 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
     links: dict[tuple, Link] | list[Link] = {} if _may_merge(elab.cache.values()) else []
     sites: dict[str, Span] = {}
     hosts: list[Host] = []
-    _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts)
+    recorded = _EndsBuilder() if isinstance(links, list) else None
+    _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts,
+                 ends=recorded)
     nested = nested_host(hosts)
     if nested is not None:
         inner, outer = nested
@@ -515,6 +555,10 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
                                   Note("the outer host is marked here", outer.span))])
     check_patterns(hosts)
     flat = tuple(links.values()) if isinstance(links, dict) else tuple(links)
-    return System(decl.name, tuple(devices), flat, (),
-                  tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())),
-                  hosts=tuple(hosts))
+    out = System(decl.name, tuple(devices), flat, (),
+                 tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())),
+                 hosts=tuple(hosts))
+    found = recorded.done(len(flat)) if recorded is not None else None
+    if found is not None:
+        out.memo["ends"] = found
+    return out

@@ -70,13 +70,15 @@ def unused_suppression(system: System, opts) -> Iterable[Finding]:
 
 @rule("W401", "warning", "isolated device: no link reaches it")
 def isolated(system: System, opts) -> Iterable[Finding]:
-    linked = set()
-    for link in system.links:
-        linked.add(link.src)
-        linked.add(link.dst)
+    ends = system.ends
+    linked = bytearray(len(system.devices))
+    for a in ends.src:
+        linked[a] = 1
+    for b in ends.dst:
+        linked[b] = 1
     by_stmt: dict[tuple, list[str]] = defaultdict(list)
-    for d in system.devices:
-        if d.id not in linked:
+    for d, seen in zip(system.devices, linked):
+        if not seen:
             by_stmt[d.span, d.model.name].append(d.id)
     for (span, model), ids in by_stmt.items():
         yield Finding("W401", f"{_many(ids)} ({model}) has no links", span, min(ids))
@@ -126,12 +128,20 @@ def remote_nic(system: System, opts) -> Iterable[Finding]:
 def asymmetric(system: System, opts) -> Iterable[Finding]:
     loc = system.locality
     bw: Counter = Counter()
-    gpu_ids = {g.id for g in system.gpus}
-    for link in system.links:
-        if link.cls == "nvlink":
-            for end in (link.src, link.dst):
-                if end in gpu_ids:
-                    bw[end] += link.bandwidth
+    ends, devices = system.ends, system.devices
+    gpu = bytearray(d.kind == "gpu" for d in devices)
+    nvlink = [t.cls == "nvlink" for t in ends.types]
+    per_lane = [t.bandwidth for t in ends.types]
+    by_index: dict[int, float] = defaultdict(int)
+    # summed per GPU in link order, as the bandwidth of each link was added before
+    for code, a, b, lanes in zip(ends.type, ends.src, ends.dst, ends.lanes):
+        if nvlink[code]:
+            if gpu[a]:
+                by_index[a] += per_lane[code] * lanes
+            if gpu[b]:
+                by_index[b] += per_lane[code] * lanes
+    for i, total in by_index.items():
+        bw[devices[i].id] = total
     domains: dict[str, list] = defaultdict(list)
     for r, g in enumerate(system.gpus):
         if loc.domain_root[r] is not None:
