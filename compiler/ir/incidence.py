@@ -10,6 +10,7 @@ own order: by neighbour in the order each first appeared, then in declaration or
 from __future__ import annotations
 
 from array import array
+from itertools import compress
 
 from ..base.gcpause import gc_paused
 from . import system
@@ -99,7 +100,28 @@ class Ends:
     __slots__ = ("src", "dst", "type", "types", "lanes")
 
     def __init__(self, src: array, dst: array, type_: array, types: tuple, lanes: array):
+        if type_.typecode != "B" and len(types) <= 256:
+            type_ = array("B", type_)       # one byte a link: selectors by bytes.translate
         self.src, self.dst, self.type, self.types, self.lanes = src, dst, type_, types, lanes
+
+    def mask(self, keep) -> bytes | list[bool]:
+        """One flag per link, true where ``keep(link type)``: made in C by translating the
+        type codes (a selector for ``itertools.compress``)."""
+        flags = bytes(bool(keep(t)) for t in self.types)
+        if self.type.typecode == "B":
+            return self.type.tobytes().translate(flags + bytes(256 - len(flags)))
+        return [bool(flags[c]) for c in self.type]
+
+
+def links_in(system: System, classes: tuple[str, ...]) -> tuple[Link, ...]:
+    """The links of these classes in declaration order (the scale-out fabric is a small part
+    of a large cluster's links), selected in C and kept per system."""
+    key = ("links_in", classes)
+    found = system.memo.get(key)
+    if found is None:
+        found = system.memo[key] = tuple(
+            compress(system.links, system.ends.mask(lambda t: t.cls in classes)))
+    return found
 
 
 def ends(system: System) -> Ends:

@@ -69,7 +69,12 @@ class DeviceModel:
 
     def attr(self, key: str, default: Any = None) -> Any:
         """An attribute value in base units (bytes, seconds, bytes/s), or ``default``."""
-        return dict(self.attrs).get(key, default)
+        return self._attr_map.get(key, default)
+
+    @functools.cached_property
+    def _attr_map(self) -> dict[str, Any]:
+        """``attrs`` as a dict, made once per model (lint asks every device's model)."""
+        return dict(self.attrs)
 
     def port_budget(self, cls: str) -> int | None:
         """How many lanes of link class ``cls`` the device has room for (None: unlimited)."""

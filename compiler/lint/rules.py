@@ -17,6 +17,7 @@ from . import plausible
 from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, System
 from ..ir.groups import rank_groups
+from ..ir.incidence import links_in
 from ..ir.summary import scaleout_levels
 
 
@@ -162,8 +163,8 @@ def oversubscribed(system: System, opts) -> Iterable[Finding]:
     level = scaleout_levels(system)
     up: Counter = Counter()
     down: Counter = Counter()
-    for link in system.links:
-        if link.cls in SCALEOUT_CLASSES and link.src in level and link.dst in level:
+    for link in links_in(system, SCALEOUT_CLASSES):
+        if link.src in level and link.dst in level:
             a, b = link.src, link.dst
             if level[a] == level[b]:
                 continue
@@ -187,16 +188,20 @@ def rails(system: System, opts) -> Iterable[Finding]:
     # NIC n of a node is its n-th NIC among the NICs of the same parent instance (a DGX node,
     # a GB200 compute tray), in declaration order.
     siblings: dict[str, list[str]] = defaultdict(list)
+    compute: dict[int, bool] = {}       # per device model
     for d in system.devices:
-        if d.compute_nic:            # storage NICs and DPUs sit on their own networks
+        m = d.model
+        nic = compute.get(id(m))
+        if nic is None:
+            nic = compute[id(m)] = d.compute_nic
+        if nic:                      # storage NICs and DPUs sit on their own networks
             siblings[d.id.rpartition(".")[0]].append(d.id)
     local = {nic: i for nics in siblings.values() for i, nic in enumerate(nics)}
     leaf_of: dict[str, str] = {}
-    for link in system.links:
-        if link.cls in SCALEOUT_CLASSES:
-            for a, b in ((link.src, link.dst), (link.dst, link.src)):
-                if a in local:
-                    leaf_of.setdefault(a, b)
+    for link in links_in(system, SCALEOUT_CLASSES):
+        for a, b in ((link.src, link.dst), (link.dst, link.src)):
+            if a in local:
+                leaf_of.setdefault(a, b)
     rail_votes: dict[str, Counter] = defaultdict(Counter)
     nodes: dict[str, dict[int, set]] = defaultdict(lambda: defaultdict(set))
     for nic, leaf in leaf_of.items():
