@@ -100,17 +100,32 @@ class Device:
         return self.model.kind
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Link:
-    """Lanes of one link type between two devices (``duplex``: both directions)."""
+    """Lanes of one link type between two devices (``duplex``: both directions).
 
-    id: str
+    ``id`` is ``src<->dst:type`` (``->`` when one-way) unless the constructor was given another:
+    elaborate passes None and the id is spelled out on demand, which keeps 13.7 M links of an
+    8,192-rack cluster from holding 1.7 GB of id strings nothing but an export reads."""
+
+    given_id: str | None = field(alias="id")
     src: str
     dst: str
     type: LinkType
     lanes: int
     duplex: bool = True
     span: Span = field(eq=False, repr=False, default=None)
+
+    @property
+    def id(self) -> str:
+        """The link's id: ``cluster.rack0.tray3.sc0.gpu1<->cluster.rack0.sw0:nvlink5``."""
+        if self.given_id is not None:
+            return self.given_id
+        return f"{self.src}{'<->' if self.duplex else '->'}{self.dst}:{self.type.name}"
+
+    def __repr__(self) -> str:
+        return (f"Link(id={self.id!r}, src={self.src!r}, dst={self.dst!r}, type={self.type!r}, "
+                f"lanes={self.lanes!r}, duplex={self.duplex!r})")
 
     @property
     def cls(self) -> str:

@@ -440,8 +440,7 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
                 src, dst = devices[si].id, devices[di].id
                 if ends is not None:
                     ends.add(si, di, lt, lanes)
-            links.append(Link(f"{src}{'<->' if duplex else '->'}{dst}:{lt.name}", src, dst, lt,
-                              lanes, duplex, span))
+            links.append(Link(None, src, dst, lt, lanes, duplex, span))   # id: src<->dst:type
         return
     for a, b, lt, lanes, duplex, span in t.links:
         si, di = ids.get(src := prefix + a), ids.get(dst := prefix + b)
@@ -454,8 +453,7 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
             # The same pair wired twice with one link type: more lanes on one link.
             links[key] = attrs.evolve(old, lanes=old.lanes + lanes)
             continue
-        arrow = "<->" if duplex else "->"
-        links[key] = Link(f"{src}{arrow}{dst}:{lt.name}", src, dst, lt, lanes, duplex, span)
+        links[key] = Link(None, src, dst, lt, lanes, duplex, span)   # id: src<->dst:type
 
 
 class _EndsBuilder:
