@@ -410,9 +410,14 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
     """Append the devices, hosts and links of ``t`` instantiated at ``prefix``. ``ids`` maps
     each device id to the device's index, so a link's ends share their devices' strings
     instead of holding two copies each (160 bytes a link: 2.2 GB at 8,192 racks), and
-    ``ends`` records the links as integer arrays on the way (``System.ends``)."""
+    ``ends`` records the links as integer arrays on the way (``System.ends``).
+
+    Every instance of one template lays its devices out alike, so a link's ends sit at the
+    same offsets from the instance's first device in each: the first instance finds them by
+    id, the others (1,023 of 1,024 racks) add the offsets to their own first index."""
     if ids is None:
         ids = {}
+    base = len(devices)
     for m in t.members.values():
         names = [m.name] if m.size is None else [f"{m.name}{i}" for i in range(m.size)]
         sites.setdefault(stem + m.name, m.span)     # once per member, not per element
@@ -431,15 +436,22 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
                     hosts.append(Host(prefix + n, (*chain, (m.name, i)), m.hostname, m.span))
                 _instantiate(m.template, f"{prefix}{n}.", devices, links, sites,
                              f"{stem}{m.name}.", hosts, (*chain, (m.name, i)), ids, ends)
-    if type(links) is list:     # elaborate found that nothing can merge: no keys to keep
+    if type(links) is list and ends is not None:    # nothing can merge: no keys to keep
+        rows = ends.layout.get(id(t))
+        if rows is None:
+            rows = ends.layout[id(t)] = ends.rows(t, prefix, ids, base) or False
+        if rows:
+            append, add = links.append, ends.add_many
+            for oa, ob, lt, lanes, duplex, span in rows:
+                append(Link(None, devices[base + oa].id, devices[base + ob].id, lt, lanes,
+                            duplex, span))       # id: src<->dst:type
+            add(base, rows, t)
+            return
+    if type(links) is list:
         for a, b, lt, lanes, duplex, span in t.links:
             si, di = ids.get(src := prefix + a), ids.get(dst := prefix + b)
-            if si is None or di is None:
-                ends = None         # never for an elaborated system; System.ends recomputes
-            else:
+            if si is not None and di is not None:
                 src, dst = devices[si].id, devices[di].id
-                if ends is not None:
-                    ends.add(si, di, lt, lanes)
             links.append(Link(None, src, dst, lt, lanes, duplex, span))   # id: src<->dst:type
         return
     for a, b, lt, lanes, duplex, span in t.links:
@@ -457,27 +469,50 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
 
 
 class _EndsBuilder:
-    """``System.ends`` filled while instantiation appends links (no second pass, no lookup)."""
+    """``System.ends`` filled while instantiation appends links: per template, its links' end
+    offsets and type codes once (``rows``, ``layout``), then whole instances at a time."""
 
     def __init__(self):
         self.src, self.dst, self.type, self.lanes = array("i"), array("i"), array("H"), \
             array("i")
         self.codes: dict[int, int] = {}
         self.types: list[LinkType] = []
+        self.layout: dict[int, list | None] = {}
+        self.columns: dict[int, tuple] = {}
         self.ok = True
 
-    def add(self, si: int, di: int, lt: LinkType, lanes: int) -> None:
-        code = self.codes.get(id(lt))
-        if code is None:
-            code = self.codes[id(lt)] = len(self.types)
-            self.types.append(lt)
-        self.src.append(si)
-        self.dst.append(di)
-        self.type.append(code)
-        self.lanes.append(lanes)
+    def rows(self, t: Template, prefix: str, ids: dict[str, int], base: int) -> list | None:
+        """(src offset, dst offset, type, lanes, duplex, span) per link of ``t``, from its
+        first instance at ``prefix``; None (the slow path, and no ``System.ends`` from here)
+        when an end is not a device of the instance."""
+        out = []
+        for a, b, lt, lanes, duplex, span in t.links:
+            si, di = ids.get(prefix + a), ids.get(prefix + b)
+            if si is None or di is None:
+                self.ok = False
+                return None
+            out.append((si - base, di - base, lt, lanes, duplex, span))
+        codes = array("H")
+        for row in out:
+            code = self.codes.get(id(row[2]))
+            if code is None:
+                code = self.codes[id(row[2])] = len(self.types)
+                self.types.append(row[2])
+            codes.append(code)
+        self.columns[id(t)] = (array("i", (r[0] for r in out)), array("i", (r[1] for r in out)),
+                               codes, array("i", (r[3] for r in out)))
+        return out
+
+    def add_many(self, base: int, rows: list, t: Template) -> None:
+        """The integer ends of one instance's links (``rows`` of its template at ``base``)."""
+        src, dst, codes, lanes = self.columns[id(t)]
+        self.src.extend([base + o for o in src])
+        self.dst.extend([base + o for o in dst])
+        self.type.extend(codes)
+        self.lanes.extend(lanes)
 
     def done(self, n_links: int) -> Ends | None:
-        if len(self.src) != n_links:
+        if not self.ok or len(self.src) != n_links:
             return None
         return Ends(self.src, self.dst, self.type, tuple(self.types), self.lanes)
 
