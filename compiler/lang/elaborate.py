@@ -16,7 +16,7 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, error, suggest
-from .exprs import EvalError, evaluate, variables
+from .exprs import EvalError, evaluate, evaluate_fast, variables
 from ..base.gcpause import gc_paused
 from .hosts import check_patterns, nested_host
 from ..ir.incidence import Ends
@@ -383,7 +383,7 @@ class _Elaborator:
             if sel is None:
                 parts.append(name)
                 continue
-            idx = scope[var] if var is not None else evaluate(sel.expr, scope)
+            idx = scope[var] if var is not None else evaluate_fast(sel.expr, scope)
             if not 0 <= idx < size and free and variables(sel.expr) & set(free):
                 return None
             if not 0 <= idx < size:
