@@ -19,19 +19,23 @@ from .system import Link, System
 
 @gc_paused()
 def incidence(system: System) -> dict[str, list[Link]]:
-    """Device id -> the links with it at one end, in declaration order (a self-loop once)."""
-    out: dict[str, list[Link]] = {}
-    for link in system.links:
-        found = out.get(link.src)
+    """Device id -> the links with it at one end, in declaration order (a self-loop once);
+    filled on the links' integer ends (a list per device index), keyed by id at the end."""
+    ends, devices = system.ends, system.devices
+    per: list[list[Link] | None] = [None] * len(devices)
+    for link, a, b in zip(system.links, ends.src, ends.dst):
+        found = per[a]
         if found is None:
-            found = out[link.src] = []
-        found.append(link)
-        if link.dst != link.src:
-            found = out.get(link.dst)
-            if found is None:
-                found = out[link.dst] = []
+            per[a] = [link]
+        else:
             found.append(link)
-    return out
+        if b != a:
+            found = per[b]
+            if found is None:
+                per[b] = [link]
+            else:
+                found.append(link)
+    return {devices[i].id: found for i, found in enumerate(per) if found is not None}
 
 
 system.VIEWS["incidence"] = incidence

@@ -206,8 +206,9 @@ class Locality:
     @_memo
     def pcie_switch(self, rank: int) -> str:
         """The PCIe switch directly above the GPU ('' when none)."""
-        gid = self.system.gpus[rank].id
-        ups = sorted(n for n in self.host_adj[gid] if self.system.device(n).kind == "pcie_switch")
+        switches = self._ids("pcie_switch")
+        ups = sorted(n for n in self.host_adj.get(self.system.gpus[rank].id, ())
+                     if n in switches)
         return ups[0] if ups else ""
 
     @_memo
@@ -263,8 +264,8 @@ class Locality:
 
     def pcie_switch_of(self, device_id: str) -> str:
         """The PCIe switch directly above a device ('' when none)."""
-        ups = sorted(n for n in self.host_adj[device_id]
-                     if self.system.device(n).kind == "pcie_switch")
+        switches = self._ids("pcie_switch")
+        ups = sorted(n for n in self.host_adj.get(device_id, ()) if n in switches)
         return ups[0] if ups else ""
 
     @functools.cached_property
