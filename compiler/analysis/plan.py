@@ -263,7 +263,7 @@ def run_local(system: System, base: Training, todo: Sequence[Candidate], jobs: i
             out.update(_run_chunk(chunk))
             progress(len(out))
         return out
-    system.graph, system.locality        # build the cached views once, before the fork
+    system.incidence, system.locality    # build the cached views once, before the fork
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         for result in pool.imap_unordered(_run_chunk, chunks):
             out.update(result)

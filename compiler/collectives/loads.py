@@ -68,7 +68,7 @@ class Resources:
 
     def __init__(self, system: System, sm: int | None):
         self.system = system
-        self.graph = system.graph
+        self.graph = system.adjacency
         self.router = RailRouter(system)
         self.nvlink_eff = nvlink_efficiency(sm)
         self.kind = self.router.kind

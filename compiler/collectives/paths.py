@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 import zlib
+from heapq import heappop, heappush
+from itertools import count
 
 import networkx as nx
 
@@ -36,9 +38,9 @@ class Router:
     ``classes`` limits the links a path may use (the scale-out fabric only, say)."""
 
     def __init__(self, system: System, classes: tuple[str, ...] | None = None):
-        self.graph = system.graph
+        self.graph = system.adjacency
         self.classes = classes
-        self.kind = {d.id: d.kind for d in system.devices}
+        self.kind = device_kinds(system)
         self.cache: dict[tuple[str, str, int], tuple[str, ...]] = {}
 
     def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
@@ -74,10 +76,7 @@ class Router:
             costs = [c for d in edges.values()
                      if (c := self._edge_cost(u, v, d, ends, bucket)) is not None]
             return min(costs) if costs else None
-        try:
-            _, nodes = nx.bidirectional_dijkstra(self.graph, src, dst, weight=weight)
-        except nx.NetworkXNoPath:
-            raise NoRoute(f"no path from {src} to {dst}") from None
+        nodes = bidirectional_dijkstra(self.graph, src, dst, weight)
         links = []
         for u, v in zip(nodes, nodes[1:]):
             edges = self.graph[u][v]
@@ -111,6 +110,70 @@ class Router:
             if cost < 3.0 and (best is None or (cost, links) < best):
                 best = (cost, links)
         return best[1] if best else None
+
+
+def device_kinds(system: System) -> dict[str, str]:
+    """Device id -> kind, built once per system (every router of it shares the dict)."""
+    found = system.memo.get("device_kinds")
+    if found is None:
+        found = system.memo["device_kinds"] = {d.id: d.kind for d in system.devices}
+    return found
+
+
+def bidirectional_dijkstra(adj, source: str, target: str, weight) -> list[str]:
+    """The nodes of a least-cost path from ``source`` to ``target`` over an adjacency
+    (``System.adjacency``: device -> neighbour -> link id -> data); ``weight(u, v, edges)``
+    gives a hop's cost, None hides it. networkx's ``bidirectional_dijkstra`` step for step
+    (the same expansion order, counter tie-breaks and meeting node, so the same path), on the
+    adjacency instead of a graph: routing needs no networkx graph. NoRoute when none."""
+    if source not in adj:
+        raise nx.NodeNotFound(f"Source {source} is not in G")
+    if target not in adj:
+        raise nx.NodeNotFound(f"Target {target} is not in G")
+    if source == target:
+        return [source]
+    dists: list[dict] = [{}, {}]
+    preds: list[dict] = [{source: None}, {target: None}]
+
+    def path(curr, direction):
+        ret = []
+        while curr is not None:
+            ret.append(curr)
+            curr = preds[direction][curr]
+        return list(reversed(ret)) if direction == 0 else ret
+    fringe: list[list] = [[], []]
+    seen: list[dict] = [{source: 0}, {target: 0}]
+    c = count()
+    heappush(fringe[0], (0, next(c), source))
+    heappush(fringe[1], (0, next(c), target))
+    finaldist = None
+    meetnode = None
+    direction = 1
+    while fringe[0] and fringe[1]:
+        direction = 1 - direction
+        (dist, _, v) = heappop(fringe[direction])
+        if v in dists[direction]:
+            continue
+        dists[direction][v] = dist
+        if v in dists[1 - direction]:
+            return path(meetnode, 0) + path(preds[1][meetnode], 1)
+        for w, d in adj[v].items():
+            cost = weight(v, w, d) if direction == 0 else weight(w, v, d)
+            if cost is None:
+                continue
+            vw_length = dist + cost
+            if w in dists[direction]:
+                if vw_length < dists[direction][w]:
+                    raise ValueError("Contradictory paths found: negative weights?")
+            elif w not in seen[direction] or vw_length < seen[direction][w]:
+                seen[direction][w] = vw_length
+                heappush(fringe[direction], (vw_length, next(c), w))
+                preds[direction][w] = v
+                if w in seen[1 - direction]:
+                    finaldist_w = vw_length + seen[1 - direction][w]
+                    if finaldist is None or finaldist > finaldist_w:
+                        finaldist, meetnode = finaldist_w, w
+    raise NoRoute(f"no path from {source} to {target}")
 
 
 class RailRouter:

@@ -12,6 +12,7 @@ import networkx as nx
 
 from ..base.gcpause import gc_paused
 from . import system
+from .incidence import edge_data
 from .system import System
 
 
@@ -47,11 +48,7 @@ def graph(system: System) -> nx.MultiGraph:
     return g
 
 
-def _data(link) -> dict:
-    """An edge's attributes."""
-    t = link.type
-    return {"link": link, "cls": t.cls, "lanes": link.lanes,
-            "bandwidth": t.bandwidth * link.lanes, "latency": t.latency}
+_data = edge_data
 
 
 def graph_reference(system: System) -> nx.MultiGraph:

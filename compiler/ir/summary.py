@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from . import system as _system
+from .incidence import links_in
 from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System
 from ..base.units import exact
 
@@ -23,10 +24,9 @@ def scaleout_levels(system: System) -> dict[str, int]:
 def _levels(system: System) -> dict[str, int]:
     """The breadth-first pass behind ``System.levels``."""
     adj: dict[str, list] = defaultdict(list)
-    for link in system.links:
-        if link.cls in SCALEOUT_CLASSES:
-            adj[link.src].append(link)
-            adj[link.dst].append(link)
+    for link in links_in(system, SCALEOUT_CLASSES):
+        adj[link.src].append(link)
+        adj[link.dst].append(link)
     level = {d.id: 0 for d in system.devices if d.kind in ("nic", "dpu") and d.id in adj}
     frontier = sorted(level)
     while frontier:
@@ -46,8 +46,8 @@ def scaleout_tiers(system: System) -> dict[int, float]:
     tier 2 those switches to the next, and so on (levels found breadth-first from the NICs)."""
     level = scaleout_levels(system)
     tiers: dict[int, float] = defaultdict(float)
-    for link in system.links:
-        if link.cls in SCALEOUT_CLASSES and link.src in level and link.dst in level:
+    for link in links_in(system, SCALEOUT_CLASSES):
+        if link.src in level and link.dst in level:
             tiers[min(level[link.src], level[link.dst]) + 1] += link.bandwidth
     return dict(sorted(tiers.items()))
 

@@ -72,7 +72,12 @@ class DeviceModel:
 
     def attr(self, key: str, default: Any = None) -> Any:
         """An attribute value in base units (bytes, seconds, bytes/s), or ``default``."""
-        return dict(self.attrs).get(key, default)
+        return self._attr_map.get(key, default)
+
+    @functools.cached_property
+    def _attr_map(self) -> dict[str, Any]:
+        """``attrs`` as a dict, made once per model (lint asks every device's model)."""
+        return dict(self.attrs)
 
     def port_budget(self, cls: str) -> int | None:
         """How many lanes of link class ``cls`` the device has room for (None: unlimited)."""
@@ -98,17 +103,32 @@ class Device:
         return self.model.kind
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Link:
-    """Lanes of one link type between two devices (``duplex``: both directions)."""
+    """Lanes of one link type between two devices (``duplex``: both directions).
 
-    id: str
+    ``id`` is ``src<->dst:type`` (``->`` when one-way) unless the constructor was given another:
+    elaborate passes None and the id is spelled out on demand, which keeps 13.7 M links of an
+    8,192-rack cluster from holding 1.7 GB of id strings nothing but an export reads."""
+
+    given_id: str | None = field(alias="id")
     src: str
     dst: str
     type: LinkType
     lanes: int
     duplex: bool = True
     span: Span = field(eq=False, repr=False, default=None)
+
+    @property
+    def id(self) -> str:
+        """The link's id: ``cluster.rack0.tray3.sc0.gpu1<->cluster.rack0.sw0:nvlink5``."""
+        if self.given_id is not None:
+            return self.given_id
+        return f"{self.src}{'<->' if self.duplex else '->'}{self.dst}:{self.type.name}"
+
+    def __repr__(self) -> str:
+        return (f"Link(id={self.id!r}, src={self.src!r}, dst={self.dst!r}, type={self.type!r}, "
+                f"lanes={self.lanes!r}, duplex={self.duplex!r})")
 
     @property
     def cls(self) -> str:
@@ -269,6 +289,19 @@ class System:
         """Each device's links in declaration order, by ``compiler.ir.incidence``: what
         ``links_of`` reads when nothing has built the graph."""
         return VIEWS["incidence"](self)
+
+    @functools.cached_property
+    def adjacency(self):
+        """The link graph's adjacency (device -> neighbour -> link id -> edge data, as
+        networkx's ``graph._adj``) by ``compiler.ir.incidence``: built per device on first
+        read, so routing needs no networkx graph (the graph's own when it is built)."""
+        return VIEWS["adjacency"](self)
+
+    @functools.cached_property
+    def ends(self):
+        """The links as integer arrays (device indices, link type codes, lanes) by
+        ``compiler.ir.incidence``, for passes over every link."""
+        return VIEWS["ends"](self)
 
     @functools.cached_property
     def levels(self) -> dict[str, int]:

@@ -9,15 +9,17 @@ once per instance. Sizes are known before anything is expanded, so limits are ch
 from __future__ import annotations
 
 import itertools
+from array import array
 from collections.abc import Mapping
 
 import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, error, suggest
-from .exprs import EvalError, evaluate, variables
+from .exprs import EvalError, evaluate, evaluate_fast, variables
 from ..base.gcpause import gc_paused
 from .hosts import check_patterns, nested_host
+from ..ir.incidence import Ends
 from ..ir.system import DEVICE_KINDS, Device, DeviceModel, Host, Link, LinkType, System
 from ..base.limits import LIMITS
 from .resolve import Program
@@ -381,7 +383,7 @@ class _Elaborator:
             if sel is None:
                 parts.append(name)
                 continue
-            idx = scope[var] if var is not None else evaluate(sel.expr, scope)
+            idx = scope[var] if var is not None else evaluate_fast(sel.expr, scope)
             if not 0 <= idx < size and free and variables(sel.expr) & set(free):
                 return None
             if not 0 <= idx < size:
@@ -403,13 +405,28 @@ def _values(expr, env: Mapping[str, int]) -> str:
 
 def _instantiate(t: Template, prefix: str, devices: list[Device],
                  links: dict[tuple, Link], sites: dict[str, Span], stem: str,
-                 hosts: list[Host], chain: tuple[tuple[str, int | None], ...] = ()) -> None:
+                 hosts: list[Host], chain: tuple[tuple[str, int | None], ...] = (),
+                 ids: dict[str, int] | None = None, ends: _EndsBuilder | None = None) -> None:
+    """Append the devices, hosts and links of ``t`` instantiated at ``prefix``. ``ids`` maps
+    each device id to the device's index, so a link's ends share their devices' strings
+    instead of holding two copies each (160 bytes a link: 2.2 GB at 8,192 racks), and
+    ``ends`` records the links as integer arrays on the way (``System.ends``).
+
+    Every instance of one template lays its devices out alike, so a link's ends sit at the
+    same offsets from the instance's first device in each: the first instance finds them by
+    id, the others (1,023 of 1,024 racks) add the offsets to their own first index."""
+    if ids is None:
+        ids = {}
+    base = len(devices)
     for m in t.members.values():
         names = [m.name] if m.size is None else [f"{m.name}{i}" for i in range(m.size)]
         sites.setdefault(stem + m.name, m.span)     # once per member, not per element
         indices = [None] if m.size is None else list(range(m.size))
         if m.model is not None:
-            devices.extend(Device(prefix + n, m.model, m.span) for n in names)
+            for n in names:
+                did = prefix + n
+                ids[did] = len(devices)
+                devices.append(Device(did, m.model, m.span))
             if m.host:
                 hosts.extend(Host(prefix + n, (*chain, (m.name, i)), m.hostname, m.span)
                              for n, i in zip(names, indices))
@@ -418,15 +435,29 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
                 if m.host:
                     hosts.append(Host(prefix + n, (*chain, (m.name, i)), m.hostname, m.span))
                 _instantiate(m.template, f"{prefix}{n}.", devices, links, sites,
-                             f"{stem}{m.name}.", hosts, (*chain, (m.name, i)))
-    if type(links) is list:     # elaborate found that nothing can merge: no keys to keep
+                             f"{stem}{m.name}.", hosts, (*chain, (m.name, i)), ids, ends)
+    if type(links) is list and ends is not None:    # nothing can merge: no keys to keep
+        rows = ends.layout.get(id(t))
+        if rows is None:
+            rows = ends.layout[id(t)] = ends.rows(t, prefix, ids, base) or False
+        if rows:
+            append, add = links.append, ends.add_many
+            for oa, ob, lt, lanes, duplex, span in rows:
+                append(Link(None, devices[base + oa].id, devices[base + ob].id, lt, lanes,
+                            duplex, span))       # id: src<->dst:type
+            add(base, rows, t)
+            return
+    if type(links) is list:
         for a, b, lt, lanes, duplex, span in t.links:
-            src, dst = prefix + a, prefix + b
-            links.append(Link(f"{src}{'<->' if duplex else '->'}{dst}:{lt.name}", src, dst, lt,
-                              lanes, duplex, span))
+            si, di = ids.get(src := prefix + a), ids.get(dst := prefix + b)
+            if si is not None and di is not None:
+                src, dst = devices[si].id, devices[di].id
+            links.append(Link(None, src, dst, lt, lanes, duplex, span))   # id: src<->dst:type
         return
     for a, b, lt, lanes, duplex, span in t.links:
-        src, dst = prefix + a, prefix + b
+        si, di = ids.get(src := prefix + a), ids.get(dst := prefix + b)
+        if si is not None and di is not None:
+            src, dst = devices[si].id, devices[di].id
         key = (min(src, dst), max(src, dst), lt.name, True) if duplex else (src, dst, lt.name,
                                                                                False)
         old = links.get(key)
@@ -434,8 +465,56 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
             # The same pair wired twice with one link type: more lanes on one link.
             links[key] = attrs.evolve(old, lanes=old.lanes + lanes)
             continue
-        arrow = "<->" if duplex else "->"
-        links[key] = Link(f"{src}{arrow}{dst}:{lt.name}", src, dst, lt, lanes, duplex, span)
+        links[key] = Link(None, src, dst, lt, lanes, duplex, span)   # id: src<->dst:type
+
+
+class _EndsBuilder:
+    """``System.ends`` filled while instantiation appends links: per template, its links' end
+    offsets and type codes once (``rows``, ``layout``), then whole instances at a time."""
+
+    def __init__(self):
+        self.src, self.dst, self.type, self.lanes = array("i"), array("i"), array("H"), \
+            array("i")
+        self.codes: dict[int, int] = {}
+        self.types: list[LinkType] = []
+        self.layout: dict[int, list | None] = {}
+        self.columns: dict[int, tuple] = {}
+        self.ok = True
+
+    def rows(self, t: Template, prefix: str, ids: dict[str, int], base: int) -> list | None:
+        """(src offset, dst offset, type, lanes, duplex, span) per link of ``t``, from its
+        first instance at ``prefix``; None (the slow path, and no ``System.ends`` from here)
+        when an end is not a device of the instance."""
+        out = []
+        for a, b, lt, lanes, duplex, span in t.links:
+            si, di = ids.get(prefix + a), ids.get(prefix + b)
+            if si is None or di is None:
+                self.ok = False
+                return None
+            out.append((si - base, di - base, lt, lanes, duplex, span))
+        codes = array("H")
+        for row in out:
+            code = self.codes.get(id(row[2]))
+            if code is None:
+                code = self.codes[id(row[2])] = len(self.types)
+                self.types.append(row[2])
+            codes.append(code)
+        self.columns[id(t)] = (array("i", (r[0] for r in out)), array("i", (r[1] for r in out)),
+                               codes, array("i", (r[3] for r in out)))
+        return out
+
+    def add_many(self, base: int, rows: list, t: Template) -> None:
+        """The integer ends of one instance's links (``rows`` of its template at ``base``)."""
+        src, dst, codes, lanes = self.columns[id(t)]
+        self.src.extend([base + o for o in src])
+        self.dst.extend([base + o for o in dst])
+        self.type.extend(codes)
+        self.lanes.extend(lanes)
+
+    def done(self, n_links: int) -> Ends | None:
+        if not self.ok or len(self.src) != n_links:
+            return None
+        return Ends(self.src, self.dst, self.type, tuple(self.types), self.lanes)
 
 
 def _may_merge(templates) -> bool:
@@ -498,7 +577,9 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
     links: dict[tuple, Link] | list[Link] = {} if _may_merge(elab.cache.values()) else []
     sites: dict[str, Span] = {}
     hosts: list[Host] = []
-    _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts)
+    recorded = _EndsBuilder() if isinstance(links, list) else None
+    _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts,
+                 ends=recorded)
     nested = nested_host(hosts)
     if nested is not None:
         inner, outer = nested
@@ -507,6 +588,10 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
                                   Note("the outer host is marked here", outer.span))])
     check_patterns(hosts)
     flat = tuple(links.values()) if isinstance(links, dict) else tuple(links)
-    return System(decl.name, tuple(devices), flat, (),
-                  tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())),
-                  hosts=tuple(hosts))
+    out = System(decl.name, tuple(devices), flat, (),
+                 tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())),
+                 hosts=tuple(hosts))
+    found = recorded.done(len(flat)) if recorded is not None else None
+    if found is not None:
+        out.memo["ends"] = found
+    return out

@@ -54,3 +54,66 @@ def variables(expr: s.Expr) -> set[str]:
     if isinstance(expr, s.BinOp):
         return variables(expr.left) | variables(expr.right)
     return set()
+
+
+class _TooLarge(Exception):
+    """A product beyond ``evaluate``'s bound: ``evaluate`` says so with its diagnostic."""
+
+
+def _mul(a: int, b: int) -> int:
+    value = a * b
+    if abs(value) > 2**62:
+        raise _TooLarge
+    return value
+
+
+#: Compiled expressions by ``id``, each beside the expression it was made from (so an id
+#: reused by another object is never mistaken for it); cleared when it grows past the bound.
+_COMPILED: dict[int, tuple[s.Expr, object]] = {}
+_COMPILED_MAX = 4096
+
+
+def _source(expr: s.Expr, depth: int = 0) -> str | None:
+    """Python source computing ``expr`` as ``evaluate`` does (``/`` floors), None when too
+    deep or of a kind this does not know."""
+    if depth > 40:
+        return None
+    if isinstance(expr, s.Num) and type(expr.value) is int:
+        return repr(expr.value)
+    if isinstance(expr, s.Var):
+        return f"env[{expr.name!r}]"
+    if isinstance(expr, s.Neg):
+        inner = _source(expr.operand, depth + 1)
+        return None if inner is None else f"(-{inner})"
+    if isinstance(expr, s.BinOp) and expr.op in ("+", "-", "*", "/", "%"):
+        left, right = _source(expr.left, depth + 1), _source(expr.right, depth + 1)
+        if left is None or right is None:
+            return None
+        if expr.op == "*":
+            return f"_mul({left}, {right})"
+        return f"({left} {'//' if expr.op == '/' else expr.op} {right})"
+    return None
+
+
+def evaluate_fast(expr: s.Expr, env: Mapping[str, int]) -> int:
+    """``evaluate``, with the expression compiled to Python once: elaborate evaluates the
+    same few selectors for each of hundreds of thousands of links. Any failure (an unknown
+    name, a division by zero, a product too large, a value not an integer) is left to
+    ``evaluate``, which raises its own diagnostic."""
+    entry = _COMPILED.get(id(expr))
+    if entry is None or entry[0] is not expr:
+        if len(_COMPILED) >= _COMPILED_MAX:
+            _COMPILED.clear()
+        text = _source(expr)
+        fn = None if text is None else eval(f"lambda env: {text}", {"_mul": _mul})
+        entry = _COMPILED[id(expr)] = (expr, fn)
+    fn = entry[1]
+    if fn is not None:
+        try:
+            value = fn(env)
+        except Exception:
+            pass
+        else:
+            if type(value) is int:
+                return value
+    return evaluate(expr, env)

@@ -198,6 +198,9 @@ def ranks(program: Program, system: System, lenient: bool = False) -> System:
         if strat is not None:
             strategies.append(strat)
     diags.check()
-    return attrs.evolve(system, parallels=tuple(strategies),
-                        models=tuple(program.models[k] for k in sorted(program.models)),
-                        skipped=tuple(skipped or ()))
+    out = attrs.evolve(system, parallels=tuple(strategies),
+                       models=tuple(program.models[k] for k in sorted(program.models)),
+                       skipped=tuple(skipped or ()))
+    if "ends" in system.memo:       # the same devices and links: elaborate's integer arrays
+        out.memo["ends"] = system.memo["ends"]
+    return out

@@ -30,17 +30,36 @@ def verify(system: System) -> list[Diagnostic]:
 
 def verify_subjects(system: System) -> list[tuple[Diagnostic, str]]:
     """``verify``'s diagnostics, each with the device it is about (lint moves a finding on a
-    library line to the user's own line through it)."""
+    library line to the user's own line through it); computed once per system (compile and
+    lint both ask)."""
+    found = system.memo.get("verify")
+    if found is None:
+        found = system.memo["verify"] = _verify_subjects(system)
+    return list(found)
+
+
+def _verify_subjects(system: System) -> list[tuple[Diagnostic, str]]:
     over: dict[tuple, list[tuple[str, int, int]]] = defaultdict(list)
-    budgets: dict[tuple[int, str], int | None] = {}     # per (device model, class), not per device
-    index = system.device_index
-    for (dev_id, cls), lanes in port_usage(system).items():
-        device = index[dev_id]
-        key = (id(device.model), cls)
-        budget = budgets[key] if key in budgets else \
-            budgets.setdefault(key, device.model.port_budget(cls))
-        if budget is not None and lanes > budget:
-            over[device.span, device.model, cls].append((dev_id, lanes, budget))
+    devices, ends = system.devices, system.ends
+    # Lanes per device, one list per link class, summed over the links' integer ends.
+    cls_of = [t.cls for t in ends.types]
+    used = {cls: [0] * len(devices) for cls in cls_of}
+    by_code = [used[cls] for cls in cls_of]
+    for code, a, b, lanes in zip(ends.type, ends.src, ends.dst, ends.lanes):
+        row = by_code[code]
+        row[a] += lanes
+        row[b] += lanes
+    for cls, row in used.items():
+        budgets: dict[int, int | None] = {}     # per device model, not per device
+        for i, lanes in enumerate(row):
+            if not lanes:
+                continue
+            device = devices[i]
+            key = id(device.model)
+            budget = budgets[key] if key in budgets else \
+                budgets.setdefault(key, device.model.port_budget(cls))
+            if budget is not None and lanes > budget:
+                over[device.span, device.model, cls].append((device.id, lanes, budget))
     out = []
     for key in sorted(over, key=lambda k: (k[0].path, k[0].line, k[0].col, k[2])):
         span, model, cls = key

@@ -167,8 +167,10 @@ def parse_config(section: dict[str, Any], where: str = "config") -> LintConfig:
                       bool(section.get("strict", False)))
 
 
+@gc_paused()
 def rule_findings(system: System, config: LintConfig) -> list[Diagnostic]:
-    """Every enabled rule's findings at their configured severity."""
+    """Every enabled rule's findings at their configured severity (the collector paused, as
+    in ``lint_system``: the rules' tables are many small objects that live on)."""
     out = []
     for code in sorted(RULES):
         level = config.level(code)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..ir.incidence import links_in
 from ..ir.system import SCALEOUT_CLASSES, System
 from ..base.units import RATE, human
 
@@ -71,17 +72,19 @@ def findings(system: System) -> Iterator[tuple[str, object]]:
     """(message, span, a device it concerns) for every implausible link type, GPU model and
     NIC model in use."""
     seen_types, seen_models = set(), set()
-    nic_links: dict[str, float] = {}
-    for link in system.links:
-        t = link.type
+    ends = system.ends
+    # link types in the order the links first use them (ends.types is that order)
+    for code, t in enumerate(ends.types):
         if t.name not in seen_types:
             seen_types.add(t.name)
             message = lane_finding(t.cls, t.bandwidth)
             if message:
-                yield f"link '{t.name}': {message}", t.span, link.src
-        if link.cls in SCALEOUT_CLASSES:
-            for end in (link.src, link.dst):
-                nic_links[end] = nic_links.get(end, 0.0) + link.bandwidth
+                yield f"link '{t.name}': {message}", t.span, \
+                    system.links[ends.type.index(code)].src
+    nic_links: dict[str, float] = {}
+    for link in links_in(system, SCALEOUT_CLASSES):
+        for end in (link.src, link.dst):
+            nic_links[end] = nic_links.get(end, 0.0) + link.bandwidth
     for d in system.devices:
         m = d.model
         if m.kind == "gpu" and m.attr("sm") is not None and m.name not in seen_models:

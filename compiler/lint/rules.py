@@ -17,6 +17,7 @@ from . import plausible
 from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, System
 from ..ir.groups import rank_groups
+from ..ir.incidence import links_in
 from ..ir.summary import scaleout_levels
 
 
@@ -70,13 +71,15 @@ def unused_suppression(system: System, opts) -> Iterable[Finding]:
 
 @rule("W401", "warning", "isolated device: no link reaches it")
 def isolated(system: System, opts) -> Iterable[Finding]:
-    linked = set()
-    for link in system.links:
-        linked.add(link.src)
-        linked.add(link.dst)
+    ends = system.ends
+    linked = bytearray(len(system.devices))
+    for a in ends.src:
+        linked[a] = 1
+    for b in ends.dst:
+        linked[b] = 1
     by_stmt: dict[tuple, list[str]] = defaultdict(list)
-    for d in system.devices:
-        if d.id not in linked:
+    for d, seen in zip(system.devices, linked):
+        if not seen:
             by_stmt[d.span, d.model.name].append(d.id)
     for (span, model), ids in by_stmt.items():
         yield Finding("W401", f"{_many(ids)} ({model}) has no links", span, min(ids))
@@ -126,12 +129,20 @@ def remote_nic(system: System, opts) -> Iterable[Finding]:
 def asymmetric(system: System, opts) -> Iterable[Finding]:
     loc = system.locality
     bw: Counter = Counter()
-    gpu_ids = {g.id for g in system.gpus}
-    for link in system.links:
-        if link.cls == "nvlink":
-            for end in (link.src, link.dst):
-                if end in gpu_ids:
-                    bw[end] += link.bandwidth
+    ends, devices = system.ends, system.devices
+    gpu = bytearray(d.kind == "gpu" for d in devices)
+    nvlink = [t.cls == "nvlink" for t in ends.types]
+    per_lane = [t.bandwidth for t in ends.types]
+    by_index: dict[int, float] = defaultdict(int)
+    # summed per GPU in link order, as the bandwidth of each link was added before
+    for code, a, b, lanes in zip(ends.type, ends.src, ends.dst, ends.lanes):
+        if nvlink[code]:
+            if gpu[a]:
+                by_index[a] += per_lane[code] * lanes
+            if gpu[b]:
+                by_index[b] += per_lane[code] * lanes
+    for i, total in by_index.items():
+        bw[devices[i].id] = total
     domains: dict[str, list] = defaultdict(list)
     for r, g in enumerate(system.gpus):
         if loc.domain_root[r] is not None:
@@ -152,8 +163,8 @@ def oversubscribed(system: System, opts) -> Iterable[Finding]:
     level = scaleout_levels(system)
     up: Counter = Counter()
     down: Counter = Counter()
-    for link in system.links:
-        if link.cls in SCALEOUT_CLASSES and link.src in level and link.dst in level:
+    for link in links_in(system, SCALEOUT_CLASSES):
+        if link.src in level and link.dst in level:
             a, b = link.src, link.dst
             if level[a] == level[b]:
                 continue
@@ -177,16 +188,20 @@ def rails(system: System, opts) -> Iterable[Finding]:
     # NIC n of a node is its n-th NIC among the NICs of the same parent instance (a DGX node,
     # a GB200 compute tray), in declaration order.
     siblings: dict[str, list[str]] = defaultdict(list)
+    compute: dict[int, bool] = {}       # per device model
     for d in system.devices:
-        if d.compute_nic:            # storage NICs and DPUs sit on their own networks
+        m = d.model
+        nic = compute.get(id(m))
+        if nic is None:
+            nic = compute[id(m)] = d.compute_nic
+        if nic:                      # storage NICs and DPUs sit on their own networks
             siblings[d.id.rpartition(".")[0]].append(d.id)
     local = {nic: i for nics in siblings.values() for i, nic in enumerate(nics)}
     leaf_of: dict[str, str] = {}
-    for link in system.links:
-        if link.cls in SCALEOUT_CLASSES:
-            for a, b in ((link.src, link.dst), (link.dst, link.src)):
-                if a in local:
-                    leaf_of.setdefault(a, b)
+    for link in links_in(system, SCALEOUT_CLASSES):
+        for a, b in ((link.src, link.dst), (link.dst, link.src)):
+            if a in local:
+                leaf_of.setdefault(a, b)
     rail_votes: dict[str, Counter] = defaultdict(Counter)
     nodes: dict[str, dict[int, set]] = defaultdict(lambda: defaultdict(set))
     for nic, leaf in leaf_of.items():

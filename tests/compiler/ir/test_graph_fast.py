@@ -39,3 +39,22 @@ def test_links_of_without_the_graph_lists_what_the_graph_lists(path):
     system.graph
     assert system.has_view("graph")
     assert light == {i: [lk.id for lk in system.links_of(i)] for i in ids}
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_lazy_adjacency_is_the_graphs_adjacency(path):
+    """The router reads ``System.adjacency`` instead of the graph: every device's entry holds
+    the graph's neighbours, keys and edge data in the graph's order, and the graph is not
+    built for it."""
+    from topoc.compiler.ir.incidence import Adjacency
+    system = topoc.load(path)
+    adj = system.adjacency
+    assert isinstance(adj, Adjacency) and not system.has_view("graph")
+    ref = graph_reference(system)
+    for d in system.devices:
+        assert d.id in adj
+        assert [(v, list(keys.items())) for v, keys in adj[d.id].items()] == \
+            [(v, list(keys.items())) for v, keys in ref.adj[d.id].items()]
+    assert "no.such.device" not in adj
+    with pytest.raises(KeyError):
+        adj["no.such.device"]
