@@ -75,9 +75,17 @@ NOT_A_STEP = {"deepseekv3-report-h800-2048gpu-fp8":
 #: stages leave three layers short of 4 each, and under DualPipe rank 0 holds both ends (the
 #: embedding, the output head and the MTP module), so the short stages are taken there
 #: (first 3, last 2, 4 on the others): an assumption, stated in docs/plan.md.
+#: DeepEP (AutoModel's ``*_te_deepep.yaml`` benchmark configs; DeepSeek-V3's own dispatch,
+#: sec. 3.2.2) sends a token over the network once per destination node; DeepSeek-V3 routes a
+#: token to at most 4 nodes (sec. 2.1.2 / 3.2.2; the HF config's topk_group = 4 of n_group = 8).
+_DSV3_EP = dict(deepep=True, route_nodes=4)
 OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
-                first_stage_layers=3, last_stage_layers=2)}
+                first_stage_layers=3, last_stage_layers=2, **_DSV3_EP),
+           "automodel-h100-deepseek-v3-1024gpu-bf16": _DSV3_EP,
+           "automodel-h100-deepseek-v3-256gpu-bf16": _DSV3_EP,
+           "automodel-h100-qwen3-30b-a3b-8gpu-bf16": dict(deepep=True),
+           "automodel-h100-gpt-oss-120b-64gpu-bf16": dict(deepep=True)}
 #: HBM of the GPU a row ran on, when the library's model differs (bytes). As the library's
 #: devices (library/nvidia/devices.topo) where nvidia-smi's figure is known: H800 has the
 #: H100's 81,559 MiB, H200 shows 143,771 MiB; the others at their marketed size.

@@ -57,6 +57,10 @@ SETTING_DOCS = {
                        "(DeepSeek-V3 sec. 3.2.3)",
     "fp8_activations": "cache activations in fp8 and recompute the SwiGLU output "
                        "(DeepSeek-V3 sec. 3.3)",
+    "deepep": "expert dispatch sends each token over the network once per destination node "
+              "and forwards it over NVLink there (DeepEP)",
+    "route_nodes": "node-limited routing: a token's experts lie on at most this many nodes "
+                   "(DeepSeek-V3: 4; 0 for no limit)",
     "bf16_moments": "AdamW moments in bf16 next to fp32 master weights (DeepSeek-V3 sec. 3.3)",
     "zero": "ZeRO stage 0-3: what the data-parallel group shards",
     "pipeline_slots": "count the embedding and the output layer as layer slots of the first and "

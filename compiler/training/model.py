@@ -73,6 +73,8 @@ class Training:
     recompute_norms: bool = False       # RMSNorm outputs and MLA up-projections recomputed
     fp8_activations: bool = False       # activations cached in fp8, SwiGLU output recomputed
     bf16_moments: bool = False          # AdamW moments in bf16 (fp32 master weights kept)
+    deepep: bool = False                # expert dispatch sends a token once per node (DeepEP)
+    route_nodes: int = 0                # node-limited routing: a token's experts on <= N nodes
     attention_kernel: str = "fused"     # "fused" (cuDNN, FlashAttention-3) or "fa2"
     first_stage_layers: int = 0
     last_stage_layers: int = 0

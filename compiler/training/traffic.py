@@ -7,7 +7,9 @@ them, each with the window of compute it can hide behind:
 - cp: ring attention passes each rank's keys and values around the cp group once forward and
   once backward, with their gradients coming back (an all-gather and a reduce-scatter in bytes);
   it hides only behind the attention kernels (``attention``).
-- ep: 4 all-to-alls per MoE layer and micro-batch (dispatch and combine, forward and backward).
+- ep: 4 all-to-alls per MoE layer and micro-batch (dispatch and combine, forward and backward);
+  with ``deepep`` a token crosses the network once per destination node, not once per expert
+  (``analysis.strategy.dedup_share`` scales the bytes by the group's node count).
 - pp: one activation forward and one gradient back per micro-batch and model chunk.
 - Gradients: dense ones reduce over the dp x cp group (``dpcp``; ``dp`` when cp = 1), expert
   ones over the expert-data-parallel group (``edp``), in fp32 buckets: an all-reduce, or a
@@ -61,7 +63,8 @@ def traffic(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) \
         routed = int(tokens / (sh.tp if t.sequence_parallel else 1) * m.top_k * h * 2
                      * t.imbalance)
         flows.append(TrafficFlow("ep", "alltoall", routed, moe * microbatches * (4 + 2 * extra),
-                                 overlap="none"))
+                                 overlap="none",
+                                 dedup=(m.top_k, t.route_nodes) if t.deepep else (0, 0)))
     if sh.pp > 1:
         boundary = int(act / (sh.tp if t.sequence_parallel else 1))
         flows.append(TrafficFlow("pp", "sendrecv", boundary, 2 * microbatches * t.interleave,
