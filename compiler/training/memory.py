@@ -17,7 +17,10 @@
   layer's fp32 gradients. ``zero = 3`` follows DeepSpeed's stage 3 defaults: at most
   ``stage3_max_live_parameters`` (1e9) gathered, but never less than the largest single weight
   matrix (a module is gathered whole), and gradients reduced in ``reduce_bucket_size`` (5e8)
-  element buckets.
+  element buckets. Under a pipeline FSDP2 does not reshard after forward (torchtitan's
+  ``reshard_after_forward`` "default" policy: "for PP, do not reshard after forward to avoid
+  per-microbatch all-gathers"): the whole stage's bf16 weights stay gathered and its
+  gradients accumulate unsharded (fp32, the reduce dtype) across micro-batches.
 - Activations: Korthikanti et al. 2022, Table 2 per layer, generalised to grouped-query and
   latent attention, SwiGLU and experts, times the micro-batches in flight on the first stage
   (``mapping.in_flight``). ``selective`` is Megatron's (the attention core recomputed); with
@@ -238,7 +241,14 @@ def memory(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) -> Memo
         gradients = dense * g_d + experts * g_e
         if level >= 3 and layers:
             one = (dense - emb) / layers + experts / layers
-            if t.fsdp:      # two blocks' bf16 weights (running, prefetched), one's gradients
+            if t.fsdp and sh.pp > 1:
+                # FSDP2 under a pipeline (torchtitan's and AutoModel's default
+                # reshard_after_forward policy): no reshard after forward, so the stage's
+                # bf16 weights stay gathered, and its gradients accumulate unsharded in the
+                # fp32 reduce dtype until the last micro-batch
+                weights += 2 * dense + 2 * experts
+                gradients += 4 * dense + 4 * experts
+            elif t.fsdp:    # two blocks' bf16 weights (running, prefetched), one's gradients
                 weights += 2 * 2 * one
                 gradients += 4 * one
             else:           # DeepSpeed: a live-parameter budget, a gradient bucket

@@ -19,7 +19,8 @@ them, each with the window of compute it can hide behind:
 - ZeRO-3 and FSDP gather each layer's weights forward and again backward and reduce-scatter
   its gradients, every micro-batch, behind the forward and backward passes; per micro-batch
   the first gather of each pass and the last reduce-scatter sit on the critical path (there is
-  no earlier layer to hide them behind).
+  no earlier layer to hide them behind). FSDP2 under a pipeline keeps a stage gathered
+  across micro-batches: one gather and one reduce-scatter per layer and step.
 """
 
 from __future__ import annotations
@@ -90,8 +91,18 @@ def _gradient_flows(m: Transformer, t, sh: Shape, layers: int,
             # reduce-scatter behind the next one's, so per micro-batch the first gather of
             # each pass and the last reduce-scatter have nothing to hide behind
             per_layer = int(params / max(1, layers) * 2)
-            n = (layers - 1) * microbatches
             rs = per_layer * grad_bytes // 2
+            if t.fsdp and sh.pp > 1:
+                # FSDP2 under a pipeline keeps the stage gathered (memory's docstring): one
+                # gather in the first forward, one reduce-scatter in the last backward
+                out.append(TrafficFlow(kind, "allgather", per_layer, layers - 1,
+                                       overlap="forward"))
+                out.append(TrafficFlow(kind, "reducescatter", rs, layers - 1,
+                                       overlap="backward"))
+                out.append(TrafficFlow(kind, "allgather", per_layer, 1, overlap="none"))
+                out.append(TrafficFlow(kind, "reducescatter", rs, 1, overlap="none"))
+                continue
+            n = (layers - 1) * microbatches
             out.append(TrafficFlow(kind, "allgather", per_layer, n, overlap="forward"))
             out.append(TrafficFlow(kind, "allgather", per_layer, n, overlap="backward"))
             out.append(TrafficFlow(kind, "reducescatter", rs, n, overlap="backward"))
