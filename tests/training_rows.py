@@ -68,6 +68,24 @@ POWER_500W = 0.75
 #: Rows whose figure is not a step measurement, reported but left out of the error summary.
 NOT_A_STEP = {"deepseekv3-report-h800-2048gpu-fp8":
               "GPU-hours per trillion tokens over the whole pre-training, not a step time"}
+#: Framework options a row's source publishes beyond the CSV's columns. DeepSeek-V3's report
+#: (arXiv:2412.19437): DualPipe (sec. 3.2.1), RMSNorm and MLA up-projections recomputed
+#: (sec. 3.2.3), activations cached in fp8 with the SwiGLU output recomputed (sec. 3.3.4),
+#: AdamW moments in bf16 (sec. 3.3.3). Its stage split is NOT published: 61 layers on 16
+#: stages leave three layers short of 4 each, and under DualPipe rank 0 holds both ends (the
+#: embedding, the output head and the MTP module), so the short stages are taken there
+#: (first 3, last 2, 4 on the others): an assumption, stated in docs/plan.md.
+#: DeepEP (AutoModel's ``*_te_deepep.yaml`` benchmark configs; DeepSeek-V3's own dispatch,
+#: sec. 3.2.2) sends a token over the network once per destination node; DeepSeek-V3 routes a
+#: token to at most 4 nodes (sec. 2.1.2 / 3.2.2; the HF config's topk_group = 4 of n_group = 8).
+_DSV3_EP = dict(deepep=True, route_nodes=4)
+OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
+           dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
+                first_stage_layers=3, last_stage_layers=2, **_DSV3_EP),
+           "automodel-h100-deepseek-v3-1024gpu-bf16": _DSV3_EP,
+           "automodel-h100-deepseek-v3-256gpu-bf16": _DSV3_EP,
+           "automodel-h100-qwen3-30b-a3b-8gpu-bf16": dict(deepep=True),
+           "automodel-h100-gpt-oss-120b-64gpu-bf16": dict(deepep=True)}
 #: HBM of the GPU a row ran on, when the library's model differs (bytes). As the library's
 #: devices (library/nvidia/devices.topo) where nvidia-smi's figure is known: H800 has the
 #: H100's 81,559 MiB, H200 shows 143,771 MiB; the others at their marketed size.
@@ -220,6 +238,7 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 attention_kernel="fa2" if row.fa2 else "fused",
                 pure_bf16=row.source.startswith("NVIDIA NeMo AutoModel"),
                 zero=row.zero if not row.fsdp else 0)
+    opts.update(OPTIONS.get(row.id, {}))
     opts.update(overrides)
     return Training(m, **opts)
 

@@ -51,6 +51,17 @@ SETTING_DOCS = {
                         "PyTorch SDPA: slower on Hopper)",
     "pure_bf16": "bf16 weights, gradients, Adam moments and loss, no fp32 master copy (NeMo "
                  "AutoModel's recipes)",
+    "dualpipe": "DeepSeek's bidirectional pipeline: each rank holds stages i and P-1-i (two "
+                "copies of the parameters) and P+1 micro-batches of activations",
+    "recompute_norms": "recompute RMSNorm outputs and MLA up-projections in backward "
+                       "(DeepSeek-V3 sec. 3.2.3)",
+    "fp8_activations": "cache activations in fp8 and recompute the SwiGLU output "
+                       "(DeepSeek-V3 sec. 3.3)",
+    "deepep": "expert dispatch sends each token over the network once per destination node "
+              "and forwards it over NVLink there (DeepEP)",
+    "route_nodes": "node-limited routing: a token's experts lie on at most this many nodes "
+                   "(DeepSeek-V3: 4; 0 for no limit)",
+    "bf16_moments": "AdamW moments in bf16 next to fp32 master weights (DeepSeek-V3 sec. 3.3)",
     "zero": "ZeRO stage 0-3: what the data-parallel group shards",
     "pipeline_slots": "count the embedding and the output layer as layer slots of the first and "
                       "last pipeline stage",

@@ -176,6 +176,21 @@ def _kind(system: System, ranks) -> tuple:
     return tuple(gpus[r].model.name for r in ranks), tuple(islands.values())
 
 
+def dedup_share(system: System, ranks, top_k: int, limit: int) -> float:
+    """The share of an expert dispatch's bytes that still crosses nodes when each token goes
+    once to each node that hosts one of its experts and is forwarded there over NVLink
+    (DeepEP; DeepSeek-V3 report sec. 3.2.2): the distinct nodes a token's ``top_k`` experts
+    fall on, n (1 - (1 - 1/n)^k) for experts spread evenly over n nodes, at most ``limit``
+    (node-limited routing), over k. One node: nothing is deduplicated (1)."""
+    n = len({system.locality.island[r] for r in ranks})
+    if n < 2 or top_k < 2:
+        return 1.0
+    distinct = n * (1 - (1 - 1 / n) ** top_k)
+    if limit:
+        distinct = min(distinct, limit)
+    return min(1.0, distinct / top_k)
+
+
 def _window(f) -> str:
     """The overlap class of a traffic line: derived lines carry one; written lines overlap by
     their group kind (dp with the backward pass, cp with attention)."""
@@ -235,15 +250,17 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
     costs = []
     try:
         for g in kinds.values():
-            key = (g.ranks, f.collective, f.bytes)
+            size_b = int(f.bytes * dedup_share(system, g.ranks, *f.dedup)) if f.dedup[0] \
+                else f.bytes
+            key = (g.ranks, f.collective, size_b)
             c = cache.get(key) if cache is not None else None
             if c is None and cache is not None:
                 at = cache.get((g.ranks, f.collective))
                 if at is None:
                     at = cache[g.ranks, f.collective] = coster(system, g, f.collective)
-                c = cache[key] = at(f.bytes)
+                c = cache[key] = at(size_b)
             elif c is None:
-                c = sweep(system, g, f.collective, [f.bytes])[0]
+                c = sweep(system, g, f.collective, [size_b])[0]
             costs.append(attrs.evolve(c, group=g.name))
     except CostError as exc:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,

@@ -203,6 +203,9 @@ class TrafficFlow:
     #: When it can hide behind compute: "" (by its group kind, for written traffic lines),
     #: "none", "backward", "forward" or "wgrad" (lines derived from a model).
     overlap: str = ""
+    #: An expert dispatch that sends each token once per destination node (DeepEP): (top-k,
+    #: the most nodes a token may be routed to, 0 for no limit); (0, 0) for a plain all-to-all.
+    dedup: tuple[int, int] = (0, 0)
 
 
 @attrs.frozen

@@ -14,7 +14,9 @@ backward costs 2.5 forwards (five matrix products instead of two). Without flash
 scores are batched GEMMs over the full square and the softmax path moves its bytes through HBM.
 
 Element-wise work (norms, residuals, dropout, the activation function) moves its bytes at
-``hbm_efficiency`` of the HBM bandwidth.
+``hbm_efficiency`` of the HBM bandwidth. With fp8 GEMMs every GEMM input is cast first
+(Transformer Engine, torchao): ``FP8_CAST_BYTES`` per input element (a bf16 read, an fp8 write
+and the transposed copy the weight gradient reads), a documented figure, not a fit.
 """
 
 from __future__ import annotations
@@ -100,7 +102,13 @@ def _layer_gemms(m: Transformer, t, sh: Shape, tokens: float, moe: bool):
     return out
 
 
-def _elementwise(m: Transformer, t, sh: Shape, moe: bool) -> tuple[float, float]:
+#: Bytes an fp8 cast moves per element of a GEMM input (Transformer Engine): a bf16 read, an
+#: fp8 write and the transposed fp8 copy the weight gradient reads.
+FP8_CAST_BYTES = 4.0
+
+
+def _elementwise(m: Transformer, t, sh: Shape, moe: bool,
+                 fp8: bool = False) -> tuple[float, float]:
     """Bytes of element-wise memory traffic per token of one layer's forward pass on one GPU:
     (everything, the softmax path alone). Norms, residual adds and dropouts run on the hidden
     stream (split over tp only with sequence parallelism), the activation function on the MLP,
@@ -114,7 +122,14 @@ def _elementwise(m: Transformer, t, sh: Shape, moe: bool) -> tuple[float, float]
     # twice), and the router's top-k and scores run per token
     permute = 8 * m.top_k * h / sh.tp if moe else 0.0
     core = 2 * m.heads * m.seq * (2 + (2.5 if m.dropout else 0)) / sh.tp
-    return stream + act + permute + (0 if t.flash_attention else core), core
+    cast = 0.0
+    if fp8:     # every fp8 GEMM's input is cast: the projections' and the MLP's (K widths)
+        ins = h * (1 + (0 if moe else 1)) + m.heads * m.dhead
+        ins += (m.expert_ffn * m.top_k * t.imbalance + h * m.top_k +
+                m.expert_ffn * m.shared_experts + (h if m.shared_experts else 0)) if moe \
+            else m.ffn
+        cast = FP8_CAST_BYTES * ins / sh.tp
+    return stream + act + permute + cast + (0 if t.flash_attention else core), core
 
 
 def _attention(m: Transformer, t, sh: Shape, tokens: float, r: _Rates) -> tuple[float, float,
@@ -162,7 +177,7 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
         gemm += n * g_time * passes
         flops += n * (g_flops * passes + a_flops * (3 + redo))
         att += n * (a_fwd * (1 + redo) + a_bwd)
-        bytes_, softmax = _elementwise(m, t, sh, moe)
+        bytes_, softmax = _elementwise(m, t, sh, moe, fp8)
         extra = {"none": 0.0, "full": bytes_,
                  "selective": 0.0 if t.flash_attention else softmax}[t.recompute]
         ew += n * tokens * (3 * bytes_ + extra) / (r.hbm * t.hbm_efficiency)

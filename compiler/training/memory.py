@@ -17,7 +17,10 @@
   layer's fp32 gradients. ``zero = 3`` follows DeepSpeed's stage 3 defaults: at most
   ``stage3_max_live_parameters`` (1e9) gathered, but never less than the largest single weight
   matrix (a module is gathered whole), and gradients reduced in ``reduce_bucket_size`` (5e8)
-  element buckets.
+  element buckets. Under a pipeline FSDP2 does not reshard after forward (torchtitan's
+  ``reshard_after_forward`` "default" policy: "for PP, do not reshard after forward to avoid
+  per-microbatch all-gathers"): the whole stage's bf16 weights stay gathered and its
+  gradients accumulate unsharded (fp32, the reduce dtype) across micro-batches.
 - Activations: Korthikanti et al. 2022, Table 2 per layer, generalised to grouped-query and
   latent attention, SwiGLU and experts, times the micro-batches in flight on the first stage
   (``mapping.in_flight``). ``selective`` is Megatron's (the attention core recomputed); with
@@ -29,6 +32,16 @@
   copy of the bf16 logits and computes the softmax and its gradient in place (2 + 4 bytes);
   PyTorch's cross entropy upcasts to fp32 and saves the fp32 log-softmax (2 + 4 + 4, with FSDP);
   a bf16 loss (``pure_bf16``) keeps bf16 logits and log-softmax (2 + 2).
+- DeepSeek-V3's savings (technical report, arXiv:2412.19437): ``recompute_norms`` recomputes
+  every RMSNorm and the MLA up-projections in backward (sec. 3.2.3), so a layer keeps the norm
+  inputs and the latents but neither the GEMM inputs the norms produce nor Q, K, V;
+  ``fp8_activations`` caches the attention output (the output projection's input), the MoE
+  up-projections' inputs and the SwiGLU inputs in fp8 and recomputes the SwiGLU output
+  (sec. 3.3.4); ``bf16_moments`` keeps the AdamW moments in bf16 (sec. 3.3.3, 8 optimizer
+  bytes a parameter, not 12); ``dualpipe`` (sec. 3.2.1, Table 2; the DualPipe repository's
+  README) puts stages i and P - 1 - i on rank i, two copies of the parameters, with P + 1
+  micro-batches of a stage's activations in flight, and the first rank holds the embedding and
+  the output head (and, in the paper, the MTP module that shares them: not modelled).
 - A runtime reserve for what is not modelled byte by byte (CUDA context, NCCL buffers,
   workspaces, the caching allocator's slack): a documented constant, not a fit.
 """
@@ -106,6 +119,8 @@ def bytes_per_param(m: Transformer, t, shard: int) -> tuple[float, float, float]
     else:
         w, g = (2.0, 2.0) if m.dtype == "fp16" else (2.0, 4.0)
         o = 12.0 + (2 if m.dtype == "fp16" else 0)
+    if t.bf16_moments and not t.pure_bf16:
+        o -= 4.0                                # two bf16 moments rather than two fp32 ones
     if level >= 1:
         o /= shard
     if level >= 2:
@@ -162,16 +177,20 @@ def activation_per_layer(m: Transformer, t, sh: Shape, moe: bool | None = None) 
         return 2 * h / (sh.tp if sp else 1)
     if t.recompute == "selective" and t.fsdp:
         return op_policy(m, sh, moe)[0]
-    g8 = 0.5 if t.fp8 else 1.0                # fp8 copies of the GEMM inputs
+    f8 = t.fp8_activations
+    g8 = 0.5 if t.fp8 or f8 else 1.0          # fp8 copies of the GEMM inputs
+    norms = t.recompute_norms                  # the norms' outputs (GEMM inputs) recomputed
     # norm inputs 4h, dropout masks 2h (one byte each), the qkv and fc1 inputs 2h each
-    stream = 4 * h + 4 * h * g8 + (2 * h if m.dropout else 0)
-    attn = 2 * q + 2 * q * g8 + 4 * kv          # Q, the output projection's input, K and V
+    stream = 4 * h + (0 if norms else 4 * h * g8) + (2 * h if m.dropout else 0)
+    attn = 2 * q * g8 + (0 if norms and m.kv_lora_rank else 2 * q + 4 * kv)  # out-proj input, Q K V
     if m.kv_lora_rank:
         attn += 2 * (m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim)  # the latents
     if t.recompute == "none" and not t.flash_attention:
         attn += (5 if m.dropout else 2) * m.heads * m.seq     # softmax (and dropout) of scores
 
     def mlp(width: float) -> float:            # the activation's input(s) and fc2's input
+        if f8:                                 # fp8 inputs, the output recomputed
+            return width * (2 if m.gated else 1)
         return 2 * width * (2 if m.gated else 1) + 2 * width * g8
     if not moe:
         return stream / (sh.tp if sp else 1) + (attn + mlp(m.ffn)) / sh.tp
@@ -198,7 +217,15 @@ def memory(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) -> Memo
     last_embed = embed if (sh.pp > 1 or not m.tied) else 0.0
     stages = {"first": (lay.first, first_embed, lay.first * per_layer * held + drop_embed),
               "last": (lay.last, last_embed, lay.last * per_layer + logits)}
-    if sh.pp == 1:
+    if t.dualpipe and sh.pp > 1:
+        # rank 0 holds the first and the last stage, P + 1 stage activations in flight
+        both = (lay.first + lay.last) / 2
+        held = min(sh.pp + 1, microbatches)
+        stages = {"first+last": (lay.first + lay.last, first_embed + last_embed,
+                                 both * per_layer * held + drop_embed + logits)}
+        if sh.pp > 2:
+            stages["middle"] = (2 * lay.middle, 0.0, lay.middle * per_layer * held)
+    elif sh.pp == 1:
         stages = {"only": (lay.first, embed * (1 if m.tied else 2),
                            lay.first * per_layer + drop_embed + logits)}
     elif sh.pp > 2 and lay.middle > lay.first:
@@ -214,7 +241,14 @@ def memory(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) -> Memo
         gradients = dense * g_d + experts * g_e
         if level >= 3 and layers:
             one = (dense - emb) / layers + experts / layers
-            if t.fsdp:      # two blocks' bf16 weights (running, prefetched), one's gradients
+            if t.fsdp and sh.pp > 1:
+                # FSDP2 under a pipeline (torchtitan's and AutoModel's default
+                # reshard_after_forward policy): no reshard after forward, so the stage's
+                # bf16 weights stay gathered, and its gradients accumulate unsharded in the
+                # fp32 reduce dtype until the last micro-batch
+                weights += 2 * dense + 2 * experts
+                gradients += 4 * dense + 4 * experts
+            elif t.fsdp:    # two blocks' bf16 weights (running, prefetched), one's gradients
                 weights += 2 * 2 * one
                 gradients += 4 * one
             else:           # DeepSpeed: a live-parameter budget, a gradient bucket

@@ -45,7 +45,9 @@ class Training:
     options. ``zero``/``fsdp`` shard the replicas' state (``distributed_optimizer`` is ZeRO-1);
     ``attention_kernel`` "fa2" runs FlashAttention-2 (PyTorch SDPA) rather than a fused kernel;
     ``pure_bf16`` keeps no fp32 master copy (weights, gradients, Adam moments and the loss in
-    bf16, as NeMo AutoModel's recipes run); ``fp8`` runs the layers' GEMMs in fp8; ``first_stage_layers``/``last_stage_layers`` fix the
+    bf16, as NeMo AutoModel's recipes run); ``fp8`` runs the layers' GEMMs in fp8;
+    ``dualpipe``, ``recompute_norms``, ``fp8_activations`` and ``bf16_moments`` are
+    DeepSeek-V3's memory savings (``memory``'s docstring); ``first_stage_layers``/``last_stage_layers`` fix the
     end stages of the pipeline and ``pipeline_slots`` counts embedding and loss as layer slots
     (None: when the layers need it to split evenly)."""
 
@@ -66,6 +68,13 @@ class Training:
     fsdp: bool = False
     fp8: bool = False
     pure_bf16: bool = False             # bf16 weights, gradients, Adam moments and loss
+    # DeepSeek-V3's memory savings (technical report, arXiv:2412.19437, sec. 3.2.3 and 3.3):
+    dualpipe: bool = False              # bidirectional pipeline: two stages per rank, P + 1 in flight
+    recompute_norms: bool = False       # RMSNorm outputs and MLA up-projections recomputed
+    fp8_activations: bool = False       # activations cached in fp8, SwiGLU output recomputed
+    bf16_moments: bool = False          # AdamW moments in bf16 (fp32 master weights kept)
+    deepep: bool = False                # expert dispatch sends a token once per node (DeepEP)
+    route_nodes: int = 0                # node-limited routing: a token's experts on <= N nodes
     attention_kernel: str = "fused"     # "fused" (cuDNN, FlashAttention-3) or "fa2"
     first_stage_layers: int = 0
     last_stage_layers: int = 0

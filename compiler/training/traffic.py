@@ -7,7 +7,9 @@ them, each with the window of compute it can hide behind:
 - cp: ring attention passes each rank's keys and values around the cp group once forward and
   once backward, with their gradients coming back (an all-gather and a reduce-scatter in bytes);
   it hides only behind the attention kernels (``attention``).
-- ep: 4 all-to-alls per MoE layer and micro-batch (dispatch and combine, forward and backward).
+- ep: 4 all-to-alls per MoE layer and micro-batch (dispatch and combine, forward and backward);
+  with ``deepep`` a token crosses the network once per destination node, not once per expert
+  (``analysis.strategy.dedup_share`` scales the bytes by the group's node count).
 - pp: one activation forward and one gradient back per micro-batch and model chunk.
 - Gradients: dense ones reduce over the dp x cp group (``dpcp``; ``dp`` when cp = 1), expert
   ones over the expert-data-parallel group (``edp``), in fp32 buckets: an all-reduce, or a
@@ -17,7 +19,8 @@ them, each with the window of compute it can hide behind:
 - ZeRO-3 and FSDP gather each layer's weights forward and again backward and reduce-scatter
   its gradients, every micro-batch, behind the forward and backward passes; per micro-batch
   the first gather of each pass and the last reduce-scatter sit on the critical path (there is
-  no earlier layer to hide them behind).
+  no earlier layer to hide them behind). FSDP2 under a pipeline keeps a stage gathered
+  across micro-batches: one gather and one reduce-scatter per layer and step.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ def traffic(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) \
         routed = int(tokens / (sh.tp if t.sequence_parallel else 1) * m.top_k * h * 2
                      * t.imbalance)
         flows.append(TrafficFlow("ep", "alltoall", routed, moe * microbatches * (4 + 2 * extra),
-                                 overlap="none"))
+                                 overlap="none",
+                                 dedup=(m.top_k, t.route_nodes) if t.deepep else (0, 0)))
     if sh.pp > 1:
         boundary = int(act / (sh.tp if t.sequence_parallel else 1))
         flows.append(TrafficFlow("pp", "sendrecv", boundary, 2 * microbatches * t.interleave,
@@ -87,8 +91,18 @@ def _gradient_flows(m: Transformer, t, sh: Shape, layers: int,
             # reduce-scatter behind the next one's, so per micro-batch the first gather of
             # each pass and the last reduce-scatter have nothing to hide behind
             per_layer = int(params / max(1, layers) * 2)
-            n = (layers - 1) * microbatches
             rs = per_layer * grad_bytes // 2
+            if t.fsdp and sh.pp > 1:
+                # FSDP2 under a pipeline keeps the stage gathered (memory's docstring): one
+                # gather in the first forward, one reduce-scatter in the last backward
+                out.append(TrafficFlow(kind, "allgather", per_layer, layers - 1,
+                                       overlap="forward"))
+                out.append(TrafficFlow(kind, "reducescatter", rs, layers - 1,
+                                       overlap="backward"))
+                out.append(TrafficFlow(kind, "allgather", per_layer, 1, overlap="none"))
+                out.append(TrafficFlow(kind, "reducescatter", rs, 1, overlap="none"))
+                continue
+            n = (layers - 1) * microbatches
             out.append(TrafficFlow(kind, "allgather", per_layer, n, overlap="forward"))
             out.append(TrafficFlow(kind, "allgather", per_layer, n, overlap="backward"))
             out.append(TrafficFlow(kind, "reducescatter", rs, n, overlap="backward"))

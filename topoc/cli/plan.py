@@ -41,6 +41,22 @@ def add_parser(sub) -> None:
                    "master weights)")
     p.add_argument("--pure-bf16", action="store_true", help="bf16 weights, gradients, Adam "
                    "moments and loss with no fp32 master copy (NeMo AutoModel's recipes)")
+    p.add_argument("--first-stage-layers", type=int, default=0, help="transformer layers on "
+                   "the first pipeline stage (uneven stages; default: even split)")
+    p.add_argument("--last-stage-layers", type=int, default=0, help="transformer layers on "
+                   "the last pipeline stage")
+    p.add_argument("--deepep", action="store_true", help="expert dispatch sends each token "
+                   "over the network once per destination node (DeepEP)")
+    p.add_argument("--route-nodes", type=int, default=0, help="node-limited routing: a token's "
+                   "experts on at most N nodes (DeepSeek-V3: 4; default no limit)")
+    p.add_argument("--dualpipe", action="store_true", help="DeepSeek's bidirectional pipeline "
+                   "(memory: stages i and P-1-i on rank i, P+1 micro-batches in flight)")
+    p.add_argument("--recompute-norms", action="store_true", help="recompute RMSNorm outputs "
+                   "and MLA up-projections in backward (DeepSeek-V3)")
+    p.add_argument("--fp8-activations", action="store_true", help="cache activations in fp8, "
+                   "recompute the SwiGLU output (DeepSeek-V3)")
+    p.add_argument("--bf16-moments", action="store_true", help="AdamW moments in bf16 next to "
+                   "fp32 master weights (DeepSeek-V3)")
     p.add_argument("--fp8", action="store_true", help="run the layers' GEMMs in FP8 (the "
                    "GPU's tflops_fp8)")
     p.add_argument("--flash-attention", choices=["on", "off"], default="on",
@@ -101,6 +117,10 @@ def run(args) -> int:
         value = getattr(args, name)
         if value is not None and value < (0 if name == "top" else 1):
             raise UsageError(f"--{name} {value}: must be at least {0 if name == 'top' else 1}")
+    if args.route_nodes < 0:
+        raise UsageError("--route-nodes counts nodes from 0 (0: no limit)")
+    if args.first_stage_layers < 0 or args.last_stage_layers < 0:
+        raise UsageError("--first-stage-layers and --last-stage-layers count layers from 0")
     if args.imbalance < 1:
         raise UsageError("--imbalance must be at least 1")
     if args.gemm_efficiency is not None and not 0 < args.gemm_efficiency <= 1:
@@ -108,7 +128,12 @@ def run(args) -> int:
     base = Training(model, args.batch, distributed_optimizer=args.distributed_optimizer,
                     overlap=args.overlap, imbalance=args.imbalance,
                     gemm_efficiency=args.gemm_efficiency, fsdp=args.fsdp, fp8=args.fp8,
-                    pure_bf16=args.pure_bf16,
+                    pure_bf16=args.pure_bf16, dualpipe=args.dualpipe,
+                    recompute_norms=args.recompute_norms, deepep=args.deepep,
+                    route_nodes=args.route_nodes,
+                    first_stage_layers=args.first_stage_layers,
+                    last_stage_layers=args.last_stage_layers,
+                    fp8_activations=args.fp8_activations, bf16_moments=args.bf16_moments,
                     flash_attention=args.flash_attention == "on",
                     attention_kernel=args.attention_kernel)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",

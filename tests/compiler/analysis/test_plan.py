@@ -280,3 +280,33 @@ def test_pure_bf16_and_the_attention_kernel_reach_the_search_from_the_command_li
     plain = best()
     assert best("--pure-bf16")["memory_per_gpu"] < plain["memory_per_gpu"]
     assert best("--attention-kernel", "fa2")["step_time"] > plain["step_time"]
+
+
+def test_deepseek_options_reach_the_search_from_the_command_line(capsys):
+    """DeepSeek-V3's memory savings and DeepEP's dispatch are flags of ``plan``: the savings
+    lower the memory of the same mapping, DeepEP never makes the expert exchange slower."""
+    cluster = str(LIBRARY / "nvidia" / "h100_cluster.topo")
+
+    def best(*extra):
+        assert main(["plan", cluster, "-D", "nodes=4", "--model", "deepseek-moe-16b",
+                     "--batch", "64", "--tp", "1", "--pp", "2", "--ep", "16",
+                     "--microbatch", "1", "--recompute", "selective", "--zero", "1",
+                     "--interleave", "1", "--no-sequence-parallel", "--format", "json",
+                     "--no-cache", "--jobs", "1", *extra]) == 0
+        return json.loads(capsys.readouterr().out)["rows"][0]
+    plain = best()
+    saved = best("--recompute-norms", "--fp8-activations", "--bf16-moments")
+    assert saved["memory_per_gpu"] < plain["memory_per_gpu"]
+    assert best("--dualpipe")["memory_per_gpu"] > plain["memory_per_gpu"]
+    assert best("--deepep", "--route-nodes", "2")["step_time"] <= plain["step_time"]
+    assert main(["plan", cluster, "-D", "nodes=4", "--model", "deepseek-moe-16b", "--batch",
+                 "64", "--route-nodes", "-1"]) == 2
+
+
+def test_deepep_sends_a_token_once_per_destination_node():
+    from topoc.compiler.analysis.strategy import dedup_share
+    system = topoc.load(LIBRARY / "nvidia" / "h100_cluster.topo", {"nodes": 8})
+    eight_nodes = tuple(range(64))
+    assert dedup_share(system, eight_nodes, 8, 4) == pytest.approx(0.5)
+    assert dedup_share(system, eight_nodes, 8, 0) == pytest.approx(1 - (7 / 8) ** 8)
+    assert dedup_share(system, tuple(range(8)), 8, 4) == 1.0
