@@ -116,6 +116,11 @@ class Analysis:
             raise Stale()
 
     def _run(self) -> None:
+        from .compiler.base.gcpause import gc_paused
+        with gc_paused():       # one collection after the analysis, not one per stage
+            self._analyse()
+
+    def _analyse(self) -> None:
         """The pipeline once (as ``topoc.compile`` runs it, the resolved program kept for hover
         and definition), then the lint rules when it compiles; between stages, ``Stale`` when
         the document has changed again (the newer text is analysed instead)."""
@@ -390,11 +395,20 @@ def build_server():
     good: dict[str, Program] = {}       # per document, the last program that resolved
 
     def analyse(uri: str) -> Analysis:
+        import gc
+        from .compiler.base.gcpause import gc_paused
         doc = server.workspace.get_text_document(uri)
-        a = Analysis(doc.source, uri_to_path(uri), stale=lambda: debouncer.pending(uri))
-        docs[uri] = a
-        if a.program is not None:
-            good[uri] = a.program
+        with gc_paused():
+            a = Analysis(doc.source, uri_to_path(uri), stale=lambda: debouncer.pending(uri))
+            docs[uri] = a
+            if a.program is not None:
+                good[uri] = a.program
+            if len(a.text) > SMALL:
+                # A large document's program is a million long-lived objects; a full pass of
+                # the cyclic collector over them holds the interpreter for seconds, and the
+                # requests with it. An analysis leaves no cycles behind (the old one is freed
+                # by reference counting), so they are set aside from the collector.
+                gc.freeze()
         return a
 
     def publish(uri: str) -> None:
