@@ -1,7 +1,8 @@
 """``topoc fmt``: one canonical layout for .topo files, comments kept, idempotent.
 
 The layout is printed from Lark's parse tree (so number and unit spellings survive), with
-parentheses restored by precedence. Comments are read from the text and attached to the unit
+parentheses restored by precedence; a statement line already in this layout (``fastlines``)
+is printed as it is written, without a parse tree, so a large file formats in linear time. Comments are read from the text and attached to the unit
 they sit on (trailing) or before (leading): a top-level declaration, a group statement, an
 attribute or parallel setting. Runs of blank lines between units become one blank line.
 """
