@@ -1,14 +1,33 @@
 """Issue 25's speed figures: inputs at the limits answer in bounded time, growing linearly.
 
-Prints seconds for: fmt of link lines each with a comment (2x the lines should take about 2x),
-the NCCL importer on 100,000 sibling elements (its element limit), the nvidia-smi importer on a
-512-column matrix (its column limit), and the bounded reader on /dev/zero.
-Run: .venv/bin/python benchmarks/robust.py
+Prints seconds for:
+
+- ``limits``: fmt of link lines each with a comment (2x the lines should take about 2x), the
+  NCCL importer on 100,000 sibling elements (its element limit), the nvidia-smi importer on a
+  512-column matrix (its column limit), and the bounded reader on /dev/zero;
+- ``large``: a 5 MB file of link lines (200,000 connections in fmt's layout): parse, compile
+  and fmt in process (CPU seconds), ``topoc compile`` and ``topoc fmt --check`` as commands
+  (wall seconds), and the same file spaced unusually, which Lark parses line by line;
+- ``lsp``: the real language server (``topoc lsp``) over stdio with a document just under the
+  8 MiB limit: didOpen, a hover during the first analysis, the time to the first diagnostics;
+  then three edits (the second leaves a half-typed line), each followed at once by a hover and
+  a completion: the time to each reply and to the edit's diagnostics.
+
+Run: .venv/bin/python benchmarks/robust.py [limits large lsp]
 """
 
 from __future__ import annotations
 
+import json
+import os
+import queue
+import random
+import subprocess
+import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
 
 from topoc.compiler.base.limits import LIMITS
 from topoc.compiler.base.diagnostics import CompileError
@@ -28,7 +47,7 @@ def commented(n: int) -> str:
             "  a[10] : X\n" + "".join(f"  a[1] <-> a[2] : l  # c{i}\n" for i in range(n)) + "}\n")
 
 
-def main() -> None:
+def limits() -> None:
     for n in (5_000, 10_000, 20_000):
         text = commented(n)
         print(f"fmt, {n:,} commented lines ({len(text) / 1e6:.2f} MB): "
@@ -54,6 +73,146 @@ def main() -> None:
         except CompileError:
             pass
     print(f"read /dev/zero: E290 after {LIMITS.file_bytes + 1:,} bytes in {timed(zero):.2f} s")
+
+
+def link_lines(limit: int, spacing: str = " ") -> tuple[str, int]:
+    """A file of connections between 4,000 GPUs, at most ``limit`` characters, and the 0-based
+    line of its first connection; ``spacing`` between tokens (one space is fmt's layout)."""
+    r = random.Random(1)
+    head = "link l : nvlink { bandwidth = 1 GB/s }\n\ndevice X : gpu { }\n\ngroup G {\n" \
+           "  a[4000] : X\n"
+    tail = "}\n\nsystem s : G\n"
+    lines, size = [], len(head) + len(tail)
+    w = spacing
+    while True:
+        i = r.randrange(4000)
+        j = (i + 1 + r.randrange(3999)) % 4000
+        line = f"  a[{i}]{w}<->{w}a[{j}]{w}:{w}l\n"
+        if size + len(line) > limit:
+            break
+        lines.append(line)
+        size += len(line)
+    return head + "".join(lines) + tail, head.count("\n")
+
+
+def cpu(f) -> float:
+    start = time.process_time()
+    f()
+    return time.process_time() - start
+
+
+def command(*args: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "topoc", *args], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def large() -> None:
+    import topoc
+    from topoc.compiler.lang.parse import parse
+    text, _ = link_lines(5_000_000)
+    n = text.count("<->")
+    print(f"large file: {len(text) / 1e6:.1f} MB, {n:,} connections")
+    print(f"  parse {cpu(lambda: parse(text)):.2f} s CPU, compile "
+          f"{cpu(lambda: topoc.compile(text)):.2f} s CPU, fmt {cpu(lambda: fmt(text)):.2f} s CPU")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "links.topo"
+        path.write_text(text)
+        print(f"  topoc compile {command('compile', str(path)):.2f} s wall, topoc fmt --check "
+              f"{command('fmt', '--check', str(path)):.2f} s wall")
+    odd, _ = link_lines(5_000_000, "  ")
+    print(f"  the same spaced with two blanks ({odd.count('<->'):,} connections, parsed by "
+          f"Lark): parse {cpu(lambda: parse(odd)):.2f} s CPU, fmt {cpu(lambda: fmt(odd)):.2f} s "
+          "CPU")
+
+
+class _Client:
+    """``topoc lsp`` in a child process, every message it sends kept with its arrival time."""
+
+    def __init__(self, cwd: Path):
+        self.proc = subprocess.Popen([sys.executable, "-m", "topoc", "lsp"], cwd=cwd,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.arrived: queue.Queue = queue.Queue()
+        self.seen: list = []
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        from topoc import lsp_io
+        reader = lsp_io.Reader(self.proc.stdout)
+        while (body := reader.frame()) is not None:
+            self.arrived.put((time.monotonic(), json.loads(body)))
+
+    def send(self, message: dict) -> None:
+        from topoc import lsp_io
+        self.proc.stdin.write(lsp_io.encode({"jsonrpc": "2.0", **message}))
+        self.proc.stdin.flush()
+
+    def wait(self, pred, timeout: float = 600):
+        end = time.monotonic() + timeout
+        while True:
+            for i, (at, m) in enumerate(self.seen):
+                if pred(m):
+                    del self.seen[i]
+                    return at, m
+            self.seen.append(self.arrived.get(timeout=max(0.01, end - time.monotonic())))
+
+    def request(self, method: str, params: dict) -> tuple[float, dict]:
+        self.next_id += 1
+        k, start = self.next_id, time.monotonic()
+        self.send({"id": k, "method": method, "params": params})
+        at, m = self.wait(lambda m: m.get("id") == k)
+        return at - start, m
+
+
+def lsp() -> None:
+    text, first = link_lines(LIMITS.file_bytes - 2**16)
+    print(f"language server: a {len(text) / 2**20:.2f} MiB document, "
+          f"{text.count(chr(10)):,} lines")
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        c = _Client(root)
+        uri = (root / "big.topo").as_uri()
+        c.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}})
+        c.send({"method": "initialized", "params": {}})
+        diagnostics = lambda m: m.get("method") == "textDocument/publishDiagnostics"  # noqa: E731
+
+        def ask(method: str, line: int, character: int) -> tuple[float, dict]:
+            return c.request(method, {"textDocument": {"uri": uri},
+                                      "position": {"line": line, "character": character}})
+        start = time.monotonic()
+        c.send({"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uri, "languageId": "topo", "version": 1, "text": text}}})
+        took, m = ask("textDocument/hover", first + 1, 20)
+        print(f"  hover during the first analysis: {took:.2f} s "
+              f"({'an answer' if m.get('result') else 'no answer yet: nothing analysed'})")
+        at, m = c.wait(diagnostics)
+        print(f"  didOpen to first diagnostics: {at - start:.2f} s")
+        lines = text.split("\n")
+        for version, edit in ((2, "  a[1] <-> a[2] : l"), (3, "  a[1] <-> a[2] :"),
+                              (4, "  a[1] <-> a[3] : l")):
+            lines[first + 2] = edit
+            start = time.monotonic()
+            c.send({"method": "textDocument/didChange", "params": {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"text": "\n".join(lines)}]}})
+            hover, h = ask("textDocument/hover", first + 3, len(lines[first + 3]) - 1)
+            completion, m = ask("textDocument/completion", first + 2, len(edit))
+            at, d = c.wait(diagnostics)
+            print(f"  edit {version} ({edit.strip()!r}): hover {hover:.2f} s "
+                  f"({'answered' if h.get('result') else 'empty'}), completion {completion:.2f} s"
+                  f" ({len(m['result']['items'])} items), its diagnostics {at - start:.2f} s "
+                  f"({len(d['params']['diagnostics'])})")
+        c.proc.kill()
+        c.proc.wait()
+
+
+def main() -> None:
+    parts = sys.argv[1:] or ["limits", "large", "lsp"]
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for part in parts:
+        {"limits": limits, "large": large, "lsp": lsp}[part]()
 
 
 if __name__ == "__main__":

@@ -219,3 +219,22 @@ def test_file_name_never_becomes_code():
 def test_fmt_never_joins_a_commented_line_with_the_next(text):
     out = fmt(text)
     assert out == text and fmt(out) == out
+
+
+def test_importers_stop_reading_dev_zero_at_the_limit(tmp_path, capsys):
+    """Issue 25: ``topoc import nvidia-smi /dev/zero`` (and nccl-topo) stops at the size limit
+    with E290 and writes nothing."""
+    from topoc.cli import main
+    for kind in ("nvidia-smi", "nccl-topo"):
+        out = tmp_path / f"{kind}.topo"
+        with deadline(60):
+            assert main(["import", kind, "/dev/zero", "-o", str(out)]) == 1
+        assert "E290" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_language_server_refuses_a_document_past_the_limit():
+    """Issue 25: a document larger than the limit gets E290 at its start, not gigabytes held."""
+    from topoc.compiler.base.limits import LIMITS
+    from topoc.lsp import Analysis
+    found = Analysis("#" * (LIMITS.file_bytes + 1), "/tmp/big.topo").diagnostics
+    assert [(f.code, f.start) for f in found] == [("E290", (0, 0))]

@@ -76,28 +76,66 @@ def _found(d: Diagnostic, path: str, uses: dict[Path, int] | None = None) -> Fou
     return Found(d.code, 1 if d.severity == "error" else 2, message, start, end)
 
 
+#: Documents up to this many characters are small: a request waits for their pending analysis
+#: (a fraction of a second) and a half-typed line is recovered around; larger ones answer at
+#: once from the last analysis (lsp_io explains why).
+SMALL = 2**18
+
+
+class Stale(Exception):
+    """An analysis given up because the document changed again while it ran."""
+
+
 class Analysis:
     """Everything the server knows about one document's text."""
 
-    def __init__(self, text: str, path: str):
+    def __init__(self, text: str, path: str, stale=None):
         self.text, self.path = text, path
         self.program: Program | None = None
         self.diagnostics: list[Found] = []
         self._recovered: dict[int | None, Program | None] = {}
+        self._stale = stale
         self._run()
 
+    @classmethod
+    def answering(cls, text: str, path: str, last: Analysis | None,
+                  good: Program | None) -> Analysis:
+        """What requests on ``text`` are answered from, without running the pipeline: the last
+        finished analysis when it is of this very text; else this text (positions and the words
+        under the cursor are read from it) with the last program that resolved."""
+        if last is not None and (last.text is text or last.text == text):
+            if last.program is not None or len(text) <= SMALL or good is None:
+                return last
+        view = cls.__new__(cls)
+        view.text, view.path, view.program = text, path, good
+        view.diagnostics, view._recovered, view._stale = [], {}, None
+        return view
+
+    def _check(self) -> None:
+        if self._stale is not None and self._stale():
+            raise Stale()
+
     def _run(self) -> None:
+        from .compiler.base.gcpause import gc_paused
+        with gc_paused():       # one collection after the analysis, not one per stage
+            self._analyse()
+
+    def _analyse(self) -> None:
         """The pipeline once (as ``topoc.compile`` runs it, the resolved program kept for hover
-        and definition), then the lint rules when it compiles."""
+        and definition), then the lint rules when it compiles; between stages, ``Stale`` when
+        the document has changed again (the newer text is analysed instead)."""
         from .compiler.lang import pipeline
         from .compiler.lint.lint import verified
         found: list[Diagnostic] = []
         try:
             self.program = pipeline.front_end(self.text, self.path)
+            self._check()
             system = pipeline.lower(self.program)
+            self._check()
             if system is not None:
                 found = verified(system)      # E220 on a library device: at the user's line
                 if not found:
+                    self._check()
                     from .compiler.lint.lint import LintConfig, apply_suppressions, lint_system
                     found = apply_suppressions(lint_system(system), system.span.source,
                                                LintConfig())
@@ -144,9 +182,12 @@ class Analysis:
 
     def _program(self, line: int | None = None) -> Program | None:
         """The resolved program, or when the text does not resolve (a half-typed line), the
-        program of the text around it (``lsp_help.recover``)."""
+        program of the text around it (``lsp_help.recover``, for small documents: on a large
+        one that is seconds of parsing, and requests must answer at once)."""
         if self.program is not None:
             return self.program
+        if len(self.text) > SMALL:
+            return None
         if line not in self._recovered:
             from .lsp_help import recover
             self._recovered[line] = recover(self.text, self.path, line)
@@ -351,17 +392,33 @@ def build_server():
              "group": t.CompletionItemKind.Module, "model": t.CompletionItemKind.Struct,
              "parameter": t.CompletionItemKind.Variable, "keyword": t.CompletionItemKind.Keyword}
 
+    good: dict[str, Program] = {}       # per document, the last program that resolved
+
     def analyse(uri: str) -> Analysis:
+        import gc
+        from .compiler.base.gcpause import gc_paused
         doc = server.workspace.get_text_document(uri)
-        a = Analysis(doc.source, uri_to_path(uri))
-        docs[uri] = a
+        with gc_paused():
+            a = Analysis(doc.source, uri_to_path(uri), stale=lambda: debouncer.pending(uri))
+            docs[uri] = a
+            if a.program is not None:
+                good[uri] = a.program
+            if len(a.text) > SMALL:
+                # A large document's program is a million long-lived objects; a full pass of
+                # the cyclic collector over them holds the interpreter for seconds, and the
+                # requests with it. An analysis leaves no cycles behind (the old one is freed
+                # by reference counting), so they are set aside from the collector.
+                gc.freeze()
         return a
 
     def publish(uri: str) -> None:
         debouncer.submit(uri)       # analysed on the worker thread after a quiet moment
 
     def send(uri: str) -> None:
-        a = analyse(uri)
+        try:
+            a = analyse(uri)
+        except Stale:
+            return                  # a newer edit is due: its analysis publishes
         server.text_document_publish_diagnostics(t.PublishDiagnosticsParams(
             uri=uri, diagnostics=[
                 t.Diagnostic(range=t.Range(t.Position(*f.start), t.Position(*f.end)),
@@ -384,9 +441,16 @@ def build_server():
     debouncer = Debouncer(send)
 
     def current(uri: str) -> Analysis:
-        """The latest analysis, waiting a moment for a pending one (lsp_io.WAIT)."""
-        debouncer.wait(uri)
-        return docs.get(uri) or Analysis("", uri_to_path(uri))
+        """What a request is answered from: for a small document its analysis (waiting a moment
+        for a pending one, lsp_io.WAIT); for a large one, at once, the current text with the
+        last analysis (``Analysis.answering``)."""
+        try:
+            text = server.workspace.get_text_document(uri).source
+        except Exception:           # a document the client never opened
+            text = ""
+        if len(text) <= SMALL:
+            debouncer.wait(uri)
+        return Analysis.answering(text, uri_to_path(uri), docs.get(uri), good.get(uri))
 
     def ask(params, question: str):
         """The document's answer at the request's position (hover, definition, ...)."""

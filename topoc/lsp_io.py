@@ -9,9 +9,12 @@ way and the server keeps serving.
   gets -32002 (server not initialized, as the LSP specification says) and notifications
   before it are dropped; params the protocol types cannot read get -32602 (invalid params).
 - Analysis is debounced on a worker thread (``Debouncer``): edits only record that the
-  document changed, requests answer from the latest finished analysis (waiting for a pending
-  one at most ``WAIT`` seconds), so the server answers within that time whatever the size of
-  the document.
+  document changed; an analysis still running when a newer edit arrives gives up at its next
+  stage (``Analysis``'s ``stale``), so the newest text is analysed next. Requests never run
+  the pipeline: on a small document they wait for a pending analysis (at most ``WAIT``
+  seconds, usually far less); on a large one (``lsp.SMALL``) they answer at once from the
+  current text and the last program that resolved, while the analysis runs behind them
+  (benchmarks/robust.py measures a document at the size limit).
 - Broken imports: ``import_site`` finds the ``use`` line of the document that leads to the
   file a diagnostic is in, so an error in an imported file shows on that line.
 """
@@ -229,6 +232,11 @@ class Debouncer:
         with self.cond:
             self.due[uri] = time.monotonic() + self.delay
             self.cond.notify_all()
+
+    def pending(self, uri: str) -> bool:
+        """Whether an edit of ``uri`` waits for its analysis (a running one is then stale)."""
+        with self.cond:
+            return uri in self.due
 
     def wait(self, uri: str, timeout: float = WAIT) -> None:
         """Until ``uri`` has no pending or running analysis, at most ``timeout`` seconds."""

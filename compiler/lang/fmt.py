@@ -1,7 +1,8 @@
 """``topoc fmt``: one canonical layout for .topo files, comments kept, idempotent.
 
 The layout is printed from Lark's parse tree (so number and unit spellings survive), with
-parentheses restored by precedence. Comments are read from the text and attached to the unit
+parentheses restored by precedence; a statement line already in this layout (``fastlines``)
+is printed as it is written, without a parse tree, so a large file formats in linear time. Comments are read from the text and attached to the unit
 they sit on (trailing) or before (leading): a top-level declaration, a group statement, an
 attribute or parallel setting. Runs of blank lines between units become one blank line.
 """
@@ -13,11 +14,11 @@ import re
 
 import lark
 
-from ...grammar import parser
 from ..base.diagnostics import CompileError
 from ..base.gcpause import gc_paused
 from ..base.reading import strip_bom
-from .parse import parse
+from . import fastlines
+from .parse import checked_tree
 
 INDENT = "  "
 WIDTH = 100
@@ -40,8 +41,23 @@ def _comments(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+class _Meta:
+    def __init__(self, line: int):
+        self.line = self.end_line = line
+
+
+class _Fast:
+    """A statement line read without Lark (``fastlines``), printed as it is written."""
+
+    data = "fast"
+
+    def __init__(self, line: int, text: str):
+        self.meta, self.text = _Meta(line), text
+
+
 class _Printer:
-    def __init__(self, text: str):
+    def __init__(self, text: str, found: fastlines.Split | None = None):
+        self.found = found
         self.lines = text.split("\n")
         self.comments = _comments(text)       # in text order, so sorted by line
         self.lines_of = [line for line, _, _ in self.comments]
@@ -201,6 +217,8 @@ class _Printer:
 
     def statement(self, node, indent: str) -> str:
         kind = node.data
+        if kind == "fast":
+            return node.text
         if kind == "let":
             return f"let {node.children[0]} = {self.expr(node.children[1])}"
         if kind == "instance":
@@ -238,6 +256,7 @@ class _Printer:
             self.out.append(f"system {c[0]} : {c[1]}{self.args(c[2])}" + comment)
         elif kind == "group_decl":
             name, params, *stmts = c
+            stmts = self._with_fast(stmts, node.meta)
             first = stmts[0].meta.line - 1 if stmts else node.meta.end_line - 1
             # a statement on the header's line keeps its own comment (printed with it)
             comment = self.trailing(node.meta.line, first) if first >= node.meta.line else ""
@@ -276,6 +295,18 @@ class _Printer:
             comment = self.trailing(node.meta.end_line, node.meta.end_line)
             self.out.append("}" + comment)
 
+    def _with_fast(self, stmts: list, meta) -> list:
+        """A group's statements with its lines read without Lark, in line order."""
+        found = self.found
+        if found is None:
+            return stmts
+        lo = bisect.bisect_left(found.lines, meta.line)
+        hi = bisect.bisect_right(found.lines, meta.end_line)
+        if lo == hi:
+            return stmts
+        fast = [_Fast(found.lines[i], fastlines.text(found.matches[i])) for i in range(lo, hi)]
+        return sorted([*stmts, *fast], key=lambda st: st.meta.line)   # stable: one per line
+
     def run(self, tree) -> str:
         previous = None
         for node in tree.children:
@@ -297,9 +328,8 @@ class _Printer:
 def fmt(text: str, path: str = "<input>") -> str:
     """The canonical layout of ``text``; raises CompileError if it does not parse."""
     text = strip_bom(text)
-    parse(text, path)                       # the same diagnostics as every other verb
-    tree = parser().parse(text)
-    return _Printer(text).run(tree)
+    tree, found = checked_tree(text, path)  # the same diagnostics as every other verb
+    return _Printer(text, found).run(tree)
 
 
 __all__ = ["fmt", "CompileError"]

@@ -9,6 +9,7 @@ import lark
 from lark import Transformer, v_args
 
 from ...grammar import parser
+from . import fastlines
 from . import syntax as s
 from ..base.diagnostics import CompileError, Note, Source, Span, error
 from ..base.gcpause import gc_paused
@@ -347,21 +348,27 @@ def _too_deep(source: Source):
                  f"{LIMITS.expression} levels)", Span(source, 1, 1, 0, 0))
 
 
-@gc_paused()          # a large file's trees and tokens: keep the collector from going quadratic
-def parse(text: str, path: str = "<input>") -> s.Module:
-    """Parse one .topo text into a ``Module``; syntax errors raise ``CompileError``. A leading
-    byte-order mark is dropped."""
-    text = strip_bom(text)
-    source = Source(path, text)
-    if len(text) > LIMITS.file_bytes:
-        raise CompileError([error("E290", f"file is {len(text)} characters; the limit is "
-                                  f"{LIMITS.file_bytes}", Span(source, 1, 1, 0, 0))])
+def syntax_tree(text: str, source: Source):
+    """Lark's parse tree of ``text`` and the lines read without Lark (``fastlines``), or None
+    when every line went through Lark; syntax errors raise ``CompileError``."""
+    found = fastlines.split(text)
+    if found is not None:
+        try:
+            tree = parser().parse(found.skeleton)
+        except lark.exceptions.UnexpectedInput:
+            tree = None                     # the whole text says what is wrong, and where
+        if tree is not None and fastlines.fits(tree, found, source.lines):
+            return tree, found
     try:
-        tree = parser().parse(text)
+        return parser().parse(text), None
     except lark.exceptions.UnexpectedInput as exc:
         raise CompileError([_syntax_error(exc, source)]) from None
+
+
+def build(tree, source: Source) -> tuple:
+    """The top-level syntax nodes of a Lark tree; the stage's errors raise ``CompileError``."""
     try:
-        items = _Build(source).transform(tree)
+        return tuple(_Build(source).transform(tree).children)
     except lark.exceptions.VisitError as exc:
         if isinstance(exc.orig_exc, CompileError):
             raise exc.orig_exc from None
@@ -370,4 +377,44 @@ def parse(text: str, path: str = "<input>") -> s.Module:
         raise
     except RecursionError:
         raise CompileError([_too_deep(source)]) from None
-    return s.Module(path, tuple(items.children), Span(source, 1, 1, 0, 0))
+
+
+def _checked(text: str, path: str) -> Source:
+    source = Source(path, text)
+    if len(text) > LIMITS.file_bytes:
+        raise CompileError([error("E290", f"file is {len(text)} characters; the limit is "
+                                  f"{LIMITS.file_bytes}", Span(source, 1, 1, 0, 0))])
+    return source
+
+
+@gc_paused()          # a large file's trees and tokens: keep the collector from going quadratic
+def parse(text: str, path: str = "<input>") -> s.Module:
+    """Parse one .topo text into a ``Module``; syntax errors raise ``CompileError``. A leading
+    byte-order mark is dropped."""
+    text = strip_bom(text)
+    source = _checked(text, path)
+    tree, found = syntax_tree(text, source)
+    items = build(tree, source)
+    if found is not None:               # each group's body with the lines read without Lark
+        items = tuple(_with_fast(item, source, found) for item in items)
+    return s.Module(path, items, Span(source, 1, 1, 0, 0))
+
+
+def _with_fast(item, source: Source, found: fastlines.Split):
+    if not isinstance(item, s.GroupDecl):
+        return item
+    fast = fastlines.statements(source, found, item.span.line, item.span.end_line)
+    if not fast:
+        return item
+    body = sorted((*item.body, *fast), key=lambda st: (st.span.line, st.span.col))
+    return attrs.evolve(item, body=tuple(body))
+
+
+@gc_paused()
+def checked_tree(text: str, path: str = "<input>"):
+    """For ``fmt``: Lark's tree and the fast lines (as ``syntax_tree``), after every check
+    ``parse`` makes (the same diagnostics as every other verb). ``text`` has no BOM."""
+    source = _checked(text, path)
+    tree, found = syntax_tree(text, source)
+    build(tree, source)
+    return tree, found

@@ -3,14 +3,26 @@
 Port budgets: a device whose model declares ``ports.<class> = N`` cannot carry more than N lanes
 of that class, whichever statements wired them. Findings are grouped per instance statement so
 72 over-wired GPUs give one diagnostic, not 72.
+
+A finding about a device declared in a library file is reported at the user's own line (the
+connection or instance statement of the compiled file that made the device what it is), the
+library line kept as a note: every verb (compile, check, lint in every format, the language
+server) reports it where the user can act on it, suppress it, and where a CI annotation lands
+inside the repository. ``at_user_line`` does the same for lint's rule findings.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
-from ..base.diagnostics import Diagnostic, Note, error
+import attrs
+
+from ..base.diagnostics import Diagnostic, Note, Span, error
 from ..ir.system import System
+
+_INDEX = re.compile(r"\d+(?=\.|$)")
+ORIGIN = "the library line it comes from"
 
 
 def port_usage(system: System) -> dict[tuple[str, str], int]:
@@ -24,14 +36,46 @@ def port_usage(system: System) -> dict[tuple[str, str], int]:
 
 
 def verify(system: System) -> list[Diagnostic]:
-    """Error diagnostics for port budgets exceeded (E220); empty when the system is sound."""
-    return [d for d, _ in verify_subjects(system)]
+    """Error diagnostics for port budgets exceeded (E220), each at the user's line; empty when
+    the system is sound."""
+    return [at_user_line(system, d, subject) for d, subject in verify_subjects(system)]
+
+
+def user_site(system: System, subject: str) -> Span | None:
+    """The line of the compiled file that made ``subject`` what it is: a connection of the file
+    that touches it (its wiring), else the file's statement that instantiated it or the group
+    holding it, else the ``system`` line; None when nothing in the file is nearer."""
+    root = system.span.source if system.span is not None else None
+    if root is None:
+        return None
+    for link in sorted(system.links_of(subject), key=lambda lk: lk.id):
+        if link.span is not None and link.span.source is root:
+            return link.span
+    sites = dict(system.sites)
+    parts = _INDEX.sub("", subject).split(".")
+    for n in range(len(parts), 1, -1):
+        span = sites.get(".".join(parts[:n]))
+        if span is not None and span.source is root:
+            return span
+    return system.span
+
+
+def at_user_line(system: System, d: Diagnostic, subject: str | None) -> Diagnostic:
+    """A finding on a library line moved to the user's own line (where a suppression and a
+    GitHub annotation can sit), the library line kept as a note (``ORIGIN``)."""
+    root = system.span.source if system.span is not None else None
+    if subject is None or root is None or d.span is None or d.span.source is root:
+        return d
+    site = user_site(system, subject)
+    if site is None or site.source is not root:
+        return d
+    return attrs.evolve(d, span=site, notes=(Note(ORIGIN, d.span), *d.notes))
 
 
 def verify_subjects(system: System) -> list[tuple[Diagnostic, str]]:
-    """``verify``'s diagnostics, each with the device it is about (lint moves a finding on a
-    library line to the user's own line through it); computed once per system (compile and
-    lint both ask)."""
+    """The port-budget diagnostics where they are declared, each with the device it is about
+    (``verify`` moves each to the user's line through it); computed once per system (compile
+    and lint both ask)."""
     found = system.memo.get("verify")
     if found is None:
         found = system.memo["verify"] = _verify_subjects(system)

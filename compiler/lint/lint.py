@@ -35,7 +35,7 @@ from ..ir.system import System
 from .rules import RULES
 from ..lang import pipeline
 from ..base import reading
-from ..lang.verify import verify_subjects
+from ..lang.verify import ORIGIN, at_user_line, verify
 
 SEVERITIES = (ERROR, WARNING, NOTE, "off")
 _SUPPRESS = re.compile(r"#\s*topoc:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
@@ -177,44 +177,9 @@ def rule_findings(system: System, config: LintConfig) -> list[Diagnostic]:
         if level == "off":
             continue
         for f in RULES[code].check(system, config.rule_options(code)):
-            out.append(_at_user_line(system, Diagnostic(f.code, level, f.message, f.span),
+            out.append(at_user_line(system, Diagnostic(f.code, level, f.message, f.span),
                                      f.subject))
     return out
-
-
-_INDEX = re.compile(r"\d+(?=\.|$)")
-ORIGIN = "the library line it comes from"
-
-
-def user_site(system: System, subject: str) -> Span | None:
-    """The line of the linted file that made ``subject`` what it is: a connection of the file
-    that touches it (its wiring), else the file's statement that instantiated it or the group
-    holding it, else the ``system`` line; None when nothing in the file is nearer."""
-    root = system.span.source if system.span is not None else None
-    if root is None:
-        return None
-    for link in sorted(system.links_of(subject), key=lambda lk: lk.id):
-        if link.span is not None and link.span.source is root:
-            return link.span
-    sites = dict(system.sites)
-    parts = _INDEX.sub("", subject).split(".")
-    for n in range(len(parts), 1, -1):
-        span = sites.get(".".join(parts[:n]))
-        if span is not None and span.source is root:
-            return span
-    return system.span
-
-
-def _at_user_line(system: System, d: Diagnostic, subject: str | None) -> Diagnostic:
-    """A finding on a library line is moved to the user's own line (where a suppression and a
-    GitHub annotation can sit), the library line kept as a note."""
-    root = system.span.source if system.span is not None else None
-    if subject is None or root is None or d.span is None or d.span.source is root:
-        return d
-    site = user_site(system, subject)
-    if site is None or site.source is not root:
-        return d
-    return attrs.evolve(d, span=site, notes=(Note(ORIGIN, d.span), *d.notes))
 
 
 def _suppressions(source: Source) -> dict[int, tuple[set[str] | None, Span]]:
@@ -262,8 +227,8 @@ def lint_system(system: System, config: LintConfig = LintConfig()) -> list[Diagn
 
 
 def verified(system: System) -> list[Diagnostic]:
-    """``verify``'s errors (E220), each about a library device moved to the user's line."""
-    return [_at_user_line(system, d, subject) for d, subject in verify_subjects(system)]
+    """``verify``'s errors (E220), each about a library device at the user's line."""
+    return verify(system)
 
 
 def lint_file(path: str | os.PathLike, config: LintConfig | None = None,

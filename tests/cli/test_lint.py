@@ -140,3 +140,39 @@ def test_findings_land_on_the_users_line(tmp_path, capsys):
     assert main(["lint", str(path)]) == 0
     out = capsys.readouterr().out
     assert "W406" not in out and "W400" not in out
+
+
+OVERWIRED = ('use "nvidia/dgx_h100.topo"\ngroup Two {\n  a : DGXH100\n  b : DGXH100\n'
+             "  a.gpu[0] <-> b.gpu[0] : nvlink4 x 4\n}\nsystem two : Two\n")
+
+
+def test_e220_about_a_library_device_is_at_the_users_line_in_every_verb(tmp_path, capsys):
+    """Issue 25: the port budget of a library GPU the user over-wired is reported at the user's
+    connection (line 5) by compile, check, lint in every format and the language server; the
+    library line is a note, never the location."""
+    import topoc
+    from topoc.lsp import Analysis
+    path = tmp_path / "two.topo"
+    path.write_text(OVERWIRED)
+    assert main(["compile", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:5:3: E220 error: port budget exceeded")
+    assert "dgx_h100.topo:7:3: note: the library line it comes from" in err
+    (d,) = topoc.check(path)
+    assert (d.code, d.span.path, d.span.line) == ("E220", str(path), 5)
+    assert main(["lint", str(path)]) == 1
+    assert f"{path}:5:3: E220 error" in capsys.readouterr().out
+    assert main(["lint", str(path), "--format", "json"]) == 1
+    (d,) = [d for d in json.loads(capsys.readouterr().out)["diagnostics"] if d["code"] == "E220"]
+    assert (d["path"], d["line"]) == (str(path), 5)
+    assert main(["lint", str(path), "--format", "github"]) == 1
+    gh = capsys.readouterr().out
+    assert f"::error file={path},line=5," in gh and "dgx_h100.topo,line" not in gh
+    assert main(["lint", str(path), "--format", "sarif"]) == 1
+    (result,) = [r for r in json.loads(capsys.readouterr().out)["runs"][0]["results"]
+                 if r["ruleId"] == "E220"]
+    where = result["locations"][0]["physicalLocation"]
+    assert where["artifactLocation"]["uri"].endswith("two.topo")
+    assert where["region"]["startLine"] == 5
+    (found,) = [f for f in Analysis(OVERWIRED, str(path)).diagnostics if f.code == "E220"]
+    assert found.start == (4, 2)

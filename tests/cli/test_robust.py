@@ -99,6 +99,74 @@ def test_unwritable_outputs_exit_2_with_a_message(tmp_path, capsys, target):
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
 
 
+_FDOPEN = os.fdopen
+
+
+class _FullFile:
+    """A file whose writes fail as on a full disk (ENOSPC), closing its descriptor."""
+
+    def __init__(self, fd: int, *_):
+        self.f = _FDOPEN(fd, "wb")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def write(self, _data):
+        import errno
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _fail(err: int):
+    def raise_(*_a, **_k):
+        raise OSError(err, os.strerror(err))
+    return raise_
+
+
+@pytest.mark.parametrize("where, err, reason", [
+    ("mkstemp", "EACCES", "Permission denied"),        # a read-only folder (not as root)
+    ("mkstemp", "EROFS", "Read-only file system"),     # a folder on a read-only mount
+    ("write", "ENOSPC", "No space left on device"),    # a full disk
+    ("replace", "EROFS", "Read-only file system"),
+])
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_read_only_folder_or_a_full_disk_exits_2_and_damages_nothing(
+        tmp_path, capsys, monkeypatch, where, err, reason, existing):
+    """Issue 25: ``-o`` to a regular file in a read-only folder or on a full disk exits 2 with
+    the path and the reason, leaves no temporary file and keeps the old file as it was. The
+    failures are injected where the system would raise them (root ignores permission bits,
+    and the machine's disks are not to be filled), so the test runs the same as any user."""
+    import errno
+    src = _small(tmp_path)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    target = folder / "summary.txt"
+    if existing:
+        target.write_text("old")
+        target.chmod(0o640)
+    code = getattr(errno, err)
+    if where == "mkstemp":
+        monkeypatch.setattr(common.tempfile, "mkstemp", _fail(code))
+    elif where == "write":
+        monkeypatch.setattr(common.os, "fdopen", _FullFile)
+    else:
+        monkeypatch.setattr(common.os, "replace", _fail(code))
+    assert main(["compile", src, "-o", str(target)]) == 2
+    out, stderr = capsys.readouterr()
+    assert stderr == f"topoc: error: cannot write {target}: {reason}\n"
+    assert sorted(p.name for p in folder.iterdir()) == (["summary.txt"] if existing else [])
+    if existing:
+        assert target.read_text() == "old" and stat.S_IMODE(target.stat().st_mode) == 0o640
+    messy = folder / "messy.topo"                     # fmt rewriting a file in place
+    messy.write_text("device G : gpu {   }\n")
+    assert main(["fmt", str(messy)]) == 2
+    assert f"cannot write {messy}: {reason}" in capsys.readouterr().err
+    assert messy.read_text() == "device G : gpu {   }\n"
+    assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
 def test_ctrl_c_while_writing_exits_130_quietly_and_leaves_no_temp_file(tmp_path, capsys,
                                                                          monkeypatch):
     def interrupt(*_):

@@ -112,3 +112,20 @@ def test_unreachable_ray_address_answers_within_seconds(dgx):
 def test_ray_address_that_is_not_one():
     with pytest.raises(remote.Unreachable, match="not a Ray address"):
         remote.probe("nonsense")
+
+
+def test_temp_files_are_removed_on_a_full_disk(tmp_path, monkeypatch):
+    """Issue 25: a cache that cannot be written (ENOSPC while writing) leaves neither a temp
+    file nor a damaged cache: the old cache stays as it was."""
+    import errno
+    import os
+    target = tmp_path / "x.json"
+    plan_cache.save(target, {}, "c")
+    before = target.read_bytes()
+
+    def full(*_, **__):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(plan_cache.json, "dump", full)
+    plan_cache.save(target, {"k": None}, "c")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
+    assert target.read_bytes() == before
