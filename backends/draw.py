@@ -495,7 +495,7 @@ def _titles(frames: dict, mirrored, paths, font: dict[str, int]) \
     """Where each frame's title goes: centred, else the spot nearest the centre along the
     frame's title band that no line runs through (a Superchip's 'sc0' clear of the lines from
     its NICs down to its CPU, a unit's title between the lines into its leaves); the DOT
-    attributes that put it there ({} when centred), the title's box, and the frames whose
+    attribute that puts it there (for every frame, centred or not), the title's box, and the frames whose
     title no spot keeps clear."""
     grid: dict[tuple[int, int], list[tuple]] = defaultdict(list)
     for path in paths:
@@ -525,8 +525,9 @@ def _titles(frames: dict, mirrored, paths, font: dict[str, int]) \
             crossed.append(c)
             at = mid
         boxes[c] = (at - w / 2, ty[0], at + w / 2, ty[1])
-        if at != mid:
-            place[c] = {"lp": f"{at:.1f},{(ty[0] + ty[1]) / 2:.1f}"}
+        # every frame gets its own position: Graphviz passes a frame's ``lp`` down to the
+        # frames inside it that set none, which drew nine switch trays' titles on the rack's
+        place[c] = {"lp": f"{at:.1f},{(ty[0] + ty[1]) / 2:.1f}"}
     return place, boxes, crossed
 
 

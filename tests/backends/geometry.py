@@ -111,3 +111,54 @@ def lines_through_titles(svg: bytes) -> list[tuple[str, str, str]]:
                 continue
             break
     return out
+
+
+def texts(svg: bytes) -> list[tuple[str, str, tuple[float, float, float, float]]]:
+    """(owner, text, box) for every text Graphviz drew outside the legend: frame titles, box
+    labels (one entry a line), line labels and the picture's title. The box is estimated
+    from the font size: 0.55 em a character (Helvetica's mean for lower case and digits),
+    from 0.75 em above the baseline to 0.2 em below."""
+    root = ET.fromstring(svg)
+    out = []
+    for g in root.iter(f"{SVG}g"):
+        kind = g.get("class")
+        if kind not in ("node", "edge", "cluster", "graph"):
+            continue
+        title = g.find(f"{SVG}title")
+        owner = f"{kind}:{title.text if title is not None else ''}"
+        if owner == "node:legend":
+            continue
+        shapes = g.findall(f"{SVG}text") + [t for a in g.findall(f"{SVG}g") for t in
+                                              a.iter(f"{SVG}text")] if kind != "graph" \
+            else g.findall(f"{SVG}text")
+        for t in shapes:
+            text = "".join(t.itertext()).strip()
+            if not text:
+                continue
+            size = float(t.get("font-size", "14"))
+            x, y, w = float(t.get("x")), float(t.get("y")), len(text) * size * 0.55
+            x0 = {"start": x, "end": x - w}.get(t.get("text-anchor"), x - w / 2)
+            out.append((owner, text, (x0, y - 0.75 * size, x0 + w, y + 0.2 * size)))
+    return out
+
+
+def overlapping_texts(svg: bytes, margin: float = 0.5) -> list[tuple[str, str]]:
+    """Pairs of texts from different owners whose boxes overlap by more than ``margin`` pt
+    each way (looked up in a grid of 100-point cells)."""
+    items = texts(svg)
+    grid: dict[tuple[int, int], list[int]] = {}
+    out = []
+    for i, (owner, text, (x0, y0, x1, y1)) in enumerate(items):
+        seen = set()
+        for cx in range(int(x0 // 100), int(x1 // 100) + 1):
+            for cy in range(int(y0 // 100), int(y1 // 100) + 1):
+                for j in grid.get((cx, cy), ()):
+                    if j in seen:
+                        continue
+                    seen.add(j)
+                    o, t, (a0, b0, a1, b1) = items[j]
+                    if o != owner and min(x1, a1) - max(x0, a0) > margin \
+                            and min(y1, b1) - max(y0, b0) > margin:
+                        out.append((f"{owner} {text!r}", f"{o} {t!r}"))
+                grid.setdefault((cx, cy), []).append(i)
+    return out

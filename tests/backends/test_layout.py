@@ -131,7 +131,36 @@ def test_library_drawings_keep_index_order_shape_and_clear_lines(path):
         check_drawing(svg, f"{path.stem} {drawn}")
         check_geometry(svg, system, f"{path.stem} {drawn}")
         check_titles(svg, system, f"{path.stem} {drawn}")
+        check_texts(svg, f"{path.stem} {drawn}")
     assert drawn_any
+
+
+def check_texts(svg: bytes, what: str) -> None:
+    """No two texts overlap (frame titles, box labels, line labels), and every frame shows
+    its own title inside its outline."""
+    overlaps = geometry.overlapping_texts(svg)
+    assert not overlaps, f"{what}: {len(overlaps)} overlapping texts {overlaps[:3]}"
+    root = ET.fromstring(svg)
+    for g in root.iter(f"{SVG}g"):
+        if g.get("class") != "cluster":
+            continue
+        name = g.find(f"{SVG}title").text
+        text, outline = g.find(f"{SVG}text"), g.find(f"{SVG}path")
+        assert text is not None and (text.text or "").strip(), f"{what}: {name} has no title"
+        xs = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", outline.get("d"))][0::2]
+        assert min(xs) < float(text.get("x")) < max(xs), f"{what}: {name}'s title is outside it"
+
+
+def test_the_text_check_catches_titles_drawn_on_each_other():
+    """Two frames' titles at one spot (what an inherited ``lp`` drew) are caught."""
+    svg = (b'<svg xmlns="http://www.w3.org/2000/svg" width="100pt" height="100pt">'
+           b'<g class="cluster"><title>cluster_a</title><text x="50" y="20" font-size="12">'
+           b'tray0</text></g><g class="cluster"><title>cluster_b</title>'
+           b'<text x="52" y="21" font-size="12">tray1</text></g>'
+           b'<g class="cluster"><title>cluster_c</title><text x="50" y="60" font-size="12">'
+           b'tray2</text></g></svg>')
+    assert geometry.overlapping_texts(svg) == [("cluster:cluster_b 'tray1'",
+                                                "cluster:cluster_a 'tray0'")]
 
 
 def check_titles(svg: bytes, system, what: str) -> None:
@@ -153,6 +182,7 @@ def test_cluster_drawings_at_every_size(name, param, sizes):
             assert drawn == view
             check_drawing(svg, f"{name} {param}={n} {view}")
             check_geometry(svg, system, f"{name} {param}={n} {view}")
+            check_texts(svg, f"{name} {param}={n} {view}")
 
 
 def test_the_nvl72_is_drawn_as_built():
