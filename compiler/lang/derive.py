@@ -31,6 +31,10 @@ TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "attention_kernel"
                      *_FRACTIONS)
 
 
+# Settings that name one of a few choices: the setting -> its choices.
+_CHOICES = {"attention_kernel": ATTENTION_KERNELS, "recompute": RECOMPUTE}
+
+
 def _name(value: s.Value) -> str | None:
     if isinstance(value, s.NameList) and len(value.names) == 1:
         return value.names[0]
@@ -102,19 +106,11 @@ def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
             else:
                 diags.error("E303", f"'{key}' takes true or false", v.span)
                 ok = False
-        elif key == "attention_kernel":
-            name = _name(v)
-            if name not in ATTENTION_KERNELS:
-                diags.error("E303", f"'attention_kernel' is one of {', '.join(ATTENTION_KERNELS)}"
-                            + (suggest(name, ATTENTION_KERNELS) if name else ""), v.span)
-                ok = False
-            else:
-                out[key] = name
-        elif key == "recompute":
-            name = _name(v)
-            if name not in RECOMPUTE:
-                diags.error("E303", f"'recompute' is one of {', '.join(RECOMPUTE)}"
-                            + (suggest(name, RECOMPUTE) if name else ""), v.span)
+        elif key in _CHOICES:
+            name, options = _name(v), _CHOICES[key]
+            if name not in options:
+                diags.error("E303", f"'{key}' is one of {', '.join(options)}"
+                            + (suggest(name, options) if name else ""), v.span)
                 ok = False
             else:
                 out[key] = name

@@ -121,6 +121,10 @@ def run(args) -> int:
         raise UsageError("--route-nodes counts nodes from 0 (0: no limit)")
     if args.first_stage_layers < 0 or args.last_stage_layers < 0:
         raise UsageError("--first-stage-layers and --last-stage-layers count layers from 0")
+    if args.first_stage_layers + args.last_stage_layers > model.layers:
+        raise UsageError(f"--first-stage-layers {args.first_stage_layers} and "
+                         f"--last-stage-layers {args.last_stage_layers} ask for more layers "
+                         f"than {model.name} has ({model.layers})")
     if args.imbalance < 1:
         raise UsageError("--imbalance must be at least 1")
     if args.gemm_efficiency is not None and not 0 < args.gemm_efficiency <= 1:

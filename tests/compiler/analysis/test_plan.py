@@ -184,6 +184,11 @@ def test_plan_exit_codes(capsys):
     with pytest.raises(SystemExit) as info:           # argparse checks the range (exit 2)
         main(["plan", DGX, "--model", "llama3-8b", "--batch", "0"])
     assert info.value.code == 2
+    # uneven stages that ask for more layers than the model has: a usage error naming them,
+    # not "every candidate was rejected"
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--pp", "2",
+                 "--last-stage-layers", "999"]) == 2
+    assert "more layers than llama3_8b has (32)" in capsys.readouterr().err
 
 
 # ---- Ray ------------------------------------------------------------------------------------
