@@ -24,6 +24,10 @@ from ..ir.system import DEVICE_KINDS, Device, DeviceModel, Host, Link, LinkType,
 from ..base.limits import LIMITS
 from .resolve import Program
 
+# Connections larger than this are not expanded once an error is recorded: the program
+# cannot compile, and the links' only use would be further diagnostics of the same kind.
+_EXPAND_AFTER_ERROR = 10_000
+
 
 @attrs.define
 class Member:
@@ -310,6 +314,10 @@ class _Elaborator:
         if t.total_links > LIMITS.links:
             raise EvalError(error("E292", f"group '{t.name}' would hold {t.total_links} links; "
                                   f"the limit is {LIMITS.links}", stmt.span))
+        if total > _EXPAND_AFTER_ERROR and self.diags.has_errors:
+            # The program already fails; expanding a large connection only to drop it would
+            # spend seconds per ten million links (issue 25: a mutated rack of 10 M links).
+            return
         names = [v for v, _ in axes]
         scope = dict(env)
         made = 0

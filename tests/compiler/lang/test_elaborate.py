@@ -98,3 +98,34 @@ def test_zipped_index_out_of_range_names_the_binding():
         compile_text("group N { g[4] : G  s[2] : S  g[i] <-> s[i - 1] : nv }\nsystem n : N")
     d = info.value.diagnostics[0]
     assert d.code == "E210" and "(when i=0)" in d.message and "s[-1]" in d.message
+
+
+def test_a_failing_program_does_not_expand_a_ten_million_link_connection():
+    """Issue 25: a mutated GB300 rack (fuzz campaign) whose tray already failed (E210) went on to
+    enumerate 16,000 GPUs x 648 switch chips = 10.4 M links before reporting it (about 20 s);
+    once an error is recorded a large connection is not expanded. The deadline catches a
+    hang, not a slow run."""
+    from tests.conftest import deadline, library_file
+    path = library_file("gb300_nvl72.topo")
+    text = path.read_text()
+    for old, new in (("gpu[2] : B300_GB300", "gpu[1_000] : B300_GB300"),
+                     ("nic[4] : CX8", "nic[18] : CX8"),
+                     ("sc[i / 2].gpu[i % 2]", "sc[i / 3].gpu[i % 99999999999999]"),
+                     ("chip[2] : NVSwitch5", "chip[72] : NVSwitch5"),
+                     ("host tray[18] : GB300Tray", "host tray[8] : GB300Tray")):
+        assert old in text, old
+        text = text.replace(old, new)
+    with deadline(60):
+        with pytest.raises(CompileError) as exc:
+            topoc.compile(text, path)
+    assert [d.code for d in exc.value.diagnostics] == ["E210"]
+    assert exc.value.diagnostics[0].span.line == text[:text.index("sc[i / 3]")].count("\n") + 1
+
+
+def test_a_large_connection_is_still_expanded_when_nothing_failed():
+    """The shortcut above applies only after an error: 200 x 100 = 20,000 links compile."""
+    system = compile_text('''
+group Big { c[200] : C p[100] : P  c[*] <-> p[*] : pc }
+system big : Big
+''')
+    assert len(system.links) == 20_000
