@@ -9,6 +9,7 @@ once per instance. Sizes are known before anything is expanded, so limits are ch
 from __future__ import annotations
 
 import itertools
+import re
 from array import array
 from collections.abc import Mapping
 
@@ -61,6 +62,9 @@ class _Elaborator:
         self.program = program
         self.diags = diags
         self.cache: dict[tuple, Template | None] = {}
+        #: A group's own links already exceed a device's port budget: verify's E220 is
+        #: certain, so large connections above it need not be expanded (as after an error).
+        self.doomed = False
 
     # -- templates
     def template(self, decl: s.GroupDecl, args: Mapping[str, int | DeviceModel], call: Span,
@@ -104,6 +108,8 @@ class _Elaborator:
                     if d.code == "E112" and any(f"no member '{m}'" in d.message for m in failed):
                         continue    # one error per typo: the member's own error said it
                     self.diags.add(d)
+        if not self.doomed and _over_budget(t):
+            self.doomed = True
         self.cache[key] = t
         return t
 
@@ -314,7 +320,7 @@ class _Elaborator:
         if t.total_links > LIMITS.links:
             raise EvalError(error("E292", f"group '{t.name}' would hold {t.total_links} links; "
                                   f"the limit is {LIMITS.links}", stmt.span))
-        if total > _EXPAND_AFTER_ERROR and self.diags.has_errors:
+        if total > _EXPAND_AFTER_ERROR and (self.diags.has_errors or self.doomed):
             # The program already fails; expanding a large connection only to drop it would
             # spend seconds per ten million links (issue 25: a mutated rack of 10 M links).
             return
@@ -402,6 +408,32 @@ class _Elaborator:
                                       + f", but '{name}' has elements 0..{size - 1}", sel.span))
             parts.append(f"{name}{idx}")
         return ".".join(parts)
+
+
+_ELEMENT = re.compile(r"(.*?)(\d+)")
+
+
+def _over_budget(t: Template) -> bool:
+    """Whether the template's own links give one of its direct device members more lanes of a
+    class than the member's model has ports for. Links only add lanes, so the finished system
+    then fails verify's port-budget check (E220) whatever the groups above add."""
+    used: dict[tuple[str, str], int] = {}
+    for a, b, lt, lanes, _, _ in t.links:
+        for end in (a, b):
+            if "." not in end:
+                key = (end, lt.cls)
+                used[key] = used.get(key, 0) + lanes
+    for (end, cls), lanes in used.items():
+        member = t.members.get(end)
+        if member is None:
+            m = _ELEMENT.fullmatch(end)
+            member = t.members.get(m.group(1)) if m else None
+        if member is None or member.model is None:
+            continue
+        budget = member.model.port_budget(cls)
+        if budget is not None and lanes > budget:
+            return True
+    return False
 
 
 def _values(expr, env: Mapping[str, int]) -> str:

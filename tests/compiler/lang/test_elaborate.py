@@ -129,3 +129,33 @@ group Big { c[200] : C p[100] : P  c[*] <-> p[*] : pc }
 system big : Big
 ''')
     assert len(system.links) == 20_000
+
+
+def _over_wired(chips: int) -> str:
+    # A tray whose own links give each GPU 4 c2c lanes against a budget of 2, under a rack that
+    # wires 100 trays x 100 GPUs to ``chips`` switch chips.
+    return BASE + f'''
+link c2c : nvlink_c2c {{ bandwidth = 450 GB/s }}
+device W : gpu {{ hbm = 80 GB ports.nvlink_c2c = 2 ports.nvlink = 100000 }}
+group Tray {{ cpu : C  gpu[100] : W  gpu[*] <-> cpu : c2c x 4 }}
+group Rack {{ tray[100] : Tray  sw[{chips}] : S  tray[*].gpu[*] <-> sw[*] : nv }}
+system rack : Rack
+'''
+
+
+def test_a_group_over_its_port_budget_does_not_expand_the_connections_above_it():
+    """Issue 25: fuzzed GB300 racks whose Superchip group already broke a port budget built
+    10 M links (24-55 s) before verify reported E220. The group's own links make E220 certain,
+    so connections above it larger than 10,000 links are not expanded; E220 is still reported
+    at the group's line, and a smaller connection above it is still built."""
+    from topoc.compiler.lang.pipeline import front_end, lower
+    from topoc.compiler.lang.verify import verify
+    big = lower(front_end(_over_wired(chips=2)))           # 100 x 100 x 2 = 20,000 links
+    assert len(big.links) == 100 * 100                      # only the trays' own links
+    assert {d.code for d in verify(big)} == {"E220"}
+    small = lower(front_end(_over_wired(chips=1)))         # 10,000 links: within the bound
+    assert len(small.links) == 100 * 100 * 2
+    with pytest.raises(CompileError) as exc:
+        topoc.loads(_over_wired(chips=2))
+    assert [d.code for d in exc.value.diagnostics] == ["E220"]
+    assert "has 4 nvlink_c2c lanes" in exc.value.diagnostics[0].message
