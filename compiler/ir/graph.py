@@ -12,7 +12,7 @@ import networkx as nx
 
 from ..base.gcpause import gc_paused
 from . import system
-from .incidence import edge_data
+from .incidence import add_edge_data, edge_data
 from .system import System
 
 
@@ -40,11 +40,7 @@ def graph(system: System) -> nx.MultiGraph:
         if keys is None:
             keys = near[v] = {}
             adj[v][u] = keys
-        data = keys.get(link.id)
-        if data is None:
-            keys[link.id] = _data(link)
-        else:
-            data.update(_data(link))
+        add_edge_data(keys, link)
     return g
 
 

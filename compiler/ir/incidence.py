@@ -68,11 +68,7 @@ class Adjacency:
                 keys = found.get(other := link.dst if link.src == device_id else link.src)
                 if keys is None:
                     keys = found[other] = {}
-                data = keys.get(link.id)
-                if data is None:
-                    keys[link.id] = edge_data(link)
-                else:
-                    data.update(edge_data(link))
+                add_edge_data(keys, link)
         return found
 
 
@@ -82,6 +78,16 @@ def edge_data(link: Link) -> dict:
     t = link.type
     return {"link": link, "cls": t.cls, "lanes": link.lanes,
             "bandwidth": t.bandwidth * link.lanes, "latency": t.latency}
+
+
+def add_edge_data(keys: dict, link: Link) -> None:
+    """Enter ``link`` among the edges of one device pair (keyed by link id), as networkx's
+    ``add_edge`` does: a key seen before has its data updated."""
+    data = keys.get(link.id)
+    if data is None:
+        keys[link.id] = edge_data(link)
+    else:
+        data.update(edge_data(link))
 
 
 def adjacency(system: System):

@@ -25,14 +25,24 @@ _INDEX = re.compile(r"\d+(?=\.|$)")
 ORIGIN = "the library line it comes from"
 
 
-def port_usage(system: System) -> dict[tuple[str, str], int]:
-    """Lanes per (device id, link class), over every link."""
-    used: dict[tuple[str, str], int] = defaultdict(int)
-    for link in system.links:
-        cls, lanes = link.type.cls, link.lanes
-        used[link.src, cls] += lanes
-        used[link.dst, cls] += lanes
+def lanes_by_class(system: System) -> dict[str, list[int]]:
+    """Lanes per device index, one list per link class, summed over the links' integer ends."""
+    ends = system.ends
+    cls_of = [t.cls for t in ends.types]
+    used = {cls: [0] * len(system.devices) for cls in cls_of}
+    by_code = [used[cls] for cls in cls_of]
+    for code, a, b, lanes in zip(ends.type, ends.src, ends.dst, ends.lanes):
+        row = by_code[code]
+        row[a] += lanes
+        row[b] += lanes
     return used
+
+
+def port_usage(system: System) -> dict[tuple[str, str], int]:
+    """Lanes per (device id, link class), for every device that has links of that class."""
+    devices = system.devices
+    return {(devices[i].id, cls): lanes for cls, row in lanes_by_class(system).items()
+            for i, lanes in enumerate(row) if lanes}
 
 
 def verify(system: System) -> list[Diagnostic]:
@@ -84,16 +94,8 @@ def verify_subjects(system: System) -> list[tuple[Diagnostic, str]]:
 
 def _verify_subjects(system: System) -> list[tuple[Diagnostic, str]]:
     over: dict[tuple, list[tuple[str, int, int]]] = defaultdict(list)
-    devices, ends = system.devices, system.ends
-    # Lanes per device, one list per link class, summed over the links' integer ends.
-    cls_of = [t.cls for t in ends.types]
-    used = {cls: [0] * len(devices) for cls in cls_of}
-    by_code = [used[cls] for cls in cls_of]
-    for code, a, b, lanes in zip(ends.type, ends.src, ends.dst, ends.lanes):
-        row = by_code[code]
-        row[a] += lanes
-        row[b] += lanes
-    for cls, row in used.items():
+    devices = system.devices
+    for cls, row in lanes_by_class(system).items():
         budgets: dict[int, int | None] = {}     # per device model, not per device
         for i, lanes in enumerate(row):
             if not lanes:
