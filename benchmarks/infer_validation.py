@@ -181,18 +181,21 @@ def closed_loop(settings: Settings, markdown: bool = False) -> dict:
     """The empirical closed-loop TTFT (``ttft_closed_loop``) on every loaded TTFT check, and
     TTFT medians with it in place of ``ttft`` for the loaded checks (idle checks unchanged)."""
     rows = [(c, S.closed_loop_ttft(c, settings)) for c in S.checks() if c.metric == "ttft"]
+    steady = {c.row: S.predict(c, settings) for c, _ in rows}
     print()
     print(f"closed-loop TTFT (ttft_closed_loop, closed_loop_share = "
           f"{settings.closed_loop_share:.2f}): row set model tp isl/osl conc measured topoc "
-          "error")
+          "error, and the error of ttft (independent arrivals) beside it")
     if markdown:
-        print("\n| row | set | model | tp | isl/osl | conc | measured s | closed loop | error |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("\n| row | set | model | tp | isl/osl | conc | measured s | closed loop | error "
+              "| ttft error |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
     for c, p in rows:
         if S.kind(c) != "ttft loaded":
             continue
         cells = [c.row, "fit" if c.fit else "val", c.model, str(c.tp), f"{c.isl}/{c.osl}",
-                 str(c.concurrency), f"{c.measured:.4g}", f"{p:.4g}", f"{p / c.measured - 1:+.0%}"]
+                 str(c.concurrency), f"{c.measured:.4g}", f"{p:.4g}", f"{p / c.measured - 1:+.0%}",
+                 f"{steady[c.row] / c.measured - 1:+.0%}"]
         print(("| " + " | ".join(cells) + " |") if markdown else "  ".join(cells))
     out = {}
     for label, pick in (("loaded", lambda c: S.kind(c) == "ttft loaded"),
