@@ -340,16 +340,67 @@ def gpu_hbm(sys_) -> float:
     return hbm_of(sys_)
 
 
+#: Recompute modes the software a row ran did not have, left out of its search: selective
+#: recomputation came with Korthikanti et al. 2022 (arXiv:2205.05198, Megatron-LM 3.0); the
+#: 2021 Megatron-LM of Narayanan et al. recomputed whole layers or nothing.
+NO_SELECTIVE = frozenset({"narayanan"})
+
+
+@attrs.frozen
+class Ranking:
+    """Where a row's published strategy stands in the search on its system: its own row, the
+    best row, the best with the row's recompute mode, its rank among ``rows`` rows."""
+
+    published: object            # PlanRow
+    best: object                 # PlanRow
+    same: object | None          # PlanRow: the best with the row's recompute mode
+    rank: int
+    rows: int
+
+    @property
+    def gap(self) -> float:
+        """The published step over the best's, minus one."""
+        return self.published.step_time / min(self.best.step_time,
+                                              self.published.step_time) - 1
+
+    @property
+    def gap_same(self) -> float:
+        """The same against the best with the row's recompute mode."""
+        ref = self.same.step_time if self.same else self.published.step_time
+        return self.published.step_time / min(ref, self.published.step_time) - 1
+
+    def differs(self, other=None) -> str:
+        """The options that separate the published strategy from ``other`` (the best), as
+        'tp 8->2, recompute full->none'."""
+        a, b = self.published.candidate, (other or self.best).candidate
+        out = [f"{k} {getattr(a, k)}->{getattr(b, k)}"
+               for k in ("tp", "cp", "ep", "dp", "pp") if getattr(a, k) != getattr(b, k)]
+        for k, name in (("interleave", "v"), ("microbatch", "mb"), ("recompute", "recompute"),
+                        ("sequence_parallel", "sp")):
+            if getattr(a, k) != getattr(b, k):
+                out.append(f"{name} {getattr(a, k)}->{getattr(b, k)}")
+        return ", ".join(out) or "none"
+
+
 def rank_in_search(row: Row, jobs: int = 1, same_recompute: bool = False) \
         -> tuple[int, int, float] | None:
+    """(rank, rows, gap) of ``ranking``: against the best with the row's recompute mode when
+    ``same_recompute``."""
+    r = ranking(row, jobs)
+    if r is None:
+        return None
+    return r.rank, r.rows, r.gap_same if same_recompute else r.gap
+
+
+def ranking(row: Row, jobs: int = 1) -> Ranking | None:
     """Where the row's published strategy ranks in the free search on its system, with the
-    row's framework options: (rank by predicted step, rows the search costs, its step over the
-    best's minus one). None when topoc calls the published strategy out of memory or cannot
-    run it. The published strategy is placed among the search's rows by its step time (its
-    micro-batch may be one the search does not try). The search keeps the row's ZeRO stage
-    (or FSDP), as a user of that framework fixes it with --zero, --distributed-optimizer or
-    --fsdp. ``same_recompute`` also fixes the row's recompute mode (what separates a mapping
-    from the best when the run recomputed more than its memory needed)."""
+    row's framework options and its GPU's memory. None when topoc calls the published strategy
+    out of memory or cannot run it. The published strategy is placed among the search's rows
+    by its step time (its micro-batch may be one the search does not try). The search keeps the
+    row's ZeRO stage (or FSDP), as a user of that framework fixes it with --zero,
+    --distributed-optimizer or --fsdp, runs at the memory of the row's GPU (``HBM``, as
+    ``--hbm`` does: an A100 40 GB row is not searched on 80 GB), and leaves out recompute modes
+    the row's software did not have (``NO_SELECTIVE``)."""
     from topoc.compiler.analysis.plan import plan
     where = system_of(row)
     pred = predict(row, derate=False)       # the search runs on the library's figures
@@ -364,12 +415,24 @@ def rank_in_search(row: Row, jobs: int = 1, same_recompute: bool = False) \
     fixed = {"zero": 3 if row.fsdp else row.zero}
     if row.family == "narayanan":         # 2021 Megatron-LM had no sequence parallelism
         fixed["sequence_parallel"] = False
-    if same_recompute:
-        fixed["recompute"] = mode
-    result = plan(sys_, base.model, base, gpus=row.gpus, fixed=fixed, jobs=jobs,
-                  use_cache=False)
-    if not result.rows:
+    modes = ("none", "full") if row.family in NO_SELECTIVE else (None,)
+    found = []
+    for m in modes:
+        result = plan(sys_, base.model, base, gpus=row.gpus, fixed={**fixed, "recompute": m},
+                      jobs=jobs, hbm=pred.hbm)
+        found += result.rows
+    found.sort(key=lambda r: r.rank_key)
+    if not found:
         return None
-    best = min(result.rows[0].step_time, pred.predicted)
-    faster = sum(1 for r in result.rows if r.step_time < pred.predicted)
-    return faster + 1, len(result.rows), pred.predicted / best - 1
+    gpu = gpu_figures(sys_)
+    c = candidate(row, mode)
+    p = strategy_for(training(row, mode), c, gpu)
+    published = row_of(sys_, c, p, _costs(where), placement(sys_, row.gpus), pred.hbm)
+    same = next((r for r in found if r.candidate.recompute == mode), None)
+    faster = sum(1 for r in found if r.step_time < published.step_time)
+    return Ranking(published, found[0], same, faster + 1, len(found))
+
+
+#: Why a published strategy is more than 15 % from the search's best, per row, from the
+#: evidence found (docs/plan.md, "Rank"). benchmarks/plan_calibration.py --ranks prints it.
+RANK_MISSES: dict[str, str] = {}
