@@ -114,7 +114,7 @@ def table(ranks: bool = False) -> None:
                     gaps["free"].append(rk.gap)
                     gaps["same"].append(rk.gap_same)
                     if rk.gap > 0.15:
-                        misses.append((r.id, rk))
+                        misses.append((r.id, rk, p.hbm))
                 print(f"  ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
             note = "" if scored else f" ({NOT_A_STEP[r.id]})"
             print(f"| {r.id}{note} | {r.gpus} | {r.gpu} | {strat} | {role} | "
@@ -139,20 +139,23 @@ def table(ranks: bool = False) -> None:
         print()
         print("Published strategies more than 15 % from the search's best:")
         print()
-        print("| run | published | best | vs best | options that differ | why |")
-        print("|---|---|---|---|---|---|")
-        for rid, rk in misses:
-            print(f"| {rid} | {_strategy(rk.published)} | {_strategy(rk.best)} | "
-                  f"{rk.gap:+.1%} | {rk.differs()} | "
+        print("| run | published | best | vs best | options that differ | best, same "
+              "recompute | vs it | options that differ | why |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for rid, rk, hbm in misses:
+            same = rk.same or rk.published
+            print(f"| {rid} | {_strategy(rk.published, hbm)} | {_strategy(rk.best, hbm)} | "
+                  f"{rk.gap:+.1%} | {rk.differs()} | {_strategy(same, hbm)} | "
+                  f"{rk.gap_same:+.1%} | {rk.differs(same)} | "
                   f"{RANK_MISSES.get(rid, 'not explained')} |")
 
 
-def _strategy(row) -> str:
-    """A plan row's strategy and step, in one cell."""
+def _strategy(row, hbm: float) -> str:
+    """A plan row's strategy, step and memory (and its share of ``hbm``), in one cell."""
     c = row.candidate
     return (f"tp{c.tp} cp{c.cp} ep{c.ep} dp{c.dp} pp{c.pp} v{c.interleave} mb{c.microbatch} "
             f"{c.recompute}{' sp' if c.sequence_parallel else ''}: {row.step_time:.2f} s, "
-            f"{row.memory_per_gpu / 1e9:.1f} GB")
+            f"{row.memory_per_gpu / 1e9:.1f} GB ({row.memory_per_gpu / hbm:.0%})")
 
 
 def main() -> None:
