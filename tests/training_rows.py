@@ -340,10 +340,20 @@ def gpu_hbm(sys_) -> float:
     return hbm_of(sys_)
 
 
-#: Recompute modes the software a row ran did not have, left out of its search: selective
-#: recomputation came with Korthikanti et al. 2022 (arXiv:2205.05198, Megatron-LM 3.0); the
-#: 2021 Megatron-LM of Narayanan et al. recomputed whole layers or nothing.
-NO_SELECTIVE = frozenset({"narayanan"})
+def software(row: Row) -> tuple[dict, tuple]:
+    """What the software a row ran could not do, as the search's fixed options and the
+    recompute modes it had (None: all three), each from its source:
+    - 2021 Megatron-LM (Narayanan et al.): no sequence parallelism and no selective
+      recomputation, both introduced by Korthikanti et al. 2022 (arXiv:2205.05198): whole
+      layers recomputed or nothing.
+    - llm-foundry (Composer FSDP FULL_SHARD, the benchmark README's columns): no tensor,
+      pipeline or context parallelism, and activation checkpointing of whole blocks on or off
+      ("Activation Checkpointing: True/False")."""
+    if row.family == "narayanan":
+        return {"sequence_parallel": False}, ("none", "full")
+    if row.id.startswith("llmfoundry"):
+        return {"tp": 1, "pp": 1, "cp": 1}, ("none", "full")
+    return {}, (None,)
 
 
 @attrs.frozen
@@ -399,8 +409,8 @@ def ranking(row: Row, jobs: int = 1) -> Ranking | None:
     by its step time (its micro-batch may be one the search does not try). The search keeps the
     row's ZeRO stage (or FSDP), as a user of that framework fixes it with --zero,
     --distributed-optimizer or --fsdp, runs at the memory of the row's GPU (``HBM``, as
-    ``--hbm`` does: an A100 40 GB row is not searched on 80 GB), and leaves out recompute modes
-    the row's software did not have (``NO_SELECTIVE``)."""
+    ``--hbm`` does: an A100 40 GB row is not searched on 80 GB), and leaves out what the row's
+    software could not run (``software``)."""
     from topoc.compiler.analysis.plan import plan
     where = system_of(row)
     pred = predict(row, derate=False)       # the search runs on the library's figures
@@ -413,9 +423,8 @@ def ranking(row: Row, jobs: int = 1) -> Ranking | None:
     # and --zero do: 2021 Megatron had no sharded optimizer, Megatron-Core runs the
     # distributed optimizer, torchtitan and AutoModel FSDP, Llama 3 its ZeRO-2-like FSDP
     fixed = {"zero": 3 if row.fsdp else row.zero}
-    if row.family == "narayanan":         # 2021 Megatron-LM had no sequence parallelism
-        fixed["sequence_parallel"] = False
-    modes = ("none", "full") if row.family in NO_SELECTIVE else (None,)
+    cannot, modes = software(row)
+    fixed.update(cannot)
     found = []
     for m in modes:
         result = plan(sys_, base.model, base, gpus=row.gpus, fixed={**fixed, "recompute": m},
@@ -439,11 +448,11 @@ def ranking(row: Row, jobs: int = 1) -> Ranking | None:
 #: prints "not explained". Each names a mechanism or says what is missing; none is a tuning.
 _FOUNDRY = ("llm-foundry swept its configurations (sweep.sh) and published the fastest; in "
             "the same table MPT-13B at 2K tokens without checkpointing (mb 2) reaches 39.9 % "
-            "MFU where checkpointed runs at mb 10-40 reach 41.6-44.3 %, so dropping the "
+            "MFU where checkpointed MPT-13B at 4K and 1K tokens (mb 10, 40) reaches 41.6 % "
+            "and 44.3 %, so dropping the "
             "recompute does not save the ~30 % topoc predicts: topoc's step model is too fast "
             "for small micro-batches without recompute (that 13B row is predicted 16 % fast); "
-            "the best fits at 60-97 % of HBM, so for most of these rows memory is not what "
-            "separates them")
+            "the best fits at 60-88 % of HBM, so memory is not what separates them")
 _A2A = ("expert all-to-all costed fully exposed: the published wide EP pays {ep} s of "
         "{step} s; Megatron-Core's EP A2A overlap (--overlap-moe-expert-parallel-comm), "
         "DeepEP's and DualPipe's overlap (DeepSeek-V3 report sec. 3.2.1) hide it behind "
@@ -472,8 +481,6 @@ RANK_MISSES: dict[str, str] = {
         "llmfoundry-h100-sxm-mpt-30b-s2048-32gpu-bf16",
         "llmfoundry-h100-sxm-mpt-13b-s4096-8gpu-bf16",
         "llmfoundry-a100-80gb-mpt-70b-s2048-64gpu-bf16",
-        "llmfoundry-a100-80gb-mpt-30b-s2048-8gpu-bf16",
-        "llmfoundry-a100-40gb-mpt-70b-s2048-128gpu-bf16",
         "llmfoundry-a100-40gb-mpt-13b-s2048-128gpu-bf16",
         "llmfoundry-a100-40gb-mpt-7b-s2048-128gpu-bf16")},
     **{rid: _NARAYANAN.format(mem=mem) for rid, mem in (
