@@ -454,7 +454,7 @@ _FOUNDRY = ("llm-foundry swept its configurations (sweep.sh) and published the f
             "for small micro-batches without recompute (that 13B row is predicted 16 % fast); "
             "the best fits at 60-88 % of HBM, so memory is not what separates them")
 _A2A = ("expert all-to-all costed fully exposed: the published wide EP pays {ep} s of "
-        "{step} s; Megatron-Core's EP A2A overlap (--overlap-moe-expert-parallel-comm), "
+        "{step} s; Megatron-Core's EP A2A overlap (overlap_moe_expert_parallel_comm), "
         "DeepEP's and DualPipe's overlap (DeepSeek-V3 report sec. 3.2.1) hide it behind "
         "another micro-batch's compute, which topoc does not model, so narrower EP wins")
 _Q30 = ("the step itself is not trusted: Megatron's fine-grained MoE rows are predicted "
