@@ -154,10 +154,7 @@ def run(args) -> int:
     if hbm is not None and hbm <= 0:
         raise UsageError(f"--hbm {args.hbm}: GPU memory must be positive")
     if args.scaling:
-        if hbm is not None:
-            raise UsageError("--hbm does not apply to --scaling (each GPU count uses the "
-                             "file's GPUs)")
-        return _scaling(args, system, model, base, fixed)
+        return _scaling(args, system, model, base, fixed, hbm)
     source = {"path": os.path.abspath(args.file), "defines": parse_defines(args.define),
               "import_roots": [os.path.abspath(r) for r in args.import_root or ()]}
     try:
@@ -171,7 +168,8 @@ def run(args) -> int:
         print(f"plan: {result.cached:,} of {result.considered:,} candidates from the cache "
               f"({cache_dir()}; --no-cache to recompute)", file=sys.stderr)
     head = {"system": system.name, "model": model.name, "batch": args.batch,
-            "seq": model.seq, "gpus": result.gpus, "hbm_per_gpu": hbm or hbm_of(system, result.gpus)}
+            "seq": model.seq, "gpus": result.gpus,
+            "hbm_per_gpu": hbm or hbm_of(system, result.gpus)}
     if not result.rows and result.over_memory:
         size, key = result.smallest
         cap = head["hbm_per_gpu"] or 0
@@ -198,12 +196,12 @@ def run(args) -> int:
     return EXIT_OK
 
 
-def _scaling(args, system, model, base, fixed) -> int:
+def _scaling(args, system, model, base, fixed, hbm=None) -> int:
     """``--scaling LO..HI``: the best strategy at each power-of-two GPU count."""
     lo_n, hi_n = scaling_range(args.scaling, len(system.gpus))
     try:
         curve = scaling.scaling(system, model, base, lo_n, hi_n, fixed, jobs=args.jobs,
-                                use_cache=not args.no_cache)
+                                use_cache=not args.no_cache, hbm=hbm)
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
     write_output(plan_table.render_scaling(curve, args.format), args.output)

@@ -335,6 +335,10 @@ def test_hbm_replaces_the_gpus_memory_in_the_search_and_its_verdicts(dgx, capsys
     assert any(r.memory_per_gpu > 85e9 for r in big.rows) and all(r.fits for r in big.rows)
     with pytest.raises(PlanUsageError):
         plan(dgx, model, base, fixed=fixed, hbm=0)
+    from topoc.compiler.analysis.scaling import scaling
+    curve = scaling(dgx, model, base, 8, 8, fixed, hbm=40e9)
+    assert all(r.memory_per_gpu <= 40e9 for p in curve.points for r in (p.strong, p.weak) if r)
+    assert curve.points[0].strong.candidate in {r.candidate for r in small.rows}
     # the command line: the header and the exit code follow --hbm
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "1", "--pp",
                  "1", "--hbm", "40GB", "--format", "json", "--top", "0"]) == 0
@@ -344,3 +348,5 @@ def test_hbm_replaces_the_gpus_memory_in_the_search_and_its_verdicts(dgx, capsys
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--hbm", "1GB"]) == 1
     assert "no mapping fits in GPU memory" in capsys.readouterr().err
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--hbm", "lots"]) == 2
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "1", "--pp", "1",
+                 "--hbm", "1GB", "--scaling", "8..8"]) == 1     # nothing fits 1 GB at any count
