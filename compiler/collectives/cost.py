@@ -35,7 +35,7 @@ from ..ir.system import COLLECTIVES, System
 from .loads import Loads, Resources
 from ..ir.groups import RankGroup
 from .paths import NoRoute
-from . import collnet, transports, tuners
+from . import collnet, messages, transports, tuners
 from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
 from .tuning import (BUS_FACTOR, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
                      latency_us, selection_us)
@@ -291,6 +291,19 @@ def _transport(system: System, ranks: Sequence[int]) -> transports.Transport | N
     return transports.of_nic(device.model, classes[0] if classes else "infiniband")
 
 
+def _nic_bytes_per_s(system: System, rank: int) -> float:
+    """What one GPU's NICs (all it drives, pooled: ``Locality.nics``) carry across the network,
+    bytes/s at their transport's fraction of the declared rate (0 without a NIC)."""
+    total = 0.0
+    for nic in system.locality.nics(rank):
+        model = system.device(nic).model
+        for link in system.links_of(nic):
+            if link.cls in ("infiniband", "ethernet"):
+                total += link.bandwidth * transports.of_nic(model, link.cls).efficiency
+                break
+    return total
+
+
 def profile(system: System, group: RankGroup, collective: str, algorithm: str,
             res: Resources | None = None, nccl: Nccl | None = None) -> Profile:
     """The size-independent part of the cost of ``algorithm`` on ``group``."""
@@ -376,7 +389,8 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
                    channels, arch, classes, declared[True], declared[False],
                    n // islands, nccl,
                    _transport(system, ranks) if islands > 1 else None, select,
-                   net if algorithm == "nvlstree" else None)
+                   net if algorithm == "nvlstree" else None,
+                   _nic_bytes_per_s(system, ranks[0]) if islands > 1 else 0.0)
 
 
 def protocols(algorithm: str) -> tuple[int, ...]:
@@ -422,6 +436,8 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
             latency = chosen_lat = launch
             bus = chosen_bus = math.inf
         time = latency + (size * factor / bus if bus > 0 else math.inf)
+        if n > 1:        # the plugin's per-message costs bound the pipeline (messages.py)
+            time = max(time, latency + messages.pipeline_seconds(p, collective, n, size, proto))
         chosen = chosen_lat + (size * factor / chosen_bus if chosen_bus > 0 else math.inf)
         algbw = size / time
         out.append((chosen, Cost(collective, group.name, n, size, p.algorithm, PROTOCOLS[proto],

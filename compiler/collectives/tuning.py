@@ -86,6 +86,7 @@ class Profile:
     select_seconds_per_byte: float | None = None  # NVLS-tree's network part as NCCL charges it
     net_seconds_per_byte: float | None = None     # NVLS-tree's network part (seconds_per_byte:
                                                   # its NVLS part)
+    nic_bytes_per_s: float = 0.0  # one GPU's (pooled) NICs at the transport's fraction
 
 
 def arch_index(sm: int | None) -> int:
