@@ -401,6 +401,26 @@ def protocols(algorithm: str) -> tuple[int, ...]:
     return (0, 2) if algorithm in ("direct", "pairwise") else (0, 1, 2)
 
 
+def _transfer_seconds(p: Profile, collective: str, n: int, size: int, proto: int,
+                      factor: float) -> float:
+    """The size-dependent part of a call's time: the bandwidth term, or the network's message
+    pipeline where the plugin's per-message costs bound it (messages.py); and never less than
+    for half the size, a quarter, ... (down to 4 KiB). NCCL's per-size refinements (fewer
+    channels for small messages, the tree correction factor rising from 0.6 at 2 MiB to 0.8 at
+    4 MiB for LL128) would otherwise let a 4 MiB tree all-reduce finish before a 2 MiB one
+    (h100_cluster, 256 ranks: 165 us against 185), which no run does: it could send the
+    larger message as the smaller one's channels would."""
+    worst, at = 0.0, size
+    while True:
+        bus = bus_gbs(p, collective, n, at, proto) * 1e9
+        t = at * factor / bus if bus > 0 else math.inf
+        t = max(t, messages.pipeline_seconds(p, collective, n, at, proto))
+        worst = max(worst, t)
+        at //= 2
+        if at < 4096:
+            return worst
+
+
 def options(p: Profile, group: RankGroup, collective: str, size: int,
             protocol: str | None = None, graph: bool = False) -> list[tuple[float, Cost]]:
     """Every protocol of the profile's algorithm (or the one named) at one size: the time
@@ -435,9 +455,8 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
         else:
             latency = chosen_lat = launch
             bus = chosen_bus = math.inf
-        time = latency + (size * factor / bus if bus > 0 else math.inf)
-        if n > 1:        # the plugin's per-message costs bound the pipeline (messages.py)
-            time = max(time, latency + messages.pipeline_seconds(p, collective, n, size, proto))
+        time = latency + (_transfer_seconds(p, collective, n, size, proto, factor) if n > 1
+                          else size * factor / bus)
         chosen = chosen_lat + (size * factor / chosen_bus if chosen_bus > 0 else math.inf)
         algbw = size / time
         out.append((chosen, Cost(collective, group.name, n, size, p.algorithm, PROTOCOLS[proto],
