@@ -19,8 +19,10 @@ A pipeline is as fast as its busiest connection, so the messages bound the time 
 - **tree**: an island inside the tree receives from two children and sends to its parent on
   the way up, and the reverse on the way down: three messages a chunk in each direction (one
   on two islands, where the tree is a pair);
-- **all-to-all**: each GPU's messages to the peers on other islands, one every ``g`` (their
-  bytes are the loads' business, ``cost.py``).
+- **all-to-all**: every peer on another island is a connection of its own (the gap does not
+  serialise them), but the GPU's proxy serves them one after another: each costs the
+  per-message work once (its further NCCL_P2P_NET_CHUNKSIZE pieces pipeline behind the first)
+  and its bytes at the GPU's NICs' p2p rate.
 
 ``cost.options`` takes the larger of this bound and the links' bandwidth term. Its constants
 are the transport's (transports.py; EFA's fitted, docs/cost.md); NCCL's own tuning model does
@@ -68,10 +70,13 @@ def pipeline_seconds(p: Profile, collective: str, n: int, size: int, proto: int)
     if p.algorithm in ("direct", "pairwise"):
         if collective != "alltoall":
             return 0.0
+        # every peer on another island is its own connection, so the gap does not serialise
+        # them; the GPU's proxy does: each peer's messages cost its per-message work once (a
+        # peer's further pieces pipeline behind the first) and the peers' bytes share the
+        # GPU's NICs at the p2p fraction
         per_peer = size / n
-        pieces = max(1, math.ceil(per_peer / t.p2p_chunk))
         remote = n - p.island_ranks
-        return remote * pieces * gap
+        return remote * (over + per_peer / (p.nic_bytes_per_s * t.p2p_efficiency))
     per_channel_bw = p.nic_bytes_per_s / 2           # two channels per (pooled) NIC
     if p.algorithm == "ring" and collective in ("allreduce", "allgather", "reducescatter"):
         used = channels_used(p, n, size, proto)
