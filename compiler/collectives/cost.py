@@ -8,6 +8,10 @@ link graph (``compiler.loads``), so transfers that share a link bundle share its
 pipelined schedule is limited by its busiest bundle: each phase costs the bytes that bundle
 carries over its capacity (for a ring: one round's load times the number of rounds).
 
+Where a net plugin charges each message a cost of its own (EFA), the network's message
+pipeline (``messages``) bounds the size-dependent term from below; that term never shrinks
+as the size grows (``_transfer_seconds``).
+
 algbw = size / time; busbw = algbw times the factor nccl-tests uses (PERFORMANCE.md):
 all-reduce 2(n-1)/n; reduce-scatter, all-gather, all-to-all (n-1)/n; broadcast, reduce,
 send/recv 1. ``size`` is the whole buffer, as nccl-tests' size column.
