@@ -19,6 +19,8 @@ A pipeline is as fast as its busiest connection, so the messages bound the time 
 - **tree**: an island inside the tree receives from two children and sends to its parent on
   the way up, and the reverse on the way down: three messages a chunk in each direction (one
   on two islands, where the tree is a pair);
+- **NVLS-tree**: its network part's chunk (enqueue.cc's NVLS-tree rule, with the chunk sizes
+  the plugin sets), one message a chunk on two islands, ``NVLS_TREE_FAN`` beyond (fitted);
 - **all-to-all**: every peer on another island is a connection of its own (the gap does not
   serialise them), but the GPU's proxy serves them one after another: each costs the
   per-message work once (its further NCCL_P2P_NET_CHUNKSIZE pieces pipeline behind the first)
