@@ -42,7 +42,7 @@ from .paths import NoRoute
 from . import collnet, messages, transports, tuners
 from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
 from .tuning import (BUS_FACTOR, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
-                     latency_us, selection_us)
+                     latency_us, nvls_fill_seconds, selection_us)
 
 SAMPLE_ISLANDS = 4
 ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair over two islands
@@ -418,7 +418,8 @@ def _transfer_seconds(p: Profile, collective: str, n: int, size: int, proto: int
     while True:
         bus = bus_gbs(p, collective, n, at, proto) * 1e9
         t = at * factor / bus if bus > 0 else math.inf
-        t = max(t, messages.pipeline_seconds(p, collective, n, at, proto))
+        t = max(t, messages.pipeline_seconds(p, collective, n, at, proto)) + \
+            nvls_fill_seconds(p, collective, n, at)
         worst = max(worst, t)
         at //= 2
         if at < 4096:
