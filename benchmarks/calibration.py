@@ -1,6 +1,8 @@
 """Print the median and worst |error| per class for validation and fit rows apart, against
 issue 27's targets, then the cost model's prediction next to every published row of
-library/calibration.csv (validation rows, fit rows, and excluded rows with the reason).
+library/calibration.csv (validation rows, fit rows, rows moved out of validation because their
+own run contradicts them, counted apart and with the numbers that contradict them, and
+excluded rows with the reason).
 docs/cost.md carries this output.
 
     .venv/bin/python benchmarks/calibration.py
@@ -24,9 +26,10 @@ from topoc.compiler.collectives.cost import CostError  # noqa: E402
 def table(role: str) -> dict[str, list[float]]:
     """One Markdown line per row of ``role``; returns |error| by class."""
     print(f"\n### {role} rows\n")
+    why = role == "inconsistent"
     print("| system | -D | GPUs | collective | size | NCCL | asked | predicted | time us | "
-          "busbw GB/s | published | error | class |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "busbw GB/s | published | error | class |" + (" why moved out |" if why else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if why else ""))
     errors: dict[str, list[float]] = {}
     for row in rows(role):
         published = f"{row['busbw'] or '-'} GB/s" + (f", {row['time_us']} us"
@@ -45,7 +48,8 @@ def table(role: str) -> dict[str, list[float]]:
         kind = "busbw" if size_of(row["size"]) >= 64 * 2**20 and row["busbw"] else "time"
         errors.setdefault(row_class(row), []).append(abs(err))
         print(f"{head} {c.algorithm}, {c.protocol} | {c.time * 1e6:.1f} | {c.busbw / 1e9:.1f} | "
-              f"{published} | {kind} {err:+.1%} | {row_class(row)} |")
+              f"{published} | {kind} {err:+.1%} | {row_class(row)} |"
+              + (f" {row['note']} |" if why else ""))
     return errors
 
 
@@ -72,9 +76,14 @@ def main() -> None:
     with contextlib.redirect_stdout(rows_text):
         validation = table("validate")
         fit = table("fit")
+        moved = table("inconsistent")
         table("exclude")
     summarise("Validation rows (held out)", validation, True)
     summarise("Fit rows", fit, False)
+    count = sum(len(e) for e in moved.values())
+    print(f"\nMoved out of validation as contradicted by their own run: {count} rows, "
+          f"worst {max((max(e) for e in moved.values()), default=0):.1%} (table "
+          "'inconsistent rows' below gives the numbers).")
     print(rows_text.getvalue(), end="")
 
 

@@ -91,7 +91,7 @@ def published_rows() -> list[dict]:
     from ..lang import pipeline
     rows, models = [], {}
     for row in calibration():
-        if row["defines"] or row.get("role") == "exclude" or \
+        if row["defines"] or row.get("role") in ("exclude", "inconsistent") or \
                 (row.get("collective") or "allreduce") != "allreduce":
             continue
         if row["system"] not in models:

@@ -8,6 +8,10 @@ link graph (``compiler.loads``), so transfers that share a link bundle share its
 pipelined schedule is limited by its busiest bundle: each phase costs the bytes that bundle
 carries over its capacity (for a ring: one round's load times the number of rounds).
 
+Where a net plugin charges each message a cost of its own (EFA), the network's message
+pipeline (``messages``) bounds the size-dependent term from below; that term never shrinks
+as the size grows (``_transfer_seconds``).
+
 algbw = size / time; busbw = algbw times the factor nccl-tests uses (PERFORMANCE.md):
 all-reduce 2(n-1)/n; reduce-scatter, all-gather, all-to-all (n-1)/n; broadcast, reduce,
 send/recv 1. ``size`` is the whole buffer, as nccl-tests' size column.
@@ -35,10 +39,10 @@ from ..ir.system import COLLECTIVES, System
 from .loads import Loads, Resources
 from ..ir.groups import RankGroup
 from .paths import NoRoute
-from . import collnet, transports, tuners
+from . import collnet, messages, transports, tuners
 from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
 from .tuning import (BUS_FACTOR, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
-                     latency_us, selection_us)
+                     latency_us, nvls_fill_seconds, selection_us)
 
 SAMPLE_ISLANDS = 4
 ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair over two islands
@@ -291,6 +295,19 @@ def _transport(system: System, ranks: Sequence[int]) -> transports.Transport | N
     return transports.of_nic(device.model, classes[0] if classes else "infiniband")
 
 
+def _nic_bytes_per_s(system: System, rank: int) -> float:
+    """What one GPU's NICs (all it drives, pooled: ``Locality.nics``) carry across the network,
+    bytes/s at their transport's fraction of the declared rate (0 without a NIC)."""
+    total = 0.0
+    for nic in system.locality.nics(rank):
+        model = system.device(nic).model
+        for link in system.links_of(nic):
+            if link.cls in ("infiniband", "ethernet"):
+                total += link.bandwidth * transports.of_nic(model, link.cls).efficiency
+                break
+    return total
+
+
 def profile(system: System, group: RankGroup, collective: str, algorithm: str,
             res: Resources | None = None, nccl: Nccl | None = None) -> Profile:
     """The size-independent part of the cost of ``algorithm`` on ``group``."""
@@ -376,7 +393,8 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
                    channels, arch, classes, declared[True], declared[False],
                    n // islands, nccl,
                    _transport(system, ranks) if islands > 1 else None, select,
-                   net if algorithm == "nvlstree" else None)
+                   net if algorithm == "nvlstree" else None,
+                   _nic_bytes_per_s(system, ranks[0]) if islands > 1 else 0.0)
 
 
 def protocols(algorithm: str) -> tuple[int, ...]:
@@ -385,6 +403,27 @@ def protocols(algorithm: str) -> tuple[int, ...]:
     if algorithm in ("nvls", "nvlstree", "pat", "collnetchain"):
         return (2,)
     return (0, 2) if algorithm in ("direct", "pairwise") else (0, 1, 2)
+
+
+def _transfer_seconds(p: Profile, collective: str, n: int, size: int, proto: int,
+                      factor: float) -> float:
+    """The size-dependent part of a call's time: the bandwidth term, or the network's message
+    pipeline where the plugin's per-message costs bound it (messages.py); and never less than
+    for half the size, a quarter, ... (down to 4 KiB). NCCL's per-size refinements (fewer
+    channels for small messages, the tree correction factor rising from 0.6 at 2 MiB to 0.8 at
+    4 MiB for LL128) would otherwise let a 4 MiB tree all-reduce finish before a 2 MiB one
+    (h100_cluster, 256 ranks: 165 us against 185), which no run does: it could send the
+    larger message as the smaller one's channels would."""
+    worst, at = 0.0, size
+    while True:
+        bus = bus_gbs(p, collective, n, at, proto) * 1e9
+        t = at * factor / bus if bus > 0 else math.inf
+        t = max(t, messages.pipeline_seconds(p, collective, n, at, proto)) + \
+            nvls_fill_seconds(p, collective, n, at)
+        worst = max(worst, t)
+        at //= 2
+        if at < 4096:
+            return worst
 
 
 def options(p: Profile, group: RankGroup, collective: str, size: int,
@@ -421,7 +460,8 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
         else:
             latency = chosen_lat = launch
             bus = chosen_bus = math.inf
-        time = latency + (size * factor / bus if bus > 0 else math.inf)
+        time = latency + (_transfer_seconds(p, collective, n, size, proto, factor) if n > 1
+                          else size * factor / bus)
         chosen = chosen_lat + (size * factor / chosen_bus if chosen_bus > 0 else math.inf)
         algbw = size / time
         out.append((chosen, Cost(collective, group.name, n, size, p.algorithm, PROTOCOLS[proto],

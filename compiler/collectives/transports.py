@@ -1,5 +1,6 @@
 """What each network transport adds to a collective: a fixed cost per operation that crosses
-the network, a cost per network step, and the fraction of the NICs' line rate NCCL reaches.
+the network, a cost per network step or per message (messages.py), and the fraction of the
+NICs' line rate NCCL reaches.
 
 NCCL's tuning tables (tuning.cc hwLat[NET]) describe its own InfiniBand/RoCE transport; other
 transports come through net plugins with their own software path: AWS EFA through aws-ofi-nccl
@@ -8,8 +9,8 @@ proxy progress and flow set-up cost tens of microseconds. A NIC model's ``transp
 (devices.topo); an InfiniBand NIC without one is ``ib``, an Ethernet NIC ``roce``.
 
 *Fitted* figures (docs/cost.md, Calibration) come from the calibration rows marked ``fit``:
-EFA from p5 instances (2 nodes: 8 B all-reduce 69.1 us, 2 GiB all-to-all 79.3 GB/s; 4 nodes:
-8 GiB ring 357 GB/s; 8 nodes: 256 MiB 232 GB/s), TCPXO from two a3-megagpu-8g (8 B 135.8 us,
+EFA from p5 instances (2 nodes: 8 B all-reduce 69.1 us, 2 GiB all-to-all 79.3 GB/s; 8 nodes:
+256 MiB all-reduce 232 GB/s, 32 MiB all-gather 46.3 GB/s), TCPXO from two a3-megagpu-8g (8 B 135.8 us,
 64 MiB 99.7 GB/s, 8 GiB 338.8 GB/s). InfiniBand, RoCE and Spectrum-X keep NCCL's own figures
 and the 96 % of line rate CX-7 NDR reaches (nccl-tests issues 267, 290).
 """
@@ -30,16 +31,31 @@ class Transport:
     p2p_efficiency: float = 1.0   # of that, what all-to-all's concurrent peers reach
     declared_us: float = 0.0      # the latency the net plugin declares to NCCL (props.latency)
     protocols: tuple[str, ...] = ("LL", "LL128", "Simple")   # what the plugin lets NCCL run
+    msg_us: float = 0.0           # per message across the network, with its wire time (messages.py)
+    gap_us: float = 0.0           # least spacing of a connection's messages (messages.py)
+    buffsize: int = 4 << 20       # NCCL_BUFFSIZE: NCCL's default, or what the plugin sets
+    p2p_chunk: int = 128 << 10    # NCCL_P2P_NET_CHUNKSIZE: NCCL's default, or the plugin's
+    nvls_chunk: int = 128 << 10   # NCCL_NVLS_CHUNKSIZE: NCCL's default, or the plugin's
+    nvls_tree_max_chunk: int = 0  # NCCL_NVLSTREE_MAX_CHUNKSIZE the plugin sets (0: NCCL's rule)
 
 
-#: *Fitted* (docs/cost.md): EFA's op_us on the p5 8 B row, step_us on the 8-node 256 MiB row
-#: (50 us: aws-ofi-nccl's tuner runs a ring in LL128 there, tuners.py; fitted as 120 us when the
-#: model took NCCL's own choice, a tree, for it),
-#: efficiency on the 4-node 8 GiB ring, p2p_efficiency on the 2-node 2 GiB all-to-all; TCPXO's
-#: op_us on its 8 B row, step_us on its 64 MiB row, efficiency on its 8 GiB row (360 us and
+#: EFA (aws-ofi-nccl's RDMA protocol on p5 and later). op_us is *fitted* on the p5 8 B row. Its
+#: bulk path is described per message (messages.py), not per step: a message costs
+#: EFA_MSG_US on top of its wire time and follows the last one on its connection no sooner than
+#: EFA_GAP_US. *Fitted* (docs/cost.md): EFA_MSG_US on the 8-node 256 MiB all-reduce (a ring in
+#: LL128, as aws-ofi-nccl's tuner runs it: 126 messages of 256 KiB a crossing), EFA_GAP_US on
+#: the 8-node 32 MiB all-gather (63 messages of 32 KiB, gap-bound); both were chosen while the
+#: other EFA rows were in view (docs/cost.md says which). The line-rate fraction is then
+#: InfiniBand's 96 %, not fitted (it was 89 % with the old per-step cost, which the per-message
+#: cost replaces: a step cost of 50 us fitted the all-reduce rings and 120 us the all-gather
+#: rings; the messages explain both). EFA_P2P is *fitted* on the 2-node 2 GiB all-to-all.
+#: NCCL_BUFFSIZE 8 MiB, NCCL_P2P_NET_CHUNKSIZE, NCCL_NVLS_CHUNKSIZE and
+#: NCCL_NVLSTREE_MAX_CHUNKSIZE 512 KiB are what aws-ofi-nccl sets on p4d and later
+#: (src/platform-aws.cpp, platform_data_map .env). TCPXO's op_us on its 8 B row, step_us on
+#: its 64 MiB row, efficiency on its 8 GiB row (360 us and
 #: 92 %, both rows NVLS-tree since its network part is no longer charged NVLS's efficiency;
 #: 300 us and 96 % when they were trees). TCPX is given
-#: TCPXO's figures and the p2p fraction EFA's (no published row for either).
+#: TCPXO's figures and the p2p fraction 0.87 (no published row for either).
 #: declared_us is not fitted: it is what the net plugin reports to NCCL as its latency, which
 #: NCCL's own tuning model adds to every network step when it chooses an algorithm and protocol
 #: (tuning.cc: interLat += graphs[a]->latencyInter, once more for Simple, "the flush extra
@@ -54,11 +70,16 @@ class Transport:
 #: per-operation cost, line-rate fractions and declared latency; its per-step cost is *fitted*
 #: on the p4de 8 B all-reduce (164.3 us: a 2-node tree in Simple, 89 us of NCCL hops, 46 us per
 #: operation, two network steps of 15 us).
+EFA_MSG_US = 4.5
+EFA_GAP_US = 9.0
+EFA_P2P = 0.87
 TRANSPORTS = {
     "ib": Transport("ib", 0.0, 0.0, 0.96),
     "roce": Transport("roce", 0.0, 0.0, 0.96),
     "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96),
-    "efa": Transport("efa", 46.0, 50.0, 0.89, 0.94, 75.0),
+    "efa": Transport("efa", 46.0, 0.0, 0.96, EFA_P2P, 75.0, msg_us=EFA_MSG_US,
+                     gap_us=EFA_GAP_US, buffsize=8 << 20, p2p_chunk=512 << 10,
+                     nvls_chunk=512 << 10, nvls_tree_max_chunk=512 << 10),
     "efa_sendrecv": Transport("efa_sendrecv", 46.0, 15.0, 0.89, 0.94, 75.0, ("Simple",)),
     "tcpx": Transport("tcpx", 113.0, 360.0, 0.92, 0.87),
     "tcpxo": Transport("tcpxo", 113.0, 360.0, 0.92, 0.87),

@@ -86,6 +86,7 @@ class Profile:
     select_seconds_per_byte: float | None = None  # NVLS-tree's network part as NCCL charges it
     net_seconds_per_byte: float | None = None     # NVLS-tree's network part (seconds_per_byte:
                                                   # its NVLS part)
+    nic_bytes_per_s: float = 0.0  # one GPU's (pooled) NICs at the transport's fraction
 
 
 def arch_index(sm: int | None) -> int:
@@ -177,6 +178,41 @@ def _latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
     if collective == "sendrecv":
         return base + (net if m > 1 else intra)
     return base + (n - m) * intra + (m - 1) * net       # broadcast, reduce: a chain
+
+
+#: NCCL's NVLS channels on one node (src/transport/nvls.cc: NVLS_NCHANNELS_SM90 16,
+#: NVLS_NCHANNELS_SM100 32), its default NCCL_NVLS_CHUNKSIZE, and NCCL_MAX_NVLS_ARITY, the most
+#: heads an NVLS graph has (search.cc: one a GPU, at most 32).
+NVLS_NCHANNELS = {2: 16, 3: 32}
+NVLS_CHUNK = 128 * 1024
+NVLS_MAX_HEADS = 32
+#: Loops of the NVLS pipeline that run alone: the first loop's reduce before any broadcast and
+#: the last loop's broadcast after every reduce (an assumption, not fitted: fill and drain).
+NVLS_FILL_LOOPS = 2
+
+
+def nvls_chunk(size: int, concurrent: int) -> int:
+    """NCCL's NVLS all-reduce chunk (enqueue.cc): NCCL_NVLS_CHUNKSIZE, then 64 / 32 / 16 KiB
+    while the message is under 64 / 8 / 2 x channels x heads (``concurrent``) x chunk."""
+    chunk = NVLS_CHUNK
+    for times, floor in ((64, 65536), (8, 32768), (2, 16384)):
+        if size < times * concurrent * chunk and chunk > floor:
+            chunk = floor
+    return chunk
+
+
+def nvls_fill_seconds(p: Profile, collective: str, n: int, size: int) -> float:
+    """What NVLS's pipeline fill and drain add to a one-host NVLS all-reduce: NVLS_FILL_LOOPS
+    loops of channels x heads x chunk bytes (NCCL's chunk shrinks with the size, so the fill
+    does too) at NVLS's bandwidth. Multi-host NVLink domains (NVL72) are left out: their NVLS
+    latency per host was fitted on rows that already hold their fill (docs/cost.md)."""
+    if p.algorithm != "nvls" or collective != "allreduce" or p.hosts != 1 or p.islands != 1:
+        return 0.0
+    concurrent = NVLS_NCHANNELS.get(p.arch, 16) * min(n, NVLS_MAX_HEADS)
+    loop = concurrent * nvls_chunk(size, concurrent)
+    bus = bus_gbs(p, collective, n, size, 2) * 1e9
+    return NVLS_FILL_LOOPS * min(size, loop) * BUS_FACTOR[collective](n) / bus if bus > 0 \
+        else 0.0
 
 
 def channels_used(p: Profile, n: int, size: int, proto: int) -> int:

@@ -1,0 +1,125 @@
+"""The network's message pipeline: how long a collective's messages across islands take when a
+net plugin charges each message a cost of its own (AWS EFA through aws-ofi-nccl).
+
+NCCL's proxy hands the net plugin one message per channel per pipeline step: a ring's chunk
+of S / (n x channels) bytes (split into NCCL_BUFFSIZE / NCCL_STEPS steps when larger), a tree's
+chunk (enqueue.cc's tree LL128 rule, below), and for all-to-all one message per peer and
+NCCL_P2P_NET_CHUNKSIZE. aws-ofi-nccl's RDMA protocol sends each one as a libfabric write after
+a control message from the receiver (messages above its 8 KiB eager limit,
+``OFI_NCCL_EAGER_MAX_SIZE``), striped over the GPU's EFA devices only from 128 KiB
+(``OFI_NCCL_MIN_STRIPE_SIZE``, nccl_ofi_scheduler.cpp). Such a message costs the channel's
+connection ``o + s / B`` (``o``: the plugin's per-message work, ``s / B`` its wire time at the
+channel's share of the NIC) and successive messages are at least ``g`` apart (the control
+round trip and completion), so a connection moves one message per ``max(g, o + s / B)``.
+
+A pipeline is as fast as its busiest connection, so the messages bound the time from below:
+
+- **ring**: every step (2(n-1) for all-reduce, n-1 for all-gather and reduce-scatter) passes
+  one chunk over every crossing, so each crossing carries steps x pieces messages;
+- **tree**: an island inside the tree receives from two children and sends to its parent on
+  the way up, and the reverse on the way down: three messages a chunk in each direction (one
+  on two islands, where the tree is a pair);
+- **NVLS-tree**: its network part's chunk (enqueue.cc's NVLS-tree rule, with the chunk sizes
+  the plugin sets), one message a chunk on two islands, ``NVLS_TREE_FAN`` beyond (fitted);
+- **all-to-all**: every peer on another island is a connection of its own (the gap does not
+  serialise them), but the GPU's proxy serves them one after another: each costs the
+  per-message work once (its further NCCL_P2P_NET_CHUNKSIZE pieces pipeline behind the first)
+  and its bytes at the GPU's NICs' p2p rate.
+
+``cost.options`` takes the larger of this bound and the links' bandwidth term. Its constants
+are the transport's (transports.py; EFA's fitted, docs/cost.md); NCCL's own tuning model does
+not know them, so ``auto`` chooses without them, as NCCL does.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .tuning import Profile, channels_used
+
+#: NCCL's LL128 step: NCCL_LL128_ELEMS_PER_THREAD (120) x NCCL_LL128_MAX_NTHREADS (640) x 8
+#: bytes per line element = 614,400 bytes of lines a step (NCCL_STEPS = 8 of the LL128 buffer,
+#: src/include/device.h), 120 of every 128 bytes data.
+LL128_STEP_LINES = 614400
+LL128_DATA = 120 / 128
+NCCL_STEPS = 8
+
+
+def _tree_ll128_chunk(size: int, channels: int, islands: int, ppn: float) -> float:
+    """NCCL's tree LL128 chunk (enqueue.cc: halved while too few chunks per channel for
+    nstepsLL128 = 1 + log2(nodes) + 0.1 ppn; first down to 128 KiB, then to 32 KiB), in data
+    bytes."""
+    chunk = LL128_STEP_LINES
+    steps = 1 + int(math.log2(islands)) + 0.1 * ppn
+    while size // (channels * chunk) < steps * 64 / ppn and chunk > 131072:
+        chunk //= 2
+    while size // (channels * chunk) < steps * 16 / ppn and chunk > 32768:
+        chunk //= 2
+    return chunk * LL128_DATA
+
+
+def pipeline_seconds(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
+    """The least time the group's messages across islands take (seconds; 0 where the transport
+    charges nothing per message, inside one island, and for LL, whose latency path the
+    transport's per-operation cost already describes)."""
+    t = p.transport
+    if t is None or p.islands < 2 or not (t.msg_us or t.gap_us) or p.nic_bytes_per_s <= 0:
+        return 0.0
+    if proto == 0 and p.algorithm != "direct":
+        return 0.0
+    gap, over = t.gap_us * 1e-6, t.msg_us * 1e-6
+    step = LL128_STEP_LINES * LL128_DATA if proto == 1 else t.buffsize / NCCL_STEPS
+    if p.algorithm in ("direct", "pairwise"):
+        if collective != "alltoall":
+            return 0.0
+        # every peer on another island is its own connection, so the gap does not serialise
+        # them; the GPU's proxy does: each peer's messages cost its per-message work once (a
+        # peer's further pieces pipeline behind the first) and the peers' bytes share the
+        # GPU's NICs at the p2p fraction
+        per_peer = size / n
+        remote = n - p.island_ranks
+        return remote * (over + per_peer / (p.nic_bytes_per_s * t.p2p_efficiency))
+    per_channel_bw = p.nic_bytes_per_s / 2           # two channels per (pooled) NIC
+    if p.algorithm == "ring" and collective in ("allreduce", "allgather", "reducescatter"):
+        used = channels_used(p, n, size, proto)
+        share = size / (n * used)
+        pieces = max(1, math.ceil(share / step))
+        s = share / pieces
+        steps = 2 * (n - 1) if collective == "allreduce" else n - 1
+        return steps * pieces * max(gap, over + s / per_channel_bw)
+    if p.algorithm == "tree" and collective == "allreduce":
+        used = channels_used(p, n, size, proto)
+        chunk = _tree_ll128_chunk(size, used, p.islands, p.island_ranks) if proto == 1 \
+            else step
+        share = size / used
+        chunks = max(1, math.ceil(share / chunk))
+        s = min(chunk, share)
+        fan = 1 if p.islands == 2 else 3
+        return chunks * fan * max(gap, over + s / per_channel_bw)
+    if p.algorithm == "nvlstree" and collective == "allreduce":
+        chunk = _nvls_tree_chunk(size, p.channels * p.island_ranks, p.islands, t)
+        share = size / p.channels
+        chunks = max(1, math.ceil(share / chunk))
+        s = min(chunk, share)
+        fan = 1 if p.islands == 2 else NVLS_TREE_FAN
+        return chunks * fan * max(gap, over + s / per_channel_bw)
+    return 0.0
+
+
+#: Messages a chunk of NVLS-tree's network part puts on a channel's busiest connection beyond
+#: two islands, in each direction. *Fitted* on the p5 32-node 8 GiB all-reduce (docs/cost.md):
+#: two, where the plain tree's structure gives three (two children and a parent).
+NVLS_TREE_FAN = 2
+
+
+def _nvls_tree_chunk(size: int, concurrent: int, islands: int, t) -> int:
+    """NCCL's NVLS-tree chunk (enqueue.cc): NCCL_NVLS_CHUNKSIZE (128 KiB, or what the plugin
+    sets), at most NCCL_NVLSTREE_MAX_CHUNKSIZE (by default 64 KiB from four nodes), then
+    smaller while the message is small against channels x heads (``concurrent``)."""
+    chunk = t.nvls_chunk
+    top = t.nvls_tree_max_chunk or (65536 if islands >= 4 else chunk)
+    chunk = min(chunk, top)
+    for times, floor in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+        if size < times * concurrent * chunk and chunk > floor:
+            chunk = floor
+    return chunk
