@@ -28,12 +28,13 @@ from topoc.compiler.analysis.infer import Settings  # noqa: E402
 #: What the fit may move, and the multipliers it tries each round.
 FREE = ("gemm_efficiency", "prefill_efficiency", "hbm_efficiency", "layer_overhead",
         "step_overhead", "fp4_efficiency", "expert_tile", "request_overhead", "gemm_width",
-        "collective_overhead")
+        "collective_overhead", "sequence_overhead")
 LIMITS = {"gemm_efficiency": (0.05, 1.0), "prefill_efficiency": (0.05, 1.0),
           "hbm_efficiency": (0.3, 0.95), "fp4_efficiency": (0.2, 1.0),
           "expert_tile": (1.0, 4096.0), "gemm_width": (0.0, 20000.0),
           "layer_overhead": (0.0, 1e-3), "step_overhead": (0.0, 0.05),
-          "request_overhead": (0.0, 0.2), "collective_overhead": (0.0, 1e-4)}
+          "request_overhead": (0.0, 0.2), "collective_overhead": (0.0, 1e-4),
+          "sequence_overhead": (0.0, 1e-4)}
 STEPS = (0.7, 0.85, 0.93, 1.07, 1.18, 1.4)
 
 

@@ -2,6 +2,8 @@
 concurrency benchmark with fixed lengths settle into synchronised waves?
 
     .venv/bin/python benchmarks/infer_wave_sim.py      # every NIM loaded-TTFT row (r159-r229)
+    ... --max-tokens 2048 --max-batch 128              # other engine limits (candidates tested
+                                                       # in docs/infer.md, "Closed-loop TTFT")
 
 C clients start together; each sends its next request the moment the last one ends. Each
 engine step decodes every running sequence (one token each) and admits waiting prefills in
@@ -16,8 +18,11 @@ mechanistic form, with the documented settings and nothing fitted (docs/infer.md
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+
+import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -26,16 +31,23 @@ from topoc.compiler.analysis.infer import Engine, Settings, gpu_of, max_concurre
 from topoc.compiler.training.serving import Layout  # noqa: E402
 
 
-def simulate(c: S.Check, waves: int = 6, prefill_first: bool = False) -> tuple[float, float]:
+def simulate(c: S.Check, waves: int = 6, prefill_first: bool = False,
+             max_tokens: int | None = None, max_batch: int | None = None) -> tuple[float, float]:
     """(first wave's mean TTFT, steady state's mean TTFT) for one check, seconds. With
     ``prefill_first`` a step that admits prefills decodes nothing (vLLM's V0 scheduler without
-    chunked prefill: waiting prefills go first, the running sequences pause)."""
-    s = Settings()
+    chunked prefill: waiting prefills go first, the running sequences pause). ``max_tokens``
+    and ``max_batch`` replace the engine's token budget per step and its cap on running
+    sequences (requests past the cap wait until one ends); the row's engine sets whether host
+    work overlaps the GPU (``serving_rows.overlap``)."""
+    s = attrs.evolve(Settings(), overlap_scheduler=S.overlap(c.engine))
+    if max_tokens:
+        s = attrs.evolve(s, max_tokens=max_tokens)
     sysm, comm = S.system(c.gpu)
     kvp = c.kv_precision or ("bf16" if c.precision == "bf16" else "fp8")
     eng = Engine(sysm, S.arch(c.model), Layout(c.tp, c.pp, c.ep, c.attention_dp),
                  c.precision, kvp, gpu_of(sysm, c.gpus), s, comm)
     clients = min(c.concurrency, max_concurrency(eng, c.isl, c.osl, s))
+    slots = max_batch or clients
     n = max(1, min(clients, s.max_tokens // c.isl))
     per_token = eng.prefill(c.isl, n) / (n * c.isl)
     step_of: dict[int, float] = {}
@@ -53,7 +65,7 @@ def simulate(c: S.Check, waves: int = 6, prefill_first: bool = False) -> tuple[f
         budget = s.max_tokens - (0 if prefill_first else len(running))
         tokens, prefilled = 0, []
         for q in waiting:
-            if q[0] > now or budget <= 0:
+            if q[0] > now or budget <= 0 or len(running) + len(prefilled) >= slots:
                 break
             take = min(q[1], budget)
             q[1] -= take
@@ -79,16 +91,27 @@ def simulate(c: S.Check, waves: int = 6, prefill_first: bool = False) -> tuple[f
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--max-tokens", type=int, help="token budget per step (default 8,192)")
+    ap.add_argument("--max-batch", type=int, help="running sequences at most (default: none)")
+    args = ap.parse_args()
+    lim = dict(max_tokens=args.max_tokens, max_batch=args.max_batch)
     print("row   model        isl/osl     conc  measured  first-wave  steady  steady/measured"
           "   prefill-first steady  /measured")
+    errs: dict[str, list[float]] = {}
     for c in S.checks():
         if S.kind(c) != "ttft loaded" or int(c.row[1:]) < 159:
             continue
-        first, steady = simulate(c)
-        _, pf = simulate(c, prefill_first=True)
+        first, steady = simulate(c, **lim)
+        _, pf = simulate(c, prefill_first=True, **lim)
+        errs.setdefault(c.model, []).append(steady / c.measured - 1)
         print(f"{c.row}  {c.model:11s}  {c.isl:>5}/{c.osl:<5}  {c.concurrency:>4}  "
               f"{c.measured:8.3f}  {first:10.3f}  {steady:6.3f}  {steady / c.measured - 1:+.0%}"
               f"   {pf:20.3f}  {pf / c.measured - 1:+.0%}")
+    for model, e in errs.items():
+        e = sorted(e)
+        print(f"steady state, {model:10s} rows {len(e):2d}  median |error| "
+              f"{S.median_abs(e):.0%}  median error {e[len(e) // 2]:+.0%}")
 
 
 if __name__ == "__main__":

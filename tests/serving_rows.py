@@ -79,6 +79,7 @@ class Check:
     concurrency: object    # "max" or an int
     per_gpu: bool          # throughput measured per GPU
     fit: bool = False
+    engine: str = ""
 
 
 def _prec(text: str) -> str:
@@ -166,7 +167,8 @@ def checks() -> list[Check]:
                         kv_precision=_kv(r["kv_precision"], prec), tp=tp, pp=int(r["pp"] or 1),
                         ep=ep, attention_dp=adp, gpus=gpus, isl=int(r["isl"]),
                         osl=int(r["osl"]), concurrency=c,
-                        per_gpu=r["throughput_scope"] == "per_gpu", fit=usable % 3 == 0)
+                        per_gpu=r["throughput_scope"] == "per_gpu", fit=usable % 3 == 0,
+                        engine=r["engine"])
             usable += 1
             queued = r["id"] in past_knee
             if r["throughput_tok_s"] and r["throughput_scope"] != "per_user" and \
@@ -225,6 +227,7 @@ def closed_loop_ttft(c: Check, settings: Settings | None = None) -> float:
 def predicted_row(c: Check, settings: Settings | None = None):
     """topoc's whole row (``InferRow``) for one check's configuration."""
     s = settings or Settings()
+    s = attrs.evolve(s, overlap_scheduler=overlap(c.engine))
     sysm, comm = system(c.gpu)
     a = arch(c.model)
     kvp = c.kv_precision or ("bf16" if c.precision == "bf16" else "fp8")
@@ -236,6 +239,11 @@ def predicted_row(c: Check, settings: Settings | None = None):
         if c.concurrency == "max" else c.concurrency
     return evaluate(sysm, a, Config(c.tp, c.pp, c.ep, c.attention_dp, replicas, conc),
                     c.isl, c.osl, c.precision, kvp, gpu, s, comm, eng)
+
+
+def overlap(engine: str) -> bool:
+    """Whether the row's engine hides its host work behind the GPU's next step."""
+    return not engine.startswith(("NIM", "vLLM"))
 
 
 def error(c: Check, settings: Settings | None = None) -> float:

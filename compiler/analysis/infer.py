@@ -51,12 +51,12 @@ PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 class Settings:
     """Efficiencies and engine limits (defaults fitted or documented in docs/infer.md)."""
 
-    gemm_efficiency: float = 0.445      # decode GEMMs: fraction of the precision's dense peak
+    gemm_efficiency: float = 0.476      # decode GEMMs: fraction of the precision's dense peak
     prefill_efficiency: float = 0.526   # prefill GEMMs and attention
     hbm_efficiency: float = 0.947       # fraction of HBM bandwidth streaming weights and KV reach
-    layer_overhead: float = 2.47e-5     # s per layer and step: launches, norms, synchronisation
+    layer_overhead: float = 2.30e-5     # s per layer and step: launches, norms, synchronisation
     step_overhead: float = 1.03e-3      # s per engine step: scheduling, sampling, host work
-    expert_tile: float = 242.0          # rows of a grouped-GEMM tile: an expert with m tokens
+    expert_tile: float = 259.0          # rows of a grouped-GEMM tile: an expert with m tokens
     #                                     runs at m / (m + expert_tile) of the GEMM rate
     fp4_efficiency: float = 0.599       # FP4 GEMMs: a further fraction of the FP4 peak
     request_overhead: float = 0.0056    # s per request before its prefill: API, tokenizer, queue
@@ -67,6 +67,10 @@ class Settings:
     max_tokens: int = 8192              # tokens per step: prefill runs in chunks of this
     kv_fraction: float = 0.9            # share of the memory left after weights given to KV
     runtime_reserve: float = 2 * 2**30  # CUDA context, NCCL buffers, CUDA graphs, workspaces
+    sequence_overhead: float = 1.74e-5  # s of host work per running sequence and step:
+    #                                     scheduling, sampling, detokenisation, inputs
+    overlap_scheduler: bool = True      # the engine prepares step n+1 while the GPU runs
+    #                                     step n: host work hides up to the GPU's time
     closed_loop_share: float = 0.34     # ``ttft_closed_loop``: the exponent of the wave's TTFT
     #                                     in the geometric interpolation between the steady and
     #                                     the wave TTFT (empirical, fitted on the fit rows only)
@@ -287,15 +291,25 @@ class Engine:
         a, b = self.ranks[0], self.ranks[self.lay.tp]
         return self.comm.time("sendrecv", (a, b), tokens * self.a.hidden * sv.ACT_BYTES)
 
+    def host_time(self, batch: int) -> float:
+        """Seconds of host work per engine step that grow with the running sequences
+        (scheduling, sampling, detokenisation, input preparation: ``sequence_overhead`` each)."""
+        return self.s.sequence_overhead * batch
+
     def decode_step(self, batch: int, context: float) -> tuple[float, float]:
         """(seconds per decode step of ``batch`` sequences, of which communication); with pp
-        the batch runs as pp micro-batches through the stages."""
+        the batch runs as pp micro-batches through the stages. The host work of the step
+        (``host_time``) adds to the GPU's time, or with an overlap scheduler (the engine
+        prepares step n + 1 while the GPU runs step n) hides behind it up to its length."""
         lay = self.lay
         micro = max(1.0, batch / lay.pp)
         w = sv.decode(self.a, lay, micro, context, self.prec, self.kvp)
         comm = self._comm(micro)
         stage = self._compute(w, self.s.gemm_efficiency) + comm
-        step = lay.pp * stage + (lay.pp - 1) * self._send(micro) + self.s.step_overhead
+        gpu = lay.pp * stage + (lay.pp - 1) * self._send(micro)
+        host = self.host_time(batch)
+        step = (max(gpu, host) if self.s.overlap_scheduler else gpu + host) + \
+            self.s.step_overhead
         return step, lay.pp * comm
 
     def prefill(self, tokens: int, batch: int = 1) -> float:
@@ -410,7 +424,8 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
         # past the KV cache the wave is the c admitted at once; the rest queue as above
         wave = max(wave, ttft - settings.request_overhead)
     wave += settings.request_overhead
-    parts = (("decode_step", t_dec), ("decode_comm", comm_dec), ("prefill_time", t_pre),
+    parts = (("decode_step", t_dec), ("decode_comm", comm_dec), ("decode_host", eng.host_time(c)),
+             ("prefill_time", t_pre),
              ("queued", float(asked - c)), ("ttft_wave", wave),
              ("ttft_closed_loop", closed_loop_ttft(ttft, wave, settings)))
     return InferRow(cfg, cfg.replicas * per, precision, kv_precision, ttft, tpot, throughput,

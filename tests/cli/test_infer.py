@@ -125,3 +125,18 @@ def test_closed_loop_ttft_reaches_the_cli_and_the_api(capsys):
     assert main(args) == 0
     text = capsys.readouterr().out
     assert f"benchmark: {row['ttft_closed_loop'] * 1e3:.1f} ms (ttft_closed_loop" in text
+
+
+def test_overlap_scheduler_reaches_the_cli(capsys):
+    argv = ["infer", DGX, "--model", "llama3-8b", "--isl", "200", "--osl", "200", "--gpus", "1",
+            "--tp", "1", "--pp", "1", "--ep", "1", "--concurrency", "250", "--format", "json"]
+    rows = {}
+    for flag in ("on", "off"):
+        assert main(argv + ["--overlap-scheduler", flag]) == 0
+        rows[flag] = json.loads(capsys.readouterr().out)["rows"][0]
+    assert rows["off"]["decode_host"] == rows["on"]["decode_host"] > 0
+    assert rows["off"]["tpot"] == pytest.approx(rows["on"]["tpot"] + rows["on"]["decode_host"])
+    api = topoc.infer(topoc.load(DGX), "llama3-8b", 200, 200, gpus=1, tp=1, pp=1, ep=1,
+                      concurrency=250,
+                      settings=topoc.compiler.analysis.infer.Settings(overlap_scheduler=False))
+    assert api.rows[0].tpot == pytest.approx(rows["off"]["tpot"])

@@ -4,7 +4,8 @@ on the topology (docs/infer.md)."""
 from __future__ import annotations
 
 from ..backends import infer_table
-from ..compiler.analysis.infer import InferError, default_precision, gpu_of, infer, too_big
+from ..compiler.analysis.infer import (InferError, Settings, default_precision, gpu_of, infer,
+                                       too_big)
 from ..compiler.lang.derive import find_model
 from ..compiler.training.serving import PRECISIONS
 from .common import EXIT_OK, UsageError, add_common, fail, load, write_output
@@ -35,6 +36,10 @@ def add_parser(sub) -> None:
                    "replicas, or max: the saturated engine (default: a sweep 1, 2, 4, ... max)")
     p.add_argument("--disaggregate", action="store_true", help="separate prefill and decode "
                    "replicas; the KV cache moves between them")
+    p.add_argument("--overlap-scheduler", choices=("on", "off"), default="on",
+                   help="the engine hides its per-step host work behind the GPU's next step "
+                        "(TensorRT-LLM's PyTorch backend, SGLang: on; NIM's TensorRT engines, "
+                        "vLLM without --async-scheduling: off; default on)")
     p.add_argument("--ttft-limit", type=float, metavar="S", help="rank rows over this TTFT last")
     p.add_argument("--tpot-limit", type=float, metavar="S", help="rank rows over this TPOT last")
     p.add_argument("--top", type=int, default=20, metavar="K", help="rows to show (0: all)")
@@ -83,7 +88,8 @@ def run(args) -> int:
         precision = args.precision or default_precision(gpu_of(system, gpus))
         result = infer(system, model, args.isl, args.osl, gpus, fixed, precision,
                        args.kv_precision, concurrency, args.disaggregate, args.ttft_limit,
-                       args.tpot_limit)
+                       args.tpot_limit,
+                       Settings(overlap_scheduler=args.overlap_scheduler == "on"))
     except InferError as exc:
         return fail(args.file, exc)
     head = {"system": system.name, "model": model.name, "isl": args.isl, "osl": args.osl,

@@ -26,8 +26,8 @@ def test_fit_rows_are_at_most_a_third(errors):
 def test_validation_medians_do_not_regress(errors, kind, limit):
     """Held-out rows (never fitted on): medians as docs/infer.md reports them, with a small
     margin. The issue's targets are 20 % (throughput), 15 % (TPOT), 25 % (TTFT). TTFT with one
-    request in flight holds (6.4 % over 7 rows); TTFT under load in NIM's closed-loop sweeps
-    does not (58.6 % over 30 rows, waits that grow with concurrency far past a queue of
+    request in flight holds (6.0 % over 7 rows); TTFT under load in NIM's closed-loop sweeps
+    does not (57.9 % over 30 rows, waits that grow with concurrency far past a queue of
     independent arrivals), and this test keeps that visible rather than hidden."""
     val = [e for c, e in errors if S.kind(c) == kind and not c.fit]
     assert val, kind
@@ -283,3 +283,34 @@ def test_closed_loop_ttft_against_the_loaded_rows():
     assert len(small) >= 13
     assert sum(e < 0 for _, e in small) >= len(small) - 1
     assert 0.40 <= S.median_abs([e for _, e in small]) <= 0.65
+
+
+def test_host_work_grows_with_the_sequences_and_an_overlap_scheduler_hides_it():
+    """``sequence_overhead``: per running sequence and step, host work (scheduling, sampling,
+    detokenisation) adds to the decode step of an engine without an overlap scheduler; with
+    one it hides behind the GPU's step until it is the longer of the two."""
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    run = dict(gpus=1, tp=1, pp=1, ep=1)
+    serial = Settings(overlap_scheduler=False)
+    rows = {(c, o): topoc.infer(node, "llama3-8b", 200, 200, concurrency=c, settings=s,
+                                **run).rows[0]
+            for c in (1, 250) for o, s in (("on", Settings()), ("off", serial))}
+    host = {k: dict(r.parts)["decode_host"] for k, r in rows.items()}
+    assert host[(250, "off")] == pytest.approx(250 * Settings().sequence_overhead)
+    assert host[(250, "on")] == host[(250, "off")] > 100 * host[(1, "off")]
+    step = {k: dict(r.parts)["decode_step"] for k, r in rows.items()}
+    assert step[(250, "off")] == pytest.approx(step[(250, "on")] + host[(250, "off")])
+    # a host-bound engine (work longer than the GPU's step) runs at the host's pace
+    slow = Settings(sequence_overhead=1e-3)
+    bound = topoc.infer(node, "llama3-8b", 200, 200, concurrency=250, settings=slow,
+                        **run).rows[0]
+    assert dict(bound.parts)["decode_step"] == pytest.approx(0.25 + Settings().step_overhead)
+
+
+def test_host_work_fixes_the_8b_tpot_at_high_concurrency(errors):
+    """NIM's Llama 3.1 8B TP1 TPOT at concurrency 150-250 (NIM's TensorRT engines, no overlap
+    scheduler): within 15 % each (it was 20-30 % low without the per-sequence host work)."""
+    rows = [(c, e) for c, e in errors if c.metric == "tpot" and c.model == "llama3_8b"
+            and c.engine.startswith("NIM") and c.isl <= 1000 and c.concurrency >= 150]
+    assert len(rows) == 9
+    assert all(abs(e) <= 0.15 for _, e in rows), [(c.row, round(e, 3)) for c, e in rows]
