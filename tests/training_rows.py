@@ -165,6 +165,16 @@ def parse(r: dict) -> Row | None:
         return None
     ep = _int(r["ep"], 1)
     mb = _int(r["micro_batch"], 1)
+    vp = _int(r["vp"], 1) or 1
+    if src.startswith("tt24-t5") and not r["micro_batch"].strip():
+        # torchtitan (Dec 2024) splits a pipeline rank's local batch into as many
+        # micro-batches as there are pipeline stages unless told otherwise
+        # (--experimental.pipeline_parallel_microbatches: "the default value will be the
+        # number of pipeline stages"): local batch 32 on pp 8 is 8 micro-batches of 4. Its
+        # interleaved 1F1B runs at least two stages per rank; the table does not say how
+        # many, so the looped schedule's minimum, 2, is assumed (stated in docs/plan.md).
+        mb = _int(r["global_batch_seqs"]) // dp // pp
+        vp = 2 if "interleaved" in src else 1
     batch = _int(r["global_batch_seqs"]) or dp * mb
     if src == "llama3-t4-405b-16384gpu-cp16-128k":
         batch = 16_000_000 // 131072 // 8 * 8
@@ -183,7 +193,7 @@ def parse(r: dict) -> Row | None:
         fsdp, zero = False, 2
     flash = not r["flash_attn"].lower().startswith("no") and family != "narayanan"
     return Row(src, r["source"].split(" (")[0], r["gpu"], gpus, r["model"], batch,
-               Shape(tp, cp, ep, dp, pp), mb, _int(r["vp"], 1) or 1,
+               Shape(tp, cp, ep, dp, pp), mb, vp,
                rec.split()[0] if rec else "",
                tp > 1 and family != "narayanan", "fp8" in prec, fsdp and zero != 3, zero, flash,
                flash and r["flash_attn"].lower().startswith("yes"),
