@@ -102,6 +102,39 @@ def _layer_gemms(m: Transformer, t, sh: Shape, tokens: float, moe: bool):
     return out
 
 
+#: Host seconds to issue one kernel from an eager PyTorch module (Python, the dispatcher, the
+#: autograd bookkeeping and cudaLaunchKernel): an order-of-magnitude figure, not fitted
+#: (benchmarks/README.md reports the rows at 10 and 30 us as well).
+HOST_LAUNCH = 20e-6
+#: Kernels of an MoE layer's dispatch segment per micro-batch that do not scale with the local
+#: experts (router scores, top-k, the token-count exchange, permute, sort by expert, the
+#: activation, unpermute): about ten forward and twenty backward.
+MOE_SEGMENT_LAUNCHES = (10, 20)
+
+
+def host_bound(m: Transformer, sh: Shape, fp8: bool, experts_fwd: float,
+               forwards: int = 1) -> float:
+    """Seconds per MoE layer and micro-batch the GPU waits for the host to issue the expert
+    segment's kernels.
+
+    Megatron-Core's dropless dispatcher copies the per-expert token counts to the host every
+    layer (the all-to-all's split sizes and the grouped GEMM's ``m_splits`` are host integers;
+    its README: the dynamic shapes make MoE layers uncapturable by CUDA graphs), so the GPU
+    queue is empty after the copy and the segment that follows runs no faster than the host
+    issues it. Transformer Engine's GroupedLinear launches one GEMM per local expert
+    (``--moe-grouped-gemm``: "launch multiple local GEMM kernels in multiple streams"), each
+    with an fp8 cast of its input under fp8: two GEMMs per expert forward, four backward
+    (data and weight gradients). The segment takes the longer of the experts' GEMM time and
+    its launches x ``HOST_LAUNCH``; this returns the excess. Fine-grained experts at small
+    micro-batches (128 experts, 16 per GPU, ~2K tokens each) are host-bound; large experts
+    are not."""
+    local = max(1, m.experts // max(1, sh.ep))
+    per_gemm = 2 if fp8 else 1
+    fwd = HOST_LAUNCH * (MOE_SEGMENT_LAUNCHES[0] + 2 * local * per_gemm)
+    bwd = HOST_LAUNCH * (MOE_SEGMENT_LAUNCHES[1] + 4 * local * per_gemm)
+    return forwards * max(0.0, fwd - experts_fwd) + max(0.0, bwd - 2 * experts_fwd)
+
+
 #: Bytes an fp8 cast moves per element of a GEMM input (Transformer Engine): a bf16 read, an
 #: fp8 write and the transposed fp8 copy the weight gradient reads.
 FP8_CAST_BYTES = 4.0
@@ -173,7 +206,8 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             # other matrix multiplication
             redo, passes = 0.0, 3 + op_policy(m, sh, moe)[1]
         if moe:
-            g_time += r.curve.moe_layer / passes
+            experts = _gemms(r, _layer_gemms(m, t, sh, tokens, True)[-2:], fp8)[0]
+            g_time += (r.curve.moe_layer + host_bound(m, sh, fp8, experts, passes - 2)) / passes
         gemm += n * g_time * passes
         flops += n * (g_flops * passes + a_flops * (3 + redo))
         att += n * (a_fwd * (1 + redo) + a_bwd)
