@@ -305,3 +305,16 @@ def test_fine_grained_experts_wait_on_the_host_large_ones_do_not():
     by_id = {r.id: r for r in rows()}
     b200 = predict(by_id["mbridge-2511-b200-q30-8-fp8-mx"])
     assert b200.error > -0.25                           # -66.6 % without the host term
+
+
+def test_caveats_name_rows_and_their_what_ifs_change_a_row_setting():
+    from tests.training_rows import CAVEATS
+    by_id = {r.id: r for r in rows()}
+    for rid, (why, change) in CAVEATS.items():
+        assert rid in by_id and not by_id[rid].fit and why
+        for key in change:
+            assert key in attrs.fields_dict(type(by_id[rid]))
+    # the diagnosis the Llama 3 caveat states: an interleaved schedule closes the gap
+    llama = by_id["llama3-t4-405b-8192gpu"]
+    assert predict(llama).error > 0.2
+    assert abs(predict(attrs.evolve(llama, **CAVEATS[llama.id][1])).error) < 0.1
