@@ -17,6 +17,10 @@ Element-wise work (norms, residuals, dropout, the activation function) moves its
 ``hbm_efficiency`` of the HBM bandwidth. With fp8 GEMMs every GEMM input is cast first
 (Transformer Engine, torchao): ``FP8_CAST_BYTES`` per input element (a bf16 read, an fp8 write
 and the transposed copy the weight gradient reads), a documented figure, not a fit.
+
+MoE layers: after the dropless dispatcher's host synchronisation the expert segment runs no
+faster than the host issues its kernels (``host_bound``): fine-grained experts at small
+micro-batches wait on the host, large ones do not.
 """
 
 from __future__ import annotations
@@ -124,8 +128,11 @@ def host_bound(m: Transformer, sh: Shape, fp8: bool, experts_fwd: float,
     issues it. Transformer Engine's GroupedLinear launches one GEMM per local expert
     (``--moe-grouped-gemm``: "launch multiple local GEMM kernels in multiple streams"), each
     with an fp8 cast of its input under fp8: two GEMMs per expert forward, four backward
-    (data and weight gradients). The segment takes the longer of the experts' GEMM time and
-    its launches x ``HOST_LAUNCH``; this returns the excess. Fine-grained experts at small
+    (data and weight gradients); its maintainers attribute the gap between the module and
+    its GEMMs to that host work (TransformerEngine issue #1499: torch.split and 2 x num_gemms
+    torch.empty calls under the fp8 multi-cast, "not trivial to eliminate"). The segment
+    takes the longer of the experts' GEMM time and its launches x ``HOST_LAUNCH``; this
+    returns the excess. Fine-grained experts at small
     micro-batches (128 experts, 16 per GPU, ~2K tokens each) are host-bound; large experts
     are not."""
     local = max(1, m.experts // max(1, sh.ep))
