@@ -79,14 +79,16 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "model chunks nor the recompute; the row runs v = 1", {"interleave": 8}),
     "nemo2407-h100-nemotron4-340b-128gpu-fp8": (
         "recompute not published; the memory model puts recompute none at 97.9 GB (over the "
-        "80 GB H100; weights 17.3, fp32 gradients 23.1, optimizer over dp 2 34.6, activations "
-        "20.7), so the lightest mode that fits is full; NeMo's nemotron4_340b recipe sets no "
-        "recompute, and NeMo 24.07's Apex distributed Adam keeps bf16 gradients and 16-bit "
-        "master remainders (about 23 GB less), which memory.py does not model",
+        "85.9 GB of an H100; weights 17.3, fp32 gradients 23.1, optimizer over dp 2 34.6, "
+        "activations 20.7), so the lightest mode that fits is full; NeMo 2's nemotron4_340b "
+        "recipe sets no recompute; NeMo's Apex distributed Adam can keep bf16 gradients and "
+        "16-bit master remainders (about 17 GB less here, to about 81 GB), which memory.py "
+        "does not model (not verified for the 24.07 container)",
         {"recompute": "none"}),
     "mbridge-2602-gb200-llama370b-64-mxfp8": (
-        "recompute not published (the 26.02 recipe's GB200 MXFP8 preset sets tp 2, pp 4, vp 5 "
-        "and nothing else); recompute none fits, so the row runs none; the 25.11 fp8 row of the "
+        "recompute not published (Megatron-Bridge's GB200 MXFP8 preset for it, "
+        "scripts/performance/configs/llama, sets tp 2, pp 4, vp 5 and nothing else); "
+        "recompute none fits, so the row runs none; the 25.11 fp8 row of the "
         "same model and GPUs is 19 % faster per token than this one", {"recompute": "full"}),
     "automodel-h100-deepseek-v3-256gpu-bf16": (
         "its 1,024-GPU sibling (same per-GPU mapping, same benchmark config, +6 %) is 14 % "
