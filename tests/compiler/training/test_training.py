@@ -290,21 +290,25 @@ def test_torchtitan_pipelines_split_the_local_batch_into_pp_microbatches():
 
 
 def test_fine_grained_experts_wait_on_the_host_large_ones_do_not():
-    # the dispatcher's host sync leaves the expert segment issued at the host's pace: 16
-    # local experts of a 2K-token micro-batch (Qwen3-30B-A3B on 8 GPUs) take longer to launch
-    # than to run; DeepSeek-V3's 4 local experts of 7,168 x 2,048 do not
+    # the dispatcher's host sync leaves the forward's expert segment issued at the host's
+    # pace: 16 local experts of a 2K-token micro-batch (Qwen3-30B-A3B on 8 GPUs) take longer
+    # to launch than to run; DeepSeek-V3's 4 local experts of 7,168 x 2,048 do not. The
+    # backward has no sync, so only the whole layer's launches against its GPU time count.
     from topoc.compiler.training.compute import HOST_LAUNCH, host_bound
     q30 = MODELS["qwen3_30b_a3b"]
     sh = Shape(ep=8, dp=8)
-    fwd_launches = 10 + 2 * 16 * 2                      # fp8: a cast beside each GEMM
-    assert host_bound(q30, sh, True, 0.0) == pytest.approx(
-        HOST_LAUNCH * (fwd_launches + 20 + 4 * 16 * 2))
-    assert host_bound(q30, sh, True, 0.0) > host_bound(q30, sh, False, 0.0) > 0
-    assert host_bound(q30, Shape(ep=64, dp=64), False, 0.0) < host_bound(q30, sh, False, 0.0)
-    assert host_bound(MODELS["deepseek_v3"], Shape(ep=64, dp=64), False, 5e-3) == 0.0
+    fwd = HOST_LAUNCH * (10 + 2 * 16 * 2)               # fp8: a cast beside each GEMM
+    bwd = HOST_LAUNCH * (20 + 20 + 4 * 16 * 2)
+    assert host_bound(q30, sh, True, 0.0, 0.0) == pytest.approx(fwd + bwd)
+    assert host_bound(q30, sh, True, 0.0, 1.0) == pytest.approx(fwd)   # backward hidden
+    assert host_bound(q30, sh, True, 0.0, 0.0, forwards=2) == pytest.approx(2 * fwd + bwd)
+    assert host_bound(q30, sh, True, 0.0, 0.0) > host_bound(q30, sh, False, 0.0, 0.0) > 0
+    assert host_bound(q30, Shape(ep=64, dp=64), False, 0.0, 0.0) < \
+        host_bound(q30, sh, False, 0.0, 0.0)
+    assert host_bound(MODELS["deepseek_v3"], Shape(ep=64, dp=64), False, 5e-3, 1e-2) == 0.0
     by_id = {r.id: r for r in rows()}
     b200 = predict(by_id["mbridge-2511-b200-q30-8-fp8-mx"])
-    assert b200.error > -0.25                           # -66.6 % without the host term
+    assert -0.4 < b200.error < 0                        # -66.6 % without the host term
 
 
 def test_caveats_name_rows_and_their_what_ifs_change_a_row_setting():
