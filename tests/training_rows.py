@@ -103,9 +103,16 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "published GA = 2 disagrees with its own GBS / (MBS x DP) = 8; per token this mb-1 "
         "run is only 6 % faster while its pipeline bubble is 10x smaller", {}),
     "mbridge-2511-h100-q30-16-fp8-cs": (
-        "unexplained: twice the model's step after the host-bound expert term; "
+        "unexplained: more than twice the model's step after the host-bound expert term; "
         "it runs 24 virtual stages of one layer each over a 2-node pipeline with fp8 current "
         "scaling (an amax pass per cast); the model has no per-chunk schedule overhead", {}),
+    "mbridge-2511-b200-q30-8-fp8-mx": (
+        "host-bound at one sequence a micro-batch (16 local experts of 2K tokens, fp8): how "
+        "far depends on compute.HOST_LAUNCH, an order-of-magnitude figure no fit row can set "
+        "(-58 % at 10 us, -32 % at 20 us, -6 % at 30 us); the run's CUDA-graph and dispatcher "
+        "settings are not published (Megatron-Bridge's later B200 preset for it runs four "
+        "sequences a micro-batch with CUDA graphs on the router and dispatch preprocessing)",
+        {}),
     "tt24-t2-8b-8gpu-fsdp1-cp8-256k": (
         "unexplained: the same table's 32K row without context parallelism is -4 %; ring "
         "attention's exchange hides behind the attention kernels in the model, and torch's "
