@@ -51,6 +51,8 @@ def section(serving, pyplot, svg) -> str | None:
     note = (f"{len(result.rows):,} configurations; the best: tp {best.config.tp}, pp "
             f"{best.config.pp}, {best.config.replicas} replicas at concurrency "
             f"{best.config.concurrency}, {best.throughput_per_gpu:,.0f} tokens/s per GPU, "
-            f"TPOT {best.tpot * 1e3:.1f} ms. <code>topoc infer FILE --model {model} "
+            f"TPOT {best.tpot * 1e3:.1f} ms, TTFT {best.ttft * 1e3:.1f} ms (independent "
+            f"arrivals; {dict(best.parts)['ttft_closed_loop'] * 1e3:.1f} ms estimated for a "
+            f"fixed-concurrency benchmark, empirical). <code>topoc infer FILE --model {model} "
             f"--isl N --osl N</code> for other lengths and limits (docs/infer.md).")
     return f"<figure>{plot(result, title, pyplot, svg)}</figure><p class=\"note\">{note}</p>"

@@ -76,6 +76,11 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
     hidden = len(result.rows) - len(shown)
     if hidden > 0:
         lines.append(f"... and {hidden:,} more (--top 0 lists all)")
+    closed = dict(shown[0].parts).get("ttft_closed_loop") if shown else None
+    if closed is not None and closed != shown[0].ttft:
+        lines.append(f"row 1's TTFT in a fixed-concurrency (closed-loop) benchmark: "
+                     f"{seconds(closed)} (ttft_closed_loop, empirical; the table's TTFT is for "
+                     "independent arrivals: docs/infer.md)")
     front = [(i + 1, r) for i, r in enumerate(result.rows) if r.pareto]
     if front:
         lines += ["", "Pareto front (tokens/s per GPU against tokens/s per user):"]

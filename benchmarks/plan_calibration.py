@@ -7,9 +7,11 @@ time and memory next to the measured ones as a Markdown table, fit and validatio
 
 --fit    search the constants (coordinate descent on the RMS log error of the fit rows) and
          print them; without it the table uses the constants in compiler/training/gemm.py.
---ranks  also run the free search for each row and print where its published strategy ranks
-         and how far its predicted step is from the search's best, and from the best with the
-         row's own recompute mode (slow: minutes).
+--ranks  also run the free search for each row (at the row's GPU memory, with its framework's
+         sharding) and print where its published strategy ranks, how far its predicted step
+         is from the search's best and from the best with the row's own recompute mode, and,
+         for every row over 15 %, the best strategy, the options that differ and why
+         (``RANK_MISSES`` in tests/training_rows.py; "not explained" where none is known).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import attrs
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.training_rows import CAVEATS, NOT_A_STEP, predict, rank_in_search, rows  # noqa: E402
+from tests.training_rows import (CAVEATS, NOT_A_STEP, RANK_MISSES, predict,  # noqa: E402
+                                 ranking, rows)
 from topoc.compiler.training import gemm  # noqa: E402
 
 STEPS = {"e_max": 0.02, "fp8": 0.02, "c": 16.0, "attention": 0.02, "moe_layer": 0.0005}
@@ -85,6 +88,7 @@ def table(ranks: bool = False) -> None:
     errors: dict[str, list[float]] = {"fit": [], "validation": []}
     oom, skipped = [], []
     gaps: dict[str, list[float]] = {"free": [], "same": []}
+    misses = []
     for role in ("fit", "validation"):
         for r in rows():
             if r.fit != (role == "fit"):
@@ -104,13 +108,14 @@ def table(ranks: bool = False) -> None:
             extra = ""
             if ranks:
                 t0 = time.perf_counter()
-                rk = rank_in_search(r)
-                same = rank_in_search(r, same_recompute=True) if rk else None
-                extra = (f" {rk[0]} of {rk[1]} | {rk[2]:+.1%} |" if rk else " - | - |") + \
-                    (f" {same[2]:+.1%} |" if same else " - |")
+                rk = ranking(r)
+                extra = f" {rk.rank} of {rk.rows} | {rk.gap:+.1%} | {rk.gap_same:+.1%} |" \
+                    if rk else " - | - | - |"
                 if rk:
-                    gaps["free"].append(rk[2])
-                    gaps["same"].append(same[2] if same else rk[2])
+                    gaps["free"].append(rk.gap)
+                    gaps["same"].append(rk.gap_same)
+                    if rk.gap > 0.15:
+                        misses.append((r.id, rk, p.hbm))
                 print(f"  ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
             note = "" if scored else f" ({NOT_A_STEP[r.id]})"
             print(f"| {r.id}{note} | {r.gpus} | {r.gpu} | {strat} | {role} | "
@@ -131,6 +136,19 @@ def table(ranks: bool = False) -> None:
                   f"{statistics.median(gaps[key]):+.1%}, worst {max(gaps[key]):+.1%})")
     for rid, why in skipped:
         print(f"not reproduced: {rid}: {why}")
+    if misses:
+        print()
+        print("Published strategies more than 15 % from the search's best:")
+        print()
+        print("| run | published | best | vs best | options that differ | best, same "
+              "recompute | vs it | options that differ | why |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for rid, rk, hbm in misses:
+            same = rk.same or rk.published
+            print(f"| {rid} | {_strategy(rk.published, hbm)} | {_strategy(rk.best, hbm)} | "
+                  f"{rk.gap:+.1%} | {rk.differs()} | {_strategy(same, hbm)} | "
+                  f"{rk.gap_same:+.1%} | {rk.differs(same)} | "
+                  f"{RANK_MISSES.get(rid, 'not explained')} |")
     caveats()
 
 
@@ -150,6 +168,14 @@ def caveats() -> None:
             fits = "" if q.fits else f", over HBM at {q.memory / 1e9:.1f} GB"
             line += f"; with {what}: {q.error:+.1%}{fits}"
         print(line)
+
+
+def _strategy(row, hbm: float) -> str:
+    """A plan row's strategy, step and memory (and its share of ``hbm``), in one cell."""
+    c = row.candidate
+    return (f"tp{c.tp} cp{c.cp} ep{c.ep} dp{c.dp} pp{c.pp} v{c.interleave} mb{c.microbatch} "
+            f"{c.recompute}{' sp' if c.sequence_parallel else ''}: {row.step_time:.2f} s, "
+            f"{row.memory_per_gpu / 1e9:.1f} GB ({row.memory_per_gpu / hbm:.0%})")
 
 
 def main() -> None:

@@ -217,6 +217,11 @@ def wave_ttft(c: Check, settings: Settings | None = None) -> float:
     return dict(predicted_row(c, settings).parts)["ttft_wave"]
 
 
+def closed_loop_ttft(c: Check, settings: Settings | None = None) -> float:
+    """topoc's empirical closed-loop TTFT for the check (the ``ttft_closed_loop`` part)."""
+    return dict(predicted_row(c, settings).parts)["ttft_closed_loop"]
+
+
 def predicted_row(c: Check, settings: Settings | None = None):
     """topoc's whole row (``InferRow``) for one check's configuration."""
     s = settings or Settings()

@@ -195,15 +195,17 @@ def strategy_for(base: Training, c: Candidate, gpu: GPUFigures) -> ParallelStrat
 
 
 def row_of(system: System, c: Candidate, p: ParallelStrategy, cache: dict | None = None,
-           where: tuple[int, ...] | None = None) -> PlanRow:
+           where: tuple[int, ...] | None = None, hbm: float | None = None) -> PlanRow:
     """Cost one derived candidate's traffic on the system (on the GPUs ``where`` names, see
-    ``strategy.placement``) and put its row together."""
+    ``strategy.placement``) and put its row together; ``hbm`` (bytes per GPU) replaces the
+    system's GPU memory in the row's verdict."""
     r: StepReport = step(system, p, cache, where=where)
     by_dim = exposed_by_dim(r.flows, r.compute, p.derived.compute)
     links: dict[str, set] = {}
     for f in r.flows:
         links.setdefault(f.dim, set()).update(f.classes)
-    return PlanRow(c, r.total, r.compute, r.comm, r.idle or 0.0, r.memory.total, bool(r.fits),
+    fits = bool(r.fits) if hbm is None else r.memory.total <= hbm
+    return PlanRow(c, r.total, r.compute, r.comm, r.idle or 0.0, r.memory.total, fits,
                    r.mfu or 0.0, r.tokens_per_s or 0.0,
                    tuple(sorted(by_dim.items())),
                    tuple(sorted((k, tuple(sorted(v))) for k, v in links.items())))
@@ -223,7 +225,7 @@ def cost_candidate(system: System, base: Training, c: Candidate, cache: dict | N
         cache["where", c.shape.world] = placement(system, c.shape.world)
     where = cache.get(("where", c.shape.world)) if cache is not None else \
         placement(system, c.shape.world)
-    return row_of(system, c, p, cache, where)
+    return row_of(system, c, p, cache, where, hbm)
 
 
 # ---- running many ---------------------------------------------------------------------------
@@ -324,11 +326,14 @@ def _code_hash() -> str:
     return h.hexdigest()
 
 
-def fingerprint(system: System, base: Training, gpus: int) -> str:
+def fingerprint(system: System, base: Training, gpus: int, hbm: float | None = None) -> str:
     """A hash of everything a row depends on: the devices and their figures, the links, the
-    model, the training options, the GPU count and the code that computes it."""
+    model, the training options, the GPU count, the GPU memory asked for (``hbm``, when it
+    replaces the devices' own) and the code that computes it."""
     h = hashlib.sha256()
     h.update(f"{CACHE_VERSION} {VERSION} {_code_hash()} {gpus}\n".encode())
+    if hbm is not None:
+        h.update(f"hbm {hbm!r}\n".encode())
     h.update(repr(attrs.evolve(base.model, span=None)).encode())
     h.update(repr(attrs.evolve(base, model=None)).encode())
     models = {}
@@ -426,9 +431,12 @@ def _storable(outcome: Outcome):
 def plan(system: System, model: Transformer, base: Training, gpus: int | None = None,
          fixed: Mapping[str, object] | None = None, jobs: int = 1, ray: str | None = None,
          source: dict | None = None, use_cache: bool = True,
-         progress: Callable[[int, int], None] | None = None) -> PlanResult:
+         progress: Callable[[int, int], None] | None = None,
+         hbm: float | None = None) -> PlanResult:
     """Enumerate, prune by memory, cost (cached) and rank the mappings of ``model``
-    (``base.model``, the model the training options are for) on ``system``."""
+    (``base.model``, the model the training options are for) on ``system``. ``hbm`` (bytes
+    per GPU) replaces the GPUs' declared memory: the same GPU in another memory size (an
+    A100 40 GB on a file that declares the 80 GB part, an H200 on the H100's fabric)."""
     if model != base.model:
         raise PlanUsageError(f"the training options are for '{base.model.name}', not "
                              f"'{model.name}'")
@@ -440,10 +448,12 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
     if gpu is None:
         raise PlanUsageError(f"the GPUs of '{system.name}' do not all declare tflops_bf16 and "
                              "hbm_bandwidth, which a compute time needs")
-    hbm = hbm_of(system, gpus)
+    if hbm is not None and not hbm > 0:
+        raise PlanUsageError(f"--hbm {hbm}: GPU memory must be positive")
+    hbm = hbm if hbm is not None else hbm_of(system, gpus)
     todo = enumerate_candidates(model, gpus, base.batch, fixed or {})
     live, pruned = _prune(base, todo, gpu, hbm)
-    path = cache_dir() / "plan" / f"{fingerprint(system, base, gpus)}.json"
+    path = cache_dir() / "plan" / f"{fingerprint(system, base, gpus, hbm)}.json"
     stored = _load_cache(path) if use_cache else {}
     done: dict[Candidate, Outcome] = {}
     for c in live:

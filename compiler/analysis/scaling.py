@@ -79,8 +79,9 @@ def counts(lo: int, hi: int) -> list[int]:
 
 def scaling(system: System, model: Transformer, base: Training, lo: int, hi: int,
             fixed: Mapping[str, object] | None = None, jobs: int = 1,
-            use_cache: bool = True) -> Curve:
-    """The best strategy per GPU count for strong and weak scaling."""
+            use_cache: bool = True, hbm: float | None = None) -> Curve:
+    """The best strategy per GPU count for strong and weak scaling (``hbm``: memory per GPU in
+    place of the file's, as ``plan``'s)."""
     points = []
     for n in counts(lo, hi):
         weak_batch = max(1, base.batch * n // lo)
@@ -88,7 +89,7 @@ def scaling(system: System, model: Transformer, base: Training, lo: int, hi: int
         for batch in (base.batch, weak_batch):
             try:
                 result = plan(system, model, attrs.evolve(base, batch=batch), gpus=n,
-                              fixed=fixed, jobs=jobs, use_cache=use_cache)
+                              fixed=fixed, jobs=jobs, use_cache=use_cache, hbm=hbm)
             except PlanUsageError:
                 raise
             rows.append(result.rows[0] if result.rows else None)

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+import topoc
+
 from topoc.cli import main
 
 from ..conftest import library_file
@@ -107,3 +109,19 @@ def test_cli_python_api_and_report_agree(capsys):
         assert a["rank"] >= 1
         for key in FIELDS:
             assert a[key] == pytest.approx(b[key]) and b[key] == pytest.approx(c[key])
+
+
+def test_closed_loop_ttft_reaches_the_cli_and_the_api(capsys):
+    """``ttft_closed_loop`` (docs/infer.md): the JSON row's field, the text table's line under
+    row 1 and the Python API's part agree, for a fixed configuration at concurrency 100."""
+    run = ["--gpus", "2", "--tp", "2", "--pp", "1", "--ep", "1", "--concurrency", "100"]
+    args = ["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000", *run]
+    assert main([*args, "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    api = topoc.infer(topoc.load(DGX), "llama3-70b", 1000, 1000, gpus=2, tp=2, pp=1, ep=1,
+                      concurrency=100).rows[0]
+    assert row["ttft_closed_loop"] == pytest.approx(dict(api.parts)["ttft_closed_loop"])
+    assert row["ttft"] < row["ttft_closed_loop"] < row["ttft_wave"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert f"benchmark: {row['ttft_closed_loop'] * 1e3:.1f} ms (ttft_closed_loop" in text

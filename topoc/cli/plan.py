@@ -11,7 +11,7 @@ from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
 from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.model import ATTENTION_KERNELS, RECOMPUTE, ZERO, Training
-from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number,
+from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
 
 
@@ -22,6 +22,9 @@ def add_parser(sub) -> None:
                    "(library/models): llama3-70b, gpt3-175b, mixtral-8x7b, ...")
     p.add_argument("--batch", type=count(1, 10**9), required=True, help="global batch, in sequences")
     p.add_argument("--gpus", type=count(1, 10**7), help="use the first N GPUs (default: all)")
+    p.add_argument("--hbm", metavar="SIZE", help="memory per GPU, as in 40GB, replacing the "
+                   "file's (the same GPU in another memory size: A100 40 GB, H200 on an H100 "
+                   "fabric)")
     for dim in ("tp", "cp", "ep", "dp", "pp"):
         p.add_argument(f"--{dim}", type=count(1, 10**7), metavar="N", help=f"fix {dim}")
     p.add_argument("--microbatch", type=count(1, 10**6), metavar="N", help="fix the micro-batch size")
@@ -147,13 +150,17 @@ def run(args) -> int:
         fixed["zero"] = 1
     if args.fsdp:
         fixed["zero"] = 3
+    hbm = parse_size(args.hbm) if args.hbm else None
+    if hbm is not None and hbm <= 0:
+        raise UsageError(f"--hbm {args.hbm}: GPU memory must be positive")
     if args.scaling:
-        return _scaling(args, system, model, base, fixed)
+        return _scaling(args, system, model, base, fixed, hbm)
     source = {"path": os.path.abspath(args.file), "defines": parse_defines(args.define),
               "import_roots": [os.path.abspath(r) for r in args.import_root or ()]}
     try:
         result = plan(system, model, base, args.gpus, fixed, jobs=args.jobs, ray=args.ray,
-                      source=source, use_cache=not args.no_cache, progress=_progress())
+                      source=source, use_cache=not args.no_cache, progress=_progress(),
+                      hbm=hbm)
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
     if result.cached:
@@ -161,7 +168,8 @@ def run(args) -> int:
         print(f"plan: {result.cached:,} of {result.considered:,} candidates from the cache "
               f"({cache_dir()}; --no-cache to recompute)", file=sys.stderr)
     head = {"system": system.name, "model": model.name, "batch": args.batch,
-            "seq": model.seq, "gpus": result.gpus, "hbm_per_gpu": hbm_of(system, result.gpus)}
+            "seq": model.seq, "gpus": result.gpus,
+            "hbm_per_gpu": hbm or hbm_of(system, result.gpus)}
     if not result.rows and result.over_memory:
         size, key = result.smallest
         cap = head["hbm_per_gpu"] or 0
@@ -188,12 +196,12 @@ def run(args) -> int:
     return EXIT_OK
 
 
-def _scaling(args, system, model, base, fixed) -> int:
+def _scaling(args, system, model, base, fixed, hbm=None) -> int:
     """``--scaling LO..HI``: the best strategy at each power-of-two GPU count."""
     lo_n, hi_n = scaling_range(args.scaling, len(system.gpus))
     try:
         curve = scaling.scaling(system, model, base, lo_n, hi_n, fixed, jobs=args.jobs,
-                                use_cache=not args.no_cache)
+                                use_cache=not args.no_cache, hbm=hbm)
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
     write_output(plan_table.render_scaling(curve, args.format), args.output)

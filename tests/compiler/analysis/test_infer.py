@@ -241,3 +241,45 @@ def test_nim_loaded_ttft_lies_between_the_steady_state_and_the_wave(errors):
     for c in loaded:
         lo, hi = S.predict(c), S.wave_ttft(c)
         assert 0.9 * lo <= c.measured <= 1.15 * hi, (c.row, lo, c.measured, hi)
+
+
+def test_closed_loop_ttft_lies_between_the_steady_state_and_the_wave():
+    """``ttft_closed_loop`` = ttft^(1 - w) x ttft_wave^w: the row's TTFT with one request in
+    flight (both bounds agree), between the two bounds above it, rising with concurrency, and
+    the exponent moves it (w = 0 is the steady TTFT, w = 1 the wave's)."""
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    run = dict(gpus=2, tp=2, pp=1, ep=1)
+    rows = {c: topoc.infer(node, "llama3-70b", 1000, 1000, concurrency=c, **run).rows[0]
+            for c in (1, 5, 25, 100)}
+    closed = {c: dict(r.parts)["ttft_closed_loop"] for c, r in rows.items()}
+    assert closed[1] == pytest.approx(rows[1].ttft)
+    assert closed[1] < closed[5] < closed[25] < closed[100]
+    for c in (5, 25, 100):
+        lo, hi = rows[c].ttft, dict(rows[c].parts)["ttft_wave"]
+        assert lo < closed[c] < hi
+        assert closed[c] == pytest.approx(lo ** 0.66 * hi ** 0.34, rel=1e-9)
+    # NIM measured 0.334 s for r218 (70B TP2, 1000/1000, concurrency 100); the steady TTFT
+    # says 0.14 s, the wave 4.3 s, this 0.45 s
+    assert 0.40 < closed[100] < 0.50
+    for w, bound in ((0.0, rows[100].ttft), (1.0, dict(rows[100].parts)["ttft_wave"])):
+        row = topoc.infer(node, "llama3-70b", 1000, 1000, concurrency=100,
+                          settings=Settings(closed_loop_share=w), **run).rows[0]
+        assert dict(row.parts)["ttft_closed_loop"] == pytest.approx(bound)
+
+
+def test_closed_loop_ttft_against_the_loaded_rows():
+    """The empirical closed-loop TTFT on held-out rows (docs/infer.md, "Closed-loop TTFT"):
+    TTFT idle and loaded together within 25 % median (23.8 % over 37 rows), NIM's 70B TP2
+    tables within 25 % (17.2 % over 14 rows). Its known gap stays visible: the 8B TP1 tables
+    are under-predicted (54.6 % median over 13 rows, every one of them low but r160)."""
+    val = [(c, S.closed_loop_ttft(c)) for c in S.checks() if c.metric == "ttft" and not c.fit]
+    assert len(val) >= 37
+    assert S.median_abs([p / c.measured - 1 for c, p in val]) <= 0.25
+    big = [p / c.measured - 1 for c, p in val
+           if S.kind(c) == "ttft loaded" and c.model == "llama3_70b"]
+    assert len(big) >= 14 and S.median_abs(big) <= 0.25
+    small = [(c.row, p / c.measured - 1) for c, p in val
+             if S.kind(c) == "ttft loaded" and c.model == "llama3_8b"]
+    assert len(small) >= 13
+    assert sum(e < 0 for _, e in small) >= len(small) - 1
+    assert 0.40 <= S.median_abs([e for _, e in small]) <= 0.65

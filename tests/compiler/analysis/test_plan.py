@@ -315,3 +315,38 @@ def test_deepep_sends_a_token_once_per_destination_node():
     assert dedup_share(system, eight_nodes, 8, 4) == pytest.approx(0.5)
     assert dedup_share(system, eight_nodes, 8, 0) == pytest.approx(1 - (7 / 8) ** 8)
     assert dedup_share(system, tuple(range(8)), 8, 4) == 1.0
+
+
+def test_hbm_replaces_the_gpus_memory_in_the_search_and_its_verdicts(dgx, capsys):
+    """--hbm / plan(hbm=): the same GPU in another memory size. Every row fits the memory asked
+    for, rows the file's 80 GB admits but 40 GB does not are gone, and nothing fits 1 GB."""
+    model = find_model(dgx, "llama3-8b")
+    base = Training(model, batch=64)
+    fixed = {"tp": 1, "cp": 1, "pp": 1}
+    full = plan(dgx, model, base, fixed=fixed)
+    small = plan(dgx, model, base, fixed=fixed, hbm=40e9)
+    assert full.rows and small.rows
+    assert max(r.memory_per_gpu for r in full.rows) > 40e9      # the file's 80 GB admits more
+    assert all(r.fits and r.memory_per_gpu <= 40e9 for r in small.rows)
+    assert {r.candidate for r in small.rows} == \
+        {r.candidate for r in full.rows if r.memory_per_gpu <= 40e9}
+    # more memory than the file declares: rows over 80 GB are costed and called fitting
+    big = plan(dgx, model, base, fixed=fixed, hbm=200e9)
+    assert any(r.memory_per_gpu > 85e9 for r in big.rows) and all(r.fits for r in big.rows)
+    with pytest.raises(PlanUsageError):
+        plan(dgx, model, base, fixed=fixed, hbm=0)
+    from topoc.compiler.analysis.scaling import scaling
+    curve = scaling(dgx, model, base, 8, 8, fixed, hbm=40e9)
+    assert all(r.memory_per_gpu <= 40e9 for p in curve.points for r in (p.strong, p.weak) if r)
+    assert curve.points[0].strong.candidate in {r.candidate for r in small.rows}
+    # the command line: the header and the exit code follow --hbm
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "1", "--pp",
+                 "1", "--hbm", "40GB", "--format", "json", "--top", "0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hbm_per_gpu"] == 40e9
+    assert all(r["memory_per_gpu"] <= 40e9 for r in out["rows"])
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--hbm", "1GB"]) == 1
+    assert "no mapping fits in GPU memory" in capsys.readouterr().err
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--hbm", "lots"]) == 2
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "1", "--pp", "1",
+                 "--hbm", "1GB", "--scaling", "8..8"]) == 1     # nothing fits 1 GB at any count
