@@ -209,7 +209,8 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
     for moe, n in ((False, dense), (True, layers - dense)):
         if n <= 0:
             continue
-        g_time, g_flops = _gemms(r, _layer_gemms(m, t, sh, tokens, moe), fp8)
+        shapes = _layer_gemms(m, t, sh, tokens, moe)
+        g_time, g_flops = _gemms(r, shapes, fp8)
         if moe:
             router, r_flops = _gemms(r, [(tokens, m.experts, m.hidden, 1)], False)
             g_time, g_flops = g_time + router, g_flops + r_flops
@@ -224,7 +225,7 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
         if moe:
             # the layer's backward on the GPU: GEMMs, attention, element-wise work
             bwd = 2 * g_time + a_bwd + 2 * tokens * bytes_ / (r.hbm * t.hbm_efficiency)
-            experts = _gemms(r, _layer_gemms(m, t, sh, tokens, True)[-2:], fp8)[0]
+            experts = _gemms(r, shapes[-2:], fp8)[0]       # the local experts' two GEMMs
             g_time += (r.curve.moe_layer + host_bound(m, sh, fp8, experts, bwd,
                                                       passes - 2)) / passes
         gemm += n * g_time * passes
