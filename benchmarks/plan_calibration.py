@@ -27,7 +27,8 @@ import attrs
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.training_rows import NOT_A_STEP, RANK_MISSES, predict, ranking, rows  # noqa: E402
+from tests.training_rows import (CAVEATS, NOT_A_STEP, RANK_MISSES, predict,  # noqa: E402
+                                 ranking, rows)
 from topoc.compiler.training import gemm  # noqa: E402
 
 STEPS = {"e_max": 0.02, "fp8": 0.02, "c": 16.0, "attention": 0.02, "moe_layer": 0.0005}
@@ -148,6 +149,25 @@ def table(ranks: bool = False) -> None:
                   f"{rk.gap:+.1%} | {rk.differs()} | {_strategy(same, hbm)} | "
                   f"{rk.gap_same:+.1%} | {rk.differs(same)} | "
                   f"{RANK_MISSES.get(rid, 'not explained')} |")
+    caveats()
+
+
+def caveats() -> None:
+    """The rows tests/training_rows.py's CAVEATS names: their error, why the model cannot
+    settle them, and the what-if with the unpublished setting changed (never in the summary)."""
+    by_id = {r.id: r for r in rows()}
+    for rid, (why, change) in CAVEATS.items():
+        r = by_id.get(rid)
+        p = predict(r) if r else None
+        if p is None or p.error is None:
+            continue
+        line = f"caveat: {rid} ({p.error:+.1%}): {why}"
+        if change:
+            q = predict(attrs.evolve(r, **change))
+            what = ", ".join(f"{k} {v}" for k, v in change.items())
+            fits = "" if q.fits else f", over HBM at {q.memory / 1e9:.1f} GB"
+            line += f"; with {what}: {q.error:+.1%}{fits}"
+        print(line)
 
 
 def _strategy(row, hbm: float) -> str:

@@ -17,6 +17,11 @@ Element-wise work (norms, residuals, dropout, the activation function) moves its
 ``hbm_efficiency`` of the HBM bandwidth. With fp8 GEMMs every GEMM input is cast first
 (Transformer Engine, torchao): ``FP8_CAST_BYTES`` per input element (a bf16 read, an fp8 write
 and the transposed copy the weight gradient reads), a documented figure, not a fit.
+
+MoE layers: after the dropless dispatcher's host synchronisation the forward's expert segment
+runs no faster than the host issues its kernels, and the backward no faster than the host
+issues the layer's (``host_bound``): fine-grained experts at small micro-batches wait on the
+host, large ones do not.
 """
 
 from __future__ import annotations
@@ -102,6 +107,49 @@ def _layer_gemms(m: Transformer, t, sh: Shape, tokens: float, moe: bool):
     return out
 
 
+#: Host seconds to issue one kernel from an eager PyTorch module (Python, the dispatcher, the
+#: autograd bookkeeping and cudaLaunchKernel): an order-of-magnitude figure, not fitted
+#: (benchmarks/README.md reports the rows at 10 and 30 us as well).
+HOST_LAUNCH = 20e-6
+#: Kernels of an MoE layer's dispatch segment per micro-batch that do not scale with the local
+#: experts (router scores, top-k, the token-count exchange, permute, sort by expert, the
+#: activation, unpermute): about ten forward and twenty backward.
+MOE_SEGMENT_LAUNCHES = (10, 20)
+#: Kernels of the rest of the layer (norms, the attention projections with their fp8 casts,
+#: rotary embedding, the attention kernel, residual adds): about twenty backward.
+LAYER_BACKWARD_LAUNCHES = 20
+
+
+def host_bound(m: Transformer, sh: Shape, fp8: bool, experts_fwd: float, layer_bwd: float,
+               forwards: float = 1) -> float:
+    """Seconds per MoE layer and micro-batch the GPU waits for the host to issue kernels.
+
+    Forward: Megatron-Core's dropless dispatcher copies the per-expert token counts to the
+    host every layer (the all-to-all's split sizes and the grouped GEMM's ``m_splits`` are
+    host integers; its README: the dynamic shapes make MoE layers uncapturable by CUDA
+    graphs), so the GPU queue is empty after the copy and the expert segment that follows
+    runs no faster than the host issues it; the rest of the layer (attention) is issued
+    faster than it runs. Transformer Engine's GroupedLinear launches one GEMM per local
+    expert (``--moe-grouped-gemm``: "launch multiple local GEMM kernels in multiple
+    streams"), each with an fp8 cast of its input under fp8: two GEMMs per expert forward,
+    four backward (data and weight gradients); its maintainers attribute the gap between
+    the module and its GEMMs to that host work (TransformerEngine issue #1499: torch.split
+    and 2 x num_gemms torch.empty calls under the fp8 multi-cast, "not trivial to
+    eliminate"). The forward segment takes the longer of the experts' GEMM time
+    (``experts_fwd``) and its launches x ``HOST_LAUNCH``, once per forward (a full
+    recompute's forward syncs again). Backward needs no copy (the splits are kept from the
+    forward), so the host runs ahead across layers and only the whole layer's launches
+    against its GPU time (``layer_bwd``) count. Returns the excess over the GPU time:
+    fine-grained experts at small micro-batches (128 experts, 16 per GPU, ~2K tokens each)
+    are host-bound; large experts are not."""
+    local = max(1, m.experts // max(1, sh.ep))
+    per_gemm = 2 if fp8 else 1
+    fwd = HOST_LAUNCH * (MOE_SEGMENT_LAUNCHES[0] + 2 * local * per_gemm)
+    bwd = HOST_LAUNCH * (LAYER_BACKWARD_LAUNCHES + MOE_SEGMENT_LAUNCHES[1] +
+                         4 * local * per_gemm)
+    return forwards * max(0.0, fwd - experts_fwd) + max(0.0, bwd - layer_bwd)
+
+
 #: Bytes an fp8 cast moves per element of a GEMM input (Transformer Engine): a bf16 read, an
 #: fp8 write and the transposed fp8 copy the weight gradient reads.
 FP8_CAST_BYTES = 4.0
@@ -161,7 +209,8 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
     for moe, n in ((False, dense), (True, layers - dense)):
         if n <= 0:
             continue
-        g_time, g_flops = _gemms(r, _layer_gemms(m, t, sh, tokens, moe), fp8)
+        shapes = _layer_gemms(m, t, sh, tokens, moe)
+        g_time, g_flops = _gemms(r, shapes, fp8)
         if moe:
             router, r_flops = _gemms(r, [(tokens, m.experts, m.hidden, 1)], False)
             g_time, g_flops = g_time + router, g_flops + r_flops
@@ -172,12 +221,16 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             # torchtitan's per-op policy keeps the attention output and recomputes every
             # other matrix multiplication
             redo, passes = 0.0, 3 + op_policy(m, sh, moe)[1]
+        bytes_, softmax = _elementwise(m, t, sh, moe, fp8)
         if moe:
-            g_time += r.curve.moe_layer / passes
+            # the layer's backward on the GPU: GEMMs, attention, element-wise work
+            bwd = 2 * g_time + a_bwd + 2 * tokens * bytes_ / (r.hbm * t.hbm_efficiency)
+            experts = _gemms(r, shapes[-2:], fp8)[0]       # the local experts' two GEMMs
+            g_time += (r.curve.moe_layer + host_bound(m, sh, fp8, experts, bwd,
+                                                      passes - 2)) / passes
         gemm += n * g_time * passes
         flops += n * (g_flops * passes + a_flops * (3 + redo))
         att += n * (a_fwd * (1 + redo) + a_bwd)
-        bytes_, softmax = _elementwise(m, t, sh, moe, fp8)
         extra = {"none": 0.0, "full": bytes_,
                  "selective": 0.0 if t.flash_attention else softmax}[t.recompute]
         ew += n * tokens * (3 * bytes_ + extra) / (r.hbm * t.hbm_efficiency)
