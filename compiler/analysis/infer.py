@@ -51,17 +51,17 @@ PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 class Settings:
     """Efficiencies and engine limits (defaults fitted or documented in docs/infer.md)."""
 
-    gemm_efficiency: float = 0.476      # decode GEMMs: fraction of the precision's dense peak
+    gemm_efficiency: float = 0.509      # decode GEMMs: fraction of the precision's dense peak
     prefill_efficiency: float = 0.526   # prefill GEMMs and attention
     hbm_efficiency: float = 0.947       # fraction of HBM bandwidth streaming weights and KV reach
     layer_overhead: float = 2.30e-5     # s per layer and step: launches, norms, synchronisation
     step_overhead: float = 1.03e-3      # s per engine step: scheduling, sampling, host work
     expert_tile: float = 259.0          # rows of a grouped-GEMM tile: an expert with m tokens
     #                                     runs at m / (m + expert_tile) of the GEMM rate
-    fp4_efficiency: float = 0.599       # FP4 GEMMs: a further fraction of the FP4 peak
+    fp4_efficiency: float = 0.557       # FP4 GEMMs: a further fraction of the FP4 peak
     request_overhead: float = 0.0056    # s per request before its prefill: API, tokenizer, queue
-    gemm_width: float = 42.4            # columns per GPU at which GEMMs run at half speed
-    collective_overhead: float = 2.77e-5  # s per tensor-parallel collective in a step: its
+    gemm_width: float = 44.0            # columns per GPU at which GEMMs run at half speed
+    collective_overhead: float = 2.58e-5  # s per tensor-parallel collective in a step: its
     #                                     kernel launch and the group's barrier, beyond the wire
     max_batch: int = 2048               # sequences per replica an engine schedules at most
     max_tokens: int = 8192              # tokens per step: prefill runs in chunks of this
@@ -71,7 +71,7 @@ class Settings:
     #                                     scheduling, sampling, detokenisation, inputs
     overlap_scheduler: bool = True      # the engine prepares step n+1 while the GPU runs
     #                                     step n: host work hides up to the GPU's time
-    closed_loop_share: float = 0.34     # ``ttft_closed_loop``: the exponent of the wave's TTFT
+    closed_loop_share: float = 0.33     # ``ttft_closed_loop``: the exponent of the wave's TTFT
     #                                     in the geometric interpolation between the steady and
     #                                     the wave TTFT (empirical, fitted on the fit rows only)
 
