@@ -51,11 +51,12 @@ def ranks_of(row: dict) -> tuple[int, ...]:
 
 
 def predict(row: dict) -> Cost:
-    """The cost model's prediction for the row's system, group, collective, size, algorithm
-    and NCCL release (the latest when the source does not say)."""
+    """The cost model's prediction for the row's system, group, collective, size, algorithm,
+    NCCL release and net plugin release (the latest when the source does not say)."""
     s = system(row["system"], row.get("defines") or "")
     return cost(s, RankGroup("ranks", ranks_of(row)), row.get("collective") or "allreduce",
-                size_of(row["size"]), row["algorithm"], nccl=row.get("nccl") or None)
+                size_of(row["size"]), row["algorithm"], nccl=row.get("nccl") or None,
+                plugin=row.get("plugin") or None)
 
 
 def measured_time(row: dict) -> float:

@@ -309,8 +309,10 @@ def _nic_bytes_per_s(system: System, rank: int) -> float:
 
 
 def profile(system: System, group: RankGroup, collective: str, algorithm: str,
-            res: Resources | None = None, nccl: Nccl | None = None) -> Profile:
-    """The size-independent part of the cost of ``algorithm`` on ``group``."""
+            res: Resources | None = None, nccl: Nccl | None = None,
+            plugin: str | None = None) -> Profile:
+    """The size-independent part of the cost of ``algorithm`` on ``group`` (``plugin``: the
+    net plugin's release, transports.with_plugin)."""
     ranks = group.ranks
     n = len(ranks)
     sm, lanes = _gpu_facts(system, ranks)
@@ -392,7 +394,8 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     return Profile(algorithm, total, (example[1], example[0]), intra, islands, hosts,
                    channels, arch, classes, declared[True], declared[False],
                    n // islands, nccl,
-                   _transport(system, ranks) if islands > 1 else None, select,
+                   transports.with_plugin(_transport(system, ranks), plugin)
+                   if islands > 1 else None, select,
                    net if algorithm == "nvlstree" else None,
                    _nic_bytes_per_s(system, ranks[0]) if islands > 1 else 0.0)
 
@@ -493,6 +496,15 @@ def _tuner(system: System, ranks: Sequence[int]) -> tuple[str, int] | None:
     return (name, len(orders.islands(system, ranks))) if name else None
 
 
+def _tuner_loads(profiles: Sequence[Profile], version: Nccl) -> bool:
+    """Whether a tuner plugin runs at all: NCCL loads tuners from 2.19 (its ext-tuner
+    interface, NVIDIA/nccl v2.19.3-1), and the net plugin's release must ship one
+    (transports.EFA_RELEASES: aws-ofi-nccl's from v1.8.0-aws)."""
+    if int(version.version.split(".")[1]) < 19:
+        return False
+    return all(p.transport is None or p.transport.tuner for p in profiles)
+
+
 def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
             protocol: str | None = None, graph: bool = False) -> Cost:
     """The cost of one size from a profile: the protocol NCCL would choose unless one is
@@ -542,14 +554,16 @@ def auto_algorithms(system: System, group: RankGroup, collective: str,
 def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int],
           algorithm: str = "auto", protocol: str | None = None,
           among: Sequence[str] = (), nccl: str | None = None,
-          graph: bool = False) -> list[Cost]:
+          graph: bool = False, plugin: str | None = None) -> list[Cost]:
     """One row per size: the named algorithm, or for ``auto`` the fastest of NCCL's (those in
     ``among`` when given: the schedule stage asks only for what it can plan). ``nccl`` names
     the release whose tables apply (versions.py; the latest when None); ``graph`` costs
-    CUDA-graph launches (nccl-tests -G)."""
+    CUDA-graph launches (nccl-tests -G); ``plugin`` the net plugin's release (aws-ofi-nccl,
+    transports.with_plugin; the latest when None)."""
     try:
         version = nccl_profile(nccl)
-    except UnknownVersion as exc:
+        transports.with_plugin(None, plugin)
+    except (UnknownVersion, transports.UnknownPlugin) as exc:
         raise CostError(str(exc)) from None
     if collective not in COLLECTIVES:
         raise CostError(f"unknown collective '{collective}'")
@@ -567,12 +581,14 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
                         "switches all have 'reduction = true'")
     res = Resources.of(system, _gpu_facts(system, group.ranks)[0])
     try:
-        profiles = [profile(system, group, collective, a, res, version) for a in algos]
+        profiles = [profile(system, group, collective, a, res, version, plugin) for a in algos]
     except NoRoute as exc:
         raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
     profiles = [p for p in profiles
                 if protocol is None or PROTOCOLS.index(protocol) in protocols(p.algorithm)]
     tuner = _tuner(system, group.ranks) if algorithm == "auto" and protocol is None else None
+    if tuner and not _tuner_loads(profiles, version):
+        tuner = None
     rows = []
     for size in sizes:
         found = [o for p in profiles for o in options(p, group, collective, size, protocol, graph)]
@@ -585,11 +601,11 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
 @gc_paused()
 def cost(system: System, group: RankGroup, collective: str, size: int,
          algorithm: str = "auto", protocol: str | None = None, nccl: str | None = None,
-         graph: bool = False) -> Cost:
+         graph: bool = False, plugin: str | None = None) -> Cost:
     """The predicted cost of one collective of ``size`` bytes on ``group`` (``nccl`` and
     ``graph`` as in ``sweep``)."""
     return sweep(system, group, collective, [size], algorithm, protocol, nccl=nccl,
-                 graph=graph)[0]
+                 graph=graph, plugin=plugin)[0]
 
 
 

@@ -97,7 +97,8 @@ def pipeline_seconds(p: Profile, collective: str, n: int, size: int, proto: int)
         fan = 1 if p.islands == 2 else 3
         return chunks * fan * max(gap, over + s / per_channel_bw)
     if p.algorithm == "nvlstree" and collective == "allreduce":
-        chunk = _nvls_tree_chunk(size, p.channels * p.island_ranks, p.islands, t)
+        chunk = _nvls_tree_chunk(size, p.channels * p.island_ranks, p.islands, t,
+                                 int(p.nccl.version.split(".")[1]))
         share = size / p.channels
         chunks = max(1, math.ceil(share / chunk))
         s = min(chunk, share)
@@ -112,13 +113,17 @@ def pipeline_seconds(p: Profile, collective: str, n: int, size: int, proto: int)
 NVLS_TREE_FAN = 2
 
 
-def _nvls_tree_chunk(size: int, concurrent: int, islands: int, t) -> int:
+def _nvls_tree_chunk(size: int, concurrent: int, islands: int, t, minor: int = 30) -> int:
     """NCCL's NVLS-tree chunk (enqueue.cc): NCCL_NVLS_CHUNKSIZE (128 KiB, or what the plugin
-    sets), at most NCCL_NVLSTREE_MAX_CHUNKSIZE (by default 64 KiB from four nodes), then
-    smaller while the message is small against channels x heads (``concurrent``)."""
-    chunk = t.nvls_chunk
-    top = t.nvls_tree_max_chunk or (65536 if islands >= 4 else chunk)
-    chunk = min(chunk, top)
+    sets; from 2.21, before which NVLS-tree started from the Simple step, NCCL_BUFFSIZE / 8), at
+    most NCCL_NVLSTREE_MAX_CHUNKSIZE (64 KiB from four nodes since 2.19.4, which the plugin may
+    raise from 2.20; 2.18 has no cap), then smaller while the message is small against
+    channels x heads (``concurrent``). ``minor``: NCCL's release 2.MINOR."""
+    chunk = t.nvls_chunk if minor >= 21 else t.buffsize // NCCL_STEPS
+    if minor >= 19:
+        cap = t.nvls_tree_max_chunk if minor >= 20 else 0
+        top = cap or (65536 if islands >= 4 else chunk)
+        chunk = min(chunk, top)
     for times, floor in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
         if size < times * concurrent * chunk and chunk > floor:
             chunk = floor

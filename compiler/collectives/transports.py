@@ -37,6 +37,8 @@ class Transport:
     p2p_chunk: int = 128 << 10    # NCCL_P2P_NET_CHUNKSIZE: NCCL's default, or the plugin's
     nvls_chunk: int = 128 << 10   # NCCL_NVLS_CHUNKSIZE: NCCL's default, or the plugin's
     nvls_tree_max_chunk: int = 0  # NCCL_NVLSTREE_MAX_CHUNKSIZE the plugin sets (0: NCCL's rule)
+    tuner: bool = True            # the plugin release ships the tuner the NIC model names
+    plugin: str = ""              # the net plugin release these settings are from ("": latest)
 
 
 #: EFA (aws-ofi-nccl's RDMA protocol on p5 and later). op_us is *fitted* on the p5 8 B row. Its
@@ -85,6 +87,57 @@ TRANSPORTS = {
     "tcpxo": Transport("tcpxo", 113.0, 360.0, 0.92, 0.87),
 }
 DEFAULT = {"infiniband": "ib", "ethernet": "roce"}
+
+
+#: aws-ofi-nccl releases whose settings differ from the latest, oldest first: (first release,
+#: what changes), read from the plugin's tags (aws/aws-ofi-nccl): the NCCL settings
+#: platform-aws sets on p5 (NCCL_NVLSTREE_MAX_CHUNKSIZE 512 KiB from v1.8.0-aws; NCCL_BUFFSIZE
+#: 8 MiB, NCCL_P2P_NET_CHUNKSIZE and NCCL_NVLS_CHUNKSIZE 512 KiB from v1.16.0; before them
+#: NCCL's defaults) and the tuner (from v1.8.0-aws, RELEASENOTES.md: "a tuner component ...
+#: picks the optimal NCCL algorithm and protocol"). The rail scheduler changed too
+#: (ROUND_ROBIN_THRESHOLD 8 KiB up to v1.7.3-aws, every larger message split over all four
+#: rails; 256 KiB from v1.7.4-aws; MIN_STRIPE_SIZE 128 KiB from v1.13.0-aws), which the model
+#: does not charge: a per-stripe cost contradicts the current plugin's fit rows (docs/cost.md).
+_NCCL_DEFAULTS = dict(buffsize=4 << 20, p2p_chunk=128 << 10, nvls_chunk=128 << 10)
+EFA_RELEASES = (
+    ((1, 7), dict(_NCCL_DEFAULTS, nvls_tree_max_chunk=0, tuner=False)),
+    ((1, 8), dict(_NCCL_DEFAULTS)),
+    ((1, 16), {}),
+)
+
+
+class UnknownPlugin(ValueError):
+    """A net plugin release the profiles do not cover."""
+
+
+def plugin_release(version: str) -> tuple[int, ...]:
+    """'1.7.3', 'v1.7.3-aws' or '1.16' as a tuple of ints."""
+    text = version.strip().lstrip("v").removesuffix("-aws")
+    try:
+        release = tuple(int(x) for x in text.split("."))
+    except ValueError:
+        raise UnknownPlugin(f"aws-ofi-nccl release '{version}': give it as 1.MINOR[.PATCH], "
+                            "e.g. 1.7.3") from None
+    if len(release) < 2 or release < (1, 7):
+        raise UnknownPlugin(f"aws-ofi-nccl {version}: the profiles start at 1.7 (the first "
+                            "release with the RDMA protocol on p5)")
+    return release
+
+
+def with_plugin(t: Transport | None, version: str | None) -> Transport | None:
+    """``t`` as aws-ofi-nccl ``version`` drives it (None or 'latest': unchanged). Only the
+    ``efa`` transport (the RDMA protocol) changes: ``efa_sendrecv`` is costed per network step,
+    which the plugin's chunk settings do not enter."""
+    if version in (None, "", "latest"):
+        return t
+    release = plugin_release(version)
+    if t is None or t.name != "efa":
+        return t
+    chosen = {}
+    for first, changes in EFA_RELEASES:
+        if release >= first:
+            chosen = changes
+    return attrs.evolve(t, plugin=".".join(map(str, release)), **chosen)
 
 
 def of_nic(model, link_cls: str) -> Transport:

@@ -7,6 +7,7 @@ from ..backends import cost_table
 from ..compiler.collectives.cost import CostError, sweep
 from ..compiler.collectives.orders import COSTED_ALGORITHMS
 from ..compiler.collectives.tuning import PROTOCOLS
+from ..compiler.collectives.transports import UnknownPlugin, plugin_release
 from ..compiler.collectives.versions import LATEST, UnknownVersion, nccl as nccl_profile
 from ..compiler.ir.system import COLLECTIVES, System
 from .common import (EXIT_OK, UsageError, add_common, add_group_options, fail, load, parse_sizes,
@@ -31,6 +32,9 @@ def add_parser(sub) -> None:
     p.add_argument("--nccl", metavar="VERSION", default=LATEST,
                    help=f"the NCCL release whose tables and launch cost apply: 2.18 and later, "
                    f"e.g. 2.18, 2.21, 2.23, 2.27 (default {LATEST}, the latest profile)")
+    p.add_argument("--net-plugin", metavar="VERSION",
+                   help="the net plugin's release (aws-ofi-nccl on EFA: 1.7 and later, e.g. "
+                   "1.7.3): its NCCL settings and whether its tuner runs (default: the latest)")
     p.add_argument("--cuda-graph", action="store_true",
                    help="cost CUDA-graph launches (nccl-tests -G): a smaller fixed cost per call")
     p.add_argument("--format", choices=list(cost_table.FORMATS), default="table")
@@ -44,6 +48,11 @@ def run(args) -> int:
         nccl_profile(args.nccl)
     except UnknownVersion as exc:
         raise UsageError(f"--nccl: {exc}") from None
+    if args.net_plugin:
+        try:
+            plugin_release(args.net_plugin)
+        except UnknownPlugin as exc:
+            raise UsageError(f"--net-plugin: {exc}") from None
     system = load(args)
     strategy_only = args.parallel and not args.group and not args.ranks
     if strategy_only:
@@ -56,11 +65,13 @@ def run(args) -> int:
         else:
             rows = sweep(system, group, args.collective or "allreduce",
                          sizes or parse_sizes(DEFAULT_SIZES), args.algorithm, args.protocol,
-                         nccl=args.nccl, graph=args.cuda_graph)
+                         nccl=args.nccl, graph=args.cuda_graph,
+                         plugin=args.net_plugin)
     except (CostError, KeyError) as exc:
         return fail(args.file, exc.args[0] if isinstance(exc, KeyError) else exc)
+    plugin = f", aws-ofi-nccl {args.net_plugin}" if args.net_plugin else ""
     title = (f"topoc cost {args.file}: predicted times (NCCL {nccl_profile(args.nccl).version} "
-             f"model{', CUDA graphs' if args.cuda_graph else ''}, docs/cost.md)")
+             f"model{plugin}{', CUDA graphs' if args.cuda_graph else ''}, docs/cost.md)")
     write_output(cost_table.render(rows, args.format, title), args.output)
     return EXIT_OK
 
@@ -82,5 +93,6 @@ def _strategy_rows(system: System, args, sizes):
         group = selected_group(system, args, flow.dim)
         if len(group.ranks) > 1:
             rows += sweep(system, group, flow.collective, sizes or [flow.bytes], args.algorithm,
-                          args.protocol, nccl=args.nccl, graph=args.cuda_graph)
+                          args.protocol, nccl=args.nccl, graph=args.cuda_graph,
+                         plugin=args.net_plugin)
     return rows
