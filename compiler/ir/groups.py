@@ -105,6 +105,10 @@ def select_group(system: System, spec: str | None = None, parallel: str | None =
     if spec in (None, "world"):
         return RankGroup("world", tuple(range(world)))
     kind, _, index = spec.partition(":")
+    if kind == "world":
+        if index not in ("", "0"):
+            raise GroupError(f"world has one group, world:0, not world:{index}")
+        return RankGroup("world", tuple(range(world)))
     if kind not in GROUP_KINDS:
         raise GroupError(f"unknown group kind '{kind}'" + suggest(kind, [*GROUP_KINDS, "world"]))
     names = [p.name for p in system.parallels]
@@ -127,8 +131,11 @@ def select_group(system: System, spec: str | None = None, parallel: str | None =
 
 def groups(system: System, kind: str, parallel: str | None = None) -> list[RankGroup]:
     """The rank groups of one dimension (tp, cp, ep, dp, pp) of a strategy, as RankGroups
-    named ``kind:index``; ``parallel`` may be omitted when the file has one strategy."""
+    named ``kind:index``; ``parallel`` may be omitted when the file has one strategy.
+    ``world`` is the one group of every GPU and needs no strategy."""
     first = select_group(system, f"{kind}:0", parallel)
+    if kind == "world":
+        return [first]
     strategy = system.parallel(parallel or system.parallels[0].name)
     return [attrs.evolve(first, name=f"{kind}:{i}", ranks=tuple(g))
             for i, g in enumerate(rank_groups(strategy, kind))]
