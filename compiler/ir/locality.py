@@ -107,6 +107,39 @@ def _join(parent: list[int], a: int, b: int) -> None:
             parent[ra] = rb
 
 
+def _array(values):
+    """An ``array('i')`` of device indices as a numpy int64 array (a copy: never a view that
+    would pin the array's buffer)."""
+    import numpy as np
+
+    if not len(values):
+        return np.zeros(0, np.int32)
+    return np.frombuffer(values, dtype=np.int32).copy()
+
+
+def _components(label, a, b):
+    """Connected components over the edges ``a[i] -- b[i]``, starting from ``label`` (each
+    device's current root; roots are the smallest index of their set): every device ends up
+    labelled with the smallest index of its component, as ``_join`` would leave its root.
+    Minimum labels spread over the edges and pointer jumping shortens chains, in numpy; a
+    pass per step of the longest chain, a handful for racks and nodes."""
+    import numpy as np
+
+    while True:
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        while True:
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
 class Locality:
     """Locality facts of one system's GPUs; built on first use via ``System.locality``."""
 
@@ -114,57 +147,69 @@ class Locality:
     def __init__(self, system: System):
         self.system = system
         self.memo: dict[str, dict[tuple, object]] = {}
-        # Union-finds on integer device indices over the links each needs, selected in C by
-        # link type (``Ends.mask``): NVLink joins domains; islands start from the domains
-        # (NVLink joins them too) and add the other links inside a machine, so the 87 % of an
-        # NVL72 cluster's links that are NVLink are joined once, not twice.
+        # Components on integer device indices over the links each needs, selected in C by
+        # link type (``Ends.mask``) and joined in numpy (``_components``): NVLink joins
+        # domains; islands start from the domains and add the other links inside a machine,
+        # so the 87 % of an NVL72 cluster's links that are NVLink are joined once, not twice.
+        import numpy as np
+
         devices = system.devices
         self.index = index = system_device_indices(system)
-        domains = list(range(len(devices)))
-        in_domain = bytearray(len(devices))
-        self.host_adj: dict[str, list[str]] = defaultdict(list)
         ends = system.ends
+        n = len(devices)
+        src, dst = _array(ends.src), _array(ends.dst)
 
-        def pairs(keep):
-            return compress(zip(ends.src, ends.dst), ends.mask(keep))
-        for a, b in pairs(lambda t: t.cls == "nvlink"):
-            _join(domains, a, b)
-            in_domain[a] = in_domain[b] = 1
-        islands = list(domains)
-        for a, b in pairs(lambda t: t.cls not in SCALEOUT_CLASSES and t.cls != "nvlink"):
-            _join(islands, a, b)
-        host_adj = self.host_adj
-        for a, b in pairs(lambda t: t.cls in _HOST_CLASSES):
-            u, v = devices[a].id, devices[b].id
+        def select(keep):
+            flags = np.frombuffer(bytes(ends.mask(keep)), dtype=np.bool_) if len(src) else \
+                np.zeros(0, np.bool_)
+            return src[flags], dst[flags]
+        a, b = select(lambda t: t.cls == "nvlink")
+        in_domain = np.zeros(n, np.bool_)
+        in_domain[a] = True
+        in_domain[b] = True
+        domains = _components(np.arange(n, dtype=np.int32), a, b)
+        a, b = select(lambda t: t.cls not in SCALEOUT_CLASSES and t.cls != "nvlink")
+        islands = _components(domains.copy(), a, b)
+        host_adj = self.host_adj = defaultdict(list)
+        ids = [d.id for d in devices]
+        a, b = select(lambda t: t.cls in _HOST_CLASSES)
+        for x, y in zip(a.tolist(), b.tolist()):
+            u, v = ids[x], ids[y]
             host_adj[u].append(v)
             host_adj[v].append(u)
-        self._domains = domains         # p2p starts from them
+        self._domains = domains.tolist()        # p2p starts from them (roots: smallest index)
         gpus = system.gpus
         self.rank_of = {g.id: r for r, g in enumerate(gpus)}
-        island_ids: dict[int, int] = {}
-        self.island: list[int] = []
-        self.island_ranks: list[list[int]] = []     # ranks of each island, ascending
-        for r, g in enumerate(gpus):
-            i = island_ids.setdefault(_root(islands, index[g.id]), len(island_ids))
-            if i == len(self.island_ranks):
-                self.island_ranks.append([])
-            self.island.append(i)
+        #: each rank's device index (ranks follow the devices' order)
+        self.gpu_index = gpu_index = np.fromiter((index[g.id] for g in gpus), dtype=np.int64,
+                                                 count=len(gpus))
+        # islands numbered in order of their first rank, each rank list ascending
+        roots = islands[gpu_index]
+        _, first, inverse = np.unique(roots, return_index=True, return_inverse=True)
+        number = np.empty(len(first), np.int64)
+        number[np.argsort(first, kind="stable")] = np.arange(len(first))
+        self.island: list[int] = number[inverse.reshape(-1)].tolist()
+        self.island_ranks: list[list[int]] = [[] for _ in range(len(first))]
+        for r, i in enumerate(self.island):
             self.island_ranks[i].append(r)
         # An NVLink domain is named by its smallest device id, as the string-keyed pass named it.
         name: dict[int, str] = {}
-        for i, d in enumerate(devices):
-            if in_domain[i]:
-                root = _root(domains, i)
-                if root not in name or d.id < name[root]:
-                    name[root] = d.id
-        self.domain_root = [name[_root(domains, index[g.id])] if in_domain[index[g.id]] else None
-                            for g in gpus]
+        members: dict[int, list[str]] = defaultdict(list)
+        switch = np.fromiter((d.kind == "switch" for d in devices), dtype=np.bool_, count=n)
+        for i, root in zip(np.flatnonzero(in_domain).tolist(),
+                           domains[in_domain].tolist()):
+            known = name.get(root)
+            if known is None or ids[i] < known:
+                name[root] = ids[i]
+        for i, root in zip(np.flatnonzero(in_domain & switch).tolist(),
+                           domains[in_domain & switch].tolist()):
+            members[root].append(ids[i])
+        gpu_root = domains[gpu_index].tolist()
+        gpu_in = in_domain[gpu_index].tolist()
+        self.domain_root = [name[root] if inside else None
+                            for root, inside in zip(gpu_root, gpu_in)]
         self.domain_switches: dict[str, tuple[str, ...]] = defaultdict(tuple)
-        members: dict[str, list[str]] = defaultdict(list)
-        for i, d in enumerate(devices):
-            if d.kind == "switch" and in_domain[i]:
-                members[name[_root(domains, i)]].append(d.id)
-        self.domain_switches.update({k: tuple(sorted(v)) for k, v in members.items()})
+        self.domain_switches.update({name[k]: tuple(sorted(v)) for k, v in members.items()})
 
     @_memo
     def _nearest(self, gpu_id: str, kind: str) -> tuple[str, ...]:

@@ -127,34 +127,39 @@ def remote_nic(system: System, opts) -> Iterable[Finding]:
 
 @rule("W404", "warning", "asymmetric NVLink: GPUs of one NVLink domain with different bandwidth")
 def asymmetric(system: System, opts) -> Iterable[Finding]:
+    import numpy as np
+
     loc = system.locality
-    bw: Counter = Counter()
-    ends, devices = system.ends, system.devices
-    gpu = bytearray(d.kind == "gpu" for d in devices)
+    ends, gpus = system.ends, system.gpus
     nvlink = [t.cls == "nvlink" for t in ends.types]
-    per_lane = [t.bandwidth for t in ends.types]
-    by_index: dict[int, float] = defaultdict(int)
-    # summed per GPU in link order, as the bandwidth of each link was added before
-    for code, a, b, lanes in zip(ends.type, ends.src, ends.dst, ends.lanes):
-        if nvlink[code]:
-            if gpu[a]:
-                by_index[a] += per_lane[code] * lanes
-            if gpu[b]:
-                by_index[b] += per_lane[code] * lanes
-    for i, total in by_index.items():
-        bw[devices[i].id] = total
-    domains: dict[str, list] = defaultdict(list)
-    for r, g in enumerate(system.gpus):
-        if loc.domain_root[r] is not None:
-            domains[loc.domain_root[r]].append(g)
-    for gpus in domains.values():
-        values = {bw[g.id] for g in gpus}
+    per_lane = np.array([t.bandwidth if t.cls == "nvlink" else 0.0 for t in ends.types] or [0.0])
+    # Each GPU's NVLink bandwidth summed in link order, as it was added link by link before:
+    # both ends of link i sit at 2i and 2i + 1, and bincount adds its weights in input order.
+    keep = np.frombuffer(bytes(ends.mask(lambda t: t.cls == "nvlink")), dtype=np.bool_) \
+        if len(ends.src) and any(nvlink) else np.zeros(0, np.bool_)
+    if len(keep):
+        codes = np.frombuffer(ends.type.tobytes(), dtype=np.uint8 if ends.type.typecode == "B"
+                              else np.uint16)[keep]
+        weight = per_lane[codes] * np.frombuffer(ends.lanes, dtype=np.int32)[keep]
+        both = np.empty(2 * len(weight), np.int64)
+        both[0::2] = np.frombuffer(ends.src, dtype=np.int32)[keep]
+        both[1::2] = np.frombuffer(ends.dst, dtype=np.int32)[keep]
+        total = np.bincount(both, weights=np.repeat(weight, 2), minlength=len(system.devices))
+    else:
+        total = np.zeros(len(system.devices))
+    bw = total[loc.gpu_index].tolist()          # per rank; non-GPU ends were never read
+    domains: dict[str, list[int]] = defaultdict(list)
+    for r, root in enumerate(loc.domain_root):
+        if root is not None:
+            domains[root].append(r)
+    for ranks in domains.values():
+        values = {bw[r] for r in ranks}
         if len(values) > 1:
-            lo = min(gpus, key=lambda g: (bw[g.id], g.id))
-            hi = max(gpus, key=lambda g: (bw[g.id], g.id))
-            yield Finding("W404", f"NVLink bandwidth differs inside one domain: {lo.id} has "
-                          f"{bw[lo.id] / 1e9:g} GB/s, {hi.id} {bw[hi.id] / 1e9:g} GB/s per "
-                          "direction", lo.span, lo.id)
+            lo = min(ranks, key=lambda r: (bw[r], gpus[r].id))
+            hi = max(ranks, key=lambda r: (bw[r], gpus[r].id))
+            yield Finding("W404", f"NVLink bandwidth differs inside one domain: {gpus[lo].id} has "
+                          f"{bw[lo] / 1e9:g} GB/s, {gpus[hi].id} {bw[hi] / 1e9:g} GB/s per "
+                          "direction", gpus[lo].span, gpus[lo].id)
 
 
 @rule("W405", "warning", "oversubscribed switch tier: uplinks carry less than downlinks",
