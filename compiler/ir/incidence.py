@@ -170,8 +170,10 @@ def links_in(system: System, classes: tuple[str, ...]) -> tuple[Link, ...]:
     key = ("links_in", classes)
     found = system.memo.get(key)
     if found is None:
-        found = system.memo[key] = tuple(
-            compress(system.links, system.ends.mask(lambda t: t.cls in classes)))
+        flags = system.ends.mask(lambda t: t.cls in classes)
+        links = system.links
+        found = system.memo[key] = links.select(flags) if hasattr(links, "select") else \
+            tuple(compress(links, flags))
     return found
 
 
