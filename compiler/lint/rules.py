@@ -106,19 +106,14 @@ def no_p2p(system: System, opts) -> Iterable[Finding]:
 
 @rule("W403", "warning", "GPU whose nearest NIC hangs off another CPU socket")
 def remote_nic(system: System, opts) -> Iterable[Finding]:
-    loc = system.locality
-    nic_socket: dict[str, str] = {}
+    # every GPU's socket, NIC and the NIC's socket, searched once per distinct host part
+    # (``Locality.gpu_hosts``) instead of once per GPU
+    socket, _, nic, nic_socket = system.locality.gpu_hosts
     found: dict[tuple, list[str]] = defaultdict(list)
-    for r, g in enumerate(system.gpus):
-        nic = loc.nic(r)
-        if not nic:
-            continue
-        if nic not in nic_socket:
-            cpus = loc._nearest(nic, "cpu")
-            nic_socket[nic] = cpus[0] if cpus else ""
-        socket = loc.socket(r)
-        if socket and nic_socket[nic] and socket != nic_socket[nic]:
-            found[g.span, socket, nic_socket[nic]].append(f"{g.id} -> {nic}")
+    gpus = system.gpus
+    for r, (mine, theirs) in enumerate(zip(socket, nic_socket)):
+        if mine and theirs and mine != theirs and nic[r]:
+            found[gpus[r].span, mine, theirs].append(f"{gpus[r].id} -> {nic[r]}")
     for (span, mine, theirs), pairs in found.items():
         yield Finding("W403", f"GPUDirect RDMA crosses the socket link: {_many(pairs)} "
                       f"(GPU on {mine}, NIC on {theirs})", span,
