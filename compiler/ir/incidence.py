@@ -177,6 +177,33 @@ def links_in(system: System, classes: tuple[str, ...]) -> tuple[Link, ...]:
     return found
 
 
+def columns_in(system: System, classes: tuple[str, ...]) -> tuple[list[str], list[str],
+                                                                  list[float]]:
+    """The links of these classes in declaration order as three columns: source ids,
+    destination ids and bandwidths (bytes/s per direction over all lanes, as
+    ``Link.bandwidth`` computes it), kept per system. What the scale-out passes read (levels,
+    tiers, W405, W406, W408): no ``Link`` object is made for them."""
+    key = ("columns_in", classes)
+    found = system.memo.get(key)
+    if found is None:
+        import numpy as np
+
+        e = system.ends
+        flags = e.mask(lambda t: t.cls in classes)
+        picked = np.flatnonzero(np.frombuffer(bytes(flags), dtype=np.bool_)) if len(e.src) \
+            else np.zeros(0, np.int64)
+
+        def column(values, dtype):
+            return np.frombuffer(values, dtype=dtype)[picked].tolist() if len(values) else []
+        ids = [d.id for d in system.devices]
+        per_lane = [t.bandwidth for t in e.types]
+        codes = column(e.type, np.uint8 if e.type.typecode == "B" else np.uint16)
+        found = system.memo[key] = (
+            [ids[i] for i in column(e.src, np.int32)], [ids[i] for i in column(e.dst, np.int32)],
+            [per_lane[c] * n for c, n in zip(codes, column(e.lanes, np.int32))])
+    return found
+
+
 def ends(system: System) -> Ends:
     """``System.ends``: what elaborate recorded while it made the links, or one pass over them."""
     found = system.memo.get("ends")

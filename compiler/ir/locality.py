@@ -366,7 +366,6 @@ class Locality:
                     nic_socket[r] = min(ids[first + x] for x in cpus) if cpus else ""
         return socket, nearest, own, nic_socket
 
-    @_memo
     def socket(self, rank: int) -> str:
         """The CPU whose root complex the GPU hangs off ('' when none)."""
         return self.gpu_hosts[0][rank]
@@ -379,7 +378,6 @@ class Locality:
                      if n in switches)
         return ups[0] if ups else ""
 
-    @_memo
     def nic(self, rank: int) -> str:
         """The GPU's own NIC for GPUDirect RDMA: the nearest one; among equally near NICs the
         GPU's index among the GPUs sharing them picks, so GPU i of a tray takes rail i."""
@@ -463,17 +461,16 @@ class Locality:
         tied), and comparing two integers is a fraction of comparing two tuples of strings
         and numbers (the cost model sorts a 590,000-GPU world by it)."""
         n = len(self.system.gpus)
-        sockets = [self.socket(r) for r in range(n)]
+        sockets = self.gpu_hosts[0]
         if self._ids("pcie_switch"):
             switches = [self.pcie_switch(r) for r in range(n)]
         else:
             switches = [""] * n
         numbers = []
         for names in (sockets, switches):
-            by_key = {natural(k) for k in set(names)}
-            rank_of = {k: i for i, k in enumerate(sorted(by_key))}
-            numbers.append(({name: rank_of[natural(name)] for name in set(names)},
-                            len(rank_of)))
+            keys = {name: natural(name) for name in set(names)}
+            rank_of = {k: i for i, k in enumerate(sorted(set(keys.values())))}
+            numbers.append(({name: rank_of[k] for name, k in keys.items()}, len(rank_of)))
         (sock, n_sock), (sw, n_sw) = numbers
         island = self.island
         return [((island[r] * n_sock + sock[sockets[r]]) * n_sw + sw[switches[r]]) * n + r

@@ -6,8 +6,8 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from . import system as _system
-from .incidence import links_in
-from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System
+from .incidence import columns_in
+from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System, device_indices
 from ..base.units import exact
 
 
@@ -22,18 +22,23 @@ def scaleout_levels(system: System) -> dict[str, int]:
 
 
 def _levels(system: System) -> dict[str, int]:
-    """The breadth-first pass behind ``System.levels``."""
-    adj: dict[str, list] = defaultdict(list)
-    for link in links_in(system, SCALEOUT_CLASSES):
-        adj[link.src].append(link)
-        adj[link.dst].append(link)
-    level = {d.id: 0 for d in system.devices if d.kind in ("nic", "dpu") and d.id in adj}
+    """The breadth-first pass behind ``System.levels`` (on the scale-out links' columns)."""
+    src, dst, _ = columns_in(system, SCALEOUT_CLASSES)
+    adj: dict[str, list[int]] = defaultdict(list)
+    for j, (a, b) in enumerate(zip(src, dst)):
+        adj[a].append(j)
+        adj[b].append(j)
+    # the NICs and DPUs with scale-out links, in device order (only those ends are looked at)
+    index = device_indices(system)
+    devices = system.devices
+    ends = sorted({index[x] for x in adj})
+    level = {devices[i].id: 0 for i in ends if devices[i].kind in ("nic", "dpu")}
     frontier = sorted(level)
     while frontier:
         nxt = []
         for node in frontier:
-            for link in adj[node]:
-                other = link.dst if link.src == node else link.src
+            for j in adj[node]:
+                other = dst[j] if src[j] == node else src[j]
                 if other not in level:
                     level[other] = level[node] + 1
                     nxt.append(other)
@@ -46,9 +51,9 @@ def scaleout_tiers(system: System) -> dict[int, float]:
     tier 2 those switches to the next, and so on (levels found breadth-first from the NICs)."""
     level = scaleout_levels(system)
     tiers: dict[int, float] = defaultdict(float)
-    for link in links_in(system, SCALEOUT_CLASSES):
-        if link.src in level and link.dst in level:
-            tiers[min(level[link.src], level[link.dst]) + 1] += link.bandwidth
+    for a, b, bandwidth in zip(*columns_in(system, SCALEOUT_CLASSES)):
+        if a in level and b in level:
+            tiers[min(level[a], level[b]) + 1] += bandwidth
     return dict(sorted(tiers.items()))
 
 

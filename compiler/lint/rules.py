@@ -17,7 +17,7 @@ from . import plausible
 from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, System
 from ..ir.groups import rank_groups
-from ..ir.incidence import links_in
+from ..ir.incidence import columns_in
 from ..ir.summary import scaleout_levels
 
 
@@ -163,14 +163,13 @@ def oversubscribed(system: System, opts) -> Iterable[Finding]:
     level = scaleout_levels(system)
     up: Counter = Counter()
     down: Counter = Counter()
-    for link in links_in(system, SCALEOUT_CLASSES):
-        if link.src in level and link.dst in level:
-            a, b = link.src, link.dst
+    for a, b, bandwidth in zip(*columns_in(system, SCALEOUT_CLASSES)):
+        if a in level and b in level:
             if level[a] == level[b]:
                 continue
             low, high = (a, b) if level[a] < level[b] else (b, a)
-            up[low] += link.bandwidth
-            down[high] += link.bandwidth
+            up[low] += bandwidth
+            down[high] += bandwidth
     found: dict[tuple, list] = defaultdict(list)
     for sw, d in down.items():
         if up[sw] and d / up[sw] > opts.get("ratio", 1.0):
@@ -198,8 +197,9 @@ def rails(system: System, opts) -> Iterable[Finding]:
             siblings[d.id.rpartition(".")[0]].append(d.id)
     local = {nic: i for nics in siblings.values() for i, nic in enumerate(nics)}
     leaf_of: dict[str, str] = {}
-    for link in links_in(system, SCALEOUT_CLASSES):
-        for a, b in ((link.src, link.dst), (link.dst, link.src)):
+    src, dst, _ = columns_in(system, SCALEOUT_CLASSES)
+    for x, y in zip(src, dst):
+        for a, b in ((x, y), (y, x)):
             if a in local:
                 leaf_of.setdefault(a, b)
     rail_votes: dict[str, Counter] = defaultdict(Counter)
