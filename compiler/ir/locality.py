@@ -46,12 +46,18 @@ class UnionFind:
 _DIGITS = re.compile(r"(\d+)")
 
 
+def _natural(device_id: str) -> tuple:
+    """``natural`` without the cache (for passes that ask once per id)."""
+    parts: list = _DIGITS.split(device_id)
+    parts[1::2] = map(int, parts[1::2])
+    return tuple(parts)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def natural(device_id: str) -> tuple:
     """A sort key that compares the numbers in an id as numbers: tray2 before tray10 (cached:
     every GPU of a socket asks for the socket's key)."""
-    return tuple(int(part) if i % 2 else part
-                 for i, part in enumerate(_DIGITS.split(device_id)))
+    return _natural(device_id)
 
 
 def common_prefix(ids) -> str:
@@ -468,7 +474,7 @@ class Locality:
             switches = [""] * n
         numbers = []
         for names in (sockets, switches):
-            keys = {name: natural(name) for name in set(names)}
+            keys = {name: _natural(name) for name in set(names)}
             rank_of = {k: i for i, k in enumerate(sorted(set(keys.values())))}
             numbers.append(({name: rank_of[k] for name, k in keys.items()}, len(rank_of)))
         (sock, n_sock), (sw, n_sw) = numbers

@@ -95,3 +95,11 @@ system row : Row
     assert [f.code for f in found] == ["W403"] * 12         # one per node's pair of sockets
     assert "row.node0.gpu0 -> row.node0.nic0 (and 1 more) (GPU on row.node0.cpu0, NIC on " \
         "row.node0.cpu1)" in found[0].message
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_integer_order_keys_sort_as_the_locality_keys(path):
+    system = topoc.load(path)
+    loc = system.locality
+    ranks = range(len(system.gpus))
+    assert sorted(ranks, key=lambda r: loc.order_keys[r]) == sorted(ranks, key=loc.key)
