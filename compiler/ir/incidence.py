@@ -177,6 +177,32 @@ def links_in(system: System, classes: tuple[str, ...]) -> tuple[Link, ...]:
     return found
 
 
+def arrays_in(system: System, classes: tuple[str, ...]):
+    """The links of these classes in declaration order as numpy arrays: source and
+    destination device indices and bandwidths (``Link.bandwidth``: per-lane bandwidth times
+    lanes, in float64 as Python computes it), kept per system."""
+    key = ("arrays_in", classes)
+    found = system.memo.get(key)
+    if found is None:
+        import numpy as np
+
+        e = system.ends
+        if not len(e.src):
+            found = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        else:
+            flags = e.mask(lambda t: t.cls in classes)
+            picked = np.flatnonzero(np.frombuffer(bytes(flags), dtype=np.bool_))
+            codes = np.frombuffer(e.type, dtype=np.uint8 if e.type.typecode == "B"
+                                  else np.uint16)[picked]
+            per_lane = np.array([t.bandwidth for t in e.types], dtype=np.float64)
+            lanes = np.frombuffer(e.lanes, dtype=np.int32)[picked]
+            found = (np.frombuffer(e.src, dtype=np.int32)[picked].astype(np.int64),
+                     np.frombuffer(e.dst, dtype=np.int32)[picked].astype(np.int64),
+                     per_lane[codes] * lanes)
+        system.memo[key] = found
+    return found
+
+
 def columns_in(system: System, classes: tuple[str, ...]) -> tuple[list[str], list[str],
                                                                   list[float]]:
     """The links of these classes in declaration order as three columns: source ids,

@@ -6,8 +6,8 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from . import system as _system
-from .incidence import columns_in
-from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System, device_indices
+from .incidence import arrays_in, columns_in
+from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System
 from ..base.units import exact
 
 
@@ -22,28 +22,27 @@ def scaleout_levels(system: System) -> dict[str, int]:
 
 
 def _levels(system: System) -> dict[str, int]:
-    """The breadth-first pass behind ``System.levels`` (on the scale-out links' columns)."""
-    src, dst, _ = columns_in(system, SCALEOUT_CLASSES)
-    adj: dict[str, list[int]] = defaultdict(list)
-    for j, (a, b) in enumerate(zip(src, dst)):
-        adj[a].append(j)
-        adj[b].append(j)
-    # the NICs and DPUs with scale-out links, in device order (only those ends are looked at)
-    index = device_indices(system)
+    """The breadth-first pass behind ``System.levels``, from every NIC and DPU with scale-out
+    links at once, in numpy over the scale-out links' integer ends (readers look levels up by
+    id; none depends on the dict's order)."""
+    import numpy as np
+
+    a, b, _ = arrays_in(system, SCALEOUT_CLASSES)
     devices = system.devices
-    ends = sorted({index[x] for x in adj})
-    level = {devices[i].id: 0 for i in ends if devices[i].kind in ("nic", "dpu")}
-    frontier = sorted(level)
-    while frontier:
-        nxt = []
-        for node in frontier:
-            for j in adj[node]:
-                other = dst[j] if src[j] == node else src[j]
-                if other not in level:
-                    level[other] = level[node] + 1
-                    nxt.append(other)
-        frontier = nxt
-    return level
+    level = np.full(len(devices), -1, dtype=np.int64)
+    touched = np.unique(np.concatenate((a, b)))
+    starts = [i for i in touched.tolist() if devices[i].kind in ("nic", "dpu")]
+    level[starts] = 0
+    current = 0
+    while True:
+        near = np.concatenate((b[level[a] == current], a[level[b] == current]))
+        near = near[level[near] == -1]
+        if not len(near):
+            break
+        current += 1
+        level[near] = current
+    found = np.flatnonzero(level >= 0)
+    return {devices[i].id: lv for i, lv in zip(found.tolist(), level[found].tolist())}
 
 
 def scaleout_tiers(system: System) -> dict[int, float]:

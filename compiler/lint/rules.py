@@ -17,7 +17,8 @@ from . import plausible
 from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, System
 from ..ir.groups import rank_groups
-from ..ir.incidence import columns_in
+from ..ir.incidence import arrays_in, columns_in
+from ..ir.system import device_indices as system_device_indices
 from ..ir.summary import scaleout_levels
 
 
@@ -160,21 +161,32 @@ def asymmetric(system: System, opts) -> Iterable[Finding]:
 @rule("W405", "warning", "oversubscribed switch tier: uplinks carry less than downlinks",
       ratio=1.0)
 def oversubscribed(system: System, opts) -> Iterable[Finding]:
+    import numpy as np
+
     level = scaleout_levels(system)
-    up: Counter = Counter()
-    down: Counter = Counter()
-    for a, b, bandwidth in zip(*columns_in(system, SCALEOUT_CLASSES)):
-        if a in level and b in level:
-            if level[a] == level[b]:
-                continue
-            low, high = (a, b) if level[a] < level[b] else (b, a)
-            up[low] += bandwidth
-            down[high] += bandwidth
+    devices = system.devices
+    # every link between two levels adds its bandwidth up from its lower end and down into
+    # its higher one; bincount adds in link order, as the sums were made link by link
+    a, b, bandwidth = arrays_in(system, SCALEOUT_CLASSES)
+    lv = np.full(len(devices), -1, dtype=np.int64)
+    index = system_device_indices(system)
+    for device_id, n in level.items():
+        lv[index[device_id]] = n
+    keep = (lv[a] >= 0) & (lv[b] >= 0) & (lv[a] != lv[b])
+    a, b, bandwidth = a[keep], b[keep], bandwidth[keep]
+    a_low = lv[a] < lv[b]
+    low, high = np.where(a_low, a, b), np.where(a_low, b, a)
+    up = np.bincount(low, weights=bandwidth, minlength=len(devices))
+    down = np.bincount(high, weights=bandwidth, minlength=len(devices))
+    # the switches in the order each first took a link from below
+    switches, first = np.unique(high, return_index=True)
+    switches = switches[np.argsort(first, kind="stable")].tolist()
     found: dict[tuple, list] = defaultdict(list)
-    for sw, d in down.items():
-        if up[sw] and d / up[sw] > opts.get("ratio", 1.0):
-            device = system.device(sw)
-            found[device.span, level[sw]].append((d / up[sw], sw, d, up[sw]))
+    ratio = opts.get("ratio", 1.0)
+    for i, d, u in zip(switches, down[switches].tolist(), up[switches].tolist()):
+        if u and d / u > ratio:
+            device = devices[i]
+            found[device.span, level[device.id]].append((d / u, device.id, d, u))
     for (span, lvl), cases in found.items():
         ratio, sw, d, u = max(cases)
         yield Finding("W405", f"tier-{lvl} switches oversubscribed up to {ratio:.2f}:1, e.g. "
