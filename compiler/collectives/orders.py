@@ -49,6 +49,16 @@ MAX_GRAPH_CHANNELS = 16
 CHANNELS_PER_NIC = 2
 
 
+def _by_locality(loc, ranks: Sequence[int]) -> list[int]:
+    """The group's positions sorted by ``Locality.key``: through the integer keys made once
+    for every rank when the group is a large part of the world (a world all-reduce), else
+    rank by rank (a tensor-parallel group of 8 on a large cluster asks for 8 keys only)."""
+    if len(ranks) * 4 < len(loc.island):
+        return sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p]))
+    keys = loc.order_keys
+    return sorted(range(len(ranks)), key=lambda p: keys[ranks[p]])
+
+
 def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
     """Group positions by island (node or NVLink rack), each sorted by locality, islands in
     order of their first rank."""
@@ -57,7 +67,7 @@ def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
     key = tuple(ranks)
     found = cache.get(key)
     if found is None:          # sorting by locality is the costly part: once per group
-        positions = sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p]))
+        positions = _by_locality(loc, ranks)
         out: dict[int, list[int]] = {}
         for p in positions:
             out.setdefault(loc.island[ranks[p]], []).append(p)
@@ -74,7 +84,7 @@ def nvlink_domains(system: System, ranks: Sequence[int]) -> list[tuple[int, ...]
     """Positions per NVLink domain, each in locality order."""
     loc = system.locality
     out: dict[object, list[int]] = {}
-    for p in sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p])):
+    for p in _by_locality(loc, ranks):
         out.setdefault(loc.domain_root[ranks[p]] or ("island", loc.island[ranks[p]]), []).append(p)
     return [tuple(v) for v in out.values()]
 

@@ -19,7 +19,7 @@ from itertools import count
 
 import networkx as nx
 
-from ..ir.system import SCALEOUT_CLASSES, System
+from ..ir.system import SCALEOUT_CLASSES, System, device_indices
 
 # Cost of one hop per link class; a transit GPU or CPU adds its own penalty on top.
 HOP_COST = {"nvlink": 1.0, "nvlink_c2c": 1.0, "pcie": 3.0, "infiniband": 6.0, "ethernet": 6.0,
@@ -112,11 +112,33 @@ class Router:
         return best[1] if best else None
 
 
-def device_kinds(system: System) -> dict[str, str]:
-    """Device id -> kind, built once per system (every router of it shares the dict)."""
+class _Kinds:
+    """Device id -> kind, read through the system's index map (``device_indices``): a router
+    asks for the kinds of the devices it routes through, a few thousand of 1.7 M on a large
+    cluster, so no dict of every device is made for it."""
+
+    __slots__ = ("_devices", "_index")
+
+    def __init__(self, system: System):
+        self._devices, self._index = system.devices, device_indices(system)
+
+    def __getitem__(self, device_id: str) -> str:
+        return self._devices[self._index[device_id]].kind
+
+    def __contains__(self, device_id: object) -> bool:
+        return device_id in self._index
+
+    def get(self, device_id: str, default=None):
+        """The kind, or ``default`` for an id that names no device."""
+        i = self._index.get(device_id)
+        return default if i is None else self._devices[i].kind
+
+
+def device_kinds(system: System) -> _Kinds:
+    """Device id -> kind, once per system (every router of it shares it)."""
     found = system.memo.get("device_kinds")
     if found is None:
-        found = system.memo["device_kinds"] = {d.id: d.kind for d in system.devices}
+        found = system.memo["device_kinds"] = _Kinds(system)
     return found
 
 

@@ -15,6 +15,7 @@ from itertools import compress
 from ..base.gcpause import gc_paused
 from . import system
 from .system import SCALEOUT_CLASSES, System
+from .system import device_indices as system_device_indices
 
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
 
@@ -45,12 +46,18 @@ class UnionFind:
 _DIGITS = re.compile(r"(\d+)")
 
 
+def _natural(device_id: str) -> tuple:
+    """``natural`` without the cache (for passes that ask once per id)."""
+    parts: list = _DIGITS.split(device_id)
+    parts[1::2] = map(int, parts[1::2])
+    return tuple(parts)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def natural(device_id: str) -> tuple:
     """A sort key that compares the numbers in an id as numbers: tray2 before tray10 (cached:
     every GPU of a socket asks for the socket's key)."""
-    return tuple(int(part) if i % 2 else part
-                 for i, part in enumerate(_DIGITS.split(device_id)))
+    return _natural(device_id)
 
 
 def common_prefix(ids) -> str:
@@ -106,6 +113,87 @@ def _join(parent: list[int], a: int, b: int) -> None:
             parent[ra] = rb
 
 
+def _array(values):
+    """An ``array('i')`` of device indices as a numpy int64 array (a copy: never a view that
+    would pin the array's buffer)."""
+    import numpy as np
+
+    if not len(values):
+        return np.zeros(0, np.int32)
+    return np.frombuffer(values, dtype=np.int32).copy()
+
+
+def _components(label, a, b):
+    """Connected components over the edges ``a[i] -- b[i]``, starting from ``label`` (each
+    device's current root; roots are the smallest index of their set): every device ends up
+    labelled with the smallest index of its component, as ``_join`` would leave its root.
+    Minimum labels spread over the edges and pointer jumping shortens chains, in numpy; a
+    pass per step of the longest chain, a handful for racks and nodes."""
+    import numpy as np
+
+    while True:
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        while True:
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
+def host_shapes(loc: "Locality"):
+    """The host parts that hold GPUs (components over PCIe, C2C and socket links: a
+    superchip, a node), grouped by shape: (member offsets, link offsets, first index of each
+    copy). Two parts have one shape when their devices sit at the same offsets from their
+    first device with the same models and the same links between them, as every instance of
+    one group template does, so what a search finds in one holds in all at the same offsets.
+    The grouping is in numpy but for one key per part (bytes of its slices)."""
+    import numpy as np
+
+    devices = loc.system.devices
+    a, b = loc._host_ends
+    label = _components(np.arange(len(devices), dtype=np.int32), a, b)
+    roots = np.unique(label[loc.gpu_index])
+    keep = np.isin(label, roots)
+    members = np.flatnonzero(keep)
+    members = members[np.argsort(label[members], kind="stable")]
+    member_roots = label[members]
+    codes: dict[int, int] = {}
+    model = np.array([codes.setdefault(id(devices[i].model), len(codes))
+                      for i in members.tolist()], dtype=np.int32)
+    offsets = (members - member_roots).astype(np.int32)
+    inside = keep[a]
+    ea, eb = a[inside], b[inside]
+    order = np.argsort(label[ea], kind="stable")
+    ea, eb = ea[order], eb[order]
+    edge_roots = label[ea]
+    ea = (ea - edge_roots).astype(np.int32)
+    eb = (eb - edge_roots).astype(np.int32)
+    m_lo = np.searchsorted(member_roots, roots, "left").tolist()
+    m_hi = np.searchsorted(member_roots, roots, "right").tolist()
+    e_lo = np.searchsorted(edge_roots, roots, "left").tolist()
+    e_hi = np.searchsorted(edge_roots, roots, "right").tolist()
+    shapes: dict[tuple, list[int]] = {}
+    first: dict[tuple, tuple[int, int, int, int]] = {}
+    for root, ml, mh, el, eh in zip(roots.tolist(), m_lo, m_hi, e_lo, e_hi):
+        key = (offsets[ml:mh].tobytes(), model[ml:mh].tobytes(), ea[el:eh].tobytes(),
+               eb[el:eh].tobytes())
+        copies = shapes.get(key)
+        if copies is None:
+            copies = shapes[key] = []
+            first[key] = (ml, mh, el, eh)
+        copies.append(root)
+    for key, copies in shapes.items():
+        ml, mh, el, eh = first[key]
+        yield (offsets[ml:mh].tolist(), list(zip(ea[el:eh].tolist(), eb[el:eh].tolist())),
+               copies)
+
+
 class Locality:
     """Locality facts of one system's GPUs; built on first use via ``System.locality``."""
 
@@ -113,57 +201,70 @@ class Locality:
     def __init__(self, system: System):
         self.system = system
         self.memo: dict[str, dict[tuple, object]] = {}
-        # Union-finds on integer device indices over the links each needs, selected in C by
-        # link type (``Ends.mask``): NVLink joins domains; islands start from the domains
-        # (NVLink joins them too) and add the other links inside a machine, so the 87 % of an
-        # NVL72 cluster's links that are NVLink are joined once, not twice.
-        devices = system.devices
-        self.index = index = {d.id: i for i, d in enumerate(devices)}
-        domains = list(range(len(devices)))
-        in_domain = bytearray(len(devices))
-        self.host_adj: dict[str, list[str]] = defaultdict(list)
-        ends = system.ends
+        # Components on integer device indices over the links each needs, selected in C by
+        # link type (``Ends.mask``) and joined in numpy (``_components``): NVLink joins
+        # domains; islands start from the domains and add the other links inside a machine,
+        # so the 87 % of an NVL72 cluster's links that are NVLink are joined once, not twice.
+        import numpy as np
 
-        def pairs(keep):
-            return compress(zip(ends.src, ends.dst), ends.mask(keep))
-        for a, b in pairs(lambda t: t.cls == "nvlink"):
-            _join(domains, a, b)
-            in_domain[a] = in_domain[b] = 1
-        islands = list(domains)
-        for a, b in pairs(lambda t: t.cls not in SCALEOUT_CLASSES and t.cls != "nvlink"):
-            _join(islands, a, b)
-        host_adj = self.host_adj
-        for a, b in pairs(lambda t: t.cls in _HOST_CLASSES):
-            u, v = devices[a].id, devices[b].id
+        devices = system.devices
+        self.index = index = system_device_indices(system)
+        ends = system.ends
+        n = len(devices)
+        src, dst = _array(ends.src), _array(ends.dst)
+
+        def select(keep):
+            flags = np.frombuffer(bytes(ends.mask(keep)), dtype=np.bool_) if len(src) else \
+                np.zeros(0, np.bool_)
+            return src[flags], dst[flags]
+        a, b = select(lambda t: t.cls == "nvlink")
+        in_domain = np.zeros(n, np.bool_)
+        in_domain[a] = True
+        in_domain[b] = True
+        domains = _components(np.arange(n, dtype=np.int32), a, b)
+        a, b = select(lambda t: t.cls not in SCALEOUT_CLASSES and t.cls != "nvlink")
+        islands = _components(domains.copy(), a, b)
+        host_adj = self.host_adj = defaultdict(list)
+        ids = [d.id for d in devices]
+        a, b = select(lambda t: t.cls in _HOST_CLASSES)
+        self._host_ends = (a, b)
+        for x, y in zip(a.tolist(), b.tolist()):
+            u, v = ids[x], ids[y]
             host_adj[u].append(v)
             host_adj[v].append(u)
-        self._domains = domains         # p2p starts from them
+        self._domains = domains.tolist()        # p2p starts from them (roots: smallest index)
         gpus = system.gpus
         self.rank_of = {g.id: r for r, g in enumerate(gpus)}
-        island_ids: dict[int, int] = {}
-        self.island: list[int] = []
-        self.island_ranks: list[list[int]] = []     # ranks of each island, ascending
-        for r, g in enumerate(gpus):
-            i = island_ids.setdefault(_root(islands, index[g.id]), len(island_ids))
-            if i == len(self.island_ranks):
-                self.island_ranks.append([])
-            self.island.append(i)
+        #: each rank's device index (ranks follow the devices' order)
+        self.gpu_index = gpu_index = np.fromiter((index[g.id] for g in gpus), dtype=np.int64,
+                                                 count=len(gpus))
+        # islands numbered in order of their first rank, each rank list ascending
+        roots = islands[gpu_index]
+        _, first, inverse = np.unique(roots, return_index=True, return_inverse=True)
+        number = np.empty(len(first), np.int64)
+        number[np.argsort(first, kind="stable")] = np.arange(len(first))
+        self.island: list[int] = number[inverse.reshape(-1)].tolist()
+        self.island_ranks: list[list[int]] = [[] for _ in range(len(first))]
+        for r, i in enumerate(self.island):
             self.island_ranks[i].append(r)
         # An NVLink domain is named by its smallest device id, as the string-keyed pass named it.
         name: dict[int, str] = {}
-        for i, d in enumerate(devices):
-            if in_domain[i]:
-                root = _root(domains, i)
-                if root not in name or d.id < name[root]:
-                    name[root] = d.id
-        self.domain_root = [name[_root(domains, index[g.id])] if in_domain[index[g.id]] else None
-                            for g in gpus]
+        members: dict[int, list[str]] = defaultdict(list)
+        switch = np.fromiter((d.kind == "switch" for d in devices), dtype=np.bool_, count=n)
+        for i, root in zip(np.flatnonzero(in_domain).tolist(),
+                           domains[in_domain].tolist()):
+            known = name.get(root)
+            if known is None or ids[i] < known:
+                name[root] = ids[i]
+        for i, root in zip(np.flatnonzero(in_domain & switch).tolist(),
+                           domains[in_domain & switch].tolist()):
+            members[root].append(ids[i])
+        gpu_root = domains[gpu_index].tolist()
+        gpu_in = in_domain[gpu_index].tolist()
+        self.domain_root = [name[root] if inside else None
+                            for root, inside in zip(gpu_root, gpu_in)]
         self.domain_switches: dict[str, tuple[str, ...]] = defaultdict(tuple)
-        members: dict[str, list[str]] = defaultdict(list)
-        for i, d in enumerate(devices):
-            if d.kind == "switch" and in_domain[i]:
-                members[name[_root(domains, i)]].append(d.id)
-        self.domain_switches.update({k: tuple(sorted(v)) for k, v in members.items()})
+        self.domain_switches.update({name[k]: tuple(sorted(v)) for k, v in members.items()})
 
     @_memo
     def _nearest(self, gpu_id: str, kind: str) -> tuple[str, ...]:
@@ -197,11 +298,83 @@ class Locality:
                 if d.kind == kind and (kind != "nic" or d.compute_nic))
         return found
 
-    @_memo
+    @functools.cached_property
+    def gpu_hosts(self) -> tuple[list[str], list[tuple[str, ...]], list[str], list[str]]:
+        """Per rank: its socket (``socket``), its nearest NICs (``_nearest(gpu, "nic")``), its
+        own NIC (``nic``) and that NIC's socket, for every GPU at once and computed once per
+        distinct host part (``host_shapes``): the searches run on one representative of each
+        shape, in offsets from its first device, and every other copy reads them at its own
+        offsets. Equal to asking ``_nearest`` GPU by GPU (tests compare them on every library
+        file): a search over PCIe, C2C and socket links never leaves its host part."""
+        system = self.system
+        devices, gpus = system.devices, system.gpus
+        ids = [d.id for d in devices]
+        want = {kind: self._ids(kind) for kind in ("cpu", "nic", "gpu")}
+        n = len(gpus)
+        socket, nearest, own, nic_socket = [""] * n, [()] * n, [""] * n, [""] * n
+        rank_of_index = dict(zip(self.gpu_index.tolist(), range(n)))
+        for members, edges, copies in host_shapes(self):
+            # the searches, once per shape, on the representative's offsets
+            adj: dict[int, list[int]] = defaultdict(list)
+            for x, y in edges:
+                adj[x].append(y)
+                adj[y].append(x)
+            base = copies[0]
+            rep = [ids[base + o] for o in members]
+            kind_of = {o: ids[base + o] for o in members}
+
+            def search(start: int, kind: str) -> list[int]:
+                wanted, gpu_ids = want[kind], want["gpu"]
+                seen, frontier = {start}, [start]
+                while frontier:
+                    found = [o for o in frontier if kind_of[o] in wanted]
+                    if found:
+                        return found
+                    nxt = []
+                    for node in frontier:
+                        if node != start and kind_of[node] in gpu_ids:
+                            continue
+                        for other in adj.get(node, ()):
+                            if other not in seen:
+                                seen.add(other)
+                                nxt.append(other)
+                    frontier = nxt
+                return []
+            del rep
+            gpu_offsets = [o for o in members if kind_of[o] in want["gpu"]]
+            plan = []
+            nic_cpu: dict[int, list[int]] = {}
+            for o in gpu_offsets:
+                cpus, nics = search(o, "cpu"), search(o, "nic")
+                for x in nics:
+                    if x not in nic_cpu:
+                        nic_cpu[x] = search(x, "cpu")
+                plan.append((o, cpus, nics))
+            for first in copies:
+                # ids sorted per copy, as ``_nearest`` sorts them (names may order differently)
+                sharing: dict[tuple[str, ...], list[int]] = defaultdict(list)
+                rows = []
+                for o, cpus, nics in plan:
+                    r = rank_of_index[first + o]
+                    sock = min(ids[first + x] for x in cpus) if cpus else ""
+                    near = tuple(sorted(ids[first + x] for x in nics))
+                    socket[r], nearest[r] = sock, near
+                    if near:
+                        sharing[near].append(r)
+                    rows.append((r, near))
+                for r, near in rows:
+                    if not near:
+                        continue
+                    group = sharing[near]
+                    mine = near[group.index(r) % len(near)]
+                    own[r] = mine
+                    cpus = nic_cpu[self.index[mine] - first]
+                    nic_socket[r] = min(ids[first + x] for x in cpus) if cpus else ""
+        return socket, nearest, own, nic_socket
+
     def socket(self, rank: int) -> str:
         """The CPU whose root complex the GPU hangs off ('' when none)."""
-        found = self._nearest(self.system.gpus[rank].id, "cpu")
-        return found[0] if found else ""
+        return self.gpu_hosts[0][rank]
 
     @_memo
     def pcie_switch(self, rank: int) -> str:
@@ -211,16 +384,10 @@ class Locality:
                      if n in switches)
         return ups[0] if ups else ""
 
-    @_memo
     def nic(self, rank: int) -> str:
         """The GPU's own NIC for GPUDirect RDMA: the nearest one; among equally near NICs the
         GPU's index among the GPUs sharing them picks, so GPU i of a tray takes rail i."""
-        gid = self.system.gpus[rank].id
-        nics = self._nearest(gid, "nic")
-        if not nics:
-            return ""
-        sharing = self._sharing(self.island[rank])[nics]
-        return nics[sharing.index(rank) % len(nics)]
+        return self.gpu_hosts[2][rank]
 
     @_memo
     def nics(self, rank: int) -> tuple[str, ...]:
@@ -231,7 +398,7 @@ class Locality:
         own = self.nic(rank)
         if not own:
             return ()
-        nics = self._nearest(self.system.gpus[rank].id, "nic")
+        nics = self.gpu_hosts[1][rank]
         sharing = self._sharing(self.island[rank])[nics]
         if len(nics) <= len(sharing):
             return (own,)
@@ -253,8 +420,9 @@ class Locality:
     def _sharing(self, island: int) -> dict[tuple[str, ...], list[int]]:
         """The island's ranks grouped by their set of nearest NICs, ascending."""
         out: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        nearest = self.gpu_hosts[1]
         for r in self.island_ranks[island]:
-            out[self._nearest(self.system.gpus[r].id, "nic")].append(r)
+            out[nearest[r]].append(r)
         return out
 
     def socket_of(self, device_id: str) -> str:
@@ -291,6 +459,28 @@ class Locality:
         """Sort key that keeps islands, sockets and PCIe switches together."""
         return (self.island[rank], natural(self.socket(rank)), natural(self.pcie_switch(rank)),
                 rank)
+
+    @functools.cached_property
+    def order_keys(self) -> list[int]:
+        """``key`` of every rank as one integer, made once per system: sorting by it gives
+        ``key``'s order (sockets and switches numbered in their ``natural`` order, ties kept
+        tied), and comparing two integers is a fraction of comparing two tuples of strings
+        and numbers (the cost model sorts a 590,000-GPU world by it)."""
+        n = len(self.system.gpus)
+        sockets = self.gpu_hosts[0]
+        if self._ids("pcie_switch"):
+            switches = [self.pcie_switch(r) for r in range(n)]
+        else:
+            switches = [""] * n
+        numbers = []
+        for names in (sockets, switches):
+            keys = {name: _natural(name) for name in set(names)}
+            rank_of = {k: i for i, k in enumerate(sorted(set(keys.values())))}
+            numbers.append(({name: rank_of[k] for name, k in keys.items()}, len(rank_of)))
+        (sock, n_sock), (sw, n_sw) = numbers
+        island = self.island
+        return [((island[r] * n_sock + sock[sockets[r]]) * n_sw + sw[switches[r]]) * n + r
+                for r in range(n)]
 
     def nvlink_agents(self, ranks) -> tuple[str, ...] | None:
         """The reducing NVLink switches every GPU of ``ranks`` shares, or None when the group is

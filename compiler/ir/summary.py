@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from . import system as _system
-from .incidence import links_in
+from .incidence import arrays_in, columns_in
 from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System
 from ..base.units import exact
 
@@ -22,23 +22,27 @@ def scaleout_levels(system: System) -> dict[str, int]:
 
 
 def _levels(system: System) -> dict[str, int]:
-    """The breadth-first pass behind ``System.levels``."""
-    adj: dict[str, list] = defaultdict(list)
-    for link in links_in(system, SCALEOUT_CLASSES):
-        adj[link.src].append(link)
-        adj[link.dst].append(link)
-    level = {d.id: 0 for d in system.devices if d.kind in ("nic", "dpu") and d.id in adj}
-    frontier = sorted(level)
-    while frontier:
-        nxt = []
-        for node in frontier:
-            for link in adj[node]:
-                other = link.dst if link.src == node else link.src
-                if other not in level:
-                    level[other] = level[node] + 1
-                    nxt.append(other)
-        frontier = nxt
-    return level
+    """The breadth-first pass behind ``System.levels``, from every NIC and DPU with scale-out
+    links at once, in numpy over the scale-out links' integer ends (readers look levels up by
+    id; none depends on the dict's order)."""
+    import numpy as np
+
+    a, b, _ = arrays_in(system, SCALEOUT_CLASSES)
+    devices = system.devices
+    level = np.full(len(devices), -1, dtype=np.int64)
+    touched = np.unique(np.concatenate((a, b)))
+    starts = [i for i in touched.tolist() if devices[i].kind in ("nic", "dpu")]
+    level[starts] = 0
+    current = 0
+    while True:
+        near = np.concatenate((b[level[a] == current], a[level[b] == current]))
+        near = near[level[near] == -1]
+        if not len(near):
+            break
+        current += 1
+        level[near] = current
+    found = np.flatnonzero(level >= 0)
+    return {devices[i].id: lv for i, lv in zip(found.tolist(), level[found].tolist())}
 
 
 def scaleout_tiers(system: System) -> dict[int, float]:
@@ -46,9 +50,9 @@ def scaleout_tiers(system: System) -> dict[int, float]:
     tier 2 those switches to the next, and so on (levels found breadth-first from the NICs)."""
     level = scaleout_levels(system)
     tiers: dict[int, float] = defaultdict(float)
-    for link in links_in(system, SCALEOUT_CLASSES):
-        if link.src in level and link.dst in level:
-            tiers[min(level[link.src], level[link.dst]) + 1] += link.bandwidth
+    for a, b, bandwidth in zip(*columns_in(system, SCALEOUT_CLASSES)):
+        if a in level and b in level:
+            tiers[min(level[a], level[b]) + 1] += bandwidth
     return dict(sorted(tiers.items()))
 
 

@@ -254,6 +254,15 @@ class Host:
     span: Span = field(eq=False, repr=False, default=None)
 
 
+def device_indices(system: System) -> dict[str, int]:
+    """Device id -> its index in ``system.devices``, made once per system and shared by the
+    views that key integer passes by id (incidence, locality, ``System.device``)."""
+    found = system.memo.get("device_indices")
+    if found is None:
+        found = system.memo["device_indices"] = {d.id: i for i, d in enumerate(system.devices)}
+    return found
+
+
 @attrs.frozen
 class System:
     """An elaborated system: devices, links, strategies and the parameters used."""
@@ -343,8 +352,9 @@ class System:
         return True
 
     def device(self, device_id: str) -> Device:
-        """The device with this id (KeyError if none)."""
-        return self.device_index[device_id]
+        """The device with this id (KeyError if none), by the index map the integer views
+        share (no second dict of every device)."""
+        return self.devices[device_indices(self)[device_id]]
 
     def parallel(self, name: str) -> ParallelStrategy:
         """The parallel strategy called ``name`` (KeyError if none)."""

@@ -21,6 +21,7 @@ from .exprs import EvalError, evaluate, evaluate_fast, variables
 from ..base.gcpause import gc_paused
 from .hosts import check_patterns, nested_host
 from ..ir.incidence import Ends
+from ..ir.links import Links
 from ..ir.system import DEVICE_KINDS, Device, DeviceModel, Host, Link, LinkType, System
 from ..base.limits import LIMITS
 from .resolve import Program
@@ -481,13 +482,16 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
         if rows is None:
             rows = ends.layout[id(t)] = ends.rows(t, prefix, ids, base) or False
         if rows:
-            append, add = links.append, ends.add_many
-            for oa, ob, lt, lanes, duplex, span in rows:
-                append(Link(None, devices[base + oa].id, devices[base + ob].id, lt, lanes,
-                            duplex, span))       # id: src<->dst:type
-            add(base, rows, t)
+            if not ends.compact:
+                append = links.append
+                for oa, ob, lt, lanes, duplex, span in rows:
+                    append(Link(None, devices[base + oa].id, devices[base + ob].id, lt, lanes,
+                                duplex, span))       # id: src<->dst:type
+            ends.add_many(base, rows, t)    # compact: the arrays are the links (ir.links)
             return
     if type(links) is list:
+        if ends is not None and ends.compact and t.links:
+            ends.to_objects(links, devices)     # links from here on are objects: keep order
         for a, b, lt, lanes, duplex, span in t.links:
             si, di = ids.get(src := prefix + a), ids.get(dst := prefix + b)
             if si is not None and di is not None:
@@ -520,6 +524,11 @@ class _EndsBuilder:
         self.layout: dict[int, list | None] = {}
         self.columns: dict[int, tuple] = {}
         self.ok = True
+        #: True while every link so far is only a row of these arrays (``ir.links.Links``);
+        #: the first link that is not a template row (``to_objects``) ends it
+        self.compact = True
+        self.row = array("i")                       # each link's entry in ``row_table``
+        self.row_table: list[tuple[bool, Span]] = []    # (duplex, span) per template row
 
     def rows(self, t: Template, prefix: str, ids: dict[str, int], base: int) -> list | None:
         """(src offset, dst offset, type, lanes, duplex, span) per link of ``t``, from its
@@ -539,17 +548,36 @@ class _EndsBuilder:
                 code = self.codes[id(row[2])] = len(self.types)
                 self.types.append(row[2])
             codes.append(code)
+        first = len(self.row_table)
+        self.row_table.extend((r[4], r[5]) for r in out)
         self.columns[id(t)] = (array("i", (r[0] for r in out)), array("i", (r[1] for r in out)),
-                               codes, array("i", (r[3] for r in out)))
+                               codes, array("i", (r[3] for r in out)),
+                               array("i", range(first, first + len(out))))
         return out
 
     def add_many(self, base: int, rows: list, t: Template) -> None:
         """The integer ends of one instance's links (``rows`` of its template at ``base``)."""
-        src, dst, codes, lanes = self.columns[id(t)]
+        src, dst, codes, lanes, rows_ = self.columns[id(t)]
         self.src.extend([base + o for o in src])
         self.dst.extend([base + o for o in dst])
         self.type.extend(codes)
         self.lanes.extend(lanes)
+        if self.compact:
+            self.row.extend(rows_)
+
+    def to_objects(self, links: list[Link], devices: list[Device]) -> None:
+        """Leave the compact form: the links recorded so far as objects, appended in order."""
+        if self.compact:
+            self.compact = False
+            types, table = self.types, self.row_table
+            links.extend(Link(None, devices[a].id, devices[b].id, types[c], n, *table[r])
+                         for a, b, c, n, r in zip(self.src, self.dst, self.type, self.lanes,
+                                                  self.row))
+            self.row = array("i")
+
+    def links(self, devices: tuple[Device, ...], ends: Ends) -> Links:
+        """The compact link sequence over these arrays (``compact`` only)."""
+        return Links(devices, ends, self.row_table, self.row)
 
     def done(self, n_links: int) -> Ends | None:
         if not self.ok or len(self.src) != n_links:
@@ -627,11 +655,20 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
                                   "host is one OS image, so hosts do not nest", inner.span,
                                   Note("the outer host is marked here", outer.span))])
     check_patterns(hosts)
-    flat = tuple(links.values()) if isinstance(links, dict) else tuple(links)
-    out = System(decl.name, tuple(devices), flat, (),
+    devices_t = tuple(devices)
+    found = None
+    if recorded is not None and recorded.compact and recorded.ok:
+        found = recorded.done(len(recorded.src))
+    if found is not None:
+        flat = recorded.links(devices_t, found)
+    else:
+        if recorded is not None:
+            recorded.to_objects(links, devices)
+        flat = tuple(links.values()) if isinstance(links, dict) else tuple(links)
+        found = recorded.done(len(flat)) if recorded is not None else None
+    out = System(decl.name, devices_t, flat, (),
                  tuple(sorted(t.params.items())), decl.span, tuple(sorted(sites.items())),
                  hosts=tuple(hosts))
-    found = recorded.done(len(flat)) if recorded is not None else None
     if found is not None:
         out.memo["ends"] = found
     return out

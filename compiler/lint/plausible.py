@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..ir.incidence import links_in
+from ..ir.incidence import columns_in
 from ..ir.system import SCALEOUT_CLASSES, System
 from ..base.units import RATE, human
 
@@ -82,9 +82,9 @@ def findings(system: System) -> Iterator[tuple[str, object]]:
                 yield f"link '{t.name}': {message}", t.span, \
                     system.links[ends.type.index(code)].src
     nic_links: dict[str, float] = {}
-    for link in links_in(system, SCALEOUT_CLASSES):
-        for end in (link.src, link.dst):
-            nic_links[end] = nic_links.get(end, 0.0) + link.bandwidth
+    for a, b, bandwidth in zip(*columns_in(system, SCALEOUT_CLASSES)):
+        for end in (a, b):
+            nic_links[end] = nic_links.get(end, 0.0) + bandwidth
     for d in system.devices:
         m = d.model
         if m.kind == "gpu" and m.attr("sm") is not None and m.name not in seen_models:

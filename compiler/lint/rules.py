@@ -17,7 +17,8 @@ from . import plausible
 from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, System
 from ..ir.groups import rank_groups
-from ..ir.incidence import links_in
+from ..ir.incidence import arrays_in, columns_in
+from ..ir.system import device_indices as system_device_indices
 from ..ir.summary import scaleout_levels
 
 
@@ -106,19 +107,14 @@ def no_p2p(system: System, opts) -> Iterable[Finding]:
 
 @rule("W403", "warning", "GPU whose nearest NIC hangs off another CPU socket")
 def remote_nic(system: System, opts) -> Iterable[Finding]:
-    loc = system.locality
-    nic_socket: dict[str, str] = {}
+    # every GPU's socket, NIC and the NIC's socket, searched once per distinct host part
+    # (``Locality.gpu_hosts``) instead of once per GPU
+    socket, _, nic, nic_socket = system.locality.gpu_hosts
     found: dict[tuple, list[str]] = defaultdict(list)
-    for r, g in enumerate(system.gpus):
-        nic = loc.nic(r)
-        if not nic:
-            continue
-        if nic not in nic_socket:
-            cpus = loc._nearest(nic, "cpu")
-            nic_socket[nic] = cpus[0] if cpus else ""
-        socket = loc.socket(r)
-        if socket and nic_socket[nic] and socket != nic_socket[nic]:
-            found[g.span, socket, nic_socket[nic]].append(f"{g.id} -> {nic}")
+    gpus = system.gpus
+    for r, (mine, theirs) in enumerate(zip(socket, nic_socket)):
+        if mine and theirs and mine != theirs and nic[r]:
+            found[gpus[r].span, mine, theirs].append(f"{gpus[r].id} -> {nic[r]}")
     for (span, mine, theirs), pairs in found.items():
         yield Finding("W403", f"GPUDirect RDMA crosses the socket link: {_many(pairs)} "
                       f"(GPU on {mine}, NIC on {theirs})", span,
@@ -127,55 +123,70 @@ def remote_nic(system: System, opts) -> Iterable[Finding]:
 
 @rule("W404", "warning", "asymmetric NVLink: GPUs of one NVLink domain with different bandwidth")
 def asymmetric(system: System, opts) -> Iterable[Finding]:
+    import numpy as np
+
     loc = system.locality
-    bw: Counter = Counter()
-    ends, devices = system.ends, system.devices
-    gpu = bytearray(d.kind == "gpu" for d in devices)
+    ends, gpus = system.ends, system.gpus
     nvlink = [t.cls == "nvlink" for t in ends.types]
-    per_lane = [t.bandwidth for t in ends.types]
-    by_index: dict[int, float] = defaultdict(int)
-    # summed per GPU in link order, as the bandwidth of each link was added before
-    for code, a, b, lanes in zip(ends.type, ends.src, ends.dst, ends.lanes):
-        if nvlink[code]:
-            if gpu[a]:
-                by_index[a] += per_lane[code] * lanes
-            if gpu[b]:
-                by_index[b] += per_lane[code] * lanes
-    for i, total in by_index.items():
-        bw[devices[i].id] = total
-    domains: dict[str, list] = defaultdict(list)
-    for r, g in enumerate(system.gpus):
-        if loc.domain_root[r] is not None:
-            domains[loc.domain_root[r]].append(g)
-    for gpus in domains.values():
-        values = {bw[g.id] for g in gpus}
+    per_lane = np.array([t.bandwidth if t.cls == "nvlink" else 0.0 for t in ends.types] or [0.0])
+    # Each GPU's NVLink bandwidth summed in link order, as it was added link by link before:
+    # both ends of link i sit at 2i and 2i + 1, and bincount adds its weights in input order.
+    keep = np.frombuffer(bytes(ends.mask(lambda t: t.cls == "nvlink")), dtype=np.bool_) \
+        if len(ends.src) and any(nvlink) else np.zeros(0, np.bool_)
+    if len(keep):
+        codes = np.frombuffer(ends.type.tobytes(), dtype=np.uint8 if ends.type.typecode == "B"
+                              else np.uint16)[keep]
+        weight = per_lane[codes] * np.frombuffer(ends.lanes, dtype=np.int32)[keep]
+        both = np.empty(2 * len(weight), np.int64)
+        both[0::2] = np.frombuffer(ends.src, dtype=np.int32)[keep]
+        both[1::2] = np.frombuffer(ends.dst, dtype=np.int32)[keep]
+        total = np.bincount(both, weights=np.repeat(weight, 2), minlength=len(system.devices))
+    else:
+        total = np.zeros(len(system.devices))
+    bw = total[loc.gpu_index].tolist()          # per rank; non-GPU ends were never read
+    domains: dict[str, list[int]] = defaultdict(list)
+    for r, root in enumerate(loc.domain_root):
+        if root is not None:
+            domains[root].append(r)
+    for ranks in domains.values():
+        values = {bw[r] for r in ranks}
         if len(values) > 1:
-            lo = min(gpus, key=lambda g: (bw[g.id], g.id))
-            hi = max(gpus, key=lambda g: (bw[g.id], g.id))
-            yield Finding("W404", f"NVLink bandwidth differs inside one domain: {lo.id} has "
-                          f"{bw[lo.id] / 1e9:g} GB/s, {hi.id} {bw[hi.id] / 1e9:g} GB/s per "
-                          "direction", lo.span, lo.id)
+            lo = min(ranks, key=lambda r: (bw[r], gpus[r].id))
+            hi = max(ranks, key=lambda r: (bw[r], gpus[r].id))
+            yield Finding("W404", f"NVLink bandwidth differs inside one domain: {gpus[lo].id} has "
+                          f"{bw[lo] / 1e9:g} GB/s, {gpus[hi].id} {bw[hi] / 1e9:g} GB/s per "
+                          "direction", gpus[lo].span, gpus[lo].id)
 
 
 @rule("W405", "warning", "oversubscribed switch tier: uplinks carry less than downlinks",
       ratio=1.0)
 def oversubscribed(system: System, opts) -> Iterable[Finding]:
+    import numpy as np
+
     level = scaleout_levels(system)
-    up: Counter = Counter()
-    down: Counter = Counter()
-    for link in links_in(system, SCALEOUT_CLASSES):
-        if link.src in level and link.dst in level:
-            a, b = link.src, link.dst
-            if level[a] == level[b]:
-                continue
-            low, high = (a, b) if level[a] < level[b] else (b, a)
-            up[low] += link.bandwidth
-            down[high] += link.bandwidth
+    devices = system.devices
+    # every link between two levels adds its bandwidth up from its lower end and down into
+    # its higher one; bincount adds in link order, as the sums were made link by link
+    a, b, bandwidth = arrays_in(system, SCALEOUT_CLASSES)
+    lv = np.full(len(devices), -1, dtype=np.int64)
+    index = system_device_indices(system)
+    for device_id, n in level.items():
+        lv[index[device_id]] = n
+    keep = (lv[a] >= 0) & (lv[b] >= 0) & (lv[a] != lv[b])
+    a, b, bandwidth = a[keep], b[keep], bandwidth[keep]
+    a_low = lv[a] < lv[b]
+    low, high = np.where(a_low, a, b), np.where(a_low, b, a)
+    up = np.bincount(low, weights=bandwidth, minlength=len(devices))
+    down = np.bincount(high, weights=bandwidth, minlength=len(devices))
+    # the switches in the order each first took a link from below
+    switches, first = np.unique(high, return_index=True)
+    switches = switches[np.argsort(first, kind="stable")].tolist()
     found: dict[tuple, list] = defaultdict(list)
-    for sw, d in down.items():
-        if up[sw] and d / up[sw] > opts.get("ratio", 1.0):
-            device = system.device(sw)
-            found[device.span, level[sw]].append((d / up[sw], sw, d, up[sw]))
+    ratio = opts.get("ratio", 1.0)
+    for i, d, u in zip(switches, down[switches].tolist(), up[switches].tolist()):
+        if u and d / u > ratio:
+            device = devices[i]
+            found[device.span, level[device.id]].append((d / u, device.id, d, u))
     for (span, lvl), cases in found.items():
         ratio, sw, d, u = max(cases)
         yield Finding("W405", f"tier-{lvl} switches oversubscribed up to {ratio:.2f}:1, e.g. "
@@ -198,8 +209,9 @@ def rails(system: System, opts) -> Iterable[Finding]:
             siblings[d.id.rpartition(".")[0]].append(d.id)
     local = {nic: i for nics in siblings.values() for i, nic in enumerate(nics)}
     leaf_of: dict[str, str] = {}
-    for link in links_in(system, SCALEOUT_CLASSES):
-        for a, b in ((link.src, link.dst), (link.dst, link.src)):
+    src, dst, _ = columns_in(system, SCALEOUT_CLASSES)
+    for x, y in zip(src, dst):
+        for a, b in ((x, y), (y, x)):
             if a in local:
                 leaf_of.setdefault(a, b)
     rail_votes: dict[str, Counter] = defaultdict(Counter)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
+
 import topoc
 
-from ...conftest import library_file
+from ...conftest import LIBRARY, library_file
+
+FILES = sorted(p for p in LIBRARY.rglob("*.topo") if "\nsystem " in p.read_text())
 
 
 def test_islands_list_their_ranks_and_gpus_take_their_rail():
@@ -30,3 +34,72 @@ def test_a_compiled_system_is_freed_when_dropped():
     del system
     gc.collect()
     assert ref() is None
+
+
+def _search_each_gpu(loc, system):
+    """socket, nearest NICs, own NIC and its socket per rank as the per-GPU searches give them
+    (the way Locality answered before it searched once per host shape)."""
+    out = ([], [], [], [])
+    for r, g in enumerate(system.gpus):
+        cpus, nics = loc._nearest(g.id, "cpu"), loc._nearest(g.id, "nic")
+        out[0].append(cpus[0] if cpus else "")
+        out[1].append(nics)
+        if not nics:
+            out[2].append("")
+            out[3].append("")
+            continue
+        sharing = [q for q in loc.island_ranks[loc.island[r]]
+                   if loc._nearest(system.gpus[q].id, "nic") == nics]
+        own = nics[sharing.index(r) % len(nics)]
+        out[2].append(own)
+        theirs = loc._nearest(own, "cpu")
+        out[3].append(theirs[0] if theirs else "")
+    return out
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_searches_once_per_host_shape_equal_searches_per_gpu(path):
+    system = topoc.load(path)
+    loc = system.locality
+    assert tuple(loc.gpu_hosts) == _search_each_gpu(loc, system)
+
+
+def test_host_shapes_with_a_remote_nic_and_names_that_sort_differently():
+    # two-socket nodes whose NIC hangs off the other socket (W403), ten of them, so that
+    # node10 sorts before node2: each copy sorts its own names
+    text = """
+link pcie4 : pcie { bandwidth = 32 GB/s latency = 1 us }
+link upi : inter_socket { bandwidth = 40 GB/s latency = 1 us }
+device G : gpu { hbm = 80 GB hbm_bandwidth = 2 TB/s }
+device C : cpu { memory = 512 GB }
+device N : nic { rate = 400 Gb/s }
+group Node {
+  cpu[2] : C
+  gpu[2] : G
+  nic[2] : N
+  gpu[i] <-> cpu[0] : pcie4
+  nic[i] <-> cpu[1] : pcie4
+  cpu[0] <-> cpu[1] : upi
+}
+group Row { node[12] : Node }
+system row : Row
+"""
+    system = topoc.compile(text, "row.topo")
+    loc = system.locality
+    assert tuple(loc.gpu_hosts) == _search_each_gpu(loc, system)
+    assert loc.gpu_hosts[0][4] == "row.node2.cpu0"
+    assert loc.gpu_hosts[3][4] == "row.node2.cpu1"
+    assert [loc.nic(r) for r in (4, 5)] == ["row.node2.nic0", "row.node2.nic1"]
+    from topoc.compiler.lint.rules import RULES
+    found = list(RULES["W403"].check(system, {}))
+    assert [f.code for f in found] == ["W403"] * 12         # one per node's pair of sockets
+    assert "row.node0.gpu0 -> row.node0.nic0 (and 1 more) (GPU on row.node0.cpu0, NIC on " \
+        "row.node0.cpu1)" in found[0].message
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_integer_order_keys_sort_as_the_locality_keys(path):
+    system = topoc.load(path)
+    loc = system.locality
+    ranks = range(len(system.gpus))
+    assert sorted(ranks, key=lambda r: loc.order_keys[r]) == sorted(ranks, key=loc.key)

@@ -1,0 +1,82 @@
+"""The compact link sequence (``compiler.ir.links.Links``) holds the links elaborate made as
+objects before: same order, ids, types, lanes, directions and spans, on every library system;
+reads return one object per link; selection, slices, equality and pickling behave as the
+tuple's did. The lazy incidence table lists each device's links as the old per-device lists."""
+
+from __future__ import annotations
+
+import pickle
+from itertools import compress
+
+import pytest
+
+import topoc
+from topoc.compiler.ir.links import Links
+from topoc.compiler.lang import elaborate
+
+from ...conftest import LIBRARY
+
+FILES = sorted(p for p in LIBRARY.rglob("*.topo") if "\nsystem " in p.read_text())
+
+
+def _rows(links):
+    return [(lk.id, lk.src, lk.dst, lk.type, lk.lanes, lk.duplex, lk.span) for lk in links]
+
+
+def _objects(monkeypatch, path):
+    """The same file elaborated with the compact form switched off (links made as objects)."""
+    init = elaborate._EndsBuilder.__init__
+
+    def objects_only(self):
+        init(self)
+        self.compact = False
+    with monkeypatch.context() as m:
+        m.setattr(elaborate._EndsBuilder, "__init__", objects_only)
+        return topoc.load(path)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_compact_links_are_the_objects_elaborate_made(path, monkeypatch):
+    system = topoc.load(path)
+    old = _objects(monkeypatch, path)
+    assert isinstance(old.links, tuple)
+    if not isinstance(system.links, Links):
+        pytest.skip("this file's links are made as objects (a merge or a non-row link)")
+    assert len(system.links) == len(old.links)
+    # one at a time (before anything made them all), then all of them
+    picked = range(0, len(old.links), max(1, len(old.links) // 97))
+    assert [_rows([system.links[i]])[0] for i in picked] == [_rows([old.links[i]])[0]
+                                                             for i in picked]
+    assert system.links[-1] == old.links[-1]
+    assert system.links[-1] is system.links[-1]
+    some = system.links[5] if len(system.links) > 5 else None
+    assert _rows(system.links) == _rows(old.links)
+    if some is not None:
+        assert system.links[5] is some          # the object read before is the one kept
+    assert system.links == old.links and old.links == system.links
+    assert hash(system.links) == hash(old.links)
+    assert pickle.loads(pickle.dumps(system.links)) == old.links
+    assert system.links[1:4] == old.links[1:4]
+    with pytest.raises(IndexError):
+        system.links[len(old.links)]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_select_and_incidence_match_a_pass_over_the_objects(path):
+    system = topoc.load(path)
+    flags = system.ends.mask(lambda t: t.cls in ("infiniband", "ethernet", "pcie"))
+    if isinstance(system.links, Links):
+        picked = system.links.select(flags)
+        assert _rows(picked) == _rows(compress(tuple(system.links), flags))
+    per: dict[str, list] = {}
+    for link in system.links:
+        per.setdefault(link.src, []).append(link)
+        if link.dst != link.src:
+            per.setdefault(link.dst, []).append(link)
+    assert list(system.incidence) == [d.id for d in system.devices if d.id in per]
+    assert len(system.incidence) == len(per)
+    for device_id, links in per.items():
+        assert system.incidence[device_id] == links
+        assert device_id in system.incidence
+    assert "no.such.device" not in system.incidence
+    assert system.incidence.get("no.such.device", ()) == ()
