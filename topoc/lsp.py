@@ -24,7 +24,7 @@ from .compiler.base.units import BYTES, RATE, SECONDS, human
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 USE = re.compile(r'\s*use\s+"([^"]*)"')
-KEYWORDS = ("use", "link", "device", "model", "group", "let", "host", "system", "parallel", "on",
+KEYWORDS = ("use", "link", "device", "model", "group", "let", "require", "host", "system", "parallel", "on",
             "traffic", "auto", "true", "false")
 
 

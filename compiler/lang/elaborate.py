@@ -17,7 +17,7 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, error, suggest
-from .exprs import EvalError, evaluate, evaluate_fast, variables
+from .exprs import EvalError, check_requirement, evaluate, evaluate_fast, variables
 from ..base.gcpause import gc_paused
 from .hosts import check_patterns, nested_host
 from ..ir.incidence import Ends
@@ -93,10 +93,18 @@ class _Elaborator:
                         raise EvalError(error("E120", f"'{stmt.name}' is already defined in "
                                               f"group '{decl.name}'", stmt.span))
                     env[stmt.name] = evaluate(stmt.value, env)
+                elif isinstance(stmt, s.Require):
+                    check_requirement(stmt, env)
                 elif isinstance(stmt, s.Instance):
                     self.instance(t, stmt, env, (*stack, decl.name))
             except EvalError as exc:
-                self.diags.add(exc.diagnostic)
+                d = exc.diagnostic
+                if isinstance(stmt, s.Require) and d.code == "E223":
+                    # outside the group's limits: its body would only cascade
+                    self.diags.add(attrs.evolve(d, notes=(
+                        *d.notes, Note(f"'{decl.name}' instantiated here", call))))
+                    return None
+                self.diags.add(d)
                 if isinstance(stmt, s.Instance):
                     failed.add(stmt.name)
         self.check_element_names(t)

@@ -45,6 +45,37 @@ def evaluate(expr: s.Expr, env: Mapping[str, int]) -> int:
     return left // right if expr.op == "/" else left % right
 
 
+def expr_text(expr: s.Expr) -> str:
+    """``expr`` as it would be written (fully parenthesised below the top), for messages."""
+    if isinstance(expr, s.Num):
+        return str(expr.value)
+    if isinstance(expr, s.Var):
+        return expr.name
+    if isinstance(expr, s.Neg):
+        return f"-{_operand(expr.operand)}"
+    return f"{_operand(expr.left)} {expr.op} {_operand(expr.right)}"
+
+
+def _operand(expr: s.Expr) -> str:
+    return expr_text(expr) if isinstance(expr, (s.Num, s.Var)) else f"({expr_text(expr)})"
+
+
+_COMPARE = {"<=": int.__le__, "<": int.__lt__, ">=": int.__ge__, ">": int.__gt__,
+            "==": int.__eq__, "!=": int.__ne__}
+
+
+def check_requirement(req: s.Require, env: Mapping[str, int]) -> None:
+    """Raise E223 at ``req`` when its comparison does not hold with ``env`` bound: the
+    condition as written, its values, and the file's reason."""
+    left, right = evaluate(req.left, env), evaluate(req.right, env)
+    if _COMPARE[req.op](left, right):
+        return
+    text = f"{expr_text(req.left)} {req.op} {expr_text(req.right)}"
+    why = f": {req.message}" if req.message else ""
+    raise EvalError(error("E223", f"requirement not met: {text} ({left:,} {req.op} {right:,} "
+                          f"is false){why}", req.span))
+
+
 def variables(expr: s.Expr) -> set[str]:
     """Every name an expression mentions."""
     if isinstance(expr, s.Var):

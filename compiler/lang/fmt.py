@@ -221,6 +221,10 @@ class _Printer:
             return node.text
         if kind == "let":
             return f"let {node.children[0]} = {self.expr(node.children[1])}"
+        if kind == "require":
+            left, op, right, why = node.children
+            return f"require {self.expr(left)} {op} {self.expr(right)}" + \
+                (f", {why}" if why is not None else "")
         if kind == "instance":
             host, seg, target, args, pattern = node.children
             return ("host " if host is not None else "") + \

@@ -20,7 +20,7 @@ from ..base.units import LiteralRange, literal
 # Token names as people know them, for "expected ..." messages.
 _PRETTY = {
     "NAME": "a name", "NUMBER": "a number", "STRING": "a string", "UNIT": "a unit",
-    "ARROW": "'<->' or '->'", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'",
+    "ARROW": "'<->' or '->'", "COMPARE": "'<=', '<', '>=', '>', '==' or '!='", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'",
     "LPAR": "'('", "RPAR": "')'", "COLON": "':'", "EQUAL": "'='", "COMMA": "','", "DOT": "'.'",
     "STAR": "'*'", "PLUS": "'+'", "MINUS": "'-'", "SLASH": "'/'", "PERCENT": "'%'",
     "$END": "end of file",
@@ -166,6 +166,12 @@ class _Build(Transformer):
     @v_args(meta=True)
     def let(self, meta, children):
         return s.Let(str(children[0]), children[1], self._span(meta))
+
+    @v_args(meta=True)
+    def require(self, meta, children):
+        left, op, right, message = children
+        text = None if message is None else _unescape(str(message)[1:-1])
+        return s.Require(left, str(op), right, text, self._span(meta))
 
     @v_args(meta=True)
     def lanes(self, meta, children):

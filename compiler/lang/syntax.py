@@ -175,6 +175,17 @@ class Let:
 
 
 @attrs.frozen
+class Require:
+    """``require left OP right, "why"`` inside a group: a limit of the group's parameters."""
+
+    left: Expr
+    op: str
+    right: Expr
+    message: str | None
+    span: Span = field(eq=False, repr=False)
+
+
+@attrs.frozen
 class Instance:
     """``name[size] : Target(args)``; size is None for a single instance."""
 
@@ -246,7 +257,7 @@ class Connection:
     link_span: Span = field(eq=False, repr=False)
 
 
-Statement = Union[Instance, Connection, Let]
+Statement = Union[Instance, Connection, Let, Require]
 
 
 @attrs.frozen
