@@ -17,8 +17,8 @@ import graphviz
 
 from ..compiler.base.units import RATE, human
 from .layout import PAD, TITLE, layout, natural
-from .route import (BAND_H, Band, Labels, arc, detour, label_size, meshes, overlaps, polyline,
-                    rect, route, spline)
+from .route import (BAND_H, Band, Labels, Rows, arc, detour, label_size, meshes, overlaps,
+                    polyline, rect, route, spline)
 from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, LEGEND_NAME, RING_COLOR, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
 
@@ -465,6 +465,8 @@ def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos
         rows[round(b.y, 1) + 0.01].append(rects[b.id])
         every[round(b.y, 1) + 0.01].append(rects[b.id])
 
+    row_index, every_index = Rows(rows), Rows(every)     # indexed once: lines cost their rows
+
     def top_frame(n: Node) -> list[str]:
         return n.cluster.split(".")[:2] if n.cluster not in ("", name) else []
     out = []
@@ -475,7 +477,7 @@ def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos
         flat = by_id.get(e.src, by_id.get(e.dst)).cluster in ("", name)
         ends = [by_id[x] for x in (e.src, e.dst) if x in by_id]
         leaves = len(ends) == 2 and top_frame(ends[0]) != top_frame(ends[1])
-        path = detour(p, q, rows) if flat and not leaves else detour(p, q, every)
+        path = detour(p, q, row_index) if flat and not leaves else detour(p, q, every_index)
         if abs(p[1] - q[1]) < 1 and any(p[0] < (r[0] + r[2]) / 2 < q[0] or
                                         q[0] < (r[0] + r[2]) / 2 < p[0]
                                         for r in (rows if flat else every).get(

@@ -11,9 +11,14 @@ Prints seconds for:
 - ``lsp``: the real language server (``topoc lsp``) over stdio with a document just under the
   8 MiB limit: didOpen, a hover during the first analysis, the time to the first diagnostics;
   then three edits (the second leaves a half-typed line), each followed at once by a hover and
-  a completion: the time to each reply and to the edit's diagnostics.
+  a completion: the time to each reply and to the edit's diagnostics;
+- ``grown``: the fuzz campaign's small cluster with its node count set to 4,096, 16,384 and
+  32,768 (the fifth campaign's slow mutant set it to 165,491: 2.8 M devices, 2.6 M links),
+  each verb as a command: CPU seconds (user + system of the child) and peak resident memory,
+  and both per device or link, which should stay flat when the work is linear
+  (``grown 165491`` adds that size: about 5 minutes and 2.7 GB at most).
 
-Run: .venv/bin/python benchmarks/robust.py [limits large lsp]
+Run: .venv/bin/python benchmarks/robust.py [limits large lsp grown [NODES...]]
 """
 
 from __future__ import annotations
@@ -208,9 +213,46 @@ def lsp() -> None:
         c.proc.wait()
 
 
+GROWN_VERBS = [["compile"], ["lint", "--format", "sarif"], ["render", "-o", "{out}.dot"],
+               ["export", "nccl-topo", "-o", "{out}.xml"],
+               ["schedule", "--ranks", "0..3", "--collective", "allgather", "--size", "1MiB"],
+               ["cost", "--group", "world", "--sizes", "1MiB"], ["report", "--parallel", "train"]]
+
+
+def child(args: list[str]) -> tuple[int, float, int]:
+    """Exit code, CPU seconds (user + system) and peak resident bytes of ``topoc ARGS``."""
+    proc = subprocess.Popen([sys.executable, "-m", "topoc", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+
+
+def grown(sizes: list[int]) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.test_robust_fuzz import SMALL, elaborated_size
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes or [4096, 16384, 32768]:
+            src = Path(tmp) / f"n{n}.topo"
+            src.write_text(SMALL.replace("node[nodes]", f"node[{n}]"))
+            size = elaborated_size(src.read_text(), src)
+            print(f"node[{n}]: {size:,} devices and links")
+            for verb in GROWN_VERBS:
+                rest = [a.replace("{out}", str(Path(tmp) / "out")) for a in verb]
+                args = [rest[0], rest[1], str(src), *rest[2:]] if rest[0] == "export" else \
+                    [rest[0], str(src), *rest[1:]]
+                code, seconds, rss = child(args)
+                print(f"  {' '.join(verb[:2]):20s} exit {code}  {seconds:6.2f} s CPU "
+                      f"({seconds / size * 1e6:5.2f} us each)  {rss / 2**20:6.0f} MiB "
+                      f"({rss / size:4.0f} B each)  load {os.getloadavg()[0]:.1f}", flush=True)
+
+
 def main() -> None:
     parts = sys.argv[1:] or ["limits", "large", "lsp"]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if parts[0] == "grown":
+        grown([int(n) for n in parts[1:]])
+        return
     for part in parts:
         {"limits": limits, "large": large, "lsp": lsp}[part]()
 

@@ -104,9 +104,21 @@ def largest_matrix(m: Transformer, sh: Shape) -> float:
     return widest / sh.tp
 
 
+def zero_stage(zero: int | None, fsdp: bool, distributed_optimizer: bool) -> int | None:
+    """The ZeRO stage these flags fix: 3 with FSDP (full sharding), else the larger of
+    ``zero`` and 1 with the distributed optimizer (it is ZeRO-1), else ``zero`` (None: nothing
+    fixes it, and ``plan`` searches). One rule for ``plan``'s flags, a parallel block's options
+    (``report --scaling``) and the memory model."""
+    if fsdp:
+        return 3
+    if distributed_optimizer:
+        return max(zero or 0, 1)
+    return zero
+
+
 def sharding(t) -> int:
     """The ZeRO stage a training shards with: 3 for FSDP, 1 for the distributed optimizer."""
-    return 3 if t.fsdp else max(t.zero, 1 if t.distributed_optimizer else 0)
+    return zero_stage(t.zero, t.fsdp, t.distributed_optimizer)
 
 
 def bytes_per_param(m: Transformer, t, shard: int) -> tuple[float, float, float]:

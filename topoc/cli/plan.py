@@ -10,6 +10,7 @@ from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
 from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
+from ..compiler.training.memory import zero_stage
 from ..compiler.training.model import ATTENTION_KERNELS, RECOMPUTE, ZERO, Training
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
@@ -146,10 +147,7 @@ def run(args) -> int:
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
-    if args.distributed_optimizer and fixed["zero"] is None:
-        fixed["zero"] = 1
-    if args.fsdp:
-        fixed["zero"] = 3
+    fixed["zero"] = zero_stage(args.zero, args.fsdp, args.distributed_optimizer)
     hbm = parse_size(args.hbm) if args.hbm else None
     if hbm is not None and hbm <= 0:
         raise UsageError(f"--hbm {args.hbm}: GPU memory must be positive")
