@@ -80,3 +80,13 @@ def test_bundled_clusters_state_their_reach(path, define, limit):
         topoc.load(path, {define: limit + 1})
     assert [d.code for d in info.value.diagnostics] == ["E223"]
     assert f"{define} <= {limit}" in info.value.diagnostics[0].message
+
+
+def test_the_language_server_shows_the_requirement_at_its_line(tmp_path):
+    from topoc.lsp import Analysis
+    text = ('use "nvidia/devices.topo"\ngroup Pod(n: int = 2) {\n'
+            '  require n <= 4, "four ports"\n  gpu[n] : H100\n}\nsystem s : Pod(n = 5)\n')
+    path = tmp_path / "pod.topo"
+    path.write_text(text)
+    (found,) = Analysis(text, str(path)).diagnostics
+    assert found.code == "E223" and found.start == (2, 2) and "instantiated here" in found.message
