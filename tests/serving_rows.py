@@ -175,8 +175,15 @@ def checks() -> list[Check]:
             c: object = int(conc) if conc.isdigit() else "max"
             burst = r["id"] in ("r153", "r154", "r155", "r156", "r157", "r158")
             prec = _prec(r["precision"])
+            kvp = _kv(r["kv_precision"], prec)
+            if kvp is None and "gpustack" in r["source"]:
+                # GPUStack launches each engine with its defaults (the page's serving
+                # commands pass no KV dtype): vLLM's and SGLang's --kv-cache-dtype and
+                # TensorRT-LLM's KvCacheConfig.dtype are "auto", the model's activation dtype
+                # (BF16; the Hugging Face checkpoints carry no KV-cache quantisation), not FP8
+                kvp = "bf16"
             base = dict(row=r["id"], gpu=_gpu(r["gpu"]), model=model, precision=prec,
-                        kv_precision=_kv(r["kv_precision"], prec), tp=tp, pp=int(r["pp"] or 1),
+                        kv_precision=kvp, tp=tp, pp=int(r["pp"] or 1),
                         ep=ep, attention_dp=adp, gpus=gpus, isl=int(r["isl"]),
                         osl=int(r["osl"]), concurrency=c,
                         per_gpu=r["throughput_scope"] == "per_gpu", fit=usable % 3 == 0,
