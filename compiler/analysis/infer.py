@@ -56,7 +56,7 @@ class Settings:
     hbm_efficiency: float = 0.947       # fraction of HBM bandwidth streaming weights and KV reach
     layer_overhead: float = 2.30e-5     # s per layer and step: launches, norms, synchronisation
     step_overhead: float = 1.03e-3      # s per engine step: scheduling, sampling, host work
-    expert_tile: float = 259.0          # rows of a grouped-GEMM tile: an expert with m tokens
+    expert_tile: float = 235.6          # rows of a grouped-GEMM tile: an expert with m tokens
     #                                     runs at m / (m + expert_tile) of the GEMM rate
     fp4_efficiency: float = 0.557       # FP4 GEMMs: a further fraction of the FP4 peak
     request_overhead: float = 0.0056    # s per request before its prefill: API, tokenizer, queue

@@ -337,13 +337,13 @@ def test_sharegpt_bursts_compare_with_the_engines_peak_rate(errors):
 
 
 def test_moe_throughput_median_on_held_out_rows(errors):
-    """Mixtures of experts' throughput on the validation rows: 21.6 % median over 18 (41.3 %
-    before the ShareGPT bursts were compared with the engines' peak rate); still above the
-    issue's 20 % (docs/infer.md lists each row's mechanism or why it is unknown)."""
+    """Mixtures of experts' throughput on the validation rows: 19.9 % median over 18 (41.3 %
+    on main at 8d4145a); just within the issue's 20 %, with the rows still off listed in
+    docs/infer.md ("Mixtures of experts, row by row") with their mechanism or why it is unknown."""
     val = [e for c, e in errors if c.metric == "throughput" and not c.fit
            and S.arch(c.model).experts]
     assert len(val) == 18
-    assert S.median_abs(val) <= 0.23
+    assert S.median_abs(val) <= 0.22
 
 
 def test_routed_experts_run_at_their_own_gemm_width():
