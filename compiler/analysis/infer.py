@@ -56,7 +56,7 @@ class Settings:
     hbm_efficiency: float = 0.947       # fraction of HBM bandwidth streaming weights and KV reach
     layer_overhead: float = 2.30e-5     # s per layer and step: launches, norms, synchronisation
     step_overhead: float = 1.03e-3      # s per engine step: scheduling, sampling, host work
-    expert_tile: float = 259.0          # rows of a grouped-GEMM tile: an expert with m tokens
+    expert_tile: float = 235.6          # rows of a grouped-GEMM tile: an expert with m tokens
     #                                     runs at m / (m + expert_tile) of the GEMM rate
     fp4_efficiency: float = 0.557       # FP4 GEMMs: a further fraction of the FP4 peak
     request_overhead: float = 0.0056    # s per request before its prefill: API, tokenizer, queue
@@ -250,6 +250,10 @@ class Engine:
         n = model.ffn / lay.tp if moe_layers(model) < model.layers else \
             model.expert_ffn / max(1, lay.tp // lay.ep)
         self.shape = n / (n + settings.gemm_width)
+        # a routed expert's GEMM has its own width: expert_ffn over tp / ep GPUs (a model with
+        # a few dense layers, DeepSeek-V3's 3 of 61, runs its 58 MoE layers' experts at it)
+        e = model.expert_ffn / max(1, lay.tp // lay.ep) if model.experts else n
+        self.expert_shape = e / (e + settings.gemm_width)
         self.act = sv.activation_bytes(model, lay, s.max_tokens)
         free = gpu.hbm - self.weights - self.act - s.runtime_reserve
         self.kv_per_token = sv.kv_bytes_per_token_per_gpu(model, lay, kv_precision)
@@ -265,7 +269,8 @@ class Engine:
         bw = self.gpu.bandwidth * self.s.hbm_efficiency
         return (_kernel(w.gemm_flops, w.weight_bytes, peak * gemm_eff, bw)
                 + _kernel(w.expert_flops, w.expert_bytes,
-                          peak * gemm_eff * _rows(w.expert_rows, self.s.expert_tile), bw)
+                          peak / self.shape * self.expert_shape * gemm_eff
+                          * _rows(w.expert_rows, self.s.expert_tile), bw)
                 + _kernel(w.attn_flops, w.kv_bytes, attn_peak * gemm_eff, bw)
                 + self.stage_layers * self.s.layer_overhead)
 
