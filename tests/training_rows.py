@@ -136,10 +136,22 @@ CAVEATS: dict[str, tuple[str, dict]] = {
 #: DeepEP (AutoModel's ``*_te_deepep.yaml`` benchmark configs; DeepSeek-V3's own dispatch,
 #: sec. 3.2.2) sends a token over the network once per destination node; DeepSeek-V3 routes a
 #: token to at most 4 nodes (sec. 2.1.2 / 3.2.2; the HF config's topk_group = 4 of n_group = 8).
+#: Megatron-Core's EP A2A overlap (``ep_overlap``) is on only where the row's recipe turns it
+#: on: Megatron-Bridge v0.2.0 (the 25.11 release, whose notes it carries),
+#: scripts/performance/configs/qwen3/workload_base_configs.py sets ``moe_a2a_overlap=True``
+#: for Qwen3-235B-A22B on 256 H100s and 64 B200s and Qwen3-30B-A3B on 16 H100s, and
+#: ``False`` (or leaves the default, False) for DeepSeek-V3, GPT-OSS and the other Qwen3
+#: presets; v0.3.0 (26.02) keeps DeepSeek-V3 and GPT-OSS off. NeMo AutoModel does not run
+#: Megatron-Core's schedule. DeepSeek-V3's DualPipe pairs a forward and a backward chunk and
+#: hides their all-to-all (sec. 3.2.1), so its report row runs it too.
 _DSV3_EP = dict(deepep=True, route_nodes=4)
+_A2A_ON = dict(ep_overlap=True)
 OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
-                first_stage_layers=3, last_stage_layers=2, **_DSV3_EP),
+                first_stage_layers=3, last_stage_layers=2, ep_overlap=True, **_DSV3_EP),
+           "mbridge-2511-h100-q235-256-fp8-cs": _A2A_ON,
+           "mbridge-2511-b200-q235-64-fp8-mx": _A2A_ON,
+           "mbridge-2511-h100-q30-16-fp8-cs": _A2A_ON,
            "automodel-h100-deepseek-v3-1024gpu-bf16": _DSV3_EP,
            "automodel-h100-deepseek-v3-256gpu-bf16": _DSV3_EP,
            "automodel-h100-qwen3-30b-a3b-8gpu-bf16": dict(deepep=True),
