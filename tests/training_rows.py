@@ -136,10 +136,22 @@ CAVEATS: dict[str, tuple[str, dict]] = {
 #: DeepEP (AutoModel's ``*_te_deepep.yaml`` benchmark configs; DeepSeek-V3's own dispatch,
 #: sec. 3.2.2) sends a token over the network once per destination node; DeepSeek-V3 routes a
 #: token to at most 4 nodes (sec. 2.1.2 / 3.2.2; the HF config's topk_group = 4 of n_group = 8).
+#: Megatron-Core's EP A2A overlap (``ep_overlap``) is on only where the row's recipe turns it
+#: on: Megatron-Bridge v0.2.0 (the 25.11 release, whose notes it carries),
+#: scripts/performance/configs/qwen3/workload_base_configs.py sets ``moe_a2a_overlap=True``
+#: for Qwen3-235B-A22B on 256 H100s and 64 B200s and Qwen3-30B-A3B on 16 H100s, and
+#: ``False`` (or leaves the default, False) for DeepSeek-V3, GPT-OSS and the other Qwen3
+#: presets; v0.3.0 (26.02) keeps DeepSeek-V3 and GPT-OSS off. NeMo AutoModel does not run
+#: Megatron-Core's schedule. DeepSeek-V3's DualPipe pairs a forward and a backward chunk and
+#: hides their all-to-all (sec. 3.2.1), so its report row runs it too.
 _DSV3_EP = dict(deepep=True, route_nodes=4)
+_OVERLAP = dict(ep_overlap=True)
 OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
-                first_stage_layers=3, last_stage_layers=2, **_DSV3_EP),
+                first_stage_layers=3, last_stage_layers=2, ep_overlap=True, **_DSV3_EP),
+           "mbridge-2511-h100-q235-256-fp8-cs": _OVERLAP,
+           "mbridge-2511-b200-q235-64-fp8-mx": _OVERLAP,
+           "mbridge-2511-h100-q30-16-fp8-cs": _OVERLAP,
            "automodel-h100-deepseek-v3-1024gpu-bf16": _DSV3_EP,
            "automodel-h100-deepseek-v3-256gpu-bf16": _DSV3_EP,
            "automodel-h100-qwen3-30b-a3b-8gpu-bf16": dict(deepep=True),
@@ -522,9 +534,13 @@ _FOUNDRY = ("llm-foundry swept its configurations (sweep.sh) and published the f
             "for small micro-batches without recompute (that 13B row is predicted 16 % fast); "
             "the best fits at 60-88 % of HBM, so memory is not what separates them")
 _A2A = ("expert all-to-all costed fully exposed: the published wide EP pays {ep} s of "
-        "{step} s; Megatron-Core's EP A2A overlap (overlap_moe_expert_parallel_comm), "
-        "DeepEP's and DualPipe's overlap (DeepSeek-V3 report sec. 3.2.1) hide it behind "
-        "another micro-batch's compute, which topoc does not model, so narrower EP wins")
+        "{step} s; the row's recipe does not turn on Megatron-Core's EP A2A overlap "
+        "({why}), so topoc does not hide it (ep_overlap); what else overlaps it in that run "
+        "is not published, so narrower EP wins")
+_NOT_MCORE = "NeMo AutoModel does not run Megatron-Core's schedule"
+_A2A_ON = ("with the recipe's EP A2A overlap (ep_overlap) the published wide EP still pays "
+           "{ep} s of {step} s exposed: each all-to-all ({call} ms) outlasts the other "
+           "micro-batch's attention and MLP segments it hides behind ({seg} ms)")
 _Q30 = ("the step itself is not trusted: Megatron's fine-grained MoE rows are predicted "
         "{err} fast even with the host-bound expert segment (compute.host_bound), so the "
         "ranking against ep 1 follows from a step that is off")
@@ -561,18 +577,29 @@ RANK_MISSES: dict[str, str] = {
         ("narayanan21-t1-1.7b-32gpu", "76 %"), ("narayanan21-t1-3.6b-64gpu", "77 %"),
         ("narayanan21-t1-7.5b-128gpu", "95 %"), ("narayanan21-t1-18.4b-256gpu", "95 %"),
         ("narayanan21-t1-39.1b-512gpu", "98 %"), ("narayanan21-t2-ptdp-174.6b-384gpu", "97 %"))},
-    "mbridge-2511-h100-q235-256-fp8-cs": _A2A.format(ep="13.0", step="23.4") +
-        "; ep 8 inside a node fits at 92 % of HBM",
-    "deepseekv3-report-h800-2048gpu-fp8": _A2A.format(ep="8.3", step="22.1") +
-        " (the report states the all-to-all is fully hidden)",
-    "automodel-h100-deepseek-v3-1024gpu-bf16": _A2A.format(ep="13.2", step="40.3"),
-    "automodel-h100-deepseek-v3-256gpu-bf16": _A2A.format(ep="3.3", step="10.3") +
+    "mbridge-2511-h100-q235-256-fp8-cs": _A2A_ON.format(ep="9.3", step="19.7", call="2.1",
+                                                       seg="0.4-1.1") +
+        " (it was 13.0 s without it); the step is predicted 5 % fast, so the published "
+        "mapping is costed right, and the best keeps ep 8 (tp 2) on NVLink at 87 % of HBM, "
+        "which no recipe publishes: not explained further",
+    "deepseekv3-report-h800-2048gpu-fp8": _A2A_ON.format(ep="3.4", step="17.2", call="4.3",
+                                                         seg="2.2-5.9") +
+        " (8.3 s without it); the report states DualPipe hides it fully, while topoc pairs "
+        "DualPipe's passes as 1F1B's steady phase (its warm-up exposed) and bounds each "
+        "all-to-all by one segment",
+    "automodel-h100-deepseek-v3-1024gpu-bf16": _A2A.format(ep="13.2", step="40.3",
+                                                           why=_NOT_MCORE),
+    "automodel-h100-deepseek-v3-256gpu-bf16": _A2A.format(ep="3.3", step="10.3",
+                                                          why=_NOT_MCORE) +
         "; the row is also predicted 26 % slow",
-    "automodel-h100-gpt-oss-120b-64gpu-bf16": _A2A.format(ep="1.7", step="4.3"),
-    "automodel-h100-qwen3-30b-a3b-8gpu-bf16": _A2A.format(ep="5.9", step="26.6") +
+    "automodel-h100-gpt-oss-120b-64gpu-bf16": _A2A.format(ep="1.7", step="4.3",
+                                                          why=_NOT_MCORE),
+    "automodel-h100-qwen3-30b-a3b-8gpu-bf16": _A2A.format(ep="5.9", step="26.6",
+                                                          why=_NOT_MCORE) +
         "; the row is also predicted 22 % slow",
-    "mbridge-2511-gb200-dsv3-256-bf16": _A2A.format(ep="4.0", step="22.6") +
-        "; with full recompute kept it is within 15 %",
+    "mbridge-2511-gb200-dsv3-256-bf16": _A2A.format(
+        ep="4.0", step="22.6", why="Megatron-Bridge v0.2.0 sets moe_a2a_overlap=False for "
+        "DeepSeek-V3 on GB200") + "; with full recompute kept it is within 15 %",
     "mbridge-2511-gb200-q30-8-fp8-mx": _Q30.format(err="11 %") +
         "; its best also sits at 99.8 % of HBM",
     "mbridge-2511-b200-q30-8-fp8-mx": (

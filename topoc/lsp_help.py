@@ -59,6 +59,9 @@ SETTING_DOCS = {
                        "(DeepSeek-V3 sec. 3.3)",
     "deepep": "expert dispatch sends each token over the network once per destination node "
               "and forwards it over NVLink there (DeepEP)",
+    "ep_overlap": "Megatron-Core's EP A2A overlap: the expert all-to-all hides behind another "
+                  "micro-batch's compute (no pipeline or an interleaved one; not with full "
+                  "recompute)",
     "route_nodes": "node-limited routing: a token's experts lie on at most this many nodes "
                    "(DeepSeek-V3: 4; 0 for no limit)",
     "bf16_moments": "AdamW moments in bf16 next to fp32 master weights (DeepSeek-V3 sec. 3.3)",

@@ -9,7 +9,9 @@ E = S / N.
 Overlap: data-parallel gradient traffic runs during the backward pass (about two thirds of a
 step's compute, backward costing twice the forward), context-parallel ring attention during the
 attention compute; both share that window. Tensor-, expert- and pipeline-parallel traffic sits
-on the critical path: each layer or stage waits for it.
+on the critical path: each layer or stage waits for it, except the expert all-to-alls that
+Megatron-Core's EP A2A overlap pairs with another micro-batch's compute (window
+``ep_overlap``, ``training.ep_overlap``), which also cost the SMs they take from it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ OVERLAP_TEXT = {"backward": "yes, with the backward pass", "forward": "yes, with
                 "attention": "yes, with the attention kernels",
                 "grad_sync": "yes, with the last micro-batch's backward",
                 "param_sync": "yes, with the first micro-batch's forward",
+                "ep_overlap": "yes, with another micro-batch's compute (EP A2A overlap)",
                 "none": "no: on the critical path"}
 #: A flow called at least this often per step is "frequent" (every layer or micro-batch).
 FREQUENT = 8
@@ -333,7 +336,11 @@ def exposed_by_dim(flows, compute: float | None,
         if not f.window:
             out[f.dim] = out.get(f.dim, 0.0) + f.per_step
     room = windows(compute, detail)
-    for window in sorted({f.window for f in flows if f.window}):
+    for f in flows:
+        if f.window == "ep_overlap":
+            over, cost = ep_exposed(f, compute, detail)
+            out[f.dim] = out.get(f.dim, 0.0) + over + cost
+    for window in sorted({f.window for f in flows if f.window and f.window != "ep_overlap"}):
         inside = [f for f in flows if f.window == window]
         hidden = sum(f.per_step for f in inside)
         over = max(0.0, hidden - room.get(window, 0.0)) if compute is not None else hidden
@@ -341,6 +348,21 @@ def exposed_by_dim(flows, compute: float | None,
             if hidden:
                 out[f.dim] = out.get(f.dim, 0.0) + over * f.per_step / hidden
     return out
+
+
+def ep_exposed(f, compute: float | None, detail: Compute | None) -> tuple[float, float]:
+    """(exposed seconds, SM cost) of expert all-to-alls under Megatron-Core's EP A2A overlap.
+    Per paired layer pass the schedule runs the backward micro-batch's combine behind the
+    forward one's attention, the forward dispatch behind the backward MLP, the backward
+    dispatch behind the forward MLP and the forward combine behind the backward attention
+    (Megatron-Core's combined 1F1B schedule plan, as DualPipe's overlap of a forward and a
+    backward chunk): each all-to-all hides up to its segment's compute, and the hidden
+    seconds slow that compute by the SMs the all-to-all holds."""
+    if compute is None or detail is None or len(detail.ep_segments) != 4 or not f.count:
+        return f.per_step, 0.0
+    each = f.per_step / f.count
+    hidden = f.count / 4 * sum(min(each, c) for c in detail.ep_segments)
+    return f.per_step - hidden, hidden * detail.ep_sm_share
 
 
 def step(system: System, p: ParallelStrategy, cache: dict | None = None,

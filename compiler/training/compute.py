@@ -30,6 +30,7 @@ import attrs
 
 from ..ir.gpus import GPUFigures
 from ..ir.system import Transformer
+from . import ep_overlap
 from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
 from .memory import op_policy
@@ -51,6 +52,10 @@ class Compute:
     attention_time: float = 0.0  # of ``time``: attention kernels (ring attention hides here)
     microbatch_time: float = 0.0  # one micro-batch (all model chunks) on the slowest stage
     stage: str = "last"
+    # EP A2A overlap (``ep_overlap``): one MoE layer's attention and MLP forward and backward
+    # seconds on one micro-batch, and the share of SMs the hidden all-to-alls take from them
+    ep_segments: tuple[float, ...] = ()
+    ep_sm_share: float = 0.0
 
 
 @attrs.frozen
@@ -199,13 +204,17 @@ def _attention(m: Transformer, t, sh: Shape, tokens: float, r: _Rates) -> tuple[
 
 
 def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
-           logits: bool) -> tuple[float, float, float, float, float]:
-    """(seconds, FLOPs, GEMM seconds, element-wise seconds, attention seconds) of one
-    micro-batch on a stage of ``layers`` layers, ``dense`` of them without experts."""
+           logits: bool) -> tuple[float, float, float, float, float, tuple[float, ...]]:
+    """(seconds, FLOPs, GEMM seconds, element-wise seconds, attention seconds, MoE layer
+    segments) of one micro-batch on a stage of ``layers`` layers, ``dense`` of them without
+    experts. The segments are one MoE layer's attention forward, MLP forward, attention
+    backward and MLP backward (GEMMs and attention kernels), the compute Megatron-Core's EP
+    A2A overlap hides each of the other micro-batch's all-to-alls behind."""
     tokens = m.seq * t.microbatch / sh.cp
     fp8 = r.fp8 != r.peak
     full = t.recompute == "full"
     gemm = flops = ew = att = 0.0
+    segments: tuple[float, ...] = ()
     for moe, n in ((False, dense), (True, layers - dense)):
         if n <= 0:
             continue
@@ -226,6 +235,10 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             # the layer's backward on the GPU: GEMMs, attention, element-wise work
             bwd = 2 * g_time + a_bwd + 2 * tokens * bytes_ / (r.hbm * t.hbm_efficiency)
             experts = _gemms(r, shapes[-2:], fp8)[0]       # the local experts' two GEMMs
+            n_att = len(attention_matrices(m))
+            attn_f = _gemms(r, shapes[:n_att], fp8)[0] + router + a_fwd
+            mlp_f = _gemms(r, shapes[n_att:], fp8)[0]
+            segments = (attn_f, mlp_f, 2 * (attn_f - a_fwd) + a_bwd, 2 * mlp_f)
             g_time += (r.curve.moe_layer + host_bound(m, sh, fp8, experts, bwd,
                                                       passes - 2)) / passes
         gemm += n * g_time * passes
@@ -238,7 +251,7 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
         l_time, l_flops = _gemms(r, [(tokens, m.vocab / sh.tp, m.hidden, 1)], False)
         gemm += 3 * l_time
         flops += 3 * l_flops
-    return gemm + ew + att, flops, gemm, ew, att
+    return gemm + ew + att, flops, gemm, ew, att, segments
 
 
 def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
@@ -260,8 +273,11 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
         got = _stage(m, t, sh, r, layers, d if m.experts else layers, logits)
         if best is None or got[0] > best[1][0]:
             best = (name, got)
-    name, (time, flops, gemm, ew, att) = best
+    name, (time, flops, gemm, ew, att, segments) = best
     peak_used = r.fp8 if r.fp8 != r.peak else r.peak
     eff = flops / (gemm + att) / peak_used if gemm + att else 0.0
+    on = ep_overlap.applies(t, sh)
     return Compute(time * microbatches, flops * microbatches, gemm * microbatches,
-                   ew * microbatches, eff, att * microbatches, time, name)
+                   ew * microbatches, eff, att * microbatches, time, name,
+                   segments if on else (),
+                   ep_overlap.sm_share(generation(gpu.name)) if on else 0.0)

@@ -46,7 +46,8 @@ class Training:
     ``attention_kernel`` "fa2" runs FlashAttention-2 (PyTorch SDPA) rather than a fused kernel;
     ``pure_bf16`` keeps no fp32 master copy (weights, gradients, Adam moments and the loss in
     bf16, as NeMo AutoModel's recipes run); ``fp8`` runs the layers' GEMMs in fp8;
-    ``dualpipe``, ``recompute_norms``, ``fp8_activations`` and ``bf16_moments`` are
+    ``ep_overlap`` hides the expert all-to-all behind another micro-batch's compute where
+    Megatron-Core runs it (``ep_overlap``'s docstring); ``dualpipe``, ``recompute_norms``, ``fp8_activations`` and ``bf16_moments`` are
     DeepSeek-V3's memory savings (``memory``'s docstring); ``first_stage_layers``/``last_stage_layers`` fix the
     end stages of the pipeline and ``pipeline_slots`` counts embedding and loss as layer slots
     (None: when the layers need it to split evenly)."""
@@ -75,6 +76,7 @@ class Training:
     bf16_moments: bool = False          # AdamW moments in bf16 (fp32 master weights kept)
     deepep: bool = False                # expert dispatch sends a token once per node (DeepEP)
     route_nodes: int = 0                # node-limited routing: a token's experts on <= N nodes
+    ep_overlap: bool = False            # Megatron-Core's EP A2A overlap (``ep_overlap``)
     attention_kernel: str = "fused"     # "fused" (cuDNN, FlashAttention-3) or "fa2"
     first_stage_layers: int = 0
     last_stage_layers: int = 0

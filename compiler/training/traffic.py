@@ -9,7 +9,9 @@ them, each with the window of compute it can hide behind:
   it hides only behind the attention kernels (``attention``).
 - ep: 4 all-to-alls per MoE layer and micro-batch (dispatch and combine, forward and backward);
   with ``deepep`` a token crosses the network once per destination node, not once per expert
-  (``analysis.strategy.dedup_share`` scales the bytes by the group's node count).
+  (``analysis.strategy.dedup_share`` scales the bytes by the group's node count). With
+  Megatron-Core's EP A2A overlap (``ep_overlap``) those of the passes paired with another
+  micro-batch's pass hide behind its compute (window ``ep_overlap``); the rest stay exposed.
 - pp: one activation forward and one gradient back per micro-batch and model chunk.
 - Gradients: dense ones reduce over the dp x cp group (``dpcp``; ``dp`` when cp = 1), expert
   ones over the expert-data-parallel group (``edp``), in fp32 buckets: an all-reduce, or a
@@ -30,6 +32,7 @@ import math
 from ..ir.system import Transformer, TrafficFlow
 from .mapping import Layout, Shape
 from .memory import sharding
+from .ep_overlap import paired
 from .params import kv_width, layer_parameters, moe_layers
 
 
@@ -63,9 +66,16 @@ def traffic(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) \
         moe = -(-moe_layers(m) * layers // m.layers)
         routed = int(tokens / (sh.tp if t.sequence_parallel else 1) * m.top_k * h * 2
                      * t.imbalance)
-        flows.append(TrafficFlow("ep", "alltoall", routed, moe * microbatches * (4 + 2 * extra),
-                                 overlap="none",
-                                 dedup=(m.top_k, t.route_nodes) if t.deepep else (0, 0)))
+        count = moe * microbatches * (4 + 2 * extra)
+        dedup = (m.top_k, t.route_nodes) if t.deepep else (0, 0)
+        # each paired layer pass carries a dispatch and a combine of the forward micro-batch
+        # and of the backward one (``ep_overlap.hidden``)
+        hidden = 4 * round(moe * microbatches * paired(t, sh, microbatches))
+        if hidden:
+            flows.append(TrafficFlow("ep", "alltoall", routed, hidden, overlap="ep_overlap",
+                                     dedup=dedup))
+        flows.append(TrafficFlow("ep", "alltoall", routed, count - hidden, overlap="none",
+                                 dedup=dedup))
     if sh.pp > 1:
         boundary = int(act / (sh.tp if t.sequence_parallel else 1))
         flows.append(TrafficFlow("pp", "sendrecv", boundary, 2 * microbatches * t.interleave,

@@ -51,6 +51,11 @@ def add_parser(sub) -> None:
                    "the last pipeline stage")
     p.add_argument("--deepep", action="store_true", help="expert dispatch sends each token "
                    "over the network once per destination node (DeepEP)")
+    p.add_argument("--ep-overlap", choices=["on", "off"], default="off",
+                   help="Megatron-Core's EP A2A overlap (--overlap-moe-expert-parallel-comm): "
+                   "the expert all-to-all hides behind another micro-batch's compute, with no "
+                   "pipeline or an interleaved one, not with full recompute (default off, as "
+                   "Megatron-Core)")
     p.add_argument("--route-nodes", type=int, default=0, help="node-limited routing: a token's "
                    "experts on at most N nodes (DeepSeek-V3: 4; default no limit)")
     p.add_argument("--dualpipe", action="store_true", help="DeepSeek's bidirectional pipeline "
@@ -138,6 +143,7 @@ def run(args) -> int:
                     gemm_efficiency=args.gemm_efficiency, fsdp=args.fsdp, fp8=args.fp8,
                     pure_bf16=args.pure_bf16, dualpipe=args.dualpipe,
                     recompute_norms=args.recompute_norms, deepep=args.deepep,
+                    ep_overlap=args.ep_overlap == "on",
                     route_nodes=args.route_nodes,
                     first_stage_layers=args.first_stage_layers,
                     last_stage_layers=args.last_stage_layers,
