@@ -146,6 +146,27 @@ def _components(label, a, b):
         label = new
 
 
+def nearest_by_bfs(start, adj, wanted, is_gpu) -> list:
+    """The devices nearest ``start`` for which ``wanted`` holds, breadth first over ``adj``,
+    never passing through another GPU (``is_gpu``): a GPU's own socket or NICs, the PCIe,
+    C2C and socket hops of its host. The first level with any is returned, in frontier order."""
+    seen, frontier = {start}, [start]
+    while frontier:
+        found = [n for n in frontier if wanted(n)]
+        if found:
+            return found
+        nxt = []
+        for node in frontier:
+            if node != start and is_gpu(node):
+                continue
+            for other in adj.get(node, ()):
+                if other not in seen:
+                    seen.add(other)
+                    nxt.append(other)
+        frontier = nxt
+    return []
+
+
 def host_shapes(loc: "Locality"):
     """The host parts that hold GPUs (components over PCIe, C2C and socket links: a
     superchip, a node), grouped by shape: (member offsets, link offsets, first index of each
@@ -271,22 +292,9 @@ class Locality:
         """The closest devices of ``kind`` over PCIe/C2C hops, never through another GPU.
         (One short search per device asked: a search from every device of ``kind`` at once
         measured twice as slow at 1,024 racks, its tables covering every host device.)"""
-        want, gpus, host_adj = self._ids(kind), self._ids("gpu"), self.host_adj
-        seen, frontier = {gpu_id}, [gpu_id]
-        while frontier:
-            found = [n for n in frontier if n in want]
-            if found:
-                return tuple(sorted(found))
-            nxt = []
-            for node in frontier:
-                if node != gpu_id and node in gpus:
-                    continue
-                for other in host_adj.get(node, ()):
-                    if other not in seen:
-                        seen.add(other)
-                        nxt.append(other)
-            frontier = nxt
-        return ()
+        want, gpus = self._ids(kind), self._ids("gpu")
+        return tuple(sorted(nearest_by_bfs(gpu_id, self.host_adj, want.__contains__,
+                                           gpus.__contains__)))
 
     def _ids(self, kind: str) -> frozenset[str]:
         """Ids of the devices of ``kind``, once per kind; "nic" means a compute NIC: DPUs and
@@ -320,27 +328,12 @@ class Locality:
                 adj[x].append(y)
                 adj[y].append(x)
             base = copies[0]
-            rep = [ids[base + o] for o in members]
             kind_of = {o: ids[base + o] for o in members}
 
             def search(start: int, kind: str) -> list[int]:
                 wanted, gpu_ids = want[kind], want["gpu"]
-                seen, frontier = {start}, [start]
-                while frontier:
-                    found = [o for o in frontier if kind_of[o] in wanted]
-                    if found:
-                        return found
-                    nxt = []
-                    for node in frontier:
-                        if node != start and kind_of[node] in gpu_ids:
-                            continue
-                        for other in adj.get(node, ()):
-                            if other not in seen:
-                                seen.add(other)
-                                nxt.append(other)
-                    frontier = nxt
-                return []
-            del rep
+                return nearest_by_bfs(start, adj, lambda o: kind_of[o] in wanted,
+                                      lambda o: kind_of[o] in gpu_ids)
             gpu_offsets = [o for o in members if kind_of[o] in want["gpu"]]
             plan = []
             nic_cpu: dict[int, list[int]] = {}
