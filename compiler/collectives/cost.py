@@ -41,8 +41,8 @@ from ..ir.groups import RankGroup
 from .paths import NoRoute
 from . import collnet, messages, transports, tuners
 from .versions import GRAPH_SAVES_US, Nccl, UnknownVersion, nccl as nccl_profile
-from .tuning import (BUS_FACTOR, PROTOCOLS, Profile, arch_index, bus_gbs,  # noqa: F401
-                     latency_us, nvls_fill_seconds, selection_us)
+from .tuning import (BUS_FACTOR, NVLS_NCHANNELS, PROTOCOLS, Profile, arch_index,  # noqa: F401
+                     bus_gbs, latency_us, nvls_fill_seconds, selection_us)
 
 SAMPLE_ISLANDS = 4
 ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair over two islands
@@ -145,11 +145,6 @@ def _nvls_tree_loads(res: Resources, system, ranks, agents_of, inter: float = 1.
                     loads.add(a, b, share, c)
                     loads.add(b, a, share, c)
     return loads
-
-
-#: NVLS channels NCCL opens (src/transport/nvls.cc): 16 on Hopper, 32 on Blackwell across
-#: nodes (NVLS_NCHANNELS_SM90, NVLS_NCHANNELS_SM100).
-NVLS_NCHANNELS = {2: 16, 3: 32}
 
 
 def nvls_tree_channels(system: System, ranks: Sequence[int]) -> int:
@@ -340,13 +335,11 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
         # the network part apart: NVLS's efficiency is a property of the NVLink SHARP part,
         # not of the NICs (tuning.cc: min(intraBw x nvlsEfficiency, interBw, ...))
         net = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 1.0, 0.0).busiest()[0]
-        select = net
         if islands > 2 and (nccl or nccl_profile()).nvls_tree_ch is None:
             # tuning.cc before 2.28 charges NVLS-tree half the inter-node bandwidth beyond two
             # nodes when it chooses (docs/cost.md); ``auto`` chooses with NCCL's charge and
-            # reports the time the links give.
-            select = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 2.0,
-                                      0.0).busiest()[0]
+            # reports the time the links give. Loads scale with their bytes: twice ``net``.
+            select = 2.0 * net
         nvls_part = _nvls_tree_loads(res, system, sample, loc.nvlink_agents, 0.0).busiest()[0]
     elif algorithm == "collnetchain":
         if islands < 2 or not collnet.sharp_fabric(system, ranks):
@@ -457,14 +450,13 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
     for proto in allowed:
         if n > 1:
             latency = launch + latency_us(p, collective, n, proto) * 1e-6
-            bus = bus_gbs(p, collective, n, size, proto) * 1e9
             chosen_lat = launch + selection_us(p, collective, n, proto) * 1e-6
             chosen_bus = bus_gbs(charged, collective, n, size, proto) * 1e9
-        else:
+        else:       # one rank: no bytes move (factor 0)
             latency = chosen_lat = launch
-            bus = chosen_bus = math.inf
+            chosen_bus = math.inf
         time = latency + (_transfer_seconds(p, collective, n, size, proto, factor) if n > 1
-                          else size * factor / bus)
+                          else 0.0)
         chosen = chosen_lat + (size * factor / chosen_bus if chosen_bus > 0 else math.inf)
         algbw = size / time
         out.append((chosen, Cost(collective, group.name, n, size, p.algorithm, PROTOCOLS[proto],

@@ -125,9 +125,6 @@ class _Kinds:
     def __getitem__(self, device_id: str) -> str:
         return self._devices[self._index[device_id]].kind
 
-    def __contains__(self, device_id: object) -> bool:
-        return device_id in self._index
-
     def get(self, device_id: str, default=None):
         """The kind, or ``default`` for an id that names no device."""
         i = self._index.get(device_id)
