@@ -17,15 +17,15 @@ from urllib.parse import unquote, urlparse
 
 import attrs
 
-from .compiler.lang import syntax as s
+from .compiler.lang import fastlines, syntax as s
 from .compiler.base.diagnostics import CompileError, Diagnostic, Span
 from .compiler.lang.resolve import Program
 from .compiler.base.units import BYTES, RATE, SECONDS, human
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 USE = re.compile(r'\s*use\s+"([^"]*)"')
-KEYWORDS = ("use", "link", "device", "model", "group", "let", "require", "host", "system", "parallel", "on",
-            "traffic", "auto", "true", "false")
+# what completion offers as keywords: the reserved words but the lanes' 'x'
+KEYWORDS = tuple(k for k in fastlines.KEYWORDS if k != "x")
 
 
 def uri_to_path(uri: str) -> str:
@@ -125,7 +125,7 @@ class Analysis:
         and definition), then the lint rules when it compiles; between stages, ``Stale`` when
         the document has changed again (the newer text is analysed instead)."""
         from .compiler.lang import pipeline
-        from .compiler.lint.lint import verified
+        from .compiler.lang.verify import verify
         found: list[Diagnostic] = []
         try:
             self.program = pipeline.front_end(self.text, self.path)
@@ -133,7 +133,7 @@ class Analysis:
             system = pipeline.lower(self.program)
             self._check()
             if system is not None:
-                found = verified(system)      # E220 on a library device: at the user's line
+                found = verify(system)        # E220 on a library device: at the user's line
                 if not found:
                     self._check()
                     from .compiler.lint.lint import LintConfig, apply_suppressions, lint_system

@@ -33,7 +33,7 @@ def graph(system: System) -> nx.MultiGraph:
     for link in system.links:
         u, v = link.src, link.dst
         if u not in node or v not in node:      # never for an elaborated system; be exact
-            g.add_edge(u, v, link.id, **_data(link))
+            g.add_edge(u, v, link.id, **edge_data(link))
             continue
         near = adj[u]
         keys = near.get(v)
@@ -42,9 +42,6 @@ def graph(system: System) -> nx.MultiGraph:
             adj[v][u] = keys
         add_edge_data(keys, link)
     return g
-
-
-_data = edge_data
 
 
 def graph_reference(system: System) -> nx.MultiGraph:

@@ -102,9 +102,7 @@ def select_group(system: System, spec: str | None = None, parallel: str | None =
     world = len(system.gpus)
     if ranks_text is not None:
         return RankGroup("ranks", parse_rank_list(ranks_text, world))
-    if spec in (None, "world"):
-        return RankGroup("world", tuple(range(world)))
-    kind, _, index = spec.partition(":")
+    kind, _, index = (spec or "world").partition(":")
     if kind == "world":
         if index not in ("", "0"):
             raise GroupError(f"world has one group, world:0, not world:{index}")

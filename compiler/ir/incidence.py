@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Mapping
-from itertools import compress
 
 from ..base.gcpause import gc_paused
 from . import system
@@ -164,19 +163,6 @@ class Ends:
         return [bool(flags[c]) for c in self.type]
 
 
-def links_in(system: System, classes: tuple[str, ...]) -> tuple[Link, ...]:
-    """The links of these classes in declaration order (the scale-out fabric is a small part
-    of a large cluster's links), selected in C and kept per system."""
-    key = ("links_in", classes)
-    found = system.memo.get(key)
-    if found is None:
-        flags = system.ends.mask(lambda t: t.cls in classes)
-        links = system.links
-        found = system.memo[key] = links.select(flags) if hasattr(links, "select") else \
-            tuple(compress(links, flags))
-    return found
-
-
 def arrays_in(system: System, classes: tuple[str, ...]):
     """The links of these classes in declaration order as numpy arrays: source and
     destination device indices and bandwidths (``Link.bandwidth``: per-lane bandwidth times
@@ -212,21 +198,10 @@ def columns_in(system: System, classes: tuple[str, ...]) -> tuple[list[str], lis
     key = ("columns_in", classes)
     found = system.memo.get(key)
     if found is None:
-        import numpy as np
-
-        e = system.ends
-        flags = e.mask(lambda t: t.cls in classes)
-        picked = np.flatnonzero(np.frombuffer(bytes(flags), dtype=np.bool_)) if len(e.src) \
-            else np.zeros(0, np.int64)
-
-        def column(values, dtype):
-            return np.frombuffer(values, dtype=dtype)[picked].tolist() if len(values) else []
-        ids = [d.id for d in system.devices]
-        per_lane = [t.bandwidth for t in e.types]
-        codes = column(e.type, np.uint8 if e.type.typecode == "B" else np.uint16)
-        found = system.memo[key] = (
-            [ids[i] for i in column(e.src, np.int32)], [ids[i] for i in column(e.dst, np.int32)],
-            [per_lane[c] * n for c, n in zip(codes, column(e.lanes, np.int32))])
+        src, dst, bandwidth = arrays_in(system, classes)
+        devices = system.devices
+        found = system.memo[key] = ([devices[i].id for i in src.tolist()],
+                                    [devices[i].id for i in dst.tolist()], bandwidth.tolist())
     return found
 
 

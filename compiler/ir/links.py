@@ -15,7 +15,6 @@ pickling are the tuple's. See docs/scale.md for the figures behind the choice.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from itertools import compress
 
 from .system import Device, Link
 
@@ -68,31 +67,6 @@ class Links(Sequence):
             self._all = tuple(made.get(i) or make(i) for i in range(len(self._row)))
             self._made = {}
         return self._all
-
-    def select(self, flags) -> tuple[Link, ...]:
-        """The links whose flag is true (``Ends.mask``), made one by one: the scale-out links
-        of a large cluster without making the NVLink ones."""
-        if self._all is not None:
-            return tuple(compress(self._all, flags))
-        import numpy as np
-
-        picked = np.flatnonzero(np.frombuffer(bytes(flags), dtype=np.bool_))
-        e, rows, made, devices, types = self._ends, self._rows, self._made, self._devices, \
-            self._ends.types
-
-        def column(values, dtype):
-            return np.frombuffer(values, dtype=dtype)[picked].tolist()
-        out = []
-        for i, a, b, c, n, r in zip(picked.tolist(), column(e.src, np.int32),
-                                    column(e.dst, np.int32),
-                                    column(e.type, np.uint8 if e.type.typecode == "B"
-                                           else np.uint16),
-                                    column(e.lanes, np.int32), column(self._row, np.int32)):
-            link = made.get(i)
-            if link is None:
-                link = made[i] = Link(None, devices[a].id, devices[b].id, types[c], n, *rows[r])
-            out.append(link)
-        return tuple(out)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Links):

@@ -30,10 +30,12 @@ import attrs
 from . import syntax as s
 from ..base.diagnostics import Source, Span
 
-# A name that Lark could read as a keyword somewhere in a statement is left to Lark.
-_KEYWORDS = ("use", "link", "device", "model", "group", "system", "parallel", "on", "traffic",
+# The language's reserved words (the grammar's keywords; tests/test_editors.py checks the
+# grammar's against the editors' highlighting): a name that Lark could read as a keyword
+# somewhere in a statement is left to Lark.
+KEYWORDS = ("use", "link", "device", "model", "group", "system", "parallel", "on", "traffic",
              "auto", "true", "false", "let", "require", "host", "x")
-_NAME = r"(?!(?:%s)(?![A-Za-z0-9_]))[A-Za-z_][A-Za-z0-9_]*" % "|".join(_KEYWORDS)
+_NAME = r"(?!(?:%s)(?![A-Za-z0-9_]))[A-Za-z_][A-Za-z0-9_]*" % "|".join(KEYWORDS)
 _INT = r"(?:0|[1-9][0-9]{0,8})"                 # well inside E297's limits, spelled as printed
 _SEG = rf"{_NAME}(?:\[(?:\*|{_INT}(?:\.\.{_INT})?)\])?"
 _PATH = rf"{_SEG}(?:\.{_SEG})*"

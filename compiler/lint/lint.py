@@ -223,12 +223,7 @@ def apply_suppressions(found: Sequence[Diagnostic], root: Source | None,
 @gc_paused()
 def lint_system(system: System, config: LintConfig = LintConfig()) -> list[Diagnostic]:
     """Port-budget errors and rule findings of a compiled system (no suppression applied)."""
-    return verified(system) + rule_findings(system, config)
-
-
-def verified(system: System) -> list[Diagnostic]:
-    """``verify``'s errors (E220), each about a library device at the user's line."""
-    return verify(system)
+    return verify(system) + rule_findings(system, config)
 
 
 def lint_file(path: str | os.PathLike, config: LintConfig | None = None,
