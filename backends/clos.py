@@ -17,19 +17,10 @@ import attrs
 
 from ..compiler.ir.summary import scaleout_levels
 from ..compiler.ir.system import System
-from .layout import natural, parts
+from .layout import natural, parts, stem as _stem, top_level
 from .style import Node
 
 _INDEX = re.compile(r"(\d+)$")
-
-
-def _top(system: System, device_id: str) -> str:
-    prefix = system.name + "."
-    return prefix + device_id[len(prefix):].split(".", 1)[0]
-
-
-def _stem(name: str) -> str:
-    return name.rstrip("0123456789")
 
 
 def _span(machines: list[str]) -> str:
@@ -63,7 +54,7 @@ def frame_leaves(system: System, nodes: list[Node], frames: bool = True) -> list
     for link in system.links:
         for a, b in ((link.src, link.dst), (link.dst, link.src)):
             if a in ids and kind.get(b) != "net_switch":
-                serves[a].add(_top(system, b))
+                serves[a].add(top_level(system.name, b))
                 m = _INDEX.search(parts(b)[-1])
                 rails[a].add(m.group(1) if m and kind.get(b) in ("nic", "dpu") else "?")
     units: dict[frozenset, list[str]] = defaultdict(list)

@@ -84,6 +84,22 @@ def natural(name: str) -> tuple:
     return tuple(out)
 
 
+def stem(name: str) -> str:
+    """An array element's name without its index: 'rack12' -> 'rack'."""
+    return name.rstrip("0123456789")
+
+
+def top_level(system_name: str, device_id: str) -> str:
+    """The top-level instance holding ``device_id``: 'sys.rack3.tray0.gpu1' -> 'sys.rack3'."""
+    prefix = system_name + "."
+    return prefix + device_id[len(prefix):].split(".", 1)[0]
+
+
+def top_levels(system) -> dict[str, str]:
+    """Device id -> its top-level instance (``top_level``), for every device."""
+    return {d.id: top_level(system.name, d.id) for d in system.devices}
+
+
 def _stem(item_id: str) -> str:
     last = parts(item_id)[-1] if item_id else ""
     m = _INDEX.match(last)

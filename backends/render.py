@@ -26,7 +26,7 @@ from ..compiler.ir.locality import UnionFind, common_prefix
 from ..compiler.ir.groups import rank_groups
 from ..compiler.ir.summary import scaleout_levels
 from .clos import frame_leaves
-from .layout import natural, parts
+from .layout import natural, parts, stem as _stem, top_levels
 from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, PALETTE, RING_COLOR,  # noqa: F401
                     TIER, UNIT_TIER, Edge, Node, Options, text_color, unique_suffixes,
                     box as _box,
@@ -138,8 +138,7 @@ def machines_folded(system: System) -> tuple[str, dict[str, str]] | None:
     fabric boxes (a scalable unit, a rack's leaves), at most SUMMARIES of them; the fabric
     into the racks view's boxes. None for one machine, or one NVLink domain across top-level
     instances (an NVL72's trays are drawn in full)."""
-    prefix = system.name + "."
-    top = {d.id: prefix + d.id[len(prefix):].split(".", 1)[0] for d in system.devices}
+    top = top_levels(system)
     machines = sorted({top[g.id] for g in system.gpus if top[g.id] != g.id}, key=natural)
     if len(machines) < 2:
         return None
@@ -171,10 +170,6 @@ def machines_folded(system: System) -> tuple[str, dict[str, str]] | None:
         box.update(dict.fromkeys(run, name))
     return machines[0], {d.id: box.get(top[d.id], unit_of[d.id]) for d in system.devices
                          if top[d.id] != machines[0]}
-
-
-def _stem(unit: str) -> str:
-    return unit.rstrip("0123456789")
 
 
 def _index(unit: str) -> int:
@@ -278,12 +273,11 @@ def _units(system: System) -> dict[str, str]:
     """Device id -> its box in the racks view: the top-level instance it belongs to. A top-level
     array with more than FOLD members is folded: network switches into one box, anything else
     (racks, nodes) into boxes of BLOCK consecutive members."""
-    prefix = system.name + "."
-    top = {d.id: prefix + d.id[len(prefix):].split(".", 1)[0] for d in system.devices}
+    top = top_levels(system)
     members: dict[str, set[str]] = defaultdict(set)
     network_only: dict[str, bool] = defaultdict(lambda: True)
     for d in system.devices:
-        stem = top[d.id].rstrip("0123456789")
+        stem = _stem(top[d.id])
         if stem != top[d.id]:
             members[stem].add(top[d.id])
             network_only[stem] &= d.kind == "net_switch"
@@ -479,7 +473,8 @@ def dot_source(system: System, opts: Options = Options(),
             break
         pic = _picture(system, view, nodes, edges, opts, notes, widest)
     if check and not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
-        view, nodes, edges = "racks", frame_leaves(system, racks(system)[0]), racks(system)[1]
+        view, (nodes, edges) = "racks", racks(system)
+        nodes = frame_leaves(system, nodes)
         pic = _picture(system, view, nodes, edges, opts, notes)
     if check and not _fits(pic):
         instead = ("--view racks" if view != "racks" and racks_apply(system)
