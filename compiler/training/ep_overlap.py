@@ -43,7 +43,7 @@ SMS = {"ampere": 108, "hopper": 132, "blackwell": 148}
 
 def applies(t, sh: Shape) -> bool:
     """Whether Megatron-Core runs the EP A2A overlap for training ``t`` on shape ``sh``."""
-    return bool(getattr(t, "ep_overlap", False)) and sh.ep > 1 and t.recompute != "full" and \
+    return t.ep_overlap and sh.ep > 1 and t.recompute != "full" and \
         (sh.pp == 1 or t.interleave > 1 or t.dualpipe)
 
 

@@ -69,7 +69,7 @@ def traffic(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) \
         count = moe * microbatches * (4 + 2 * extra)
         dedup = (m.top_k, t.route_nodes) if t.deepep else (0, 0)
         # each paired layer pass carries a dispatch and a combine of the forward micro-batch
-        # and of the backward one (``ep_overlap.hidden``)
+        # and of the backward one (``ep_overlap.paired``)
         hidden = 4 * round(moe * microbatches * paired(t, sh, microbatches))
         if hidden:
             flows.append(TrafficFlow("ep", "alltoall", routed, hidden, overlap="ep_overlap",

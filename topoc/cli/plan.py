@@ -154,9 +154,7 @@ def run(args) -> int:
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
     fixed["zero"] = zero_stage(args.zero, args.fsdp, args.distributed_optimizer)
-    hbm = parse_size(args.hbm) if args.hbm else None
-    if hbm is not None and hbm <= 0:
-        raise UsageError(f"--hbm {args.hbm}: GPU memory must be positive")
+    hbm = parse_size(args.hbm) if args.hbm else None     # parse_size refuses sizes below 1
     if args.scaling:
         return _scaling(args, system, model, base, fixed, hbm)
     source = {"path": os.path.abspath(args.file), "defines": parse_defines(args.define),

@@ -10,7 +10,7 @@ from ..compiler.analysis.infer import serving_view
 from ..compiler.analysis.plan import PlanUsageError
 from ..compiler.analysis.scaling import scaling
 from ..compiler.analysis.page import published_rows, report_page
-from ..compiler.training.memory import zero_stage
+from ..compiler.training.memory import sharding
 from .common import (EXIT_OK, UsageError, add_common, load, scaling_range, strategy_name,
                      write_output)
 
@@ -73,7 +73,7 @@ def _scaling(system: System, page, span: tuple[int, int]) -> tuple[tuple[str, st
                          "parallel block)")
     try:
         # the block's sharding is fixed as plan's --fsdp, --distributed-optimizer, --zero fix it
-        zero = zero_stage(t.zero, t.fsdp, t.distributed_optimizer)
+        zero = sharding(t)
         curve = scaling(system, t.model, t, *span, fixed={"zero": zero} if zero else None)
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
