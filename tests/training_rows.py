@@ -10,7 +10,10 @@ How a row becomes a prediction:
   own HBM; rows whose GPU count no library fabric reaches are listed as not reproduced.
 - Framework defaults by source, where the row leaves them open: Megatron-Bridge and NeMo run
   Megatron-Core with the distributed optimizer, overlapped gradient reduction, sequence
-  parallelism with tp > 1 and flash attention; torchtitan, llm-foundry and NeMo AutoModel run
+  parallelism with tp > 1 and flash attention; Megatron-Bridge's performance recipes (v0.2.0
+  for 25.11, v0.3.0 for 26.02: ``scripts/performance/configs/*/*_llm_pretrain.py``, every
+  model) set ``cfg.ddp.grad_reduce_in_fp32 = False``, so its rows keep and reduce bf16
+  gradients (``bf16_grads``); torchtitan, llm-foundry and NeMo AutoModel run
   FSDP; Narayanan et al. 2021 ran fp16 Megatron without flash attention or a sharded optimizer.
   Rows whose attention column says "yes" (torchtitan's SDPA, llm-foundry's flash-attn) ran
   FlashAttention-2 (``attention_kernel = "fa2"``); Transformer Engine's and Megatron's fused
@@ -77,14 +80,6 @@ CAVEATS: dict[str, tuple[str, dict]] = {
     "llama3-t4-405b-8192gpu": (
         "the paper runs an interleaved pipeline schedule but publishes neither its number of "
         "model chunks nor the recompute; the row runs v = 1", {"interleave": 8}),
-    "nemo2407-h100-nemotron4-340b-128gpu-fp8": (
-        "recompute not published; the memory model puts recompute none at 97.9 GB (over the "
-        "85.9 GB of an H100; weights 17.3, fp32 gradients 23.1, optimizer over dp 2 34.6, "
-        "activations 20.7), so the lightest mode that fits is full; NeMo 2's nemotron4_340b "
-        "recipe sets no recompute; NeMo's Apex distributed Adam can keep bf16 gradients and "
-        "16-bit master remainders (about 17 GB less here, to about 81 GB), which memory.py "
-        "does not model (not verified for the 24.07 container)",
-        {"recompute": "none"}),
     "mbridge-2602-gb200-llama370b-64-mxfp8": (
         "recompute not published (Megatron-Bridge's GB200 MXFP8 preset for it, "
         "scripts/performance/configs/llama, sets tp 2, pp 4, vp 5 and nothing else); "
@@ -144,11 +139,20 @@ CAVEATS: dict[str, tuple[str, dict]] = {
 #: presets; v0.3.0 (26.02) keeps DeepSeek-V3 and GPT-OSS off. NeMo AutoModel does not run
 #: Megatron-Core's schedule. DeepSeek-V3's DualPipe pairs a forward and a backward chunk and
 #: hides their all-to-all (sec. 3.2.1), so its report row runs it too.
+#: NeMo 24.07's Nemotron-4 340B configuration (NVIDIA/NeMo-Framework-Launcher, tag 24.07,
+#: launcher_scripts/conf/training/nemotron/nemotron_340b.yaml: ``optim: name:
+#: distributed_fused_adam, grad_sync_dtype: bf16, dtype: bf16``) keeps and reduces its
+#: gradients in bf16 and its Adam state in bf16; topoc keeps the fp32 master copy
+#: (``bf16_moments``: 8 optimizer bytes a parameter where Apex's bf16 state takes 6), so its
+#: memory is an upper bound. None of the launcher's other 24.07 configs of the NeMo rows sets
+#: either (Apex's defaults are fp32).
+_NEMOTRON = dict(bf16_grads=True, bf16_moments=True)
 _DSV3_EP = dict(deepep=True, route_nodes=4)
 _OVERLAP = dict(ep_overlap=True)
 OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
                 first_stage_layers=3, last_stage_layers=2, ep_overlap=True, **_DSV3_EP),
+           "nemo2407-h100-nemotron4-340b-128gpu-fp8": _NEMOTRON,
            "mbridge-2511-h100-q235-256-fp8-cs": _OVERLAP,
            "mbridge-2511-b200-q235-64-fp8-mx": _OVERLAP,
            "mbridge-2511-h100-q30-16-fp8-cs": _OVERLAP,
@@ -317,6 +321,7 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 flash_attention=row.flash, fp8=row.fp8, fsdp=row.fsdp,
                 attention_kernel="fa2" if row.fa2 else "fused",
                 pure_bf16=row.source.startswith("NVIDIA NeMo AutoModel"),
+                bf16_grads=row.id.startswith("mbridge"),
                 zero=row.zero if not row.fsdp else 0)
     opts.update(OPTIONS.get(row.id, {}))
     opts.update(overrides)

@@ -25,7 +25,7 @@ _WHOLE = ("batch", "microbatch", "interleave")
 _COUNTS = ("zero", "first_stage_layers", "last_stage_layers", "route_nodes")     # whole numbers from 0
 _BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention", "fsdp",
           "fp8", "pure_bf16", "pipeline_slots", "dualpipe", "recompute_norms", "fp8_activations",
-          "bf16_moments", "deepep", "ep_overlap")
+          "bf16_moments", "bf16_grads", "deepep", "ep_overlap")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
 TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "attention_kernel", *_BOOLS, "bucket", "imbalance",
                      *_FRACTIONS)

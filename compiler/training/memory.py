@@ -42,6 +42,12 @@
   README) puts stages i and P - 1 - i on rank i, two copies of the parameters, with P + 1
   micro-batches of a stage's activations in flight, and the first rank holds the embedding and
   the output head (and, in the paper, the MTP module that shares them: not modelled).
+- ``bf16_grads``: the gradient buffer (Megatron-Core's ``main_grad``) in bf16 and reduced in
+  bf16, 2 bytes a parameter rather than 4: Megatron-Core's DDP makes its buffer in the
+  parameters' dtype when ``grad_reduce_in_fp32`` is off, as every Megatron-Bridge performance
+  recipe sets it (v0.2.0 and v0.3.0, ``scripts/performance/configs/*/*_llm_pretrain.py``:
+  ``cfg.ddp.grad_reduce_in_fp32 = False``); Apex's distributed Adam with ``grad_sync_dtype:
+  bf16`` (NeMo's Nemotron-4 340B config) does the same. FSDP keeps its own (fp32) gradients.
 - A runtime reserve for what is not modelled byte by byte (CUDA context, NCCL buffers,
   workspaces, the caching allocator's slack): a documented constant, not a fit.
 """
@@ -133,6 +139,8 @@ def bytes_per_param(m: Transformer, t, shard: int) -> tuple[float, float, float]
         o = 12.0 + (2 if m.dtype == "fp16" else 0)
     if t.bf16_moments and not t.pure_bf16:
         o -= 4.0                                # two bf16 moments rather than two fp32 ones
+    if t.bf16_grads and not t.fsdp:
+        g = 2.0                                 # a bf16 gradient buffer, reduced in bf16
     if level >= 1:
         o /= shard
     if level >= 2:

@@ -48,7 +48,9 @@ class Training:
     bf16, as NeMo AutoModel's recipes run); ``fp8`` runs the layers' GEMMs in fp8;
     ``ep_overlap`` hides the expert all-to-all behind another micro-batch's compute where
     Megatron-Core runs it (``ep_overlap``'s docstring); ``dualpipe``, ``recompute_norms``, ``fp8_activations`` and ``bf16_moments`` are
-    DeepSeek-V3's memory savings (``memory``'s docstring); ``first_stage_layers``/``last_stage_layers`` fix the
+    DeepSeek-V3's memory savings (``memory``'s docstring); ``bf16_grads`` keeps and reduces the
+    gradients in bf16 (Megatron-Core's ``grad_reduce_in_fp32=False``, NeMo's
+    ``grad_sync_dtype: bf16``); ``first_stage_layers``/``last_stage_layers`` fix the
     end stages of the pipeline and ``pipeline_slots`` counts embedding and loss as layer slots
     (None: when the layers need it to split evenly)."""
 
@@ -74,6 +76,7 @@ class Training:
     recompute_norms: bool = False       # RMSNorm outputs and MLA up-projections recomputed
     fp8_activations: bool = False       # activations cached in fp8, SwiGLU output recomputed
     bf16_moments: bool = False          # AdamW moments in bf16 (fp32 master weights kept)
+    bf16_grads: bool = False            # gradients kept and reduced in bf16 (``memory``)
     deepep: bool = False                # expert dispatch sends a token once per node (DeepEP)
     route_nodes: int = 0                # node-limited routing: a token's experts on <= N nodes
     ep_overlap: bool = False            # Megatron-Core's EP A2A overlap (``ep_overlap``)

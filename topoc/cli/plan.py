@@ -66,6 +66,9 @@ def add_parser(sub) -> None:
                    "recompute the SwiGLU output (DeepSeek-V3)")
     p.add_argument("--bf16-moments", action="store_true", help="AdamW moments in bf16 next to "
                    "fp32 master weights (DeepSeek-V3)")
+    p.add_argument("--bf16-grads", action="store_true", help="gradients kept and reduced in "
+                   "bf16 (Megatron-Core's grad_reduce_in_fp32 off, as Megatron-Bridge's "
+                   "performance recipes; default fp32)")
     p.add_argument("--fp8", action="store_true", help="run the layers' GEMMs in FP8 (the "
                    "GPU's tflops_fp8)")
     p.add_argument("--flash-attention", choices=["on", "off"], default="on",
@@ -148,6 +151,7 @@ def run(args) -> int:
                     first_stage_layers=args.first_stage_layers,
                     last_stage_layers=args.last_stage_layers,
                     fp8_activations=args.fp8_activations, bf16_moments=args.bf16_moments,
+                    bf16_grads=args.bf16_grads,
                     flash_attention=args.flash_attention == "on",
                     attention_kernel=args.attention_kernel)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
