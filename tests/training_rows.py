@@ -81,33 +81,48 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "the paper runs an interleaved pipeline schedule but publishes neither its number of "
         "model chunks nor the recompute; the row runs v = 1", {"interleave": 8}),
     "mbridge-2602-gb200-llama370b-64-mxfp8": (
-        "recompute not published (Megatron-Bridge's GB200 MXFP8 preset for it, "
-        "scripts/performance/configs/llama, sets tp 2, pp 4, vp 5 and nothing else); "
-        "recompute none fits, so the row runs none; the 25.11 fp8 row of the "
-        "same model and GPUs is 19 % faster per token than this one", {"recompute": "full"}),
+        "unexplained: recompute is not in the table, but Megatron-Bridge v0.3.0's GB200 "
+        "MXFP8 presets for it (scripts/performance/configs/llama/"
+        "llama3_workload_base_configs.py, V1 and V2: tp 2, pp 4, vp 5) and its "
+        "llama3_70b_pretrain_config set none, so the row's none is the recipe's; the 25.11 "
+        "fp8 row of the same model and GPUs is 19 % faster per token than this one",
+        {"recompute": "full"}),
     "automodel-h100-deepseek-v3-256gpu-bf16": (
         "its 1,024-GPU sibling (same per-GPU mapping, same benchmark config, +6 %) is 14 % "
         "slower per GPU (865 against 1,002 tokens/s/GPU); the model has no term that makes "
         "the run with 4x fewer micro-batches per step faster per token", {}),
     "mbridge-2511-gb200-gptoss-64-bf16": (
         "unexplained: GPT-OSS's attention sinks and alternating 128-token sliding window are "
-        "not modelled (the window is costed as full attention, which overestimates); its 2 "
-        "local experts of 16K tokens each are not host-bound", {}),
+        "not modelled (the window is costed as full attention, which overestimates; its "
+        "64-wide heads, costed by FLOPs, underestimate: roughly a wash); its 2 local experts "
+        "of 16K tokens each are not host-bound; every Megatron-Bridge GPT-OSS row is "
+        "predicted fast: the mb-4 H100 fit row (+3 %) runs full recompute in topoc where its "
+        "recipe (v0.2.0 GPT_OSS_120B_H100_BF16_BASE_CONFIG) recomputes only the layernorms and "
+        "the MoE activation (recompute_modules), which topoc has no mode for", {}),
     "mbridge-2602-h100-gptoss-64-bf16": (
-        "unexplained, and at odds with its 25.11 sibling (mb 4, +3 %, a fit row) whose "
-        "published GA = 2 disagrees with its own GBS / (MBS x DP) = 8; per token this mb-1 "
-        "run is only 6 % faster while its pipeline bubble is 10x smaller", {}),
+        "unexplained, as the GB200 GPT-OSS row: its 25.11 sibling (mb 4, +3 %, a fit row) "
+        "is costed with full recompute where its recipe recomputes only the layernorms and "
+        "the MoE activation, and that sibling's published GA = 2 disagrees with its own "
+        "GBS / (MBS x DP) = 8; per token this mb-1 run is only 6 % faster while its pipeline "
+        "bubble is 10x smaller", {}),
     "mbridge-2511-h100-q30-16-fp8-cs": (
-        "unexplained: more than twice the model's step after the host-bound expert term; "
-        "it runs 24 virtual stages of one layer each over a 2-node pipeline with fp8 current "
-        "scaling (an amax pass per cast); the model has no per-chunk schedule overhead", {}),
+        "the figure depends on software the table does not publish: Megatron-Bridge's "
+        "archive shows the same model on the same 16 H100s with one mapping (pp 2, vp 12, "
+        "ep 8, mb 1, fp8-cs, GBS 1024) at 5,113 tokens/s/GPU in 26.02 and 9,058 in 26.02.01, "
+        "77 % more from software alone; between the two (v0.3.0 to v0.3.1) its Qwen3 presets "
+        "moved from Megatron's all-to-all token dispatcher to the flex dispatcher with DeepEP "
+        "on x86 systems (#2351 'qwen x86 flex backend', #2393 'Set flex and alltoall for "
+        "perf jobs'); topoc puts that mapping at -57 % against 26.02's figure and -24 % "
+        "against 26.02.01's; this row (25.11) ran before the change", {}),
     "mbridge-2511-b200-q30-8-fp8-mx": (
         "host-bound at one sequence a micro-batch (16 local experts of 2K tokens, fp8): how "
         "far depends on compute.HOST_LAUNCH, an order-of-magnitude figure no fit row can set "
         "(-58 % at 10 us, -32 % at 20 us, -6 % at 30 us); the run's CUDA-graph and dispatcher "
         "settings are not published (Megatron-Bridge's later B200 preset for it runs four "
-        "sequences a micro-batch with CUDA graphs on the router and dispatch preprocessing)",
-        {}),
+        "sequences a micro-batch with CUDA graphs on the router and dispatch preprocessing); "
+        "at four sequences (26.02.01: 26,695 tokens/s/GPU, 2.75x this row's per GPU) topoc "
+        "is +4 %, and the GB200 four-sequence row -1 % against 26.02.01 (-11 % against "
+        "25.11): right at four sequences, short of a per-micro-batch cost at one", {}),
     "tt24-t2-8b-8gpu-fsdp1-cp8-256k": (
         "unexplained: the same table's 32K row without context parallelism is -4 %; ring "
         "attention's exchange hides behind the attention kernels in the model, and torch's "
@@ -117,7 +132,15 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "bandwidth) hide behind the 55 s of compute; the paper gives no DeepSpeed version or "
         "bucket sizes; its 1,536-GPU sibling (not reproduced, 44 TFLOP/s) leaves about 53 s of "
         "a 67 s step to 1.4 TB of gathers and reduce-scatters per GPU: about 26 GB/s, one "
-        "NIC's worth, if nothing overlaps", {}),
+        "NIC's worth, if nothing overlaps. DeepSpeed of the time (v0.3.13, March 2021, "
+        "runtime/zero/stage3.py and partition_parameters.py) bounds the overlap to one "
+        "sub-module: each module's fetch waits for its gather and calls "
+        "torch.cuda.synchronize(), every parameter's all-gather starts with another, and the "
+        "next module is prefetched only when nothing is in flight (stage3_prefetch_bucket_size "
+        "5e7 elements: one weight matrix here); so a module takes the longer of its compute "
+        "and the next one's gather, but at the modelled bandwidth each gather is about a fifth "
+        "of its module's compute at 8K tokens, and that bound alone leaves the step unchanged",
+        {}),
     "narayanan21-t2-zero3-529.6b-640gpu": (
         "unexplained, as the 174.6B ZeRO-3 row", {}),
 }
