@@ -19,3 +19,13 @@ def test_pure_bf16_and_the_attention_kernel_are_block_settings():
     assert bf16.parallel("p").derived.memory.total < plain.derived.memory.total
     assert bf16.parallel("p").derived.compute.attention_time > \
         plain.derived.compute.attention_time
+
+
+def test_bf16_grads_is_a_block_setting():
+    """``bf16_grads`` (Megatron-Core's grad_reduce_in_fp32 off) halves the gradient buffer of
+    a block with the distributed optimizer."""
+    source = SOURCE.replace("fsdp = true", "distributed_optimizer = true")
+    plain = topoc.loads(source.format(extra="")).parallel("p")
+    bf16 = topoc.loads(source.format(extra="bf16_grads = true")).parallel("p")
+    assert bf16.training.bf16_grads and not plain.training.bf16_grads
+    assert bf16.derived.memory.gradients == plain.derived.memory.gradients / 2
