@@ -113,7 +113,9 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "moved from Megatron's all-to-all token dispatcher to the flex dispatcher with DeepEP "
         "on x86 systems (#2351 'qwen x86 flex backend', #2393 'Set flex and alltoall for "
         "perf jobs'); topoc puts that mapping at -57 % against 26.02's figure and -24 % "
-        "against 26.02.01's; this row (25.11) ran before the change", {}),
+        "against 26.02.01's; this row (25.11) ran before the change; the what-if is the "
+        "26.02.01 run (its mapping, batch and figure)",
+        {"microbatch": 1, "interleave": 12, "batch": 1024, "value": 9058.0}),
     "mbridge-2511-b200-q30-8-fp8-mx": (
         "host-bound at one sequence a micro-batch (16 local experts of 2K tokens, fp8): how "
         "far depends on compute.HOST_LAUNCH, an order-of-magnitude figure no fit row can set "
@@ -122,7 +124,8 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "sequences a micro-batch with CUDA graphs on the router and dispatch preprocessing); "
         "at four sequences (26.02.01: 26,695 tokens/s/GPU, 2.75x this row's per GPU) topoc "
         "is +4 %, and the GB200 four-sequence row -1 % against 26.02.01 (-11 % against "
-        "25.11): right at four sequences, short of a per-micro-batch cost at one", {}),
+        "25.11): right at four sequences, short of a per-micro-batch cost at one; the "
+        "what-if is the 26.02.01 four-sequence run", {"microbatch": 4, "value": 26695.0}),
     "tt24-t2-8b-8gpu-fsdp1-cp8-256k": (
         "unexplained: the same table's 32K row without context parallelism is -4 %; ring "
         "attention's exchange hides behind the attention kernels in the model, and torch's "
