@@ -127,9 +127,15 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "25.11): right at four sequences, short of a per-micro-batch cost at one; the "
         "what-if is the 26.02.01 four-sequence run", {"microbatch": 4, "value": 26695.0}),
     "tt24-t2-8b-8gpu-fsdp1-cp8-256k": (
-        "unexplained: the same table's 32K row without context parallelism is -4 %; ring "
-        "attention's exchange hides behind the attention kernels in the model, and torch's "
-        "experimental ring attention (Dec 2024) adds per-step output merges not modelled", {}),
+        "unexplained: the same table's 32K row without context parallelism is -4 %, and its "
+        "64K row at cp 2 and 128K row at cp 4 (not in runs.csv; this row's setup at their "
+        "sequence, cp and figure: 2,540 and 1,071 tokens/s/GPU) are +0 % and -26 %: the gap "
+        "opens between cp 2 and cp 4, where every rank's chunks are 16K tokens alike, so it "
+        "is not the kernels' shape; ring attention's exchange hides behind the attention "
+        "kernels in the model, and torch's experimental ring attention (Dec 2024: round-robin "
+        "load balance, the keys and values all-gathered, outputs merged in fp32 each step) "
+        "adds per-step merges not modelled, which at about 4 GB a step explain ~2 s of the "
+        "18 s", {}),
     "narayanan21-t2-zero3-174.6b-384gpu": (
         "unexplained: the model's ZeRO-3 gathers (about 6 s per step at NCCL's multi-NIC ring "
         "bandwidth) hide behind the 55 s of compute; the paper gives no DeepSpeed version or "
