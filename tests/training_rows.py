@@ -192,6 +192,23 @@ OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            "automodel-h100-deepseek-v3-256gpu-bf16": _DSV3_EP,
            "automodel-h100-qwen3-30b-a3b-8gpu-bf16": dict(deepep=True),
            "automodel-h100-gpt-oss-120b-64gpu-bf16": dict(deepep=True)}
+#: Megatron-Core's module recompute (``recompute_modules`` with a "selective" granularity)
+#: where the row's recipe sets it, so the row's recompute is known rather than the lightest
+#: that fits: Megatron-Bridge v0.2.0 (25.11; scripts/performance/configs/deepseek/
+#: workload_base_configs.py DEEPSEEK_V3_GB200_BASE_CONFIG: ``["mla_up_proj"]``, with
+#: deepseek_llm_pretrain.py's ``recompute_granularity = "selective"``;
+#: configs/gpt_oss/workload_base_configs.py GPT_OSS_120B_GB200_BF16_BASE_CONFIG:
+#: ``["layernorm", "moe_act"]``) and v0.3.0 (26.02; gpt_oss_workload_base_configs.py
+#: GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1/V2: ``["layernorm", "moe_act"]``). The 25.11
+#: GPT-OSS H100 row's recipe sets the same, but at the table's four sequences a micro-batch
+#: (the recipe runs one) topoc puts it at 100 GB, over the H100, so that row keeps the
+#: lightest mode that fits (full), stated in docs/plan.md.
+RECIPE_RECOMPUTE = {
+    "mbridge-2511-gb200-dsv3-256-bf16": ("mla_up_proj",),
+    "mbridge-2511-gb200-dsv3-256-fp8-mx": ("mla_up_proj",),
+    "mbridge-2511-gb200-gptoss-64-bf16": ("layernorm", "moe_act"),
+    "mbridge-2602-h100-gptoss-64-bf16": ("layernorm", "moe_act"),
+}
 #: HBM of the GPU a row ran on, when the library's model differs (bytes). As the library's
 #: devices (library/nvidia/devices.topo) where nvidia-smi's figure is known: H800 has the
 #: H100's 81,559 MiB, H200 shows 143,771 MiB; the others at their marketed size.
@@ -289,7 +306,8 @@ def parse(r: dict) -> Row | None:
         if batch % dp:
             return None
     prec = r["precision"].lower()
-    rec = (r["recompute"] or "").strip() or ("full" if family == "narayanan" else "")
+    rec = (r["recompute"] or "").strip() or ("full" if family == "narayanan" else "") or \
+        ("selective" if src in RECIPE_RECOMPUTE else "")
     zf = (r["zero_or_fsdp"] or "").lower()
     fsdp = zf == "fsdp" or family == "fsdp"
     zero = 3 if zf == "zero3" else (0 if family == "narayanan" else 1)
@@ -354,6 +372,7 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 attention_kernel="fa2" if row.fa2 else "fused",
                 pure_bf16=row.source.startswith("NVIDIA NeMo AutoModel"),
                 bf16_grads=row.id.startswith("mbridge"),
+                recompute_modules=RECIPE_RECOMPUTE.get(row.id, ()),
                 zero=row.zero if not row.fsdp else 0)
     opts.update(OPTIONS.get(row.id, {}))
     opts.update(overrides)

@@ -29,3 +29,19 @@ def test_bf16_grads_is_a_block_setting():
     bf16 = topoc.loads(source.format(extra="bf16_grads = true")).parallel("p")
     assert bf16.training.bf16_grads and not plain.training.bf16_grads
     assert bf16.derived.memory.gradients == plain.derived.memory.gradients / 2
+
+
+def test_recompute_modules_is_a_block_setting():
+    """``recompute_modules = layernorm, mlp`` names what a selective recompute redoes (a dense
+    model: the norms' outputs and the MLP's activations are dropped); an unknown module is an
+    error with a suggestion."""
+    import pytest
+    source = SOURCE.replace("fsdp = true", "distributed_optimizer = true")
+    plain = topoc.loads(source.format(extra="recompute = selective")).parallel("p")
+    mods = topoc.loads(source.format(
+        extra="recompute = selective  recompute_modules = layernorm, mlp")).parallel("p")
+    assert mods.training.recompute_modules == ("layernorm", "mlp")
+    assert mods.derived.memory.activations < plain.derived.memory.activations
+    with pytest.raises(topoc.CompileError) as err:
+        topoc.loads(source.format(extra="recompute = selective  recompute_modules = layernrom"))
+    assert "did you mean 'layernorm'" in str(err.value)

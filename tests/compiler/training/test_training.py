@@ -375,3 +375,44 @@ def test_nemotron4_340b_runs_without_recompute_with_nemo_s_bf16_optimizer_state(
     p = predict(row)
     assert p.note.startswith("recompute none") and p.fits
     assert abs(p.error) < 0.10
+
+
+def test_module_recompute_keeps_less_and_redoes_what_it_names():
+    """Megatron-Core's recompute_modules: a selective recompute that names none redoes the
+    attention core (unchanged); ``moe_act`` drops the experts' activation output, ``layernorm``
+    the norms' outputs and ``mla_up_proj`` MLA's Q, K and V, each costing its re-forward; a
+    module that is not Megatron-Core's is refused."""
+    from topoc.compiler.training.model import derive
+    from topoc.compiler.ir.gpus import GPUFigures
+    gpu = GPUFigures("H100-SXM", 989e12, 1979e12, 3.35e12)
+    dsv3 = MODELS["deepseek_v3"]
+    sh = Shape(1, 1, 64, 64, 4)
+    base = Training(dsv3, 512, recompute="selective", distributed_optimizer=True)
+    default = attrs.evolve(base, recompute_modules=("core_attn",))
+    a, b = derive(base, sh, gpu), derive(default, sh, gpu)
+    assert a.memory.activations == b.memory.activations and a.compute.time == b.compute.time
+    up = derive(attrs.evolve(base, recompute_modules=("mla_up_proj",)), sh, gpu)
+    act = derive(attrs.evolve(base, recompute_modules=("moe_act",)), sh, gpu)
+    both = derive(attrs.evolve(base, recompute_modules=("layernorm", "moe_act", "mla_up_proj")),
+                  sh, gpu)
+    none = derive(attrs.evolve(base, recompute="none"), sh, gpu)
+    assert both.memory.activations < up.memory.activations < none.memory.activations
+    assert act.memory.activations < none.memory.activations
+    # without core_attn the attention core is not redone, but the named modules are
+    assert up.compute.attention_time < a.compute.attention_time
+    assert up.compute.gemm_time > none.compute.gemm_time
+    assert act.compute.memory_time > none.compute.memory_time
+    with pytest.raises(MappingError):
+        derive(attrs.evolve(base, recompute_modules=("attention",)), sh, gpu)
+
+
+def test_recipe_module_recompute_rows_run_it_and_fit():
+    """The rows whose Megatron-Bridge recipe names its recompute modules run them (selective
+    with those modules), and topoc fits them in their GPUs' memory."""
+    from tests.training_rows import RECIPE_RECOMPUTE, training
+    by_id = {r.id: r for r in rows()}
+    for rid, mods in RECIPE_RECOMPUTE.items():
+        row = by_id[rid]
+        assert row.recompute == "selective"
+        assert training(row).recompute_modules == mods
+        assert predict(row).fits
