@@ -80,31 +80,24 @@ CAVEATS: dict[str, tuple[str, dict]] = {
     "llama3-t4-405b-8192gpu": (
         "the paper runs an interleaved pipeline schedule but publishes neither its number of "
         "model chunks nor the recompute; the row runs v = 1", {"interleave": 8}),
-    "mbridge-2602-gb200-llama370b-64-mxfp8": (
-        "unexplained: recompute is not in the table, but Megatron-Bridge v0.3.0's GB200 "
-        "MXFP8 presets for it (scripts/performance/configs/llama/"
-        "llama3_workload_base_configs.py, V1 and V2: tp 2, pp 4, vp 5) and its "
-        "llama3_70b_pretrain_config set none, so the row's none is the recipe's; the 25.11 "
-        "fp8 row of the same model and GPUs is 19 % faster per token than this one",
-        {"recompute": "full"}),
     "automodel-h100-deepseek-v3-256gpu-bf16": (
         "its 1,024-GPU sibling (same per-GPU mapping, same benchmark config, +6 %) is 14 % "
         "slower per GPU (865 against 1,002 tokens/s/GPU); the model has no term that makes "
         "the run with 4x fewer micro-batches per step faster per token", {}),
     "mbridge-2511-gb200-gptoss-64-bf16": (
-        "unexplained: GPT-OSS's attention sinks and alternating 128-token sliding window are "
-        "not modelled (the window is costed as full attention, which overestimates; its "
-        "64-wide heads, costed by FLOPs, underestimate: roughly a wash); its 2 local experts "
-        "of 16K tokens each are not host-bound; every Megatron-Bridge GPT-OSS row is "
-        "predicted fast: the mb-4 H100 fit row (+3 %) runs full recompute in topoc where its "
-        "recipe (v0.2.0 GPT_OSS_120B_H100_BF16_BASE_CONFIG) recomputes only the layernorms and "
-        "the MoE activation (recompute_modules), which topoc has no mode for", {}),
+        "unexplained: every Megatron-Bridge GPT-OSS row is predicted fast, and the same model "
+        "on the same 64 GB200s at the recipe's own mapping (four 4K-token sequences a "
+        "micro-batch, 26.02 to 26.04: 15,754-15,938 tokens/s/GPU) is predicted 38 % fast, so "
+        "the gap is not the micro-batch; GPT-OSS's attention sinks and alternating 128-token "
+        "sliding window are not modelled (the window is costed as full attention, which "
+        "overestimates; its 64-wide heads, costed by FLOPs, underestimate: roughly a wash); "
+        "its 2 local experts of 16K tokens each are not host-bound", {}),
     "mbridge-2602-h100-gptoss-64-bf16": (
-        "unexplained, as the GB200 GPT-OSS row: its 25.11 sibling (mb 4, +3 %, a fit row) "
-        "is costed with full recompute where its recipe recomputes only the layernorms and "
-        "the MoE activation, and that sibling's published GA = 2 disagrees with its own "
-        "GBS / (MBS x DP) = 8; per token this mb-1 run is only 6 % faster while its pipeline "
-        "bubble is 10x smaller", {}),
+        "unexplained, as the GB200 GPT-OSS row; its 25.11 sibling (mb 4, +3 %, a fit row) "
+        "keeps full recompute where its recipe recomputes only the layernorms and the MoE "
+        "activation (with them it would be -16 %, but topoc puts them over the H100 at its "
+        "table's four sequences), and that sibling's published GA = 2 disagrees with its own "
+        "GBS / (MBS x DP) = 8", {}),
     "mbridge-2511-h100-q30-16-fp8-cs": (
         "the figure depends on software the table does not publish: Megatron-Bridge's "
         "archive shows the same model on the same 16 H100s with one mapping (pp 2, vp 12, "
@@ -653,9 +646,6 @@ RANK_MISSES: dict[str, str] = {
     "automodel-h100-qwen3-30b-a3b-8gpu-bf16": _A2A.format(ep="5.9", step="26.6",
                                                           why=_NOT_MCORE) +
         "; the row is also predicted 22 % slow",
-    "mbridge-2511-gb200-dsv3-256-bf16": _A2A.format(
-        ep="4.0", step="22.6", why="Megatron-Bridge v0.2.0 sets moe_a2a_overlap=False for "
-        "DeepSeek-V3 on GB200") + "; with full recompute kept it is within 15 %",
     "mbridge-2511-gb200-q30-8-fp8-mx": _Q30.format(err="11 %") +
         "; its best also sits at 99.8 % of HBM",
     "mbridge-2511-b200-q30-8-fp8-mx": (
@@ -697,10 +687,14 @@ RANK_MISSES: dict[str, str] = {
         "; the recipe's pp 8 x v 5 at 83 % against the best's cp 2 x pp 2 x v 4 at 93 %: it "
         "was +10 % before the recipe's bf16 gradients (2 bytes a parameter less) made room "
         "for the best",
-    "mbridge-2511-gb200-dsv3-256-fp8-mx": _EDGE.format(mem="92 %") +
-        "; the published pp 8 with ep 32 at 93 % against the best's tp 2 ep 64 without a "
-        "pipeline at 92 %: it was +11 % before the recipe's bf16 gradients (2 bytes a "
-        "parameter less) let the best fit",
+    "mbridge-2511-gb200-dsv3-256-fp8-mx": (
+        "the best, tp 2 with ep 64 and no pipeline at two sequences a micro-batch, fits at "
+        "99 % of HBM with the same module recompute: the memory edge (torchtitan's published "
+        "peaks are 0.76x-1.17x of topoc's); the published pp 8 with ep 32 runs at 70 %; it "
+        "was +11 % before the recipe's bf16 gradients and module recompute made room for the "
+        "best and +17 % before the Blackwell refit"),
+    "mbridge-2602-h100-gptoss-64-bf16": _EDGE.format(mem="95 %") +
+        "; with its recipe's module recompute kept the best (pp 2 x v 2) is +14 %",
     "mbridge-2511-h100-gptoss-64-bf16": (
         "the published pp 4 without interleaving runs 2 micro-batches a pipeline (GA 2): a "
         "1.5 s bubble of 6.0 s; with the published mapping kept and the best interleave it "
