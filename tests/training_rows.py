@@ -116,8 +116,8 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "settings are not published (Megatron-Bridge's later B200 preset for it runs four "
         "sequences a micro-batch with CUDA graphs on the router and dispatch preprocessing); "
         "at four sequences (26.02.01: 26,695 tokens/s/GPU, 2.75x this row's per GPU) topoc "
-        "is +4 %, and the GB200 four-sequence row -1 % against 26.02.01 (-11 % against "
-        "25.11): right at four sequences, short of a per-micro-batch cost at one; the "
+        "is -2.5 %, and the GB200 four-sequence row -7 % against 26.02.01 (-16 % against "
+        "25.11): near at four sequences, short of a per-micro-batch cost at one; the "
         "what-if is the 26.02.01 four-sequence run", {"microbatch": 4, "value": 26695.0}),
     "tt24-t2-8b-8gpu-fsdp1-cp8-256k": (
         "unexplained: the same table's 32K row without context parallelism is -4 %, and its "
