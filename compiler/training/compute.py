@@ -209,7 +209,7 @@ def _modules_again(m: Transformer, t, sh: Shape, r: _Rates, shapes, moe: bool,
     in its backward (Megatron-Core's ``recompute_modules``; the attention core is costed with
     the attention kernels): ``layernorm`` its two norms, ``moe_act`` the experts' activation,
     ``mla_up_proj`` MLA's two up-projection GEMMs, ``mlp`` a dense layer's MLP."""
-    if not mods:
+    if not mods or mods == ("core_attn",):
         return 0.0, 0.0, 0.0
     h = m.hidden
     sp = sh.tp if t.sequence_parallel and sh.tp > 1 else 1
