@@ -126,6 +126,13 @@ CAVEATS: dict[str, tuple[str, dict]] = {
     "narayanan21-t2-zero3-529.6b-640gpu": (
         "unexplained, as the 174.6B ZeRO-3 row", {}),
 }
+#: llm-foundry's benchmarks ran Composer's FSDP1 (the tables' "Sharding Strategy FULL_SHARD";
+#: Composer 0.14-0.19, the versions llm-foundry pinned while the tables were written, sets
+#: ``backward_prefetch`` to BACKWARD_POST unless the config names one, and neither the
+#: ``mpt-*.yaml`` configs nor ``sweep.sh``/``submit_benchmarks.py`` do): a layer's backward
+#: all-gather is issued after the next layer's gradient computation, so it does not hide
+#: behind it (``fsdp_prefetch = "post"``, PyTorch's ``BackwardPrefetch`` docstring).
+COMPOSER_FSDP = dict(fsdp_prefetch="post")
 #: Framework options a row's source publishes beyond the CSV's columns. DeepSeek-V3's report
 #: (arXiv:2412.19437): DualPipe (sec. 3.2.1), RMSNorm and MLA up-projections recomputed
 #: (sec. 3.2.3), activations cached in fp8 with the SwiGLU output recomputed (sec. 3.3.4),
@@ -318,6 +325,8 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 attention_kernel="fa2" if row.fa2 else "fused",
                 pure_bf16=row.source.startswith("NVIDIA NeMo AutoModel"),
                 zero=row.zero if not row.fsdp else 0)
+    if row.id.startswith("llmfoundry"):
+        opts.update(COMPOSER_FSDP)
     opts.update(OPTIONS.get(row.id, {}))
     opts.update(overrides)
     return Training(m, **opts)

@@ -9,10 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.training_rows import FIT, predict, rows
+import topoc
+from tests.training_rows import FIT, LIBRARY, predict, rows
+from topoc.compiler.ir.gpus import gpu_figures
 from topoc.compiler.lang.derive import bundled_models
-from topoc.compiler.training.model import (MappingError, Shape, Training, check, layout, memory,
-                                           model_flops, parameters, stage_layout, traffic)
+from topoc.compiler.training.model import (MappingError, Shape, Training, check, derive, layout,
+                                           memory, model_flops, parameters, stage_layout,
+                                           traffic)
 from topoc.compiler.training.memory import activation_per_layer as _activation_per_layer
 from topoc.compiler.training.memory import bytes_per_param as _bytes_per_param
 from topoc.compiler.training.memory import activation_per_layer, op_policy
@@ -177,6 +180,38 @@ def test_fsdp_shards_weights_and_fp8_saves_activations():
     assert fp8.activations < plain.activations
     name, _ = plain.largest
     assert name in plain.verdict(1e9)
+
+
+def test_fsdp_backward_post_puts_the_backward_gathers_on_the_critical_path():
+    """FSDP1's BACKWARD_POST (Composer's default) issues a layer's backward all-gather after
+    the next layer's gradient computation, so it waits for it; its reduce-scatter still hides
+    behind the next gradient computation (PyTorch's BackwardPrefetch docstring). The bytes do
+    not change, only where they sit; the forward gathers hide either way."""
+    m = MODELS["llama3_8b"]
+    sh = Shape(dp=8)
+    t = Training(m, 64, fsdp=True)
+    micro = check(t, sh)
+    lay = stage_layout(t, sh)
+
+    def by_overlap(t):
+        out: dict[tuple[str, str], int] = {}
+        for f in traffic(m, t, sh, lay, micro):
+            key = (f.collective, f.overlap)
+            out[key] = out.get(key, 0) + f.count * f.bytes
+        return out
+
+    pre, post = by_overlap(t), by_overlap(attrs.evolve(t, fsdp_prefetch="post"))
+    gathers = (m.layers - 1) * micro
+    assert pre[("allgather", "backward")] == post[("allgather", "none")] - \
+        pre[("allgather", "none")]
+    assert pre[("allgather", "backward")] == gathers * (pre[("allgather", "forward")] // gathers)
+    assert ("allgather", "backward") not in post
+    assert post[("reducescatter", "backward")] == pre[("reducescatter", "backward")]
+    assert post[("allgather", "forward")] == pre[("allgather", "forward")]
+    assert sum(pre.values()) == sum(post.values())
+    with pytest.raises(MappingError, match="fsdp prefetch 'late'"):
+        derive(attrs.evolve(t, fsdp_prefetch="late"), sh, gpu_figures(
+            topoc.load(LIBRARY / "nvidia" / "dgx_h100.topo")))
 
 
 def test_torchtitan_selective_keeps_every_other_matmul_and_recomputes_the_rest():
