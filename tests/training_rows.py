@@ -555,7 +555,8 @@ _FOUNDRY = ("llm-foundry's published runs checkpoint every block; the best drops
             "slow (this one {err}): topoc's full recompute costs about a fifth too much "
             "against no recompute on these runs, by a mechanism the table does not show "
             "(the runs sit at the largest micro-batch that fits; allocator pressure is not "
-            "modelled); the best fits at 60-88 % of HBM, so memory does not separate them")
+            "modelled); the best fits at 60-99 % of HBM (at 91-99 % for five rows, the "
+            "memory model's edge), so for most of them memory does not separate the two")
 _A2A = ("expert all-to-all costed fully exposed: the published wide EP pays {ep} s of "
         "{step} s; the row's recipe does not turn on Megatron-Core's EP A2A overlap "
         "({why}), so topoc does not hide it (ep_overlap); what else overlaps it in that run "
