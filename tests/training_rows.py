@@ -125,6 +125,13 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "NIC's worth, if nothing overlaps", {}),
     "narayanan21-t2-zero3-529.6b-640gpu": (
         "unexplained, as the 174.6B ZeRO-3 row", {}),
+    "narayanan21-t2-zero3-174.6b-768gpu": (
+        "unexplained, as the 384-GPU ZeRO-3 row, and it decides a ranking: at 768 GPUs topoc "
+        "predicts ZeRO-3 (27.4 s) faster than the paper's PTD-P (37.7 s, -4 %), which was "
+        "measured 1.7x faster (149 against 88 TFLOP/s); the step's 1.05 TB of gathers and "
+        "reduce-scatters per GPU would take the measured 67 s at about 26 GB/s, one HDR NIC's "
+        "worth, if nothing overlapped, against the 8-NIC ring bandwidth topoc costs them at",
+        {}),
     "llmfoundry-a100-40gb-mpt-70b-s2048-64gpu-bf16-mb2-ckpt": (
         "unexplained, and at odds with its sibling: the same model on 128 A100 40 GB at "
         "micro-batch 4 reaches 48.9 % MFU (-8 %) where this one-micro-batch-a-step run "
@@ -246,7 +253,7 @@ def parse(r: dict) -> Row | None:
         "megatron" if src.startswith(("mbridge", "nemo2407", "deepseekv3")) else "fsdp"
     tp, pp, cp = _int(r["tp"], 1), _int(r["pp"], 1), _int(r["cp"], 1)
     gpus = _int(r["gpus"])
-    if src == "narayanan21-t2-ptdp-174.6b-384gpu" or src == "narayanan21-t2-ptdp-174.6b-1536gpu":
+    if src.startswith("narayanan21-t2-ptdp-174.6b-"):
         tp, pp = 8, 12                       # t x p = 96 (their Table 2), Megatron's 8 x 12
     dp = gpus // (tp * pp * cp)
     if dp * tp * pp * cp != gpus:
@@ -622,6 +629,8 @@ RANK_MISSES: dict[str, str] = {
         ("narayanan21-t1-39.1b-512gpu", "98 %", "20 % from the best (tp 8 -> 2, eight "
          "pipeline stages of three chunks)"),
         ("narayanan21-t2-ptdp-174.6b-384gpu", "97 %", "13 % from the best (tp 8 -> 2, 24 "
+         "pipeline stages of four chunks)"),
+        ("narayanan21-t2-ptdp-174.6b-768gpu", "97 %", "13 % from the best (tp 8 -> 2, 24 "
          "pipeline stages of four chunks)"))},
     "mbridge-2511-h100-q235-256-fp8-cs": _A2A_ON.format(ep="9.3", step="19.7", call="2.1",
                                                        seg="0.4-1.1") +

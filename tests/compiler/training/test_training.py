@@ -446,3 +446,18 @@ def test_composers_backward_post_fsdp_costs_the_small_microbatches_llm_foundry_m
         rk = ranking(by_id[f"llmfoundry-{gpu}-mpt-70b-s2048-64gpu-bf16"])
         assert rk.gap <= 0.15
         assert (rk.best.candidate.microbatch, rk.best.candidate.recompute) == (1, "none")
+
+
+@pytest.mark.xfail(strict=True, reason="DeepSpeed ZeRO-3 of 2021 is costed at NCCL's 8-NIC ring "
+                   "bandwidth and hidden behind compute; the paper measured it 1.7x slower "
+                   "than PTD-P at 768 GPUs (CAVEATS: narayanan21-t2-zero3-174.6b-768gpu)")
+def test_ptd_parallelism_beats_zero3_at_768_gpus_as_narayanan_measured():
+    """Narayanan et al. 2021, Table 2: GPT 174.6B at batch 1536 on 768 A100s, PTD-P (t 8,
+    p 12) 149 TFLOP/s against ZeRO-3 without model parallelism 88. topoc predicts the PTD-P
+    row within 5 % and the ZeRO-3 row 59 % fast, so it ranks them the wrong way round: a
+    known defect, kept as a strict expected failure so that a fix shows here."""
+    by_id = {r.id: r for r in rows()}
+    ptdp = predict(by_id["narayanan21-t2-ptdp-174.6b-768gpu"])
+    zero3 = predict(by_id["narayanan21-t2-zero3-174.6b-768gpu"])
+    assert abs(ptdp.error) < 0.05
+    assert ptdp.predicted < zero3.predicted
