@@ -18,7 +18,8 @@ from ..base.diagnostics import Collector, suggest
 from ..ir.gpus import GPUFigures, gpu_figures
 from ..ir.system import ParallelStrategy, System, Transformer
 from .resolve import Program, library_root
-from ..training.model import ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE, MappingError, Training, derive as derive_step, shape_of
+from ..training.model import (ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE, MappingError, Training,
+                              derive as derive_step, shape_of)
 from ..base.units import BYTES, NUMBER
 
 _WHOLE = ("batch", "microbatch", "interleave")

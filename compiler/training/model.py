@@ -21,7 +21,8 @@ from .memory import Memory, activation_per_layer, bytes_per_param, memory, shard
 from .params import model_flops, moe_layers, parameters, stage_parameters
 from .traffic import traffic
 
-__all__ = ["RECOMPUTE", "ATTENTION_KERNELS", "FSDP_PREFETCH", "ZERO", "Training", "Derived", "derive", "Compute", "Memory", "Shape",
+__all__ = ["RECOMPUTE", "ATTENTION_KERNELS", "FSDP_PREFETCH", "ZERO", "Training", "Derived",
+           "derive", "Compute", "Memory", "Shape",
            "Layout", "MappingError", "stage_layout", "bubble", "check", "idle_time", "layout", "shape_of",
            "activation_per_layer", "bytes_per_param", "memory", "compute", "traffic",
            "model_flops", "moe_layers", "parameters", "stage_parameters", "sharding"]
