@@ -41,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests import serving_rows as S  # noqa: E402
+import infer_wave_sim as W  # noqa: E402
 
 #: Grids of the frontend's costs (seconds): per SSE chunk, per request, per prompt token.
 CHUNK = tuple(i * 2.5e-6 for i in range(81))              # 0 .. 200 us
@@ -170,6 +171,69 @@ def best_frontend(data: list[dict], markdown: bool) -> tuple:
     return best, out
 
 
+def in_steps(data: list[dict], markdown: bool) -> dict:
+    """The next candidate, a fixed pipeline latency of k engine iterations between a request's
+    arrival and its first token (request fetch, broadcast to the tensor-parallel ranks,
+    response copy and delivery, each taking an iteration): the excess over topoc's TTFT in
+    units of the row's measured inter-token latency would then be one k for every row."""
+    table = {r["id"]: r for r in csv.DictReader(open(S.CSV, encoding="utf-8"))}
+    out: dict[str, list[float]] = {}
+    for x in data:
+        if x["conc"] > 1 and x["model"] in ("llama3_8b", "llama3_70b"):
+            itl = float(table[x["row"]]["tpot_s"])
+            x["steps"] = (x["measured"] - x["topoc"]) / itl
+            out.setdefault(x["model"], []).append(x["steps"])
+    print("\n4. a pipeline latency of k iterations: (measured - topoc TTFT) / measured ITL")
+    _table(["row", "model", "isl/osl", "conc", "excess s", "ITLs"],
+           [[x["row"], x["model"], f"{x['isl']}/{x['osl']}", x["conc"],
+             f"{x['measured'] - x['topoc']:.3f}", f"{x['steps']:.1f}"]
+            for x in data if "steps" in x], markdown)
+    for model, k in sorted(out.items()):
+        print(f"{model}: {len(k)} rows, excess {min(k):.1f} .. {max(k):.1f} ITLs, "
+              f"median {sorted(k)[len(k) // 2]:.1f}")
+    return out
+
+
+def first_wave(data: list[dict], markdown: bool) -> dict:
+    """The benchmark's first wave in the mean: genai-perf's default measures max(10, 2 x
+    concurrency) requests with no warm-up (``PerfAnalyzerMeasurementDefaults.REQUEST_COUNT`` and
+    ``REQUEST_COUNT_CONCURRENCY_MULTIPLIER``), so its first C requests start together. Whatever
+    the engine does, C prompts arriving at once cannot have a mean TTFT below
+    ``request_overhead`` + (C + 1) / 2 x the shortest per-request prefill time (topoc's, at the
+    best batch of up to max_tokens tokens): a row measured below that bound does not hold a
+    whole synchronised first wave; below half of it, not even as half of 2 x C requests."""
+    out: dict[str, list[float]] = {}
+    body = []
+    for x in data:
+        c = x["check"]
+        if x["conc"] < 2 or x["model"] not in ("llama3_8b", "llama3_70b"):
+            continue
+        eng = W.engine(c)
+        s = eng.s
+        best = min(eng.prefill(c.isl, n) / n
+                   for n in range(1, max(1, s.max_tokens // c.isl) + 1))
+        bound = s.request_overhead + (x["conc"] + 1) / 2 * best
+        x["wave_bound"] = bound
+        counted = W.first_requests(c, max(10, 2 * x["conc"]))
+        out.setdefault(x["model"], []).append((x["measured"] / bound,
+                                               counted / x["measured"] - 1))
+        body.append([x["row"], x["model"], f"{x['isl']}/{x['osl']}", x["conc"],
+                     f"{x['measured']:.4g}", f"{bound:.4g}", f"{x['measured'] / bound:.2f}",
+                     f"{counted:.4g}", f"{counted / x['measured'] - 1:+.0%}"])
+    print("\n5. the first wave in the mean: measured TTFT over the least mean TTFT of C "
+          "simultaneous prompts, and the simulated mean of the first max(10, 2 C) requests "
+          "(benchmarks/infer_wave_sim.py, topoc's engine, nothing fitted)")
+    _table(["row", "model", "isl/osl", "conc", "measured s", "wave bound s", "ratio",
+            "first 2C s", "error"], body, markdown)
+    for model, r in sorted(out.items()):
+        ratio = [v for v, _ in r]
+        print(f"{model}: {len(r)} rows, measured / bound {min(ratio):.2f} .. {max(ratio):.2f}; "
+              f"below the bound {sum(v < 1 for v in ratio)}, below half of it "
+              f"{sum(v < 0.5 for v in ratio)}; the first 2C requests as the TTFT: median "
+              f"|error| {S.median_abs([e for _, e in r]):.0%}")
+    return out
+
+
 def _table(head: list[str], body: list[list], markdown: bool) -> None:
     if markdown:
         print("| " + " | ".join(head) + " |")
@@ -190,6 +254,8 @@ def main() -> None:
     dominance(data, args.markdown)
     equal_loads(data, args.markdown)
     best_frontend(data, args.markdown)
+    in_steps(data, args.markdown)
+    first_wave(data, args.markdown)
 
 
 if __name__ == "__main__":
