@@ -65,6 +65,7 @@ def rows() -> list[dict]:
                         conc=c.concurrency, measured=c.measured, topoc=S.predict(c),
                         chunks=chunks, requests=chunks / c.osl,
                         prompt=chunks / c.osl * c.isl, streams=c.concurrency / replicas,
+                        itl=float(r["tpot_s"]) if r["tpot_s"] else None,
                         table=(c.engine, c.model, c.tp, c.isl, c.osl)))
     idle = {x["table"]: x["measured"] for x in out if x["conc"] == 1}
     for x in out:
@@ -176,12 +177,10 @@ def in_steps(data: list[dict], markdown: bool) -> dict:
     arrival and its first token (request fetch, broadcast to the tensor-parallel ranks,
     response copy and delivery, each taking an iteration): the excess over topoc's TTFT in
     units of the row's measured inter-token latency would then be one k for every row."""
-    table = {r["id"]: r for r in csv.DictReader(open(S.CSV, encoding="utf-8"))}
     out: dict[str, list[float]] = {}
     for x in data:
         if x["conc"] > 1 and x["model"] in ("llama3_8b", "llama3_70b"):
-            itl = float(table[x["row"]]["tpot_s"])
-            x["steps"] = (x["measured"] - x["topoc"]) / itl
+            x["steps"] = (x["measured"] - x["topoc"]) / x["itl"]
             out.setdefault(x["model"], []).append(x["steps"])
     print("\n4. a pipeline latency of k iterations: (measured - topoc TTFT) / measured ITL")
     _table(["row", "model", "isl/osl", "conc", "excess s", "ITLs"],
@@ -208,7 +207,7 @@ def first_wave(data: list[dict], markdown: bool) -> dict:
         c = x["check"]
         if x["conc"] < 2 or x["model"] not in ("llama3_8b", "llama3_70b"):
             continue
-        eng = W.engine(c)
+        eng = S.engine(c)
         s = eng.s
         best = min(eng.prefill(c.isl, n) / n
                    for n in range(1, max(1, s.max_tokens // c.isl) + 1))

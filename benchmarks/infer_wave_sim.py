@@ -22,25 +22,16 @@ import argparse
 import sys
 from pathlib import Path
 
-import attrs
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests import serving_rows as S  # noqa: E402
-from topoc.compiler.analysis.infer import Engine, Settings, gpu_of, max_concurrency  # noqa: E402
-from topoc.compiler.training.serving import Layout  # noqa: E402
+from topoc.compiler.analysis.infer import Engine, Settings, max_concurrency  # noqa: E402
 
 
 def engine(c: S.Check, max_tokens: int | None = None) -> Engine:
-    """topoc's engine for a check's layout, with the row's engine's host-work overlap
-    (``serving_rows.overlap``) and optionally another token budget per step."""
-    s = attrs.evolve(Settings(), overlap_scheduler=S.overlap(c.engine))
-    if max_tokens:
-        s = attrs.evolve(s, max_tokens=max_tokens)
-    sysm, comm = S.system(c.gpu)
-    kvp = c.kv_precision or ("bf16" if c.precision == "bf16" else "fp8")
-    return Engine(sysm, S.arch(c.model), Layout(c.tp, c.pp, c.ep, c.attention_dp),
-                  c.precision, kvp, gpu_of(sysm, c.gpus), s, comm)
+    """topoc's engine for a check (``serving_rows.engine``), optionally with another token
+    budget per step."""
+    return S.engine(c, Settings(max_tokens=max_tokens) if max_tokens else None)
 
 
 def simulate(c: S.Check, waves: int = 6, prefill_first: bool = False,
