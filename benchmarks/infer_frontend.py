@@ -1,9 +1,9 @@
 """The serving frontend as the cause of the loaded TTFT, tested against the published rows.
 
-    .venv/bin/python benchmarks/infer_frontend.py             # the three tests, every row
+    .venv/bin/python benchmarks/infer_frontend.py             # every test, every row
     .venv/bin/python benchmarks/infer_frontend.py --markdown  # the tables in docs/infer.md
 
-The hypothesis (issue 26, docs/infer.md "The frontend queue, tested"): the serving frontend is
+The hypothesis (issue 26, docs/infer.md "The serving frontend, tested"): the serving frontend is
 a single-threaded CPU server in front of the GPU engine (NIM's, Triton's or vLLM's Python
 OpenAI server). Per request it tokenises the prompt and sets up the stream; per output token
 it detokenises and sends one SSE chunk. Its utilisation is
@@ -25,8 +25,13 @@ rates (the most favourable reading for the hypothesis: no engine error enters th
 2. *Equal loads, two models*: the 8B and the 70B at the same lengths and the same chunk and
    request rates: a frontend waits the same in both.
 3. *The best frontend*: c_chunk, c_request and c_token fitted on the fit rows' loaded TTFT
-   (grid search, mean |log error|), the wait added to topoc's TTFT; medians of the fit and
-   validation rows against topoc's as it is.
+   (grid search, mean |log error|), the wait added to topoc's TTFT; every row's error before
+   and after, medians of the fit and validation rows against topoc's as it is.
+
+Then the next candidates: 4. a fixed pipeline latency of k engine iterations; 5. the
+benchmark's first wave in the mean (genai-perf's default request count, no warm-up) against
+the least mean TTFT C simultaneous prompts can have. The benchmark client's own queueing
+(perf_analyzer's worker threads) has the frontend's loads, so test 1 covers it too.
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ TOL = 0.05      # loads within 5 % count as equal in the dominance test
 def rows() -> list[dict]:
     """Every TTFT check of a fixed-concurrency row with a measured throughput: its loads on a
     frontend (per replica), its measured and topoc's TTFT, and its table's idle TTFT."""
-    table = {r["id"]: r for r in csv.DictReader(open(S.CSV, encoding="utf-8"))}
+    with open(S.CSV, encoding="utf-8") as f:
+        table = {r["id"]: r for r in csv.DictReader(f)}
     out = []
     for c in S.checks():
         r = table[c.row]
