@@ -33,6 +33,10 @@ class Nccl:
     nvls_tree_ch: tuple[float, float] | None    # perChMaxNVLSTreeBws Hopper N2 / N4 (2.28+)
     pat: bool                   # PAT for reduce-scatter and all-gather (2.23+)
     ll_channel_cap: bool = True  # the fitted 2.5 GB/s per LL channel (tuning.LL_CHANNEL_GBS)
+    #: NVLS-tree's latency as tuning.cc charges it: from 2.19, baseLat + intraLat + 2 log2(nodes)
+    #: x interLat, and interLat holds the net plugin's declared latency (twice for Simple); in
+    #: 2.18 (v2.18.3-1, v2.18.5-1) baseLat + 2 (nodes - 1) x hwLat[NET][NVLS_TREE], without it.
+    nvls_tree_declared: bool = True
 
 
 #: launch_us and base_scale: 10 us plus all of baseLat up to 2.20 (fitted on the NCCL 2.18 DGX
@@ -44,7 +48,8 @@ class Nccl:
 #: the model keeps NCCL's own LL figures. Decided after the validation rows were seen
 #: (docs/cost.md says so).
 VERSIONS = {
-    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None, False),
+    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None, False,
+                 nvls_tree_declared=False),
     "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (141.0, 45.0, 35.0), False, None, False),
     "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, False,
                  ll_channel_cap=False),
