@@ -17,7 +17,8 @@ import pytest
 
 from topoc.compiler.collectives.cost import BUS_FACTOR
 
-from ...calibration_rows import TARGETS, error, median, predict, row_class, rows, size_of
+from ...calibration_rows import (TARGETS, error, faster_share, measured_time, median, predict,
+                                 row_class, rows, size_of)
 
 EARLIER = rows()[:46]
 #: Those still fit rows: three of Azure's single-process (-g 8) runs under 1 ms are excluded
@@ -48,6 +49,20 @@ def test_rows_moved_out_as_inconsistent_name_the_numbers_of_their_own_run():
     for row in moved:
         assert "the same run contradicts it" in row["note"] and " us" in row["note"]
         assert row["source"].endswith("]") and row["time_us"]
+
+
+def test_rows_are_scored_against_the_faster_of_the_two_calls():
+    """Where the source prints nccl-tests' in-place column too, a row is scored against the
+    faster call (docs/cost.md, Measurement convention), whichever column that is."""
+    both = [r for r in rows() if r["inplace"]]
+    assert len(both) >= 90
+    p5_64k = next(r for r in both if r["source"].endswith("[aws_p5_2n_ar-64K]"))
+    assert measured_time(p5_64k) == pytest.approx(103.8e-6)          # in place: faster
+    p5_8b = next(r for r in both if r["source"].endswith("[aws_p5_2n_ar-8B]"))
+    assert measured_time(p5_8b) == pytest.approx(69.12e-6)           # out of place: faster
+    a2a = next(r for r in both if r["source"].endswith("[cg_p5_8n_alltoall-32M]"))
+    assert faster_share(a2a) == pytest.approx(28.67 / 31.81)         # busbw: the higher
+    assert all(faster_share(r) == 1.0 for r in rows() if not r["inplace"])
 
 
 def bound(row) -> float:
