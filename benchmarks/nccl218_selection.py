@@ -18,6 +18,11 @@ The conclusion does not hang on the graphs: NVLS-tree's 2.18 latency (23 + 2 x 1
 none of the plugin's 75 us, every tree and ring latency does, so NVLS-tree is the least time at
 every size for any graph whose NVLS bandwidth is within a factor of about 2 of the others'.
 
+Then the run's six published sizes against the NVLS-tree chunk NCCL 2.18.5 cuts them into:
+its time follows the chunk count a connection carries (188-287 us a chunk at every size, where
+busbw ranges 126-438 GB/s), which no message cost the model has for the current plugin gives
+(its 2-node 256 MiB row, 16 chunks of 128 KiB a connection too, takes 1380 us in all).
+
     .venv/bin/python benchmarks/nccl218_selection.py
 """
 
@@ -88,6 +93,29 @@ def time_us(table, algo: str, p: int, size: int, channels: int) -> float:
     return lat + size / (1000 * bw)
 
 
+#: The EKS run's six sizes (us, out-of-place / in-place; the source's log, calibration.csv
+#: [aws_p5eks_2n_ar-*] for four of them, the README's lines for 128 and 512 MiB).
+EKS_RUN = {64 << 20: (996.0, 1001.7), 128 << 20: (1950.5, 1725.6), 256 << 20: (3010.8, 3020.7),
+           512 << 20: (3608.0, 3599.7), 1 << 30: (6426.3, 6426.1), 2 << 30: (9197.5, 9195.2)}
+
+
+def chunks_table() -> None:
+    """The run's times against NCCL 2.18.5's NVLS-tree chunk (enqueue.cc, 16 NVLS channels x 8
+    heads, starting from NCCL_BUFFSIZE / 8 = 512 KiB with aws-ofi-nccl 1.7.3): per connection
+    (one channel's head), how many chunks and how long each takes."""
+    from topoc.compiler.collectives import messages, transports
+    efa = transports.with_plugin(transports.TRANSPORTS["efa"], "1.7.3")
+    print("\n### The EKS run against NCCL 2.18.5's NVLS-tree chunks\n")
+    print("| size | chunk | chunks a connection | faster call us | us a chunk | busbw GB/s |")
+    print("|---|---|---|---|---|---|")
+    for size, calls in EKS_RUN.items():
+        chunk = messages._nvls_tree_chunk(size, 16 * 8, 2, efa, 18)
+        count = size // (16 * 8) // chunk
+        best = min(calls)
+        print(f"| {size >> 20} MiB | {chunk >> 10} KiB | {count} | {best} | {best / count:.0f} | "
+              f"{size * 2 * 15 / 16 / best / 1e3:.0f} |")
+
+
 def main() -> None:
     for label, graphs in (("reconstructed graphs (ring, tree 8 x 45; NVLS 8 x 40 GB/s)",
                            {"ring": (8, 45.0), "tree": (8, 45.0), "nvlstree": (8, 40.0)}),
@@ -103,6 +131,7 @@ def main() -> None:
             best = min(times, key=times.get)
             print(f"| {size} | " + " | ".join(f"{times[k]:.1f}" for k in keys) +
                   f" | {best[0]} {PROTOS[best[1]]} |")
+    chunks_table()
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def test_every_published_row_is_here():
     every = rows()
     assert len(every) >= 190
     assert all(row["source"] for row in every)
-    assert {row["role"] for row in every} == {"fit", "validate", "exclude", "inconsistent"}
+    assert {row["role"] for row in every} <= {"fit", "validate", "exclude", "inconsistent"}
     assert all(row["note"] for row in every if row["role"] in ("exclude", "inconsistent"))
     assert len(rows("validate")) >= 100
     assert all(r["role"] in ("fit", "exclude") and not r["source"].endswith("]")
@@ -45,7 +45,7 @@ def test_every_published_row_is_here():
 def test_rows_moved_out_as_inconsistent_name_the_numbers_of_their_own_run():
     """A validation row leaves only when its own run contradicts it, and says with what."""
     moved = rows("inconsistent")
-    assert 0 < len(moved) <= 3
+    assert len(moved) <= 3      # none today: the EKS run's two went back (docs/cost.md)
     for row in moved:
         assert "the same run contradicts it" in row["note"] and " us" in row["note"]
         assert row["source"].endswith("]") and row["time_us"]
