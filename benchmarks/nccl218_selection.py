@@ -109,7 +109,7 @@ def chunks_table() -> None:
     print("| size | chunk | chunks a connection | faster call us | us a chunk | busbw GB/s |")
     print("|---|---|---|---|---|---|")
     for size, calls in EKS_RUN.items():
-        chunk = messages._nvls_tree_chunk(size, 16 * 8, 2, efa, 18)
+        chunk = messages._nvls_tree_chunk(size, 16 * 8, 2, efa, (2, 18, 5))
         count = size // (16 * 8) // chunk
         best = min(calls)
         print(f"| {size >> 20} MiB | {chunk >> 10} KiB | {count} | {best} | {best / count:.0f} | "
