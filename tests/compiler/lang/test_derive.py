@@ -19,3 +19,14 @@ def test_pure_bf16_and_the_attention_kernel_are_block_settings():
     assert bf16.parallel("p").derived.memory.total < plain.derived.memory.total
     assert bf16.parallel("p").derived.compute.attention_time > \
         plain.derived.compute.attention_time
+
+
+def test_fsdp_prefetch_is_a_block_setting_and_only_moves_the_backward_gathers():
+    pre = topoc.loads(SOURCE.format(extra="")).parallel("p")
+    post = topoc.loads(SOURCE.format(extra="fsdp_prefetch = post")).parallel("p")
+    assert pre.training.fsdp_prefetch == "pre" and post.training.fsdp_prefetch == "post"
+    critical = [sum(f.bytes * f.count for f in p.flows if f.overlap == "none")
+                for p in (pre, post)]
+    assert critical[1] > critical[0]
+    assert post.derived.compute.time == pre.derived.compute.time
+    assert post.derived.memory.total == pre.derived.memory.total
