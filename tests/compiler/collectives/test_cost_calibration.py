@@ -98,3 +98,30 @@ def test_validation_medians_meet_the_targets():
     for name, target in TARGETS.items():
         assert median(errors[name]) <= target, (name, median(errors[name]), target)
     assert worst[0] <= WORST_RECORDED, worst
+
+
+def test_the_forced_flush_is_too_small_for_what_the_eks_rows_miss():
+    """docs/cost.md, sixth pass (benchmarks/eks_flush.py): NCCL 2.18.5 flushes every Simple
+    network receive on Hopper and aws-ofi-nccl 1.7.3 does it as one 4-byte RDMA read, at most
+    the 15 us a flushed Simple step costs on p4de (efa_sendrecv's fitted step). Even charged on
+    every NVLS-tree chunk of both legs with no overlap (which NCCL's 8-deep receive window does
+    not do), each row over 40 % would need more than twice that per flush, and no single
+    figure fits the run: its 2 GiB row needs less than the bound."""
+    from topoc.compiler.collectives import messages, transports
+    flush = transports.TRANSPORTS["efa_sendrecv"].step_us
+    assert flush <= 15.0
+    efa = transports.with_plugin(transports.TRANSPORTS["efa"], "1.7.3")
+    needed = {}
+    for row in rows("validate"):
+        if "[aws_p5eks_2n_ar-" not in row["source"]:
+            continue
+        size = size_of(row["size"])
+        chunk = messages._nvls_tree_chunk(size, 16 * 8, 2, efa, (2, 18, 5))
+        chunks = size // (16 * 8) // chunk
+        got = predict(row)
+        assert got.algorithm == "nvlstree" and got.protocol == "Simple", got
+        needed[row["size"]] = (measured_time(row) - got.time) * 1e6 / (2 * chunks)
+    assert set(needed) == {"64MiB", "256MiB", "1GiB", "2GiB"}
+    for size in ("64MiB", "256MiB", "1GiB"):
+        assert needed[size] > 2 * flush, (size, needed[size])
+    assert needed["2GiB"] < flush < needed["64MiB"] / 4
