@@ -98,3 +98,40 @@ def test_validation_medians_meet_the_targets():
     for name, target in TARGETS.items():
         assert median(errors[name]) <= target, (name, median(errors[name]), target)
     assert worst[0] <= WORST_RECORDED, worst
+
+
+def test_the_forced_flush_cannot_make_what_the_eks_rows_miss():
+    """docs/cost.md, sixth pass (benchmarks/eks_flush.py): NCCL 2.18.5 flushes every Simple
+    network receive on Hopper and aws-ofi-nccl 1.7.3 does it as one 4-byte RDMA read, behind
+    NCCL's 8-deep receive window, so a flush adds its latency to the two legs of the tree's path
+    (2F), not to every chunk. F is at most the 15 us a flushed Simple step costs on p4de
+    (efa_sendrecv's fitted step), or loosely half the p4de 8 B all-reduce over the p5 one. Even
+    at the loose bound every row over 40 % stays over 40 %; charged on every chunk of both legs
+    (not what NCCL does) each would need more than twice the 15 us, and the run's 2 GiB row less
+    than it: no one per-flush figure fits the run."""
+    from topoc.compiler.collectives import messages, transports
+    flush = transports.TRANSPORTS["efa_sendrecv"].step_us
+    assert flush <= 15.0
+
+    def faster(tag: str) -> float:
+        return measured_time(next(r for r in rows() if r["source"].endswith(f"[{tag}]")))
+    loose = (faster("aws_p4de_2n_ar-8B") - faster("aws_p5_2n_ar-8B")) / 2 * 1e6
+    assert flush < loose < 50.0
+    efa = transports.with_plugin(transports.TRANSPORTS["efa"], "1.7.3")
+    needed, pipelined = {}, {}
+    for row in rows("validate"):
+        if "[aws_p5eks_2n_ar-" not in row["source"]:
+            continue
+        size = size_of(row["size"])
+        chunk = messages._nvls_tree_chunk(size, 16 * 8, 2, efa, (2, 18, 5))
+        chunks = size // (16 * 8) // chunk
+        got = predict(row)
+        assert got.algorithm == "nvlstree" and got.protocol == "Simple", got
+        model, took = got.time * 1e6, measured_time(row) * 1e6
+        needed[row["size"]] = (took - model) / (2 * chunks)
+        pipelined[row["size"]] = took / (model + 2 * loose) - 1
+    assert set(needed) == {"64MiB", "256MiB", "1GiB", "2GiB"}
+    for size in ("64MiB", "256MiB", "1GiB"):
+        assert pipelined[size] > 0.40, (size, pipelined[size])
+        assert needed[size] > 2 * flush, (size, needed[size])
+    assert needed["2GiB"] < flush < needed["64MiB"] / 4
