@@ -2,7 +2,8 @@
 issue 27's targets, then the cost model's prediction next to every published row of
 library/calibration.csv (validation rows, fit rows, rows moved out of validation because their
 own run contradicts them, counted apart and with the numbers that contradict them, and
-excluded rows with the reason).
+excluded rows with the reason). Where the source prints nccl-tests' in-place column too, the
+row is scored against the faster call and ``published`` shows both.
 docs/cost.md carries this output.
 
     .venv/bin/python benchmarks/calibration.py
@@ -34,6 +35,8 @@ def table(role: str) -> dict[str, list[float]]:
     for row in rows(role):
         published = f"{row['busbw'] or '-'} GB/s" + (f", {row['time_us']} us"
                                                      if row["time_us"] else "")
+        if row.get("inplace"):          # scored against the faster call (docs/cost.md)
+            published += f" (in place {row['inplace']}{' us' if row['time_us'] else ''})"
         head = (f"| {row['system']} | {row['defines']} | {row['gpus']} | {row['collective']} | "
                 f"{row['size']} | {row['nccl'] or 'latest'} | {row['algorithm']} |")
         if role == "exclude":

@@ -22,30 +22,47 @@ import argparse
 import sys
 from pathlib import Path
 
-import attrs
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests import serving_rows as S  # noqa: E402
-from topoc.compiler.analysis.infer import Engine, Settings, gpu_of, max_concurrency  # noqa: E402
-from topoc.compiler.training.serving import Layout  # noqa: E402
+from topoc.compiler.analysis.infer import Engine, Settings, max_concurrency  # noqa: E402
+
+
+def engine(c: S.Check, max_tokens: int | None = None) -> Engine:
+    """topoc's engine for a check (``serving_rows.engine``), optionally with another token
+    budget per step."""
+    return S.engine(c, Settings(max_tokens=max_tokens) if max_tokens else None)
 
 
 def simulate(c: S.Check, waves: int = 6, prefill_first: bool = False,
              max_tokens: int | None = None, max_batch: int | None = None) -> tuple[float, float]:
-    """(first wave's mean TTFT, steady state's mean TTFT) for one check, seconds. With
+    """(first wave's mean TTFT, steady state's mean TTFT) for one check, seconds; the
+    arguments as ``ttfts`` takes them."""
+    ttft, overhead, clients = ttfts(c, waves, prefill_first, max_tokens, max_batch)
+    first, steady = ttft[:clients], ttft[2 * clients:]
+    return overhead + sum(first) / len(first), overhead + sum(steady) / len(steady)
+
+
+def first_requests(c: S.Check, n: int) -> float:
+    """Mean TTFT of the first ``n`` requests the clients send (seconds): what a benchmark that
+    measures n requests from the start without a warm-up reports (genai-perf's default is
+    max(10, 2 x concurrency), benchmarks/infer_frontend.py)."""
+    ttft, overhead, _ = ttfts(c, waves=max(2, -(-n // c.concurrency)))
+    return overhead + sum(ttft[:n]) / len(ttft[:n])
+
+
+def ttfts(c: S.Check, waves: int = 6, prefill_first: bool = False,
+          max_tokens: int | None = None, max_batch: int | None = None
+          ) -> tuple[list[float], float, int]:
+    """Every request's TTFT in the order of their first tokens (before ``request_overhead``),
+    the overhead, and the clients. With
     ``prefill_first`` a step that admits prefills decodes nothing (vLLM's V0 scheduler without
     chunked prefill: waiting prefills go first, the running sequences pause). ``max_tokens``
     and ``max_batch`` replace the engine's token budget per step and its cap on running
     sequences (requests past the cap wait until one ends); the row's engine sets whether host
     work overlaps the GPU (``serving_rows.overlap``)."""
-    s = attrs.evolve(Settings(), overlap_scheduler=S.overlap(c.engine))
-    if max_tokens:
-        s = attrs.evolve(s, max_tokens=max_tokens)
-    sysm, comm = S.system(c.gpu)
-    kvp = c.kv_precision or ("bf16" if c.precision == "bf16" else "fp8")
-    eng = Engine(sysm, S.arch(c.model), Layout(c.tp, c.pp, c.ep, c.attention_dp),
-                 c.precision, kvp, gpu_of(sysm, c.gpus), s, comm)
+    eng = engine(c, max_tokens)
+    s = eng.s
     clients = min(c.concurrency, max_concurrency(eng, c.isl, c.osl, s))
     slots = max_batch or clients
     n = max(1, min(clients, s.max_tokens // c.isl))
@@ -85,9 +102,7 @@ def simulate(c: S.Check, waves: int = 6, prefill_first: bool = False,
         waiting += [[now, c.isl] for _ in range(ended)]
         if not running and not tokens and waiting and waiting[0][0] > now:
             now = waiting[0][0]
-    first, steady = ttft[:clients], ttft[2 * clients:]
-    return (s.request_overhead + sum(first) / len(first),
-            s.request_overhead + sum(steady) / len(steady))
+    return ttft, s.request_overhead, clients
 
 
 def main() -> None:

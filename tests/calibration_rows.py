@@ -59,19 +59,34 @@ def predict(row: dict) -> Cost:
                 plugin=row.get("plugin") or None)
 
 
-def measured_time(row: dict) -> float:
-    """The row's time in seconds: published, or from its busbw as nccl-tests defines it."""
+def faster_share(row: dict) -> float:
+    """The faster of nccl-tests' two calls, as a share of the out-of-place time (<= 1): the
+    in-place figure (``inplace``) where the source prints both and it is faster, else 1. The two
+    calls do the same communication; noise and first-use effects only add time (docs/cost.md,
+    Measurement convention)."""
+    if not row.get("inplace"):
+        return 1.0
+    inplace = float(row["inplace"])
     if row["time_us"]:
-        return float(row["time_us"]) * 1e-6
+        return min(1.0, inplace / float(row["time_us"]))
+    return min(1.0, float(row["busbw"]) / inplace)
+
+
+def measured_time(row: dict) -> float:
+    """The row's time in seconds: published (or from its busbw as nccl-tests defines it), the
+    faster of the out-of-place and in-place calls where the source gives both."""
+    if row["time_us"]:
+        return float(row["time_us"]) * 1e-6 * faster_share(row)
     n = int(row["gpus"])
     factor = BUS_FACTOR[row.get("collective") or "allreduce"](n)
-    return size_of(row["size"]) * factor / (float(row["busbw"]) * 1e9)
+    return size_of(row["size"]) * factor / (float(row["busbw"]) * 1e9) * faster_share(row)
 
 
 def error(row: dict, got: Cost) -> float:
-    """Signed error: of busbw from 64 MiB up (bandwidth-bound), else of time."""
+    """Signed error: of busbw from 64 MiB up (bandwidth-bound), else of time; against the
+    faster of the two calls where the source gives both (``faster_share``)."""
     if size_of(row["size"]) >= LARGE and row["busbw"]:
-        return got.busbw / (float(row["busbw"]) * 1e9) - 1
+        return got.busbw / (float(row["busbw"]) * 1e9 / faster_share(row)) - 1
     return got.time / measured_time(row) - 1
 
 

@@ -243,21 +243,25 @@ def closed_loop_ttft(c: Check, settings: Settings | None = None) -> float:
     return dict(predicted_row(c, settings).parts)["ttft_closed_loop"]
 
 
+def engine(c: Check, settings: Settings | None = None) -> Engine:
+    """topoc's engine (one replica) for a check's layout, with the row's engine's host-work
+    overlap (``overlap``)."""
+    s = attrs.evolve(settings or Settings(), overlap_scheduler=overlap(c.engine))
+    sysm, comm = system(c.gpu)
+    return Engine(sysm, arch(c.model), Layout(c.tp, c.pp, c.ep, c.attention_dp), c.precision,
+                  c.kv_precision or ("bf16" if c.precision == "bf16" else "fp8"),
+                  gpu_of(sysm, c.gpus), s, comm)
+
+
 def predicted_row(c: Check, settings: Settings | None = None):
     """topoc's whole row (``InferRow``) for one check's configuration."""
-    s = settings or Settings()
-    s = attrs.evolve(s, overlap_scheduler=overlap(c.engine))
-    sysm, comm = system(c.gpu)
-    a = arch(c.model)
-    kvp = c.kv_precision or ("bf16" if c.precision == "bf16" else "fp8")
-    gpu = gpu_of(sysm, c.gpus)
-    lay = Layout(c.tp, c.pp, c.ep, c.attention_dp)
-    eng = Engine(sysm, a, lay, c.precision, kvp, gpu, s, comm)
-    replicas = max(1, c.gpus // lay.gpus)
+    eng = engine(c, settings)
+    s, sysm, comm = eng.s, *system(c.gpu)
+    replicas = max(1, c.gpus // eng.lay.gpus)
     conc = max(1, max_concurrency(eng, c.isl, c.osl, s)) * replicas \
         if c.concurrency == "max" else c.concurrency
-    return evaluate(sysm, a, Config(c.tp, c.pp, c.ep, c.attention_dp, replicas, conc),
-                    c.isl, c.osl, c.precision, kvp, gpu, s, comm, eng)
+    return evaluate(sysm, eng.a, Config(c.tp, c.pp, c.ep, c.attention_dp, replicas, conc),
+                    c.isl, c.osl, c.precision, eng.kvp, eng.gpu, s, comm, eng)
 
 
 def overlap(engine: str) -> bool:

@@ -62,6 +62,9 @@ SETTING_DOCS = {
     "ep_overlap": "Megatron-Core's EP A2A overlap: the expert all-to-all hides behind another "
                   "micro-batch's compute (no pipeline or an interleaved one; not with full "
                   "recompute)",
+    "fsdp_prefetch": "when ZeRO-3/FSDP issues a layer's backward all-gather: pre (hidden behind "
+                     "the previous layer's gradients: FSDP2, BACKWARD_PRE) or post (on the "
+                     "critical path: FSDP1's BACKWARD_POST, Composer's default)",
     "route_nodes": "node-limited routing: a token's experts lie on at most this many nodes "
                    "(DeepSeek-V3: 4; 0 for no limit)",
     "bf16_moments": "AdamW moments in bf16 next to fp32 master weights (DeepSeek-V3 sec. 3.3)",

@@ -492,7 +492,7 @@ def _tuner_loads(profiles: Sequence[Profile], version: Nccl) -> bool:
     """Whether a tuner plugin runs at all: NCCL loads tuners from 2.19 (its ext-tuner
     interface, NVIDIA/nccl v2.19.3-1), and the net plugin's release must ship one
     (transports.EFA_RELEASES: aws-ofi-nccl's from v1.8.0-aws)."""
-    if int(version.version.split(".")[1]) < 19:
+    if version.release < (2, 19):
         return False
     return all(p.transport is None or p.transport.tuner for p in profiles)
 

@@ -98,7 +98,7 @@ def pipeline_seconds(p: Profile, collective: str, n: int, size: int, proto: int)
         return chunks * fan * max(gap, over + s / per_channel_bw)
     if p.algorithm == "nvlstree" and collective == "allreduce":
         chunk = _nvls_tree_chunk(size, p.channels * p.island_ranks, p.islands, t,
-                                 int(p.nccl.version.split(".")[1]))
+                                 p.nccl.release)
         share = size / p.channels
         chunks = max(1, math.ceil(share / chunk))
         s = min(chunk, share)
@@ -113,15 +113,16 @@ def pipeline_seconds(p: Profile, collective: str, n: int, size: int, proto: int)
 NVLS_TREE_FAN = 2
 
 
-def _nvls_tree_chunk(size: int, concurrent: int, islands: int, t, minor: int = 30) -> int:
+def _nvls_tree_chunk(size: int, concurrent: int, islands: int, t,
+                     release: tuple[int, ...] = (2, 30)) -> int:
     """NCCL's NVLS-tree chunk (enqueue.cc): NCCL_NVLS_CHUNKSIZE (128 KiB, or what the plugin
     sets; from 2.21, before which NVLS-tree started from the Simple step, NCCL_BUFFSIZE / 8), at
-    most NCCL_NVLSTREE_MAX_CHUNKSIZE (64 KiB from four nodes since 2.19.4, which the plugin may
-    raise from 2.20; 2.18 has no cap), then smaller while the message is small against
-    channels x heads (``concurrent``). ``minor``: NCCL's release 2.MINOR."""
-    chunk = t.nvls_chunk if minor >= 21 else t.buffsize // NCCL_STEPS
-    if minor >= 19:
-        cap = t.nvls_tree_max_chunk if minor >= 20 else 0
+    most 64 KiB from four nodes (from 2.19.3; NCCL_NVLSTREE_MAX_CHUNKSIZE, which the plugin may
+    set, replaces that cap from 2.20.3; 2.18 has no cap), then smaller while the message is
+    small against channels x heads (``concurrent``). ``release``: NCCL's, (2, MINOR[, PATCH])."""
+    chunk = t.nvls_chunk if release >= (2, 21) else t.buffsize // NCCL_STEPS
+    if release >= (2, 19):
+        cap = t.nvls_tree_max_chunk if release >= (2, 20) else 0
         top = cap or (65536 if islands >= 4 else chunk)
         chunk = min(chunk, top)
     for times, floor in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):

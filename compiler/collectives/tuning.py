@@ -128,6 +128,8 @@ def selection_us(p: Profile, collective: str, n: int, proto: int) -> float:
     the transport gives it."""
     lat = _latency_us(p, collective, n, proto)
     t = p.transport
+    if p.algorithm == "nvlstree" and not p.nccl.nvls_tree_declared:
+        return lat      # NCCL 2.18 charges NVLS-tree no network latency of the plugin's
     if t is not None and p.islands > 1 and t.declared_us:
         lat += t.declared_us * net_steps(p, collective) * (2 if proto == 2 else 1)
     return lat
@@ -154,7 +156,8 @@ def _latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
         return BASE_LAT["ring"][proto] * v.base_scale + \
             math.ceil(math.log2(n)) * HW_LAT[("net", "ring")][proto]
     if algo == "nvlstree":      # NVLS in each island, then up and down a tree of islands
-        return v.nvls_lat * p.hosts + 2 * math.log2(m) * v.nvls_tree_net
+        levels = math.log2(m) if v.nvls_tree_declared else m - 1   # 2.18: 2 (nNodes - 1)
+        return v.nvls_lat * p.hosts + 2 * levels * v.nvls_tree_net
     if algo == "collnetchain":  # the chain down and up each island, one trip to the switches
         return 2 * (n // m - 1) * COLLNET_CHAIN_LAT[0] + COLLNET_CHAIN_LAT[1]
     kind = "tree" if algo == "tree" else "ring"

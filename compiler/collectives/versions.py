@@ -33,6 +33,13 @@ class Nccl:
     nvls_tree_ch: tuple[float, float] | None    # perChMaxNVLSTreeBws Hopper N2 / N4 (2.28+)
     pat: bool                   # PAT for reduce-scatter and all-gather (2.23+)
     ll_channel_cap: bool = True  # the fitted 2.5 GB/s per LL channel (tuning.LL_CHANNEL_GBS)
+    #: NVLS-tree's latency as tuning.cc charges it: from 2.19, baseLat + intraLat + 2 log2(nodes)
+    #: x interLat, and interLat holds the net plugin's declared latency (twice for Simple); in
+    #: 2.18 (v2.18.3-1, v2.18.5-1) baseLat + 2 (nodes - 1) x hwLat[NET][NVLS_TREE], without it.
+    nvls_tree_declared: bool = True
+    #: the release asked for, (2, MINOR[, PATCH]) (``nccl``): what a rule between two profiles
+    #: reads (NCCL_NVLSTREE_MAX_CHUNKSIZE exists from 2.20, inside the 2.19 profile)
+    release: tuple[int, ...] = ()
 
 
 #: launch_us and base_scale: 10 us plus all of baseLat up to 2.20 (fitted on the NCCL 2.18 DGX
@@ -44,7 +51,8 @@ class Nccl:
 #: the model keeps NCCL's own LL figures. Decided after the validation rows were seen
 #: (docs/cost.md says so).
 VERSIONS = {
-    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None, False),
+    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None, False,
+                 nvls_tree_declared=False),
     "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (141.0, 45.0, 35.0), False, None, False),
     "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, False,
                  ll_channel_cap=False),
@@ -66,21 +74,30 @@ class UnknownVersion(ValueError):
     """A version the profiles do not cover."""
 
 
+def release(version: str) -> tuple[int, ...]:
+    """'2.27', '2.27.7' or '2.18.5-1' as a tuple of ints, (2, 27, 7); the one parse of an NCCL
+    version every comparison uses."""
+    parts = version.strip().lstrip("v").split("-")[0].split(".")
+    try:
+        found = tuple(int(p) for p in parts)
+    except ValueError:
+        found = ()
+    if len(found) < 2:
+        raise UnknownVersion(f"NCCL version '{version}': give it as 2.MINOR, e.g. 2.27")
+    return found
+
+
 def nccl(version: str | None = None) -> Nccl:
-    """The profile of ``version`` ('2.27', '2.27.7', 'latest' or None: the latest); a release
-    between two profiles takes the older one's tables."""
+    """The profile of ``version`` ('2.27', '2.27.7', 'latest' or None: the latest), carrying the
+    release asked for; a release between two profiles takes the older one's tables."""
     if version in (None, "", "latest"):
         return VERSIONS[LATEST]
-    parts = version.split(".")
-    try:
-        major, minor = int(parts[0]), int(parts[1])
-    except (ValueError, IndexError):
-        raise UnknownVersion(f"NCCL version '{version}': give it as 2.MINOR, e.g. 2.27") from None
-    if (major, minor) < (2, 18):
+    asked = release(version)
+    if asked < (2, 18):
         raise UnknownVersion(f"NCCL {version} is older than the oldest profile (2.18)")
-    known = sorted(VERSIONS, key=lambda v: int(v.split(".")[1]))
-    best = known[0]
-    for v in known:
-        if int(v.split(".")[1]) <= minor and major == 2:
-            best = v
-    return VERSIONS[best]
+    best = max((v for v in VERSIONS.values() if v.release <= asked), key=lambda v: v.release)
+    return best if asked == best.release else attrs.evolve(best, release=asked)
+
+
+#: each profile carries its own release, (2, MINOR)
+VERSIONS = {key: attrs.evolve(v, release=release(key)) for key, v in VERSIONS.items()}

@@ -18,7 +18,9 @@ from ..base.diagnostics import Collector, suggest
 from ..ir.gpus import GPUFigures, gpu_figures
 from ..ir.system import ParallelStrategy, System, Transformer
 from .resolve import Program, library_root
-from ..training.model import ATTENTION_KERNELS, RECOMPUTE, RECOMPUTE_MODULES, MappingError, Training, derive as derive_step, shape_of
+from ..training.model import (ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE, RECOMPUTE_MODULES,
+                              MappingError, Training,
+                              derive as derive_step, shape_of)
 from ..base.units import BYTES, NUMBER
 
 _WHOLE = ("batch", "microbatch", "interleave")
@@ -27,12 +29,14 @@ _BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attent
           "fp8", "pure_bf16", "pipeline_slots", "dualpipe", "recompute_norms", "fp8_activations",
           "bf16_moments", "bf16_grads", "deepep", "ep_overlap")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
-TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules",
-                     "attention_kernel", *_BOOLS, "bucket", "imbalance", *_FRACTIONS)
+TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules", "attention_kernel",
+                     "fsdp_prefetch", *_BOOLS, "bucket", "imbalance",
+                     *_FRACTIONS)
 
 
 # Settings that name one of a few choices: the setting -> its choices.
-_CHOICES = {"attention_kernel": ATTENTION_KERNELS, "recompute": RECOMPUTE}
+_CHOICES = {"attention_kernel": ATTENTION_KERNELS, "recompute": RECOMPUTE,
+            "fsdp_prefetch": FSDP_PREFETCH}
 
 
 def _name(value: s.Value) -> str | None:

@@ -21,7 +21,9 @@ from .memory import Memory, activation_per_layer, bytes_per_param, memory, shard
 from .params import model_flops, moe_layers, parameters, stage_parameters
 from .traffic import traffic
 
-__all__ = ["RECOMPUTE", "RECOMPUTE_MODULES", "ATTENTION_KERNELS", "ZERO", "Training", "Derived", "derive", "Compute", "Memory", "Shape",
+__all__ = ["RECOMPUTE", "RECOMPUTE_MODULES", "ATTENTION_KERNELS", "FSDP_PREFETCH", "ZERO", "Training",
+           "Derived",
+           "derive", "Compute", "Memory", "Shape",
            "Layout", "MappingError", "stage_layout", "bubble", "check", "idle_time", "layout", "shape_of",
            "activation_per_layer", "bytes_per_param", "memory", "compute", "traffic",
            "model_flops", "moe_layers", "parameters", "stage_parameters", "sharding"]
@@ -34,6 +36,11 @@ RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act", "mla_up_proj", "mlp")
 #: Flash-attention kernels: fused (cuDNN / Transformer Engine, FlashAttention-3) or fa2
 #: (FlashAttention-2, PyTorch SDPA's flash backend), slower on Hopper (``gemm.Curve``).
 ATTENTION_KERNELS = ("fused", "fa2")
+#: When FSDP (ZeRO-3) issues a layer's backward all-gather (``traffic``): "pre", before the
+#: previous layer's gradient computation (FSDP2's explicit prefetch, FSDP1's BACKWARD_PRE,
+#: DeepSpeed's prefetch), so it hides behind it; "post", after it (FSDP1's BACKWARD_POST,
+#: Composer's default), so the gradient computation waits for it.
+FSDP_PREFETCH = ("pre", "post")
 #: ZeRO stages: 0 (replicated), 1 (optimizer sharded, Megatron's distributed optimizer), 2
 #: (and gradients), 3 (and weights).
 ZERO = (0, 1, 2, 3)
@@ -51,7 +58,8 @@ class Training:
     ``pure_bf16`` keeps no fp32 master copy (weights, gradients, Adam moments and the loss in
     bf16, as NeMo AutoModel's recipes run); ``fp8`` runs the layers' GEMMs in fp8;
     ``ep_overlap`` hides the expert all-to-all behind another micro-batch's compute where
-    Megatron-Core runs it (``ep_overlap``'s docstring); ``dualpipe``, ``recompute_norms``, ``fp8_activations`` and ``bf16_moments`` are
+    Megatron-Core runs it (``ep_overlap``'s docstring); ``fsdp_prefetch`` "post" puts FSDP's
+    backward all-gathers on the critical path (FSDP1's BACKWARD_POST, ``FSDP_PREFETCH``); ``dualpipe``, ``recompute_norms``, ``fp8_activations`` and ``bf16_moments`` are
     DeepSeek-V3's memory savings (``memory``'s docstring); ``recompute_modules`` names what a
     "selective" recompute redoes (Megatron-Core's modules; ``memory.modules``); ``bf16_grads``
     keeps and reduces the gradients in bf16 (Megatron-Core's ``grad_reduce_in_fp32=False``, NeMo's
@@ -88,6 +96,7 @@ class Training:
     deepep: bool = False                # expert dispatch sends a token once per node (DeepEP)
     route_nodes: int = 0                # node-limited routing: a token's experts on <= N nodes
     ep_overlap: bool = False            # Megatron-Core's EP A2A overlap (``ep_overlap``)
+    fsdp_prefetch: str = "pre"          # ZeRO-3/FSDP backward all-gather: "pre" or "post"
     attention_kernel: str = "fused"     # "fused" (cuDNN, FlashAttention-3) or "fa2"
     first_stage_layers: int = 0
     last_stage_layers: int = 0
@@ -134,6 +143,9 @@ def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
     if t.attention_kernel not in ATTENTION_KERNELS:
         raise MappingError(f"attention kernel '{t.attention_kernel}': one of "
                            f"{', '.join(ATTENTION_KERNELS)}")
+    if t.fsdp_prefetch not in FSDP_PREFETCH:
+        raise MappingError(f"fsdp prefetch '{t.fsdp_prefetch}': one of "
+                           f"{', '.join(FSDP_PREFETCH)}")
     if t.zero not in ZERO:
         raise MappingError(f"zero {t.zero}: one of 0, 1, 2, 3")
     m = t.model

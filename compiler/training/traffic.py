@@ -23,7 +23,13 @@ them, each with the window of compute it can hide behind:
   its gradients, every micro-batch, behind the forward and backward passes; per micro-batch
   the first gather of each pass and the last reduce-scatter sit on the critical path (there is
   no earlier layer to hide them behind). FSDP2 under a pipeline keeps a stage gathered
-  across micro-batches: one gather and one reduce-scatter per layer and step.
+  across micro-batches: one gather and one reduce-scatter per layer and step. With
+  ``fsdp_prefetch`` "post" (FSDP1's BACKWARD_POST, Composer's default) a layer's backward
+  gather is issued only after the next layer's gradients are computed, so every backward
+  gather sits on the critical path; its reduce-scatter still hides behind the next layer's
+  gradient computation (PyTorch's ``BackwardPrefetch`` docstring and FSDP notes: gathers and
+  reduce-scatters share one NCCL stream, and the next gather is issued before the current
+  reduce-scatter).
 """
 
 from __future__ import annotations
@@ -115,7 +121,9 @@ def _gradient_flows(m: Transformer, t, sh: Shape, layers: int,
                 continue
             n = (layers - 1) * microbatches
             out.append(TrafficFlow(kind, "allgather", per_layer, n, overlap="forward"))
-            out.append(TrafficFlow(kind, "allgather", per_layer, n, overlap="backward"))
+            # BACKWARD_POST: the gather waits for the gradient computation it would hide behind
+            out.append(TrafficFlow(kind, "allgather", per_layer, n,
+                                   overlap="none" if t.fsdp_prefetch == "post" else "backward"))
             out.append(TrafficFlow(kind, "reducescatter", rs, n, overlap="backward"))
             out.append(TrafficFlow(kind, "allgather", per_layer, 2 * microbatches,
                                    overlap="none"))

@@ -12,7 +12,8 @@ from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import zero_stage
 from ..compiler.base.diagnostics import suggest
-from ..compiler.training.model import ATTENTION_KERNELS, RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training
+from ..compiler.training.model import (ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE,
+                                        RECOMPUTE_MODULES, ZERO, Training)
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
 
@@ -57,6 +58,11 @@ def add_parser(sub) -> None:
                    "the expert all-to-all hides behind another micro-batch's compute, with no "
                    "pipeline or an interleaved one, not with full recompute (default off, as "
                    "Megatron-Core)")
+    p.add_argument("--fsdp-prefetch", choices=FSDP_PREFETCH, default="pre",
+                   help="when ZeRO-3/FSDP issues a layer's backward all-gather: pre, before the "
+                   "previous layer's gradient computation, hidden behind it (FSDP2, FSDP1's "
+                   "BACKWARD_PRE); post, after it, on the critical path (FSDP1's BACKWARD_POST, "
+                   "Composer's default) (default pre)")
     p.add_argument("--route-nodes", type=int, default=0, help="node-limited routing: a token's "
                    "experts on at most N nodes (DeepSeek-V3: 4; default no limit)")
     p.add_argument("--dualpipe", action="store_true", help="DeepSeek's bidirectional pipeline "
@@ -156,7 +162,7 @@ def run(args) -> int:
                     gemm_efficiency=args.gemm_efficiency, fsdp=args.fsdp, fp8=args.fp8,
                     pure_bf16=args.pure_bf16, dualpipe=args.dualpipe,
                     recompute_norms=args.recompute_norms, deepep=args.deepep,
-                    ep_overlap=args.ep_overlap == "on",
+                    ep_overlap=args.ep_overlap == "on", fsdp_prefetch=args.fsdp_prefetch,
                     route_nodes=args.route_nodes,
                     first_stage_layers=args.first_stage_layers,
                     last_stage_layers=args.last_stage_layers,

@@ -360,3 +360,57 @@ def test_routed_experts_run_at_their_own_gemm_width():
     assert tp8.expert_shape == pytest.approx(256 / (256 + s.gemm_width))
     ep8 = Engine(sysm, a, Layout(8, 1, 8, False), "fp8", "bf16", gpu_of(sysm, 8), s, comm)
     assert ep8.expert_shape == pytest.approx(2048 / (2048 + s.gemm_width))
+
+
+def _nim_rows() -> dict[str, dict]:
+    with open(S.CSV, encoding="utf-8") as f:
+        return {r["id"]: r for r in csv.DictReader(f) if r["engine"].startswith("NIM")}
+
+
+def test_a_frontend_queue_cannot_explain_nim_loaded_ttft():
+    """The serving-frontend hypothesis (docs/infer.md, "The serving frontend, tested"): a
+    single-threaded server whose wait grows with its loads (SSE chunks/s, requests/s, prompt
+    tokens/s, open streams). NIM's 8B 200/200 at concurrency 25 (r161) carries every load of
+    its 1000/1000 at 25 (r177) and waits a tenth as long over idle, so a frontend explains at
+    most a tenth of r177's wait; and at the same lengths and chunk rate the 70B TP2 (r212)
+    waits 8.5 times as long as the 8B (r161), the opposite of what a frontend loaded by the
+    8B's higher token rates would give."""
+    rows = _nim_rows()
+
+    def load(rid):
+        r = rows[rid]
+        chunks = float(r["throughput_tok_s"])
+        return chunks, chunks / int(r["osl"]), chunks / int(r["osl"]) * int(r["isl"])
+
+    def wait(rid, idle):
+        return float(rows[rid]["ttft_s"]) - float(rows[idle]["ttft_s"])
+
+    assert rows["r161"]["concurrency"] == rows["r177"]["concurrency"] == "25"
+    assert all(a <= b for a, b in zip(load("r177"), load("r161")))
+    assert wait("r177", "r175") > 9 * wait("r161", "r159")
+    assert (rows["r161"]["isl"], rows["r161"]["osl"]) == (rows["r212"]["isl"], rows["r212"]["osl"])
+    assert load("r212")[0] == pytest.approx(load("r161")[0], rel=0.05)
+    assert wait("r212", "r206") > 8 * wait("r161", "r159")
+
+
+def test_the_70b_tables_hold_no_synchronised_first_wave():
+    """C prompts that arrive at once cannot average a TTFT below request_overhead + (C + 1) / 2
+    x the shortest per-request prefill (topoc's, at its best batch). genai-perf's default
+    measures max(10, 2 C) requests without a warm-up, its first C starting together. NIM's
+    70B TP2 rows from concurrency 25 lie below half that bound (all but r208), so their
+    measured requests never held a synchronised first wave, while the 8B TP1 rows at
+    concurrency 5 lie on it (0.96-1.16 at every length): the two tables were not measured the
+    same way, which no setting of the engine's model can follow (docs/infer.md)."""
+    def ratio(c):
+        eng = S.engine(c)
+        best = min(eng.prefill(c.isl, n) / n
+                   for n in range(1, max(1, eng.s.max_tokens // c.isl) + 1))
+        return c.measured / (eng.s.request_overhead + (c.concurrency + 1) / 2 * best)
+
+    loaded = [c for c in S.checks() if S.kind(c) == "ttft loaded" and c.engine.startswith("NIM")]
+    big = {c.row: ratio(c) for c in loaded if c.model == "llama3_70b" and c.concurrency >= 25}
+    assert len(big) == 16
+    assert sum(r < 0.5 for r in big.values()) >= 15 and max(big.values()) < 0.75, big
+    small = {c.row: ratio(c) for c in loaded if c.model == "llama3_8b" and c.concurrency == 5}
+    assert len(small) == 5
+    assert all(0.9 <= r <= 1.2 for r in small.values()), small

@@ -154,6 +154,26 @@ def test_plan_json_follows_the_contract(capsys):
     assert times == sorted(times)
 
 
+def test_plan_fsdp_prefetch_post_waits_for_the_backward_gathers(capsys):
+    """--fsdp-prefetch post (FSDP1's BACKWARD_POST) puts the backward all-gathers on the
+    critical path: the same FSDP mapping costs more exposed data-parallel time, nothing
+    else; an unknown choice is a usage error (exit 2)."""
+    rows = {}
+    for mode in ("pre", "post"):
+        assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--fsdp", "--dp",
+                     "8", "--microbatch", "1", "--recompute", "none", "--format", "json",
+                     "--fsdp-prefetch", mode]) == 0
+        (rows[mode],) = json.loads(capsys.readouterr().out)["rows"]
+    pre, post = rows["pre"], rows["post"]
+    assert post["comm_by_dim"]["dp"] > pre["comm_by_dim"]["dp"]
+    assert post["step_time"] > pre["step_time"]
+    assert post["compute_time"] == pre["compute_time"]
+    assert post["memory_per_gpu"] == pre["memory_per_gpu"]
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--fsdp-prefetch", "late"])
+    assert exc.value.code == 2
+
+
 def test_plan_text_and_csv_and_byte_identical_reruns(tmp_path, capsys):
     args = ["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "2"]
     outs = []

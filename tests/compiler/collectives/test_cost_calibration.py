@@ -15,24 +15,24 @@ from __future__ import annotations
 
 import pytest
 
-from topoc.compiler.collectives.cost import BUS_FACTOR
-
-from ...calibration_rows import TARGETS, error, median, predict, row_class, rows, size_of
+from ...calibration_rows import (TARGETS, error, faster_share, measured_time, median, predict,
+                                 row_class, rows, size_of)
 
 EARLIER = rows()[:46]
 #: Those still fit rows: three of Azure's single-process (-g 8) runs under 1 ms are excluded
 #: since (library/calibration.csv notes why).
 LEGACY = [r for r in EARLIER if r["role"] == "fit"]
-#: The worst validation row today (docs/cost.md: p5 on NCCL 2.18.5 over EKS, 64 MiB, +108 %);
+#: The worst validation row today (docs/cost.md: p5 on NCCL 2.18.5 over EKS, 64 MiB, +129 %:
+#: NVLS-tree, which NCCL 2.18.5 runs there, costs it 436 us against 996 measured);
 #: issue 27 asks for 40 %, not yet met.
-WORST_RECORDED = 1.08
+WORST_RECORDED = 1.29
 
 
 def test_every_published_row_is_here():
     every = rows()
     assert len(every) >= 190
     assert all(row["source"] for row in every)
-    assert {row["role"] for row in every} == {"fit", "validate", "exclude", "inconsistent"}
+    assert {row["role"] for row in every} <= {"fit", "validate", "exclude", "inconsistent"}
     assert all(row["note"] for row in every if row["role"] in ("exclude", "inconsistent"))
     assert len(rows("validate")) >= 100
     assert all(r["role"] in ("fit", "exclude") and not r["source"].endswith("]")
@@ -43,10 +43,24 @@ def test_every_published_row_is_here():
 def test_rows_moved_out_as_inconsistent_name_the_numbers_of_their_own_run():
     """A validation row leaves only when its own run contradicts it, and says with what."""
     moved = rows("inconsistent")
-    assert 0 < len(moved) <= 3
+    assert len(moved) <= 3      # none today: the EKS run's two went back (docs/cost.md)
     for row in moved:
         assert "the same run contradicts it" in row["note"] and " us" in row["note"]
         assert row["source"].endswith("]") and row["time_us"]
+
+
+def test_rows_are_scored_against_the_faster_of_the_two_calls():
+    """Where the source prints nccl-tests' in-place column too, a row is scored against the
+    faster call (docs/cost.md, Measurement convention), whichever column that is."""
+    both = [r for r in rows() if r["inplace"]]
+    assert len(both) >= 90
+    p5_64k = next(r for r in both if r["source"].endswith("[aws_p5_2n_ar-64K]"))
+    assert measured_time(p5_64k) == pytest.approx(103.8e-6)          # in place: faster
+    p5_8b = next(r for r in both if r["source"].endswith("[aws_p5_2n_ar-8B]"))
+    assert measured_time(p5_8b) == pytest.approx(69.12e-6)           # out of place: faster
+    a2a = next(r for r in both if r["source"].endswith("[cg_p5_8n_alltoall-32M]"))
+    assert faster_share(a2a) == pytest.approx(28.67 / 31.81)         # busbw: the higher
+    assert all(faster_share(r) == 1.0 for r in rows() if not r["inplace"])
 
 
 def bound(row) -> float:
@@ -60,14 +74,13 @@ def bound(row) -> float:
                          f"{r['gpus']}-{r['size']}-{r['algorithm']}")
 def test_prediction_within_the_published_bound(row):
     got = predict(row)
-    n, size = int(row["gpus"]), size_of(row["size"])
-    measured_bus = float(row["busbw"]) * 1e9
-    measured_time = (float(row["time_us"]) * 1e-6 if row["time_us"]
-                     else size * BUS_FACTOR["allreduce"](n) / measured_bus)
+    size = size_of(row["size"])
+    measured_bus = float(row["busbw"]) * 1e9 / faster_share(row)     # the faster call's
+    took = measured_time(row)
     if size < 32 * 1024:
-        assert measured_time / 2 <= got.time <= measured_time * 2, (got, measured_time)
+        assert took / 2 <= got.time <= took * 2, (got, took)
     elif size <= 2**20:
-        assert abs(got.time / measured_time - 1) <= 0.25, (got.time, measured_time)
+        assert abs(got.time / took - 1) <= 0.25, (got.time, took)
     else:
         error = got.busbw / measured_bus - 1
         assert abs(error) <= bound(row), f"busbw {got.busbw / 1e9:.1f} vs {row['busbw']}: {error:+.1%}"
@@ -85,3 +98,40 @@ def test_validation_medians_meet_the_targets():
     for name, target in TARGETS.items():
         assert median(errors[name]) <= target, (name, median(errors[name]), target)
     assert worst[0] <= WORST_RECORDED, worst
+
+
+def test_the_forced_flush_cannot_make_what_the_eks_rows_miss():
+    """docs/cost.md, sixth pass (benchmarks/eks_flush.py): NCCL 2.18.5 flushes every Simple
+    network receive on Hopper and aws-ofi-nccl 1.7.3 does it as one 4-byte RDMA read, behind
+    NCCL's 8-deep receive window, so a flush adds its latency to the two legs of the tree's path
+    (2F), not to every chunk. F is at most the 15 us a flushed Simple step costs on p4de
+    (efa_sendrecv's fitted step), or loosely half the p4de 8 B all-reduce over the p5 one. Even
+    at the loose bound every row over 40 % stays over 40 %; charged on every chunk of both legs
+    (not what NCCL does) each would need more than twice the 15 us, and the run's 2 GiB row less
+    than it: no one per-flush figure fits the run."""
+    from topoc.compiler.collectives import messages, transports
+    flush = transports.TRANSPORTS["efa_sendrecv"].step_us
+    assert flush <= 15.0
+
+    def faster(tag: str) -> float:
+        return measured_time(next(r for r in rows() if r["source"].endswith(f"[{tag}]")))
+    loose = (faster("aws_p4de_2n_ar-8B") - faster("aws_p5_2n_ar-8B")) / 2 * 1e6
+    assert flush < loose < 50.0
+    efa = transports.with_plugin(transports.TRANSPORTS["efa"], "1.7.3")
+    needed, pipelined = {}, {}
+    for row in rows("validate"):
+        if "[aws_p5eks_2n_ar-" not in row["source"]:
+            continue
+        size = size_of(row["size"])
+        chunk = messages._nvls_tree_chunk(size, 16 * 8, 2, efa, (2, 18, 5))
+        chunks = size // (16 * 8) // chunk
+        got = predict(row)
+        assert got.algorithm == "nvlstree" and got.protocol == "Simple", got
+        model, took = got.time * 1e6, measured_time(row) * 1e6
+        needed[row["size"]] = (took - model) / (2 * chunks)
+        pipelined[row["size"]] = took / (model + 2 * loose) - 1
+    assert set(needed) == {"64MiB", "256MiB", "1GiB", "2GiB"}
+    for size in ("64MiB", "256MiB", "1GiB"):
+        assert pipelined[size] > 0.40, (size, pipelined[size])
+        assert needed[size] > 2 * flush, (size, needed[size])
+    assert needed["2GiB"] < flush < needed["64MiB"] / 4

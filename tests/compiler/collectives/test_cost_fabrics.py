@@ -3,6 +3,7 @@ NVL72 racks, CollNet over SHARP, and all-to-all, each checked against what it mu
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 import topoc
@@ -85,9 +86,29 @@ def test_versions_change_the_launch_and_graphs_lower_it():
     assert new.time < old.time - 5e-6
     graph = cost(dgx, world, "allreduce", 8, graph=True)
     assert new.time - graph.time == pytest.approx(GRAPH_SAVES_US * 1e-6)
-    assert nccl("2.27.7") is VERSIONS["2.27"] and nccl("2.22") is VERSIONS["2.21"]
+    assert nccl("2.27") is VERSIONS["2.27"] and nccl("2.27.7").release == (2, 27, 7)
+    assert attrs.evolve(nccl("2.22"), release=(2, 21)) == VERSIONS["2.21"]
     with pytest.raises(CostError, match="older than"):
         cost(dgx, world, "allreduce", 8, nccl="2.9")
+
+
+def test_nccl_2_18_charges_nvls_tree_no_plugin_latency():
+    """NCCL 2.18's tuning.cc charges NVLS-tree baseLat + 2 (nodes - 1) x hwLat[NET][NVLS_TREE]
+    and none of the latency the net plugin declares (aws-ofi-nccl: 75 us on p5), which every
+    tree and ring network step carries; from 2.19 NVLS-tree's steps carry it too. So on two p5
+    nodes NCCL 2.18 runs NVLS-tree at every size, 2.19 and later trees for small messages."""
+    p5 = topoc.load(library_file("aws_p5.topo"), {"nodes": 2})
+    world = RankGroup("world", tuple(range(16)))
+    for size in (8, 64 * 1024, 64 * 2**20):
+        assert cost(p5, world, "allreduce", size, nccl="2.18").algorithm == "nvlstree"
+    assert cost(p5, world, "allreduce", 8, nccl="2.19").algorithm == "tree"
+    assert cost(p5, world, "allreduce", 8).algorithm == "tree"
+    # the charge itself: 23 + 2 x 19 us on two nodes in 2.18; linear in the node count
+    p5x4 = topoc.load(library_file("aws_p5.topo"), {"nodes": 4})
+    world4 = RankGroup("world", tuple(range(32)))
+    lat = {m: cost(s, g, "allreduce", 8, algorithm="nvlstree", nccl="2.18").latency
+           for m, s, g in ((2, p5, world), (4, p5x4, world4))}
+    assert lat[4] - lat[2] == pytest.approx(4 * 19e-6)
 
 
 #: What NCCL runs per collective (tuning.cc: broadcast and reduce rings only; reduce-scatter and

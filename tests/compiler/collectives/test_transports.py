@@ -10,6 +10,7 @@ from topoc.cli import main
 from topoc.compiler.collectives import messages, transports
 from topoc.compiler.collectives.cost import CostError, cost
 from topoc.compiler.collectives.transports import UnknownPlugin, plugin_release, with_plugin
+from topoc.compiler.collectives.versions import nccl
 from topoc.compiler.ir.groups import RankGroup
 
 from ...conftest import library_file
@@ -74,15 +75,20 @@ def test_other_transports_do_not_change_with_the_plugin():
 
 def test_nvls_tree_chunk_by_nccl_release():
     """2.18 starts from the Simple step (NCCL_BUFFSIZE / 8) with no cap; 2.19 caps it at 64 KiB
-    from four nodes; from 2.21 it starts from NCCL_NVLS_CHUNKSIZE (enqueue.cc at each tag)."""
-    old = with_plugin(EFA, "1.7.3")
+    from four nodes; from 2.20.3 NCCL_NVLSTREE_MAX_CHUNKSIZE (which the plugin sets from 1.8)
+    replaces that cap; from 2.21 it starts from NCCL_NVLS_CHUNKSIZE (enqueue.cc at each tag).
+    Releases compare as tuples: 2.20 sits inside the 2.19 profile and still gets its rule."""
+    old, v18 = with_plugin(EFA, "1.7.3"), with_plugin(EFA, "1.8")
     # 16 channels x 8 heads: 1 GiB < 32 x 128 x 512 KiB = 2 GiB, so 256 KiB; 2 GiB keeps 512
-    assert messages._nvls_tree_chunk(GiB, 128, 2, old, 18) == 256 * 1024
-    assert messages._nvls_tree_chunk(2 * GiB, 128, 2, old, 18) == 512 * 1024
-    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, 18) == 512 * 1024
-    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, 19) == 64 * 1024
-    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, 21) == 64 * 1024
-    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, EFA, 27) == 512 * 1024
+    assert messages._nvls_tree_chunk(GiB, 128, 2, old, (2, 18)) == 256 * 1024
+    assert messages._nvls_tree_chunk(2 * GiB, 128, 2, old, (2, 18, 5)) == 512 * 1024
+    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, (2, 18)) == 512 * 1024
+    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, (2, 19)) == 64 * 1024
+    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, v18, (2, 19, 4)) == 64 * 1024
+    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, v18, (2, 20, 3)) == 512 * 1024
+    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, (2, 21)) == 64 * 1024
+    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, EFA, (2, 27)) == 512 * 1024
+    assert nccl("2.20.5").release == (2, 20, 5) and nccl("2.20.5").version == "2.19"
 
 
 def test_the_tuner_runs_only_where_the_plugin_ships_it_and_nccl_loads_it():

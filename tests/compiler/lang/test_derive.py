@@ -45,3 +45,14 @@ def test_recompute_modules_is_a_block_setting():
     with pytest.raises(topoc.CompileError) as err:
         topoc.loads(source.format(extra="recompute = selective  recompute_modules = layernrom"))
     assert "did you mean 'layernorm'" in str(err.value)
+
+
+def test_fsdp_prefetch_is_a_block_setting_and_only_moves_the_backward_gathers():
+    pre = topoc.loads(SOURCE.format(extra="")).parallel("p")
+    post = topoc.loads(SOURCE.format(extra="fsdp_prefetch = post")).parallel("p")
+    assert pre.training.fsdp_prefetch == "pre" and post.training.fsdp_prefetch == "post"
+    critical = [sum(f.bytes * f.count for f in p.flows if f.overlap == "none")
+                for p in (pre, post)]
+    assert critical[1] > critical[0]
+    assert post.derived.compute.time == pre.derived.compute.time
+    assert post.derived.memory.total == pre.derived.memory.total

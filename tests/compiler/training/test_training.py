@@ -9,10 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.training_rows import FIT, predict, rows
+import topoc
+from tests.training_rows import FIT, LIBRARY, predict, rows
+from topoc.compiler.ir.gpus import gpu_figures
 from topoc.compiler.lang.derive import bundled_models
-from topoc.compiler.training.model import (MappingError, Shape, Training, check, layout, memory,
-                                           model_flops, parameters, stage_layout, traffic)
+from topoc.compiler.training.model import (MappingError, Shape, Training, check, derive, layout,
+                                           memory, model_flops, parameters, stage_layout,
+                                           traffic)
 from topoc.compiler.training.memory import activation_per_layer as _activation_per_layer
 from topoc.compiler.training.memory import bytes_per_param as _bytes_per_param
 from topoc.compiler.training.memory import activation_per_layer, op_policy
@@ -177,6 +180,38 @@ def test_fsdp_shards_weights_and_fp8_saves_activations():
     assert fp8.activations < plain.activations
     name, _ = plain.largest
     assert name in plain.verdict(1e9)
+
+
+def test_fsdp_backward_post_puts_the_backward_gathers_on_the_critical_path():
+    """FSDP1's BACKWARD_POST (Composer's default) issues a layer's backward all-gather after
+    the next layer's gradient computation, so it waits for it; its reduce-scatter still hides
+    behind the next gradient computation (PyTorch's BackwardPrefetch docstring). The bytes do
+    not change, only where they sit; the forward gathers hide either way."""
+    m = MODELS["llama3_8b"]
+    sh = Shape(dp=8)
+    t = Training(m, 64, fsdp=True)
+    micro = check(t, sh)
+    lay = stage_layout(t, sh)
+
+    def by_overlap(t):
+        out: dict[tuple[str, str], int] = {}
+        for f in traffic(m, t, sh, lay, micro):
+            key = (f.collective, f.overlap)
+            out[key] = out.get(key, 0) + f.count * f.bytes
+        return out
+
+    pre, post = by_overlap(t), by_overlap(attrs.evolve(t, fsdp_prefetch="post"))
+    gathers = (m.layers - 1) * micro
+    assert pre[("allgather", "backward")] == post[("allgather", "none")] - \
+        pre[("allgather", "none")]
+    assert pre[("allgather", "backward")] == gathers * (pre[("allgather", "forward")] // gathers)
+    assert ("allgather", "backward") not in post
+    assert post[("reducescatter", "backward")] == pre[("reducescatter", "backward")]
+    assert post[("allgather", "forward")] == pre[("allgather", "forward")]
+    assert sum(pre.values()) == sum(post.values())
+    with pytest.raises(MappingError, match="fsdp prefetch 'late'"):
+        derive(attrs.evolve(t, fsdp_prefetch="late"), sh, gpu_figures(
+            topoc.load(LIBRARY / "nvidia" / "dgx_h100.topo")))
 
 
 def test_torchtitan_selective_keeps_every_other_matmul_and_recomputes_the_rest():
@@ -416,3 +451,86 @@ def test_recipe_module_recompute_rows_run_it_and_fit():
         assert row.recompute == "selective"
         assert training(row).recompute_modules == mods
         assert predict(row).fits
+
+
+def _megatron_2021(name: str, layers: int, hidden: int, heads: int, batch: int) -> Training:
+    """A GPT model as Narayanan et al. 2021 trained it (sec. 5.1): fp16, seq 2048, vocab
+    51200, ffn 4h, full recompute, no flash attention, no overlapped gradient reduction."""
+    from topoc.compiler.ir.system import Transformer
+    m = Transformer(name, layers, hidden, heads, 2048, 51200, 4 * hidden, heads, gated=False,
+                    tied=True, dropout=True, dtype="fp16")
+    return Training(m, batch, recompute="full", flash_attention=False)
+
+
+def _steps(t: Training, shapes) -> list[float]:
+    """Step times of ``t`` on 64 A100s (eight DGX A100 nodes) at each shape, in order."""
+    from topoc.compiler.analysis.plan import Candidate, row_of, strategy_for
+    where = topoc.load(LIBRARY / "nvidia" / "a100_cluster.topo", {"nodes": 8})
+    gpu = gpu_figures(where)
+    out = []
+    for sh in shapes:
+        c = Candidate(sh, 1, "full", 1, False, 0)
+        out.append(row_of(where, c, strategy_for(t, c, gpu), {}).step_time)
+    return out
+
+
+@pytest.mark.parametrize("batch", [32, 128])
+def test_tensor_parallelism_up_to_the_node_then_pipelines_as_narayanan_measured(batch):
+    """Narayanan et al. 2021, sec. 5.4.1 and Figure 13: a 161B GPT model (32 layers, hidden
+    20480, 128 heads) on 64 A100s at batch 32 and 128 runs fastest with the tensor-parallel
+    size equal to the GPUs of a node, (t, p) = (8, 8), against (2, 32), (4, 16), (16, 4) and
+    (32, 2): tensor parallelism's all-reduces leave the node beyond 8, pipelines idle in
+    their bubble as p grows."""
+    steps = _steps(_megatron_2021("gpt161b", 32, 20480, 128, batch),
+                   [Shape(tp=t, pp=64 // t) for t in (2, 4, 8, 16, 32)])
+    assert min(steps) == steps[2]
+
+
+@pytest.mark.parametrize("batch", [32, 128, 512])
+def test_pipelines_and_tensor_parallelism_lose_to_data_parallelism_as_narayanan_measured(batch):
+    """Narayanan et al. 2021, sec. 5.4.2-5.4.3 and Figures 14-15: a 5.9B GPT model (32 layers,
+    hidden 3840, 32 heads) on 64 A100s at micro-batch 1 and batch 32, 128 and 512 gets
+    slower as the pipeline-parallel size grows from 2 to 32 (data parallelism taking the
+    rest), and slower as the tensor-parallel size grows from 2 to 32."""
+    t = _megatron_2021("gpt5_9b", 32, 3840, 32, batch)
+    pipelines = _steps(t, [Shape(pp=p, dp=64 // p) for p in (2, 4, 8, 16, 32)])
+    tensors = _steps(t, [Shape(tp=k, dp=64 // k) for k in (2, 4, 8, 16, 32)])
+    assert pipelines == sorted(pipelines) and tensors == sorted(tensors)
+
+
+def test_composers_backward_post_fsdp_costs_the_small_microbatches_llm_foundry_measured(
+        tmp_path, monkeypatch):
+    """llm-foundry's table runs MPT-13B without checkpointing at micro-batch 2 on 8 to 64
+    H100s (39.6-40.0 % MFU): with Composer's FSDP default, BACKWARD_POST, each backward
+    all-gather waits for the gradient computation before it, and topoc predicts those runs
+    within 10 % (16-17 % fast with the gathers hidden). With that cost the no-checkpoint,
+    one-sequence micro-batches the search prefers for MPT-70B on 64 GPUs stop being 31 %
+    faster than the published checkpointed micro-batch of 8, on H100 and on A100."""
+    from tests.training_rows import ranking
+    monkeypatch.setenv("TOPOC_CACHE", str(tmp_path))
+    by_id = {r.id: r for r in rows()}
+    for n in (8, 16, 32, 64):
+        rid = f"llmfoundry-h100-sxm-mpt-13b-s2048-{n}gpu-bf16" + ("" if n == 64 else
+                                                                   "-mb2-nockpt")
+        row = by_id[rid]
+        assert abs(predict(row).error) < 0.10
+        assert predict(row, fsdp_prefetch="pre").error < -0.15
+    for gpu in ("h100-sxm", "a100-80gb"):
+        rk = ranking(by_id[f"llmfoundry-{gpu}-mpt-70b-s2048-64gpu-bf16"])
+        assert rk.gap <= 0.15
+        assert (rk.best.candidate.microbatch, rk.best.candidate.recompute) == (1, "none")
+
+
+@pytest.mark.xfail(strict=True, reason="DeepSpeed ZeRO-3 of 2021 is costed at NCCL's 8-NIC ring "
+                   "bandwidth and hidden behind compute; the paper measured it 1.7x slower "
+                   "than PTD-P at 768 GPUs (CAVEATS: narayanan21-t2-zero3-174.6b-768gpu)")
+def test_ptd_parallelism_beats_zero3_at_768_gpus_as_narayanan_measured():
+    """Narayanan et al. 2021, Table 2: GPT 174.6B at batch 1536 on 768 A100s, PTD-P (t 8,
+    p 12) 149 TFLOP/s against ZeRO-3 without model parallelism 88. topoc predicts the PTD-P
+    row within 5 % and the ZeRO-3 row 59 % fast, so it ranks them the wrong way round: a
+    known defect, kept as a strict expected failure so that a fix shows here."""
+    by_id = {r.id: r for r in rows()}
+    ptdp = predict(by_id["narayanan21-t2-ptdp-174.6b-768gpu"])
+    zero3 = predict(by_id["narayanan21-t2-zero3-174.6b-768gpu"])
+    assert abs(ptdp.error) < 0.05
+    assert ptdp.predicted < zero3.predicted
