@@ -10,7 +10,10 @@ How a row becomes a prediction:
   own HBM; rows whose GPU count no library fabric reaches are listed as not reproduced.
 - Framework defaults by source, where the row leaves them open: Megatron-Bridge and NeMo run
   Megatron-Core with the distributed optimizer, overlapped gradient reduction, sequence
-  parallelism with tp > 1 and flash attention; torchtitan, llm-foundry and NeMo AutoModel run
+  parallelism with tp > 1 and flash attention; Megatron-Bridge's performance recipes (v0.2.0
+  for 25.11, v0.3.0 for 26.02: ``scripts/performance/configs/*/*_llm_pretrain.py``, every
+  model) set ``cfg.ddp.grad_reduce_in_fp32 = False``, so its rows keep and reduce bf16
+  gradients (``bf16_grads``); torchtitan, llm-foundry and NeMo AutoModel run
   FSDP; Narayanan et al. 2021 ran fp16 Megatron without flash attention or a sharded optimizer.
   Rows whose attention column says "yes" (torchtitan's SDPA, llm-foundry's flash-attn) ran
   FlashAttention-2 (``attention_kernel = "fa2"``); Transformer Engine's and Megatron's fused
@@ -77,52 +80,69 @@ CAVEATS: dict[str, tuple[str, dict]] = {
     "llama3-t4-405b-8192gpu": (
         "the paper runs an interleaved pipeline schedule but publishes neither its number of "
         "model chunks nor the recompute; the row runs v = 1", {"interleave": 8}),
-    "nemo2407-h100-nemotron4-340b-128gpu-fp8": (
-        "recompute not published; the memory model puts recompute none at 97.9 GB (over the "
-        "85.9 GB of an H100; weights 17.3, fp32 gradients 23.1, optimizer over dp 2 34.6, "
-        "activations 20.7), so the lightest mode that fits is full; NeMo 2's nemotron4_340b "
-        "recipe sets no recompute; NeMo's Apex distributed Adam can keep bf16 gradients and "
-        "16-bit master remainders (about 17 GB less here, to about 81 GB), which memory.py "
-        "does not model (not verified for the 24.07 container)",
-        {"recompute": "none"}),
-    "mbridge-2602-gb200-llama370b-64-mxfp8": (
-        "recompute not published (Megatron-Bridge's GB200 MXFP8 preset for it, "
-        "scripts/performance/configs/llama, sets tp 2, pp 4, vp 5 and nothing else); "
-        "recompute none fits, so the row runs none; the 25.11 fp8 row of the "
-        "same model and GPUs is 19 % faster per token than this one", {"recompute": "full"}),
     "automodel-h100-deepseek-v3-256gpu-bf16": (
         "its 1,024-GPU sibling (same per-GPU mapping, same benchmark config, +6 %) is 14 % "
         "slower per GPU (865 against 1,002 tokens/s/GPU); the model has no term that makes "
         "the run with 4x fewer micro-batches per step faster per token", {}),
     "mbridge-2511-gb200-gptoss-64-bf16": (
-        "unexplained: GPT-OSS's attention sinks and alternating 128-token sliding window are "
-        "not modelled (the window is costed as full attention, which overestimates); its 2 "
-        "local experts of 16K tokens each are not host-bound", {}),
+        "unexplained: every Megatron-Bridge GPT-OSS row is predicted fast, and the same model "
+        "on the same 64 GB200s at the recipe's own mapping (four 4K-token sequences a "
+        "micro-batch, 26.02 to 26.04: 15,754-15,938 tokens/s/GPU) is predicted 38 % fast, so "
+        "the gap is not the micro-batch; GPT-OSS's attention sinks and alternating 128-token "
+        "sliding window are not modelled (the window is costed as full attention, which "
+        "overestimates; its 64-wide heads, costed by FLOPs, underestimate: roughly a wash); "
+        "its 2 local experts of 16K tokens each are not host-bound", {}),
     "mbridge-2602-h100-gptoss-64-bf16": (
-        "unexplained, and at odds with its 25.11 sibling (mb 4, +3 %, a fit row) whose "
-        "published GA = 2 disagrees with its own GBS / (MBS x DP) = 8; per token this mb-1 "
-        "run is only 6 % faster while its pipeline bubble is 10x smaller", {}),
+        "unexplained, as the GB200 GPT-OSS row; its 25.11 sibling (mb 4, +3 %, a fit row) "
+        "keeps full recompute where its recipe recomputes only the layernorms and the MoE "
+        "activation (with them it would be -16 %, but topoc puts them over the H100 at its "
+        "table's four sequences), and that sibling's published GA = 2 disagrees with its own "
+        "GBS / (MBS x DP) = 8", {}),
     "mbridge-2511-h100-q30-16-fp8-cs": (
-        "unexplained: more than twice the model's step after the host-bound expert term; "
-        "it runs 24 virtual stages of one layer each over a 2-node pipeline with fp8 current "
-        "scaling (an amax pass per cast); the model has no per-chunk schedule overhead", {}),
+        "the figure depends on software the table does not publish: Megatron-Bridge's "
+        "archive shows the same model on the same 16 H100s with one mapping (pp 2, vp 12, "
+        "ep 8, mb 1, fp8-cs, GBS 1024) at 5,113 tokens/s/GPU in 26.02 and 9,058 in 26.02.01, "
+        "77 % more from software alone; between the two (v0.3.0 to v0.3.1) its Qwen3 presets "
+        "moved from Megatron's all-to-all token dispatcher to the flex dispatcher with DeepEP "
+        "on x86 systems (#2351 'qwen x86 flex backend', #2393 'Set flex and alltoall for "
+        "perf jobs'); topoc puts that mapping at -57 % against 26.02's figure and -24 % "
+        "against 26.02.01's; this row (25.11) ran before the change; the what-if is the "
+        "26.02.01 run (its mapping, batch and figure)",
+        {"microbatch": 1, "interleave": 12, "batch": 1024, "value": 9058.0}),
     "mbridge-2511-b200-q30-8-fp8-mx": (
         "host-bound at one sequence a micro-batch (16 local experts of 2K tokens, fp8): how "
         "far depends on compute.HOST_LAUNCH, an order-of-magnitude figure no fit row can set "
         "(-58 % at 10 us, -32 % at 20 us, -6 % at 30 us); the run's CUDA-graph and dispatcher "
         "settings are not published (Megatron-Bridge's later B200 preset for it runs four "
-        "sequences a micro-batch with CUDA graphs on the router and dispatch preprocessing)",
-        {}),
+        "sequences a micro-batch with CUDA graphs on the router and dispatch preprocessing); "
+        "at four sequences (26.02.01: 26,695 tokens/s/GPU, 2.75x this row's per GPU) topoc "
+        "is -2.5 %, and the GB200 four-sequence row -7 % against 26.02.01 (-16 % against "
+        "25.11): near at four sequences, short of a per-micro-batch cost at one; the "
+        "what-if is the 26.02.01 four-sequence run", {"microbatch": 4, "value": 26695.0}),
     "tt24-t2-8b-8gpu-fsdp1-cp8-256k": (
-        "unexplained: the same table's 32K row without context parallelism is -4 %; ring "
-        "attention's exchange hides behind the attention kernels in the model, and torch's "
-        "experimental ring attention (Dec 2024) adds per-step output merges not modelled", {}),
+        "unexplained: the same table's 32K row without context parallelism is -4 %, and its "
+        "64K row at cp 2 and 128K row at cp 4 (not in runs.csv; this row's setup at their "
+        "sequence, cp and figure: 2,540 and 1,071 tokens/s/GPU) are +0 % and -26 %: the gap "
+        "opens between cp 2 and cp 4, where every rank's chunks are 16K tokens alike, so it "
+        "is not the kernels' shape; ring attention's exchange hides behind the attention "
+        "kernels in the model, and torch's experimental ring attention (Dec 2024: round-robin "
+        "load balance, the keys and values all-gathered, outputs merged in fp32 each step) "
+        "adds per-step merges not modelled, which at about 4 GB a step explain ~2 s of the "
+        "18 s", {}),
     "narayanan21-t2-zero3-174.6b-384gpu": (
         "unexplained: the model's ZeRO-3 gathers (about 6 s per step at NCCL's multi-NIC ring "
         "bandwidth) hide behind the 55 s of compute; the paper gives no DeepSpeed version or "
         "bucket sizes; its 1,536-GPU sibling (not reproduced, 44 TFLOP/s) leaves about 53 s of "
         "a 67 s step to 1.4 TB of gathers and reduce-scatters per GPU: about 26 GB/s, one "
-        "NIC's worth, if nothing overlaps", {}),
+        "NIC's worth, if nothing overlaps. DeepSpeed of the time (v0.3.13, March 2021, "
+        "runtime/zero/stage3.py and partition_parameters.py) bounds the overlap to one "
+        "sub-module: each module's fetch waits for its gather and calls "
+        "torch.cuda.synchronize(), every parameter's all-gather starts with another, and the "
+        "next module is prefetched only when nothing is in flight (stage3_prefetch_bucket_size "
+        "5e7 elements: one weight matrix here); so a module takes the longer of its compute "
+        "and the next one's gather, but at the modelled bandwidth each gather is about a fifth "
+        "of its module's compute at 8K tokens, and that bound alone leaves the step unchanged",
+        {}),
     "narayanan21-t2-zero3-529.6b-640gpu": (
         "unexplained, as the 174.6B ZeRO-3 row", {}),
     "narayanan21-t2-zero3-174.6b-768gpu": (
@@ -169,11 +189,20 @@ COMPOSER_FSDP = dict(fsdp_prefetch="post")
 #: presets; v0.3.0 (26.02) keeps DeepSeek-V3 and GPT-OSS off. NeMo AutoModel does not run
 #: Megatron-Core's schedule. DeepSeek-V3's DualPipe pairs a forward and a backward chunk and
 #: hides their all-to-all (sec. 3.2.1), so its report row runs it too.
+#: NeMo 24.07's Nemotron-4 340B configuration (NVIDIA/NeMo-Framework-Launcher, tag 24.07,
+#: launcher_scripts/conf/training/nemotron/nemotron_340b.yaml: ``optim: name:
+#: distributed_fused_adam, grad_sync_dtype: bf16, dtype: bf16``) keeps and reduces its
+#: gradients in bf16 and its Adam state in bf16; topoc keeps the fp32 master copy
+#: (``bf16_moments``: 8 optimizer bytes a parameter where Apex's bf16 state takes 6), so its
+#: memory is an upper bound. None of the launcher's other 24.07 configs of the NeMo rows sets
+#: either (Apex's defaults are fp32).
+_NEMOTRON = dict(bf16_grads=True, bf16_moments=True)
 _DSV3_EP = dict(deepep=True, route_nodes=4)
 _OVERLAP = dict(ep_overlap=True)
 OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
                 first_stage_layers=3, last_stage_layers=2, ep_overlap=True, **_DSV3_EP),
+           "nemo2407-h100-nemotron4-340b-128gpu-fp8": _NEMOTRON,
            "mbridge-2511-h100-q235-256-fp8-cs": _OVERLAP,
            "mbridge-2511-b200-q235-64-fp8-mx": _OVERLAP,
            "mbridge-2511-h100-q30-16-fp8-cs": _OVERLAP,
@@ -181,6 +210,23 @@ OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            "automodel-h100-deepseek-v3-256gpu-bf16": _DSV3_EP,
            "automodel-h100-qwen3-30b-a3b-8gpu-bf16": dict(deepep=True),
            "automodel-h100-gpt-oss-120b-64gpu-bf16": dict(deepep=True)}
+#: Megatron-Core's module recompute (``recompute_modules`` with a "selective" granularity)
+#: where the row's recipe sets it, so the row's recompute is known rather than the lightest
+#: that fits: Megatron-Bridge v0.2.0 (25.11; scripts/performance/configs/deepseek/
+#: workload_base_configs.py DEEPSEEK_V3_GB200_BASE_CONFIG: ``["mla_up_proj"]``, with
+#: deepseek_llm_pretrain.py's ``recompute_granularity = "selective"``;
+#: configs/gpt_oss/workload_base_configs.py GPT_OSS_120B_GB200_BF16_BASE_CONFIG:
+#: ``["layernorm", "moe_act"]``) and v0.3.0 (26.02; gpt_oss_workload_base_configs.py
+#: GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1/V2: ``["layernorm", "moe_act"]``). The 25.11
+#: GPT-OSS H100 row's recipe sets the same, but at the table's four sequences a micro-batch
+#: (the recipe runs one) topoc puts it at 100 GB, over the H100, so that row keeps the
+#: lightest mode that fits (full), stated in docs/plan.md.
+RECIPE_RECOMPUTE = {
+    "mbridge-2511-gb200-dsv3-256-bf16": ("mla_up_proj",),
+    "mbridge-2511-gb200-dsv3-256-fp8-mx": ("mla_up_proj",),
+    "mbridge-2511-gb200-gptoss-64-bf16": ("layernorm", "moe_act"),
+    "mbridge-2602-h100-gptoss-64-bf16": ("layernorm", "moe_act"),
+}
 #: HBM of the GPU a row ran on, when the library's model differs (bytes). As the library's
 #: devices (library/nvidia/devices.topo) where nvidia-smi's figure is known: H800 has the
 #: H100's 81,559 MiB, H200 shows 143,771 MiB; the others at their marketed size.
@@ -278,7 +324,8 @@ def parse(r: dict) -> Row | None:
         if batch % dp:
             return None
     prec = r["precision"].lower()
-    rec = (r["recompute"] or "").strip() or ("full" if family == "narayanan" else "")
+    rec = (r["recompute"] or "").strip() or ("full" if family == "narayanan" else "") or \
+        ("selective" if src in RECIPE_RECOMPUTE else "")
     zf = (r["zero_or_fsdp"] or "").lower()
     fsdp = zf == "fsdp" or family == "fsdp"
     zero = 3 if zf == "zero3" else (0 if family == "narayanan" else 1)
@@ -342,6 +389,8 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 flash_attention=row.flash, fp8=row.fp8, fsdp=row.fsdp,
                 attention_kernel="fa2" if row.fa2 else "fused",
                 pure_bf16=row.source.startswith("NVIDIA NeMo AutoModel"),
+                bf16_grads=row.id.startswith("mbridge"),
+                recompute_modules=RECIPE_RECOMPUTE.get(row.id, ()),
                 zero=row.zero if not row.fsdp else 0)
     if row.id.startswith("llmfoundry"):
         opts.update(COMPOSER_FSDP)
@@ -653,9 +702,6 @@ RANK_MISSES: dict[str, str] = {
     "automodel-h100-qwen3-30b-a3b-8gpu-bf16": _A2A.format(ep="5.9", step="26.6",
                                                           why=_NOT_MCORE) +
         "; the row is also predicted 22 % slow",
-    "mbridge-2511-gb200-dsv3-256-bf16": _A2A.format(
-        ep="4.0", step="22.6", why="Megatron-Bridge v0.2.0 sets moe_a2a_overlap=False for "
-        "DeepSeek-V3 on GB200") + "; with full recompute kept it is within 15 %",
     "mbridge-2511-gb200-q30-8-fp8-mx": _Q30.format(err="11 %") +
         "; its best also sits at 99.8 % of HBM",
     "mbridge-2511-b200-q30-8-fp8-mx": (
@@ -664,7 +710,9 @@ RANK_MISSES: dict[str, str] = {
         "sequences amortise; Megatron-Bridge's later B200 preset for this model runs four (with "
         "CUDA graphs on the router and dispatch preprocessing); the row is still predicted "
         "32 % fast, so how much four gain depends on the host figure"),
-    "mbridge-2511-h100-q30-16-fp8-cs": _Q30.format(err="55 %"),
+    "mbridge-2511-h100-q30-16-fp8-cs": _Q30.format(err="61 %") +
+        "; its figure predates the change of token dispatcher that made the same mapping 77 % "
+        "faster (CAVEATS)",
     "tt24-t4-70b-256gpu-fsdp32-tp8-fp8": _TITAN_TP.format(
         what="Table 4, 2D FSDP + TP", tp="3.3", pin=" 8", pinned="+41 %"),
     **{rid: _TITAN_PP.format(sched=sched) for rid, sched in (
@@ -687,14 +735,22 @@ RANK_MISSES: dict[str, str] = {
     "tt24a100-llama2-70b-64gpu-full": (
         "torchtitan's 2024 A100 table runs 1D FSDP; the best adds tp 2 to drop the full "
         "recompute at 80 % of HBM; not explained"),
-    "nemo2407-h100-nemotron4-340b-128gpu-fp8": _EDGE.format(mem="98 %") +
-        "; with full recompute kept it is within 2 %",
     "nemo2407-h100-llama3-8b-8gpu-fp8": _EDGE.format(mem="92 %") +
         "; with full recompute kept it is within 1 %",
     "mbridge-2511-gb200-llama370b-64-fp8-cs": _EDGE.format(mem="99 %") +
         "; with full recompute kept it is within 1 %",
-    "mbridge-2511-gb200-llama31405b-256-fp8-cs": _EDGE.format(mem="92 %") +
-        "; with full recompute kept it is +10 % (tp 4 -> 2 with cp 2)",
+    "mbridge-2511-h100-llama370b-64-fp8-cs": _EDGE.format(mem="93 %") +
+        "; the recipe's pp 8 x v 5 at 83 % against the best's cp 2 x pp 2 x v 4 at 93 %: it "
+        "was +10 % before the recipe's bf16 gradients (2 bytes a parameter less) made room "
+        "for the best",
+    "mbridge-2511-gb200-dsv3-256-fp8-mx": (
+        "the best, tp 2 with ep 64 and no pipeline at two sequences a micro-batch, fits at "
+        "99 % of HBM with the same module recompute: the memory edge (torchtitan's published "
+        "peaks are 0.76x-1.17x of topoc's); the published pp 8 with ep 32 runs at 70 %; it "
+        "was +11 % before the recipe's bf16 gradients and module recompute made room for the "
+        "best and +17 % before the Blackwell refit"),
+    "mbridge-2602-h100-gptoss-64-bf16": _EDGE.format(mem="95 %") +
+        "; with its recipe's module recompute kept the best (pp 2 x v 2) is +14 %",
     "mbridge-2511-h100-gptoss-64-bf16": (
         "the published pp 4 without interleaving runs 2 micro-batches a pipeline (GA 2): a "
         "1.5 s bubble of 6.0 s; with the published mapping kept and the best interleave it "

@@ -68,6 +68,10 @@ SETTING_DOCS = {
     "route_nodes": "node-limited routing: a token's experts lie on at most this many nodes "
                    "(DeepSeek-V3: 4; 0 for no limit)",
     "bf16_moments": "AdamW moments in bf16 next to fp32 master weights (DeepSeek-V3 sec. 3.3)",
+    "recompute_modules": "what a selective recompute redoes, Megatron-Core's modules: "
+                         "core_attn (default), layernorm, moe_act, mla_up_proj, mlp",
+    "bf16_grads": "gradients kept and reduced in bf16, 2 bytes a parameter (Megatron-Core's "
+                  "grad_reduce_in_fp32 off, as Megatron-Bridge's performance recipes run)",
     "zero": "ZeRO stage 0-3: what the data-parallel group shards",
     "pipeline_slots": "count the embedding and the output layer as layer slots of the first and "
                       "last pipeline stage",

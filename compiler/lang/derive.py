@@ -18,7 +18,8 @@ from ..base.diagnostics import Collector, suggest
 from ..ir.gpus import GPUFigures, gpu_figures
 from ..ir.system import ParallelStrategy, System, Transformer
 from .resolve import Program, library_root
-from ..training.model import (ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE, MappingError, Training,
+from ..training.model import (ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE, RECOMPUTE_MODULES,
+                              MappingError, Training,
                               derive as derive_step, shape_of)
 from ..base.units import BYTES, NUMBER
 
@@ -26,9 +27,9 @@ _WHOLE = ("batch", "microbatch", "interleave")
 _COUNTS = ("zero", "first_stage_layers", "last_stage_layers", "route_nodes")     # whole numbers from 0
 _BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention", "fsdp",
           "fp8", "pure_bf16", "pipeline_slots", "dualpipe", "recompute_norms", "fp8_activations",
-          "bf16_moments", "deepep", "ep_overlap")
+          "bf16_moments", "bf16_grads", "deepep", "ep_overlap")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
-TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "attention_kernel",
+TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules", "attention_kernel",
                      "fsdp_prefetch", *_BOOLS, "bucket", "imbalance",
                      *_FRACTIONS)
 
@@ -117,6 +118,16 @@ def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
                 ok = False
             else:
                 out[key] = name
+        elif key == "recompute_modules":
+            names = list(v.names) if isinstance(v, s.NameList) else None
+            bad = [n for n in names or [] if n not in RECOMPUTE_MODULES]
+            if not names or bad:
+                diags.error("E303", f"'{key}' lists modules of "
+                            f"{', '.join(RECOMPUTE_MODULES)}"
+                            + (suggest(bad[0], RECOMPUTE_MODULES) if bad else ""), v.span)
+                ok = False
+            else:
+                out[key] = tuple(names)
         elif key == "bucket":
             if isinstance(v, s.QuantityValue) and v.quantity.dim == BYTES and \
                     v.quantity.value >= 1:

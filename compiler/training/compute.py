@@ -33,7 +33,7 @@ from ..ir.system import Transformer
 from . import ep_overlap
 from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
-from .memory import op_policy
+from .memory import modules, op_policy
 from .params import attention_matrices, matrices, qk_dim
 
 #: Flash attention's backward over its forward (five matrix products against two).
@@ -203,6 +203,33 @@ def _attention(m: Transformer, t, sh: Shape, tokens: float, r: _Rates) -> tuple[
     return fwd, 2 * fwd, flops
 
 
+def _modules_again(m: Transformer, t, sh: Shape, r: _Rates, shapes, moe: bool,
+                   mods: tuple[str, ...], fp8: bool) -> tuple[float, float, float]:
+    """(GEMM seconds, FLOPs, element-wise bytes per token) one layer's module recompute redoes
+    in its backward (Megatron-Core's ``recompute_modules``; the attention core is costed with
+    the attention kernels): ``layernorm`` its two norms, ``moe_act`` the experts' activation,
+    ``mla_up_proj`` MLA's two up-projection GEMMs, ``mlp`` a dense layer's MLP."""
+    if not mods or mods == ("core_attn",):
+        return 0.0, 0.0, 0.0
+    h = m.hidden
+    sp = sh.tp if t.sequence_parallel and sh.tp > 1 else 1
+    again = []
+    bytes_ = 0.0
+    if "layernorm" in mods:
+        bytes_ += 2 * 2 * (2 * h) / sp             # two norms: read and write the hidden stream
+    n_att = len(attention_matrices(m))
+    if "mla_up_proj" in mods and m.kv_lora_rank:
+        lora = {m.q_lora_rank, m.kv_lora_rank} - {0}
+        again += [s for s, (a, _, _) in zip(shapes[:n_att], attention_matrices(m)) if a in lora]
+    if moe and "moe_act" in mods:
+        bytes_ += 2 * matrices(m) * m.expert_ffn * m.top_k * t.imbalance / sh.tp
+    if not moe and "mlp" in mods:
+        again += list(shapes[n_att:])
+        bytes_ += 2 * matrices(m) * m.ffn / sh.tp
+    g_time, g_flops = _gemms(r, again, fp8) if again else (0.0, 0.0)
+    return g_time, g_flops, bytes_
+
+
 def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
            logits: bool) -> tuple[float, float, float, float, float, tuple[float, ...]]:
     """(seconds, FLOPs, GEMM seconds, element-wise seconds, attention seconds, MoE layer
@@ -224,7 +251,8 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             router, r_flops = _gemms(r, [(tokens, m.experts, m.hidden, 1)], False)
             g_time, g_flops = g_time + router, g_flops + r_flops
         a_fwd, a_bwd, a_flops = _attention(m, t, sh, tokens, r)
-        redo = {"none": 0.0, "selective": 1.0, "full": 1.0}[t.recompute]
+        mods = modules(t)
+        redo = 1.0 if t.recompute == "full" or "core_attn" in mods else 0.0
         passes = 3 + (1 if full else 0)
         if t.recompute == "selective" and t.fsdp:
             # torchtitan's per-op policy keeps the attention output and recomputes every
@@ -241,11 +269,14 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             segments = (attn_f, mlp_f, 2 * (attn_f - a_fwd) + a_bwd, 2 * mlp_f)
             g_time += (r.curve.moe_layer + host_bound(m, sh, fp8, experts, bwd,
                                                       passes - 2)) / passes
-        gemm += n * g_time * passes
-        flops += n * (g_flops * passes + a_flops * (3 + redo))
+        # Megatron-Core's module recompute (``recompute_modules``): the forwards it redoes
+        again, again_flops, again_bytes = _modules_again(m, t, sh, r, shapes, moe, mods, fp8)
+        gemm += n * (g_time * passes + again)
+        flops += n * (g_flops * passes + a_flops * (3 + redo) + again_flops)
         att += n * (a_fwd * (1 + redo) + a_bwd)
         extra = {"none": 0.0, "full": bytes_,
-                 "selective": 0.0 if t.flash_attention else softmax}[t.recompute]
+                 "selective": (0.0 if t.flash_attention or "core_attn" not in mods
+                               else softmax) + again_bytes}[t.recompute]
         ew += n * tokens * (3 * bytes_ + extra) / (r.hbm * t.hbm_efficiency)
     if logits:
         l_time, l_flops = _gemms(r, [(tokens, m.vocab / sh.tp, m.hidden, 1)], False)

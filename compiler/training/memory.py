@@ -21,6 +21,12 @@
   ``reshard_after_forward`` "default" policy: "for PP, do not reshard after forward to avoid
   per-microbatch all-gathers"): the whole stage's bf16 weights stay gathered and its
   gradients accumulate unsharded (fp32, the reduce dtype) across micro-batches.
+- ``recompute_modules`` (Megatron-Core's selective recompute by module, ``modules``): a
+  "selective" recompute redoes the attention core unless modules are named; ``layernorm``
+  drops the norms' outputs (the QKV and fc1 inputs), ``moe_act`` the experts' activation
+  output (fc2's input), ``mla_up_proj`` MLA's Q, K and V (kept as latents), ``mlp`` a dense
+  layer's MLP activations (redone from its input); ``core_attn`` drops the scores without
+  flash attention (with it, nothing).
 - Activations: Korthikanti et al. 2022, Table 2 per layer, generalised to grouped-query and
   latent attention, SwiGLU and experts, times the micro-batches in flight on the first stage
   (``mapping.in_flight``). ``selective`` is Megatron's (the attention core recomputed); with
@@ -42,6 +48,12 @@
   README) puts stages i and P - 1 - i on rank i, two copies of the parameters, with P + 1
   micro-batches of a stage's activations in flight, and the first rank holds the embedding and
   the output head (and, in the paper, the MTP module that shares them: not modelled).
+- ``bf16_grads``: the gradient buffer (Megatron-Core's ``main_grad``) in bf16 and reduced in
+  bf16, 2 bytes a parameter rather than 4: Megatron-Core's DDP makes its buffer in the
+  parameters' dtype when ``grad_reduce_in_fp32`` is off, as every Megatron-Bridge performance
+  recipe sets it (v0.2.0 and v0.3.0, ``scripts/performance/configs/*/*_llm_pretrain.py``:
+  ``cfg.ddp.grad_reduce_in_fp32 = False``); Apex's distributed Adam with ``grad_sync_dtype:
+  bf16`` (NeMo's Nemotron-4 340B config) does the same. FSDP keeps its own (fp32) gradients.
 - A runtime reserve for what is not modelled byte by byte (CUDA context, NCCL buffers,
   workspaces, the caching allocator's slack): a documented constant, not a fit.
 """
@@ -133,6 +145,8 @@ def bytes_per_param(m: Transformer, t, shard: int) -> tuple[float, float, float]
         o = 12.0 + (2 if m.dtype == "fp16" else 0)
     if t.bf16_moments and not t.pure_bf16:
         o -= 4.0                                # two bf16 moments rather than two fp32 ones
+    if t.bf16_grads and not t.fsdp:
+        g = 2.0                                 # a bf16 gradient buffer, reduced in bf16
     if level >= 1:
         o /= shard
     if level >= 2:
@@ -175,6 +189,16 @@ def op_policy(m: Transformer, sh: Shape, moe: bool) -> tuple[float, float]:
     return 2 * (m.hidden + q_width(m) + kept) / sh.tp, redo
 
 
+def modules(t) -> tuple[str, ...]:
+    """The modules a training's recompute redoes in a layer's backward, as Megatron-Core's
+    ``recompute_modules``: the attention core for a "selective" recompute that names none
+    (Megatron's default, Korthikanti et al. 2022), the named ones otherwise; nothing for "none"
+    (and "full" redoes the whole layer)."""
+    if t.recompute != "selective" or t.fsdp:
+        return ()
+    return tuple(t.recompute_modules) or ("core_attn",)
+
+
 def activation_per_layer(m: Transformer, t, sh: Shape, moe: bool | None = None) -> float:
     """Bytes one layer keeps for its backward pass, per token of a micro-batch, on one GPU
     (Korthikanti et al. 2022, Table 2, with GQA or MLA keys and values, SwiGLU, experts and
@@ -191,24 +215,30 @@ def activation_per_layer(m: Transformer, t, sh: Shape, moe: bool | None = None) 
         return op_policy(m, sh, moe)[0]
     f8 = t.fp8_activations
     g8 = 0.5 if t.fp8 or f8 else 1.0          # fp8 copies of the GEMM inputs
-    norms = t.recompute_norms                  # the norms' outputs (GEMM inputs) recomputed
+    redo = modules(t)
+    # the norms' outputs (the GEMM inputs) recomputed: DeepSeek-V3's, or Megatron's layernorm
+    norms = t.recompute_norms or "layernorm" in redo
+    up = t.recompute_norms or "mla_up_proj" in redo    # MLA's Q, K, V recomputed from latents
     # norm inputs 4h, dropout masks 2h (one byte each), the qkv and fc1 inputs 2h each
     stream = 4 * h + (0 if norms else 4 * h * g8) + (2 * h if m.dropout else 0)
-    attn = 2 * q * g8 + (0 if norms and m.kv_lora_rank else 2 * q + 4 * kv)  # out-proj input, Q K V
+    attn = 2 * q * g8 + (0 if up and m.kv_lora_rank else 2 * q + 4 * kv)  # out-proj input, Q K V
     if m.kv_lora_rank:
         attn += 2 * (m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim)  # the latents
-    if t.recompute == "none" and not t.flash_attention:
+    if not t.flash_attention and "core_attn" not in redo:
         attn += (5 if m.dropout else 2) * m.heads * m.seq     # softmax (and dropout) of scores
 
-    def mlp(width: float) -> float:            # the activation's input(s) and fc2's input
+    def mlp(width: float, act: bool = False) -> float:   # the activation's input(s), fc2's input
         if f8:                                 # fp8 inputs, the output recomputed
             return width * (2 if m.gated else 1)
-        return 2 * width * (2 if m.gated else 1) + 2 * width * g8
+        # ``act``: the activation recomputed, so fc2's input is not kept
+        return 2 * width * (2 if m.gated else 1) + (0 if act else 2 * width * g8)
     if not moe:
-        return stream / (sh.tp if sp else 1) + (attn + mlp(m.ffn)) / sh.tp
+        dense = 0.0 if "mlp" in redo else mlp(m.ffn)     # the MLP redone from its input
+        return stream / (sh.tp if sp else 1) + (attn + dense) / sh.tp
     load = t.imbalance if not m.capacity_factor else min(t.imbalance, m.capacity_factor)
     shared = m.shared_experts * mlp(m.expert_ffn)
-    routed = m.top_k * load * (mlp(m.expert_ffn) + 2 * h * g8)   # the permuted input
+    routed = m.top_k * load * (mlp(m.expert_ffn, "moe_act" in redo) +
+                               2 * h * g8)                       # the permuted input
     return stream / (sh.tp if sp else 1) + (attn + shared + routed) / sh.tp
 
 

@@ -21,13 +21,18 @@ from .memory import Memory, activation_per_layer, bytes_per_param, memory, shard
 from .params import model_flops, moe_layers, parameters, stage_parameters
 from .traffic import traffic
 
-__all__ = ["RECOMPUTE", "ATTENTION_KERNELS", "FSDP_PREFETCH", "ZERO", "Training", "Derived",
+__all__ = ["RECOMPUTE", "RECOMPUTE_MODULES", "ATTENTION_KERNELS", "FSDP_PREFETCH", "ZERO", "Training",
+           "Derived",
            "derive", "Compute", "Memory", "Shape",
            "Layout", "MappingError", "stage_layout", "bubble", "check", "idle_time", "layout", "shape_of",
            "activation_per_layer", "bytes_per_param", "memory", "compute", "traffic",
            "model_flops", "moe_layers", "parameters", "stage_parameters", "sharding"]
 
 RECOMPUTE = ("none", "selective", "full")
+#: Megatron-Core's selective recompute by module (``recompute_modules``, with
+#: ``recompute_granularity = "selective"``): the attention core (its default), the layernorms,
+#: the MoE experts' activation function, MLA's up-projections and the dense MLP.
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act", "mla_up_proj", "mlp")
 #: Flash-attention kernels: fused (cuDNN / Transformer Engine, FlashAttention-3) or fa2
 #: (FlashAttention-2, PyTorch SDPA's flash backend), slower on Hopper (``gemm.Curve``).
 ATTENTION_KERNELS = ("fused", "fa2")
@@ -55,7 +60,10 @@ class Training:
     ``ep_overlap`` hides the expert all-to-all behind another micro-batch's compute where
     Megatron-Core runs it (``ep_overlap``'s docstring); ``fsdp_prefetch`` "post" puts FSDP's
     backward all-gathers on the critical path (FSDP1's BACKWARD_POST, ``FSDP_PREFETCH``); ``dualpipe``, ``recompute_norms``, ``fp8_activations`` and ``bf16_moments`` are
-    DeepSeek-V3's memory savings (``memory``'s docstring); ``first_stage_layers``/``last_stage_layers`` fix the
+    DeepSeek-V3's memory savings (``memory``'s docstring); ``recompute_modules`` names what a
+    "selective" recompute redoes (Megatron-Core's modules; ``memory.modules``); ``bf16_grads``
+    keeps and reduces the gradients in bf16 (Megatron-Core's ``grad_reduce_in_fp32=False``, NeMo's
+    ``grad_sync_dtype: bf16``); ``first_stage_layers``/``last_stage_layers`` fix the
     end stages of the pipeline and ``pipeline_slots`` counts embedding and loss as layer slots
     (None: when the layers need it to split evenly)."""
 
@@ -81,6 +89,10 @@ class Training:
     recompute_norms: bool = False       # RMSNorm outputs and MLA up-projections recomputed
     fp8_activations: bool = False       # activations cached in fp8, SwiGLU output recomputed
     bf16_moments: bool = False          # AdamW moments in bf16 (fp32 master weights kept)
+    bf16_grads: bool = False            # gradients kept and reduced in bf16 (``memory``)
+    # Megatron-Core's modules a "selective" recompute redoes (``RECOMPUTE_MODULES``; empty: the
+    # attention core alone, Megatron's default)
+    recompute_modules: tuple[str, ...] = ()
     deepep: bool = False                # expert dispatch sends a token once per node (DeepEP)
     route_nodes: int = 0                # node-limited routing: a token's experts on <= N nodes
     ep_overlap: bool = False            # Megatron-Core's EP A2A overlap (``ep_overlap``)
@@ -125,6 +137,9 @@ def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
     """Check the mapping and derive its step; MappingError when the model cannot run it."""
     if t.recompute not in RECOMPUTE:
         raise MappingError(f"recompute '{t.recompute}': one of {', '.join(RECOMPUTE)}")
+    bad = [x for x in t.recompute_modules if x not in RECOMPUTE_MODULES]
+    if bad:
+        raise MappingError(f"recompute module '{bad[0]}': one of {', '.join(RECOMPUTE_MODULES)}")
     if t.attention_kernel not in ATTENTION_KERNELS:
         raise MappingError(f"attention kernel '{t.attention_kernel}': one of "
                            f"{', '.join(ATTENTION_KERNELS)}")

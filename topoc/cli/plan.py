@@ -11,7 +11,9 @@ from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
 from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import zero_stage
-from ..compiler.training.model import ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE, ZERO, Training
+from ..compiler.base.diagnostics import suggest
+from ..compiler.training.model import (ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE,
+                                        RECOMPUTE_MODULES, ZERO, Training)
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
 
@@ -71,6 +73,12 @@ def add_parser(sub) -> None:
                    "recompute the SwiGLU output (DeepSeek-V3)")
     p.add_argument("--bf16-moments", action="store_true", help="AdamW moments in bf16 next to "
                    "fp32 master weights (DeepSeek-V3)")
+    p.add_argument("--recompute-modules", default="", metavar="LIST",
+                   help="what a selective recompute redoes, Megatron-Core's modules, comma "
+                   f"separated: {', '.join(RECOMPUTE_MODULES)} (default core_attn)")
+    p.add_argument("--bf16-grads", action="store_true", help="gradients kept and reduced in "
+                   "bf16 (Megatron-Core's grad_reduce_in_fp32 off, as Megatron-Bridge's "
+                   "performance recipes; default fp32)")
     p.add_argument("--fp8", action="store_true", help="run the layers' GEMMs in FP8 (the "
                    "GPU's tflops_fp8)")
     p.add_argument("--flash-attention", choices=["on", "off"], default="on",
@@ -143,6 +151,12 @@ def run(args) -> int:
         raise UsageError("--imbalance must be at least 1")
     if args.gemm_efficiency is not None and not 0 < args.gemm_efficiency <= 1:
         raise UsageError("--gemm-efficiency is a fraction between 0 and 1")
+    modules = tuple(x.strip() for x in args.recompute_modules.split(",") if x.strip())
+    bad = [x for x in modules if x not in RECOMPUTE_MODULES]
+    if bad:
+        raise UsageError(f"--recompute-modules: unknown module '{bad[0]}'"
+                         + (suggest(bad[0], RECOMPUTE_MODULES) or
+                            f"; one of {', '.join(RECOMPUTE_MODULES)}"))
     base = Training(model, args.batch, distributed_optimizer=args.distributed_optimizer,
                     overlap=args.overlap, imbalance=args.imbalance,
                     gemm_efficiency=args.gemm_efficiency, fsdp=args.fsdp, fp8=args.fp8,
@@ -153,6 +167,7 @@ def run(args) -> int:
                     first_stage_layers=args.first_stage_layers,
                     last_stage_layers=args.last_stage_layers,
                     fp8_activations=args.fp8_activations, bf16_moments=args.bf16_moments,
+                    bf16_grads=args.bf16_grads, recompute_modules=modules,
                     flash_attention=args.flash_attention == "on",
                     attention_kernel=args.attention_kernel)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",

@@ -307,6 +307,35 @@ def test_pure_bf16_and_the_attention_kernel_reach_the_search_from_the_command_li
     assert best("--attention-kernel", "fa2")["step_time"] > plain["step_time"]
 
 
+def test_recompute_modules_reach_the_search_from_the_command_line(capsys):
+    """``--recompute-modules layernorm,mlp`` makes the same selective mapping keep less than
+    Megatron's default (the attention core); an unknown module is a usage error."""
+    def best(*extra):
+        assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64",
+                     "--distributed-optimizer", "--tp", "1", "--pp", "1", "--microbatch", "1",
+                     "--recompute", "selective", "--format", "json", "--no-cache", "--jobs",
+                     "1", *extra]) == 0
+        return json.loads(capsys.readouterr().out)["rows"][0]
+    plain, mods = best(), best("--recompute-modules", "layernorm,mlp")
+    assert mods["memory_per_gpu"] < plain["memory_per_gpu"]
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64",
+                 "--recompute-modules", "attention"]) == 2
+
+
+def test_bf16_gradients_reach_the_search_from_the_command_line(capsys):
+    """``--bf16-grads`` (Megatron-Core's grad_reduce_in_fp32 off) shrinks the same mapping's
+    memory by 2 bytes a parameter of gradients."""
+    def best(*extra):
+        assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64",
+                     "--distributed-optimizer", "--tp", "1", "--pp", "1", "--microbatch", "1",
+                     "--recompute", "full", "--format", "json", "--no-cache", "--jobs", "1",
+                     *extra]) == 0
+        return json.loads(capsys.readouterr().out)["rows"][0]
+    plain, bf16 = best(), best("--bf16-grads")
+    assert plain["memory_per_gpu"] - bf16["memory_per_gpu"] == pytest.approx(2 * 8.03e9,
+                                                                             rel=0.02)
+
+
 def test_deepseek_options_reach_the_search_from_the_command_line(capsys):
     """DeepSeek-V3's memory savings and DeepEP's dispatch are flags of ``plan``: the savings
     lower the memory of the same mapping, DeepEP never makes the expert exchange slower."""

@@ -21,6 +21,32 @@ def test_pure_bf16_and_the_attention_kernel_are_block_settings():
         plain.derived.compute.attention_time
 
 
+def test_bf16_grads_is_a_block_setting():
+    """``bf16_grads`` (Megatron-Core's grad_reduce_in_fp32 off) halves the gradient buffer of
+    a block with the distributed optimizer."""
+    source = SOURCE.replace("fsdp = true", "distributed_optimizer = true")
+    plain = topoc.loads(source.format(extra="")).parallel("p")
+    bf16 = topoc.loads(source.format(extra="bf16_grads = true")).parallel("p")
+    assert bf16.training.bf16_grads and not plain.training.bf16_grads
+    assert bf16.derived.memory.gradients == plain.derived.memory.gradients / 2
+
+
+def test_recompute_modules_is_a_block_setting():
+    """``recompute_modules = layernorm, mlp`` names what a selective recompute redoes (a dense
+    model: the norms' outputs and the MLP's activations are dropped); an unknown module is an
+    error with a suggestion."""
+    import pytest
+    source = SOURCE.replace("fsdp = true", "distributed_optimizer = true")
+    plain = topoc.loads(source.format(extra="recompute = selective")).parallel("p")
+    mods = topoc.loads(source.format(
+        extra="recompute = selective  recompute_modules = layernorm, mlp")).parallel("p")
+    assert mods.training.recompute_modules == ("layernorm", "mlp")
+    assert mods.derived.memory.activations < plain.derived.memory.activations
+    with pytest.raises(topoc.CompileError) as err:
+        topoc.loads(source.format(extra="recompute = selective  recompute_modules = layernrom"))
+    assert "did you mean 'layernorm'" in str(err.value)
+
+
 def test_fsdp_prefetch_is_a_block_setting_and_only_moves_the_backward_gathers():
     pre = topoc.loads(SOURCE.format(extra="")).parallel("p")
     post = topoc.loads(SOURCE.format(extra="fsdp_prefetch = post")).parallel("p")
