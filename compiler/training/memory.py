@@ -133,6 +133,15 @@ def sharding(t) -> int:
     return zero_stage(t.zero, t.fsdp, t.distributed_optimizer)
 
 
+def reduce_bytes(m: Transformer, t) -> int:
+    """Bytes a gradient element takes on the wire when data parallelism reduces it: the
+    gradients' own dtype where it is 16-bit (fp16 training, ``pure_bf16``'s bf16 gradients,
+    ``bf16_grads``' bf16 buffer), fp32 otherwise (Megatron's fp32 ``main_grad``, FSDP's fp32
+    reduce dtype). What a rank stores is ``bytes_per_param``'s: FSDP keeps fp32 gradients
+    even when it reduces fp16 ones."""
+    return 2 if m.dtype == "fp16" or t.pure_bf16 or (t.bf16_grads and not t.fsdp) else 4
+
+
 def bytes_per_param(m: Transformer, t, shard: int) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per parameter over ``shard`` replicas."""
     level = sharding(t)

@@ -14,8 +14,8 @@ them, each with the window of compute it can hide behind:
   micro-batch's pass hide behind its compute (window ``ep_overlap``); the rest stay exposed.
 - pp: one activation forward and one gradient back per micro-batch and model chunk.
 - Gradients: dense ones reduce over the dp x cp group (``dpcp``; ``dp`` when cp = 1), expert
-  ones over the expert-data-parallel group (``edp``), in fp32 buckets (bf16 with
-  ``bf16_grads``): an all-reduce, or a
+  ones over the expert-data-parallel group (``edp``), in fp32 buckets (16-bit ones
+  with ``bf16_grads``, ``pure_bf16`` or fp16: ``memory.reduce_bytes``): an all-reduce, or a
   reduce-scatter and an all-gather of the bf16 weights with a sharded optimizer. Gradients are
   ready only in the last micro-batch's backward, so with ``overlap`` the reduction hides behind
   that (``grad_sync``) and the weight gather behind the first forward (``param_sync``).
@@ -38,7 +38,7 @@ import math
 
 from ..ir.system import Transformer, TrafficFlow
 from .mapping import Layout, Shape
-from .memory import sharding
+from .memory import reduce_bytes, sharding
 from .ep_overlap import paired
 from .params import kv_width, layer_parameters, moe_layers
 
@@ -96,7 +96,7 @@ def _gradient_flows(m: Transformer, t, sh: Shape, layers: int,
     dense_l, router_l, experts_l = layer_parameters(m)
     dense = dense_l * layers / sh.tp + router_l * layers + m.vocab * m.hidden / sh.tp
     experts = experts_l * layers / (sh.ep * sh.etp)
-    grad_bytes = 2 if m.dtype == "fp16" or (t.bf16_grads and not t.fsdp) else 4
+    grad_bytes = reduce_bytes(m, t)
     level = sharding(t)
     out = []
     for kind, params, size in (("dpcp" if sh.cp > 1 else "dp", dense, sh.dpcp),

@@ -401,6 +401,27 @@ def test_bf16_gradients_halve_the_gradient_buffer_and_the_gradient_traffic():
     assert grad_bytes(bf16) == pytest.approx(grad_bytes(base) / 2, rel=1e-3)
 
 
+def test_pure_bf16_reduces_its_bf16_gradients_in_bf16():
+    """``pure_bf16`` (bf16 weights and gradients, NeMo AutoModel's FSDP2 recipes) stores 2
+    gradient bytes a parameter, so its reduce-scatter moves 2 bytes an element as well, where
+    FSDP's mixed precision reduces fp32 ones; memory and traffic read one rule."""
+    from topoc.compiler.training.memory import reduce_bytes
+    from topoc.compiler.training.traffic import traffic
+    m = MODELS["llama3_8b"]
+    sh = Shape(1, 1, 1, 8, 1)
+    fsdp = Training(m, 64, fsdp=True)
+    pure = attrs.evolve(fsdp, pure_bf16=True)
+    assert (reduce_bytes(m, fsdp), reduce_bytes(m, pure)) == (4, 2)
+    assert _bytes_per_param(m, pure, 8)[1] == 2.0 / 8
+    lay = layout(m, sh)
+
+    def reduced(t):
+        return sum(f.bytes * f.count for f in traffic(m, t, sh, lay, 8)
+                   if f.dim == "dp" and f.collective == "reducescatter")
+    assert reduced(fsdp) > 0
+    assert reduced(pure) == pytest.approx(reduced(fsdp) / 2, rel=1e-3)
+
+
 def test_nemotron4_340b_runs_without_recompute_with_nemo_s_bf16_optimizer_state():
     """NeMo 24.07's Nemotron-4 340B config keeps gradients and Adam state in bf16 (the
     launcher's nemotron_340b.yaml): with them the published mapping fits an H100 without
