@@ -56,15 +56,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.calibration_rows import measured_time, predict, rows  # noqa: E402
-from topoc.compiler.collectives import messages, transports  # noqa: E402
+from tests.calibration_rows import (EKS_RUN, eks_chunks, measured_time, predict,  # noqa: E402
+                                    rows)
+from topoc.compiler.collectives import transports  # noqa: E402
 
-#: The EKS run's six sizes, the faster of nccl-tests' two calls in us (the source's log;
-#: calibration.csv for 64 MiB, 256 MiB, 1 GiB and 2 GiB, the README's lines for 128 and 512 MiB,
-#: as benchmarks/nccl218_selection.py has them).
-EKS_FASTER = {64 << 20: 996.0, 128 << 20: 1725.6, 256 << 20: 3010.8, 512 << 20: 3599.7,
-              1 << 30: 6426.1, 2 << 30: 9195.2}
-CONNECTIONS = 16 * 8            # NVLS channels x heads (NCCL 2.18.5 on p5)
+#: The EKS run's six sizes, the faster of nccl-tests' two calls in us
+EKS_FASTER = {size: min(calls) for size, calls in EKS_RUN.items()}
 LEGS = 2                        # a chunk crosses the network up and down the 2-node tree
 
 
@@ -98,11 +95,9 @@ def figures() -> list[dict]:
     flush adds at most (pipelined and serial) and the busbw errors then, and the flush each row
     would need if serial."""
     f, loose = flush_bound_us(), loose_flush_bound_us()
-    efa = transports.with_plugin(transports.TRANSPORTS["efa"], "1.7.3")
     out = []
     for row, (size, measured) in zip(eks_rows(), EKS_FASTER.items()):
-        chunk = messages._nvls_tree_chunk(size, CONNECTIONS, 2, efa, (2, 18, 5))
-        chunks = size // CONNECTIONS // chunk
+        chunk, chunks = eks_chunks(size)
         model = predict(row).time * 1e6
         pipelined, serial = model + LEGS * f, model + LEGS * chunks * f
         out.append(dict(size=size, chunk=chunk, chunks=chunks, model=model, measured=measured,

@@ -29,6 +29,10 @@ busbw ranges 126-438 GB/s), which no message cost the model has for the current 
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 N_RANKS, N_NODES, LAT_INTER, NET_OVERHEAD = 16, 2, 75.0, 2.0   # AMD: 2 us (getNetOverhead)
 PROTOS = ("LL", "LL128", "Simple")
@@ -93,24 +97,18 @@ def time_us(table, algo: str, p: int, size: int, channels: int) -> float:
     return lat + size / (1000 * bw)
 
 
-#: The EKS run's six sizes (us, out-of-place / in-place; the source's log, calibration.csv
-#: [aws_p5eks_2n_ar-*] for four of them, the README's lines for 128 and 512 MiB).
-EKS_RUN = {64 << 20: (996.0, 1001.7), 128 << 20: (1950.5, 1725.6), 256 << 20: (3010.8, 3020.7),
-           512 << 20: (3608.0, 3599.7), 1 << 30: (6426.3, 6426.1), 2 << 30: (9197.5, 9195.2)}
 
 
 def chunks_table() -> None:
     """The run's times against NCCL 2.18.5's NVLS-tree chunk (enqueue.cc, 16 NVLS channels x 8
     heads, starting from NCCL_BUFFSIZE / 8 = 512 KiB with aws-ofi-nccl 1.7.3): per connection
     (one channel's head), how many chunks and how long each takes."""
-    from topoc.compiler.collectives import messages, transports
-    efa = transports.with_plugin(transports.TRANSPORTS["efa"], "1.7.3")
+    from tests.calibration_rows import EKS_RUN, eks_chunks
     print("\n### The EKS run against NCCL 2.18.5's NVLS-tree chunks\n")
     print("| size | chunk | chunks a connection | faster call us | us a chunk | busbw GB/s |")
     print("|---|---|---|---|---|---|")
     for size, calls in EKS_RUN.items():
-        chunk = messages._nvls_tree_chunk(size, 16 * 8, 2, efa, (2, 18, 5))
-        count = size // (16 * 8) // chunk
+        chunk, count = eks_chunks(size)
         best = min(calls)
         print(f"| {size >> 20} MiB | {chunk >> 10} KiB | {count} | {best} | {best / count:.0f} | "
               f"{size * 2 * 15 / 16 / best / 1e3:.0f} |")

@@ -11,6 +11,7 @@ import statistics
 from pathlib import Path
 
 import topoc
+from topoc.compiler.collectives import messages, transports
 from topoc.compiler.collectives.cost import BUS_FACTOR, Cost, cost
 from topoc.compiler.ir.groups import RankGroup, parse_rank_list
 from topoc.library import calibration, size_bytes
@@ -102,3 +103,20 @@ def row_class(row: dict) -> str:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+#: The p5 EKS run (2 nodes, NCCL 2.18.5, aws-ofi-nccl 1.7.3): its six all-reduce sizes, us,
+#: nccl-tests' out-of-place and in-place calls (the source's log; calibration.csv
+#: [aws_p5eks_2n_ar-*] for four of them, the README's lines for 128 and 512 MiB).
+EKS_RUN = {64 << 20: (996.0, 1001.7), 128 << 20: (1950.5, 1725.6), 256 << 20: (3010.8, 3020.7),
+           512 << 20: (3608.0, 3599.7), 1 << 30: (6426.3, 6426.1), 2 << 30: (9197.5, 9195.2)}
+#: NVLS channels x heads NCCL 2.18.5 opens on a p5: the run's connections
+EKS_CONNECTIONS = 16 * 8
+
+
+def eks_chunks(size: int) -> tuple[int, int]:
+    """NCCL 2.18.5's NVLS-tree chunk on the EKS run (NCCL_BUFFSIZE / 8 with aws-ofi-nccl 1.7.3,
+    enqueue.cc) at ``size`` bytes, and how many of them one connection carries."""
+    efa = transports.with_plugin(transports.TRANSPORTS["efa"], "1.7.3")
+    chunk = messages._nvls_tree_chunk(size, EKS_CONNECTIONS, 2, efa, (2, 18, 5))
+    return chunk, size // EKS_CONNECTIONS // chunk

@@ -18,58 +18,6 @@ import attrs
 GRAPH_SAVES_US = 3.0
 
 
-@attrs.frozen
-class Nccl:
-    """What the cost model reads from one NCCL release."""
-
-    version: str
-    launch_us: float            # fitted: launch + host enqueue + the base latency really paid
-    base_scale: float           # fraction of tuning.cc's baseLat that ``launch_us`` leaves out
-    tree_simple_nvlink: float   # hwLat[NVLINK][TREE][SIMPLE]
-    nvls_lat: float             # hwLat[NVLINK][NVLS][SIMPLE] (2.18: its baseLat, 23)
-    nvls_tree_net: float        # hwLat[NET][NVLS_TREE][SIMPLE]
-    ll_max_hopper: tuple[float, float, float]   # llMaxBws[Hopper] N1 / N2 / N4
-    blackwell_tables: bool      # Blackwell rows of the per-channel tables (2.25+)
-    nvls_tree_ch: tuple[float, float] | None    # perChMaxNVLSTreeBws Hopper N2 / N4 (2.28+)
-    pat: bool                   # PAT for reduce-scatter and all-gather (2.23+)
-    ll_channel_cap: bool = True  # the fitted 2.5 GB/s per LL channel (tuning.LL_CHANNEL_GBS)
-    #: NVLS-tree's latency as tuning.cc charges it: from 2.19, baseLat + intraLat + 2 log2(nodes)
-    #: x interLat, and interLat holds the net plugin's declared latency (twice for Simple); in
-    #: 2.18 (v2.18.3-1, v2.18.5-1) baseLat + 2 (nodes - 1) x hwLat[NET][NVLS_TREE], without it.
-    nvls_tree_declared: bool = True
-    #: the release asked for, (2, MINOR[, PATCH]) (``nccl``): what a rule between two profiles
-    #: reads (NCCL_NVLSTREE_MAX_CHUNKSIZE exists from 2.20, inside the 2.19 profile)
-    release: tuple[int, ...] = ()
-
-
-#: launch_us and base_scale: 10 us plus all of baseLat up to 2.20 (fitted on the NCCL 2.18 DGX
-#: H100 1 KiB row, which the 2.20 H200 rows then validate); 4.5 us and none of baseLat from 2.21
-#: (fitted on the 8 B row of a current NCCL on HGX H100: 12.9 us). No published small-message
-#: row between 2.20 and 2.25 pins the release in between where the host path got faster.
-#: ll_channel_cap: the per-channel LL ceiling was fitted on rows of NCCL 2.18 and older; current
-#: NCCL goes past it (an HGX H100 does 1 MiB at 64 GB/s busbw where it allows 45), so from 2.21
-#: the model keeps NCCL's own LL figures. Decided after the validation rows were seen
-#: (docs/cost.md says so).
-VERSIONS = {
-    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None, False,
-                 nvls_tree_declared=False),
-    "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (141.0, 45.0, 35.0), False, None, False),
-    "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, False,
-                 ll_channel_cap=False),
-    "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, True,
-                 ll_channel_cap=False),
-    "2.25": Nccl("2.25", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True,
-                 ll_channel_cap=False),
-    "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True,
-                 ll_channel_cap=False),
-    "2.28": Nccl("2.28", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
-                 True, ll_channel_cap=False),
-    "2.30": Nccl("2.30", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
-                 True, ll_channel_cap=False),
-}
-LATEST = "2.30"
-
-
 class UnknownVersion(ValueError):
     """A version the profiles do not cover."""
 
@@ -87,6 +35,63 @@ def release(version: str) -> tuple[int, ...]:
     return found
 
 
+@attrs.frozen
+class Nccl:
+    """What the cost model reads from one NCCL release."""
+
+    version: str
+    launch_us: float            # fitted: launch + host enqueue + the base latency really paid
+    base_scale: float           # fraction of tuning.cc's baseLat that ``launch_us`` leaves out
+    tree_simple_nvlink: float   # hwLat[NVLINK][TREE][SIMPLE]
+    nvls_lat: float             # hwLat[NVLINK][NVLS][SIMPLE] (2.18: its baseLat, 23)
+    nvls_tree_net: float        # hwLat[NET][NVLS_TREE][SIMPLE]
+    ll_max_hopper: tuple[float, float, float]   # llMaxBws[Hopper] N1 / N2 / N4
+    blackwell_tables: bool      # Blackwell rows of the per-channel tables (2.25+)
+    nvls_tree_ch: tuple[float, float] | None    # perChMaxNVLSTreeBws Hopper N2 / N4 (2.28+)
+    pat: bool                   # PAT for reduce-scatter and all-gather (2.23+)
+    ll_channel_cap: bool = True  # the fitted 2.5 GB/s per LL channel (tuning.LL_CHANNEL_GBS)
+    #: the release asked for, (2, MINOR[, PATCH]) (``nccl``; by default the profile's own):
+    #: what a rule between two profiles reads (NCCL_NVLSTREE_MAX_CHUNKSIZE exists from 2.20,
+    #: inside the 2.19 profile)
+    release: tuple[int, ...] = attrs.field(
+        default=attrs.Factory(lambda self: release(self.version), takes_self=True))
+
+    @property
+    def nvls_tree_declared(self) -> bool:
+        """NVLS-tree's latency as tuning.cc charges it: from 2.19, baseLat + intraLat + 2
+        log2(nodes) x interLat, and interLat holds the net plugin's declared latency (twice for
+        Simple); in 2.18 (v2.18.3-1, v2.18.5-1) baseLat + 2 (nodes - 1) x
+        hwLat[NET][NVLS_TREE], without it."""
+        return self.release >= (2, 19)
+
+
+#: launch_us and base_scale: 10 us plus all of baseLat up to 2.20 (fitted on the NCCL 2.18 DGX
+#: H100 1 KiB row, which the 2.20 H200 rows then validate); 4.5 us and none of baseLat from 2.21
+#: (fitted on the 8 B row of a current NCCL on HGX H100: 12.9 us). No published small-message
+#: row between 2.20 and 2.25 pins the release in between where the host path got faster.
+#: ll_channel_cap: the per-channel LL ceiling was fitted on rows of NCCL 2.18 and older; current
+#: NCCL goes past it (an HGX H100 does 1 MiB at 64 GB/s busbw where it allows 45), so from 2.21
+#: the model keeps NCCL's own LL figures. Decided after the validation rows were seen
+#: (docs/cost.md says so).
+VERSIONS = {
+    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None, False),
+    "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (141.0, 45.0, 35.0), False, None, False),
+    "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, False,
+                 ll_channel_cap=False),
+    "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, True,
+                 ll_channel_cap=False),
+    "2.25": Nccl("2.25", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True,
+                 ll_channel_cap=False),
+    "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True,
+                 ll_channel_cap=False),
+    "2.28": Nccl("2.28", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
+                 True, ll_channel_cap=False),
+    "2.30": Nccl("2.30", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
+                 True, ll_channel_cap=False),
+}
+LATEST = "2.30"
+
+
 def nccl(version: str | None = None) -> Nccl:
     """The profile of ``version`` ('2.27', '2.27.7', 'latest' or None: the latest), carrying the
     release asked for; a release between two profiles takes the older one's tables."""
@@ -97,7 +102,3 @@ def nccl(version: str | None = None) -> Nccl:
         raise UnknownVersion(f"NCCL {version} is older than the oldest profile (2.18)")
     best = max((v for v in VERSIONS.values() if v.release <= asked), key=lambda v: v.release)
     return best if asked == best.release else attrs.evolve(best, release=asked)
-
-
-#: each profile carries its own release, (2, MINOR)
-VERSIONS = {key: attrs.evolve(v, release=release(key)) for key, v in VERSIONS.items()}

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from ...calibration_rows import (TARGETS, error, faster_share, measured_time, median, predict,
-                                 row_class, rows, size_of)
+from ...calibration_rows import (TARGETS, eks_chunks, error, faster_share, measured_time, median,
+                                 predict, row_class, rows, size_of)
 
 EARLIER = rows()[:46]
 #: Those still fit rows: three of Azure's single-process (-g 8) runs under 1 ms are excluded
@@ -109,7 +109,7 @@ def test_the_forced_flush_cannot_make_what_the_eks_rows_miss():
     at the loose bound every row over 40 % stays over 40 %; charged on every chunk of both legs
     (not what NCCL does) each would need more than twice the 15 us, and the run's 2 GiB row less
     than it: no one per-flush figure fits the run."""
-    from topoc.compiler.collectives import messages, transports
+    from topoc.compiler.collectives import transports
     flush = transports.TRANSPORTS["efa_sendrecv"].step_us
     assert flush <= 15.0
 
@@ -117,14 +117,12 @@ def test_the_forced_flush_cannot_make_what_the_eks_rows_miss():
         return measured_time(next(r for r in rows() if r["source"].endswith(f"[{tag}]")))
     loose = (faster("aws_p4de_2n_ar-8B") - faster("aws_p5_2n_ar-8B")) / 2 * 1e6
     assert flush < loose < 50.0
-    efa = transports.with_plugin(transports.TRANSPORTS["efa"], "1.7.3")
     needed, pipelined = {}, {}
     for row in rows("validate"):
         if "[aws_p5eks_2n_ar-" not in row["source"]:
             continue
         size = size_of(row["size"])
-        chunk = messages._nvls_tree_chunk(size, 16 * 8, 2, efa, (2, 18, 5))
-        chunks = size // (16 * 8) // chunk
+        chunks = eks_chunks(size)[1]
         got = predict(row)
         assert got.algorithm == "nvlstree" and got.protocol == "Simple", got
         model, took = got.time * 1e6, measured_time(row) * 1e6
