@@ -21,24 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.calibration_rows import rows, size_of  # noqa: E402
-from topoc.compiler.collectives.cost import BUS_FACTOR  # noqa: E402
-
-
-def ratio(row: dict) -> float:
-    """Out-of-place time over in-place time (> 1: the out-of-place call was slower)."""
-    inplace = float(row["inplace"])
-    if row["time_us"]:
-        return float(row["time_us"]) / inplace
-    return inplace / float(row["busbw"])
-
-
-def out_of_place_us(row: dict) -> float:
-    """The out-of-place call's time in us: published, or from its busbw (nccl-tests' factor)."""
-    if row["time_us"]:
-        return float(row["time_us"])
-    n = int(row["gpus"])
-    return size_of(row["size"]) * BUS_FACTOR[row["collective"]](n) / float(row["busbw"]) / 1e3
+from tests.calibration_rows import (inplace_ratio as ratio, out_of_place_time,  # noqa: E402
+                                    rows)
 
 
 def main() -> None:
@@ -58,7 +42,7 @@ def main() -> None:
         apart = [x for x in ratios if abs(x - 1) > limit]
         print(f"| {limit:.0%} | {len(apart)} | {sum(x > 1 for x in apart)} | "
               f"{sum(x < 1 for x in apart)} |")
-    small = [ratio(r) for r in both if out_of_place_us(r) < 1000]
+    small = [ratio(r) for r in both if out_of_place_time(r) < 1e-3]
     print(f"\nCalls under 1 ms: {len(small)} rows, {sum(abs(x - 1) > 0.05 for x in small)} "
           f"apart by more than 5 %; from 1 ms up: "
           f"{sum(abs(x - 1) > 0.05 for x in ratios) - sum(abs(x - 1) > 0.05 for x in small)}"

@@ -60,27 +60,37 @@ def predict(row: dict) -> Cost:
                 plugin=row.get("plugin") or None)
 
 
+def inplace_ratio(row: dict) -> float:
+    """The out-of-place call's time over the in-place call's (> 1: out-of-place was slower),
+    for a row whose source prints both (``inplace``)."""
+    inplace = float(row["inplace"])
+    if row["time_us"]:
+        return float(row["time_us"]) / inplace
+    return inplace / float(row["busbw"])
+
+
 def faster_share(row: dict) -> float:
     """The faster of nccl-tests' two calls, as a share of the out-of-place time (<= 1): the
     in-place figure (``inplace``) where the source prints both and it is faster, else 1. The two
     calls do the same communication; noise and first-use effects only add time (docs/cost.md,
     Measurement convention)."""
-    if not row.get("inplace"):
-        return 1.0
-    inplace = float(row["inplace"])
+    return min(1.0, 1 / inplace_ratio(row)) if row.get("inplace") else 1.0
+
+
+def out_of_place_time(row: dict) -> float:
+    """The out-of-place call's time in seconds: published, or from its busbw as nccl-tests
+    defines it."""
     if row["time_us"]:
-        return min(1.0, inplace / float(row["time_us"]))
-    return min(1.0, float(row["busbw"]) / inplace)
+        return float(row["time_us"]) * 1e-6
+    n = int(row["gpus"])
+    factor = BUS_FACTOR[row.get("collective") or "allreduce"](n)
+    return size_of(row["size"]) * factor / (float(row["busbw"]) * 1e9)
 
 
 def measured_time(row: dict) -> float:
-    """The row's time in seconds: published (or from its busbw as nccl-tests defines it), the
-    faster of the out-of-place and in-place calls where the source gives both."""
-    if row["time_us"]:
-        return float(row["time_us"]) * 1e-6 * faster_share(row)
-    n = int(row["gpus"])
-    factor = BUS_FACTOR[row.get("collective") or "allreduce"](n)
-    return size_of(row["size"]) * factor / (float(row["busbw"]) * 1e9) * faster_share(row)
+    """The row's time in seconds: the faster of the out-of-place and in-place calls where the
+    source gives both, else the out-of-place one."""
+    return out_of_place_time(row) * faster_share(row)
 
 
 def error(row: dict, got: Cost) -> float:
