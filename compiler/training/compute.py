@@ -242,6 +242,7 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
     full = t.recompute == "full"
     gemm = flops = ew = att = 0.0
     segments: tuple[float, ...] = ()
+    mods = modules(t)
     for moe, n in ((False, dense), (True, layers - dense)):
         if n <= 0:
             continue
@@ -251,7 +252,6 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             router, r_flops = _gemms(r, [(tokens, m.experts, m.hidden, 1)], False)
             g_time, g_flops = g_time + router, g_flops + r_flops
         a_fwd, a_bwd, a_flops = _attention(m, t, sh, tokens, r)
-        mods = modules(t)
         redo = 1.0 if t.recompute == "full" or "core_attn" in mods else 0.0
         passes = 3 + (1 if full else 0)
         if t.recompute == "selective" and t.fsdp:
