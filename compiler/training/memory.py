@@ -201,11 +201,16 @@ def op_policy(m: Transformer, sh: Shape, moe: bool) -> tuple[float, float]:
 def modules(t) -> tuple[str, ...]:
     """The modules a training's recompute redoes in a layer's backward, as Megatron-Core's
     ``recompute_modules``: the attention core for a "selective" recompute that names none
-    (Megatron's default, Korthikanti et al. 2022), the named ones otherwise; nothing for "none"
-    (and "full" redoes the whole layer)."""
-    if t.recompute != "selective" or t.fsdp:
+    (Megatron's default, Korthikanti et al. 2022), the named ones otherwise; with
+    ``recompute_norms`` (DeepSeek-V3's report, sec. 3.2.3) also the norms and MLA's
+    up-projections whatever the mode; nothing for "none" otherwise (and "full" redoes the
+    whole layer). Memory drops what they name and compute charges their re-forward."""
+    if t.recompute == "full":
         return ()
-    return tuple(t.recompute_modules) or ("core_attn",)
+    named = (tuple(t.recompute_modules) or ("core_attn",)) \
+        if t.recompute == "selective" and not t.fsdp else ()
+    extra = ("layernorm", "mla_up_proj") if t.recompute_norms else ()
+    return named + tuple(x for x in extra if x not in named)
 
 
 def activation_per_layer(m: Transformer, t, sh: Shape, moe: bool | None = None) -> float:
@@ -225,9 +230,8 @@ def activation_per_layer(m: Transformer, t, sh: Shape, moe: bool | None = None) 
     f8 = t.fp8_activations
     g8 = 0.5 if t.fp8 or f8 else 1.0          # fp8 copies of the GEMM inputs
     redo = modules(t)
-    # the norms' outputs (the GEMM inputs) recomputed: DeepSeek-V3's, or Megatron's layernorm
-    norms = t.recompute_norms or "layernorm" in redo
-    up = t.recompute_norms or "mla_up_proj" in redo    # MLA's Q, K, V recomputed from latents
+    norms = "layernorm" in redo          # the norms' outputs (the GEMM inputs) recomputed
+    up = "mla_up_proj" in redo           # MLA's Q, K, V recomputed from their latents
     # norm inputs 4h, dropout masks 2h (one byte each), the qkv and fc1 inputs 2h each
     stream = 4 * h + (0 if norms else 4 * h * g8) + (2 * h if m.dropout else 0)
     attn = 2 * q * g8 + (0 if up and m.kv_lora_rank else 2 * q + 4 * kv)  # out-proj input, Q K V

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import topoc
-from tests.training_rows import FIT, LIBRARY, predict, rows
+from tests.training_rows import FIT, LIBRARY, predict, rows, training
 from topoc.compiler.ir.gpus import gpu_figures
 from topoc.compiler.lang.derive import bundled_models
 from topoc.compiler.training.model import (MappingError, Shape, Training, check, derive, layout,
@@ -555,3 +555,18 @@ def test_ptd_parallelism_beats_zero3_at_768_gpus_as_narayanan_measured():
     zero3 = predict(by_id["narayanan21-t2-zero3-174.6b-768gpu"])
     assert abs(ptdp.error) < 0.05
     assert ptdp.predicted < zero3.predicted
+
+
+def test_recomputed_norms_and_up_projections_cost_their_forward_again():
+    """DeepSeek-V3's ``recompute_norms`` (the report's sec. 3.2.3: every RMSNorm and MLA
+    up-projection recomputed in back-propagation) frees their outputs and pays their forward
+    again: one set of modules (``memory.modules``) that memory and compute both read."""
+    from topoc.compiler.training.memory import modules
+    row = next(r for r in rows() if r.id == "deepseekv3-report-h800-2048gpu-fp8")
+    t = training(row, row.recompute or "none")
+    assert t.recompute_norms and {"layernorm", "mla_up_proj"} <= set(modules(t))
+    assert modules(attrs.evolve(t, recompute="none")) == ("layernorm", "mla_up_proj")
+    assert modules(attrs.evolve(t, recompute="full")) == ()
+    with_, without = predict(row), predict(row, recompute_norms=False)
+    assert with_.predicted > without.predicted
+    assert with_.memory < without.memory
