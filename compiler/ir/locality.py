@@ -113,16 +113,6 @@ def _join(parent: list[int], a: int, b: int) -> None:
             parent[ra] = rb
 
 
-def _array(values):
-    """An ``array('i')`` of device indices as a numpy int64 array (a copy: never a view that
-    would pin the array's buffer)."""
-    import numpy as np
-
-    if not len(values):
-        return np.zeros(0, np.int32)
-    return np.frombuffer(values, dtype=np.int32).copy()
-
-
 def _components(label, a, b):
     """Connected components over the edges ``a[i] -- b[i]``, starting from ``label`` (each
     device's current root; roots are the smallest index of their set): every device ends up
@@ -222,22 +212,16 @@ class Locality:
     def __init__(self, system: System):
         self.system = system
         self.memo: dict[str, dict[tuple, object]] = {}
-        # Components on integer device indices over the links each needs, selected in C by
-        # link type (``Ends.mask``) and joined in numpy (``_components``): NVLink joins
+        # Components on integer device indices over the links each needs, selected by link
+        # type (``Ends.arrays``) and joined in numpy (``_components``): NVLink joins
         # domains; islands start from the domains and add the other links inside a machine,
         # so the 87 % of an NVL72 cluster's links that are NVLink are joined once, not twice.
         import numpy as np
 
         devices = system.devices
         self.index = index = system_device_indices(system)
-        ends = system.ends
+        select = system.ends.arrays
         n = len(devices)
-        src, dst = _array(ends.src), _array(ends.dst)
-
-        def select(keep):
-            flags = np.frombuffer(bytes(ends.mask(keep)), dtype=np.bool_) if len(src) else \
-                np.zeros(0, np.bool_)
-            return src[flags], dst[flags]
         a, b = select(lambda t: t.cls == "nvlink")
         in_domain = np.zeros(n, np.bool_)
         in_domain[a] = True
