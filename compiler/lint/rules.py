@@ -18,8 +18,7 @@ from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, System
 from ..ir.groups import rank_groups
 from ..ir.incidence import arrays_in, columns_in
-from ..ir.system import device_indices as system_device_indices
-from ..ir.summary import scaleout_levels
+from ..ir.summary import level_array
 
 
 @attrs.frozen
@@ -156,15 +155,11 @@ def asymmetric(system: System, opts) -> Iterable[Finding]:
 def oversubscribed(system: System, opts) -> Iterable[Finding]:
     import numpy as np
 
-    level = scaleout_levels(system)
     devices = system.devices
     # every link between two levels adds its bandwidth up from its lower end and down into
     # its higher one; bincount adds in link order, as the sums were made link by link
     a, b, bandwidth = arrays_in(system, SCALEOUT_CLASSES)
-    lv = np.full(len(devices), -1, dtype=np.int64)
-    index = system_device_indices(system)
-    for device_id, n in level.items():
-        lv[index[device_id]] = n
+    lv = level_array(system)
     keep = (lv[a] >= 0) & (lv[b] >= 0) & (lv[a] != lv[b])
     a, b, bandwidth = a[keep], b[keep], bandwidth[keep]
     a_low = lv[a] < lv[b]
@@ -176,10 +171,11 @@ def oversubscribed(system: System, opts) -> Iterable[Finding]:
     switches = switches[np.argsort(first, kind="stable")].tolist()
     found: dict[tuple, list] = defaultdict(list)
     ratio = opts.get("ratio", 1.0)
-    for i, d, u in zip(switches, down[switches].tolist(), up[switches].tolist()):
+    for i, n, d, u in zip(switches, lv[switches].tolist(), down[switches].tolist(),
+                          up[switches].tolist()):
         if u and d / u > ratio:
             device = devices[i]
-            found[device.span, level[device.id]].append((d / u, device.id, d, u))
+            found[device.span, n].append((d / u, device.id, d, u))
     for (span, lvl), cases in found.items():
         ratio, sw, d, u = max(cases)
         yield Finding("W405", f"tier-{lvl} switches oversubscribed up to {ratio:.2f}:1, e.g. "
