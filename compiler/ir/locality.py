@@ -115,17 +115,20 @@ def _join(parent: list[int], a: int, b: int) -> None:
 
 def _components(label, a, b):
     """Connected components over the edges ``a[i] -- b[i]``, starting from ``label`` (each
-    device's current root; roots are the smallest index of their set): every device ends up
-    labelled with the smallest index of its component, as ``_join`` would leave its root.
-    Minimum labels spread over the edges and pointer jumping shortens chains, in numpy; a
-    pass per step of the longest chain, a handful for racks and nodes."""
+    device's current root; roots are the smallest index of their set and label themselves):
+    every device ends up labelled with the smallest index of its component, as ``_join`` would
+    leave its root. Each edge hooks the larger of its ends' roots under the smaller (the
+    roots, not the ends: a set's root need not touch these edges, as when a domain's first
+    device has no host link) and pointer jumping shortens chains, in numpy; a pass per step
+    of the longest chain, a handful for racks and nodes."""
     import numpy as np
 
     while True:
-        low = np.minimum(label[a], label[b])
+        ra, rb = label[a], label[b]
+        low = np.minimum(ra, rb)
         new = label.copy()
-        np.minimum.at(new, a, low)
-        np.minimum.at(new, b, low)
+        np.minimum.at(new, ra, low)
+        np.minimum.at(new, rb, low)
         while True:
             jumped = new[new]
             if np.array_equal(jumped, new):

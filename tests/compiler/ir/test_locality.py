@@ -103,3 +103,32 @@ def test_integer_order_keys_sort_as_the_locality_keys(path):
     loc = system.locality
     ranks = range(len(system.gpus))
     assert sorted(ranks, key=lambda r: loc.order_keys[r]) == sorted(ranks, key=loc.key)
+
+
+def test_an_island_holds_an_nvlink_pair_whose_first_gpu_has_no_host_link():
+    # islands start from the NVLink domains and join the host links on them: gpu0's domain
+    # {gpu0, gpu1} reaches the PCIe switch only through gpu1, and must still be one island
+    # with every GPU of the box (the labels once spread to the links' ends, not their roots,
+    # and left gpu0 an island of its own)
+    text = """
+link nvl : nvlink { bandwidth = 25 GB/s latency = 1 us }
+link pcie4 : pcie { bandwidth = 32 GB/s latency = 1 us }
+device G : gpu { hbm = 80 GB hbm_bandwidth = 2 TB/s }
+device C : cpu { memory = 512 GB }
+device S : pcie_switch { }
+group Box {
+  cpu : C
+  sw[2] : S
+  gpu[6] : G
+  gpu[0] <-> gpu[1] : nvl
+  gpu[2] <-> gpu[3] : nvl
+  gpu[4] <-> gpu[5] : nvl
+  gpu[1] <-> sw[0] : pcie4
+  gpu[2] <-> sw[0] : pcie4
+  gpu[4] <-> sw[1] : pcie4
+  sw[i] <-> cpu : pcie4
+}
+system box : Box
+"""
+    loc = topoc.compile(text, "box.topo").locality
+    assert loc.island == [0] * 6 and loc.island_ranks == [list(range(6))]
