@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from itertools import compress
 
 from ..base.gcpause import gc_paused
 from . import system
@@ -83,44 +82,28 @@ def _memo(method):
 
 
 class IndexSets:
-    """Disjoint sets of a system's devices kept on integer indices (a parent list): what the
-    locality pass builds instead of a string-keyed ``UnionFind``. ``find`` takes a device id and
-    returns its set's root index, equal for devices of one set and only meant for comparing."""
+    """Disjoint sets of a system's devices kept on integer indices (each device's label, the
+    smallest index of its set): what the locality pass builds instead of a string-keyed
+    ``UnionFind``. ``find`` takes a device id and returns its set's label, equal for devices
+    of one set and only meant for comparing."""
 
-    def __init__(self, index: dict[str, int], parent: list[int]):
+    def __init__(self, index: dict[str, int], label: list[int]):
         self.index = index
-        self.parent = parent
+        self.label = label
 
     def find(self, device_id: str) -> int:
-        """The root index of ``device_id``'s set (a device no link joins is its own set)."""
-        return _root(self.parent, self.index[device_id])
-
-
-def _root(parent: list[int], x: int) -> int:
-    """The root of ``x`` in a parent list, halving the path on the way."""
-    while parent[x] != x:
-        parent[x] = x = parent[parent[x]]
-    return x
-
-
-def _join(parent: list[int], a: int, b: int) -> None:
-    """Merge the sets of ``a`` and ``b`` (the smaller root index stays root)."""
-    ra, rb = _root(parent, a), _root(parent, b)
-    if ra != rb:
-        if ra < rb:
-            parent[rb] = ra
-        else:
-            parent[ra] = rb
+        """The label of ``device_id``'s set (a device no link joins is its own set)."""
+        return self.label[self.index[device_id]]
 
 
 def _components(label, a, b):
     """Connected components over the edges ``a[i] -- b[i]``, starting from ``label`` (each
     device's current root; roots are the smallest index of their set and label themselves):
-    every device ends up labelled with the smallest index of its component, as ``_join`` would
-    leave its root. Each edge hooks the larger of its ends' roots under the smaller (the
-    roots, not the ends: a set's root need not touch these edges, as when a domain's first
-    device has no host link) and pointer jumping shortens chains, in numpy; a pass per step
-    of the longest chain, a handful for racks and nodes."""
+    every device ends up labelled with the smallest index of its component. Each edge hooks
+    the larger of its ends' roots under the smaller (the roots, not the ends: a set's root
+    need not touch these edges, as when a domain's first device has no host link) and
+    pointer jumping shortens chains, in numpy; a pass per step of the longest chain, a
+    handful for racks and nodes."""
     import numpy as np
 
     while True:
@@ -240,7 +223,7 @@ class Locality:
             u, v = ids[x], ids[y]
             host_adj[u].append(v)
             host_adj[v].append(u)
-        self._domains = domains.tolist()        # p2p starts from them (roots: smallest index)
+        self._domains = domains                 # p2p starts from them
         gpus = system.gpus
         self.rank_of = {g.id: r for r, g in enumerate(gpus)}
         #: each rank's device index (ranks follow the devices' order)
@@ -421,13 +404,15 @@ class Locality:
         """GPUs that reach each other peer to peer: over NVLink (directly or through NVLink
         switches) or over PCIe switches that never pass a CPU's root complex. Two GPUs of one
         island in different sets stage their traffic through host memory."""
-        devices, index, ends = self.system.devices, self.index, self.system.ends
-        parent = list(self._domains)        # NVLink's joins are the domains' joins
-        cpu = bytearray(d.kind == "cpu" for d in devices)
-        for a, b in compress(zip(ends.src, ends.dst), ends.mask(lambda t: t.cls == "pcie")):
-            if not (cpu[a] or cpu[b]):
-                _join(parent, a, b)
-        return IndexSets(index, parent)
+        import numpy as np
+
+        devices = self.system.devices
+        a, b = self.system.ends.arrays(lambda t: t.cls == "pcie")
+        cpu = np.fromiter((d.kind == "cpu" for d in devices), dtype=np.bool_, count=len(devices))
+        below = ~(cpu[a] | cpu[b])
+        # NVLink's joins are the domains' joins: the PCIe links below the CPUs join on them
+        label = _components(self._domains.copy(), a[below], b[below])
+        return IndexSets(self.index, label.tolist())
 
     def staged(self, a: int, b: int) -> bool:
         """True when ranks ``a`` and ``b`` share an island but no peer-to-peer path."""
