@@ -393,12 +393,6 @@ class Locality:
         found = self._nearest(device_id, "cpu")
         return found[0] if found else ""
 
-    def pcie_switch_of(self, device_id: str) -> str:
-        """The PCIe switch directly above a device ('' when none)."""
-        switches = self._ids("pcie_switch")
-        ups = sorted(n for n in self.host_adj.get(device_id, ()) if n in switches)
-        return ups[0] if ups else ""
-
     @functools.cached_property
     def p2p(self) -> IndexSets:
         """GPUs that reach each other peer to peer: over NVLink (directly or through NVLink
