@@ -38,16 +38,17 @@ def _span(machines: list[str]) -> str:
     return ", ".join(names)
 
 
-def frame_leaves(system: System, nodes: list[Node], frames: bool = True) -> list[Node]:
-    """``nodes`` with each leaf switch box drawn at the top level labelled with its rail and
-    (with ``frames``) moved into its scalable unit's frame. Unchanged when no unit has two
-    leaves."""
+def frame_leaves(system: System, nodes: list[Node]) -> tuple[list[Node], list[Node]]:
+    """``nodes`` with each leaf switch box drawn at the top level labelled with its rail, once
+    moved into its scalable unit's frame and once left in place: (framed, plain), from one
+    pass over the links (the drawing keeps the plain row when the frames cost legibility).
+    Both are ``nodes`` unchanged when no unit has two leaves."""
     level = scaleout_levels(system)
     kind = {d.id: d.kind for d in system.devices}
     leaves = [n for n in nodes if kind.get(n.id) == "net_switch" and level.get(n.id) == 1
               and n.cluster in ("", system.name)]
     if len(leaves) < 2:
-        return nodes
+        return nodes, nodes
     ids = {n.id for n in leaves}
     serves: dict[str, set[str]] = defaultdict(set)
     rails: dict[str, set[str]] = defaultdict(set)
@@ -62,7 +63,7 @@ def frame_leaves(system: System, nodes: list[Node], frames: bool = True) -> list
         if serves[leaf]:
             units[frozenset(serves[leaf])].append(leaf)
     if not any(len(v) > 1 for v in units.values()):
-        return nodes
+        return nodes, nodes
     frame: dict[str, str] = {}
     ordered = sorted(units.items(), key=lambda kv: natural(kv[1][0]))
     for i, (machines, members) in enumerate(ordered):
@@ -73,7 +74,7 @@ def frame_leaves(system: System, nodes: list[Node], frames: bool = True) -> list
         title = f"{_span(ms)} leaves" if len(ms) == 1 else f"SU {i}"
         for leaf in members:
             frame[leaf] = f"{system.name}.{title}"
-    out = []
+    framed, plain = [], []
     for n in nodes:
         if n.id in frame:
             label = n.label
@@ -81,6 +82,9 @@ def frame_leaves(system: System, nodes: list[Node], frames: bool = True) -> list
             if len(rail) == 1 and "?" not in rail:
                 first, _, rest = label.partition("\n")
                 label = f"{first}\nrail {rail.pop()}" + (f"\n{rest}" if rest else "")
-            n = attrs.evolve(n, cluster=frame[n.id] if frames else n.cluster, label=label)
-        out.append(n)
-    return out
+            n = attrs.evolve(n, label=label)
+            framed.append(attrs.evolve(n, cluster=frame[n.id]))
+        else:
+            framed.append(n)
+        plain.append(n)
+    return framed, plain

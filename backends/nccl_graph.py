@@ -33,7 +33,8 @@ def _type(system: System, a: str, b: str) -> str:
     if b in peers_a or any(system.device(n).kind == "switch" for n in peers_a & peers_b):
         return "NVL"
     loc = system.locality
-    if loc.pcie_switch_of(a) and loc.pcie_switch_of(a) == loc.pcie_switch_of(b):
+    switch = loc.pcie_switch(loc.rank_of[a])
+    if switch and switch == loc.pcie_switch(loc.rank_of[b]):
         return "PIX"
     return "PHB" if loc.socket_of(a) == loc.socket_of(b) else "SYS"
 

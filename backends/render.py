@@ -461,8 +461,7 @@ def dot_source(system: System, opts: Options = Options(),
     ``notes``. With ``check``, a picture beyond MAX_SIDE or MIN_RATIO..MAX_RATIO raises
     ``TooLarge`` naming the view to draw instead."""
     view, nodes, edges = _view(system, opts)
-    plain = frame_leaves(system, nodes, frames=False)
-    nodes = frame_leaves(system, nodes)
+    nodes, plain = frame_leaves(system, nodes)
     pic = _picture(system, view, nodes, edges, opts, notes)
     if nodes != plain:      # unless the unit frames cost legibility: then the leaves in a row
         bare = _picture(system, view, plain, edges, opts, None)
@@ -474,7 +473,7 @@ def dot_source(system: System, opts: Options = Options(),
         pic = _picture(system, view, nodes, edges, opts, notes, widest)
     if check and not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
         view, (nodes, edges) = "racks", racks(system)
-        nodes = frame_leaves(system, nodes)
+        nodes, _ = frame_leaves(system, nodes)
         pic = _picture(system, view, nodes, edges, opts, notes)
     if check and not _fits(pic):
         instead = ("--view racks" if view != "racks" and racks_apply(system)

@@ -231,3 +231,13 @@ def test_every_export_has_link_speed_and_width():
     assert nccl_topo.check_nccl_xml(text) == []
     bad = '<system version="1"><cpu numaid="0"><pci busid="0000:01:00.0"/></cpu></system>'
     assert any("link_speed" in p for p in nccl_topo.check_nccl_xml(bad))
+
+
+def test_graph_path_types_of_a_pcie_server():
+    # two GPUs a PCIe switch, two switches a socket: PIX under one switch, PHB through their
+    # CPU, SYS across the sockets (NCCL's path types, as nvidia-smi topo -m prints them)
+    system = topoc.load(library_file("pcie_server.topo"))
+    gpus = [g.id for g in system.gpus]
+    row = [nccl_graph._type(system, gpus[0], g) for g in gpus]
+    assert row == ["PIX", "PIX", "PHB", "PHB", "SYS", "SYS", "SYS", "SYS"]
+    assert nccl_graph._type(system, gpus[6], gpus[7]) == "PIX"

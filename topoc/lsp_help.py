@@ -11,7 +11,9 @@ from .compiler.base.diagnostics import CompileError
 from .compiler.ir.system import COLLECTIVES
 from .compiler.lang.ranks import SETTINGS
 
-#: One line per setting of a parallel block (every name of ``compiler.lang.ranks.SETTINGS``).
+#: One line per setting of a parallel block (every name of ``compiler.lang.ranks.SETTINGS``):
+#: the language server's hover and completions, and the help of ``topoc plan``'s flags that
+#: set the same things (one text for both).
 SETTING_DOCS = {
     "tp": "tensor parallel size: GPUs that split every layer's matrices (all-reduce or "
           "all-gather/reduce-scatter per layer)",

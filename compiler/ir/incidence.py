@@ -31,11 +31,7 @@ class Incidence(Mapping):
         self._links = system.links
         self._devices = system.devices
         self._index = device_indices(system)
-        ends = system.ends
-        src = np.frombuffer(ends.src, dtype=np.int32) if len(ends.src) else \
-            np.zeros(0, np.int32)
-        dst = np.frombuffer(ends.dst, dtype=np.int32) if len(ends.dst) else \
-            np.zeros(0, np.int32)
+        src, dst = system.ends.arrays()
         # both ends of link i sit at 2i and 2i + 1 (a self-loop's second end left out), so a
         # stable sort by device keeps each device's links in declaration order
         both = np.empty(2 * len(src), dtype=np.int32)
@@ -162,6 +158,24 @@ class Ends:
             return self.type.tobytes().translate(flags + bytes(256 - len(flags)))
         return [bool(flags[c]) for c in self.type]
 
+    def arrays(self, keep=None, columns: tuple[str, ...] = ("src", "dst")) -> tuple:
+        """These columns ("src", "dst", "type", "lanes") as numpy arrays, of the links where
+        ``keep(link type)`` holds (every link when None), in declaration order: the one way
+        whole-system passes read the links in numpy. Device indices and lanes are int32,
+        type codes uint8 (uint16 past 256 types). A selection is a copy; every link's column
+        reads the array in place (read-only, and it pins the array's buffer: do not keep it)."""
+        import numpy as np
+
+        dtypes = {"src": np.int32, "dst": np.int32, "lanes": np.int32,
+                  "type": np.uint8 if self.type.typecode == "B" else np.uint16}
+        if not len(self.src):
+            return tuple(np.zeros(0, dtypes[c]) for c in columns)
+        out = tuple(np.frombuffer(getattr(self, c), dtype=dtypes[c]) for c in columns)
+        if keep is None:
+            return out
+        flags = np.frombuffer(bytes(self.mask(keep)), dtype=np.bool_)
+        return tuple(column[flags] for column in out)
+
 
 def arrays_in(system: System, classes: tuple[str, ...]):
     """The links of these classes in declaration order as numpy arrays: source and
@@ -173,19 +187,11 @@ def arrays_in(system: System, classes: tuple[str, ...]):
         import numpy as np
 
         e = system.ends
-        if not len(e.src):
-            found = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-        else:
-            flags = e.mask(lambda t: t.cls in classes)
-            picked = np.flatnonzero(np.frombuffer(bytes(flags), dtype=np.bool_))
-            codes = np.frombuffer(e.type, dtype=np.uint8 if e.type.typecode == "B"
-                                  else np.uint16)[picked]
-            per_lane = np.array([t.bandwidth for t in e.types], dtype=np.float64)
-            lanes = np.frombuffer(e.lanes, dtype=np.int32)[picked]
-            found = (np.frombuffer(e.src, dtype=np.int32)[picked].astype(np.int64),
-                     np.frombuffer(e.dst, dtype=np.int32)[picked].astype(np.int64),
-                     per_lane[codes] * lanes)
-        system.memo[key] = found
+        src, dst, codes, lanes = e.arrays(lambda t: t.cls in classes,
+                                          ("src", "dst", "type", "lanes"))
+        per_lane = np.array([t.bandwidth for t in e.types], dtype=np.float64)
+        found = system.memo[key] = (src.astype(np.int64), dst.astype(np.int64),
+                                    per_lane[codes] * lanes)
     return found
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from itertools import compress
 
 from ..base.gcpause import gc_paused
 from . import system
@@ -83,59 +82,36 @@ def _memo(method):
 
 
 class IndexSets:
-    """Disjoint sets of a system's devices kept on integer indices (a parent list): what the
-    locality pass builds instead of a string-keyed ``UnionFind``. ``find`` takes a device id and
-    returns its set's root index, equal for devices of one set and only meant for comparing."""
+    """Disjoint sets of a system's devices kept on integer indices (each device's label, the
+    smallest index of its set): what the locality pass builds instead of a string-keyed
+    ``UnionFind``. ``find`` takes a device id and returns its set's label, equal for devices
+    of one set and only meant for comparing."""
 
-    def __init__(self, index: dict[str, int], parent: list[int]):
+    def __init__(self, index: dict[str, int], label: list[int]):
         self.index = index
-        self.parent = parent
+        self.label = label
 
     def find(self, device_id: str) -> int:
-        """The root index of ``device_id``'s set (a device no link joins is its own set)."""
-        return _root(self.parent, self.index[device_id])
-
-
-def _root(parent: list[int], x: int) -> int:
-    """The root of ``x`` in a parent list, halving the path on the way."""
-    while parent[x] != x:
-        parent[x] = x = parent[parent[x]]
-    return x
-
-
-def _join(parent: list[int], a: int, b: int) -> None:
-    """Merge the sets of ``a`` and ``b`` (the smaller root index stays root)."""
-    ra, rb = _root(parent, a), _root(parent, b)
-    if ra != rb:
-        if ra < rb:
-            parent[rb] = ra
-        else:
-            parent[ra] = rb
-
-
-def _array(values):
-    """An ``array('i')`` of device indices as a numpy int64 array (a copy: never a view that
-    would pin the array's buffer)."""
-    import numpy as np
-
-    if not len(values):
-        return np.zeros(0, np.int32)
-    return np.frombuffer(values, dtype=np.int32).copy()
+        """The label of ``device_id``'s set (a device no link joins is its own set)."""
+        return self.label[self.index[device_id]]
 
 
 def _components(label, a, b):
     """Connected components over the edges ``a[i] -- b[i]``, starting from ``label`` (each
-    device's current root; roots are the smallest index of their set): every device ends up
-    labelled with the smallest index of its component, as ``_join`` would leave its root.
-    Minimum labels spread over the edges and pointer jumping shortens chains, in numpy; a
-    pass per step of the longest chain, a handful for racks and nodes."""
+    device's current root; roots are the smallest index of their set and label themselves):
+    every device ends up labelled with the smallest index of its component. Each edge hooks
+    the larger of its ends' roots under the smaller (the roots, not the ends: a set's root
+    need not touch these edges, as when a domain's first device has no host link) and
+    pointer jumping shortens chains, in numpy; a pass per step of the longest chain, a
+    handful for racks and nodes."""
     import numpy as np
 
     while True:
-        low = np.minimum(label[a], label[b])
+        ra, rb = label[a], label[b]
+        low = np.minimum(ra, rb)
         new = label.copy()
-        np.minimum.at(new, a, low)
-        np.minimum.at(new, b, low)
+        np.minimum.at(new, ra, low)
+        np.minimum.at(new, rb, low)
         while True:
             jumped = new[new]
             if np.array_equal(jumped, new):
@@ -222,22 +198,16 @@ class Locality:
     def __init__(self, system: System):
         self.system = system
         self.memo: dict[str, dict[tuple, object]] = {}
-        # Components on integer device indices over the links each needs, selected in C by
-        # link type (``Ends.mask``) and joined in numpy (``_components``): NVLink joins
+        # Components on integer device indices over the links each needs, selected by link
+        # type (``Ends.arrays``) and joined in numpy (``_components``): NVLink joins
         # domains; islands start from the domains and add the other links inside a machine,
         # so the 87 % of an NVL72 cluster's links that are NVLink are joined once, not twice.
         import numpy as np
 
         devices = system.devices
         self.index = index = system_device_indices(system)
-        ends = system.ends
+        select = system.ends.arrays
         n = len(devices)
-        src, dst = _array(ends.src), _array(ends.dst)
-
-        def select(keep):
-            flags = np.frombuffer(bytes(ends.mask(keep)), dtype=np.bool_) if len(src) else \
-                np.zeros(0, np.bool_)
-            return src[flags], dst[flags]
         a, b = select(lambda t: t.cls == "nvlink")
         in_domain = np.zeros(n, np.bool_)
         in_domain[a] = True
@@ -253,7 +223,7 @@ class Locality:
             u, v = ids[x], ids[y]
             host_adj[u].append(v)
             host_adj[v].append(u)
-        self._domains = domains.tolist()        # p2p starts from them (roots: smallest index)
+        self._domains = domains                 # p2p starts from them
         gpus = system.gpus
         self.rank_of = {g.id: r for r, g in enumerate(gpus)}
         #: each rank's device index (ranks follow the devices' order)
@@ -423,24 +393,20 @@ class Locality:
         found = self._nearest(device_id, "cpu")
         return found[0] if found else ""
 
-    def pcie_switch_of(self, device_id: str) -> str:
-        """The PCIe switch directly above a device ('' when none)."""
-        switches = self._ids("pcie_switch")
-        ups = sorted(n for n in self.host_adj.get(device_id, ()) if n in switches)
-        return ups[0] if ups else ""
-
     @functools.cached_property
     def p2p(self) -> IndexSets:
         """GPUs that reach each other peer to peer: over NVLink (directly or through NVLink
         switches) or over PCIe switches that never pass a CPU's root complex. Two GPUs of one
         island in different sets stage their traffic through host memory."""
-        devices, index, ends = self.system.devices, self.index, self.system.ends
-        parent = list(self._domains)        # NVLink's joins are the domains' joins
-        cpu = bytearray(d.kind == "cpu" for d in devices)
-        for a, b in compress(zip(ends.src, ends.dst), ends.mask(lambda t: t.cls == "pcie")):
-            if not (cpu[a] or cpu[b]):
-                _join(parent, a, b)
-        return IndexSets(index, parent)
+        import numpy as np
+
+        devices = self.system.devices
+        a, b = self.system.ends.arrays(lambda t: t.cls == "pcie")
+        cpu = np.fromiter((d.kind == "cpu" for d in devices), dtype=np.bool_, count=len(devices))
+        below = ~(cpu[a] | cpu[b])
+        # NVLink's joins are the domains' joins: the PCIe links below the CPUs join on them
+        label = _components(self._domains.copy(), a[below], b[below])
+        return IndexSets(self.index, label.tolist())
 
     def staged(self, a: int, b: int) -> bool:
         """True when ranks ``a`` and ``b`` share an island but no peer-to-peer path."""

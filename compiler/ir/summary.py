@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import Any
 
 from . import system as _system
-from .incidence import arrays_in, columns_in
+from .incidence import arrays_in
 from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System
 from ..base.units import exact
 
@@ -21,10 +21,19 @@ def scaleout_levels(system: System) -> dict[str, int]:
     return system.levels
 
 
-def _levels(system: System) -> dict[str, int]:
-    """The breadth-first pass behind ``System.levels``, from every NIC and DPU with scale-out
-    links at once, in numpy over the scale-out links' integer ends (readers look levels up by
-    id; none depends on the dict's order)."""
+def level_array(system: System):
+    """``scaleout_levels`` by device index, a numpy int64 array with -1 for devices off the
+    scale-out network: what the passes over the scale-out links' integer ends read (tiers,
+    W405), with no trip through device ids. Kept per system (callers must not change it)."""
+    found = system.memo.get("level_array")
+    if found is None:
+        found = system.memo["level_array"] = _level_array(system)
+    return found
+
+
+def _level_array(system: System):
+    """The breadth-first pass behind ``level_array``, from every NIC and DPU with scale-out
+    links at once, in numpy over the scale-out links' integer ends."""
     import numpy as np
 
     a, b, _ = arrays_in(system, SCALEOUT_CLASSES)
@@ -41,19 +50,31 @@ def _levels(system: System) -> dict[str, int]:
             break
         current += 1
         level[near] = current
+    return level
+
+
+def _levels(system: System) -> dict[str, int]:
+    """``System.levels``: ``level_array`` by device id, for readers that hold ids (readers look
+    levels up by id; none depends on the dict's order)."""
+    import numpy as np
+
+    level, devices = level_array(system), system.devices
     found = np.flatnonzero(level >= 0)
     return {devices[i].id: lv for i, lv in zip(found.tolist(), level[found].tolist())}
 
 
 def scaleout_tiers(system: System) -> dict[int, float]:
     """Per-direction bandwidth of each scale-out tier: tier 1 joins NICs to the first switches,
-    tier 2 those switches to the next, and so on (levels found breadth-first from the NICs)."""
-    level = scaleout_levels(system)
-    tiers: dict[int, float] = defaultdict(float)
-    for a, b, bandwidth in zip(*columns_in(system, SCALEOUT_CLASSES)):
-        if a in level and b in level:
-            tiers[min(level[a], level[b]) + 1] += bandwidth
-    return dict(sorted(tiers.items()))
+    tier 2 those switches to the next, and so on (levels found breadth-first from the NICs).
+    Summed by bincount, which adds in link order as a pass link by link would."""
+    import numpy as np
+
+    level = level_array(system)
+    a, b, bandwidth = arrays_in(system, SCALEOUT_CLASSES)
+    keep = (level[a] >= 0) & (level[b] >= 0)
+    tier = np.minimum(level[a[keep]], level[b[keep]]) + 1
+    sums = np.bincount(tier, weights=bandwidth[keep])
+    return {t: sums[t].item() for t in np.unique(tier).tolist()}
 
 
 def summarize(system: System) -> dict[str, Any]:

@@ -18,8 +18,7 @@ from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, System
 from ..ir.groups import rank_groups
 from ..ir.incidence import arrays_in, columns_in
-from ..ir.system import device_indices as system_device_indices
-from ..ir.summary import scaleout_levels
+from ..ir.summary import level_array
 
 
 @attrs.frozen
@@ -72,14 +71,13 @@ def unused_suppression(system: System, opts) -> Iterable[Finding]:
 
 @rule("W401", "warning", "isolated device: no link reaches it")
 def isolated(system: System, opts) -> Iterable[Finding]:
-    ends = system.ends
-    linked = bytearray(len(system.devices))
-    for a in ends.src:
-        linked[a] = 1
-    for b in ends.dst:
-        linked[b] = 1
+    import numpy as np
+
+    linked = np.zeros(len(system.devices), np.bool_)
+    for column in system.ends.arrays():
+        linked[column] = True
     by_stmt: dict[tuple, list[str]] = defaultdict(list)
-    for d, seen in zip(system.devices, linked):
+    for d, seen in zip(system.devices, linked.tolist()):
         if not seen:
             by_stmt[d.span, d.model.name].append(d.id)
     for (span, model), ids in by_stmt.items():
@@ -127,22 +125,16 @@ def asymmetric(system: System, opts) -> Iterable[Finding]:
 
     loc = system.locality
     ends, gpus = system.ends, system.gpus
-    nvlink = [t.cls == "nvlink" for t in ends.types]
-    per_lane = np.array([t.bandwidth if t.cls == "nvlink" else 0.0 for t in ends.types] or [0.0])
+    per_lane = np.array([t.bandwidth for t in ends.types], dtype=np.float64)
     # Each GPU's NVLink bandwidth summed in link order, as it was added link by link before:
     # both ends of link i sit at 2i and 2i + 1, and bincount adds its weights in input order.
-    keep = np.frombuffer(bytes(ends.mask(lambda t: t.cls == "nvlink")), dtype=np.bool_) \
-        if len(ends.src) and any(nvlink) else np.zeros(0, np.bool_)
-    if len(keep):
-        codes = np.frombuffer(ends.type.tobytes(), dtype=np.uint8 if ends.type.typecode == "B"
-                              else np.uint16)[keep]
-        weight = per_lane[codes] * np.frombuffer(ends.lanes, dtype=np.int32)[keep]
-        both = np.empty(2 * len(weight), np.int64)
-        both[0::2] = np.frombuffer(ends.src, dtype=np.int32)[keep]
-        both[1::2] = np.frombuffer(ends.dst, dtype=np.int32)[keep]
-        total = np.bincount(both, weights=np.repeat(weight, 2), minlength=len(system.devices))
-    else:
-        total = np.zeros(len(system.devices))
+    src, dst, codes, lanes = ends.arrays(lambda t: t.cls == "nvlink",
+                                         ("src", "dst", "type", "lanes"))
+    weight = per_lane[codes] * lanes
+    both = np.empty(2 * len(weight), np.int64)
+    both[0::2] = src
+    both[1::2] = dst
+    total = np.bincount(both, weights=np.repeat(weight, 2), minlength=len(system.devices))
     bw = total[loc.gpu_index].tolist()          # per rank; non-GPU ends were never read
     domains: dict[str, list[int]] = defaultdict(list)
     for r, root in enumerate(loc.domain_root):
@@ -163,15 +155,11 @@ def asymmetric(system: System, opts) -> Iterable[Finding]:
 def oversubscribed(system: System, opts) -> Iterable[Finding]:
     import numpy as np
 
-    level = scaleout_levels(system)
     devices = system.devices
     # every link between two levels adds its bandwidth up from its lower end and down into
     # its higher one; bincount adds in link order, as the sums were made link by link
     a, b, bandwidth = arrays_in(system, SCALEOUT_CLASSES)
-    lv = np.full(len(devices), -1, dtype=np.int64)
-    index = system_device_indices(system)
-    for device_id, n in level.items():
-        lv[index[device_id]] = n
+    lv = level_array(system)
     keep = (lv[a] >= 0) & (lv[b] >= 0) & (lv[a] != lv[b])
     a, b, bandwidth = a[keep], b[keep], bandwidth[keep]
     a_low = lv[a] < lv[b]
@@ -183,10 +171,11 @@ def oversubscribed(system: System, opts) -> Iterable[Finding]:
     switches = switches[np.argsort(first, kind="stable")].tolist()
     found: dict[tuple, list] = defaultdict(list)
     ratio = opts.get("ratio", 1.0)
-    for i, d, u in zip(switches, down[switches].tolist(), up[switches].tolist()):
+    for i, n, d, u in zip(switches, lv[switches].tolist(), down[switches].tolist(),
+                          up[switches].tolist()):
         if u and d / u > ratio:
             device = devices[i]
-            found[device.span, level[device.id]].append((d / u, device.id, d, u))
+            found[device.span, n].append((d / u, device.id, d, u))
     for (span, lvl), cases in found.items():
         ratio, sw, d, u = max(cases)
         yield Finding("W405", f"tier-{lvl} switches oversubscribed up to {ratio:.2f}:1, e.g. "

@@ -114,3 +114,21 @@ def test_no_colour_when_not_a_terminal(tmp_path):
     result = run("compile", str(bad))
     assert result.returncode == 1 and "\x1b[" not in result.stderr
     assert "E110 error" in result.stderr
+
+
+def test_plan_flags_that_set_a_parallel_setting_say_what_the_language_server_says():
+    # one text per setting: plan's --help repeats the hover text of the parallel block's
+    # setting it sets, and adds only what the flag alone has (a default, another name)
+    import argparse
+
+    from topoc.cli import plan
+    from topoc.lsp_help import SETTING_DOCS
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    plan.add_parser(sub)
+    helps = {a.dest: a.help for a in sub.choices["plan"]._actions}
+    shared = ("batch", "distributed_optimizer", "fsdp", "pure_bf16", "first_stage_layers",
+              "last_stage_layers", "deepep", "ep_overlap", "fsdp_prefetch", "route_nodes",
+              "dualpipe", "recompute_norms", "fp8_activations", "bf16_moments", "fp8",
+              "flash_attention", "attention_kernel", "overlap", "imbalance", "gemm_efficiency")
+    assert [k for k in shared if not helps[k].startswith(SETTING_DOCS[k])] == []

@@ -14,16 +14,20 @@ from ..compiler.training.memory import zero_stage
 from ..compiler.base.diagnostics import suggest
 from ..compiler.training.model import (ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE,
                                         RECOMPUTE_MODULES, ZERO, Training)
+from ..lsp_help import SETTING_DOCS as DOCS
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
 
 
 def add_parser(sub) -> None:
+    """The plan verb's flags. A flag that sets what a parallel block's setting sets takes its
+    help from the language server's text for that setting (``SETTING_DOCS``: one text for
+    both), with what only the flag has (its default) after it."""
     p = sub.add_parser("plan", help="search the parallel strategies of a model on the topology")
     p.add_argument("file")
     p.add_argument("--model", required=True, help="a model declared in the file or bundled "
                    "(library/models): llama3-70b, gpt3-175b, mixtral-8x7b, ...")
-    p.add_argument("--batch", type=count(1, 10**9), required=True, help="global batch, in sequences")
+    p.add_argument("--batch", type=count(1, 10**9), required=True, help=DOCS["batch"])
     p.add_argument("--gpus", type=count(1, 10**7), help="use the first N GPUs (default: all)")
     p.add_argument("--hbm", metavar="SIZE", help="memory per GPU, as in 40GB, replacing the "
                    "file's (the same GPU in another memory size: A100 40 GB, H200 on an H100 "
@@ -39,65 +43,45 @@ def add_parser(sub) -> None:
     sp.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_const",
                     const=False, help="only without it")
     p.add_argument("--distributed-optimizer", action="store_true",
-                   help="shard optimizer states over data parallelism (ZeRO-1; the same as "
-                   "--zero 1)")
+                   help=DOCS["distributed_optimizer"] + "; the same as --zero 1")
     p.add_argument("--zero", type=int, choices=ZERO, help="fix the ZeRO stage: 0 replicated, "
                    "1 optimizer, 2 and gradients, 3 and weights (default: search 1 and 3)")
-    p.add_argument("--fsdp", action="store_true", help="PyTorch FSDP (full sharding, fp32 "
-                   "master weights)")
-    p.add_argument("--pure-bf16", action="store_true", help="bf16 weights, gradients, Adam "
-                   "moments and loss with no fp32 master copy (NeMo AutoModel's recipes)")
-    p.add_argument("--first-stage-layers", type=int, default=0, help="transformer layers on "
-                   "the first pipeline stage (uneven stages; default: even split)")
-    p.add_argument("--last-stage-layers", type=int, default=0, help="transformer layers on "
-                   "the last pipeline stage")
-    p.add_argument("--deepep", action="store_true", help="expert dispatch sends each token "
-                   "over the network once per destination node (DeepEP)")
+    p.add_argument("--fsdp", action="store_true",
+                   help=DOCS["fsdp"] + " (PyTorch FSDP, fp32 master weights)")
+    p.add_argument("--pure-bf16", action="store_true", help=DOCS["pure_bf16"])
+    p.add_argument("--first-stage-layers", type=int, default=0,
+                   help=DOCS["first_stage_layers"] + "; default: even split")
+    p.add_argument("--last-stage-layers", type=int, default=0, help=DOCS["last_stage_layers"])
+    p.add_argument("--deepep", action="store_true", help=DOCS["deepep"])
     p.add_argument("--ep-overlap", choices=["on", "off"], default="off",
-                   help="Megatron-Core's EP A2A overlap (--overlap-moe-expert-parallel-comm): "
-                   "the expert all-to-all hides behind another micro-batch's compute, with no "
-                   "pipeline or an interleaved one, not with full recompute (default off, as "
-                   "Megatron-Core)")
+                   help=DOCS["ep_overlap"] + "; --overlap-moe-expert-parallel-comm, default "
+                   "off as in Megatron-Core")
     p.add_argument("--fsdp-prefetch", choices=FSDP_PREFETCH, default="pre",
-                   help="when ZeRO-3/FSDP issues a layer's backward all-gather: pre, before the "
-                   "previous layer's gradient computation, hidden behind it (FSDP2, FSDP1's "
-                   "BACKWARD_PRE); post, after it, on the critical path (FSDP1's BACKWARD_POST, "
-                   "Composer's default) (default pre)")
-    p.add_argument("--route-nodes", type=int, default=0, help="node-limited routing: a token's "
-                   "experts on at most N nodes (DeepSeek-V3: 4; default no limit)")
-    p.add_argument("--dualpipe", action="store_true", help="DeepSeek's bidirectional pipeline "
-                   "(memory: stages i and P-1-i on rank i, P+1 micro-batches in flight)")
-    p.add_argument("--recompute-norms", action="store_true", help="recompute RMSNorm outputs "
-                   "and MLA up-projections in backward (DeepSeek-V3)")
-    p.add_argument("--fp8-activations", action="store_true", help="cache activations in fp8, "
-                   "recompute the SwiGLU output (DeepSeek-V3)")
-    p.add_argument("--bf16-moments", action="store_true", help="AdamW moments in bf16 next to "
-                   "fp32 master weights (DeepSeek-V3)")
+                   help=DOCS["fsdp_prefetch"] + "; default pre")
+    p.add_argument("--route-nodes", type=int, default=0, help=DOCS["route_nodes"])
+    for setting in ("dualpipe", "recompute_norms", "fp8_activations", "bf16_moments"):
+        p.add_argument("--" + setting.replace("_", "-"), action="store_true",
+                       help=DOCS[setting])
     p.add_argument("--recompute-modules", default="", metavar="LIST",
-                   help="what a selective recompute redoes, Megatron-Core's modules, comma "
-                   f"separated: {', '.join(RECOMPUTE_MODULES)} (default core_attn)")
-    p.add_argument("--bf16-grads", action="store_true", help="gradients kept and reduced in "
-                   "bf16 (Megatron-Core's grad_reduce_in_fp32 off, as Megatron-Bridge's "
-                   "performance recipes; default fp32)")
-    p.add_argument("--fp8", action="store_true", help="run the layers' GEMMs in FP8 (the "
-                   "GPU's tflops_fp8)")
+                   help=DOCS["recompute_modules"] + "; comma separated")
+    p.add_argument("--bf16-grads", action="store_true",
+                   help=DOCS["bf16_grads"] + "; default fp32")
+    p.add_argument("--fp8", action="store_true", help=DOCS["fp8"] + " (the GPU's tflops_fp8)")
     p.add_argument("--flash-attention", choices=["on", "off"], default="on",
-                   help="attention kernels (default on; off for runs before 2022)")
+                   help=DOCS["flash_attention"] + "; default on, off for runs before 2022")
     p.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default="fused",
-                   help="fused (cuDNN, Transformer Engine, FlashAttention-3; default) or fa2 "
-                   "(FlashAttention-2: PyTorch SDPA, slower on Hopper)")
+                   help=DOCS["attention_kernel"])
     p.add_argument("--compare", metavar="SIZES", help="where a strategy ranks and which terms "
                    "separate it from #1, e.g. tp=8,pp=4,dp=2[,cp=1,ep=1,microbatch=1,"
                    "recompute=selective,interleave=1,sequence_parallel=1,zero=1]")
     p.add_argument("--scaling", metavar="LO..HI", help="the best strategy at each GPU count "
                    "from LO to HI (powers of two), strong (fixed batch) and weak (fixed batch "
                    "per GPU) scaling")
-    p.add_argument("--overlap", action="store_true", help="overlap the gradient reduction "
-                   "with backward and the parameter gather with forward")
-    p.add_argument("--imbalance", type=number(1, 1e6), default=1.0, help="expert load: the busiest "
-                   "expert's tokens over the mean (default 1)")
-    p.add_argument("--gemm-efficiency", type=number(0, 1, low_open=True), help="fraction of dense peak the GEMMs "
-                   "reach (default: the GPU model's)")
+    p.add_argument("--overlap", action="store_true", help=DOCS["overlap"])
+    p.add_argument("--imbalance", type=number(1, 1e6), default=1.0,
+                   help=DOCS["imbalance"] + " (default 1)")
+    p.add_argument("--gemm-efficiency", type=number(0, 1, low_open=True),
+                   help=DOCS["gemm_efficiency"])
     p.add_argument("--top", type=count(0, 10**6), default=20, metavar="K", help="rows to show (0: all)")
     p.add_argument("--format", choices=["text", "json", "csv"], default="text")
     p.add_argument("--jobs", type=count(1, 1024), default=os.cpu_count() or 1,

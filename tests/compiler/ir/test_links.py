@@ -82,3 +82,30 @@ def test_columns_and_incidence_match_a_pass_over_the_objects(path):
         assert device_id in system.incidence
     assert "no.such.device" not in system.incidence
     assert system.incidence.get("no.such.device", ()) == ()
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_end_arrays_are_the_links_columns(path):
+    """``Ends.arrays``, the numpy read of the links, gives each selected link's end indices,
+    type and lanes in declaration order (and every link's without a selection)."""
+    system = topoc.load(path)
+    ends, index = system.ends, {d.id: i for i, d in enumerate(system.devices)}
+    links = tuple(system.links)
+    src, dst = ends.arrays()
+    assert (src.tolist(), dst.tolist()) == ([index[x.src] for x in links],
+                                            [index[x.dst] for x in links])
+    picked = [x for x in links if x.cls == "nvlink"]
+    src, dst, codes, lanes = ends.arrays(lambda t: t.cls == "nvlink",
+                                         ("src", "dst", "type", "lanes"))
+    assert src.tolist() == [index[x.src] for x in picked]
+    assert dst.tolist() == [index[x.dst] for x in picked]
+    assert [ends.types[c] for c in codes.tolist()] == [x.type for x in picked]
+    assert lanes.tolist() == [x.lanes for x in picked]
+
+
+def test_end_arrays_of_a_system_without_links_are_empty():
+    system = topoc.loads("device G : gpu { }\ngroup S { g[2] : G }\nsystem s : S\n")
+    assert len(system.links) == 0
+    src, dst, codes, lanes = system.ends.arrays(None, ("src", "dst", "type", "lanes"))
+    assert [len(c) for c in (src, dst, codes, lanes)] == [0, 0, 0, 0]
+    assert src.dtype.name == "int32" and codes.dtype.name == "uint8"

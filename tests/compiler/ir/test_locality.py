@@ -103,3 +103,76 @@ def test_integer_order_keys_sort_as_the_locality_keys(path):
     loc = system.locality
     ranks = range(len(system.gpus))
     assert sorted(ranks, key=lambda r: loc.order_keys[r]) == sorted(ranks, key=loc.key)
+
+
+#: Three NVLink pairs in a box: gpu0's pair reaches PCIe switch sw0 only through gpu1, gpu2's
+#: pair hangs off sw0 too, gpu4's pair off sw1; both switches off the one CPU.
+BOX = """
+link nvl : nvlink { bandwidth = 25 GB/s latency = 1 us }
+link pcie4 : pcie { bandwidth = 32 GB/s latency = 1 us }
+device G : gpu { hbm = 80 GB hbm_bandwidth = 2 TB/s }
+device C : cpu { memory = 512 GB }
+device S : pcie_switch { }
+group Box {
+  cpu : C
+  sw[2] : S
+  gpu[6] : G
+  gpu[0] <-> gpu[1] : nvl
+  gpu[2] <-> gpu[3] : nvl
+  gpu[4] <-> gpu[5] : nvl
+  gpu[1] <-> sw[0] : pcie4
+  gpu[2] <-> sw[0] : pcie4
+  gpu[4] <-> sw[1] : pcie4
+  sw[i] <-> cpu : pcie4
+}
+system box : Box
+"""
+
+
+def test_an_island_holds_an_nvlink_pair_whose_first_gpu_has_no_host_link():
+    # islands start from the NVLink domains and join the host links on them: gpu0's domain
+    # {gpu0, gpu1} must be one island with every GPU of the box (the labels once spread to
+    # the links' ends, not their roots, and left gpu0 an island of its own)
+    loc = topoc.compile(BOX, "box.topo").locality
+    assert loc.island == [0] * 6 and loc.island_ranks == [list(range(6))]
+
+
+def _p2p_sets_by_links(system):
+    """The peer-to-peer sets as the string-keyed union-find over the links left them: NVLink
+    joins, and PCIe links with no CPU at either end."""
+    from topoc.compiler.ir.locality import UnionFind
+    sets, kind = UnionFind(), {d.id: d.kind for d in system.devices}
+    for link in system.links:
+        if link.cls == "nvlink" or (link.cls == "pcie" and "cpu" not in
+                                    (kind[link.src], kind[link.dst])):
+            sets.union(link.src, link.dst)
+    parts: dict[str, set] = {}
+    for d in system.devices:
+        parts.setdefault(sets.find(d.id), set()).add(d.id)
+    return sorted(map(sorted, parts.values()))
+
+
+def _p2p_sets(system):
+    p2p, parts = system.locality.p2p, {}
+    for d in system.devices:
+        parts.setdefault(p2p.find(d.id), set()).add(d.id)
+    return sorted(map(sorted, parts.values()))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_p2p_sets_equal_a_union_find_over_the_links(path):
+    system = topoc.load(path)
+    assert _p2p_sets(system) == _p2p_sets_by_links(system)
+
+
+def test_p2p_sets_join_domains_under_pcie_switches_and_never_through_a_cpu():
+    # gpu0's and gpu2's pairs meet under sw0; gpu4's pair reaches them only through the
+    # CPU's root complex
+    system = topoc.compile(BOX, "box.topo")
+    gpus = [g.id for g in system.gpus]
+    assert [p for p in _p2p_sets(system) if any(g in p for g in gpus)] == \
+        [["box.gpu0", "box.gpu1", "box.gpu2", "box.gpu3", "box.sw0"],
+         ["box.gpu4", "box.gpu5", "box.sw1"]]
+    assert _p2p_sets(system) == _p2p_sets_by_links(system)
+    loc = system.locality
+    assert not loc.staged(0, 3) and loc.staged(0, 4) and loc.staged(3, 5)

@@ -10,7 +10,7 @@ import pytest
 
 import topoc
 from topoc.compiler.ir.incidence import arrays_in, columns_in
-from topoc.compiler.ir.summary import scaleout_levels
+from topoc.compiler.ir.summary import level_array, scaleout_levels, scaleout_tiers
 from topoc.compiler.ir.system import SCALEOUT_CLASSES
 from topoc.compiler.lint.rules import RULES
 
@@ -62,8 +62,23 @@ def _w405_by_links(system, ratio=1.0):
     return found
 
 
+def _tiers_by_links(system):
+    """Each tier's bandwidth summed link by link, as the pass over ids did."""
+    level, tiers = _levels_by_links(system), defaultdict(float)
+    for link in _scaleout(system):
+        if link.src in level and link.dst in level:
+            tiers[min(level[link.src], level[link.dst]) + 1] += link.bandwidth
+    return dict(sorted(tiers.items()))
+
+
 def _check(system, ratio=1.0):
     assert scaleout_levels(system) == _levels_by_links(system)
+    levels = _levels_by_links(system)
+    assert level_array(system).tolist() == [levels.get(d.id, -1) for d in system.devices]
+    tiers = scaleout_tiers(system)
+    assert tiers == _tiers_by_links(system)
+    assert [type(k) for k in tiers] == [int] * len(tiers)
+    assert [type(v) for v in tiers.values()] == [float] * len(tiers)
     links = _scaleout(system)
     src, dst, bandwidth = columns_in(system, SCALEOUT_CLASSES)
     assert (src, dst, bandwidth) == ([lk.src for lk in links], [lk.dst for lk in links],
