@@ -119,8 +119,8 @@ def weight_bytes_per_gpu(a: Transformer, lay: Layout, precision: str) -> float:
     attn = p["attention"] * (1 if lay.attention_dp else 1 / lay.tp)
     dense = p["mlp"] + p["shared"]
     experts = p["experts"] / lay.tp if a.experts else 0.0   # ep x (tp / ep) shards
-    extras = p["extras"] - 2 * a.vocab * a.hidden + \
-        a.vocab * a.hidden * (1 if a.tied else 2) / lay.tp    # vocab-parallel embedding, head
+    embedding = a.vocab * a.hidden * (1 if a.tied else 2)     # one matrix when tied
+    extras = p["extras"] - embedding + embedding / lay.tp     # vocab-parallel embedding, head
     return stage * ((attn + dense / lay.tp + experts) * b) + extras * BYTES["bf16"]
 
 

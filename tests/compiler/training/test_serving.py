@@ -88,3 +88,20 @@ def test_serving_reads_the_ir_model():
     import topoc.compiler.training.serving as sv
     assert not hasattr(sv, "Arch") and not hasattr(sv, "arch_of")
     assert sv.moe_layers(DSV3) == 58 and sv.moe_layers(LLAMA70) == 0
+
+
+def test_a_tied_embedding_is_one_matrix_split_over_tp():
+    """A tied model's embedding is also its output head: one vocab x hidden matrix, split over
+    tp (vocab-parallel), where an untied model holds two. The weights per GPU differ by exactly
+    the second matrix's tp share (before the fix a tied model lost a whole matrix)."""
+    import attrs as _attrs
+    from topoc.compiler.lang.derive import bundled_models
+    from topoc.compiler.training import serving as sv
+    base = dict(bundled_models())["megatron_22b"]
+    tied = _attrs.evolve(base, layers=2, hidden=256, heads=4, vocab=1000, tied=True)
+    untied = _attrs.evolve(tied, tied=False)
+    for tp in (1, 2, 4):
+        lay = sv.Layout(tp=tp, pp=1)
+        gap = sv.weight_bytes_per_gpu(untied, lay, "bf16") - \
+            sv.weight_bytes_per_gpu(tied, lay, "bf16")
+        assert gap == 1000 * 256 / tp * 2
