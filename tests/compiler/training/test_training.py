@@ -544,7 +544,8 @@ def test_composers_backward_post_fsdp_costs_the_small_microbatches_llm_foundry_m
 
 @pytest.mark.xfail(strict=True, reason="DeepSpeed ZeRO-3 of 2021 is costed at NCCL's 8-NIC ring "
                    "bandwidth and hidden behind compute; the paper measured it 1.7x slower "
-                   "than PTD-P at 768 GPUs (CAVEATS: narayanan21-t2-zero3-174.6b-768gpu)")
+                   "than PTD-P at 768 GPUs; costing its per-weight-matrix calls, or exposing "
+                   "them all, does not close it (CAVEATS: narayanan21-t2-zero3-174.6b-768gpu)")
 def test_ptd_parallelism_beats_zero3_at_768_gpus_as_narayanan_measured():
     """Narayanan et al. 2021, Table 2: GPT 174.6B at batch 1536 on 768 A100s, PTD-P (t 8,
     p 12) 149 TFLOP/s against ZeRO-3 without model parallelism 88. topoc predicts the PTD-P
