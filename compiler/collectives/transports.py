@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import attrs
 
+from .versions import numbers
+
 
 @attrs.frozen
 class Transport:
@@ -113,12 +115,10 @@ class UnknownPlugin(ValueError):
 
 def plugin_release(version: str) -> tuple[int, ...]:
     """'1.7.3', 'v1.7.3-aws' or '1.16' as a tuple of ints."""
-    text = version.strip().lstrip("v").removesuffix("-aws")
-    try:
-        release = tuple(int(x) for x in text.split("."))
-    except ValueError:
+    release = numbers(version)
+    if not release:
         raise UnknownPlugin(f"aws-ofi-nccl release '{version}': give it as 1.MINOR[.PATCH], "
-                            "e.g. 1.7.3") from None
+                            "e.g. 1.7.3")
     if len(release) < 2 or release < (1, 7):
         raise UnknownPlugin(f"aws-ofi-nccl {version}: the profiles start at 1.7 (the first "
                             "release with the RDMA protocol on p5)")

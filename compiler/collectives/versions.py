@@ -22,14 +22,19 @@ class UnknownVersion(ValueError):
     """A version the profiles do not cover."""
 
 
+def numbers(text: str) -> tuple[int, ...]:
+    """'v2.18.5-1', '1.7.3-aws' or '2.27' as a tuple of ints (what comes before a '-' suffix);
+    () when that is not dotted numbers. NCCL's and the net plugin's releases parse alike."""
+    try:
+        return tuple(int(p) for p in text.strip().lstrip("v").split("-")[0].split("."))
+    except ValueError:
+        return ()
+
+
 def release(version: str) -> tuple[int, ...]:
     """'2.27', '2.27.7' or '2.18.5-1' as a tuple of ints, (2, 27, 7); the one parse of an NCCL
     version every comparison uses."""
-    parts = version.strip().lstrip("v").split("-")[0].split(".")
-    try:
-        found = tuple(int(p) for p in parts)
-    except ValueError:
-        found = ()
+    found = numbers(version)
     if len(found) < 2:
         raise UnknownVersion(f"NCCL version '{version}': give it as 2.MINOR, e.g. 2.27")
     return found
