@@ -518,11 +518,29 @@ def software(row: Row) -> tuple[dict, tuple]:
       layers recomputed or nothing.
     - llm-foundry (Composer FSDP FULL_SHARD, the benchmark README's columns): no tensor,
       pipeline or context parallelism, and activation checkpointing of whole blocks on or off
-      ("Activation Checkpointing: True/False")."""
+      ("Activation Checkpointing: True/False").
+    - NeMo AutoModel (NVIDIA-NeMo/Automodel): activation checkpointing is one switch,
+      ``activation_checkpointing: true/false``, that wraps every block (MoE models:
+      ``ptd_checkpoint_wrapper(block)`` in components/moe/parallelizer.py; dense models: each
+      layer's self_attn, mlp and both norms in components/distributed/parallelizer.py @2013a4dd,
+      the commit that added the Llama 3 70B row): whole layers recomputed or nothing, no
+      selective mode. Its MoE rows (DeepSeek-V3, Qwen3-30B-A3B, GPT-OSS 120B) ran through
+      ``moe.parallelizer.parallelize_model`` (the benchmark configs' ``_target_``), whose
+      figures appeared in docs/performance-summary.md on 2025-10-06 (89e3a9fd; Qwen3's
+      on 2025-10-08, 8d9bfb90) and have not changed since; that parallelizer then asserted
+      "Tensor parallelism not supported for DeepSeek v3 model" and "Context parallelism not
+      supported for DeepSeek v3 model" (tp and cp mesh size 1, for every custom MoE model).
+      Context parallelism came on 2025-10-20 (88bff26d), tensor parallelism for these models
+      on 2026-07-17 (8a83fdce, and still without sequence parallelism), both after the runs.
+      Pipelines (interleaved1f1b), expert parallelism and micro-batches are all there. The
+      dense Llama 3 70B row's parallelizer has tp, sequence parallelism, cp and pp."""
     if row.family == "narayanan":
         return {"sequence_parallel": False}, ("none", "full")
     if row.id.startswith("llmfoundry"):
         return {"tp": 1, "pp": 1, "cp": 1}, ("none", "full")
+    if row.id.startswith("automodel"):
+        moe = _model_cached(row.id).experts > 0
+        return ({"tp": 1, "cp": 1, "sequence_parallel": False} if moe else {}), ("none", "full")
     return {}, (None,)
 
 
@@ -633,6 +651,8 @@ _A2A = ("expert all-to-all costed fully exposed: the published wide EP pays {ep}
         "({why}), so topoc does not hide it (ep_overlap); what else overlaps it in that run "
         "is not published, so narrower EP wins")
 _NOT_MCORE = "NeMo AutoModel does not run Megatron-Core's schedule"
+_AM_LEFT = ("; searched within what AutoModel's MoE parallelizer ran then (software(): tp 1, "
+            "cp 1, whole blocks checkpointed or none), the best still differs in {left}")
 _A2A_ON = ("with the recipe's EP A2A overlap (ep_overlap) the published wide EP still pays "
            "{ep} s of {step} s exposed: each all-to-all ({call} ms) outlasts the other "
            "micro-batch's attention and MLP segments it hides behind ({seg} ms)")
@@ -707,14 +727,18 @@ RANK_MISSES: dict[str, str] = {
         "DualPipe's passes as 1F1B's steady phase (its warm-up exposed) and bounds each "
         "all-to-all by one segment",
     "automodel-h100-deepseek-v3-1024gpu-bf16": _A2A.format(ep="13.2", step="40.3",
-                                                           why=_NOT_MCORE),
+                                                           why=_NOT_MCORE) +
+        _AM_LEFT.format(left="ep 64 -> 2 without pipelines (pp 4 -> 1, mb 1 -> 4)"),
     "automodel-h100-deepseek-v3-256gpu-bf16": _A2A.format(ep="3.3", step="10.3",
                                                           why=_NOT_MCORE) +
+        _AM_LEFT.format(left="ep 64 -> 16 without pipelines (pp 4 -> 1, mb 1 -> 2)") +
         "; the row is also predicted 26 % slow",
     "automodel-h100-gpt-oss-120b-64gpu-bf16": _A2A.format(ep="1.7", step="4.3",
-                                                          why=_NOT_MCORE),
+                                                          why=_NOT_MCORE) +
+        _AM_LEFT.format(left="ep 64 -> 16 alone"),
     "automodel-h100-qwen3-30b-a3b-8gpu-bf16": _A2A.format(ep="5.9", step="26.6",
                                                           why=_NOT_MCORE) +
+        _AM_LEFT.format(left="ep 8 -> 4, mb 4 -> 2 and no recompute at 94 % of HBM") +
         "; the row is also predicted 22 % slow",
     "mbridge-2511-gb200-q30-8-fp8-mx": _Q30.format(err="11 %") +
         "; its best also sits at 99.8 % of HBM",

@@ -331,6 +331,40 @@ def test_the_rank_check_searches_each_run_at_its_own_gpus_memory_and_software(tm
     assert {r.id for r in rows()} >= set(RANK_MISSES)
 
 
+def test_automodel_moe_rows_are_searched_without_what_its_moe_parallelizer_refused(
+        tmp_path, monkeypatch):
+    """NeMo AutoModel's MoE parallelizer asserted tp and cp of 1 when its MoE figures were
+    published (tests/training_rows.software), and its activation checkpointing wraps whole
+    blocks: the search for GPT-OSS 120B on 64 H100s (whose best was tp 2 with sequence
+    parallelism) proposes none of tp, cp, sequence parallelism or selective recompute, and
+    the dense Llama 3 70B row keeps tp, cp and sp open but not selective recompute."""
+    import topoc.compiler.analysis.plan as plan_mod
+    from tests.training_rows import ranking, software
+    monkeypatch.setenv("TOPOC_CACHE", str(tmp_path))
+    by_id = {r.id: r for r in rows()}
+    seen = []
+    real = plan_mod.plan
+
+    def spy(*a, **k):
+        result = real(*a, **k)
+        seen.extend(result.rows)
+        return result
+
+    monkeypatch.setattr(plan_mod, "plan", spy)
+    rk = ranking(by_id["automodel-h100-gpt-oss-120b-64gpu-bf16"])
+    assert seen and rk.rows == len(seen)
+    assert {(c.tp, c.cp, c.sequence_parallel) for c in (r.candidate for r in seen)} == \
+        {(1, 1, False)}
+    assert {r.candidate.recompute for r in seen} <= {"none", "full"}
+    assert {r.candidate.pp for r in seen} > {1}      # pipelines stay open
+    fixed, modes = software(by_id["automodel-h100-llama3-70b-64gpu-bf16"])
+    assert fixed == {} and modes == ("none", "full")
+    for rid in ("automodel-h100-deepseek-v3-256gpu-bf16",
+                "automodel-h100-qwen3-30b-a3b-8gpu-bf16"):
+        assert software(by_id[rid]) == ({"tp": 1, "cp": 1, "sequence_parallel": False},
+                                        ("none", "full"))
+
+
 def test_torchtitan_pipelines_split_the_local_batch_into_pp_microbatches():
     # torchtitan's default: as many micro-batches as pipeline stages, so its 1F1B run idles
     # (pp - 1) / pp of a step's compute and the interleaved one half that; the published
