@@ -60,7 +60,8 @@ SETTING_DOCS = {
     "fp8_activations": "cache activations in fp8 and recompute the SwiGLU output "
                        "(DeepSeek-V3 sec. 3.3)",
     "deepep": "expert dispatch sends each token over the network once per destination node "
-              "and forwards it over NVLink there (DeepEP)",
+              "and forwards it over NVLink there, inside one node once per destination GPU "
+              "(DeepEP)",
     "ep_overlap": "Megatron-Core's EP A2A overlap: the expert all-to-all hides behind another "
                   "micro-batch's compute (no pipeline or an interleaved one; not with full "
                   "recompute)",

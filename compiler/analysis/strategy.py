@@ -180,12 +180,16 @@ def _kind(system: System, ranks) -> tuple:
 
 
 def dedup_share(system: System, ranks, top_k: int, limit: int) -> float:
-    """The share of an expert dispatch's bytes that still crosses nodes when each token goes
-    once to each node that hosts one of its experts and is forwarded there over NVLink
-    (DeepEP; DeepSeek-V3 report sec. 3.2.2): the distinct nodes a token's ``top_k`` experts
-    fall on, n (1 - (1 - 1/n)^k) for experts spread evenly over n nodes, at most ``limit``
-    (node-limited routing), over k. One node: nothing is deduplicated (1)."""
+    """The share of an expert dispatch's bytes DeepEP still moves, against one copy per routed
+    expert, when each token goes once to each place that hosts one of its experts: across
+    nodes once to each node, forwarded there over NVLink (DeepSeek-V3 report sec. 3.2.2), at
+    most ``limit`` nodes (node-limited routing); inside one node once to each GPU (DeepEP's
+    intranode dispatch sends a token to a rank, ``is_token_in_rank``, and the rank permutes
+    it to its experts). Over n places holding experts evenly, a token's ``top_k`` experts fall
+    on n (1 - (1 - 1/n)^k) of them; the share is that over k."""
     n = len({system.locality.island[r] for r in ranks})
+    if n < 2:
+        n, limit = len(set(ranks)), 0          # one node: distinct GPUs, no node limit
     if n < 2 or top_k < 2:
         return 1.0
     distinct = n * (1 - (1 - 1 / n) ** top_k)

@@ -8,8 +8,9 @@ them, each with the window of compute it can hide behind:
   once backward, with their gradients coming back (an all-gather and a reduce-scatter in bytes);
   it hides only behind the attention kernels (``attention``).
 - ep: 4 all-to-alls per MoE layer and micro-batch (dispatch and combine, forward and backward);
-  with ``deepep`` a token crosses the network once per destination node, not once per expert
-  (``analysis.strategy.dedup_share`` scales the bytes by the group's node count). With
+  with ``deepep`` a token crosses the network once per destination node, not once per expert,
+  and inside one node goes once per destination GPU (``analysis.strategy.dedup_share`` scales
+  the bytes by the group's node or GPU count). With
   Megatron-Core's EP A2A overlap (``ep_overlap``) those of the passes paired with another
   micro-batch's pass hide behind its compute (window ``ep_overlap``); the rest stay exposed.
 - pp: one activation forward and one gradient back per micro-batch and model chunk.

@@ -357,13 +357,18 @@ def test_deepseek_options_reach_the_search_from_the_command_line(capsys):
                  "64", "--route-nodes", "-1"]) == 2
 
 
-def test_deepep_sends_a_token_once_per_destination_node():
+def test_deepep_sends_a_token_once_per_destination_node_or_gpu():
+    """Across nodes DeepEP sends a token once to each node holding one of its experts; inside
+    one node once to each GPU (its intranode dispatch), whatever the node limit."""
     from topoc.compiler.analysis.strategy import dedup_share
     system = topoc.load(LIBRARY / "nvidia" / "h100_cluster.topo", {"nodes": 8})
     eight_nodes = tuple(range(64))
     assert dedup_share(system, eight_nodes, 8, 4) == pytest.approx(0.5)
     assert dedup_share(system, eight_nodes, 8, 0) == pytest.approx(1 - (7 / 8) ** 8)
-    assert dedup_share(system, tuple(range(8)), 8, 4) == 1.0
+    one_node = tuple(range(8))
+    assert dedup_share(system, one_node, 8, 4) == pytest.approx(1 - (7 / 8) ** 8)
+    assert dedup_share(system, one_node[:2], 8, 0) == pytest.approx(2 * (1 - 0.5 ** 8) / 8)
+    assert dedup_share(system, one_node, 1, 0) == 1.0
 
 
 def test_hbm_replaces_the_gpus_memory_in_the_search_and_its_verdicts(dgx, capsys):
