@@ -653,6 +653,13 @@ _A2A = ("expert all-to-all costed fully exposed: the published wide EP pays {ep}
 _NOT_MCORE = "NeMo AutoModel does not run Megatron-Core's schedule"
 _AM_LEFT = ("; searched within what AutoModel's MoE parallelizer ran then (software(): tp 1, "
             "cp 1, whole blocks checkpointed or none), the best still differs in {left}")
+
+
+def _automodel(ep: str, step: str, left: str, slow: str = "") -> str:
+    """An AutoModel MoE row's miss: its exposed all-to-all (``_A2A``), what the search within
+    AutoModel's limits still changes, and how far its own step is off when that matters."""
+    text = _A2A.format(ep=ep, step=step, why=_NOT_MCORE) + _AM_LEFT.format(left=left)
+    return text + (f"; the row is also predicted {slow} slow" if slow else "")
 _A2A_ON = ("with the recipe's EP A2A overlap (ep_overlap) the published wide EP still pays "
            "{ep} s of {step} s exposed: each all-to-all ({call} ms) outlasts the other "
            "micro-batch's attention and MLP segments it hides behind ({seg} ms)")
@@ -726,20 +733,13 @@ RANK_MISSES: dict[str, str] = {
         " (8.3 s without it); the report states DualPipe hides it fully, while topoc pairs "
         "DualPipe's passes as 1F1B's steady phase (its warm-up exposed) and bounds each "
         "all-to-all by one segment",
-    "automodel-h100-deepseek-v3-1024gpu-bf16": _A2A.format(ep="13.2", step="40.3",
-                                                           why=_NOT_MCORE) +
-        _AM_LEFT.format(left="ep 64 -> 2 without pipelines (pp 4 -> 1, mb 1 -> 4)"),
-    "automodel-h100-deepseek-v3-256gpu-bf16": _A2A.format(ep="3.3", step="10.3",
-                                                          why=_NOT_MCORE) +
-        _AM_LEFT.format(left="ep 64 -> 16 without pipelines (pp 4 -> 1, mb 1 -> 2)") +
-        "; the row is also predicted 26 % slow",
-    "automodel-h100-gpt-oss-120b-64gpu-bf16": _A2A.format(ep="1.7", step="4.3",
-                                                          why=_NOT_MCORE) +
-        _AM_LEFT.format(left="ep 64 -> 16 alone"),
-    "automodel-h100-qwen3-30b-a3b-8gpu-bf16": _A2A.format(ep="3.9", step="24.6",
-                                                          why=_NOT_MCORE) +
-        _AM_LEFT.format(left="ep 8 -> 4, mb 4 -> 2 and no recompute at 94 % of HBM") +
-        "; the row is also predicted 13 % slow",
+    "automodel-h100-deepseek-v3-1024gpu-bf16": _automodel(
+        "13.2", "40.3", "ep 64 -> 2 without pipelines (pp 4 -> 1, mb 1 -> 4)"),
+    "automodel-h100-deepseek-v3-256gpu-bf16": _automodel(
+        "3.3", "10.3", "ep 64 -> 16 without pipelines (pp 4 -> 1, mb 1 -> 2)", "26 %"),
+    "automodel-h100-gpt-oss-120b-64gpu-bf16": _automodel("1.7", "4.3", "ep 64 -> 16 alone"),
+    "automodel-h100-qwen3-30b-a3b-8gpu-bf16": _automodel(
+        "3.9", "24.6", "ep 8 -> 4, mb 4 -> 2 and no recompute at 94 % of HBM", "13 %"),
     "mbridge-2511-gb200-q30-8-fp8-mx": _Q30.format(err="11 %") +
         "; its best also sits at 99.8 % of HBM",
     "mbridge-2511-b200-q30-8-fp8-mx": (
