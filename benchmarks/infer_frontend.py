@@ -219,7 +219,6 @@ def first_wave(data: list[dict], markdown: bool) -> dict:
         best = min(eng.prefill(c.isl, n) / n
                    for n in range(1, max(1, s.max_tokens // c.isl) + 1))
         bound = s.request_overhead + (x["conc"] + 1) / 2 * best
-        x["wave_bound"] = bound
         counted = W.first_requests(c, max(10, 2 * x["conc"]))
         out.setdefault(x["model"], []).append((x["measured"] / bound,
                                                counted / x["measured"] - 1))

@@ -580,16 +580,6 @@ class Ranking:
         return ", ".join(out) or "none"
 
 
-def rank_in_search(row: Row, jobs: int = 1, same_recompute: bool = False) \
-        -> tuple[int, int, float] | None:
-    """(rank, rows, gap) of ``ranking``: against the best with the row's recompute mode when
-    ``same_recompute``."""
-    r = ranking(row, jobs)
-    if r is None:
-        return None
-    return r.rank, r.rows, r.gap_same if same_recompute else r.gap
-
-
 def ranking(row: Row, jobs: int = 1) -> Ranking | None:
     """Where the row's published strategy ranks in the free search on its system, with the
     row's framework options and its GPU's memory. None when topoc calls the published strategy
@@ -623,7 +613,7 @@ def ranking(row: Row, jobs: int = 1) -> Ranking | None:
         return None
     gpu = gpu_figures(sys_)
     c = candidate(row, mode)
-    p = strategy_for(training(row, mode), c, gpu)
+    p = strategy_for(base, c, gpu)
     published = row_of(sys_, c, p, _costs(where), placement(sys_, row.gpus), pred.hbm)
     same = next((r for r in found if r.candidate.recompute == mode), None)
     faster = sum(1 for r in found if r.step_time < published.step_time)
