@@ -35,7 +35,7 @@ import attrs
 from . import algorithms as alg
 from . import orders
 from ..base.gcpause import gc_paused
-from ..ir.system import COLLECTIVES, System
+from ..ir.system import COLLECTIVES, SCALEOUT_CLASSES, System
 from .loads import Loads, Resources
 from ..ir.groups import RankGroup
 from .paths import NoRoute
@@ -297,7 +297,7 @@ def _nic_bytes_per_s(system: System, rank: int) -> float:
     for nic in system.locality.nics(rank):
         model = system.device(nic).model
         for link in system.links_of(nic):
-            if link.cls in ("infiniband", "ethernet"):
+            if link.cls in SCALEOUT_CLASSES:
                 total += link.bandwidth * transports.of_nic(model, link.cls).efficiency
                 break
     return total
@@ -554,7 +554,8 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
     transports.with_plugin; the latest when None)."""
     try:
         version = nccl_profile(nccl)
-        transports.with_plugin(None, plugin)
+        if plugin not in (None, "", "latest"):
+            transports.plugin_release(plugin)
     except (UnknownVersion, transports.UnknownPlugin) as exc:
         raise CostError(str(exc)) from None
     if collective not in COLLECTIVES:

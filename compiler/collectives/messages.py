@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 
+from .orders import CHANNELS_PER_NIC
 from .tuning import Profile, channels_used
 
 #: NCCL's LL128 step: NCCL_LL128_ELEMS_PER_THREAD (120) x NCCL_LL128_MAX_NTHREADS (640) x 8
@@ -79,7 +80,12 @@ def pipeline_seconds(p: Profile, collective: str, n: int, size: int, proto: int)
         per_peer = size / n
         remote = n - p.island_ranks
         return remote * (over + per_peer / (p.nic_bytes_per_s * t.p2p_efficiency))
-    per_channel_bw = p.nic_bytes_per_s / 2           # two channels per (pooled) NIC
+    per_channel_bw = p.nic_bytes_per_s / CHANNELS_PER_NIC    # per (pooled) NIC
+
+    def chunked(share: float, chunk: float, fan: int) -> float:
+        # a channel's share in messages of at most ``chunk``, ``fan`` of them per chunk
+        return max(1, math.ceil(share / chunk)) * fan * max(gap, over + min(chunk, share) /
+                                                              per_channel_bw)
     if p.algorithm == "ring" and collective in ("allreduce", "allgather", "reducescatter"):
         used = channels_used(p, n, size, proto)
         share = size / (n * used)
@@ -91,19 +97,11 @@ def pipeline_seconds(p: Profile, collective: str, n: int, size: int, proto: int)
         used = channels_used(p, n, size, proto)
         chunk = _tree_ll128_chunk(size, used, p.islands, p.island_ranks) if proto == 1 \
             else step
-        share = size / used
-        chunks = max(1, math.ceil(share / chunk))
-        s = min(chunk, share)
-        fan = 1 if p.islands == 2 else 3
-        return chunks * fan * max(gap, over + s / per_channel_bw)
+        return chunked(size / used, chunk, 1 if p.islands == 2 else 3)
     if p.algorithm == "nvlstree" and collective == "allreduce":
         chunk = _nvls_tree_chunk(size, p.channels * p.island_ranks, p.islands, t,
                                  p.nccl.release)
-        share = size / p.channels
-        chunks = max(1, math.ceil(share / chunk))
-        s = min(chunk, share)
-        fan = 1 if p.islands == 2 else NVLS_TREE_FAN
-        return chunks * fan * max(gap, over + s / per_channel_bw)
+        return chunked(size / p.channels, chunk, 1 if p.islands == 2 else NVLS_TREE_FAN)
     return 0.0
 
 
