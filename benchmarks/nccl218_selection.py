@@ -34,19 +34,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from topoc.compiler.collectives import tuning  # noqa: E402
+from topoc.compiler.collectives.versions import VERSIONS  # noqa: E402
+
 N_RANKS, N_NODES, LAT_INTER, NET_OVERHEAD = 16, 2, 75.0, 2.0   # AMD: 2 us (getNetOverhead)
 PROTOS = ("LL", "LL128", "Simple")
-BASE = {"tree": (6.8, 14.0, 0.0), "ring": (6.6, 14.0, 8.4), "nvlstree": (0.0, 0.0, 23.0)}
-HW_NVL = {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4)}
-HW_NET = {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvlstree": (0, 0, 19.0)}
-LL_MAX_BW = 22.5                       # llMaxBws[AMD][2 nodes]
-TREE_CH, TREE_LL128_CH, RING_LL128_CH = 41.4, 36.7, 36.7   # Hopper, 2 nodes
-TREE_CORRECTION = (
-    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
-     1.0, 1.0),
-    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0,
-     1.0),
-    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9))
+V218 = VERSIONS["2.18"]
+#: tuning.cc v2.18.5: baseLat, with Simple tree at 0 as 2.18 has it and NVLS-tree's baseLat 23
+BASE = {"tree": (6.8, 14.0, 0.0), "ring": tuning.BASE_LAT["ring"],
+        "nvlstree": (0.0, 0.0, V218.nvls_lat)}
+HW_NVL = {algo: tuning.HW_LAT[("nvlink", algo)] for algo in ("tree", "ring")}
+HW_NET = {**{algo: tuning.HW_LAT[("net", algo)] for algo in ("tree", "ring")},
+          "nvlstree": (0, 0, V218.nvls_tree_net)}
+LL_MAX_BW = V218.ll_max_hopper[1]      # llMaxBws[Hopper, AMD hosts][2 nodes]
+TREE_CH, TREE_LL128_CH = tuning.TREE_CH[2][1], tuning.TREE_LL128_CH[2][1]   # Hopper, 2 nodes
+RING_LL128_CH = tuning.LL128_RING_CH[2]
+TREE_CORRECTION = tuple(row[:23] for row in tuning.TREE_CORRECTION)   # up to 4 GiB
 
 
 def model(graphs: dict[str, tuple[int, float]]) -> dict[tuple[str, int], tuple[float, float]]:
