@@ -56,8 +56,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.calibration_rows import (EKS_RUN, eks_chunks, measured_time, predict,  # noqa: E402
-                                    rows)
+from tests.calibration_rows import (EKS_RUN, eks_chunks, loose_flush_bound_us,  # noqa: E402
+                                    predict, rows)
 from topoc.compiler.collectives import transports  # noqa: E402
 
 #: The EKS run's six sizes, the faster of nccl-tests' two calls in us
@@ -68,15 +68,6 @@ LEGS = 2                        # a chunk crosses the network up and down the 2-
 def flush_bound_us() -> float:
     """The p4de Simple network step's fitted cost, flush included: the bound on one flush."""
     return transports.TRANSPORTS["efa_sendrecv"].step_us
-
-
-def loose_flush_bound_us() -> float:
-    """Half the p4de 2-node 8 B all-reduce's time over the p5 one's (faster calls): all a
-    flushed Simple network step can add, with nothing of the model's split assumed."""
-    def faster(tag: str) -> float:
-        row = next(r for r in rows() if r["source"].endswith(f"[{tag}]"))
-        return measured_time(row) * 1e6
-    return (faster("aws_p4de_2n_ar-8B") - faster("aws_p5_2n_ar-8B")) / 2
 
 
 def eks_rows() -> list[dict]:

@@ -130,3 +130,11 @@ def eks_chunks(size: int) -> tuple[int, int]:
     efa = transports.with_plugin(transports.TRANSPORTS["efa"], "1.7.3")
     chunk = messages._nvls_tree_chunk(size, EKS_CONNECTIONS, 2, efa, (2, 18, 5))
     return chunk, size // EKS_CONNECTIONS // chunk
+
+
+def loose_flush_bound_us() -> float:
+    """Half the p4de 2-node 8 B all-reduce's time over the p5 one's (faster calls): all a
+    flushed Simple network step can add, with nothing of the model's split assumed."""
+    def faster(tag: str) -> float:
+        return measured_time(next(r for r in rows() if r["source"].endswith(f"[{tag}]")))
+    return (faster("aws_p4de_2n_ar-8B") - faster("aws_p5_2n_ar-8B")) / 2 * 1e6
