@@ -33,10 +33,11 @@ def _type(system: System, a: str, b: str) -> str:
     if b in peers_a or any(system.device(n).kind == "switch" for n in peers_a & peers_b):
         return "NVL"
     loc = system.locality
-    switch = loc.pcie_switch(loc.rank_of[a])
-    if switch and switch == loc.pcie_switch(loc.rank_of[b]):
+    ra, rb = loc.rank_of[a], loc.rank_of[b]
+    switch = loc.pcie_switch(ra)
+    if switch and switch == loc.pcie_switch(rb):
         return "PIX"
-    return "PHB" if loc.socket_of(a) == loc.socket_of(b) else "SYS"
+    return "PHB" if loc.socket(ra) == loc.socket(rb) else "SYS"
 
 
 def default_channels(system: System, group: RankGroup) -> int:

@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from ..compiler.base.figures import PCIE_X16
-from ..compiler.ir.system import Device, System
+from ..compiler.ir.system import Device, System, device_indices
 from ..compiler.ir.locality import UnionFind, common_prefix
 
 NVSWITCH_CLASS, GPU_CLASS, BRIDGE_CLASS = "0x068000", "0x030200", "0x060400"
@@ -101,7 +101,7 @@ def pick_node(system: System, node: str | None) -> tuple[str, list[Device]]:
     if node is None:
         if len(found) > 1:
             # In declaration order (tray0, tray1, tray2 ...), which each list keeps.
-            first = {d.id: i for i, d in enumerate(system.devices)}
+            first = device_indices(system)
             names = sorted(found, key=lambda k: first[found[k][0].id])
             raise ExportError(f"the system has {len(found)} nodes; choose one with --node, e.g. "
                               f"--node {names[0]} (nodes: {', '.join(names[:4])}"

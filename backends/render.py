@@ -284,7 +284,7 @@ def _units(system: System) -> dict[str, str]:
     fold = {stem for stem, units in members.items() if len(units) > FOLD}
 
     def box(unit: str) -> str:
-        stem = unit.rstrip("0123456789")
+        stem = _stem(unit)
         if stem not in fold:
             return unit
         if network_only[stem]:

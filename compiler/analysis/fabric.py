@@ -147,10 +147,9 @@ def fabric(system: System, pattern: str | None = None,
                     tier[n] = tier[s] + 1
                     nxt.add(n)
         frontier = sorted(nxt)
-    devices = system.device_index
-    switches = tuple(Switch(ends[s], s, devices[s].model.name, tier[s],
-                            devices[s].model.port_budget("infiniband")
-                            or devices[s].model.port_budget("ethernet"))
+    switches = tuple(Switch(ends[s], s, system.device(s).model.name, tier[s],
+                            system.device(s).model.port_budget("infiniband")
+                            or system.device(s).model.port_budget("ethernet"))
                      for s in switch_ids if s in tier)
     kept = {h.device for h in hcas} | {s.device for s in switches}
     cables: dict[tuple, int] = defaultdict(int)

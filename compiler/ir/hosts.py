@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from .system import System
+from .system import System, device_indices
 
 #: Link classes that stay inside one host when hosts are inferred.
 LOCAL_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
@@ -116,7 +116,7 @@ def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
             owner = max((h for h in merged if d.id.startswith(h + ".")), key=len, default=None)
             if owner is not None:
                 merged[owner].append(d.id)
-    position = {d.id: i for i, d in enumerate(system.devices)}
+    position = device_indices(system)
     out = [(h, tuple(sorted(ids, key=position.__getitem__))) for h, ids in merged.items()]
     out.sort(key=lambda h: position[h[1][0]])
     return out

@@ -216,7 +216,7 @@ def ends(system: System) -> Ends:
     found = system.memo.get("ends")
     if found is not None:
         return found
-    index = {d.id: i for i, d in enumerate(system.devices)}
+    index = device_indices(system)
     codes: dict[int, int] = {}
     types: list = []
     src, dst, kind, lanes = array("i"), array("i"), array("H"), array("i")

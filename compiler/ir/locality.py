@@ -388,11 +388,6 @@ class Locality:
             out[nearest[r]].append(r)
         return out
 
-    def socket_of(self, device_id: str) -> str:
-        """The nearest CPU of any device over PCIe, C2C and socket links ('' when none)."""
-        found = self._nearest(device_id, "cpu")
-        return found[0] if found else ""
-
     @functools.cached_property
     def p2p(self) -> IndexSets:
         """GPUs that reach each other peer to peer: over NVLink (directly or through NVLink

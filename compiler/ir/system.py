@@ -328,11 +328,6 @@ class System:
         return {}
 
     @functools.cached_property
-    def device_index(self) -> dict[str, Device]:
-        """Devices by id."""
-        return {d.id: d for d in self.devices}
-
-    @functools.cached_property
     def gpus(self) -> tuple[Device, ...]:
         """GPUs in world-rank order."""
         return tuple(d for d in self.devices if d.kind == "gpu")

@@ -664,14 +664,12 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
                                   Note("the outer host is marked here", outer.span))])
     check_patterns(hosts)
     devices_t = tuple(devices)
-    found = None
-    if recorded is not None and recorded.compact and recorded.ok:
+    if recorded is not None and recorded.compact:
+        # still compact means every link is a row (``rows`` failing leaves the compact form
+        # at once, ``_instantiate``), so the arrays are all the links
         found = recorded.done(len(recorded.src))
-    if found is not None:
         flat = recorded.links(devices_t, found)
     else:
-        if recorded is not None:
-            recorded.to_objects(links, devices)
         flat = tuple(links.values()) if isinstance(links, dict) else tuple(links)
         found = recorded.done(len(flat)) if recorded is not None else None
     out = System(decl.name, devices_t, flat, (),
