@@ -274,9 +274,11 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
         gemm += n * (g_time * passes + again)
         flops += n * (g_flops * passes + a_flops * (3 + redo) + again_flops)
         att += n * (a_fwd * (1 + redo) + a_bwd)
-        extra = {"none": 0.0, "full": bytes_,
-                 "selective": (0.0 if t.flash_attention or "core_attn" not in mods
-                               else softmax) + again_bytes}[t.recompute]
+        # what the backward redoes: the whole layer (full), or the modules named and the
+        # softmax path without flash attention (``modules``: also with recompute "none" when
+        # DeepSeek-V3's norms are recomputed)
+        scores = t.recompute == "selective" and not t.flash_attention and "core_attn" in mods
+        extra = bytes_ if t.recompute == "full" else (softmax if scores else 0.0) + again_bytes
         ew += n * tokens * (3 * bytes_ + extra) / (r.hbm * t.hbm_efficiency)
     if logits:
         l_time, l_flops = _gemms(r, [(tokens, m.vocab / sh.tp, m.hidden, 1)], False)

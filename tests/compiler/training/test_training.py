@@ -605,3 +605,15 @@ def test_recomputed_norms_and_up_projections_cost_their_forward_again():
     with_, without = predict(row), predict(row, recompute_norms=False)
     assert with_.predicted > without.predicted
     assert with_.memory < without.memory
+
+    # without any other recompute the norms' element-wise work is paid again too
+    from topoc.compiler.ir.gpus import GPUFigures
+    from topoc.compiler.training.compute import compute
+    m = MODELS["llama3_8b"]
+    sh = Shape(dp=8)
+    lay = layout(m, sh)
+    h100 = GPUFigures("H100-SXM", 989e12, 1979e12, 3.35e12)
+    plain = Training(m, 8, recompute="none")
+    ew = [compute(m, x, sh, lay, h100, 1).memory_time
+          for x in (plain, attrs.evolve(plain, recompute_norms=True))]
+    assert ew[1] > ew[0]
