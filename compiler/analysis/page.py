@@ -160,7 +160,7 @@ def report_page(system: System, name: str, published: Sequence[dict] = (),
     bottlenecks = tuple(Bottleneck(f.dim, f.collective, f.window, f.cost.bottleneck,
                                    f.cost.bottleneck_link)
                         for f in r.flows if f.cost is not None)
-    exposed = exposed_by_dim(r.flows, r.compute) if r.compute is not None else {}
+    exposed = exposed_by_dim(r.flows, r.compute, r.detail) if r.compute is not None else {}
     return Page(system.name, name, t.model.name if t is not None else None, r, exposed,
                 bottlenecks, _curves(system, r, published),
                 _plan(system, r) if with_plan else None)

@@ -188,3 +188,17 @@ def test_the_diagram_pans_zooms_and_hovers_under_real_input_events(chromium, pag
         tip = b.eval("[getComputedStyle(document.getElementById('tip')).display,"
                      " document.getElementById('tip').textContent]")
         assert tip[0] == "block" and "gpu" in tip[1], tip
+
+
+def test_the_page_splits_the_exposed_communication_the_step_pays(tmp_path):
+    """The page's exposed time per group kind adds up to the step's exposed communication:
+    both read the same compute windows (attention, gradient sync, EP A2A overlap)."""
+    import topoc
+    from topoc.compiler.analysis.page import report_page
+    src = tmp_path / "train.topo"
+    # context parallelism: its key/value exchange hides only behind the attention kernels
+    src.write_text(TRAIN.replace("tp = 8  pp = 9  dp = 1", "tp = 4  cp = 2  pp = 9  dp = 1"))
+    system = topoc.load(src)
+    name = system.parallels[0].name
+    p = report_page(system, name, with_plan=False)
+    assert p.exposed and sum(p.exposed.values()) == pytest.approx(p.report.comm)
