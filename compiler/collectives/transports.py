@@ -101,7 +101,8 @@ DEFAULT = {"infiniband": "ib", "ethernet": "roce"}
 #: (ROUND_ROBIN_THRESHOLD 8 KiB up to v1.7.3-aws, every larger message split over all four
 #: rails; 256 KiB from v1.7.4-aws; MIN_STRIPE_SIZE 128 KiB from v1.13.0-aws), which the model
 #: does not charge: a per-stripe cost contradicts the current plugin's fit rows (docs/cost.md).
-_NCCL_DEFAULTS = dict(buffsize=4 << 20, p2p_chunk=128 << 10, nvls_chunk=128 << 10)
+_NCCL_DEFAULTS = {k: attrs.fields_dict(Transport)[k].default
+                  for k in ("buffsize", "p2p_chunk", "nvls_chunk")}   # NCCL's own
 EFA_RELEASES = (
     ((1, 7), dict(_NCCL_DEFAULTS, nvls_tree_max_chunk=0, tuner=False)),
     ((1, 8), dict(_NCCL_DEFAULTS)),
