@@ -263,13 +263,13 @@ class Engine:
 
     # -- one step of a GPU
     def _compute(self, w: sv.Work, gemm_eff: float) -> float:
-        peak = self.gpu.peak(self.prec) * self.shape * \
+        peak = self.gpu.peak(self.prec) * \
             (self.s.fp4_efficiency if self.prec == "fp4" else 1)
         attn_peak = self.gpu.peak("fp8" if self.kvp != "bf16" else "bf16")
         bw = self.gpu.bandwidth * self.s.hbm_efficiency
-        return (_kernel(w.gemm_flops, w.weight_bytes, peak * gemm_eff, bw)
+        return (_kernel(w.gemm_flops, w.weight_bytes, peak * self.shape * gemm_eff, bw)
                 + _kernel(w.expert_flops, w.expert_bytes,
-                          peak / self.shape * self.expert_shape * gemm_eff
+                          peak * self.expert_shape * gemm_eff
                           * _rows(w.expert_rows, self.s.expert_tile), bw)
                 + _kernel(w.attn_flops, w.kv_bytes, attn_peak * gemm_eff, bw)
                 + self.stage_layers * self.s.layer_overhead)
