@@ -150,14 +150,6 @@ class Ends:
             type_ = array("B", type_)       # one byte a link: selectors by bytes.translate
         self.src, self.dst, self.type, self.types, self.lanes = src, dst, type_, types, lanes
 
-    def mask(self, keep) -> bytes | list[bool]:
-        """One flag per link, true where ``keep(link type)``: made in C by translating the
-        type codes (a selector for ``itertools.compress``)."""
-        flags = bytes(bool(keep(t)) for t in self.types)
-        if self.type.typecode == "B":
-            return self.type.tobytes().translate(flags + bytes(256 - len(flags)))
-        return [bool(flags[c]) for c in self.type]
-
     def arrays(self, keep=None, columns: tuple[str, ...] = ("src", "dst")) -> tuple:
         """These columns ("src", "dst", "type", "lanes") as numpy arrays, of the links where
         ``keep(link type)`` holds (every link when None), in declaration order: the one way
@@ -173,7 +165,9 @@ class Ends:
         out = tuple(np.frombuffer(getattr(self, c), dtype=dtypes[c]) for c in columns)
         if keep is None:
             return out
-        flags = np.frombuffer(bytes(self.mask(keep)), dtype=np.bool_)
+        # one flag per link type, spread over the links by their type codes
+        kept = np.array([bool(keep(t)) for t in self.types], dtype=np.bool_)
+        flags = kept[np.frombuffer(self.type, dtype=dtypes["type"])]
         return tuple(column[flags] for column in out)
 
 
