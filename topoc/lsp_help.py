@@ -41,7 +41,7 @@ SETTING_DOCS = {
     "overlap": "overlap the gradient reduce-scatter and parameter all-gather with compute",
     "flash_attention": "attention without materialising the score matrix (less activation "
                        "memory)",
-    "bucket": "bytes of fp32 gradients per data-parallel bucket",
+    "bucket": "parameters a gradient bucket holds (Megatron-Core's --ddp-bucket-size)",
     "imbalance": "expert load: the busiest expert's share over the mean",
     "gemm_efficiency": "fraction of the dense peak the GEMMs reach (default: fitted per GPU)",
     "hbm_efficiency": "fraction of HBM bandwidth element-wise kernels reach",

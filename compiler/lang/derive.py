@@ -21,7 +21,7 @@ from .resolve import Program, library_root
 from ..training.model import (ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE, RECOMPUTE_MODULES,
                               MappingError, Training,
                               derive as derive_step, shape_of)
-from ..base.units import BYTES, NUMBER
+from ..base.units import NUMBER
 
 _WHOLE = ("batch", "microbatch", "interleave")
 _COUNTS = ("zero", "first_stage_layers", "last_stage_layers", "route_nodes")     # whole numbers from 0
@@ -129,12 +129,13 @@ def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
             else:
                 out[key] = tuple(names)
         elif key == "bucket":
-            if isinstance(v, s.QuantityValue) and v.quantity.dim == BYTES and \
-                    v.quantity.value >= 1:
-                out[key] = int(v.quantity.value)
+            # parameters, as Megatron-Core's --ddp-bucket-size counts them (not bytes)
+            n = _number(v)
+            if n is not None and n >= 1 and n == int(n):
+                out[key] = int(n)
             else:
-                diags.error("E201", "'bucket' is bytes of gradients, as in 'bucket = 160 MB'",
-                            v.span)
+                diags.error("E201", "'bucket' is the parameters a gradient bucket holds, as "
+                            "Megatron-Core's --ddp-bucket-size: 'bucket = 40000000'", v.span)
                 ok = False
         else:
             n = _number(v)

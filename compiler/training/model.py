@@ -46,8 +46,6 @@ FSDP_PREFETCH = ("pre", "post")
 ZERO = (0, 1, 2, 3)
 #: The element-wise kernels reach this fraction of the HBM bandwidth: a round figure, not a fit.
 HBM_EFFICIENCY = 0.5
-#: Megatron's default gradient bucket: 40 M parameters of fp32 gradients.
-BUCKET = 40_000_000 * 4
 
 
 @attrs.frozen
@@ -65,7 +63,8 @@ class Training:
     keeps and reduces the gradients in bf16 (Megatron-Core's ``grad_reduce_in_fp32=False``, NeMo's
     ``grad_sync_dtype: bf16``); ``first_stage_layers``/``last_stage_layers`` fix the
     end stages of the pipeline and ``pipeline_slots`` counts embedding and loss as layer slots
-    (None: when the layers need it to split evenly)."""
+    (None: when the layers need it to split evenly); ``bucket`` is the parameters a gradient
+    bucket holds (None: Megatron-Core's default, ``traffic.bucket_params``)."""
 
     model: Transformer
     batch: int                          # global batch, in sequences
@@ -76,7 +75,7 @@ class Training:
     distributed_optimizer: bool = False
     overlap: bool = False               # grad reduce / param gather overlap (Megatron flags)
     flash_attention: bool = True
-    bucket: int = BUCKET                # bytes of fp32 gradients per data-parallel bucket
+    bucket: int | None = None           # parameters a gradient bucket (None: Megatron-Core's)
     imbalance: float = 1.0              # expert load: the busiest expert's share over the mean
     gemm_efficiency: float | None = None  # None: the GPU's declared figure or its curve
     hbm_efficiency: float = HBM_EFFICIENCY

@@ -15,7 +15,8 @@ them, each with the window of compute it can hide behind:
   micro-batch's pass hide behind its compute (window ``ep_overlap``); the rest stay exposed.
 - pp: one activation forward and one gradient back per micro-batch and model chunk.
 - Gradients: dense ones reduce over the dp x cp group (``dpcp``; ``dp`` when cp = 1), expert
-  ones over the expert-data-parallel group (``edp``), in fp32 buckets (16-bit ones
+  ones over the expert-data-parallel group (``edp``), in buckets of Megatron-Core's size in
+  parameters (``bucket_params``; one bucket without ``overlap``), fp32 (16-bit
   with ``bf16_grads``, ``pure_bf16`` or fp16: ``memory.reduce_bytes``): an all-reduce, or a
   reduce-scatter and an all-gather of the bf16 weights with a sharded optimizer. Gradients are
   ready only in the last micro-batch's backward, so with ``overlap`` the reduction hides behind
@@ -42,6 +43,20 @@ from .mapping import Layout, Shape
 from .memory import reduce_bytes, sharding
 from .ep_overlap import paired
 from .params import kv_width, layer_parameters, moe_layers
+
+#: Megatron-Core's default gradient bucket, in parameters (not bytes): max(40 M, 1 M x the
+#: data-parallel size), "larger DP sizes need larger buckets to ensure collectives do not
+#: become latency-bound" (DistributedDataParallelConfig.bucket_size); without overlap one
+#: bucket holds every gradient.
+BUCKET_PARAMS, BUCKET_PARAMS_PER_RANK = 40_000_000, 1_000_000
+
+
+def bucket_params(bucket: int | None, dp: int, overlap: bool) -> float:
+    """Parameters per data-parallel gradient bucket: ``bucket`` when set, else Megatron-Core's
+    default for ``dp`` data-parallel ranks; unbounded (one bucket) without ``overlap``."""
+    if not overlap:
+        return float("inf")
+    return bucket or max(BUCKET_PARAMS, BUCKET_PARAMS_PER_RANK * dp)
 
 
 def traffic(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) \
@@ -131,7 +146,7 @@ def _gradient_flows(m: Transformer, t, sh: Shape, layers: int,
             out.append(TrafficFlow(kind, "reducescatter", rs, microbatches, overlap="none"))
             continue
         grads = params * grad_bytes
-        buckets = max(1, math.ceil(grads / t.bucket))
+        buckets = max(1, math.ceil(params / bucket_params(t.bucket, sh.dp, t.overlap)))
         each = int(grads / buckets)
         if level >= 1:
             out.append(TrafficFlow(kind, "reducescatter", each, buckets,

@@ -56,3 +56,20 @@ def test_fsdp_prefetch_is_a_block_setting_and_only_moves_the_backward_gathers():
     assert critical[1] > critical[0]
     assert post.derived.compute.time == pre.derived.compute.time
     assert post.derived.memory.total == pre.derived.memory.total
+
+
+def test_bucket_is_parameters_a_bucket_as_megatron_core_counts_them():
+    """``bucket = 40000000`` holds 40 M parameters' gradients (Megatron-Core's
+    --ddp-bucket-size); a size in bytes is refused with the form to write."""
+    import pytest
+    source = SOURCE.replace("fsdp = true", "distributed_optimizer = true  overlap = true")
+    small = topoc.loads(source.format(extra="bucket = 10000000")).parallel("p")
+    plain = topoc.loads(source.format(extra="")).parallel("p")
+    assert small.training.bucket == 10_000_000 and plain.training.bucket is None
+
+    def calls(p):
+        return sum(f.count for f in p.flows if f.dim == "dp")
+    assert calls(small) > 3 * calls(plain)
+    with pytest.raises(topoc.CompileError) as err:
+        topoc.loads(source.format(extra="bucket = 160 MB"))
+    assert "E201" in str(err.value) and "bucket = 40000000" in str(err.value)

@@ -617,3 +617,25 @@ def test_recomputed_norms_and_up_projections_cost_their_forward_again():
     ew = [compute(m, x, sh, lay, h100, 1).memory_time
           for x in (plain, attrs.evolve(plain, recompute_norms=True))]
     assert ew[1] > ew[0]
+
+
+def test_gradient_buckets_count_parameters_as_megatron_core_does():
+    """Megatron-Core's bucket is a number of parameters, max(40 M, 1 M x dp) by default,
+    whatever the gradient dtype; without overlap every gradient goes in one bucket."""
+    from topoc.compiler.training.traffic import traffic
+    m = MODELS["llama3_8b"]
+
+    def buckets(t, dp=8):
+        sh = Shape(1, 1, 1, dp, 1)
+        return {f.count for f in traffic(m, t, sh, layout(m, sh), 8) if f.dim == "dp"}
+    base = Training(m, 64, distributed_optimizer=True, overlap=True)
+    # one parameter a bucket counts the parameters one rank reduces
+    (params,) = buckets(attrs.evolve(base, bucket=1))
+    assert params == pytest.approx(parameters(m)["total"], rel=0.1)
+    assert buckets(base) == {-(-params // 40_000_000)}
+    # bf16 gradients: the same buckets in parameters, each half the bytes
+    assert buckets(attrs.evolve(base, bf16_grads=True)) == buckets(base)
+    # 128 data-parallel ranks: 128 M parameters a bucket
+    assert buckets(attrs.evolve(base, batch=1024), 128) == {-(-params // 128_000_000)}
+    assert buckets(attrs.evolve(base, bucket=10_000_000)) == {-(-params // 10_000_000)}
+    assert buckets(attrs.evolve(base, overlap=False)) == {1}
