@@ -116,10 +116,13 @@ def _nvls_tree_chunk(size: int, concurrent: int, islands: int, t,
     """NCCL's NVLS-tree chunk (enqueue.cc): NCCL_NVLS_CHUNKSIZE (128 KiB, or what the plugin
     sets; from 2.21, before which NVLS-tree started from the Simple step, NCCL_BUFFSIZE / 8), at
     most 64 KiB from four nodes (from 2.19.3; NCCL_NVLSTREE_MAX_CHUNKSIZE, which the plugin may
-    set, replaces that cap from 2.20.3; 2.18 has no cap), then smaller while the message is
-    small against channels x heads (``concurrent``). ``release``: NCCL's, (2, MINOR[, PATCH])."""
+    set, replaces that cap from 2.20.3; 2.18 and 2.19.1 have no cap), then smaller while the
+    message is small against channels x heads (``concurrent``). ``release``: NCCL's,
+    (2, MINOR[, PATCH]); a release named without its patch ('2.19') is taken as the series'
+    last, so a bare 2.19 has the cap."""
     chunk = t.nvls_chunk if release >= (2, 21) else t.buffsize // NCCL_STEPS
-    if release >= (2, 19):
+    # the cap is in enqueue.cc at v2.19.3-1, not at v2.19.1-1 (NVIDIA/nccl#1112 measured both)
+    if (release if len(release) > 2 else (*release, 99)) >= (2, 19, 3):
         cap = t.nvls_tree_max_chunk if release >= (2, 20) else 0
         top = cap or (65536 if islands >= 4 else chunk)
         chunk = min(chunk, top)

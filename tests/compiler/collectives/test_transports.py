@@ -74,9 +74,10 @@ def test_other_transports_do_not_change_with_the_plugin():
 
 
 def test_nvls_tree_chunk_by_nccl_release():
-    """2.18 starts from the Simple step (NCCL_BUFFSIZE / 8) with no cap; 2.19 caps it at 64 KiB
-    from four nodes; from 2.20.3 NCCL_NVLSTREE_MAX_CHUNKSIZE (which the plugin sets from 1.8)
-    replaces that cap; from 2.21 it starts from NCCL_NVLS_CHUNKSIZE (enqueue.cc at each tag).
+    """2.18 starts from the Simple step (NCCL_BUFFSIZE / 8) with no cap; 2.19.3 caps it at 64
+    KiB from four nodes (2.19.1 does not; a bare 2.19 is taken as its last patch); from 2.20.3
+    NCCL_NVLSTREE_MAX_CHUNKSIZE (which the plugin sets from 1.8) replaces that cap; from 2.21
+    it starts from NCCL_NVLS_CHUNKSIZE (enqueue.cc at each tag).
     Releases compare as tuples: 2.20 sits inside the 2.19 profile and still gets its rule."""
     old, v18 = with_plugin(EFA, "1.7.3"), with_plugin(EFA, "1.8")
     # 16 channels x 8 heads: 1 GiB < 32 x 128 x 512 KiB = 2 GiB, so 256 KiB; 2 GiB keeps 512
@@ -84,6 +85,9 @@ def test_nvls_tree_chunk_by_nccl_release():
     assert messages._nvls_tree_chunk(2 * GiB, 128, 2, old, (2, 18, 5)) == 512 * 1024
     assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, (2, 18)) == 512 * 1024
     assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, (2, 19)) == 64 * 1024
+    # the cap arrived in v2.19.3-1: v2.19.1-1's enqueue.cc has none (NVIDIA/nccl#1112)
+    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, (2, 19, 1)) == 512 * 1024
+    assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, (2, 19, 3)) == 64 * 1024
     assert messages._nvls_tree_chunk(8 * GiB, 128, 4, v18, (2, 19, 4)) == 64 * 1024
     assert messages._nvls_tree_chunk(8 * GiB, 128, 4, v18, (2, 20, 3)) == 512 * 1024
     assert messages._nvls_tree_chunk(8 * GiB, 128, 4, old, (2, 21)) == 64 * 1024
