@@ -183,7 +183,8 @@ CAVEATS: dict[str, tuple[str, dict]] = {
 #: ``backward_prefetch`` to BACKWARD_POST unless the config names one, and neither the
 #: ``mpt-*.yaml`` configs nor ``sweep.sh``/``submit_benchmarks.py`` do): a layer's backward
 #: all-gather is issued after the next layer's gradient computation, so it does not hide
-#: behind it (``fsdp_prefetch = "post"``, PyTorch's ``BackwardPrefetch`` docstring).
+#: behind it (``fsdp_prefetch = "post"``, PyTorch's ``BackwardPrefetch`` docstring). The
+#: large-scale H100 table's ``sweep.py`` names BACKWARD_PRE (``_FOUNDRY_LARGE`` in OPTIONS).
 COMPOSER_FSDP = dict(fsdp_prefetch="post")
 #: Framework options a row's source publishes beyond the CSV's columns. DeepSeek-V3's report
 #: (arXiv:2412.19437): DualPipe (sec. 3.2.1), RMSNorm and MLA up-projections recomputed
@@ -213,6 +214,16 @@ COMPOSER_FSDP = dict(fsdp_prefetch="post")
 _NEMOTRON = dict(bf16_grads=True, bf16_moments=True)
 _DSV3_EP = dict(deepep=True, route_nodes=4)
 _OVERLAP = dict(ep_overlap=True)
+#: llm-foundry's "H100 80GB BF16 (Large Scale, >= 128 GPUs)" table came with
+#: scripts/train/benchmarking/sweep.py in the same commit (5e85bd62d, January 2024), whose
+#: ``base_args`` pass ``--fsdp_config_backward_prefetch BACKWARD_PRE`` and
+#: ``--fsdp_config_forward_prefetch true`` to submit_benchmarks.py, which writes both into the
+#: run's ``fsdp_config`` (its ``--fsdp_config_mixed_precision PURE`` is not forwarded to
+#: ``mod_parameters``, whose default is DEFAULT: the table's "MP Mode" column, read from the
+#: submitted config by collect_results.py, says DEFAULT, which agrees). So those runs issued
+#: each backward gather before the gradient computation it hides behind (``fsdp_prefetch =
+#: "pre"``), not Composer's BACKWARD_POST default the 8-64 GPU tables (sweep.sh) ran with.
+_FOUNDRY_LARGE = dict(fsdp_prefetch="pre")
 OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
                 first_stage_layers=3, last_stage_layers=2, ep_overlap=True, **_DSV3_EP),
@@ -223,7 +234,10 @@ OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            "automodel-h100-deepseek-v3-1024gpu-bf16": _DSV3_EP,
            "automodel-h100-deepseek-v3-256gpu-bf16": _DSV3_EP,
            "automodel-h100-qwen3-30b-a3b-8gpu-bf16": dict(deepep=True),
-           "automodel-h100-gpt-oss-120b-64gpu-bf16": dict(deepep=True)}
+           "automodel-h100-gpt-oss-120b-64gpu-bf16": dict(deepep=True),
+           **{f"llmfoundry-h100-sxm-mpt-{rid}": _FOUNDRY_LARGE for rid in (
+               "13b-s2048-128gpu-bf16-mb16-ckpt", "70b-s2048-128gpu-bf16-mb8-ckpt",
+               "30b-s2048-128gpu-bf16-mb8-ckpt", "7b-s2048-128gpu-bf16-mb6-nockpt")}}
 #: Megatron-Core's module recompute (``recompute_modules`` with a "selective" granularity)
 #: where the row's recipe sets it, so the row's recompute is known rather than the lightest
 #: that fits: Megatron-Bridge v0.2.0 (25.11; scripts/performance/configs/deepseek/
