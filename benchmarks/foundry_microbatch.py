@@ -26,6 +26,7 @@ The fits here run on validation rows, as a diagnosis: none of their constants en
 
 from __future__ import annotations
 
+import csv
 import math
 import sys
 from pathlib import Path
@@ -35,7 +36,7 @@ import attrs
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.training_rows import (_costs, _model_cached, candidate, predict, rows,  # noqa: E402
+from tests.training_rows import (CSV, _costs, _model_cached, candidate, predict, rows,  # noqa: E402
                                  system, system_of, training)
 from topoc.compiler.analysis.plan import strategy_for  # noqa: E402
 from topoc.compiler.analysis.strategy import placement, step  # noqa: E402
@@ -100,35 +101,54 @@ def fit(rs, extra, grid_e, grid_x):
     return best
 
 
-def refit(rs, extra: float = 5e-3) -> None:
-    """(d) as a model term would have to be fitted: ``extra`` seconds per layer and
-    micro-batch on Composer's FSDP rows, the Hopper bf16 plateau refitted (as
-    ``plan_calibration.py --fit`` does) on the Hopper fit rows only."""
+#: Bytes a layer parameter's unsharded gradient moves in FSDP1's backward each micro-batch
+#: (torch 2.1 ``_runtime_utils``: the flat gradient assembled from its views' gradients, read
+#: and written in bf16; cast to the fp32 reduce dtype under Composer's DEFAULT mixed precision;
+#: ``_div_if_needed`` by the predivide factor in place before ``reduce_scatter_tensor``):
+#: 2 + 2 + 2 + 4 + 4 + 4 with DEFAULT, 2 + 2 + 2 + 2 with PURE (bf16 reduce).
+GRAD_BYTES = {"DEFAULT": 18.0, "PURE": 8.0}
+
+
+def refit(rs) -> None:
+    """(d) as a model term would have to be fitted: a cost per layer and micro-batch on
+    Composer's FSDP rows (5 ms, or FSDP1's gradient bytes at ``hbm_efficiency``), the Hopper
+    bf16 plateau refitted (as ``plan_calibration.py --fit`` does) on the Hopper fit rows."""
     fit_rows = [r for r in rows() if r.fit and r.generation == "hopper"]
     h100 = [r for r in rs if r.generation == "hopper"]
     original = gemm.CURVES["hopper"]
+    with CSV.open(encoding="utf-8") as f:
+        precision = {row["id"]: row["precision"] for row in csv.DictReader(f)}
 
-    def err(r, x):
+    def grad_bytes(r):
+        m = _model_cached(r.id)
+        t = training(r, r.recompute or "none")
+        mode = "PURE" if "PURE" in precision[r.id] else "DEFAULT"
+        return layer_parameters(m)[0] * GRAD_BYTES[mode] / (3.35e12 * t.hbm_efficiency)
+
+    terms = (("nothing", lambda r: 0.0), ("5.0 ms", lambda r: 5e-3),
+             ("FSDP1's gradient bytes", grad_bytes))
+
+    def err(r, per_layer):
         p = predict(r)
-        add = x * microbatches(r) * _model_cached(r.id).layers \
+        add = per_layer(r) * microbatches(r) * _model_cached(r.id).layers \
             if r.id.startswith("llmfoundry") else 0.0
         return (p.predicted + add) / p.measured - 1
 
     try:
-        for x in (0.0, extra):
+        for name, per_layer in terms:
             best = None
             for i in range(26):
                 e = round(0.46 + 0.01 * i, 2)
                 gemm.CURVES["hopper"] = attrs.evolve(original, e_max=e)
-                loss = rms([err(r, x) for r in fit_rows])
+                loss = rms([err(r, per_layer) for r in fit_rows])
                 if best is None or loss < best[0]:
                     best = (loss, e)
             gemm.CURVES["hopper"] = attrs.evolve(original, e_max=best[1])
-            errs = [err(r, x) for r in h100]
-            print(f"  fit rows refitted with {x * 1e3:.1f} ms per layer and micro-batch on "
-                  f"Composer's rows: Hopper plateau {best[1]:.2f} (RMS {best[0]:.3f} on "
-                  f"{len(fit_rows)} fit rows); H100 llm-foundry rows {min(errs):+.1%} to "
-                  f"{max(errs):+.1%}")
+            errs = [err(r, per_layer) for r in h100]
+            print(f"  fit rows refitted with {name} per layer and micro-batch on Composer's "
+                  f"rows: Hopper plateau {best[1]:.2f} (RMS {best[0]:.3f} on {len(fit_rows)} "
+                  f"fit rows); H100 llm-foundry rows {min(errs):+.1%} to {max(errs):+.1%}, "
+                  f"RMS {rms(errs):.3f}")
     finally:
         gemm.CURVES["hopper"] = original
 
