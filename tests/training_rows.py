@@ -172,18 +172,21 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "reaches 35.9 %; topoc puts it at 32.4 of 40 GB, near the edge where the allocator "
         "works hardest, which is not modelled", {}),
     "llmfoundry-h100-sxm-mpt-13b-s1024-8gpu-bf16-mb40-ckpt": (
-        "unexplained: llm-foundry's checkpointed rows are predicted up to 24 % slow and its "
-        "no-checkpoint rows -10 % to +1 % (RANK_MISSES: full recompute costs too much "
-        "against no recompute on these runs)", {}),
+        "no sourced mechanism: llm-foundry's rows are predicted slow by how large their "
+        "micro-batch is, checkpointed or not, not by their recompute (docs/plan.md, "
+        "'llm-foundry: the micro-batch, not the recompute'); at a GEMM plateau of 0.64 with "
+        "about 5 ms per layer and micro-batch, fitted on these validation rows as a "
+        "diagnosis only (benchmarks/foundry_microbatch.py), it would be +5 %", {}),
     "llmfoundry-h100-sxm-mpt-7b-s1024-8gpu-bf16-mb64-ckpt": (
-        "unexplained, as MPT-13B at 1K tokens", {}),
+        "as MPT-13B at 1K tokens (+4 % under the same two figures)", {}),
 }
 #: llm-foundry's benchmarks ran Composer's FSDP1 (the tables' "Sharding Strategy FULL_SHARD";
 #: Composer 0.14-0.19, the versions llm-foundry pinned while the tables were written, sets
 #: ``backward_prefetch`` to BACKWARD_POST unless the config names one, and neither the
 #: ``mpt-*.yaml`` configs nor ``sweep.sh``/``submit_benchmarks.py`` do): a layer's backward
 #: all-gather is issued after the next layer's gradient computation, so it does not hide
-#: behind it (``fsdp_prefetch = "post"``, PyTorch's ``BackwardPrefetch`` docstring).
+#: behind it (``fsdp_prefetch = "post"``, PyTorch's ``BackwardPrefetch`` docstring). The
+#: large-scale H100 table's ``sweep.py`` names BACKWARD_PRE (``_FOUNDRY_LARGE`` in OPTIONS).
 COMPOSER_FSDP = dict(fsdp_prefetch="post")
 #: Framework options a row's source publishes beyond the CSV's columns. DeepSeek-V3's report
 #: (arXiv:2412.19437): DualPipe (sec. 3.2.1), RMSNorm and MLA up-projections recomputed
@@ -213,6 +216,16 @@ COMPOSER_FSDP = dict(fsdp_prefetch="post")
 _NEMOTRON = dict(bf16_grads=True, bf16_moments=True)
 _DSV3_EP = dict(deepep=True, route_nodes=4)
 _OVERLAP = dict(ep_overlap=True)
+#: llm-foundry's "H100 80GB BF16 (Large Scale, >= 128 GPUs)" table came with
+#: scripts/train/benchmarking/sweep.py in the same commit (5e85bd62d, January 2024), whose
+#: ``base_args`` pass ``--fsdp_config_backward_prefetch BACKWARD_PRE`` and
+#: ``--fsdp_config_forward_prefetch true`` to submit_benchmarks.py, which writes both into the
+#: run's ``fsdp_config`` (its ``--fsdp_config_mixed_precision PURE`` is not forwarded to
+#: ``mod_parameters``, whose default is DEFAULT: the table's "MP Mode" column, read from the
+#: submitted config by collect_results.py, says DEFAULT, which agrees). So those runs issued
+#: each backward gather before the gradient computation it hides behind (``fsdp_prefetch =
+#: "pre"``), not Composer's BACKWARD_POST default the 8-64 GPU tables (sweep.sh) ran with.
+_FOUNDRY_LARGE = dict(fsdp_prefetch="pre")
 OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
                 first_stage_layers=3, last_stage_layers=2, ep_overlap=True, **_DSV3_EP),
@@ -223,7 +236,10 @@ OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            "automodel-h100-deepseek-v3-1024gpu-bf16": _DSV3_EP,
            "automodel-h100-deepseek-v3-256gpu-bf16": _DSV3_EP,
            "automodel-h100-qwen3-30b-a3b-8gpu-bf16": dict(deepep=True),
-           "automodel-h100-gpt-oss-120b-64gpu-bf16": dict(deepep=True)}
+           "automodel-h100-gpt-oss-120b-64gpu-bf16": dict(deepep=True),
+           **{f"llmfoundry-h100-sxm-mpt-{rid}": _FOUNDRY_LARGE for rid in (
+               "13b-s2048-128gpu-bf16-mb16-ckpt", "70b-s2048-128gpu-bf16-mb8-ckpt",
+               "30b-s2048-128gpu-bf16-mb8-ckpt", "7b-s2048-128gpu-bf16-mb6-nockpt")}}
 #: Megatron-Core's module recompute (``recompute_modules`` with a "selective" granularity)
 #: where the row's recipe sets it, so the row's recompute is known rather than the lightest
 #: that fits: Megatron-Bridge v0.2.0 (25.11; scripts/performance/configs/deepseek/
@@ -625,17 +641,18 @@ def ranking(row: Row, jobs: int = 1) -> Ranking | None:
 #: next to the best strategy and the options that differ; a row over 15 % that is not here
 #: prints "not explained". Each names a mechanism or says what is missing; none is a tuning.
 _FOUNDRY = ("llm-foundry's published runs checkpoint every block; the best drops it for "
-            "one- to eight-sequence micro-batches (Composer's BACKWARD_POST gathers costed, "
-            "which brought MPT-70B on 64 GPUs within 15 %). llm-foundry's own table measures "
-            "the opposite: its no-checkpoint runs reach lower hardware FLOP rates (HFU "
-            "39.6-46.4 % on H100) than its checkpointed ones at 1K-4K tokens (48-59 %), and "
-            "topoc predicts the table's bf16 no-checkpoint rows -10 % to +1 % and its "
-            "checkpointed rows on H100 and A100 80 GB -6 % to +24 % (this one {err}): topoc's "
-            "full recompute costs about a fifth too much against no recompute on these "
-            "runs, by a mechanism the table does not show "
-            "(the runs sit at the largest micro-batch that fits; allocator pressure is not "
-            "modelled); the best fits at 60-99 % of HBM (at 91-99 % for five rows, the "
-            "memory model's edge), so for most of them memory does not separate the two")
+            "one- to eight-sequence micro-batches. The miss follows the micro-batch, not the "
+            "recompute (docs/plan.md, 'llm-foundry: the micro-batch, not the recompute'): "
+            "within the table's checkpointed runs alone a smaller micro-batch loses more "
+            "than topoc predicts (MPT-70B on H100, micro-batch 2 -> 8: 1.18x the tokens/s "
+            "measured, 1.06x predicted), and a GEMM plateau of 0.64 with about 5 ms per "
+            "layer and micro-batch puts all 18 H100 rows, checkpointed or not, within 6 % "
+            "(this one {err} today; benchmarks/foundry_microbatch.py). No source read names "
+            "that cost (FSDP1's rate-limiter gap, 235 us a gather in PyTorch PR 108234, is "
+            "about a tenth of it), so it is not modelled and the search's small "
+            "micro-batches pay nothing for it; the best fits at 60-99 % of HBM (at 91-99 % "
+            "for five rows, the memory model's edge), so for most of them memory does not "
+            "separate the two")
 _A2A = ("expert all-to-all costed fully exposed: the published wide EP pays {ep} s of "
         "{step} s; the row's recipe does not turn on Megatron-Core's EP A2A overlap "
         "({why}), so topoc does not hide it (ep_overlap); what else overlaps it in that run "
@@ -686,11 +703,12 @@ RANK_MISSES: dict[str, str] = {
         ("h100-sxm-mpt-13b-s4096-8gpu-bf16", "+14 %"),
         ("a100-40gb-mpt-13b-s2048-128gpu-bf16", "-2 %"),
         ("a100-40gb-mpt-7b-s2048-128gpu-bf16", "-3 %"),
-        ("h100-sxm-mpt-13b-s2048-128gpu-bf16-mb16-ckpt", "+17 %"),
+        ("h100-sxm-mpt-13b-s2048-128gpu-bf16-mb16-ckpt", "+16 %"),
+        ("h100-sxm-mpt-70b-s2048-128gpu-bf16-mb8-ckpt", "+17 %"),
         ("h100-sxm-mpt-13b-s1024-8gpu-bf16-mb40-ckpt", "+23 %"),
         ("h100-sxm-mpt-70b-s2048-32gpu-bf16-mb2-ckpt", "+5 %"),
         ("h100-sxm-mpt-30b-s2048-16gpu-bf16-mb10-ckpt", "+18 %"),
-        ("h100-sxm-mpt-30b-s2048-128gpu-bf16-mb8-ckpt", "+16 %"),
+        ("h100-sxm-mpt-30b-s2048-128gpu-bf16-mb8-ckpt", "+13 %"),
         ("h100-sxm-mpt-7b-s4096-8gpu-bf16-mb16-ckpt", "+11 %"),
         ("h100-sxm-mpt-7b-s1024-8gpu-bf16-mb64-ckpt", "+21 %"),
         ("a100-80gb-mpt-13b-s4096-8gpu-bf16-mb10-ckpt", "+13 %"),
