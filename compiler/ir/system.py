@@ -184,6 +184,12 @@ class Transformer:
     rope_head_dim: int = 0
     #: Tokens an expert takes over its even share (0: dropless, Megatron's default).
     capacity_factor: float = 0.0
+    #: GPT-OSS's clamped SwiGLU: the gate clamped to at most this and the linear half to
+    #: [-act_clamp, act_clamp] (0: no clamp); ``expert_bias``: the experts' linear layers
+    #: carry biases. Frameworks may run both outside their fused kernels
+    #: (``training.epilogue``).
+    act_clamp: float = 0.0
+    expert_bias: bool = False
 
     @property
     def dhead(self) -> int:

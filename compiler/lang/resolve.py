@@ -46,7 +46,8 @@ MODEL_SCHEMA: dict[str, Any] = {
     "vocab": INT, "experts": INT, "top_k": INT, "expert_ffn": INT, "shared_experts": INT,
     "dense_layers": INT, "gated": BOOL, "tied": BOOL, "dropout": BOOL, "dtype": STRING,
     "description": STRING, "source": STRING, "head_dim": INT, "kv_lora_rank": INT,
-    "q_lora_rank": INT, "rope_head_dim": INT, "capacity_factor": NUMBER}
+    "q_lora_rank": INT, "rope_head_dim": INT, "capacity_factor": NUMBER, "act_clamp": NUMBER,
+    "expert_bias": BOOL}
 MODEL_REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
 DTYPES = ("bf16", "fp16", "fp8")
 
@@ -329,7 +330,9 @@ def _transformer(decl: s.ModelDecl, diags: Collector) -> Transformer | None:
         span=decl.span, head_dim=values.get("head_dim", 0),
         kv_lora_rank=values.get("kv_lora_rank", 0), q_lora_rank=values.get("q_lora_rank", 0),
         rope_head_dim=values.get("rope_head_dim", 0),
-        capacity_factor=float(values.get("capacity_factor", 0.0)))
+        capacity_factor=float(values.get("capacity_factor", 0.0)),
+        act_clamp=float(values.get("act_clamp", 0.0)),
+        expert_bias=values.get("expert_bias", False))
 
 
 def resolve(module: s.Module, root_path: str | None = None,
