@@ -49,6 +49,9 @@ SETTING_DOCS = {
     "last_stage_layers": "transformer layers on the last pipeline stage (uneven stages)",
     "fp8": "FP8 GEMMs at the FP8 peak, the parts that stay BF16 at BF16, FP8 weight savings",
     "fsdp": "fully sharded data parallelism: weights, gradients and optimizer sharded",
+    "expert_epilogue": "how a GPT-OSS-style expert's clamp and biases run: megatron "
+                       "(Megatron-Core's eager clamp and per-expert fc2 bias; default), "
+                       "eager_bias (NeMo AutoModel's: clamp fused, both biases eager) or fused",
     "attention_kernel": "fused (cuDNN, FlashAttention-3; default) or fa2 (FlashAttention-2, "
                         "PyTorch SDPA: slower on Hopper)",
     "pure_bf16": "bf16 weights, gradients, Adam moments and loss, no fp32 master copy (NeMo "

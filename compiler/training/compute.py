@@ -21,7 +21,8 @@ and the transposed copy the weight gradient reads), a documented figure, not a f
 MoE layers: after the dropless dispatcher's host synchronisation the forward's expert segment
 runs no faster than the host issues its kernels, and the backward no faster than the host
 issues the layer's (``host_bound``): fine-grained experts at small micro-batches wait on the
-host, large ones do not.
+host, large ones do not. A GPT-OSS-style expert's clamp and biases add the element-wise passes
+and launches its framework runs outside the fused kernels (``epilogue``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import attrs
 
 from ..ir.gpus import GPUFigures
 from ..ir.system import Transformer
-from . import ep_overlap
+from . import ep_overlap, epilogue
 from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
 from .memory import modules, op_policy
@@ -126,7 +127,7 @@ LAYER_BACKWARD_LAUNCHES = 20
 
 
 def host_bound(m: Transformer, sh: Shape, fp8: bool, experts_fwd: float, layer_bwd: float,
-               forwards: float = 1) -> float:
+               forwards: float = 1, extra: tuple[int, int] = (0, 0)) -> float:
     """Seconds per MoE layer and micro-batch the GPU waits for the host to issue kernels.
 
     Forward: Megatron-Core's dropless dispatcher copies the per-expert token counts to the
@@ -144,14 +145,16 @@ def host_bound(m: Transformer, sh: Shape, fp8: bool, experts_fwd: float, layer_b
     (``experts_fwd``) and its launches x ``HOST_LAUNCH``, once per forward (a full
     recompute's forward syncs again). Backward needs no copy (the splits are kept from the
     forward), so the host runs ahead across layers and only the whole layer's launches
-    against its GPU time (``layer_bwd``) count. Returns the excess over the GPU time:
+    against its GPU time (``layer_bwd``) count. ``extra``: the (forward, backward) launches
+    an eager clamp and per-expert biases add (``epilogue.launches``). Returns the excess over
+    the GPU time:
     fine-grained experts at small micro-batches (128 experts, 16 per GPU, ~2K tokens each)
     are host-bound; large experts are not."""
     local = max(1, m.experts // max(1, sh.ep))
     per_gemm = 2 if fp8 else 1
-    fwd = HOST_LAUNCH * (MOE_SEGMENT_LAUNCHES[0] + 2 * local * per_gemm)
+    fwd = HOST_LAUNCH * (MOE_SEGMENT_LAUNCHES[0] + 2 * local * per_gemm + extra[0])
     bwd = HOST_LAUNCH * (LAYER_BACKWARD_LAUNCHES + MOE_SEGMENT_LAUNCHES[1] +
-                         4 * local * per_gemm)
+                         4 * local * per_gemm + extra[1])
     return forwards * max(0.0, fwd - experts_fwd) + max(0.0, bwd - layer_bwd)
 
 
@@ -259,16 +262,19 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             # other matrix multiplication
             redo, passes = 0.0, 3 + op_policy(m, sh, moe)[1]
         bytes_, softmax = _elementwise(m, t, sh, moe, fp8)
+        # the experts' clamp and biases outside the fused kernels: forward, backward, redone
+        e_fwd, e_bwd, e_again = epilogue.bytes_per_token(m, t, sh) if moe else (0.0, 0.0, 0.0)
         if moe:
             # the layer's backward on the GPU: GEMMs, attention, element-wise work
-            bwd = 2 * g_time + a_bwd + 2 * tokens * bytes_ / (r.hbm * t.hbm_efficiency)
+            bwd = 2 * g_time + a_bwd + tokens * (2 * bytes_ + e_bwd) / (r.hbm * t.hbm_efficiency)
             experts = _gemms(r, shapes[-2:], fp8)[0]       # the local experts' two GEMMs
             n_att = len(attention_matrices(m))
             attn_f = _gemms(r, shapes[:n_att], fp8)[0] + router + a_fwd
             mlp_f = _gemms(r, shapes[n_att:], fp8)[0]
             segments = (attn_f, mlp_f, 2 * (attn_f - a_fwd) + a_bwd, 2 * mlp_f)
-            g_time += (r.curve.moe_layer + host_bound(m, sh, fp8, experts, bwd,
-                                                      passes - 2)) / passes
+            g_time += (r.curve.moe_layer + host_bound(
+                m, sh, fp8, experts, bwd, passes - 2,
+                epilogue.launches(m, t, max(1, m.experts // max(1, sh.ep))))) / passes
         # Megatron-Core's module recompute (``recompute_modules``): the forwards it redoes
         again, again_flops, again_bytes = _modules_again(m, t, sh, r, shapes, moe, mods, fp8)
         gemm += n * (g_time * passes + again)
@@ -279,7 +285,8 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
         # DeepSeek-V3's norms are recomputed)
         scores = t.recompute == "selective" and not t.flash_attention and "core_attn" in mods
         extra = bytes_ if t.recompute == "full" else (softmax if scores else 0.0) + again_bytes
-        ew += n * tokens * (3 * bytes_ + extra) / (r.hbm * t.hbm_efficiency)
+        ew += n * tokens * (3 * bytes_ + extra + e_fwd + e_bwd + e_again) / \
+            (r.hbm * t.hbm_efficiency)
     if logits:
         l_time, l_flops = _gemms(r, [(tokens, m.vocab / sh.tp, m.hidden, 1)], False)
         gemm += 3 * l_time

@@ -63,6 +63,7 @@ from __future__ import annotations
 import attrs
 
 from ..ir.system import Transformer
+from .epilogue import kept_bytes
 from .mapping import Layout, Shape, in_flight
 from .params import attention_matrices, kv_width, layer_parameters, moe_layers, q_width
 
@@ -251,7 +252,8 @@ def activation_per_layer(m: Transformer, t, sh: Shape, moe: bool | None = None) 
     load = t.imbalance if not m.capacity_factor else min(t.imbalance, m.capacity_factor)
     shared = m.shared_experts * mlp(m.expert_ffn)
     routed = m.top_k * load * (mlp(m.expert_ffn, "moe_act" in redo) +
-                               2 * h * g8)                       # the permuted input
+                               2 * h * g8 +                      # the permuted input
+                               (0 if f8 else kept_bytes(m, t)))  # an eager clamp's input
     return stream / (sh.tp if sp else 1) + (attn + shared + routed) / sh.tp
 
 

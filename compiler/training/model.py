@@ -17,11 +17,13 @@ from ..ir.gpus import GPUFigures
 from ..ir.system import Transformer, TrafficFlow
 from .compute import Compute, compute
 from .mapping import Layout, MappingError, Shape, bubble, check, idle_time, layout, shape_of
+from .epilogue import EXPERT_EPILOGUES
 from .memory import Memory, activation_per_layer, bytes_per_param, memory, sharding
 from .params import model_flops, moe_layers, parameters, stage_parameters
 from .traffic import traffic
 
-__all__ = ["RECOMPUTE", "RECOMPUTE_MODULES", "ATTENTION_KERNELS", "FSDP_PREFETCH", "ZERO", "Training",
+__all__ = ["RECOMPUTE", "RECOMPUTE_MODULES", "ATTENTION_KERNELS", "EXPERT_EPILOGUES", "FSDP_PREFETCH",
+           "ZERO", "Training",
            "Derived",
            "derive", "Compute", "Memory", "Shape",
            "Layout", "MappingError", "stage_layout", "bubble", "check", "idle_time", "layout", "shape_of",
@@ -64,7 +66,9 @@ class Training:
     ``grad_sync_dtype: bf16``); ``first_stage_layers``/``last_stage_layers`` fix the
     end stages of the pipeline and ``pipeline_slots`` counts embedding and loss as layer slots
     (None: when the layers need it to split evenly); ``bucket`` is the parameters a gradient
-    bucket holds (None: Megatron-Core's default, ``traffic.bucket_params``)."""
+    bucket holds (None: Megatron-Core's default, ``traffic.bucket_params``);
+    ``expert_epilogue`` names how the framework runs a GPT-OSS-style expert's clamp and biases
+    (``epilogue``'s docstring: Megatron-Core's eager clamp and fc2 bias by default)."""
 
     model: Transformer
     batch: int                          # global batch, in sequences
@@ -97,6 +101,7 @@ class Training:
     ep_overlap: bool = False            # Megatron-Core's EP A2A overlap (``ep_overlap``)
     fsdp_prefetch: str = "pre"          # ZeRO-3/FSDP backward all-gather: "pre" or "post"
     attention_kernel: str = "fused"     # "fused" (cuDNN, FlashAttention-3) or "fa2"
+    expert_epilogue: str = "megatron"   # clamp and expert biases: ``epilogue.EXPERT_EPILOGUES``
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     pipeline_slots: bool | None = None
@@ -142,6 +147,9 @@ def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
     if t.attention_kernel not in ATTENTION_KERNELS:
         raise MappingError(f"attention kernel '{t.attention_kernel}': one of "
                            f"{', '.join(ATTENTION_KERNELS)}")
+    if t.expert_epilogue not in EXPERT_EPILOGUES:
+        raise MappingError(f"expert epilogue '{t.expert_epilogue}': one of "
+                           f"{', '.join(EXPERT_EPILOGUES)}")
     if t.fsdp_prefetch not in FSDP_PREFETCH:
         raise MappingError(f"fsdp prefetch '{t.fsdp_prefetch}': one of "
                            f"{', '.join(FSDP_PREFETCH)}")

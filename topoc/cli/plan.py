@@ -12,8 +12,8 @@ from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import zero_stage
 from ..compiler.base.diagnostics import suggest
-from ..compiler.training.model import (ATTENTION_KERNELS, FSDP_PREFETCH, RECOMPUTE,
-                                        RECOMPUTE_MODULES, ZERO, Training)
+from ..compiler.training.model import (ATTENTION_KERNELS, EXPERT_EPILOGUES, FSDP_PREFETCH,
+                                       RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training)
 from ..lsp_help import SETTING_DOCS as DOCS
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
@@ -71,6 +71,8 @@ def add_parser(sub) -> None:
                    help=DOCS["flash_attention"] + "; default on, off for runs before 2022")
     p.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default="fused",
                    help=DOCS["attention_kernel"])
+    p.add_argument("--expert-epilogue", choices=EXPERT_EPILOGUES, default="megatron",
+                   help=DOCS["expert_epilogue"])
     p.add_argument("--compare", metavar="SIZES", help="where a strategy ranks and which terms "
                    "separate it from #1, e.g. tp=8,pp=4,dp=2[,cp=1,ep=1,microbatch=1,"
                    "recompute=selective,interleave=1,sequence_parallel=1,zero=1]")
@@ -153,7 +155,8 @@ def run(args) -> int:
                     fp8_activations=args.fp8_activations, bf16_moments=args.bf16_moments,
                     bf16_grads=args.bf16_grads, recompute_modules=modules,
                     flash_attention=args.flash_attention == "on",
-                    attention_kernel=args.attention_kernel)
+                    attention_kernel=args.attention_kernel,
+                    expert_epilogue=args.expert_epilogue)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
