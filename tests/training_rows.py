@@ -194,7 +194,11 @@ CAVEATS: dict[str, tuple[str, dict]] = {
 #: all-gather is issued after the next layer's gradient computation, so it does not hide
 #: behind it (``fsdp_prefetch = "post"``, PyTorch's ``BackwardPrefetch`` docstring). The
 #: large-scale H100 table's ``sweep.py`` names BACKWARD_PRE (``_FOUNDRY_LARGE`` in OPTIONS).
-COMPOSER_FSDP = dict(fsdp_prefetch="post")
+#: Their MPT models compute the loss with flash-attn's fused cross entropy (llm-foundry's
+#: ``ComposerMPTCausalLM``: ``om_model_config.get('loss_fn', 'fused_crossentropy')``, which the
+#: benchmark configs do not override): the bf16 logits and an in-place gradient
+#: (``cross_entropy = "fused"``, ``memory.LOGIT_BYTES``).
+COMPOSER_FSDP = dict(fsdp_prefetch="post", cross_entropy="fused")
 #: Framework options a row's source publishes beyond the CSV's columns. DeepSeek-V3's report
 #: (arXiv:2412.19437): DualPipe (sec. 3.2.1), RMSNorm and MLA up-projections recomputed
 #: (sec. 3.2.3), activations cached in fp8 with the SwiGLU output recomputed (sec. 3.3.4),
@@ -238,12 +242,20 @@ _OVERLAP = dict(ep_overlap=True)
 #: submitted config by collect_results.py, says DEFAULT, which agrees). So those runs issued
 #: each backward gather before the gradient computation it hides behind (``fsdp_prefetch =
 #: "pre"``), not Composer's BACKWARD_POST default the 8-64 GPU tables (sweep.sh) ran with.
-_FOUNDRY_LARGE = dict(fsdp_prefetch="pre")
+_FOUNDRY_LARGE = dict(fsdp_prefetch="pre", cross_entropy="fused")
+#: torchtitan compiles its loss with ``--compile`` from bbb1b616e (2025-04-02; the December
+#: 2024 code, 9dec370, keeps it eager: "compiling loss function causes CUDA errors"): the June
+#: 2025 rows (Trainy's H200 runs at e7c0cae, the AsyncTP benchmark at 820504e, both compiled)
+#: run torch.compile's cross entropy (``cross_entropy = "compiled"``).
+_TITAN_COMPILED_LOSS = dict(cross_entropy="compiled")
 OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
                 first_stage_layers=3, last_stage_layers=2, ep_overlap=True, **_DSV3_EP),
            "nemo2407-h100-nemotron4-340b-128gpu-fp8": _NEMOTRON,
            "mbridge-2511-h100-q235-256-fp8-cs": _OVERLAP,
+           **{rid: _TITAN_COMPILED_LOSS for rid in (
+               "tt25-trainy-h200-8b-32gpu-fsdp-fp8", "tt25-trainy-h200-8b-64gpu-fsdp-fp8",
+               "tt25-asynctp-70b-256gpu-bf16-vanillaTP", "tt25-asynctp-8b-64gpu-bf16-vanillaTP")},
            "mbridge-2511-b200-q235-64-fp8-mx": _OVERLAP,
            "mbridge-2511-h100-q30-16-fp8-cs": _OVERLAP,
            "automodel-h100-deepseek-v3-1024gpu-bf16": _DSV3_EP,
@@ -435,6 +447,8 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 pure_bf16=row.source.startswith("NVIDIA NeMo AutoModel"),
                 bf16_grads=row.id.startswith("mbridge"),
                 recompute_modules=RECIPE_RECOMPUTE.get(row.id, ()),
+                # Megatron-Core's vocabulary-parallel cross entropy, Megatron-FSDP runs too
+                cross_entropy="megatron" if megatron else "auto",
                 zero=row.zero if not row.fsdp else 0)
     if row.id.startswith("llmfoundry"):
         opts.update(COMPOSER_FSDP)
@@ -610,7 +624,7 @@ class Ranking:
         return ", ".join(out) or "none"
 
 
-def ranking(row: Row, jobs: int = 1) -> Ranking | None:
+def ranking(row: Row, jobs: int = 1, margin: float | None = None) -> Ranking | None:
     """Where the row's published strategy ranks in the free search on its system, with the
     row's framework options and its GPU's memory. None when topoc calls the published strategy
     out of memory or cannot run it. The published strategy is placed among the search's rows
@@ -618,8 +632,12 @@ def ranking(row: Row, jobs: int = 1) -> Ranking | None:
     row's ZeRO stage (or FSDP), as a user of that framework fixes it with --zero,
     --distributed-optimizer or --fsdp, runs at the memory of the row's GPU (``HBM``, as
     ``--hbm`` does: an A100 40 GB row is not searched on 80 GB), and leaves out what the row's
-    software could not run (``software``)."""
-    from topoc.compiler.analysis.plan import plan
+    software could not run (``software``). ``margin`` is the search's memory margin (None:
+    ``plan``'s default, ``memory.MEMORY_MARGIN``; 0 off): tight rows rank after the others,
+    the published strategy among them when it is tight itself (``Ranking.published.tight``)."""
+    from topoc.compiler.analysis.plan import is_tight, plan
+    from topoc.compiler.training.memory import MEMORY_MARGIN
+    margin = MEMORY_MARGIN if margin is None else margin
     where = system_of(row)
     pred = predict(row, derate=False)       # the search runs on the library's figures
     if where is None or pred.predicted is None or pred.fits is False:
@@ -636,7 +654,7 @@ def ranking(row: Row, jobs: int = 1) -> Ranking | None:
     found = []
     for m in modes:
         result = plan(sys_, base.model, base, gpus=row.gpus, fixed={**fixed, "recompute": m},
-                      jobs=jobs, hbm=pred.hbm)
+                      jobs=jobs, hbm=pred.hbm, margin=margin)
         found += result.rows
     found.sort(key=lambda r: r.rank_key)
     if not found:
@@ -645,8 +663,10 @@ def ranking(row: Row, jobs: int = 1) -> Ranking | None:
     c = candidate(row, mode)
     p = strategy_for(base, c, gpu)
     published = row_of(sys_, c, p, _costs(where), placement(sys_, row.gpus), pred.hbm)
+    published = attrs.evolve(published, tight=is_tight(published.memory_per_gpu, pred.hbm,
+                                                       margin))
     same = next((r for r in found if r.candidate.recompute == mode), None)
-    faster = sum(1 for r in found if r.step_time < published.step_time)
+    faster = sum(1 for r in found if r.rank_key[:3] < published.rank_key[:3])
     return Ranking(published, found[0], same, faster + 1, len(found))
 
 
