@@ -13,7 +13,7 @@ from .ranked_csv import ranked_csv
 SCHEMA = "topoc.plan/1"
 CSV_FIELDS = ("rank", "tp", "cp", "ep", "dp", "pp", "microbatch", "recompute", "interleave",
               "sequence_parallel", "step_time", "compute_time", "comm_time", "bubble_time",
-              "memory_per_gpu", "fits", "mfu", "tokens_per_s")
+              "memory_per_gpu", "fits", "mfu", "tokens_per_s", "tight")
 
 
 def _shown(result: PlanResult, top: int) -> tuple[PlanRow, ...]:
@@ -22,12 +22,15 @@ def _shown(result: PlanResult, top: int) -> tuple[PlanRow, ...]:
 
 def as_json(result: PlanResult, head: dict, top: int = 0) -> str:
     """``{"schema": "topoc.plan/1", "format": "topoc.plan/1", ..., "rows": [...]}``: rows
-    ranked by step time, fitting ones first; times in seconds, memory in bytes."""
+    ranked by step time, fitting ones first and tight ones (within ``memory_margin`` of HBM)
+    after the others; times in seconds, memory in bytes."""
     rows = [{"rank": i + 1, **r.as_dict()} for i, r in enumerate(_shown(result, top))]
-    doc = {"schema": SCHEMA, "format": SCHEMA, **head, "candidates": result.considered,
+    doc = {"schema": SCHEMA, "format": SCHEMA, **head, "memory_margin": result.margin,
+           "candidates": result.considered,
            "rejected": result.invalid, "over_memory": result.over_memory,
            "evaluated": len(result.rows),
-           "fitting": sum(1 for r in result.rows if r.fits), "rows": rows}
+           "fitting": sum(1 for r in result.rows if r.fits), "tight": result.tight,
+           "rows": rows}
     return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
 
@@ -53,6 +56,10 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
              f"{result.considered:,} candidates: {result.invalid:,} rejected by the model "
              f"(layers, heads, batch or experts do not divide), {result.over_memory:,} over "
              f"GPU memory (not costed), {len(result.rows):,} costed and fit", ""]
+    if result.margin:
+        lines.insert(2, f"{result.tight:,} tight: they fit, within the {result.margin:.0%} "
+                        "memory margin of HBM (the memory model's measured uncertainty; "
+                        "--memory-margin 0 turns it off), ranked after the rest")
     del fitting
     head_row = ["#", "tp", "cp", "ep", "dp", "pp", "mb", "recompute", "v", "sp", "zero", "step",
                 "compute", "exposed comm", "bubble", "memory/GPU", "MFU", "tokens/s",
@@ -62,7 +69,8 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
         c = r.candidate
         over = (r.memory_per_gpu - head["hbm_per_gpu"]) / 1e9 if head.get("hbm_per_gpu") else 0
         memory = f"{r.memory_per_gpu / 1e9:.1f} GB" + ("" if r.fits else
-                                                        f" ({over:.1f} GB over)")
+                                                        f" ({over:.1f} GB over)") + \
+            (" tight" if r.tight else "")
         rows.append([str(i + 1), str(c.tp), str(c.cp), str(c.ep), str(c.dp), str(c.pp),
                      str(c.microbatch), c.recompute, str(c.interleave),
                      "yes" if c.sequence_parallel else "no", str(c.zero), seconds(r.step_time),
@@ -86,6 +94,10 @@ def render(result: PlanResult, head: dict, fmt: str = "text", top: int = 20) -> 
     return as_text(result, head, top)
 
 
+def _tight(r: PlanRow) -> str:
+    return " tight" if r.tight else ""
+
+
 def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
     """``--compare``: the strategy's rank and the terms that separate it from #1."""
     wanted = ",".join(f"{k}={v}" for k, v in cmp.wanted)
@@ -98,14 +110,19 @@ def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
     if cmp.row is None:
         return (f"{wanted}: not among the {head['model']} strategies that run and fit on "
                 f"{head['gpus']} GPUs (rejected by the model, or over GPU memory)\n")
-    lines = [f"{wanted}: rank {cmp.rank} ({cmp.row.candidate.key}), step "
+    lines = [f"{wanted}: rank {cmp.rank} ({cmp.row.candidate.key}{_tight(cmp.row)}), step "
              f"{seconds(cmp.row.step_time)}, {cmp.slower:+.1%} against #1 "
-             f"({cmp.best.candidate.key}, {seconds(cmp.best.step_time)})", "",
+             f"({cmp.best.candidate.key}{_tight(cmp.best)}, {seconds(cmp.best.step_time)})",
+             "",
              "term                this        #1          difference"]
     for name, a, b in cmp.terms:
         lines.append(f"{name:<18}  {seconds(a):<10}  {seconds(b):<10}  {seconds(a - b)}")
     lines.append(f"{'memory/GPU':<18}  {cmp.row.memory_per_gpu / 1e9:.1f} GB{'':<3}  "
                  f"{cmp.best.memory_per_gpu / 1e9:.1f} GB")
+    if cmp.row.tight:
+        lines.append("this strategy is tight: it fits within the memory margin of HBM, where "
+                     "the memory model's uncertainty could push it over, so it ranks after "
+                     "every candidate that is not")
     return "\n".join(lines) + "\n"
 
 
@@ -123,7 +140,8 @@ def render_scaling(curve, fmt: str = "text") -> str:
                          "tokens_per_s": r.tokens_per_s if r else None,
                          "speedup": curve.speedup(mode, p),
                          "efficiency": curve.efficiency(mode, p),
-                         "mfu": r.mfu if r else None})
+                         "mfu": r.mfu if r else None,
+                         "tight": r.tight if r else None})
     knees = {m: curve.knee(m) for m in ("strong", "weak")}
     if fmt == "json":
         return json.dumps({"schema": "topoc.scaling/1", "model": curve.model,
@@ -142,7 +160,8 @@ def render_scaling(curve, fmt: str = "text") -> str:
     table = [["GPUs", "mode", "batch", "best strategy", "step", "tokens/s", "speedup",
               "efficiency", "MFU"]]
     for r in rows:
-        table.append([str(r["gpus"]), r["mode"], str(r["batch"]), r["strategy"] or "-",
+        table.append([str(r["gpus"]), r["mode"], str(r["batch"]),
+                      (r["strategy"] or "-") + (" (tight)" if r["tight"] else ""),
                       seconds(r["step_time"]) if r["step_time"] else "-",
                       f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
                       f"{r['speedup']:.2f}" if r["speedup"] else "-",

@@ -7,6 +7,9 @@ time and memory next to the measured ones as a Markdown table, fit and validatio
 
 --fit    search the constants (coordinate descent on the RMS log error of the fit rows) and
          print them; without it the table uses the constants in compiler/training/gemm.py.
+--margin F  the search's memory margin for --ranks (default memory.MEMORY_MARGIN; 0 off):
+         tight candidates rank after the rest, and the summary counts the published
+         strategies that are tight themselves.
 --ranks  also run the free search for each row (at the row's GPU memory, with its framework's
          sharding) and print where its published strategy ranks, how far its predicted step
          is from the search's best and from the best with the row's own recompute mode, and,
@@ -80,7 +83,7 @@ def fit() -> dict[str, gemm.Curve]:
     return out
 
 
-def table(ranks: bool = False) -> None:
+def table(ranks: bool = False, margin: float | None = None) -> None:
     """One line per row, fit rows first, then the summary."""
     print("| run | GPUs | GPU | strategy | role | predicted s | measured s | error | memory GB "
           "| HBM GB | fits |" + (" rank | vs best | vs best, same recompute |" if ranks else ""))
@@ -89,6 +92,7 @@ def table(ranks: bool = False) -> None:
     oom, skipped = [], []
     gaps: dict[str, list[float]] = {"free": [], "same": []}
     misses = []
+    tight = []
     for role in ("fit", "validation"):
         for r in rows():
             if r.fit != (role == "fit"):
@@ -108,7 +112,7 @@ def table(ranks: bool = False) -> None:
             extra = ""
             if ranks:
                 t0 = time.perf_counter()
-                rk = ranking(r)
+                rk = ranking(r, margin=margin)
                 extra = f" {rk.rank} of {rk.rows} | {rk.gap:+.1%} | {rk.gap_same:+.1%} |" \
                     if rk else " - | - | - |"
                 if rk:
@@ -116,6 +120,8 @@ def table(ranks: bool = False) -> None:
                     gaps["same"].append(rk.gap_same)
                     if rk.gap > 0.15:
                         misses.append((r.id, rk, p.hbm))
+                    if rk.published.tight:
+                        tight.append(f"{r.id} ({rk.published.memory_per_gpu / p.hbm:.0%})")
                 print(f"  ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
             note = "" if scored else f" ({NOT_A_STEP[r.id]})"
             print(f"| {r.id}{note} | {r.gpus} | {r.gpu} | {strat} | {role} | "
@@ -134,6 +140,12 @@ def table(ranks: bool = False) -> None:
             print(f"published strategies within 15 % of {text}: "
                   f"{sum(g <= 0.15 for g in gaps[key])} of {len(gaps[key])} (median "
                   f"{statistics.median(gaps[key]):+.1%}, worst {max(gaps[key]):+.1%})")
+    if ranks:
+        from topoc.compiler.training.memory import MEMORY_MARGIN
+        m = MEMORY_MARGIN if margin is None else margin
+        print(f"memory margin {m:g}: published strategies that are tight themselves: "
+              f"{len(tight)} of {len(gaps['free'])}" + (f" ({', '.join(tight)})" if tight
+                                                         else ""))
     for rid, why in skipped:
         print(f"not reproduced: {rid}: {why}")
     if misses:
@@ -175,7 +187,8 @@ def _strategy(row, hbm: float) -> str:
     c = row.candidate
     return (f"tp{c.tp} cp{c.cp} ep{c.ep} dp{c.dp} pp{c.pp} v{c.interleave} mb{c.microbatch} "
             f"{c.recompute}{' sp' if c.sequence_parallel else ''}: {row.step_time:.2f} s, "
-            f"{row.memory_per_gpu / 1e9:.1f} GB ({row.memory_per_gpu / hbm:.0%})")
+            f"{row.memory_per_gpu / 1e9:.1f} GB ({row.memory_per_gpu / hbm:.0%})"
+            f"{', tight' if row.tight else ''}")
 
 
 def main() -> None:
@@ -183,7 +196,8 @@ def main() -> None:
     if "--fit" in sys.argv:
         fit()
         print()
-    table("--ranks" in sys.argv)
+    margin = float(sys.argv[sys.argv.index("--margin") + 1]) if "--margin" in sys.argv else None
+    table("--ranks" in sys.argv, margin)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,10 @@ SETTING_DOCS = {
     "expert_epilogue": "how a GPT-OSS-style expert's clamp and biases run: megatron "
                        "(Megatron-Core's eager clamp and per-expert fc2 bias; default), "
                        "eager_bias (NeMo AutoModel's: clamp fused, both biases eager) or fused",
+    "cross_entropy": "the loss kernel, for the logits' memory: auto (the framework's; "
+                     "default), megatron (Megatron-Core's vocabulary-parallel one, 6 bytes a logit), eager (PyTorch's fp32 upcast, 12 bytes a logit at its "
+                     "backward peak), compiled (torch.compile'd, 4) or fused (flash-attn's "
+                     "in-place kernel, 2)",
     "attention_kernel": "fused (cuDNN, FlashAttention-3; default) or fa2 (FlashAttention-2, "
                         "PyTorch SDPA: slower on Hopper)",
     "pure_bf16": "bf16 weights, gradients, Adam moments and loss, no fp32 master copy (NeMo "

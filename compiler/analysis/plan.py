@@ -32,6 +32,7 @@ from ..lang.derive import with_training
 from ..ir.system import DEFAULT_ORDER, ParallelStrategy, System, Transformer
 from . import plan_cache, remote
 from .strategy import StepReport, exposed_by_dim, placement, step
+from ..training.memory import MEMORY_MARGIN
 from ..training.model import (RECOMPUTE, MappingError, Shape, Training, check, layout, memory,
                               stage_layout)
 
@@ -97,6 +98,9 @@ class PlanRow:
     tokens_per_s: float
     comm_by_dim: tuple[tuple[str, float], ...]     # exposed seconds per group kind
     links_by_dim: tuple[tuple[str, tuple[str, ...]], ...]
+    #: fits, but within the memory margin of HBM (``is_tight``): the memory model's measured
+    #: uncertainty could push it over; ranked after the candidates that are not
+    tight: bool = False
 
     def as_dict(self) -> dict:
         """The JSON row (contract field names first)."""
@@ -108,7 +112,8 @@ class PlanRow:
                 "step_time": self.step_time, "compute_time": self.compute_time,
                 "comm_time": self.comm_time, "bubble_time": self.bubble_time,
                 "memory_per_gpu": self.memory_per_gpu, "fits": self.fits, "mfu": self.mfu,
-                "tokens_per_s": self.tokens_per_s, "comm_by_dim": dict(self.comm_by_dim),
+                "tokens_per_s": self.tokens_per_s, "tight": self.tight,
+                "comm_by_dim": dict(self.comm_by_dim),
                 "links_by_dim": {k: list(v) for k, v in self.links_by_dim}}
 
     @classmethod
@@ -123,8 +128,16 @@ class PlanRow:
 
     @property
     def rank_key(self) -> tuple:
-        """Fitting rows first, then by step time, then by the mapping (deterministic)."""
-        return (not self.fits, self.step_time, self.candidate)
+        """Fitting rows first, tight ones after the others (``tight``), then by step time,
+        then by the mapping (deterministic)."""
+        return (not self.fits, self.tight, self.step_time, self.candidate)
+
+
+def is_tight(memory: float, hbm: float | None, margin: float) -> bool:
+    """Whether ``memory`` bytes per GPU fit ``hbm`` but not ``(1 - margin) x hbm``: inside the
+    memory model's measured uncertainty (``memory.MEMORY_MARGIN``, docs/plan.md "Memory").
+    Never with ``margin`` 0 or an unknown ``hbm``."""
+    return bool(margin > 0 and hbm and (1 - margin) * hbm < memory <= hbm)
 
 
 class PlanUsageError(ValueError):
@@ -383,6 +396,13 @@ class PlanResult:
     runner: str = "cache"      # what costed the rest: "process", "pool", "ray" or "cache"
     over_memory: int = 0       # over the GPUs' HBM: counted, not costed
     smallest: tuple[float, str] | None = None   # the least memory seen and its candidate key
+    margin: float = 0.0        # the memory margin the rows were marked tight with
+    hbm: float | None = None   # the memory per GPU the search ran at
+
+    @property
+    def tight(self) -> int:
+        """Rows that fit within the margin of HBM."""
+        return sum(1 for r in self.rows if r.tight)
 
 
 def _prune(base: Training, todo: Sequence[Candidate], gpu: GPUFigures,
@@ -425,18 +445,23 @@ def _storable(outcome: Outcome):
         return None
     if isinstance(outcome, float):
         return {"memory": outcome}
-    return outcome.as_dict()
+    row = outcome.as_dict()
+    del row["tight"]            # a property of the margin asked for, marked on every read
+    return row
 
 
 def plan(system: System, model: Transformer, base: Training, gpus: int | None = None,
          fixed: Mapping[str, object] | None = None, jobs: int = 1, ray: str | None = None,
          source: dict | None = None, use_cache: bool = True,
          progress: Callable[[int, int], None] | None = None,
-         hbm: float | None = None) -> PlanResult:
+         hbm: float | None = None, margin: float = MEMORY_MARGIN) -> PlanResult:
     """Enumerate, prune by memory, cost (cached) and rank the mappings of ``model``
     (``base.model``, the model the training options are for) on ``system``. ``hbm`` (bytes
     per GPU) replaces the GPUs' declared memory: the same GPU in another memory size (an
-    A100 40 GB on a file that declares the 80 GB part, an H200 on the H100's fabric)."""
+    A100 40 GB on a file that declares the 80 GB part, an H200 on the H100's fabric).
+    ``margin`` (a fraction of HBM, 0 turns it off) marks the rows that fit within it of HBM
+    ``tight`` and ranks them after the others: they are neither pruned nor called out of
+    memory (``is_tight``; the default is the memory validation's ``MEMORY_MARGIN``)."""
     if model != base.model:
         raise PlanUsageError(f"the training options are for '{base.model.name}', not "
                              f"'{model.name}'")
@@ -450,6 +475,9 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
                              "hbm_bandwidth, which a compute time needs")
     if hbm is not None and not hbm > 0:
         raise PlanUsageError(f"--hbm {hbm}: GPU memory must be positive")
+    if not 0 <= margin < 1:
+        raise PlanUsageError(f"--memory-margin {margin}: a fraction of HBM from 0 (off) to "
+                             "below 1")
     hbm = hbm if hbm is not None else hbm_of(system, gpus)
     todo = enumerate_candidates(model, gpus, base.batch, fixed or {})
     live, pruned = _prune(base, todo, gpu, hbm)
@@ -478,9 +506,10 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
             _save_cache(path, stored)
     elif progress:
         progress(len(todo), len(todo))
-    rows = sorted((r for r in done.values() if isinstance(r, PlanRow)), key=lambda r: r.rank_key)
+    rows = sorted((attrs.evolve(r, tight=r.fits and is_tight(r.memory_per_gpu, hbm, margin))
+                   for r in done.values() if isinstance(r, PlanRow)), key=lambda r: r.rank_key)
     over = {c: r for c, r in done.items() if isinstance(r, float)}
     over.update(pruned)
     smallest = min(((m, c.key) for c, m in over.items()), default=None)
     return PlanResult(tuple(rows), len(todo), sum(1 for r in done.values() if r is None),
-                      cached, gpus, runner, len(over), smallest)
+                      cached, gpus, runner, len(over), smallest, margin, hbm)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import attrs
 
 from ..ir.system import System, Transformer
+from ..training.memory import MEMORY_MARGIN
 from ..training.model import Training
 from .plan import PlanRow, PlanUsageError, plan
 
@@ -79,9 +80,11 @@ def counts(lo: int, hi: int) -> list[int]:
 
 def scaling(system: System, model: Transformer, base: Training, lo: int, hi: int,
             fixed: Mapping[str, object] | None = None, jobs: int = 1,
-            use_cache: bool = True, hbm: float | None = None) -> Curve:
+            use_cache: bool = True, hbm: float | None = None,
+            margin: float = MEMORY_MARGIN) -> Curve:
     """The best strategy per GPU count for strong and weak scaling (``hbm``: memory per GPU in
-    place of the file's, as ``plan``'s)."""
+    place of the file's, and ``margin``, the memory margin, as ``plan``'s: the best is the
+    fastest candidate that is not tight when one is)."""
     points = []
     for n in counts(lo, hi):
         weak_batch = max(1, base.batch * n // lo)
@@ -89,7 +92,8 @@ def scaling(system: System, model: Transformer, base: Training, lo: int, hi: int
         for batch in (base.batch, weak_batch):
             try:
                 result = plan(system, model, attrs.evolve(base, batch=batch), gpus=n,
-                              fixed=fixed, jobs=jobs, use_cache=use_cache, hbm=hbm)
+                              fixed=fixed, jobs=jobs, use_cache=use_cache, hbm=hbm,
+                              margin=margin)
             except PlanUsageError:
                 raise
             rows.append(result.rows[0] if result.rows else None)

@@ -18,7 +18,7 @@ from ..base.diagnostics import Collector, suggest
 from ..ir.gpus import GPUFigures, gpu_figures
 from ..ir.system import ParallelStrategy, System, Transformer
 from .resolve import Program, library_root
-from ..training.model import (ATTENTION_KERNELS, EXPERT_EPILOGUES, FSDP_PREFETCH, RECOMPUTE,
+from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH, RECOMPUTE,
                               RECOMPUTE_MODULES, MappingError, Training,
                               derive as derive_step, shape_of)
 from ..base.units import NUMBER
@@ -30,13 +30,14 @@ _BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attent
           "bf16_moments", "bf16_grads", "deepep", "ep_overlap")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
 TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules", "attention_kernel",
-                     "expert_epilogue",
+                     "expert_epilogue", "cross_entropy",
                      "fsdp_prefetch", *_BOOLS, "bucket", "imbalance",
                      *_FRACTIONS)
 
 
 # Settings that name one of a few choices: the setting -> its choices.
 _CHOICES = {"attention_kernel": ATTENTION_KERNELS, "expert_epilogue": EXPERT_EPILOGUES,
+            "cross_entropy": CROSS_ENTROPY,
             "recompute": RECOMPUTE, "fsdp_prefetch": FSDP_PREFETCH}
 
 

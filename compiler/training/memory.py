@@ -34,10 +34,21 @@
   input, the attention kernel's output and every other matrix multiplication's output, and
   recomputes the rest (``op_policy``).
 - The logits buffer on the last stage: the output layer's input plus, per token and vocabulary
-  entry over tp, ``LOGIT_BYTES``: Megatron's vocabulary-parallel cross entropy makes one fp32
-  copy of the bf16 logits and computes the softmax and its gradient in place (2 + 4 bytes);
-  PyTorch's cross entropy upcasts to fp32 and saves the fp32 log-softmax (2 + 4 + 4, with FSDP);
-  a bf16 loss (``pure_bf16``) keeps bf16 logits and log-softmax (2 + 2).
+  entry over tp, ``LOGIT_BYTES`` of the loss kernel (``Training.cross_entropy``; ``auto``
+  picks the framework's: Megatron for Megatron, eager PyTorch with FSDP, bf16 with
+  ``pure_bf16``). Megatron's vocabulary-parallel cross entropy makes one fp32 copy of the bf16
+  logits and computes the softmax and its gradient in place (2 + 4 bytes; ``megatron``, also
+  what Megatron-FSDP runs). PyTorch's eager
+  cross entropy (``eager``: ``cross_entropy(logits.float(), labels)``, torchtitan until
+  2025-04) peaks in its backward, when ``_log_softmax_backward_data`` takes the saved fp32
+  log-softmax and the fp32 gradient ``nll_loss_backward`` made and writes an fp32 result, all
+  three live at once (4 + 4 + 4; PyTorch's tools/autograd/derivatives.yaml; the forward's
+  bf16 + fp32 + fp32 is 10). ``compiled`` (torch.compile'd, torchtitan with ``--compile``
+  from 2025-04-02, bbb1b616e) fuses the upcast, softmax and gradient into kernels that keep
+  the bf16 logits and write a bf16 gradient (2 + 2). ``fused`` (flash-attn's
+  ``CrossEntropyLoss``, llm-foundry's default ``loss_fn: fused_crossentropy``) keeps the bf16
+  logits and writes the gradient into them in place (2). A bf16 loss (``pure_bf16``) keeps
+  bf16 logits and log-softmax (2 + 2).
 - DeepSeek-V3's savings (technical report, arXiv:2412.19437): ``recompute_norms`` recomputes
   every RMSNorm and the MLA up-projections in backward (sec. 3.2.3), so a layer keeps the norm
   inputs and the latents but neither the GEMM inputs the norms produce nor Q, K, V;
@@ -72,9 +83,10 @@ GB = 1e9
 #: DeepSpeed ZeRO-3 defaults: parameters gathered at once, gradient elements per reduce bucket.
 ZERO3_LIVE_PARAMS = 1e9
 ZERO3_REDUCE_BUCKET = 5e8
-#: Bytes per token and vocabulary entry (over tp) of the loss: Megatron, PyTorch with an fp32
-#: upcast (FSDP), a bf16 loss (``pure_bf16``). See the module's docstring.
-LOGIT_BYTES = {"megatron": 6.0, "fsdp": 10.0, "bf16": 4.0}
+#: Bytes per token and vocabulary entry (over tp) of the loss at its peak, by kernel: Megatron's
+#: vocabulary-parallel cross entropy, PyTorch's eager one (fp32 upcast), torch.compile's,
+#: flash-attn's fused one, a bf16 loss (``pure_bf16``). See the module's docstring.
+LOGIT_BYTES = {"megatron": 6.0, "eager": 12.0, "compiled": 4.0, "fused": 2.0, "bf16": 4.0}
 
 
 @attrs.frozen
@@ -108,6 +120,14 @@ class Memory:
         name, size = self.largest
         return (f"over by {(self.total - hbm) / GB:.1f} GB; {name} are the largest term "
                 f"({size / GB:.1f} GB)")
+
+
+def loss_kernel(t) -> str:
+    """The ``LOGIT_BYTES`` key of a training's loss: its ``cross_entropy`` when named, else the
+    framework's (a bf16 loss with ``pure_bf16``, PyTorch's eager one with FSDP, Megatron's)."""
+    if t.cross_entropy != "auto":
+        return t.cross_entropy
+    return "bf16" if t.pure_bf16 else "eager" if t.fsdp else "megatron"
 
 
 def largest_matrix(m: Transformer, sh: Shape) -> float:
@@ -268,7 +288,7 @@ def memory(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) -> Memo
     drop_embed = tokens * m.hidden * sh.pp / sh.tp if m.dropout else 0.0
     # The final norm and the output layer keep their inputs (4 s b h / t, Korthikanti et al.
     # 2022 sec. 4.3), and the loss its logits buffer (``LOGIT_BYTES``).
-    loss = "bf16" if t.pure_bf16 else "fsdp" if t.fsdp else "megatron"
+    loss = loss_kernel(t)
     logits = 4 * tokens * m.hidden / sh.tp + LOGIT_BYTES[loss] * tokens * m.vocab / sh.tp
     first_embed = embed
     last_embed = embed if (sh.pp > 1 or not m.tied) else 0.0
@@ -319,3 +339,22 @@ def memory(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) -> Memo
         if best is None or mem.total > best.total:
             best = mem
     return best
+
+
+def margin_from(ratios) -> float:
+    """The headroom that covers the upper spread of measured / predicted peak memory: 1 - 1 / the
+    90th percentile of the ratios (0 when topoc overstates nine runs in ten). A candidate
+    predicted above (1 - margin) x HBM is "tight": one run in ten at that ratio would not fit.
+    benchmarks/memory_validation.py prints the ratios and this figure; ``MEMORY_MARGIN`` is it,
+    rounded up to a whole percent."""
+    v = sorted(ratios)
+    pos = 0.9 * (len(v) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    q = v[lo] + (v[hi] - v[lo]) * (pos - lo)
+    return max(0.0, 1 - 1 / q)
+
+
+#: The default headroom of ``topoc plan``'s tight candidates: ``margin_from`` over the memory
+#: validation's rows (benchmarks/memory_validation.py, docs/plan.md "Memory").
+MEMORY_MARGIN = 0.23

@@ -23,6 +23,7 @@ from .params import model_flops, moe_layers, parameters, stage_parameters
 from .traffic import traffic
 
 __all__ = ["RECOMPUTE", "RECOMPUTE_MODULES", "ATTENTION_KERNELS", "EXPERT_EPILOGUES", "FSDP_PREFETCH",
+           "CROSS_ENTROPY",
            "ZERO", "Training",
            "Derived",
            "derive", "Compute", "Memory", "Shape",
@@ -43,6 +44,12 @@ ATTENTION_KERNELS = ("fused", "fa2")
 #: DeepSpeed's prefetch), so it hides behind it; "post", after it (FSDP1's BACKWARD_POST,
 #: Composer's default), so the gradient computation waits for it.
 FSDP_PREFETCH = ("pre", "post")
+#: The cross-entropy kernel, for the logits' memory (``memory.LOGIT_BYTES``): auto (the
+#: framework's: Megatron's vocabulary-parallel one, PyTorch's eager one with FSDP, a bf16 one
+#: with ``pure_bf16``), megatron (Megatron-Core's vocabulary-parallel one, also under
+#: Megatron-FSDP), eager (PyTorch's fp32 upcast), compiled (torch.compile'd), fused
+#: (flash-attn's in-place kernel).
+CROSS_ENTROPY = ("auto", "megatron", "eager", "compiled", "fused")
 #: ZeRO stages: 0 (replicated), 1 (optimizer sharded, Megatron's distributed optimizer), 2
 #: (and gradients), 3 (and weights).
 ZERO = (0, 1, 2, 3)
@@ -68,7 +75,9 @@ class Training:
     (None: when the layers need it to split evenly); ``bucket`` is the parameters a gradient
     bucket holds (None: Megatron-Core's default, ``traffic.bucket_params``);
     ``expert_epilogue`` names how the framework runs a GPT-OSS-style expert's clamp and biases
-    (``epilogue``'s docstring: Megatron-Core's eager clamp and fc2 bias by default)."""
+    (``epilogue``'s docstring: Megatron-Core's eager clamp and fc2 bias by default);
+    ``cross_entropy`` names the loss kernel, whose buffers decide the last stage's memory
+    (``CROSS_ENTROPY``, ``memory.LOGIT_BYTES``)."""
 
     model: Transformer
     batch: int                          # global batch, in sequences
@@ -102,6 +111,7 @@ class Training:
     fsdp_prefetch: str = "pre"          # ZeRO-3/FSDP backward all-gather: "pre" or "post"
     attention_kernel: str = "fused"     # "fused" (cuDNN, FlashAttention-3) or "fa2"
     expert_epilogue: str = "megatron"   # clamp and expert biases: ``epilogue.EXPERT_EPILOGUES``
+    cross_entropy: str = "auto"         # the loss kernel: ``CROSS_ENTROPY``
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     pipeline_slots: bool | None = None
@@ -150,6 +160,9 @@ def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
     if t.expert_epilogue not in EXPERT_EPILOGUES:
         raise MappingError(f"expert epilogue '{t.expert_epilogue}': one of "
                            f"{', '.join(EXPERT_EPILOGUES)}")
+    if t.cross_entropy not in CROSS_ENTROPY:
+        raise MappingError(f"cross entropy '{t.cross_entropy}': one of "
+                           f"{', '.join(CROSS_ENTROPY)}")
     if t.fsdp_prefetch not in FSDP_PREFETCH:
         raise MappingError(f"fsdp prefetch '{t.fsdp_prefetch}': one of "
                            f"{', '.join(FSDP_PREFETCH)}")

@@ -10,9 +10,9 @@ from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
 from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
-from ..compiler.training.memory import zero_stage
+from ..compiler.training.memory import MEMORY_MARGIN, zero_stage
 from ..compiler.base.diagnostics import suggest
-from ..compiler.training.model import (ATTENTION_KERNELS, EXPERT_EPILOGUES, FSDP_PREFETCH,
+from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
                                        RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training)
 from ..lsp_help import SETTING_DOCS as DOCS
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
@@ -32,6 +32,11 @@ def add_parser(sub) -> None:
     p.add_argument("--hbm", metavar="SIZE", help="memory per GPU, as in 40GB, replacing the "
                    "file's (the same GPU in another memory size: A100 40 GB, H200 on an H100 "
                    "fabric)")
+    p.add_argument("--memory-margin", type=number(0, 0.99), default=MEMORY_MARGIN,
+                   metavar="FRACTION", help="mark candidates predicted within this fraction "
+                   "of HBM 'tight' and rank them after the rest: they fit, but the memory "
+                   "model's measured uncertainty could push them over (default "
+                   f"{MEMORY_MARGIN:g}, from benchmarks/memory_validation.py; 0 turns it off)")
     for dim in ("tp", "cp", "ep", "dp", "pp"):
         p.add_argument(f"--{dim}", type=count(1, 10**7), metavar="N", help=f"fix {dim}")
     p.add_argument("--microbatch", type=count(1, 10**6), metavar="N", help="fix the micro-batch size")
@@ -73,6 +78,8 @@ def add_parser(sub) -> None:
                    help=DOCS["attention_kernel"])
     p.add_argument("--expert-epilogue", choices=EXPERT_EPILOGUES, default="megatron",
                    help=DOCS["expert_epilogue"])
+    p.add_argument("--cross-entropy", choices=CROSS_ENTROPY, default="auto",
+                   help=DOCS["cross_entropy"])
     p.add_argument("--compare", metavar="SIZES", help="where a strategy ranks and which terms "
                    "separate it from #1, e.g. tp=8,pp=4,dp=2[,cp=1,ep=1,microbatch=1,"
                    "recompute=selective,interleave=1,sequence_parallel=1,zero=1]")
@@ -156,7 +163,8 @@ def run(args) -> int:
                     bf16_grads=args.bf16_grads, recompute_modules=modules,
                     flash_attention=args.flash_attention == "on",
                     attention_kernel=args.attention_kernel,
-                    expert_epilogue=args.expert_epilogue)
+                    expert_epilogue=args.expert_epilogue,
+                    cross_entropy=args.cross_entropy)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
@@ -169,7 +177,7 @@ def run(args) -> int:
     try:
         result = plan(system, model, base, args.gpus, fixed, jobs=args.jobs, ray=args.ray,
                       source=source, use_cache=not args.no_cache, progress=_progress(),
-                      hbm=hbm)
+                      hbm=hbm, margin=args.memory_margin)
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
     if result.cached:
@@ -210,7 +218,8 @@ def _scaling(args, system, model, base, fixed, hbm=None) -> int:
     lo_n, hi_n = scaling_range(args.scaling, len(system.gpus))
     try:
         curve = scaling.scaling(system, model, base, lo_n, hi_n, fixed, jobs=args.jobs,
-                                use_cache=not args.no_cache, hbm=hbm)
+                                use_cache=not args.no_cache, hbm=hbm,
+                                margin=args.memory_margin)
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
     write_output(plan_table.render_scaling(curve, args.format), args.output)
