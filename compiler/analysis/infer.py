@@ -74,6 +74,8 @@ class Settings:
     closed_loop_share: float = 0.33     # ``ttft_closed_loop``: the exponent of the wave's TTFT
     #                                     in the geometric interpolation between the steady and
     #                                     the wave TTFT (empirical, fitted on the fit rows only)
+    scheduler_steps: int = 1            # decode steps an engine schedules at once (vLLM 0.6's
+    #                                     --num-scheduler-steps): a new request waits for them
 
 
 class InferError(ValueError):
@@ -154,6 +156,14 @@ class InferRow:
     within_limits: bool = True
     pareto: bool = False
     parts: tuple[tuple[str, float], ...] = ()   # seconds: decode_step, prefill, comm per step
+    #: open-loop rows (``--request-rate``): arrival, request_rate, requests, utilization, stable
+    extra: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def stable(self) -> bool:
+        """The load has a steady state (always, at a fixed concurrency; under a rate below the
+        layout's capacity)."""
+        return bool(dict(self.extra).get("stable", True))
 
     @property
     def throughput_per_gpu(self) -> float:
@@ -177,7 +187,7 @@ class InferRow:
                 "kv_capacity_tokens": self.kv_capacity_tokens, "fits": self.fits,
                 "attention_dp": c.attention_dp, "prefill_replicas": c.prefill_replicas,
                 "within_limits": self.within_limits, "pareto": self.pareto,
-                **{k: v for k, v in self.parts}}
+                **{k: v for k, v in self.parts}, **{k: v for k, v in self.extra}}
 
 
 # ---- costs on the system ----------------------------------------------------------------------
@@ -484,11 +494,22 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
           fixed: Mapping[str, object] | None = None, precision: str = "fp8",
           kv_precision: str | None = None, concurrency: int | str = "max",
           disaggregate: bool = False, ttft_limit: float | None = None,
-          tpot_limit: float | None = None, settings: Settings | None = None) -> InferResult:
+          tpot_limit: float | None = None, settings: Settings | None = None,
+          arrivals=None) -> InferResult:
     """Enumerate tp x pp x ep (x attention DP) x replicas x concurrency on the first ``gpus``
     GPUs, cost each, rank by output tokens/s per GPU (fitting and within the limits first) and
-    mark the Pareto front of tokens/s per GPU against tokens/s per user."""
+    mark the Pareto front of tokens/s per GPU against tokens/s per user.
+
+    With ``arrivals`` (``infer_rate.Arrivals``: a request rate over all replicas, or a burst)
+    the load is open-loop instead: one row per layout (and disaggregated split), its
+    concurrency the requests in flight that the rate gives (``infer_rate``); stable rows within
+    the limits rank first, then by a request's latency (TTFT + (osl - 1) x TPOT)."""
     s = settings or Settings()
+    if arrivals is not None:
+        from .infer_rate import evaluate_rate
+        if not (arrivals.rate > 0) or arrivals.requests < 1:
+            raise InferError(f"request rate {arrivals.rate} and {arrivals.requests} requests: "
+                             "a positive rate (or inf) and at least one request")
     fixed = dict(fixed or {})
     world = len(system.gpus)
     gpus = gpus or world
@@ -536,7 +557,9 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                                                 f"{replicas})")
                             continue
                         splits = list(range(1, replicas))
-                    if concurrency == "max":
+                    if arrivals is not None:
+                        loads = [None]
+                    elif concurrency == "max":
                         loads = [max(1, cap)]
                     elif isinstance(concurrency, int):
                         loads = [concurrency]
@@ -544,6 +567,12 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                         loads = _loads(max(1, cap))
                     for split in splits:
                         for c in loads:
+                            if c is None:
+                                cfg = Config(tp, pp, ep, adp, replicas, 1, split)
+                                rows.append(evaluate_rate(system, model, cfg, isl, osl,
+                                                          precision, kvp, gpu, s, comm,
+                                                          arrivals, eng))
+                                continue
                             per = c if concurrency in ("max", "sweep") else None
                             total = per * (replicas - split) if per else c
                             cfg = Config(tp, pp, ep, adp, replicas, total, split)
@@ -554,8 +583,12 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                          + "; ".join(rejected))
     rows = [_limit(r, ttft_limit, tpot_limit) for r in rows]
     rows = _pareto(rows)
-    rows.sort(key=lambda r: (not r.fits, not r.within_limits, -r.throughput_per_gpu,
-                             r.config))
+    if arrivals is not None:
+        rows.sort(key=lambda r: (not r.fits, not r.stable, not r.within_limits,
+                                 r.ttft + (osl - 1) * r.tpot, r.config))
+    else:
+        rows.sort(key=lambda r: (not r.fits, not r.within_limits, -r.throughput_per_gpu,
+                                 r.config))
     return InferResult(tuple(rows), considered, tuple(rejected), gpus)
 
 
@@ -567,7 +600,7 @@ def _limit(r: InferRow, ttft: float | None, tpot: float | None) -> InferRow:
 def _pareto(rows: list[InferRow]) -> list[InferRow]:
     """Mark the fitting rows within the limits that no other such row beats on both tokens/s
     per GPU and tokens/s per user."""
-    good = sorted((r for r in rows if r.fits and r.within_limits),
+    good = sorted((r for r in rows if r.fits and r.within_limits and r.stable),
                   key=lambda r: (-r.throughput_per_gpu, -r.tokens_per_s_per_user, r.config))
     front, best_user = set(), -1.0
     for r in good:
