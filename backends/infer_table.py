@@ -60,7 +60,8 @@ def _load(r: InferRow) -> str:
     x = dict(r.extra)
     if x["arrival"] == "burst":
         return "burst"
-    return f"{x['utilization']:.0%}" + ("" if r.stable else " over")
+    u = x["utilization"]
+    return (f"{u:.0%}" if u < 10 else f"{u:,.0f}x") + ("" if r.stable else " over")
 
 
 def _table(rows, index) -> list[str]:
