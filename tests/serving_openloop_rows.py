@@ -25,8 +25,8 @@ from pathlib import Path
 
 import attrs
 
-from topoc.compiler.analysis.infer import Config, Engine, Settings, gpu_of
-from topoc.compiler.analysis.infer_rate import Arrivals, evaluate_rate
+from topoc.compiler.analysis.infer import Config, Engine, Settings, evaluate_rate, gpu_of
+from topoc.compiler.analysis.infer_rate import Arrivals
 from topoc.compiler.training.serving import Layout
 from tests import serving_rows as S
 

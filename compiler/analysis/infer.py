@@ -23,6 +23,10 @@ in the steady state C requests finish and C prefills run for every ``osl`` decod
 Past what the KV cache holds the engine runs at its capacity and the other requests queue
 (closed-loop clients: TTFT by Little's law).
 
+Under an open-loop load (``--request-rate``: Poisson arrivals, or a burst) the concurrency is
+not given but follows from the rate; ``evaluate_rate`` builds those rows from the queue of
+``infer_rate``.
+
 Disaggregated serving puts prefill and decode on separate replicas; TTFT gains the move of the
 request's KV cache from a prefill to a decode replica (a send costed on the links between
 them) and TPOT loses the prefill interference. The efficiencies are ``Settings``, fitted on a
@@ -43,6 +47,8 @@ from ..ir.system import System, Transformer
 from ..training import serving as sv
 from ..training.params import moe_layers
 from ..training.serving import Layout, LayoutError
+from . import infer_rate
+from .infer_rate import Arrivals
 
 PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 
@@ -447,6 +453,46 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
                     mem, eng.kv_capacity, bool(fits), parts=parts)
 
 
+def evaluate_rate(system: System, model: Transformer, cfg: Config, isl: int, osl: int,
+                  precision: str, kv_precision: str, gpu: Gpu, settings: Settings, comm: Comm,
+                  arrivals: Arrivals, engine: Engine | None = None) -> InferRow:
+    """One configuration's ``InferRow`` under open-loop ``arrivals``: ``concurrency`` is the
+    requests in flight over all replicas (Little's law, rounded), ``throughput`` the offered
+    load while stable (the sustained rate's otherwise), and the row adds ``request_rate``,
+    ``requests``, ``arrival``, ``in_flight``, ``capacity_rate``, ``utilization``, ``stable`` and
+    ``ttft_median``."""
+    eng = engine or Engine(system, model, cfg.layout, precision, kv_precision, gpu, settings,
+                           comm)
+    per = cfg.layout.gpus
+    cap = max(1, max_concurrency(eng, isl, osl, settings))
+    if cfg.prefill_replicas:
+        decode = cfg.replicas - cfg.prefill_replicas
+        move = kv_transfer(system, comm, eng, 0, cfg.prefill_replicas * per, isl)
+        run = infer_rate.disaggregated(eng, isl, osl, arrivals, cfg.prefill_replicas, decode,
+                                       cap, move)
+        holders, total_rate = decode, run.capacity * decode
+    else:
+        holders = cfg.replicas
+        run = infer_rate.open_loop(eng, isl, osl, arrivals, cfg.replicas, cap)
+        total_rate = run.capacity * cfg.replicas
+    flight = run.in_flight * holders
+    mem = eng.memory(run.in_flight, isl + osl)
+    fits = mem <= gpu.hbm and cap * (isl + osl) <= eng.kv_capacity
+    shown = attrs.evolve(cfg, concurrency=max(1, round(flight)))
+    parts = (("decode_step", run.decode_step), ("decode_host", eng.host_time(run.in_flight)),
+             ("prefill_time", eng.prefill(isl)), ("ttft_median", run.ttft_median),
+             ("in_flight", flight), ("capacity_rate", total_rate),
+             ("prefill_load", run.prefill_load))
+    extra = (("arrival", "burst" if arrivals.burst else "poisson"),
+             ("request_rate", None if arrivals.burst else arrivals.rate),
+             ("requests", arrivals.requests),
+             ("utilization", None if math.isinf(run.utilization) else run.utilization),
+             ("stable", run.stable))
+    return InferRow(shown, cfg.replicas * per, precision, kv_precision, run.ttft, run.tpot,
+                    run.throughput * holders, mem, eng.kv_capacity, bool(fits), parts=parts,
+                    extra=extra)
+
+
 def closed_loop_ttft(steady: float, wave: float, settings: Settings) -> float:
     """An empirical estimate of the mean TTFT fixed-concurrency (closed-loop) benchmarks
     report: steady^(1 - w) x wave^w, w = ``closed_loop_share``, between the TTFT of
@@ -495,7 +541,7 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
           kv_precision: str | None = None, concurrency: int | str = "max",
           disaggregate: bool = False, ttft_limit: float | None = None,
           tpot_limit: float | None = None, settings: Settings | None = None,
-          arrivals=None) -> InferResult:
+          arrivals: Arrivals | None = None) -> InferResult:
     """Enumerate tp x pp x ep (x attention DP) x replicas x concurrency on the first ``gpus``
     GPUs, cost each, rank by output tokens/s per GPU (fitting and within the limits first) and
     mark the Pareto front of tokens/s per GPU against tokens/s per user.
@@ -506,7 +552,6 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
     the limits rank first, then by a request's latency (TTFT + (osl - 1) x TPOT)."""
     s = settings or Settings()
     if arrivals is not None:
-        from .infer_rate import evaluate_rate
         if not (arrivals.rate > 0) or arrivals.requests < 1:
             raise InferError(f"request rate {arrivals.rate} and {arrivals.requests} requests: "
                              "a positive rate (or inf) and at least one request")

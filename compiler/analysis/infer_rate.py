@@ -2,8 +2,9 @@
 (Poisson, independent of the engine) or all at once (``R = inf``, a burst of ``--requests N``),
 as `vllm bench serve --request-rate` and `sglang.bench_serving` send them.
 
-The engine is ``infer.Engine`` (the same step costs as the closed-loop rows); what changes is
-who sets the load. A fixed concurrency fixes the requests in flight; a rate fixes the arrivals,
+The engine is ``infer.Engine`` (the same step costs as the closed-loop rows; this module takes
+it as an argument and imports nothing of ``infer``, whose ``evaluate_rate`` turns the result
+into a row); what changes is who sets the load. A fixed concurrency fixes the requests in flight; a rate fixes the arrivals,
 and the requests in flight follow from Little's law: ``B = R x cycle(B)``, where
 ``cycle(B) = osl x decode_step(B) + B x prefill_share`` is a request's time in the engine at B
 in flight (the closed-loop rows' cycle), solved for B by bisection (the request rate B / cycle(B)
@@ -218,41 +219,3 @@ def disaggregated(eng, isl: int, osl: int, arrivals: Arrivals, prefill: int, dec
                     pools / decode, math.inf if arrivals.burst else rate / pools, False, t_dec,
                     1.0)
 
-
-def evaluate_rate(system, model, cfg, isl: int, osl: int, precision: str, kv_precision: str,
-                  gpu, settings, comm, arrivals: Arrivals, engine=None):
-    """One configuration's ``InferRow`` under open-loop ``arrivals``: ``concurrency`` is the
-    requests in flight over all replicas (Little's law, rounded), ``throughput`` the offered
-    load while stable (the sustained rate's otherwise), and the row adds ``request_rate``,
-    ``requests``, ``arrival``, ``in_flight``, ``capacity_rate``, ``utilization``, ``stable`` and
-    ``ttft_median``."""
-    from .infer import Engine, InferRow, kv_transfer, max_concurrency
-    eng = engine or Engine(system, model, cfg.layout, precision, kv_precision, gpu, settings,
-                           comm)
-    per = cfg.layout.gpus
-    cap = max(1, max_concurrency(eng, isl, osl, settings))
-    if cfg.prefill_replicas:
-        decode = cfg.replicas - cfg.prefill_replicas
-        move = kv_transfer(system, comm, eng, 0, cfg.prefill_replicas * per, isl)
-        run = disaggregated(eng, isl, osl, arrivals, cfg.prefill_replicas, decode, cap, move)
-        holders, total_rate = decode, run.capacity * decode
-    else:
-        holders = cfg.replicas
-        run = open_loop(eng, isl, osl, arrivals, cfg.replicas, cap)
-        total_rate = run.capacity * cfg.replicas
-    flight = run.in_flight * holders
-    mem = eng.memory(run.in_flight, isl + osl)
-    fits = mem <= gpu.hbm and cap * (isl + osl) <= eng.kv_capacity
-    shown = attrs.evolve(cfg, concurrency=max(1, round(flight)))
-    parts = (("decode_step", run.decode_step), ("decode_host", eng.host_time(run.in_flight)),
-             ("prefill_time", eng.prefill(isl)), ("ttft_median", run.ttft_median),
-             ("in_flight", flight), ("capacity_rate", total_rate),
-             ("prefill_load", run.prefill_load))
-    extra = (("arrival", "burst" if arrivals.burst else "poisson"),
-             ("request_rate", None if arrivals.burst else arrivals.rate),
-             ("requests", arrivals.requests),
-             ("utilization", None if math.isinf(run.utilization) else run.utilization),
-             ("stable", run.stable))
-    return InferRow(shown, cfg.replicas * per, precision, kv_precision, run.ttft, run.tpot,
-                    run.throughput * holders, mem, eng.kv_capacity, bool(fits), parts=parts,
-                    extra=extra)
