@@ -15,6 +15,13 @@ FIELDS = ("tp", "pp", "ep", "replicas", "gpus", "concurrency", "precision", "kv_
           "ttft", "tpot", "throughput", "throughput_per_gpu", "tokens_per_s_per_user",
           "memory_per_gpu", "kv_capacity_tokens", "fits")
 CSV_FIELDS = ("rank", *FIELDS, "attention_dp", "prefill_replicas", "within_limits", "pareto")
+#: Open-loop rows (``--request-rate``) add the load's columns.
+RATE_FIELDS = ("arrival", "request_rate", "requests", "in_flight", "capacity_rate",
+               "utilization", "stable", "ttft_median")
+
+
+def _open_loop(result: InferResult) -> bool:
+    return bool(result.rows) and bool(result.rows[0].extra)
 
 
 def _shown(result: InferResult, top: int) -> tuple[InferRow, ...]:
@@ -36,7 +43,8 @@ def as_json(result: InferResult, head: dict, top: int = 0) -> str:
 
 def as_csv(result: InferResult, top: int = 0) -> str:
     """One line per row: the contract's columns and the search's flags."""
-    return ranked_csv(_shown(result, top), CSV_FIELDS)
+    fields = CSV_FIELDS + (RATE_FIELDS if _open_loop(result) else ())
+    return ranked_csv(_shown(result, top), fields)
 
 
 def _layout(r: InferRow) -> str:
@@ -47,13 +55,24 @@ def _layout(r: InferRow) -> str:
                    if c.prefill_replicas else "")
 
 
+def _load(r: InferRow) -> str:
+    """An open-loop row's load: its utilisation of the layout's capacity, or why none."""
+    x = dict(r.extra)
+    if x["arrival"] == "burst":
+        return "burst"
+    u = x["utilization"]
+    return (f"{u:.0%}" if u < 10 else f"{u:,.0f}x") + ("" if r.stable else " over")
+
+
 def _table(rows, index) -> list[str]:
-    head = ["#", "layout", "replicas", "conc", "TTFT", "TPOT", "tok/s", "tok/s/GPU",
-            "tok/s/user", "memory/GPU", "KV tokens", "fits"]
+    rate = bool(rows) and bool(rows[0].extra)
+    head = ["#", "layout", "replicas", "conc", *(["load"] if rate else []), "TTFT", "TPOT",
+            "tok/s", "tok/s/GPU", "tok/s/user", "memory/GPU", "KV tokens", "fits"]
     out = [head]
     for i, r in zip(index, rows):
         fits = ("yes" if r.fits else "no") + ("" if r.within_limits else " (over limit)")
         out.append([str(i), _layout(r), str(r.config.replicas), str(r.config.concurrency),
+                    *([_load(r)] if rate else []),
                     seconds(r.ttft), seconds(r.tpot), f"{r.throughput:,.0f}",
                     f"{r.throughput_per_gpu:,.0f}", f"{r.tokens_per_s_per_user:,.1f}",
                     f"{r.memory_per_gpu / 1e9:.1f} GB", f"{r.kv_capacity_tokens:,}", fits])
@@ -70,12 +89,22 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
              f"{result.considered:,} layouts"
              + (f" (some rejected: {len(result.rejected)} reasons below)" if result.rejected
                 else "")
-             + f", {len(result.rows):,} configurations costed, {fitting:,} fit", ""]
+             + f", {len(result.rows):,} configurations costed, {fitting:,} fit"]
+    if head.get("arrival") == "burst":
+        lines.append(f"load: {head['requests']:,} requests at once (a burst; conc = requests "
+                     "in flight, TTFT and TPOT are the run's)")
+    elif head.get("arrival") == "poisson":
+        lines.append(f"load: {head['request_rate']:g} requests/s over the replicas, Poisson "
+                     "(conc = requests in flight by Little's law; load = the rate over the "
+                     "layout's capacity)")
+    lines.append("")
     shown = _shown(result, top)
     lines += _table(shown, range(1, len(shown) + 1))
     hidden = len(result.rows) - len(shown)
     if hidden > 0:
         lines.append(f"... and {hidden:,} more (--top 0 lists all)")
+    if shown and shown[0].extra:
+        lines += _rate_notes(result, shown[0], head)
     closed = dict(shown[0].parts).get("ttft_closed_loop") if shown else None
     if closed is not None and closed != shown[0].ttft:
         lines.append(f"row 1's TTFT in a fixed-concurrency (closed-loop) benchmark: "
@@ -88,6 +117,21 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
     for why in result.rejected:
         lines.append(f"rejected: {why}")
     return "\n".join(lines) + "\n"
+
+
+def _rate_notes(result: InferResult, first: InferRow, head: dict) -> list[str]:
+    """Under the table of an open-loop run: row 1's median TTFT and capacity, and what an
+    over-capacity row's figures mean."""
+    p = dict(first.parts)
+    lines = [f"row 1: median TTFT {seconds(p['ttft_median'])}, {p['in_flight']:,.1f} requests "
+             f"in flight, capacity {p['capacity_rate']:,.2f} requests/s"]
+    over = sum(1 for r in result.rows if not r.stable)
+    if over and head.get("arrival") == "poisson":
+        lines.append(f"over capacity: {over:,} of {len(result.rows):,} configurations cannot "
+                     f"sustain {head['request_rate']:g} requests/s; their TTFT and TPOT are "
+                     f"for a run of {head['requests']:,} requests and grow with it "
+                     "(--requests)")
+    return lines
 
 
 def render(result: InferResult, head: dict, fmt: str = "text", top: int = 20) -> str:

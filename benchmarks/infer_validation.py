@@ -22,6 +22,7 @@ import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests import serving_openloop_rows as O  # noqa: E402
 from tests import serving_rows as S  # noqa: E402
 from topoc.compiler.analysis.infer import Settings  # noqa: E402
 
@@ -129,6 +130,62 @@ def report(settings: Settings, markdown: bool = False, before: str | None = None
     closed_loop(settings, markdown)
     skipped = sorted(S.SKIP)
     print(f"not modelled: {len(skipped)} rows ({', '.join(skipped)})")
+    open_loop(settings, markdown, rows)
+    return out
+
+
+#: The open-loop classes (tests/serving_openloop_rows.py), in print order.
+CLASSES = ("poisson stable", "poisson over capacity", "burst", "a100")
+
+
+def open_loop(settings: Settings, markdown: bool = False, closed=None) -> dict:
+    """The runs with a documented arrival protocol (tests/serving_openloop.csv) against
+    ``topoc infer --request-rate``: every check's error, medians per class for fit and
+    validation rows apart, the known-protocol Hopper rows together, and with them the whole
+    loaded-TTFT set (the closed-loop loaded checks above, NIM's among them, unchanged)."""
+    errs = O.errors(settings)
+    print()
+    print("open-loop runs (tests/serving_openloop.csv, topoc infer --request-rate): row set "
+          "class metric GPU model tp isl/osl rate requests stat measured topoc error")
+    if markdown:
+        print("\n| row | set | class | metric | GPU | model | prec | tp | isl/osl | rate | "
+              "requests | stat | measured s | topoc | error |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for run, k, metric, p, e in errs:
+        measured = run.ttft if metric == "ttft" else run.tpot
+        stat = run.ttft_stat if metric == "ttft" else run.tpot_stat
+        rate = "inf" if run.arrivals.burst else f"{run.arrivals.rate:g}"
+        cells = [run.row, "fit" if run.fit else "val", k.replace(" ", "-"), metric, run.gpu,
+                 run.model, run.precision, str(run.tp) + ("+adp" if run.attention_dp else ""),
+                 f"{run.isl}/{run.osl}", rate, str(run.arrivals.requests), stat,
+                 f"{measured:.4g}", f"{p:.4g}", f"{e:+.0%}"]
+        print(("| " + " | ".join(cells) + " |") if markdown else "  ".join(cells))
+    out: dict = {}
+    print()
+    for metric in ("ttft", "tpot"):
+        for k in CLASSES:
+            for is_fit in (True, False):
+                sub = [e for run, c, m, _, e in errs if c == k and m == metric
+                       and run.fit == is_fit]
+                out[(k, metric, is_fit)] = (S.median_abs(sub), len(sub))
+                print(f"open-loop {metric} {k:21s} {'fit' if is_fit else 'validation':10s} "
+                      f"rows {len(sub):3d}  median |error| {S.median_abs(sub):.1%}")
+        for is_fit in (True, False):
+            sub = [e for run, c, m, _, e in errs if c != "a100" and m == metric
+                   and run.fit == is_fit]
+            out[("hopper", metric, is_fit)] = (S.median_abs(sub), len(sub))
+            label = "fit" if is_fit else "validation"
+            print(f"open-loop {metric} {'all H100/H200':21s} {label:10s} "
+                  f"rows {len(sub):3d}  median |error| {S.median_abs(sub):.1%}")
+    if closed is not None:
+        loaded = [(c.fit, e) for c, _, e in closed if S.kind(c) == "ttft loaded"]
+        known = [(run.fit, e) for run, c, m, _, e in errs if c != "a100" and m == "ttft"]
+        for is_fit in (True, False):
+            both = [e for f, e in loaded + known if f == is_fit]
+            out[("loaded ttft, all", is_fit)] = (S.median_abs(both), len(both))
+            print(f"loaded ttft, closed-loop checks and open-loop runs "
+                  f"{'fit' if is_fit else 'validation':10s} rows {len(both):3d}  "
+                  f"median |error| {S.median_abs(both):.1%}")
     return out
 
 

@@ -92,14 +92,27 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
           attention_dp: bool | None = None, precision: str | None = None,
           kv_precision: str | None = None, concurrency: int | str = "sweep",
           disaggregate: bool = False, ttft_limit: float | None = None,
-          tpot_limit: float | None = None, settings=None):
+          tpot_limit: float | None = None, settings=None, request_rate: float | None = None,
+          requests: int | None = None):
     """Serve ``model`` (a name or a ``Transformer``) on the first ``gpus``
     GPUs of ``system``: every tp x pp x ep (x attention DP) layout the fixed sizes allow, at
     ``concurrency`` requests in flight ("max": the saturated engine; "sweep": 1, 2, 4, ...),
     ranked by output tokens/s per GPU; the same rows as ``topoc infer`` (docs/infer.md).
-    Raises ``compiler.analysis.infer.InferError`` when the model cannot be laid out."""
-    from .compiler.analysis.infer import default_precision, gpu_of
+    ``request_rate`` (requests/s over the replicas, Poisson; ``math.inf``: ``requests`` at
+    once, default 1000) replaces the concurrency with an open-loop load, as
+    ``topoc infer --request-rate`` does. Raises ``compiler.analysis.infer.InferError`` when the
+    model cannot be laid out or the load is not one."""
+    from .compiler.analysis.infer import InferError, default_precision, gpu_of
     from .compiler.analysis.infer import infer as run
+    from .compiler.analysis.infer_rate import DEFAULT_REQUESTS, Arrivals
+    arrivals = None
+    if request_rate is not None:
+        if concurrency != "sweep":
+            raise InferError("concurrency and request_rate: give one load, not both")
+        arrivals = Arrivals(float(request_rate), DEFAULT_REQUESTS if requests is None
+                            else int(requests))
+    elif requests is not None:
+        raise InferError("requests needs request_rate (the open-loop run's requests)")
     from .compiler.lang.derive import find_model
     if isinstance(model, str):
         model = find_model(system, model)
@@ -107,4 +120,4 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     precision = precision or default_precision(gpu_of(system, min(n, len(system.gpus))))
     fixed = {"tp": tp, "pp": pp, "ep": ep, "attention_dp": attention_dp}
     return run(system, model, isl, osl, gpus, fixed, precision, kv_precision, concurrency,
-               disaggregate, ttft_limit, tpot_limit, settings)
+               disaggregate, ttft_limit, tpot_limit, settings, arrivals)

@@ -23,6 +23,10 @@ in the steady state C requests finish and C prefills run for every ``osl`` decod
 Past what the KV cache holds the engine runs at its capacity and the other requests queue
 (closed-loop clients: TTFT by Little's law).
 
+Under an open-loop load (``--request-rate``: Poisson arrivals, or a burst) the concurrency is
+not given but follows from the rate; ``evaluate_rate`` builds those rows from the queue of
+``infer_rate``.
+
 Disaggregated serving puts prefill and decode on separate replicas; TTFT gains the move of the
 request's KV cache from a prefill to a decode replica (a send costed on the links between
 them) and TPOT loses the prefill interference. The efficiencies are ``Settings``, fitted on a
@@ -43,6 +47,8 @@ from ..ir.system import System, Transformer
 from ..training import serving as sv
 from ..training.params import moe_layers
 from ..training.serving import Layout, LayoutError
+from . import infer_rate
+from .infer_rate import Arrivals
 
 PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 
@@ -74,6 +80,8 @@ class Settings:
     closed_loop_share: float = 0.33     # ``ttft_closed_loop``: the exponent of the wave's TTFT
     #                                     in the geometric interpolation between the steady and
     #                                     the wave TTFT (empirical, fitted on the fit rows only)
+    scheduler_steps: int = 1            # decode steps an engine schedules at once (vLLM 0.6's
+    #                                     --num-scheduler-steps): a new request waits for them
 
 
 class InferError(ValueError):
@@ -154,6 +162,14 @@ class InferRow:
     within_limits: bool = True
     pareto: bool = False
     parts: tuple[tuple[str, float], ...] = ()   # seconds: decode_step, prefill, comm per step
+    #: open-loop rows (``--request-rate``): arrival, request_rate, requests, utilization, stable
+    extra: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def stable(self) -> bool:
+        """The load has a steady state (always, at a fixed concurrency; under a rate below the
+        layout's capacity)."""
+        return bool(dict(self.extra).get("stable", True))
 
     @property
     def throughput_per_gpu(self) -> float:
@@ -177,7 +193,7 @@ class InferRow:
                 "kv_capacity_tokens": self.kv_capacity_tokens, "fits": self.fits,
                 "attention_dp": c.attention_dp, "prefill_replicas": c.prefill_replicas,
                 "within_limits": self.within_limits, "pareto": self.pareto,
-                **{k: v for k, v in self.parts}}
+                **{k: v for k, v in self.parts}, **{k: v for k, v in self.extra}}
 
 
 # ---- costs on the system ----------------------------------------------------------------------
@@ -437,6 +453,46 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
                     mem, eng.kv_capacity, bool(fits), parts=parts)
 
 
+def evaluate_rate(system: System, model: Transformer, cfg: Config, isl: int, osl: int,
+                  precision: str, kv_precision: str, gpu: Gpu, settings: Settings, comm: Comm,
+                  arrivals: Arrivals, engine: Engine | None = None) -> InferRow:
+    """One configuration's ``InferRow`` under open-loop ``arrivals``: ``concurrency`` is the
+    requests in flight over all replicas (Little's law, rounded), ``throughput`` the offered
+    load while stable (the sustained rate's otherwise), and the row adds ``request_rate``,
+    ``requests``, ``arrival``, ``in_flight``, ``capacity_rate``, ``utilization``, ``stable`` and
+    ``ttft_median``."""
+    eng = engine or Engine(system, model, cfg.layout, precision, kv_precision, gpu, settings,
+                           comm)
+    per = cfg.layout.gpus
+    cap = max(1, max_concurrency(eng, isl, osl, settings))
+    if cfg.prefill_replicas:
+        decode = cfg.replicas - cfg.prefill_replicas
+        move = kv_transfer(system, comm, eng, 0, cfg.prefill_replicas * per, isl)
+        run = infer_rate.disaggregated(eng, isl, osl, arrivals, cfg.prefill_replicas, decode,
+                                       cap, move)
+        holders, total_rate = decode, run.capacity * decode
+    else:
+        holders = cfg.replicas
+        run = infer_rate.open_loop(eng, isl, osl, arrivals, cfg.replicas, cap)
+        total_rate = run.capacity * cfg.replicas
+    flight = run.in_flight * holders
+    mem = eng.memory(run.in_flight, isl + osl)
+    fits = mem <= gpu.hbm and cap * (isl + osl) <= eng.kv_capacity
+    shown = attrs.evolve(cfg, concurrency=max(1, round(flight)))
+    parts = (("decode_step", run.decode_step), ("decode_host", eng.host_time(run.in_flight)),
+             ("prefill_time", eng.prefill(isl)), ("ttft_median", run.ttft_median),
+             ("in_flight", flight), ("capacity_rate", total_rate),
+             ("prefill_load", run.prefill_load))
+    extra = (("arrival", "burst" if arrivals.burst else "poisson"),
+             ("request_rate", None if arrivals.burst else arrivals.rate),
+             ("requests", arrivals.requests),
+             ("utilization", None if math.isinf(run.utilization) else run.utilization),
+             ("stable", run.stable))
+    return InferRow(shown, cfg.replicas * per, precision, kv_precision, run.ttft, run.tpot,
+                    run.throughput * holders, mem, eng.kv_capacity, bool(fits), parts=parts,
+                    extra=extra)
+
+
 def closed_loop_ttft(steady: float, wave: float, settings: Settings) -> float:
     """An empirical estimate of the mean TTFT fixed-concurrency (closed-loop) benchmarks
     report: steady^(1 - w) x wave^w, w = ``closed_loop_share``, between the TTFT of
@@ -484,11 +540,21 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
           fixed: Mapping[str, object] | None = None, precision: str = "fp8",
           kv_precision: str | None = None, concurrency: int | str = "max",
           disaggregate: bool = False, ttft_limit: float | None = None,
-          tpot_limit: float | None = None, settings: Settings | None = None) -> InferResult:
+          tpot_limit: float | None = None, settings: Settings | None = None,
+          arrivals: Arrivals | None = None) -> InferResult:
     """Enumerate tp x pp x ep (x attention DP) x replicas x concurrency on the first ``gpus``
     GPUs, cost each, rank by output tokens/s per GPU (fitting and within the limits first) and
-    mark the Pareto front of tokens/s per GPU against tokens/s per user."""
+    mark the Pareto front of tokens/s per GPU against tokens/s per user.
+
+    With ``arrivals`` (``infer_rate.Arrivals``: a request rate over all replicas, or a burst)
+    the load is open-loop instead: one row per layout (and disaggregated split), its
+    concurrency the requests in flight that the rate gives (``infer_rate``); stable rows within
+    the limits rank first, then by a request's latency (TTFT + (osl - 1) x TPOT)."""
     s = settings or Settings()
+    if arrivals is not None:
+        if not (arrivals.rate > 0) or arrivals.requests < 1:
+            raise InferError(f"request rate {arrivals.rate} and {arrivals.requests} requests: "
+                             "a positive rate (or inf) and at least one request")
     fixed = dict(fixed or {})
     world = len(system.gpus)
     gpus = gpus or world
@@ -536,7 +602,9 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                                                 f"{replicas})")
                             continue
                         splits = list(range(1, replicas))
-                    if concurrency == "max":
+                    if arrivals is not None:
+                        loads = [None]
+                    elif concurrency == "max":
                         loads = [max(1, cap)]
                     elif isinstance(concurrency, int):
                         loads = [concurrency]
@@ -544,6 +612,12 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                         loads = _loads(max(1, cap))
                     for split in splits:
                         for c in loads:
+                            if c is None:
+                                cfg = Config(tp, pp, ep, adp, replicas, 1, split)
+                                rows.append(evaluate_rate(system, model, cfg, isl, osl,
+                                                          precision, kvp, gpu, s, comm,
+                                                          arrivals, eng))
+                                continue
                             per = c if concurrency in ("max", "sweep") else None
                             total = per * (replicas - split) if per else c
                             cfg = Config(tp, pp, ep, adp, replicas, total, split)
@@ -554,8 +628,12 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                          + "; ".join(rejected))
     rows = [_limit(r, ttft_limit, tpot_limit) for r in rows]
     rows = _pareto(rows)
-    rows.sort(key=lambda r: (not r.fits, not r.within_limits, -r.throughput_per_gpu,
-                             r.config))
+    if arrivals is not None:
+        rows.sort(key=lambda r: (not r.fits, not r.stable, not r.within_limits,
+                                 r.ttft + (osl - 1) * r.tpot, r.config))
+    else:
+        rows.sort(key=lambda r: (not r.fits, not r.within_limits, -r.throughput_per_gpu,
+                                 r.config))
     return InferResult(tuple(rows), considered, tuple(rejected), gpus)
 
 
@@ -567,7 +645,7 @@ def _limit(r: InferRow, ttft: float | None, tpot: float | None) -> InferRow:
 def _pareto(rows: list[InferRow]) -> list[InferRow]:
     """Mark the fitting rows within the limits that no other such row beats on both tokens/s
     per GPU and tokens/s per user."""
-    good = sorted((r for r in rows if r.fits and r.within_limits),
+    good = sorted((r for r in rows if r.fits and r.within_limits and r.stable),
                   key=lambda r: (-r.throughput_per_gpu, -r.tokens_per_s_per_user, r.config))
     front, best_user = set(), -1.0
     for r in good:

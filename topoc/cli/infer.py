@@ -4,8 +4,11 @@ on the topology (docs/infer.md)."""
 from __future__ import annotations
 
 from ..backends import infer_table
+import math
+
 from ..compiler.analysis.infer import (InferError, Settings, default_precision, gpu_of, infer,
                                        too_big)
+from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, Arrivals
 from ..compiler.lang.derive import find_model
 from ..compiler.training.serving import PRECISIONS
 from .common import EXIT_OK, UsageError, add_common, fail, load, write_output
@@ -34,6 +37,16 @@ def add_parser(sub) -> None:
                    help="KV cache (default: bf16 for bf16 weights, else fp8)")
     p.add_argument("--concurrency", metavar="C|max", help="requests in flight over all "
                    "replicas, or max: the saturated engine (default: a sweep 1, 2, 4, ... max)")
+    p.add_argument("--request-rate", metavar="R|inf", help="open-loop load instead of a "
+                   "concurrency: R requests/s over all replicas arriving as a Poisson process "
+                   "(the concurrency follows from Little's law; a rate past a layout's "
+                   "capacity is marked over capacity), or inf: --requests arriving at once")
+    p.add_argument("--requests", type=int, metavar="N", help="requests of the open-loop run "
+                   f"(default {DEFAULT_REQUESTS}, vllm bench serve's --num-prompts): a burst's "
+                   "size, and how long a rate past capacity lasts")
+    p.add_argument("--scheduler-steps", type=int, default=1, metavar="K",
+                   help="decode steps the engine schedules at once (vLLM 0.6's "
+                        "--num-scheduler-steps; default 1): a new request waits for them")
     p.add_argument("--disaggregate", action="store_true", help="separate prefill and decode "
                    "replicas; the KV cache moves between them")
     p.add_argument("--overlap-scheduler", choices=("on", "off"), default="on",
@@ -62,6 +75,28 @@ def _concurrency(text: str | None):
     return value
 
 
+def _arrivals(args) -> Arrivals | None:
+    """The open-loop arrivals of --request-rate / --requests, or None (a concurrency)."""
+    if args.request_rate is None:
+        if args.requests is not None:
+            raise UsageError("--requests needs --request-rate (the run's requests)")
+        return None
+    if args.concurrency is not None:
+        raise UsageError("--concurrency and --request-rate: give one load, not both")
+    text = args.request_rate.strip().lower()
+    try:
+        rate = math.inf if text == "inf" else float(text)
+    except ValueError:
+        raise UsageError(f"--request-rate {args.request_rate}: requests per second, "
+                         "or inf") from None
+    if not rate > 0 or math.isnan(rate):
+        raise UsageError(f"--request-rate {args.request_rate}: must be above 0 (or inf)")
+    requests = DEFAULT_REQUESTS if args.requests is None else args.requests
+    if requests < 1:
+        raise UsageError(f"--requests {requests}: must be at least 1")
+    return Arrivals(rate, requests)
+
+
 def run(args) -> int:
     """Cost and rank; exit 1 when the model cannot be laid out or nothing fits."""
     for name in ("isl", "osl", "gpus", "tp", "pp", "ep", "top"):
@@ -74,6 +109,9 @@ def run(args) -> int:
         if value is not None and not value > 0:
             raise UsageError(f"--{name.replace('_', '-')} {value}: a positive number of seconds")
     concurrency = _concurrency(args.concurrency)
+    arrivals = _arrivals(args)
+    if args.scheduler_steps < 1:
+        raise UsageError(f"--scheduler-steps {args.scheduler_steps}: must be at least 1")
     system = load(args)
     try:
         model = find_model(system, args.model)
@@ -89,12 +127,17 @@ def run(args) -> int:
         result = infer(system, model, args.isl, args.osl, gpus, fixed, precision,
                        args.kv_precision, concurrency, args.disaggregate, args.ttft_limit,
                        args.tpot_limit,
-                       Settings(overlap_scheduler=args.overlap_scheduler == "on"))
+                       Settings(overlap_scheduler=args.overlap_scheduler == "on",
+                                scheduler_steps=args.scheduler_steps), arrivals)
     except InferError as exc:
         return fail(args.file, exc)
     head = {"system": system.name, "model": model.name, "isl": args.isl, "osl": args.osl,
             "gpus": result.gpus, "precision": precision,
             "kv_precision": result.rows[0].kv_precision}
+    if arrivals is not None:
+        head.update(arrival="burst" if arrivals.burst else "poisson",
+                    request_rate=None if arrivals.burst else arrivals.rate,
+                    requests=arrivals.requests)
     write_output(infer_table.render(result, head, args.format, args.top), args.output)
     if not any(r.fits for r in result.rows):
         return fail(args.file, too_big(system, model, result, args.isl, args.osl))
