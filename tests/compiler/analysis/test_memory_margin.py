@@ -22,11 +22,6 @@ from ...conftest import LIBRARY
 DGX = str(LIBRARY / "nvidia" / "dgx_h100.topo")
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TOPOC_CACHE", str(tmp_path / "cache"))
-
-
 @pytest.fixture(scope="module")
 def search():
     dgx = topoc.load(DGX)

@@ -27,11 +27,6 @@ DGX = str(LIBRARY / "nvidia" / "dgx_h100.topo")
 NVL72 = str(LIBRARY / "nvidia" / "gb200_nvl72.topo")
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TOPOC_CACHE", str(tmp_path / "cache"))
-
-
 @pytest.fixture(scope="module")
 def dgx():
     return topoc.load(DGX)

@@ -21,11 +21,6 @@ from topoc.compiler.training.model import Training
 from ...conftest import LIBRARY
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TOPOC_CACHE", str(tmp_path / "cache"))
-
-
 @pytest.fixture(scope="module")
 def dgx():
     return topoc.load(str(LIBRARY / "nvidia" / "dgx_h100.topo"))
