@@ -657,10 +657,34 @@ def _pareto(rows: list[InferRow]) -> list[InferRow]:
 
 def too_big(system: System, model: Transformer, result: InferResult, isl: int, osl: int,
             settings: Settings | None = None) -> str:
-    """Why no row fits, with the numbers of the smallest one."""
+    """Why no row fits, with the numbers of the smallest one; or, when the weights and KV cache
+    fit the HBM but the asked concurrency is more than a replica's KV cache (or its engine's
+    batch) holds, of the layout that holds the most requests."""
     s = settings or Settings()
-    best = min(result.rows, key=lambda r: r.memory_per_gpu)
     gpu = gpu_of(system, result.gpus)
+    held = [r for r in result.rows if r.memory_per_gpu <= gpu.hbm]
+    if held:
+        def admits(r: InferRow) -> int:
+            """Requests of isl + osl tokens one replica holds."""
+            return min(s.max_batch, r.kv_capacity_tokens // max(1, isl + osl))
+
+        def holders(r: InferRow) -> int:
+            return r.config.replicas - r.config.prefill_replicas
+
+        best = max(held, key=lambda r: (admits(r) * holders(r), -r.config.concurrency))
+        c = best.config
+        n = holders(best)
+        kind = "decode replica" if c.prefill_replicas else "replica"
+        why = f"its KV cache: {best.kv_capacity_tokens:,} tokens"
+        if admits(best) < best.kv_capacity_tokens // max(1, isl + osl):
+            why = f"the engine's max_batch; {why}"
+        return (f"{model.name} does not fit at concurrency {c.concurrency}: "
+                f"{math.ceil(c.concurrency / n):,} requests per {kind} of {isl}+{osl} tokens; "
+                f"the layout that holds the most (tp={c.tp}, pp={c.pp}, ep={c.ep}, {n} "
+                f"{kind}{'s' if n > 1 else ''}) admits {admits(best):,} requests per {kind} "
+                f"({why}; {best.memory_per_gpu / 1e9:.1f} GB per GPU of "
+                f"{gpu.hbm / 1e9:.1f} GB); give a lower --concurrency, or max")
+    best = min(result.rows, key=lambda r: r.memory_per_gpu)
     c = best.config
     return (f"{model.name} does not fit: the smallest layout (tp={c.tp}, pp={c.pp}, ep={c.ep}) "
             f"needs {best.memory_per_gpu / 1e9:.1f} GB per GPU at concurrency "

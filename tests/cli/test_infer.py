@@ -65,6 +65,19 @@ def test_a_model_that_does_not_fit_names_the_numbers(capsys):
     assert "llama3_405b does not fit" in err and "GB per GPU" in err and "85.5 GB" in err
 
 
+def test_a_concurrency_past_the_kv_cache_names_the_kv_cache(capsys):
+    """Every layout's memory holds the weights; the asked concurrency is more than the KV
+    cache (or the engine's batch) admits. The message says that, with the numbers, and does
+    not claim that a layout needing less than the HBM is too big."""
+    code = main(["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000",
+                 "--tp", "8", "--pp", "1", "--ep", "1", "--concurrency", "5000"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "concurrency 5000" in err and "5,000 requests per replica" in err
+    assert "admits 1,616 requests per replica" in err    # 3,233,012 KV tokens / 2,000
+    assert "3,233,012 tokens" in err and "78.1 GB per GPU of 85.5 GB" in err
+
+
 def test_heads_that_do_not_divide(capsys):
     code = main(["infer", DGX, "--model", "llama3-70b", "--isl", "10", "--osl", "10",
                  "--gpus", "6", "--tp", "6"])
