@@ -78,6 +78,23 @@ def test_a_concurrency_past_the_kv_cache_names_the_kv_cache(capsys):
     assert "3,233,012 tokens" in err and "78.1 GB per GPU of 85.5 GB" in err
 
 
+def test_nothing_fits_leaves_the_output_file_alone(tmp_path, capsys):
+    """Exit 1 (no configuration fits) writes no -o file and leaves an existing one as it was;
+    the rows that do not fit still go to stdout without -o."""
+    out = tmp_path / "rows.json"
+    out.write_text("before\n")
+    argv = ["infer", DGX, "--model", "llama3-405b", "--isl", "1000", "--osl", "1000",
+            "--gpus", "1", "--precision", "bf16", "--concurrency", "1", "--format", "json"]
+    assert main([*argv, "-o", str(out)]) == 1
+    assert out.read_text() == "before\n"
+    assert not (tmp_path / "new.json").exists() and \
+        main([*argv, "-o", str(tmp_path / "new.json")]) == 1
+    assert not (tmp_path / "new.json").exists()
+    assert "does not fit" in capsys.readouterr().err
+    assert main(argv) == 1
+    assert json.loads(capsys.readouterr().out)["rows"][0]["fits"] is False
+
+
 def test_heads_that_do_not_divide(capsys):
     code = main(["infer", DGX, "--model", "llama3-70b", "--isl", "10", "--osl", "10",
                  "--gpus", "6", "--tp", "6"])
