@@ -170,3 +170,25 @@ def test_overlap_scheduler_reaches_the_cli(capsys):
                       concurrency=250,
                       settings=topoc.compiler.analysis.infer.Settings(overlap_scheduler=False))
     assert api.rows[0].tpot == pytest.approx(rows["off"]["tpot"])
+
+
+def test_the_docs_first_example_is_what_the_cli_prints(capsys):
+    """docs/infer.md opens with `topoc infer library/nvidia/gb200_nvl72.topo --model llama3-70b
+    --isl 1000 --osl 1000` and its first five rows: they are the CLI's rows today."""
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "infer.md").read_text()
+    block = doc.split("serving llama3_70b on rack:", 1)[1].split("```")[0]
+
+    def table(text):
+        return [w for w in (line.split() for line in text.splitlines())
+                if len(w) > 1 and w[0].isdigit() and w[1].startswith("tp")]
+    shown = table(block)
+    assert len(shown) == 5
+    assert main(["infer", NVL72, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000",
+                 "--top", "5"]) == 0
+    printed = table(capsys.readouterr().out)[:5]
+    assert printed == shown
+    # and the sentence under it: rows[0] of the Python API under tpot_limit=0.05
+    best = topoc.infer(topoc.load(NVL72), "llama3-70b", 1000, 1000, tpot_limit=0.05).rows[0]
+    assert (f"tp1 pp1 row with TPOT {best.tpot * 1e3:.1f} ms, "
+            f"{best.throughput_per_gpu:,.0f} tok/s per GPU") in " ".join(doc.split())
