@@ -610,19 +610,27 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                         loads = [concurrency]
                     else:
                         loads = _loads(max(1, cap))
-                    for split in splits:
-                        for c in loads:
-                            if c is None:
-                                cfg = Config(tp, pp, ep, adp, replicas, 1, split)
-                                rows.append(evaluate_rate(system, model, cfg, isl, osl,
-                                                          precision, kvp, gpu, s, comm,
-                                                          arrivals, eng))
-                                continue
-                            per = c if concurrency in ("max", "sweep") else None
-                            total = per * (replicas - split) if per else c
-                            cfg = Config(tp, pp, ep, adp, replicas, total, split)
-                            rows.append(evaluate(system, model, cfg, isl, osl, precision, kvp,
-                                                 gpu, s, comm, eng))
+                    # a layout whose collectives find no path on the system (GPUs that no link
+                    # joins) is rejected with the reason; the other layouts are still costed
+                    mine: list[InferRow] = []
+                    try:
+                        for split in splits:
+                            for c in loads:
+                                if c is None:
+                                    cfg = Config(tp, pp, ep, adp, replicas, 1, split)
+                                    mine.append(evaluate_rate(system, model, cfg, isl, osl,
+                                                              precision, kvp, gpu, s, comm,
+                                                              arrivals, eng))
+                                    continue
+                                per = c if concurrency in ("max", "sweep") else None
+                                total = per * (replicas - split) if per else c
+                                cfg = Config(tp, pp, ep, adp, replicas, total, split)
+                                mine.append(evaluate(system, model, cfg, isl, osl, precision, kvp,
+                                                     gpu, s, comm, eng))
+                    except InferError as exc:
+                        rejected.setdefault(f"tp {tp} x pp {pp} x ep {ep}: {exc}")
+                        continue
+                    rows.extend(mine)
     if not rows:
         raise InferError("no layout of " + model.name + f" runs on {gpus} GPUs: "
                          + "; ".join(rejected))
