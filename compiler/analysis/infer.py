@@ -108,7 +108,7 @@ def gpu_of(system: System, gpus: int) -> Gpu:
     hbm = bw = None
     peaks: dict[str, float] = {}
     for m in models:
-        for key, attr in (("hbm", "hbm"), ("bw", "hbm_bandwidth")):
+        for attr in ("hbm", "hbm_bandwidth", "tflops_bf16"):
             if m.attr(attr) is None:
                 raise InferError(f"GPU model '{m.name}' declares no {attr}, which serving needs")
         hbm = min(hbm or math.inf, m.attr("hbm"))
@@ -117,8 +117,6 @@ def gpu_of(system: System, gpus: int) -> Gpu:
             v = m.attr(attr)
             if v is not None:
                 peaks[prec] = min(peaks.get(prec, math.inf), v * 1e12)
-    if "bf16" not in peaks:
-        raise InferError("the GPUs declare no tflops_bf16, which a compute time needs")
     return Gpu(float(hbm), float(bw), tuple(sorted(peaks.items())))
 
 

@@ -428,3 +428,12 @@ def test_a_layout_without_a_path_is_rejected_not_the_search():
     assert any("tp 4 x pp 1 x ep 1: allreduce" in m and "no path" in m for m in res.rejected)
     with pytest.raises(InferError, match="no layout of llama3_70b runs on 4 GPUs: tp 4 x pp 1"):
         topoc.infer(tray, "llama3-70b", 1000, 1000, tp=4, pp=1, ep=1, concurrency=1)
+
+
+def test_a_gpu_without_a_figure_serving_needs_is_named():
+    """H100 NVL declares memory and bandwidth but no tensor peak; B300 no HBM bandwidth: the
+    error names the GPU model and the figure, as for every missing figure."""
+    for name, words in (("h100_nvl_server.topo", "GPU model 'H100_NVL' declares no tflops_bf16"),
+                        ("hgx_b300.topo", "GPU model 'B300' declares no hbm_bandwidth")):
+        with pytest.raises(InferError, match=words):
+            topoc.infer(topoc.load(f"library/nvidia/{name}"), "llama3-8b", 10, 10)
