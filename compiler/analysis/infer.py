@@ -36,6 +36,7 @@ third of the published measurements in benchmarks/infer_validation.py (docs/infe
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping
 
 import attrs
@@ -555,11 +556,26 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                              "a positive rate (or inf) and at least one request")
     fixed = dict(fixed or {})
     world = len(system.gpus)
-    gpus = gpus or world
+    gpus = world if gpus is None else gpus
     if not 1 <= gpus <= world:
         raise InferError(f"--gpus {gpus}: the system has {world} GPUs")
     if isl < 1 or osl < 1:
         raise InferError("input and output lengths must be at least 1 token")
+    # what the CLI checks as usage errors, for the Python API too (never a silent search)
+    for dim in ("tp", "pp", "ep"):
+        if fixed.get(dim) is not None and not (isinstance(fixed[dim], numbers.Integral)
+                                               and fixed[dim] >= 1):
+            raise InferError(f"{dim} = {fixed[dim]!r}: a whole number of at least 1 "
+                             "(or None: searched)")
+    if isinstance(concurrency, numbers.Integral) and not isinstance(concurrency, bool) \
+            and concurrency >= 1:
+        concurrency = int(concurrency)
+    elif concurrency not in ("max", "sweep"):
+        raise InferError(f"concurrency {concurrency!r}: a whole number of at least 1, "
+                         "'max' or 'sweep'")
+    for name, limit in (("ttft_limit", ttft_limit), ("tpot_limit", tpot_limit)):
+        if limit is not None and not limit > 0:
+            raise InferError(f"{name} {limit}: a positive number of seconds")
     for p in (precision, kv_precision or precision):
         if p not in sv.PRECISIONS:
             raise InferError(f"precision '{p}': one of {', '.join(sv.PRECISIONS)}")

@@ -437,3 +437,21 @@ def test_a_gpu_without_a_figure_serving_needs_is_named():
                         ("hgx_b300.topo", "GPU model 'B300' declares no hbm_bandwidth")):
         with pytest.raises(InferError, match=words):
             topoc.infer(topoc.load(f"library/nvidia/{name}"), "llama3-8b", 10, 10)
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"concurrency": 0}, "concurrency 0"),
+    ({"concurrency": -3}, "concurrency -3"),
+    ({"concurrency": "lots"}, "concurrency 'lots'"),
+    ({"gpus": 0}, "--gpus 0"),
+    ({"tp": 0}, "tp = 0"),
+    ({"pp": -1}, "pp = -1"),
+    ({"ttft_limit": -1}, "ttft_limit -1"),
+    ({"tpot_limit": 0}, "tpot_limit 0"),
+])
+def test_the_python_api_refuses_what_the_cli_refuses(kw, words):
+    """concurrency 0 or -3 gave rows at that concurrency, "lots" a sweep, gpus=0 or tp=0 the
+    whole search and a negative limit every row over it, all without a word."""
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    with pytest.raises(InferError, match=words):
+        topoc.infer(node, "llama3-8b", 10, 10, **kw)
