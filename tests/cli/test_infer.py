@@ -192,3 +192,16 @@ def test_the_docs_first_example_is_what_the_cli_prints(capsys):
     best = topoc.infer(topoc.load(NVL72), "llama3-70b", 1000, 1000, tpot_limit=0.05).rows[0]
     assert (f"tp1 pp1 row with TPOT {best.tpot * 1e3:.1f} ms, "
             f"{best.throughput_per_gpu:,.0f} tok/s per GPU") in " ".join(doc.split())
+
+
+def test_top_keeps_the_first_rows_of_every_format(capsys):
+    """docs/infer.md: --top K (default 20) keeps K rows in JSON and CSV too; `evaluated`
+    counts them all."""
+    argv = ["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000"]
+    assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["rows"]) == 20 < doc["evaluated"] and all(p <= 20 for p in doc["pareto"])
+    assert main([*argv, "--format", "csv", "--top", "3"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 4
+    assert main([*argv, "--format", "json", "--top", "0"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["rows"]) == doc["evaluated"]
