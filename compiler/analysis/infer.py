@@ -693,19 +693,25 @@ def too_big(system: System, model: Transformer, result: InferResult, isl: int, o
         def holders(r: InferRow) -> int:
             return r.config.replicas - r.config.prefill_replicas
 
-        best = max(held, key=lambda r: (admits(r) * holders(r), -r.config.concurrency))
+        best = max(held, key=lambda r: (admits(r) * holders(r), r.kv_capacity_tokens,
+                                        -r.config.concurrency))
         c = best.config
         n = holders(best)
         kind = "decode replica" if c.prefill_replicas else "replica"
+        layout = f"tp={c.tp}, pp={c.pp}, ep={c.ep}"
+        memory = f"{best.memory_per_gpu / 1e9:.1f} GB per GPU of {gpu.hbm / 1e9:.1f} GB"
+        if admits(best) < 1:
+            return (f"{model.name} does not fit: one request of {isl}+{osl} tokens needs "
+                    f"{isl + osl:,} tokens of KV cache; the layout that holds the most "
+                    f"({layout}) holds {best.kv_capacity_tokens:,} tokens per {kind} ({memory})")
         why = f"its KV cache: {best.kv_capacity_tokens:,} tokens"
         if admits(best) < best.kv_capacity_tokens // max(1, isl + osl):
             why = f"the engine's max_batch; {why}"
         return (f"{model.name} does not fit at concurrency {c.concurrency}: "
                 f"{math.ceil(c.concurrency / n):,} requests per {kind} of {isl}+{osl} tokens; "
-                f"the layout that holds the most (tp={c.tp}, pp={c.pp}, ep={c.ep}, {n} "
-                f"{kind}{'s' if n > 1 else ''}) admits {admits(best):,} requests per {kind} "
-                f"({why}; {best.memory_per_gpu / 1e9:.1f} GB per GPU of "
-                f"{gpu.hbm / 1e9:.1f} GB); give a lower --concurrency, or max")
+                f"the layout that holds the most ({layout}, {n} {kind}{'s' if n > 1 else ''}) "
+                f"admits {admits(best):,} request{'s' if admits(best) > 1 else ''} per {kind} "
+                f"({why}; {memory}); give a lower --concurrency, or max")
     best = min(result.rows, key=lambda r: r.memory_per_gpu)
     c = best.config
     return (f"{model.name} does not fit: the smallest layout (tp={c.tp}, pp={c.pp}, ep={c.ep}) "

@@ -205,3 +205,15 @@ def test_top_keeps_the_first_rows_of_every_format(capsys):
     assert len(capsys.readouterr().out.splitlines()) == 4
     assert main([*argv, "--format", "json", "--top", "0"]) == 0
     assert len(json.loads(capsys.readouterr().out)["rows"]) == doc["evaluated"]
+
+
+def test_one_request_past_the_kv_cache_says_so(capsys):
+    """Under --request-rate a layout whose KV cache cannot hold one request does not fit;
+    the message gives the tokens one request needs and the most a replica holds, not a
+    --concurrency to lower."""
+    code = main(["infer", DGX, "--model", "llama3-70b", "--isl", "5000000", "--osl", "10",
+                 "--tp", "8", "--pp", "1", "--ep", "1", "--request-rate", "0.000001"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "one request of 5000000+10 tokens needs 5,000,010 tokens of KV cache" in err
+    assert "holds 3,233,012 tokens per replica" in err and "--concurrency" not in err
