@@ -101,7 +101,8 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     ``request_rate`` (requests/s over the replicas, Poisson; ``math.inf``: ``requests`` at
     once, default 1000) replaces the concurrency with an open-loop load, as
     ``topoc infer --request-rate`` does. Raises ``compiler.analysis.infer.InferError`` when the
-    model cannot be laid out or the load is not one."""
+    model cannot be laid out, the load is not one, or a size, concurrency or limit is out of
+    range (what ``topoc infer`` calls a usage error)."""
     from .compiler.analysis.infer import InferError, default_precision, gpu_of
     from .compiler.analysis.infer import infer as run
     from .compiler.analysis.infer_rate import DEFAULT_REQUESTS, Arrivals

@@ -36,6 +36,7 @@ third of the published measurements in benchmarks/infer_validation.py (docs/infe
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping
 
 import attrs
@@ -108,7 +109,7 @@ def gpu_of(system: System, gpus: int) -> Gpu:
     hbm = bw = None
     peaks: dict[str, float] = {}
     for m in models:
-        for key, attr in (("hbm", "hbm"), ("bw", "hbm_bandwidth")):
+        for attr in ("hbm", "hbm_bandwidth", "tflops_bf16"):
             if m.attr(attr) is None:
                 raise InferError(f"GPU model '{m.name}' declares no {attr}, which serving needs")
         hbm = min(hbm or math.inf, m.attr("hbm"))
@@ -117,8 +118,6 @@ def gpu_of(system: System, gpus: int) -> Gpu:
             v = m.attr(attr)
             if v is not None:
                 peaks[prec] = min(peaks.get(prec, math.inf), v * 1e12)
-    if "bf16" not in peaks:
-        raise InferError("the GPUs declare no tflops_bf16, which a compute time needs")
     return Gpu(float(hbm), float(bw), tuple(sorted(peaks.items())))
 
 
@@ -557,11 +556,26 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                              "a positive rate (or inf) and at least one request")
     fixed = dict(fixed or {})
     world = len(system.gpus)
-    gpus = gpus or world
+    gpus = world if gpus is None else gpus
     if not 1 <= gpus <= world:
         raise InferError(f"--gpus {gpus}: the system has {world} GPUs")
     if isl < 1 or osl < 1:
         raise InferError("input and output lengths must be at least 1 token")
+    # what the CLI checks as usage errors, for the Python API too (never a silent search)
+    for dim in ("tp", "pp", "ep"):
+        if fixed.get(dim) is not None and not (isinstance(fixed[dim], numbers.Integral)
+                                               and fixed[dim] >= 1):
+            raise InferError(f"{dim} = {fixed[dim]!r}: a whole number of at least 1 "
+                             "(or None: searched)")
+    if isinstance(concurrency, numbers.Integral) and not isinstance(concurrency, bool) \
+            and concurrency >= 1:
+        concurrency = int(concurrency)
+    elif concurrency not in ("max", "sweep"):
+        raise InferError(f"concurrency {concurrency!r}: a whole number of at least 1, "
+                         "'max' or 'sweep'")
+    for name, limit in (("ttft_limit", ttft_limit), ("tpot_limit", tpot_limit)):
+        if limit is not None and not limit > 0:
+            raise InferError(f"{name} {limit}: a positive number of seconds")
     for p in (precision, kv_precision or precision):
         if p not in sv.PRECISIONS:
             raise InferError(f"precision '{p}': one of {', '.join(sv.PRECISIONS)}")
@@ -610,19 +624,27 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                         loads = [concurrency]
                     else:
                         loads = _loads(max(1, cap))
-                    for split in splits:
-                        for c in loads:
-                            if c is None:
-                                cfg = Config(tp, pp, ep, adp, replicas, 1, split)
-                                rows.append(evaluate_rate(system, model, cfg, isl, osl,
-                                                          precision, kvp, gpu, s, comm,
-                                                          arrivals, eng))
-                                continue
-                            per = c if concurrency in ("max", "sweep") else None
-                            total = per * (replicas - split) if per else c
-                            cfg = Config(tp, pp, ep, adp, replicas, total, split)
-                            rows.append(evaluate(system, model, cfg, isl, osl, precision, kvp,
-                                                 gpu, s, comm, eng))
+                    # a layout whose collectives find no path on the system (GPUs that no link
+                    # joins) is rejected with the reason; the other layouts are still costed
+                    mine: list[InferRow] = []
+                    try:
+                        for split in splits:
+                            for c in loads:
+                                if c is None:
+                                    cfg = Config(tp, pp, ep, adp, replicas, 1, split)
+                                    mine.append(evaluate_rate(system, model, cfg, isl, osl,
+                                                              precision, kvp, gpu, s, comm,
+                                                              arrivals, eng))
+                                    continue
+                                per = c if concurrency in ("max", "sweep") else None
+                                total = per * (replicas - split) if per else c
+                                cfg = Config(tp, pp, ep, adp, replicas, total, split)
+                                mine.append(evaluate(system, model, cfg, isl, osl, precision, kvp,
+                                                     gpu, s, comm, eng))
+                    except InferError as exc:
+                        rejected.setdefault(f"tp {tp} x pp {pp} x ep {ep}: {exc}")
+                        continue
+                    rows.extend(mine)
     if not rows:
         raise InferError("no layout of " + model.name + f" runs on {gpus} GPUs: "
                          + "; ".join(rejected))
@@ -657,10 +679,40 @@ def _pareto(rows: list[InferRow]) -> list[InferRow]:
 
 def too_big(system: System, model: Transformer, result: InferResult, isl: int, osl: int,
             settings: Settings | None = None) -> str:
-    """Why no row fits, with the numbers of the smallest one."""
+    """Why no row fits, with the numbers of the smallest one; or, when the weights and KV cache
+    fit the HBM but the asked concurrency is more than a replica's KV cache (or its engine's
+    batch) holds, of the layout that holds the most requests."""
     s = settings or Settings()
-    best = min(result.rows, key=lambda r: r.memory_per_gpu)
     gpu = gpu_of(system, result.gpus)
+    held = [r for r in result.rows if r.memory_per_gpu <= gpu.hbm]
+    if held:
+        def admits(r: InferRow) -> int:
+            """Requests of isl + osl tokens one replica holds."""
+            return min(s.max_batch, r.kv_capacity_tokens // max(1, isl + osl))
+
+        def holders(r: InferRow) -> int:
+            return r.config.replicas - r.config.prefill_replicas
+
+        best = max(held, key=lambda r: (admits(r) * holders(r), r.kv_capacity_tokens,
+                                        -r.config.concurrency))
+        c = best.config
+        n = holders(best)
+        kind = "decode replica" if c.prefill_replicas else "replica"
+        layout = f"tp={c.tp}, pp={c.pp}, ep={c.ep}"
+        memory = f"{best.memory_per_gpu / 1e9:.1f} GB per GPU of {gpu.hbm / 1e9:.1f} GB"
+        if admits(best) < 1:
+            return (f"{model.name} does not fit: one request of {isl}+{osl} tokens needs "
+                    f"{isl + osl:,} tokens of KV cache; the layout that holds the most "
+                    f"({layout}) holds {best.kv_capacity_tokens:,} tokens per {kind} ({memory})")
+        why = f"its KV cache: {best.kv_capacity_tokens:,} tokens"
+        if admits(best) < best.kv_capacity_tokens // max(1, isl + osl):
+            why = f"the engine's max_batch; {why}"
+        return (f"{model.name} does not fit at concurrency {c.concurrency}: "
+                f"{math.ceil(c.concurrency / n):,} requests per {kind} of {isl}+{osl} tokens; "
+                f"the layout that holds the most ({layout}, {n} {kind}{'s' if n > 1 else ''}) "
+                f"admits {admits(best):,} request{'s' if admits(best) > 1 else ''} per {kind} "
+                f"({why}; {memory}); give a lower --concurrency, or max")
+    best = min(result.rows, key=lambda r: r.memory_per_gpu)
     c = best.config
     return (f"{model.name} does not fit: the smallest layout (tp={c.tp}, pp={c.pp}, ep={c.ep}) "
             f"needs {best.memory_per_gpu / 1e9:.1f} GB per GPU at concurrency "

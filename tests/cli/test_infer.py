@@ -65,6 +65,36 @@ def test_a_model_that_does_not_fit_names_the_numbers(capsys):
     assert "llama3_405b does not fit" in err and "GB per GPU" in err and "85.5 GB" in err
 
 
+def test_a_concurrency_past_the_kv_cache_names_the_kv_cache(capsys):
+    """Every layout's memory holds the weights; the asked concurrency is more than the KV
+    cache (or the engine's batch) admits. The message says that, with the numbers, and does
+    not claim that a layout needing less than the HBM is too big."""
+    code = main(["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000",
+                 "--tp", "8", "--pp", "1", "--ep", "1", "--concurrency", "5000"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "concurrency 5000" in err and "5,000 requests per replica" in err
+    assert "admits 1,616 requests per replica" in err    # 3,233,012 KV tokens / 2,000
+    assert "3,233,012 tokens" in err and "78.1 GB per GPU of 85.5 GB" in err
+
+
+def test_nothing_fits_leaves_the_output_file_alone(tmp_path, capsys):
+    """Exit 1 (no configuration fits) writes no -o file and leaves an existing one as it was;
+    the rows that do not fit still go to stdout without -o."""
+    out = tmp_path / "rows.json"
+    out.write_text("before\n")
+    argv = ["infer", DGX, "--model", "llama3-405b", "--isl", "1000", "--osl", "1000",
+            "--gpus", "1", "--precision", "bf16", "--concurrency", "1", "--format", "json"]
+    assert main([*argv, "-o", str(out)]) == 1
+    assert out.read_text() == "before\n"
+    assert not (tmp_path / "new.json").exists() and \
+        main([*argv, "-o", str(tmp_path / "new.json")]) == 1
+    assert not (tmp_path / "new.json").exists()
+    assert "does not fit" in capsys.readouterr().err
+    assert main(argv) == 1
+    assert json.loads(capsys.readouterr().out)["rows"][0]["fits"] is False
+
+
 def test_heads_that_do_not_divide(capsys):
     code = main(["infer", DGX, "--model", "llama3-70b", "--isl", "10", "--osl", "10",
                  "--gpus", "6", "--tp", "6"])
@@ -140,3 +170,50 @@ def test_overlap_scheduler_reaches_the_cli(capsys):
                       concurrency=250,
                       settings=topoc.compiler.analysis.infer.Settings(overlap_scheduler=False))
     assert api.rows[0].tpot == pytest.approx(rows["off"]["tpot"])
+
+
+def test_the_docs_first_example_is_what_the_cli_prints(capsys):
+    """docs/infer.md opens with `topoc infer library/nvidia/gb200_nvl72.topo --model llama3-70b
+    --isl 1000 --osl 1000` and its first five rows: they are the CLI's rows today."""
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "infer.md").read_text()
+    block = doc.split("serving llama3_70b on rack:", 1)[1].split("```")[0]
+
+    def table(text):
+        return [w for w in (line.split() for line in text.splitlines())
+                if len(w) > 1 and w[0].isdigit() and w[1].startswith("tp")]
+    shown = table(block)
+    assert len(shown) == 5
+    assert main(["infer", NVL72, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000",
+                 "--top", "5"]) == 0
+    printed = table(capsys.readouterr().out)[:5]
+    assert printed == shown
+    # and the sentence under it: rows[0] of the Python API under tpot_limit=0.05
+    best = topoc.infer(topoc.load(NVL72), "llama3-70b", 1000, 1000, tpot_limit=0.05).rows[0]
+    assert (f"tp1 pp1 row with TPOT {best.tpot * 1e3:.1f} ms, "
+            f"{best.throughput_per_gpu:,.0f} tok/s per GPU") in " ".join(doc.split())
+
+
+def test_top_keeps_the_first_rows_of_every_format(capsys):
+    """docs/infer.md: --top K (default 20) keeps K rows in JSON and CSV too; `evaluated`
+    counts them all."""
+    argv = ["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000"]
+    assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["rows"]) == 20 < doc["evaluated"] and all(p <= 20 for p in doc["pareto"])
+    assert main([*argv, "--format", "csv", "--top", "3"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 4
+    assert main([*argv, "--format", "json", "--top", "0"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["rows"]) == doc["evaluated"]
+
+
+def test_one_request_past_the_kv_cache_says_so(capsys):
+    """Under --request-rate a layout whose KV cache cannot hold one request does not fit;
+    the message gives the tokens one request needs and the most a replica holds, not a
+    --concurrency to lower."""
+    code = main(["infer", DGX, "--model", "llama3-70b", "--isl", "5000000", "--osl", "10",
+                 "--tp", "8", "--pp", "1", "--ep", "1", "--request-rate", "0.000001"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "one request of 5000000+10 tokens needs 5,000,010 tokens of KV cache" in err
+    assert "holds 3,233,012 tokens per replica" in err and "--concurrency" not in err

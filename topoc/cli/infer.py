@@ -138,9 +138,14 @@ def run(args) -> int:
         head.update(arrival="burst" if arrivals.burst else "poisson",
                     request_rate=None if arrivals.burst else arrivals.rate,
                     requests=arrivals.requests)
-    write_output(infer_table.render(result, head, args.format, args.top), args.output)
+    text = infer_table.render(result, head, args.format, args.top)
     if not any(r.fits for r in result.rows):
+        # exit 1: the rows that do not fit go to stdout, but a file named by -o is neither
+        # created nor replaced by a result that failed
+        if args.output in (None, "-"):
+            write_output(text, None)
         return fail(args.file, too_big(system, model, result, args.isl, args.osl))
+    write_output(text, args.output)
     return EXIT_OK
 
 

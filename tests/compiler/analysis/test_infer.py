@@ -414,3 +414,44 @@ def test_the_70b_tables_hold_no_synchronised_first_wave():
     small = {c.row: ratio(c) for c in loaded if c.model == "llama3_8b" and c.concurrency == 5}
     assert len(small) == 5
     assert all(0.9 <= r <= 1.2 for r in small.values()), small
+
+
+def test_a_layout_without_a_path_is_rejected_not_the_search():
+    """A GB200 tray alone: its two superchips' GPUs share no link (their NVLinks go to the
+    rack's switch trays), so tp 4 and a pipeline across the superchips have no path; those
+    layouts are rejected with the reason and the ones inside a superchip are costed."""
+    tray = topoc.load("library/nvidia/gb200_tray.topo")
+    res = topoc.infer(tray, "llama3-70b", 1000, 1000, concurrency="max")
+    assert res.rows and res.rows[0].fits
+    assert {(r.config.tp, r.config.pp) for r in res.rows} >= {(1, 1), (2, 1)}
+    assert all((r.config.tp, r.config.pp) not in {(4, 1), (2, 2)} for r in res.rows)
+    assert any("tp 4 x pp 1 x ep 1: allreduce" in m and "no path" in m for m in res.rejected)
+    with pytest.raises(InferError, match="no layout of llama3_70b runs on 4 GPUs: tp 4 x pp 1"):
+        topoc.infer(tray, "llama3-70b", 1000, 1000, tp=4, pp=1, ep=1, concurrency=1)
+
+
+def test_a_gpu_without_a_figure_serving_needs_is_named():
+    """H100 NVL declares memory and bandwidth but no tensor peak; B300 no HBM bandwidth: the
+    error names the GPU model and the figure, as for every missing figure."""
+    for name, words in (("h100_nvl_server.topo", "GPU model 'H100_NVL' declares no tflops_bf16"),
+                        ("hgx_b300.topo", "GPU model 'B300' declares no hbm_bandwidth")):
+        with pytest.raises(InferError, match=words):
+            topoc.infer(topoc.load(f"library/nvidia/{name}"), "llama3-8b", 10, 10)
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"concurrency": 0}, "concurrency 0"),
+    ({"concurrency": -3}, "concurrency -3"),
+    ({"concurrency": "lots"}, "concurrency 'lots'"),
+    ({"gpus": 0}, "--gpus 0"),
+    ({"tp": 0}, "tp = 0"),
+    ({"pp": -1}, "pp = -1"),
+    ({"ttft_limit": -1}, "ttft_limit -1"),
+    ({"tpot_limit": 0}, "tpot_limit 0"),
+])
+def test_the_python_api_refuses_what_the_cli_refuses(kw, words):
+    """concurrency 0 or -3 gave rows at that concurrency, "lots" a sweep, gpus=0 or tp=0 the
+    whole search and a negative limit every row over it, all without a word."""
+    node = topoc.load("library/nvidia/dgx_h100.topo")
+    with pytest.raises(InferError, match=words):
+        topoc.infer(node, "llama3-8b", 10, 10, **kw)
