@@ -3,7 +3,9 @@ layouts to choose.
 
 The arithmetic of a step (weights, KV cache, FLOPs, bytes) is ``compiler.training.serving``;
 this module puts it on the system. A replica is ``tp x pp`` consecutive GPUs in rank order
-(tp fastest), ``--gpus G`` hold G / (tp x pp) replicas. One step of a GPU costs, kernel by
+(tp fastest), ``--gpus G`` hold G / (tp x pp) replicas; the replica costed is the slowest
+(``slowest_replica``: the one whose tensor groups span the most islands, a tp 16 replica
+astride two NVL72 racks rather than one inside a rack). One step of a GPU costs, kernel by
 kernel, the larger of its FLOPs at an efficiency of the precision's peak and its HBM bytes at
 an efficiency of the bandwidth (a roofline), plus a launch and synchronisation cost per layer
 and a fixed cost per engine step; then its communication, costed by the collective model
@@ -256,7 +258,13 @@ class Engine:
         self.prec, self.kvp = precision, kv_precision
         n = lay.tp * lay.pp
         self.ranks = tuple(range(first, first + n))
-        self.tp_ranks = self.ranks[:lay.tp]
+        # the stage whose tensor group, and the boundary whose send, spans the most islands:
+        # a step waits for its slowest stage (``slowest_replica`` picks the replica)
+        stages = [self.ranks[i * lay.tp:(i + 1) * lay.tp] for i in range(lay.pp)]
+        island = system.locality.island
+        self.tp_ranks = max(stages, key=lambda g: len({island[r] for r in g}))
+        self.boundary = max(((g[0], h[0]) for g, h in zip(stages, stages[1:])),
+                            key=lambda ab: island[ab[0]] != island[ab[1]], default=None)
         self.stage_layers = math.ceil(model.layers / lay.pp)
         s = settings
         self.weights = sv.weight_bytes_per_gpu(model, lay, precision)
@@ -306,10 +314,9 @@ class Engine:
         return t
 
     def _send(self, tokens: float) -> float:
-        if self.lay.pp < 2:
+        if self.boundary is None:
             return 0.0
-        a, b = self.ranks[0], self.ranks[self.lay.tp]
-        return self.comm.time("sendrecv", (a, b), tokens * self.a.hidden * sv.ACT_BYTES)
+        return self.comm.time("sendrecv", self.boundary, tokens * self.a.hidden * sv.ACT_BYTES)
 
     def host_time(self, batch: int) -> float:
         """Seconds of host work per engine step that grow with the running sequences
@@ -508,6 +515,30 @@ def closed_loop_ttft(steady: float, wave: float, settings: Settings) -> float:
 
 # ---- the search -------------------------------------------------------------------------------
 
+def slowest_replica(system: System, lay: Layout, replicas: int) -> int:
+    """The first rank of the replica to cost: the one whose tensor groups span the most
+    islands (machines or racks: ``Locality.island``), then whose stage boundaries cross the
+    most, then whose GPUs lie on the most islands; the first such. Replicas are consecutive
+    ranks, so with tp x pp not dividing an island's GPUs one of them straddles two islands
+    and its every layer's all-reduce crosses the scale-out network: the TTFT and TPOT a
+    request on it sees, and what a limit must hold for. The others cost as much or less."""
+    import numpy as np
+
+    n = lay.tp * lay.pp
+    island = np.asarray(system.locality.island[:replicas * n], dtype=np.int64)
+    per = island.reshape(replicas, lay.pp, lay.tp)
+    # islands a stage's tensor group spans, counted as 1 + the island changes along its
+    # ranks (exact where an island's ranks are consecutive, as in every library system)
+    tp_span = (1 + (np.diff(per, axis=2) != 0).sum(axis=2)).max(axis=1) if lay.tp > 1 \
+        else np.ones(replicas, np.int64)
+    sends = (np.diff(per[:, :, 0], axis=1) != 0).sum(axis=1) if lay.pp > 1 \
+        else np.zeros(replicas, np.int64)
+    flat = island.reshape(replicas, n)
+    span = 1 + (np.diff(flat, axis=1) != 0).sum(axis=1)
+    key = (tp_span * (n + 1) + sends) * (n + 1) + span
+    return int(np.argmax(key)) * n
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -603,7 +634,8 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                     considered += 1
                     lay = Layout(tp, pp, ep, adp)
                     try:
-                        eng = Engine(system, model, lay, precision, kvp, gpu, s, comm)
+                        eng = Engine(system, model, lay, precision, kvp, gpu, s, comm,
+                                     slowest_replica(system, lay, replicas))
                     except LayoutError as exc:
                         rejected.setdefault(str(exc))
                         continue

@@ -455,3 +455,26 @@ def test_the_python_api_refuses_what_the_cli_refuses(kw, words):
     node = topoc.load("library/nvidia/dgx_h100.topo")
     with pytest.raises(InferError, match=words):
         topoc.infer(node, "llama3-8b", 10, 10, **kw)
+
+
+def test_the_replica_costed_is_the_one_astride_two_racks():
+    """Two NVL72 racks, tp 16: replicas are 16 consecutive ranks, so the fifth (ranks 64..79)
+    has 8 GPUs in each rack and its every all-reduce crosses InfiniBand. It is the one costed
+    (its requests see the slower TPOT, which a limit must hold for), not replica 0 inside a
+    rack; tp 8 divides a rack, so replica 0 stands for all."""
+    from topoc.compiler.analysis.infer import Comm, Engine, gpu_of, slowest_replica
+    from topoc.compiler.training.serving import Layout
+    sysm = topoc.load(S.ROOT / "library" / "nvidia" / "nvl72_cluster.topo", {"racks": 2})
+    a, s, comm = S.arch("llama3_70b"), Settings(), Comm(sysm)
+    gpu = gpu_of(sysm, 144)
+    assert slowest_replica(sysm, Layout(8, 1, 1, False), 18) == 0
+    assert slowest_replica(sysm, Layout(16, 1, 1, False), 9) == 64
+    assert slowest_replica(sysm, Layout(8, 2, 1, False), 9) == 64   # its send crosses racks
+    inside, astride = (Engine(sysm, a, Layout(16, 1, 1, False), "fp8", "fp8", gpu, s, comm,
+                              first)
+                       for first in (0, 64))
+    assert astride.decode_step(32, 1500)[0] > 1.1 * inside.decode_step(32, 1500)[0]
+    row = topoc.infer(sysm, "llama3-70b", isl=1000, osl=1000, tp=16, pp=1, ep=1,
+                      concurrency=64).rows[0]
+    # 64 requests on 9 replicas: 8 on the busiest, at a mean context of 1,500 tokens
+    assert row.tpot >= astride.decode_step(8, 1500)[0] > 1.1 * inside.decode_step(8, 1500)[0]
