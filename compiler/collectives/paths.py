@@ -29,6 +29,9 @@ GPU_TRANSIT = 100.0    # forwarding through another GPU's memory
 ECMP_BUCKETS = 8
 
 
+_UNKNOWN = object()
+
+
 class NoRoute(ValueError):
     """Two devices of a schedule have no path between them."""
 
@@ -42,6 +45,11 @@ class Router:
         self.classes = classes
         self.kind = device_kinds(system)
         self.cache: dict[tuple[str, str, int], tuple[str, ...]] = {}
+        # per-link and per-device parts of ``_edge_cost``, made once: a search over a large
+        # fabric weighs the same few thousand links millions of times
+        self._salt: dict[tuple[str, int], float] = {}
+        self._transit: dict[str, float] = {}
+        self._weights: dict[int, dict[tuple[str, str], float | None]] = {}
 
     def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
         """Link ids from ``src`` to ``dst`` ('' path for a device to itself)."""
@@ -60,11 +68,18 @@ class Router:
         cost = HOP_COST[data["cls"]]
         for node in (u, v):
             if node not in ends:
-                kind = self.kind[node]
-                cost += GPU_TRANSIT if kind == "gpu" else CPU_TRANSIT if kind == "cpu" else 0.0
+                transit = self._transit.get(node)
+                if transit is None:
+                    kind = self.kind[node]
+                    transit = self._transit[node] = \
+                        GPU_TRANSIT if kind == "gpu" else CPU_TRANSIT if kind == "cpu" else 0.0
+                cost += transit
         # A tie-break far below any real cost difference, stable across runs and platforms.
-        salt = zlib.crc32(f"{data['link'].id}|{bucket}".encode()) / 2**32
-        return cost + salt * 1e-3
+        key = (data["link"].id, bucket)
+        salt = self._salt.get(key)
+        if salt is None:
+            salt = self._salt[key] = zlib.crc32(f"{key[0]}|{bucket}".encode()) / 2**32 * 1e-3
+        return cost + salt
 
     def _search(self, src: str, dst: str, bucket: int) -> tuple[str, ...]:
         ends = (src, dst)
@@ -72,10 +87,21 @@ class Router:
         if short is not None:
             return short
 
+        known = self._weights.setdefault(bucket, {})
+        transit = self._transit
+
         def weight(u, v, edges):
+            w = known.get((u, v), _UNKNOWN)
+            if w is not _UNKNOWN:
+                return w
             costs = [c for d in edges.values()
                      if (c := self._edge_cost(u, v, d, ends, bucket)) is not None]
-            return min(costs) if costs else None
+            w = min(costs) if costs else None
+            # a hop between devices no path pays to cross (NICs, switches) weighs the same
+            # for every pair of ends: kept for the next search
+            if not transit.get(u, 1.0) and not transit.get(v, 1.0):
+                known[(u, v)] = w
+            return w
         nodes = bidirectional_dijkstra(self.graph, src, dst, weight)
         links = []
         for u, v in zip(nodes, nodes[1:]):
