@@ -190,7 +190,7 @@ class InferRow:
                 "kv_precision": self.kv_precision, "ttft": self.ttft, "tpot": self.tpot,
                 "throughput": self.throughput, "throughput_per_gpu": self.throughput_per_gpu,
                 "tokens_per_s_per_user": self.tokens_per_s_per_user,
-                "memory_per_gpu": self.memory_per_gpu,
+                "memory_per_gpu": round(self.memory_per_gpu),      # whole bytes
                 "kv_capacity_tokens": self.kv_capacity_tokens, "fits": self.fits,
                 "attention_dp": c.attention_dp, "prefill_replicas": c.prefill_replicas,
                 "within_limits": self.within_limits, "pareto": self.pareto,

@@ -30,7 +30,18 @@ def test_json_follows_the_contract(capsys):
     for r in doc["rows"]:
         assert r["replicas"] == 8 // (r["tp"] * r["pp"]) and r["gpus"] == 8
         assert r["throughput_per_gpu"] == pytest.approx(r["throughput"] / r["gpus"])
+        assert isinstance(r["memory_per_gpu"], int)         # bytes, whole
     assert doc["rows"][0]["fits"]
+
+
+def test_open_loop_rows_give_memory_in_whole_bytes(capsys):
+    """An open-loop row's requests in flight come from Little's law, a fraction: its memory
+    was printed as 38890330732.109 bytes."""
+    assert main(["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "200",
+                 "--tp", "8", "--pp", "1", "--ep", "1", "--request-rate", "3",
+                 "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)["rows"][0]
+    assert isinstance(r["memory_per_gpu"], int) and r["memory_per_gpu"] > 0
 
 
 def test_every_dimension_and_the_concurrency_given_is_rows_0(capsys):
