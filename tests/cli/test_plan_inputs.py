@@ -12,3 +12,57 @@ def test_a_negative_duration_keeps_its_unit():
     assert seconds(-10.9) == "-10.90 s"
     assert seconds(-7.1e-5) == "-71.0 us"
     assert seconds(0.2991192) == "299.1 ms"
+
+
+# ---- --compare: a request that cannot be found says why, before the search ------------------
+
+import pytest
+
+from topoc.cli import main
+from topoc.compiler.analysis.comparison import check_sizes, parse_sizes
+
+from ..conftest import LIBRARY
+
+DGX = str(LIBRARY / "nvidia" / "dgx_h100.topo")
+H100 = str(LIBRARY / "nvidia" / "h100_cluster.topo")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("tp=8,tp=4", "given twice"),
+    ("tp=0", "at least 1"),
+    ("tp=-8", "at least 1"),
+    ("recompute=bogus", "none, selective, full"),
+    ("sequence_parallel=maybe", "on or off"),
+    ("zero=4", "one of 0, 1, 2, 3"),
+])
+def test_compare_refuses_values_that_mean_nothing(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_sizes(text)
+    assert parse_sizes("sequence_parallel=off,zero=0") == {"sequence_parallel": False,
+                                                            "zero": 0}
+
+
+def test_compare_says_why_a_request_is_outside_the_search():
+    assert "8,192, but the search places 64 GPUs" in \
+        check_sizes(parse_sizes("tp=8,pp=16,dp=64,cp=1"), 64, 8192)
+    assert "does not divide" in check_sizes(parse_sizes("tp=3"), 64, 8192)
+    assert "contradicts" in check_sizes({"tp": 8}, 64, 8192, {"tp": 4})
+    assert "--cp 8" in check_sizes({"cp": 8}, 64, 8192)
+    assert check_sizes({"cp": 8}, 64, 8192, {"cp": 8}) is None
+    assert "--zero 2" in check_sizes({"zero": 2}, 64, 8192)
+    assert check_sizes(parse_sizes("tp=8,pp=4"), 64, 8192) is None
+
+
+@pytest.mark.parametrize("extra", [
+    ["--compare", "tp=8,pp=16,dp=64"],          # the issue's own example, on 8 GPUs
+    ["--compare", "recompute=bogus"],
+    ["--tp", "4", "--compare", "tp=8"],
+    ["--compare", "tp=8", "--format", "csv"],   # was the plan's CSV, the request ignored
+    ["--compare", "tp=8", "--scaling", "4..8"],  # was the scaling table, the request ignored
+    ["--gpus", "4", "--scaling", "4..8"],        # was the scaling from 4, --gpus ignored
+])
+def test_plan_refuses_a_compare_or_scaling_it_would_ignore_or_never_find(extra, capsys):
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--no-cache",
+                 "--jobs", "1", *extra]) == 2
+    out = capsys.readouterr()
+    assert "error" in out.err and "Traceback" not in out.err and not out.out

@@ -170,6 +170,20 @@ def run(args) -> int:
                                              "zero")}
     fixed["zero"] = zero_stage(args.zero, args.fsdp, args.distributed_optimizer)
     hbm = parse_size(args.hbm) if args.hbm else None     # parse_size refuses sizes below 1
+    if args.scaling and (args.compare or args.gpus):
+        raise UsageError("--scaling sets the GPU counts itself and ranks no given strategy: "
+                         f"drop {'--compare' if args.compare else '--gpus'}")
+    wanted = None
+    if args.compare:
+        if args.format == "csv":
+            raise UsageError("--compare prints text or JSON (--format text|json), not csv")
+        try:            # before the search: a request that cannot be found fails at once
+            wanted = comparison.parse_sizes(args.compare)
+        except ValueError as exc:
+            raise UsageError(f"--compare: {exc}") from None
+        why = comparison.check_sizes(wanted, args.gpus or len(system.gpus), model.seq, fixed)
+        if why:
+            raise UsageError(f"--compare {args.compare}: {why}")
     if args.scaling:
         return _scaling(args, system, model, base, fixed, hbm)
     source = {"path": os.path.abspath(args.file), "defines": parse_defines(args.define),
@@ -201,14 +215,9 @@ def run(args) -> int:
               file=sys.stderr)
         return EXIT_INPUT
     text = plan_table.render(result, head, args.format, args.top)
-    if args.compare:
-        try:
-            wanted = comparison.parse_sizes(args.compare)
-        except ValueError as exc:
-            raise UsageError(f"--compare: {exc}") from None
-        found = comparison.compare(result, wanted)
-        text = plan_table.render_comparison(found, head, args.format) if args.format != "csv" \
-            else text
+    if wanted is not None:
+        text = plan_table.render_comparison(comparison.compare(result, wanted), head,
+                                            args.format)
     write_output(text, args.output)
     return EXIT_OK
 
