@@ -66,3 +66,30 @@ def test_plan_refuses_a_compare_or_scaling_it_would_ignore_or_never_find(extra, 
                  "--jobs", "1", *extra]) == 2
     out = capsys.readouterr()
     assert "error" in out.err and "Traceback" not in out.err and not out.out
+
+
+# ---- flags that contradict each other or the hardware, sizes that admit nothing -------------
+
+@pytest.mark.parametrize("extra, message", [
+    (["--fsdp", "--zero", "1"], "--zero 1 contradicts --fsdp"),     # was run as ZeRO-3
+    (["--distributed-optimizer", "--zero", "0"], "contradicts --distributed-optimizer"),
+])
+def test_plan_refuses_contradictory_sharding_flags(extra, message, capsys):
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_fp8_on_a_gpu_without_an_fp8_peak_is_a_usage_error(capsys):
+    """A100 declares no tflops_fp8: --fp8 ran its GEMMs at bf16 and added FP8's weight copy."""
+    a100 = str(LIBRARY / "nvidia" / "dgx_a100.topo")
+    assert main(["plan", a100, "--model", "llama3-8b", "--batch", "64", "--fp8"]) == 2
+    assert "declares no tflops_fp8" in capsys.readouterr().err
+
+
+def test_fixed_sizes_that_admit_no_mapping_say_what_a_mapping_needs(capsys):
+    """Was 'all 0 candidates were rejected (layers, heads, batch or experts do not divide)'."""
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "8",
+                 "--pp", "2", "--no-cache", "--jobs", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "all 0 candidates" not in err
+    assert "fixed sizes (--tp 8 --pp 2)" in err and "must be 8" in err

@@ -8,7 +8,7 @@ import sys
 from ..backends import plan_table
 from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
-from ..compiler.ir.gpus import hbm_of
+from ..compiler.ir.gpus import gpu_figures, hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, zero_stage
 from ..compiler.base.diagnostics import suggest
@@ -140,6 +140,11 @@ def run(args) -> int:
         raise UsageError(f"--first-stage-layers {args.first_stage_layers} and "
                          f"--last-stage-layers {args.last_stage_layers} ask for more layers "
                          f"than {model.name} has ({model.layers})")
+    if args.fp8:
+        gpu = gpu_figures(system)
+        if gpu is not None and not gpu.fp8:
+            raise UsageError(f"--fp8: the {gpu.name} declares no tflops_fp8 (no FP8 tensor "
+                             "cores); its GEMMs would run at the bf16 peak with FP8's memory")
     if args.imbalance < 1:
         raise UsageError("--imbalance must be at least 1")
     if args.gemm_efficiency is not None and not 0 < args.gemm_efficiency <= 1:
@@ -168,6 +173,10 @@ def run(args) -> int:
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
+    if args.zero is not None and (args.fsdp and args.zero != 3 or
+                                  args.distributed_optimizer and args.zero == 0):
+        raise UsageError(f"--zero {args.zero} contradicts "
+                         f"{'--fsdp (ZeRO-3)' if args.fsdp else '--distributed-optimizer (ZeRO-1)'}")
     fixed["zero"] = zero_stage(args.zero, args.fsdp, args.distributed_optimizer)
     hbm = parse_size(args.hbm) if args.hbm else None     # parse_size refuses sizes below 1
     if args.scaling and (args.compare or args.gpus):
@@ -207,6 +216,14 @@ def run(args) -> int:
         print(f"{args.file}: error: no mapping fits in GPU memory: {result.over_memory:,} of "
               f"{result.considered:,} candidates are over; the smallest needs {size / 1e9:.1f} "
               f"GB per GPU, {(size - cap) / 1e9:.1f} GB over ({key})", file=sys.stderr)
+        return EXIT_INPUT
+    if not result.considered:
+        given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()
+                         if v is not None and k != "sequence_parallel")
+        print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
+              f"the fixed sizes ({given or 'none fixed'}): tp x cp x dp x pp must be {result.gpus}, with tp "
+              f"dividing the {model.heads} heads, dp the batch {args.batch} and pp at most "
+              f"the {model.layers} layers", file=sys.stderr)
         return EXIT_INPUT
     if not result.rows:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
