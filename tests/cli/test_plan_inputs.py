@@ -93,3 +93,13 @@ def test_fixed_sizes_that_admit_no_mapping_say_what_a_mapping_needs(capsys):
     err = capsys.readouterr().err
     assert "all 0 candidates" not in err
     assert "fixed sizes (--tp 8 --pp 2)" in err and "must be 8" in err
+
+
+def test_scaling_where_nothing_fits_says_so_rather_than_that_scaling_pays(capsys):
+    """70B on 1-2 H100s: every count empty. The text said 'strong scaling: pays all the way'
+    and the exit was 1 with nothing on stderr."""
+    assert main(["plan", DGX, "--model", "llama3-70b", "--batch", "64", "--scaling", "1..2",
+                 "--no-cache", "--jobs", "1"]) == 1
+    out = capsys.readouterr()
+    assert "pays all the way" not in out.out and "at any of these GPU counts" in out.out
+    assert "error: no mapping of llama3_70b runs and fits at any GPU count" in out.err

@@ -249,4 +249,9 @@ def _scaling(args, system, model, base, fixed, hbm=None) -> int:
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
     write_output(plan_table.render_scaling(curve, args.format), args.output)
-    return EXIT_OK if any(p.strong or p.weak for p in curve.points) else EXIT_INPUT
+    if not any(p.strong or p.weak for p in curve.points):
+        print(f"{args.file}: error: no mapping of {model.name} runs and fits at any GPU count "
+              f"of --scaling {args.scaling} (batch {args.batch}); try larger counts or "
+              "--batch", file=sys.stderr)
+        return EXIT_INPUT
+    return EXIT_OK
