@@ -103,3 +103,19 @@ def test_scaling_where_nothing_fits_says_so_rather_than_that_scaling_pays(capsys
     out = capsys.readouterr()
     assert "pays all the way" not in out.out and "at any of these GPU counts" in out.out
     assert "error: no mapping of llama3_70b runs and fits at any GPU count" in out.err
+
+
+def test_an_interleaved_pipeline_needs_at_least_pp_micro_batches():
+    """Megatron-Core refuses fewer (microbatch_group_size_per_vp_stage in [PP, M]); the search
+    ranked #1 at 4,096 H100s for llama3-70b, batch 1024, tp1 cp2 dp1024 pp2 v20: one
+    micro-batch, its bubble costed (P - 1) / (V M + P - 1) = 1/21 instead of half the step."""
+    import topoc
+    from topoc.compiler.lang.derive import find_model
+    from topoc.compiler.training.model import MappingError, Shape, Training, check
+    dgx = topoc.load(DGX)
+    m = find_model(dgx, "llama3-8b")
+    sh = Shape(1, 1, 1, 4, 2)
+    with pytest.raises(MappingError, match="at least pp = 2 micro-batches, not 1"):
+        check(Training(m, 4, interleave=2), sh)
+    assert check(Training(m, 8, interleave=2), sh) == 2
+    assert check(Training(m, 4), sh) == 1          # 1F1B runs one micro-batch
