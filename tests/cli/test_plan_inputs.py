@@ -119,3 +119,15 @@ def test_an_interleaved_pipeline_needs_at_least_pp_micro_batches():
         check(Training(m, 4, interleave=2), sh)
     assert check(Training(m, 8, interleave=2), sh) == 2
     assert check(Training(m, 4), sh) == 1          # 1F1B runs one micro-batch
+
+
+def test_nothing_fits_names_the_memory_terms_and_the_largest(capsys):
+    """The error gave only the total and a key whose own memory was not that total (a pruned
+    mapping is bounded by its lightest variant: here sequence parallelism on, the key said
+    sp0)."""
+    assert main(["plan", DGX, "--model", "llama3-405b", "--batch", "8", "--tp", "8",
+                 "--no-cache", "--jobs", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "no mapping fits in GPU memory" in err
+    assert "(tp8-cp1-ep1-dp1-pp1-mb1-full-v1-sp1-z1)" in err
+    assert "optimizer the largest" in err and "weights " in err and "activations " in err

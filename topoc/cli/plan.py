@@ -7,7 +7,8 @@ import sys
 
 from ..backends import plan_table
 from ..compiler.analysis import comparison, scaling
-from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
+from ..compiler.analysis.plan import (Candidate, PlanUsageError, cache_dir, enumerate_candidates,
+                                      plan, strategy_for)
 from ..compiler.ir.gpus import gpu_figures, hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, zero_stage
@@ -213,9 +214,10 @@ def run(args) -> int:
     if not result.rows and result.over_memory:
         size, key = result.smallest
         cap = head["hbm_per_gpu"] or 0
+        key, terms = _terms(system, base, result, fixed, key)
         print(f"{args.file}: error: no mapping fits in GPU memory: {result.over_memory:,} of "
               f"{result.considered:,} candidates are over; the smallest needs {size / 1e9:.1f} "
-              f"GB per GPU, {(size - cap) / 1e9:.1f} GB over ({key})", file=sys.stderr)
+              f"GB per GPU, {(size - cap) / 1e9:.1f} GB over ({key}){terms}", file=sys.stderr)
         return EXIT_INPUT
     if not result.considered:
         given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()
@@ -237,6 +239,31 @@ def run(args) -> int:
                                             args.format)
     write_output(text, args.output)
     return EXIT_OK
+
+
+def _terms(system, base, result, fixed, key) -> tuple[str, str]:
+    """The smallest over-memory candidate's key and memory terms with the largest named (what
+    to shrink first): '; weights 50.6 + ... GB, optimizer the largest'. A pruned mapping's
+    smallest is its lightest variant's (micro-batch 1, full recompute, sequence parallelism),
+    so that variant is the one named. ``key`` and '' when it cannot be derived."""
+    found = [c for c in enumerate_candidates(base.model, result.gpus, base.batch, fixed)
+             if c.key == key]
+    gpu = gpu_figures(system)
+    if not found or gpu is None:
+        return key, ""
+    c = found[0]
+    light = Candidate(c.shape, 1, "full", c.interleave, c.shape.tp > 1, c.zero)
+    p = strategy_for(base, light, gpu)
+    if p is None or abs(p.derived.memory.total - result.smallest[0]) > 1e6:
+        p = strategy_for(base, c, gpu)
+        if p is None or abs(p.derived.memory.total - result.smallest[0]) > 1e6:
+            return key, ""
+        light = c
+    mem = p.derived.memory
+    name, _ = mem.largest
+    parts = " + ".join(f"{n} {getattr(mem, n) / 1e9:.1f}" for n in ("weights", "gradients",
+                                                                   "optimizer", "activations"))
+    return light.key, f"; {parts} + runtime {mem.reserve / 1e9:.1f} GB, {name} the largest"
 
 
 def _scaling(args, system, model, base, fixed, hbm=None) -> int:
