@@ -131,3 +131,18 @@ def test_nothing_fits_names_the_memory_terms_and_the_largest(capsys):
     assert "no mapping fits in GPU memory" in err
     assert "(tp8-cp1-ep1-dp1-pp1-mb1-full-v1-sp1-z1)" in err
     assert "optimizer the largest" in err and "weights " in err and "activations " in err
+
+
+def test_scaling_reports_progress():
+    """--scaling 8..4096 ran minutes without a sign of life (the progress bar was plan's
+    only)."""
+    import topoc
+    from topoc.compiler.analysis.scaling import scaling
+    from topoc.compiler.lang.derive import find_model
+    from topoc.compiler.training.model import Training
+    dgx = topoc.load(DGX)
+    m = find_model(dgx, "llama3-8b")
+    calls = []
+    scaling(dgx, m, Training(m, 64), 4, 8, fixed={"tp": 1, "pp": 1, "microbatch": 1},
+            use_cache=False, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]

@@ -104,7 +104,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _progress():
+def _progress(unit: str = "candidates"):
     if not sys.stderr.isatty():
         return None
     last = [-1]
@@ -114,7 +114,7 @@ def _progress():
         if pct != last[0] or done == total:
             last[0] = pct
             bar = "#" * (pct // 4)
-            sys.stderr.write(f"\rplan: [{bar:<25}] {done:,}/{total:,} candidates")
+            sys.stderr.write(f"\rplan: [{bar:<25}] {done:,}/{total:,} {unit}")
             if done == total:
                 sys.stderr.write("\n")
             sys.stderr.flush()
@@ -272,7 +272,8 @@ def _scaling(args, system, model, base, fixed, hbm=None) -> int:
     try:
         curve = scaling.scaling(system, model, base, lo_n, hi_n, fixed, jobs=args.jobs,
                                 use_cache=not args.no_cache, hbm=hbm,
-                                margin=args.memory_margin)
+                                margin=args.memory_margin,
+                                progress=_progress("searches (strong and weak per count)"))
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
     write_output(plan_table.render_scaling(curve, args.format), args.output)
