@@ -146,3 +146,12 @@ def test_scaling_reports_progress():
     scaling(dgx, m, Training(m, 64), 4, 8, fixed={"tp": 1, "pp": 1, "microbatch": 1},
             use_cache=False, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_a_model_takes_its_published_dotted_name():
+    """'Llama 3.1 405B' as a user types it was 'unknown model', its preset being llama31_405b."""
+    import topoc
+    from topoc.compiler.lang.derive import find_model
+    dgx = topoc.load(DGX)
+    assert find_model(dgx, "llama3.1-405b").name == "llama31_405b"
+    assert find_model(dgx, "Llama3.1-405B").name == "llama31_405b"
