@@ -176,8 +176,8 @@ def run(args) -> int:
                                              "zero")}
     if args.zero is not None and (args.fsdp and args.zero != 3 or
                                   args.distributed_optimizer and args.zero == 0):
-        raise UsageError(f"--zero {args.zero} contradicts "
-                         f"{'--fsdp (ZeRO-3)' if args.fsdp else '--distributed-optimizer (ZeRO-1)'}")
+        other = "--fsdp (ZeRO-3)" if args.fsdp else "--distributed-optimizer (ZeRO-1)"
+        raise UsageError(f"--zero {args.zero} contradicts {other}")
     fixed["zero"] = zero_stage(args.zero, args.fsdp, args.distributed_optimizer)
     hbm = parse_size(args.hbm) if args.hbm else None     # parse_size refuses sizes below 1
     if args.scaling and (args.compare or args.gpus):
@@ -223,9 +223,9 @@ def run(args) -> int:
         given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()
                          if v is not None and k != "sequence_parallel")
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
-              f"the fixed sizes ({given or 'none fixed'}): tp x cp x dp x pp must be {result.gpus}, with tp "
-              f"dividing the {model.heads} heads, dp the batch {args.batch} and pp at most "
-              f"the {model.layers} layers", file=sys.stderr)
+              f"the fixed sizes ({given or 'none fixed'}): tp x cp x dp x pp must be "
+              f"{result.gpus}, with tp dividing the {model.heads} heads, dp the batch "
+              f"{args.batch} and pp at most the {model.layers} layers", file=sys.stderr)
         return EXIT_INPUT
     if not result.rows:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
