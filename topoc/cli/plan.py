@@ -225,7 +225,8 @@ def run(args) -> int:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
               f"the fixed sizes ({given or 'none fixed'}): tp x cp x dp x pp must be "
               f"{result.gpus}, with tp dividing the {model.heads} heads, dp the batch "
-              f"{args.batch} and pp at most the {model.layers} layers", file=sys.stderr)
+              f"{args.batch} and pp at most the {model.layers} layers; try --gpus or other "
+              "fixed sizes", file=sys.stderr)
         return EXIT_INPUT
     if not result.rows:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
