@@ -111,7 +111,11 @@ def _terms(r: PlanRow) -> dict[str, float]:
 
 
 def compare(result: PlanResult, wanted: dict[str, object]) -> Comparison:
-    """The best-ranked row whose candidate matches every key of ``wanted``."""
+    """The best-ranked row whose candidate matches every key of ``wanted`` (keys of ``KEYS``;
+    ValueError naming any other)."""
+    unknown = sorted(set(wanted) - set(KEYS))
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r}: give one of {', '.join(KEYS)}")
     best = result.rows[0] if result.rows else None
     for i, r in enumerate(result.rows):
         c = r.candidate

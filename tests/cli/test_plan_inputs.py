@@ -155,3 +155,12 @@ def test_a_model_takes_its_published_dotted_name():
     dgx = topoc.load(DGX)
     assert find_model(dgx, "llama3.1-405b").name == "llama31_405b"
     assert find_model(dgx, "Llama3.1-405B").name == "llama31_405b"
+
+
+def test_compare_in_python_names_an_unknown_key():
+    """compare(result, {"TP": 8}) was an AttributeError from inside the candidate."""
+    from topoc.compiler.analysis.comparison import compare
+    from topoc.compiler.analysis.plan import PlanResult
+    empty = PlanResult((), 0, 0, 0, 8, "cache", 0, None, 0.23, None)
+    with pytest.raises(ValueError, match="unknown key 'TP'"):
+        compare(empty, {"TP": 8})
