@@ -54,7 +54,8 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
     lines = [f"plan for {head['model']} on {head['system']}: {result.gpus} GPUs, batch "
              f"{head['batch']} x {head['seq']} tokens",
              f"{result.considered:,} candidates: {result.invalid:,} rejected by the model "
-             f"(layers, heads, batch or experts do not divide), {result.over_memory:,} over "
+             f"(layers, heads, batch or experts do not divide, or too few micro-batches for an "
+             f"interleaved pipeline), {result.over_memory:,} over "
              f"GPU memory (not costed), {len(result.rows):,} costed and fit", ""]
     if result.margin:
         lines.insert(2, f"{result.tight:,} tight: they fit, within the {result.margin:.0%} "

@@ -16,7 +16,8 @@ from ..ir.system import Transformer
 
 
 class MappingError(ValueError):
-    """A mapping the model cannot run with: layers, batch, heads or experts do not divide."""
+    """A mapping the model cannot run with: layers, batch, heads or experts do not divide, or
+    too few micro-batches for an interleaved pipeline."""
 
 
 @attrs.frozen(order=True)

@@ -164,3 +164,10 @@ def test_compare_in_python_names_an_unknown_key():
     empty = PlanResult((), 0, 0, 0, 8, "cache", 0, None, 0.23, None)
     with pytest.raises(ValueError, match="unknown key 'TP'"):
         compare(empty, {"TP": 8})
+
+
+def test_every_candidate_rejected_says_why_the_first_one_is(capsys):
+    """--interleave 3 --pp 1 said only '(layers, heads, batch or experts do not divide)'."""
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--pp", "1",
+                 "--interleave", "3", "--no-cache", "--jobs", "1"]) == 1
+    assert "an interleaved schedule needs pp >= 2" in capsys.readouterr().err

@@ -14,7 +14,8 @@ from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, zero_stage
 from ..compiler.base.diagnostics import suggest
 from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
-                                       RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training)
+                                       RECOMPUTE, RECOMPUTE_MODULES, ZERO, MappingError, Training,
+                                       check)
 from ..lsp_help import SETTING_DOCS as DOCS
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
@@ -231,8 +232,9 @@ def run(args) -> int:
     if not result.rows:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
               f"batch {args.batch}: all {result.considered:,} candidates were rejected (layers, "
-              "heads, batch or experts do not divide); try --gpus or another --batch",
-              file=sys.stderr)
+              "heads, batch or experts do not divide, or fewer micro-batches than an interleaved "
+              f"pipeline needs{_first_reason(base, result.gpus, fixed)}); try --gpus or another "
+              "--batch", file=sys.stderr)
         return EXIT_INPUT
     text = plan_table.render(result, head, args.format, args.top)
     if wanted is not None:
@@ -240,6 +242,17 @@ def run(args) -> int:
                                             args.format)
     write_output(text, args.output)
     return EXIT_OK
+
+
+def _first_reason(base, gpus, fixed) -> str:
+    """'; tp1-...: an interleaved schedule needs pp >= 2': why the first candidate cannot
+    run ('' when it can)."""
+    for c in enumerate_candidates(base.model, gpus, base.batch, fixed)[:1]:
+        try:
+            check(c.training(base), c.shape)
+        except MappingError as exc:
+            return f"; {c.key}: {exc}"
+    return ""
 
 
 def _terms(system, base, result, fixed, key) -> tuple[str, str]:
