@@ -171,3 +171,11 @@ def test_every_candidate_rejected_says_why_the_first_one_is(capsys):
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--pp", "1",
                  "--interleave", "3", "--no-cache", "--jobs", "1"]) == 1
     assert "an interleaved schedule needs pp >= 2" in capsys.readouterr().err
+
+
+def test_the_scaling_help_says_which_counts_it_runs(capsys):
+    """It said 'powers of two'; 3..10 runs 3, 6 and 10."""
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "LO, 2 LO, 4 LO, ... and HI" in text and "powers of two" not in text

@@ -86,7 +86,7 @@ def add_parser(sub) -> None:
                    "separate it from #1, e.g. tp=8,pp=4,dp=2[,cp=1,ep=1,microbatch=1,"
                    "recompute=selective,interleave=1,sequence_parallel=1,zero=1]")
     p.add_argument("--scaling", metavar="LO..HI", help="the best strategy at each GPU count "
-                   "from LO to HI (powers of two), strong (fixed batch) and weak (fixed batch "
+                   "LO, 2 LO, 4 LO, ... and HI, strong (fixed batch) and weak (fixed batch "
                    "per GPU) scaling")
     p.add_argument("--overlap", action="store_true", help=DOCS["overlap"])
     p.add_argument("--imbalance", type=number(1, 1e6), default=1.0,
@@ -281,7 +281,7 @@ def _terms(system, base, result, fixed, key) -> tuple[str, str]:
 
 
 def _scaling(args, system, model, base, fixed, hbm=None) -> int:
-    """``--scaling LO..HI``: the best strategy at each power-of-two GPU count."""
+    """``--scaling LO..HI``: the best strategy at LO, 2 LO, 4 LO, ... and HI GPUs."""
     lo_n, hi_n = scaling_range(args.scaling, len(system.gpus))
     try:
         curve = scaling.scaling(system, model, base, lo_n, hi_n, fixed, jobs=args.jobs,
