@@ -179,3 +179,9 @@ def test_the_scaling_help_says_which_counts_it_runs(capsys):
         main(["plan", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "LO, 2 LO, 4 LO, ... and HI" in text and "powers of two" not in text
+
+
+def test_too_many_gpus_is_named_before_a_compare_request_is_checked(capsys):
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--gpus", "100",
+                 "--compare", "tp=3"]) == 2
+    assert "--gpus 100: the system has 8 GPUs" in capsys.readouterr().err

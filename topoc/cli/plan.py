@@ -184,6 +184,8 @@ def run(args) -> int:
     if args.scaling and (args.compare or args.gpus):
         raise UsageError("--scaling sets the GPU counts itself and ranks no given strategy: "
                          f"drop {'--compare' if args.compare else '--gpus'}")
+    if args.gpus and args.gpus > len(system.gpus):      # before a --compare check counts them
+        raise UsageError(f"--gpus {args.gpus}: the system has {len(system.gpus)} GPUs")
     wanted = None
     if args.compare:
         if args.format == "csv":
