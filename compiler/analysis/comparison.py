@@ -76,12 +76,14 @@ def check_sizes(wanted: dict[str, object], gpus: int, seq: int,
     cp = wanted.get("cp")
     if cp and fixed.get("cp") is None and cp > 1 and seq // cp < CP_FLOOR:
         return (f"cp={cp} leaves {seq // cp:,} tokens of the {seq:,}-token sequence per rank, "
-                f"below the search's floor of {CP_FLOOR:,}; add --cp {cp} to search it")
+                f"below the search's floor of {CP_FLOOR:,}, so the search does not try it; "
+                f"--cp {cp} searches cp = {cp} only (#1 is then the best with it)")
     for key, flag, searched in (("zero", "--zero", ZERO_STAGES),
                                 ("microbatch", "--microbatch", MICROBATCHES)):
         if key in wanted and fixed.get(key) is None and wanted[key] not in searched:
             return (f"{key}={wanted[key]} is not searched (only "
-                    f"{', '.join(map(str, searched))}); add {flag} {wanted[key]} to search it")
+                    f"{', '.join(map(str, searched))}); {flag} {wanted[key]} searches {key} = "
+                    f"{wanted[key]} only (#1 is then the best with it)")
     return None
 
 
