@@ -54,7 +54,8 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
     lines = [f"plan for {head['model']} on {head['system']}: {result.gpus} GPUs, batch "
              f"{head['batch']} x {head['seq']} tokens",
              f"{result.considered:,} candidates: {result.invalid:,} rejected by the model "
-             f"(layers, heads, batch or experts do not divide), {result.over_memory:,} over "
+             f"(layers, heads, batch or experts do not divide, or too few micro-batches for an "
+             f"interleaved pipeline), {result.over_memory:,} over "
              f"GPU memory (not costed), {len(result.rows):,} costed and fit", ""]
     if result.margin:
         lines.insert(2, f"{result.tight:,} tight: they fit, within the {result.margin:.0%} "
@@ -171,6 +172,9 @@ def render_scaling(curve, fmt: str = "text") -> str:
     for t in table:
         lines.append("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
     lines.append("")
+    if not any(p.strong or p.weak for p in curve.points):
+        lines.append(f"no mapping of {curve.model} runs and fits at any of these GPU counts")
+        return "\n".join(lines) + "\n"
     for mode, n in knees.items():
         lines.append(f"{mode} scaling: " + (f"adding GPUs stops paying at {n} (efficiency under "
                                              "50 % or no more throughput)" if n else

@@ -296,7 +296,7 @@ def _plan_table(page: Page) -> str | None:
         return None
     if not plan.rows:
         return f'<p class="note">{html.escape(plan.note)}</p>'
-    head = ["#", "tp", "cp", "ep", "dp", "pp", "mb", "recompute", "v", "sp", "step s",
+    head = ["#", "tp", "cp", "ep", "dp", "pp", "mb", "recompute", "v", "sp", "zero", "step s",
             "compute s", "exposed comm s", "bubble s", "memory GB", "fits", "MFU"]
     shown = list(range(min(10, len(plan.rows))))
     if plan.rank and plan.rank > 10:
@@ -306,10 +306,11 @@ def _plan_table(page: Page) -> str | None:
         row = plan.rows[i]
         c = row.candidate
         rows.append([i + 1, c.tp, c.cp, c.ep, c.dp, c.pp, c.microbatch, c.recompute,
-                     c.interleave, "yes" if c.sequence_parallel else "no",
+                     c.interleave, "yes" if c.sequence_parallel else "no", c.zero,
                      f"{row.step_time:.2f}", f"{row.compute_time:.2f}", f"{row.comm_time:.2f}",
                      f"{row.bubble_time:.2f}", f"{row.memory_per_gpu / 1e9:.1f}",
-                     "yes" if row.fits else "no", f"{row.mfu:.1%}"])
+                     ("tight" if row.tight else "yes") if row.fits else "no",
+                     f"{row.mfu:.1%}"])
     mine = shown.index(plan.rank - 1) if plan.rank else None
     return (f"<p>{plan.considered:,} candidates, {len(plan.rows):,} costed, "
             f"{sum(1 for x in plan.rows if x.fits):,} fit; the ten fastest"

@@ -19,6 +19,14 @@ def _scale(values, lo_px, hi_px):
     return lambda v: lo_px + (math.log(v) - lo) / span * (hi_px - lo_px)
 
 
+def _tokens(t: float) -> str:
+    """12193 -> '12.2K', 1.5e6 -> '1.5M': a y-axis label."""
+    for unit, size in (("M", 1e6), ("K", 1e3)):
+        if t >= size:
+            return f"{t / size:.3g}{unit}"
+    return f"{t:.3g}"
+
+
 def svg(curve) -> str:
     """An SVG of tokens/s per GPU count; empty when no point has a row."""
     pts = {m: [(p.gpus, getattr(p, m).tokens_per_s) for p in curve.points if getattr(p, m)]
@@ -45,6 +53,18 @@ def svg(curve) -> str:
         dash = ' stroke-dasharray="4 3"' if name == "ideal" else ""
         out.append(f'<polyline fill="none" stroke="{COLOURS[name]}" stroke-width="2"{dash} '
                    f'points="{path}"><title>{name}</title></polyline>')
+    for name, series, r in (("strong", pts["strong"], 4), ("weak", pts["weak"], 2.5)):
+        for g, t in series:         # a mark per count: a single count draws no line
+            out.append(f'<circle cx="{x(g):.1f}" cy="{y(t):.1f}" r="{r}" '
+                       f'fill="{COLOURS[name]}"><title>{name}, {g} GPUs: {t:,.0f} tokens/s'
+                       '</title></circle>')
+    for t in sorted({min(ys), max(ys)}):        # the y axis: its ends, in tokens/s
+        out.append(f'<text x="{PAD - 4}" y="{y(t) + 4:.1f}" text-anchor="end" '
+                   f'font-size="11">{_tokens(t)}</text>')
+    out.append(f'<text x="12" y="{HEIGHT / 2}" font-size="11" text-anchor="middle" '
+               f'transform="rotate(-90 12 {HEIGHT / 2})">tokens/s (log)</text>')
+    out.append(f'<text x="{WIDTH - 8}" y="{HEIGHT - 8}" font-size="11" text-anchor="end">'
+               'GPUs (log)</text>')
     for g in sorted(set(xs)):
         out.append(f'<text x="{x(g):.1f}" y="{HEIGHT - PAD + 16}" text-anchor="middle" '
                    f'font-size="11">{g}</text>')

@@ -34,3 +34,12 @@ def test_a_verb_that_names_the_left_out_block_says_why(capsys):
     assert "does not fit this size" in err and "24 GPUs" in err
     assert main(["lint", path, "-D", "nodes=3"]) == 0
     assert "W507" in capsys.readouterr().out
+
+
+def test_a_size_past_the_fabric_is_refused_by_its_requirement(capsys):
+    """a100_cluster.topo at 128 or 140 nodes (the DGX A100 SuperPOD's 140) failed with E222,
+    'a connection needs at least one lane, not 0 (with spines = 28)'."""
+    path = str(LIBRARY / "nvidia" / "a100_cluster.topo")
+    assert main(["compile", path, "-D", "nodes=140"]) == 1
+    err = capsys.readouterr().err
+    assert "E223" in err and "100 nodes" in err and "E222" not in err

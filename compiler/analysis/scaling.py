@@ -7,7 +7,7 @@ falls under ``KNEE`` or the step no longer shortens.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 
@@ -81,15 +81,20 @@ def counts(lo: int, hi: int) -> list[int]:
 def scaling(system: System, model: Transformer, base: Training, lo: int, hi: int,
             fixed: Mapping[str, object] | None = None, jobs: int = 1,
             use_cache: bool = True, hbm: float | None = None,
-            margin: float = MEMORY_MARGIN) -> Curve:
+            margin: float = MEMORY_MARGIN,
+            progress: Callable[[int, int], None] | None = None) -> Curve:
     """The best strategy per GPU count for strong and weak scaling (``hbm``: memory per GPU in
     place of the file's, and ``margin``, the memory margin, as ``plan``'s: the best is the
-    fastest candidate that is not tight when one is)."""
+    fastest candidate that is not tight when one is). ``progress(done, total)`` is called
+    with the searches done (two per GPU count) before each and after the last."""
     points = []
-    for n in counts(lo, hi):
+    ladder = counts(lo, hi)
+    tick = progress or (lambda done, total: None)
+    for i, n in enumerate(ladder):
         weak_batch = max(1, base.batch * n // lo)
         rows = []
-        for batch in (base.batch, weak_batch):
+        for j, batch in enumerate((base.batch, weak_batch)):
+            tick(2 * i + j, 2 * len(ladder))
             try:
                 result = plan(system, model, attrs.evolve(base, batch=batch), gpus=n,
                               fixed=fixed, jobs=jobs, use_cache=use_cache, hbm=hbm,
@@ -98,4 +103,5 @@ def scaling(system: System, model: Transformer, base: Training, lo: int, hi: int
                 raise
             rows.append(result.rows[0] if result.rows else None)
         points.append(Point(n, rows[0], rows[1], weak_batch))
+    tick(2 * len(ladder), 2 * len(ladder))
     return Curve(model.name, base.batch, tuple(points))

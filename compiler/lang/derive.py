@@ -67,12 +67,16 @@ def bundled_models() -> dict[str, Transformer]:
 
 
 def find_model(system: System, name: str) -> Transformer:
-    """A model by name (``llama3-70b`` is ``llama3_70b``): the file's own declarations first,
-    then the bundled presets. KeyError with a suggestion when there is none."""
+    """A model by name (``llama3-70b`` is ``llama3_70b``, ``llama3.1-405b`` ``llama31_405b``):
+    the file's own declarations first, then the bundled presets. KeyError with a suggestion
+    when there is none."""
     key = name.strip().lower().replace("-", "_").replace(".", "_")
     known = {m.name: m for m in (*bundled_models().values(), *system.models)}
     if key in known:
         return known[key]
+    dotless = name.strip().lower().replace("-", "_").replace(".", "")
+    if dotless in known:                # llama3.1-405b is the preset llama31_405b
+        return known[dotless]
     raise KeyError(f"unknown model '{name}'" + (suggest(key, sorted(known)) or
                    f"; known models: {', '.join(sorted(known))}"))
 

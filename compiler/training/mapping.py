@@ -16,7 +16,8 @@ from ..ir.system import Transformer
 
 
 class MappingError(ValueError):
-    """A mapping the model cannot run with: layers, batch, heads or experts do not divide."""
+    """A mapping the model cannot run with: layers, batch, heads or experts do not divide, or
+    too few micro-batches for an interleaved pipeline."""
 
 
 @attrs.frozen(order=True)
@@ -156,6 +157,11 @@ def check(t, sh: Shape) -> int:
     if t.interleave > 1:
         if sh.pp < 2:
             raise MappingError("an interleaved schedule needs pp >= 2")
+        if micro < sh.pp:
+            # Megatron-Core: "The number of contiguous micro-batches in a virtual pipeline
+            # stage should range in [PP, M]" (microbatch_group_size_per_vp_stage, default pp)
+            raise MappingError(f"an interleaved schedule needs at least pp = {sh.pp} "
+                               f"micro-batches, not {micro}")
         if t.interleave > lay.heaviest:
             raise MappingError(f"{m.layers} layers do not split into pp = {sh.pp} stages of "
                                f"{t.interleave} chunks")

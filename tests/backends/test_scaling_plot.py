@@ -59,3 +59,17 @@ def test_report_scaling_usage_errors(tmp_path, capsys, args, message):
     src.write_text(TRAIN)
     assert main(["report", str(src), *args, "-o", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_plot_has_a_y_axis_and_a_mark_per_point():
+    """The curve had no tokens/s scale (only the GPU counts), and strong and weak lines that
+    coincide hid one another."""
+    rack = topoc.load(library_file("gb200_nvl72.topo"))
+    m = find_model(rack, "llama3-8b")
+    curve = scaling(rack, m, Training(m, 64), 8, 16, fixed={"zero": 1, "tp": 1, "pp": 1,
+                                                           "microbatch": 1},
+                    use_cache=False)
+    svg = scaling_plot.svg(curve)
+    assert "tokens/s (log)" in svg and "GPUs (log)" in svg
+    assert svg.count("<circle") == sum(bool(p.strong) + bool(p.weak) for p in curve.points)
+    assert scaling_plot._tokens(12193) == "12.2K" and scaling_plot._tokens(1.5e6) == "1.5M"

@@ -7,13 +7,15 @@ import sys
 
 from ..backends import plan_table
 from ..compiler.analysis import comparison, scaling
-from ..compiler.analysis.plan import PlanUsageError, cache_dir, plan
-from ..compiler.ir.gpus import hbm_of
+from ..compiler.analysis.plan import (Candidate, PlanUsageError, cache_dir, enumerate_candidates,
+                                      plan, strategy_for)
+from ..compiler.ir.gpus import gpu_figures, hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, zero_stage
 from ..compiler.base.diagnostics import suggest
 from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
-                                       RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training)
+                                       RECOMPUTE, RECOMPUTE_MODULES, ZERO, MappingError, Training,
+                                       check)
 from ..lsp_help import SETTING_DOCS as DOCS
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
@@ -84,7 +86,7 @@ def add_parser(sub) -> None:
                    "separate it from #1, e.g. tp=8,pp=4,dp=2[,cp=1,ep=1,microbatch=1,"
                    "recompute=selective,interleave=1,sequence_parallel=1,zero=1]")
     p.add_argument("--scaling", metavar="LO..HI", help="the best strategy at each GPU count "
-                   "from LO to HI (powers of two), strong (fixed batch) and weak (fixed batch "
+                   "LO, 2 LO, 4 LO, ... and HI, strong (fixed batch) and weak (fixed batch "
                    "per GPU) scaling")
     p.add_argument("--overlap", action="store_true", help=DOCS["overlap"])
     p.add_argument("--imbalance", type=number(1, 1e6), default=1.0,
@@ -103,7 +105,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _progress():
+def _progress(unit: str = "candidates"):
     if not sys.stderr.isatty():
         return None
     last = [-1]
@@ -113,7 +115,7 @@ def _progress():
         if pct != last[0] or done == total:
             last[0] = pct
             bar = "#" * (pct // 4)
-            sys.stderr.write(f"\rplan: [{bar:<25}] {done:,}/{total:,} candidates")
+            sys.stderr.write(f"\rplan: [{bar:<25}] {done:,}/{total:,} {unit}")
             if done == total:
                 sys.stderr.write("\n")
             sys.stderr.flush()
@@ -140,6 +142,11 @@ def run(args) -> int:
         raise UsageError(f"--first-stage-layers {args.first_stage_layers} and "
                          f"--last-stage-layers {args.last_stage_layers} ask for more layers "
                          f"than {model.name} has ({model.layers})")
+    if args.fp8:
+        gpu = gpu_figures(system)
+        if gpu is not None and not gpu.fp8:
+            raise UsageError(f"--fp8: the {gpu.name} declares no tflops_fp8 (no FP8 tensor "
+                             "cores); its GEMMs would run at the bf16 peak with FP8's memory")
     if args.imbalance < 1:
         raise UsageError("--imbalance must be at least 1")
     if args.gemm_efficiency is not None and not 0 < args.gemm_efficiency <= 1:
@@ -168,8 +175,28 @@ def run(args) -> int:
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
+    if args.zero is not None and (args.fsdp and args.zero != 3 or
+                                  args.distributed_optimizer and args.zero == 0):
+        other = "--fsdp (ZeRO-3)" if args.fsdp else "--distributed-optimizer (ZeRO-1)"
+        raise UsageError(f"--zero {args.zero} contradicts {other}")
     fixed["zero"] = zero_stage(args.zero, args.fsdp, args.distributed_optimizer)
     hbm = parse_size(args.hbm) if args.hbm else None     # parse_size refuses sizes below 1
+    if args.scaling and (args.compare or args.gpus):
+        raise UsageError("--scaling sets the GPU counts itself and ranks no given strategy: "
+                         f"drop {'--compare' if args.compare else '--gpus'}")
+    if args.gpus and args.gpus > len(system.gpus):      # before a --compare check counts them
+        raise UsageError(f"--gpus {args.gpus}: the system has {len(system.gpus)} GPUs")
+    wanted = None
+    if args.compare:
+        if args.format == "csv":
+            raise UsageError("--compare prints text or JSON (--format text|json), not csv")
+        try:            # before the search: a request that cannot be found fails at once
+            wanted = comparison.parse_sizes(args.compare)
+        except ValueError as exc:
+            raise UsageError(f"--compare: {exc}") from None
+        why = comparison.check_sizes(wanted, args.gpus or len(system.gpus), model.seq, fixed)
+        if why:
+            raise UsageError(f"--compare {args.compare}: {why}")
     if args.scaling:
         return _scaling(args, system, model, base, fixed, hbm)
     source = {"path": os.path.abspath(args.file), "defines": parse_defines(args.define),
@@ -190,37 +217,85 @@ def run(args) -> int:
     if not result.rows and result.over_memory:
         size, key = result.smallest
         cap = head["hbm_per_gpu"] or 0
+        key, terms = _terms(system, base, result, fixed, key)
         print(f"{args.file}: error: no mapping fits in GPU memory: {result.over_memory:,} of "
               f"{result.considered:,} candidates are over; the smallest needs {size / 1e9:.1f} "
-              f"GB per GPU, {(size - cap) / 1e9:.1f} GB over ({key})", file=sys.stderr)
+              f"GB per GPU, {(size - cap) / 1e9:.1f} GB over ({key}){terms}", file=sys.stderr)
+        return EXIT_INPUT
+    if not result.considered:
+        given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()
+                         if v is not None and k != "sequence_parallel")
+        print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
+              f"the fixed sizes ({given or 'none fixed'}): tp x cp x dp x pp must be "
+              f"{result.gpus}, with tp dividing the {model.heads} heads, dp the batch "
+              f"{args.batch} and pp at most the {model.layers} layers; try --gpus or other "
+              "fixed sizes", file=sys.stderr)
         return EXIT_INPUT
     if not result.rows:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
               f"batch {args.batch}: all {result.considered:,} candidates were rejected (layers, "
-              "heads, batch or experts do not divide); try --gpus or another --batch",
-              file=sys.stderr)
+              "heads, batch or experts do not divide, or fewer micro-batches than an interleaved "
+              f"pipeline needs{_first_reason(base, result.gpus, fixed)}); try --gpus or another "
+              "--batch", file=sys.stderr)
         return EXIT_INPUT
     text = plan_table.render(result, head, args.format, args.top)
-    if args.compare:
-        try:
-            wanted = comparison.parse_sizes(args.compare)
-        except ValueError as exc:
-            raise UsageError(f"--compare: {exc}") from None
-        found = comparison.compare(result, wanted)
-        text = plan_table.render_comparison(found, head, args.format) if args.format != "csv" \
-            else text
+    if wanted is not None:
+        text = plan_table.render_comparison(comparison.compare(result, wanted), head,
+                                            args.format)
     write_output(text, args.output)
     return EXIT_OK
 
 
+def _first_reason(base, gpus, fixed) -> str:
+    """'; tp1-...: an interleaved schedule needs pp >= 2': why the first candidate cannot
+    run ('' when it can)."""
+    for c in enumerate_candidates(base.model, gpus, base.batch, fixed)[:1]:
+        try:
+            check(c.training(base), c.shape)
+        except MappingError as exc:
+            return f"; {c.key}: {exc}"
+    return ""
+
+
+def _terms(system, base, result, fixed, key) -> tuple[str, str]:
+    """The smallest over-memory candidate's key and memory terms with the largest named (what
+    to shrink first): '; weights 50.6 + ... GB, optimizer the largest'. A pruned mapping's
+    smallest is its lightest variant's (micro-batch 1, full recompute, sequence parallelism),
+    so that variant is the one named. ``key`` and '' when it cannot be derived."""
+    found = [c for c in enumerate_candidates(base.model, result.gpus, base.batch, fixed)
+             if c.key == key]
+    gpu = gpu_figures(system)
+    if not found or gpu is None:
+        return key, ""
+    c = found[0]
+    light = Candidate(c.shape, 1, "full", c.interleave, c.shape.tp > 1, c.zero)
+    p = strategy_for(base, light, gpu)
+    if p is None or abs(p.derived.memory.total - result.smallest[0]) > 1e6:
+        p = strategy_for(base, c, gpu)
+        if p is None or abs(p.derived.memory.total - result.smallest[0]) > 1e6:
+            return key, ""
+        light = c
+    mem = p.derived.memory
+    name, _ = mem.largest
+    parts = " + ".join(f"{n} {getattr(mem, n) / 1e9:.1f}" for n in ("weights", "gradients",
+                                                                   "optimizer", "activations"))
+    return light.key, f"; {parts} + runtime {mem.reserve / 1e9:.1f} GB, {name} the largest"
+
+
 def _scaling(args, system, model, base, fixed, hbm=None) -> int:
-    """``--scaling LO..HI``: the best strategy at each power-of-two GPU count."""
+    """``--scaling LO..HI``: the best strategy at LO, 2 LO, 4 LO, ... and HI GPUs."""
     lo_n, hi_n = scaling_range(args.scaling, len(system.gpus))
     try:
         curve = scaling.scaling(system, model, base, lo_n, hi_n, fixed, jobs=args.jobs,
                                 use_cache=not args.no_cache, hbm=hbm,
-                                margin=args.memory_margin)
+                                margin=args.memory_margin,
+                                progress=_progress("searches (strong and weak per count)"))
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
     write_output(plan_table.render_scaling(curve, args.format), args.output)
-    return EXIT_OK if any(p.strong or p.weak for p in curve.points) else EXIT_INPUT
+    if not any(p.strong or p.weak for p in curve.points):
+        print(f"{args.file}: error: no mapping of {model.name} runs and fits at any GPU count "
+              f"of --scaling {args.scaling} (batch {args.batch}); try larger counts or "
+              "--batch", file=sys.stderr)
+        return EXIT_INPUT
+    return EXIT_OK
