@@ -3,6 +3,7 @@ scaling, the search, and errors that name the numbers."""
 
 import csv
 import math
+from pathlib import Path
 
 import pytest
 
@@ -431,12 +432,15 @@ def test_a_layout_without_a_path_is_rejected_not_the_search():
 
 
 def test_a_gpu_without_a_figure_serving_needs_is_named():
-    """H100 NVL declares memory and bandwidth but no tensor peak; B300 no HBM bandwidth: the
-    error names the GPU model and the figure, as for every missing figure."""
-    for name, words in (("h100_nvl_server.topo", "GPU model 'H100_NVL' declares no tflops_bf16"),
-                        ("hgx_b300.topo", "GPU model 'B300' declares no hbm_bandwidth")):
-        with pytest.raises(InferError, match=words):
-            topoc.infer(topoc.load(f"library/nvidia/{name}"), "llama3-8b", 10, 10)
+    """H100 NVL declares memory and bandwidth but no tensor peak: the error names the GPU
+    model and the figure, as for every missing figure; a part without HBM bandwidth too."""
+    with pytest.raises(InferError, match="GPU model 'H100_NVL' declares no tflops_bf16"):
+        topoc.infer(topoc.load("library/nvidia/h100_nvl_server.topo"), "llama3-8b", 10, 10)
+    text = Path("library/nvidia/hgx_b300.topo").read_text(encoding="utf-8")
+    bare = 'device Bare : gpu { tflops_bf16 = 2250  hbm = 288 GB  ports.nvlink = 18 }\n'
+    node = topoc.loads(bare + text.replace(": B300", ": Bare").replace('use "', 'use "nvidia/'))
+    with pytest.raises(InferError, match="GPU model 'Bare' declares no hbm_bandwidth"):
+        topoc.infer(node, "llama3-8b", 10, 10)
 
 
 @pytest.mark.parametrize("kw, words", [
