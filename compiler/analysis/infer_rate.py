@@ -52,6 +52,11 @@ import attrs
 #: `sglang.bench_serving`'s default ``--num-prompts``.
 DEFAULT_REQUESTS = 1000
 
+#: The most requests of a run: the fluid recursion keeps one prefill end per request of a
+#: replica, so a run is linear in time and memory; a million (a thousand benchmark runs)
+#: takes seconds, a billion would take minutes and gigabytes.
+MAX_REQUESTS = 10**6
+
 
 @attrs.frozen
 class Arrivals:

@@ -8,7 +8,7 @@ import math
 
 from ..compiler.analysis.infer import (InferError, Settings, default_precision, gpu_of, infer,
                                        too_big)
-from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, Arrivals
+from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, MAX_REQUESTS, Arrivals
 from ..compiler.lang.derive import find_model
 from ..compiler.training.serving import PRECISIONS
 from .common import EXIT_OK, UsageError, add_common, fail, load, write_output
@@ -42,8 +42,8 @@ def add_parser(sub) -> None:
                    "(the concurrency follows from Little's law; a rate past a layout's "
                    "capacity is marked over capacity), or inf: --requests arriving at once")
     p.add_argument("--requests", type=int, metavar="N", help="requests of the open-loop run "
-                   f"(default {DEFAULT_REQUESTS}, vllm bench serve's --num-prompts): a burst's "
-                   "size, and how long a rate past capacity lasts")
+                   f"(default {DEFAULT_REQUESTS}, vllm bench serve's --num-prompts; at most "
+                   f"{MAX_REQUESTS:,}): a burst's size, and how long a rate past capacity lasts")
     p.add_argument("--scheduler-steps", type=int, default=1, metavar="K",
                    help="decode steps the engine schedules at once (vLLM 0.6's "
                         "--num-scheduler-steps; default 1): a new request waits for them")
@@ -92,8 +92,9 @@ def _arrivals(args) -> Arrivals | None:
     if not rate > 0 or math.isnan(rate):
         raise UsageError(f"--request-rate {args.request_rate}: must be above 0 (or inf)")
     requests = DEFAULT_REQUESTS if args.requests is None else args.requests
-    if requests < 1:
-        raise UsageError(f"--requests {requests}: must be at least 1")
+    if not 1 <= requests <= MAX_REQUESTS:
+        raise UsageError(f"--requests {requests}: give 1 to {MAX_REQUESTS:,} (the run's time "
+                         "and memory grow with it)")
     return Arrivals(rate, requests)
 
 

@@ -148,3 +148,20 @@ def test_the_rate_reaches_the_cli_json_and_csv(capsys):
 def test_the_python_api_refuses_two_loads(node):
     with pytest.raises(InferError):
         topoc.infer(node, "llama3-70b", 224, 189, concurrency=8, request_rate=4, **ONE)
+
+
+def test_a_run_of_a_billion_requests_is_refused_before_it_runs(node, capsys):
+    """The fluid recursion is linear in a replica's requests: ``--request-rate inf --requests
+    1000000000`` took over a minute and 8 GB before it was bounded."""
+    from topoc.cli import main
+    from topoc.compiler.analysis.infer_rate import MAX_REQUESTS
+    argv = ["infer", NODE, "--model", "llama3-8b", "--isl", "1000", "--osl", "200",
+            "--request-rate", "inf", "--requests"]
+    assert main([*argv, "1000000000"]) == 2
+    err = capsys.readouterr().err
+    assert "--requests 1000000000" in err and f"{MAX_REQUESTS:,}" in err
+    with pytest.raises(InferError, match="requests"):
+        topoc.infer(node, "llama3-8b", 1000, 200, request_rate=math.inf,
+                    requests=MAX_REQUESTS + 1, **ONE)
+    assert topoc.infer(node, "llama3-8b", 1000, 200, request_rate=math.inf, requests=MAX_REQUESTS,
+                       **ONE).rows
