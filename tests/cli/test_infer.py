@@ -140,3 +140,15 @@ def test_overlap_scheduler_reaches_the_cli(capsys):
                       concurrency=250,
                       settings=topoc.compiler.analysis.infer.Settings(overlap_scheduler=False))
     assert api.rows[0].tpot == pytest.approx(rows["off"]["tpot"])
+
+
+def test_a_model_that_does_not_fit_leaves_the_output_file_alone(tmp_path, capsys):
+    """Exit 1 writes nothing: neither the table on stdout nor over the -o file."""
+    out = tmp_path / "rows.csv"
+    out.write_text("kept\n")
+    argv = ["infer", DGX, "--model", "deepseek-v3", "--isl", "1000", "--osl", "200"]
+    assert main([*argv, "--format", "csv", "-o", str(out)]) == 1
+    assert out.read_text() == "kept\n"
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "deepseek_v3 does not fit" in captured.err

@@ -139,9 +139,10 @@ def run(args) -> int:
         head.update(arrival="burst" if arrivals.burst else "poisson",
                     request_rate=None if arrivals.burst else arrivals.rate,
                     requests=arrivals.requests)
-    write_output(infer_table.render(result, head, args.format, args.top), args.output)
     if not any(r.fits for r in result.rows):
+        # an error writes nothing: -o keeps what it had (as plan's "no mapping fits")
         return fail(args.file, too_big(system, model, result, args.isl, args.osl))
+    write_output(infer_table.render(result, head, args.format, args.top), args.output)
     return EXIT_OK
 
 
