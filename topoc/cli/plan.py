@@ -222,5 +222,12 @@ def _scaling(args, system, model, base, fixed, hbm=None) -> int:
                                 margin=args.memory_margin)
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
+    if not any(p.strong or p.weak for p in curve.points):
+        # an error writes nothing: -o keeps what it had (as a single count's "no mapping")
+        print(f"{args.file}: error: no mapping of {model.name} runs and fits at any GPU count "
+              f"of --scaling {args.scaling} (batch {args.batch}, strong and weak): layers, "
+              "heads, batch or experts do not divide, or GPU memory is too small",
+              file=sys.stderr)
+        return EXIT_INPUT
     write_output(plan_table.render_scaling(curve, args.format), args.output)
-    return EXIT_OK if any(p.strong or p.weak for p in curve.points) else EXIT_INPUT
+    return EXIT_OK

@@ -399,3 +399,16 @@ def test_hbm_replaces_the_gpus_memory_in_the_search_and_its_verdicts(dgx, capsys
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--hbm", "lots"]) == 2
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "1", "--pp", "1",
                  "--hbm", "1GB", "--scaling", "8..8"]) == 1     # nothing fits 1 GB at any count
+
+
+def test_scaling_where_nothing_fits_says_so_and_writes_nothing(tmp_path, capsys):
+    """--scaling with no strategy at any count exited 1 silently, printing an empty table that
+    said scaling 'pays all the way', over the -o file."""
+    out = tmp_path / "scaling.txt"
+    out.write_text("kept\n")
+    assert main(["plan", DGX, "--model", "llama3-405b", "--batch", "64", "--scaling", "1..2",
+                 "--no-cache", "--jobs", "1", "-o", str(out)]) == 1
+    assert out.read_text() == "kept\n"
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "error: no mapping of llama3_405b" in captured.err and "--scaling 1..2" in captured.err
