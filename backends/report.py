@@ -14,6 +14,8 @@ def seconds(t: float | None) -> str:
         return "-"
     if t == 0:
         return "0 s"
+    if t < 0:                   # a difference: the unit of its size, not of a tiny number
+        return "-" + seconds(-t)
     if t < 1e-3:
         return f"{t * 1e6:.1f} us"
     if t < 1:

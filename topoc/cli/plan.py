@@ -169,8 +169,15 @@ def run(args) -> int:
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
     fixed["zero"] = zero_stage(args.zero, args.fsdp, args.distributed_optimizer)
-    hbm = parse_size(args.hbm) if args.hbm else None     # parse_size refuses sizes below 1
-    if args.scaling:
+    hbm = parse_size(args.hbm) if args.hbm is not None else None  # refuses sizes below 1
+    try:                                                  # before the search, not after it
+        wanted = comparison.parse_sizes(args.compare) if args.compare is not None else None
+    except ValueError as exc:
+        raise UsageError(f"--compare: {exc}") from None
+    if args.scaling is not None and wanted is not None:
+        raise UsageError("--compare and --scaling: give one (a strategy's rank at the file's "
+                         "GPU count, or the best strategy per GPU count)")
+    if args.scaling is not None:
         return _scaling(args, system, model, base, fixed, hbm)
     source = {"path": os.path.abspath(args.file), "defines": parse_defines(args.define),
               "import_roots": [os.path.abspath(r) for r in args.import_root or ()]}
@@ -201,11 +208,7 @@ def run(args) -> int:
               file=sys.stderr)
         return EXIT_INPUT
     text = plan_table.render(result, head, args.format, args.top)
-    if args.compare:
-        try:
-            wanted = comparison.parse_sizes(args.compare)
-        except ValueError as exc:
-            raise UsageError(f"--compare: {exc}") from None
+    if wanted is not None:
         found = comparison.compare(result, wanted)
         text = plan_table.render_comparison(found, head, args.format) if args.format != "csv" \
             else text

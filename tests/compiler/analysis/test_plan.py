@@ -412,3 +412,56 @@ def test_scaling_where_nothing_fits_says_so_and_writes_nothing(tmp_path, capsys)
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "error: no mapping of llama3_405b" in captured.err and "--scaling 1..2" in captured.err
+
+
+@pytest.mark.parametrize("text, words", [
+    ("tp=8,tp=4", "'tp' is given twice"),
+    ("tp=0", "tp is at least 1"),
+    ("pp=-1", "pp is at least 1"),
+    ("zero=7", "zero is one of 0, 1, 2, 3"),
+    ("recompute=maybe", "recompute is one of none, selective, full"),
+    ("sequence_parallel=2", "sequence_parallel takes true or false"),
+])
+def test_compare_refuses_what_no_strategy_can_be(text, words):
+    """These were taken silently: the last of two tp's, sequence_parallel=2 as false, a tp of 0
+    or a recompute of 'maybe' as a strategy that is 'not among' the search's."""
+    from topoc.compiler.analysis.comparison import parse_sizes
+    with pytest.raises(ValueError, match=words):
+        parse_sizes(text)
+    assert parse_sizes("sequence_parallel=off,zero=0,recompute=full") == \
+        {"sequence_parallel": False, "zero": 0, "recompute": "full"}
+
+
+def test_compare_is_checked_before_the_search_and_not_with_scaling(capsys):
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare", "tp=8,tp=4",
+                 "--no-cache", "--jobs", "1"]) == 2
+    captured = capsys.readouterr()
+    assert "given twice" in captured.err and captured.out == ""
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare", "tp=1",
+                 "--scaling", "4..8"]) == 2
+    assert "--compare and --scaling" in capsys.readouterr().err
+
+
+def test_compare_terms_that_tie_come_in_name_order(dgx):
+    """Terms with the same difference came in a set's order, which changes from one process to
+    the next (hash randomisation): the same command printed different bytes."""
+    from topoc.compiler.analysis.comparison import compare
+    m = find_model(dgx, "llama3-8b")
+    result = plan(dgx, m, Training(m, 64), use_cache=False)
+    best = result.rows[0].candidate
+    found = compare(result, {"tp": best.tp, "dp": best.dp, "pp": best.pp, "cp": best.cp,
+                             "microbatch": best.microbatch, "zero": best.zero})
+    assert found.rank == 1
+    names = [n for n, _, _ in found.terms]
+    assert len(names) >= 3 and names == sorted(names)
+
+
+def test_a_negative_difference_has_the_unit_of_its_size():
+    from topoc.backends.report import seconds
+    assert seconds(-0.0308493) == "-30.8 ms" and seconds(-2.5) == "-2.50 s"
+    assert seconds(-5e-6) == "-5.0 us" and seconds(0.0308493) == "30.8 ms"
+
+
+def test_an_empty_hbm_is_refused_not_ignored(capsys):
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--hbm", ""]) == 2
+    assert "is not a size in bytes" in capsys.readouterr().err
