@@ -12,6 +12,7 @@ from ..compiler.ir.gpus import hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, zero_stage
 from ..compiler.base.diagnostics import suggest
+from ..compiler.base.limits import LIMITS
 from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
                                        RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training)
 from ..lsp_help import SETTING_DOCS as DOCS
@@ -89,7 +90,8 @@ def add_parser(sub) -> None:
     p.add_argument("--overlap", action="store_true", help=DOCS["overlap"])
     p.add_argument("--imbalance", type=number(1, 1e6), default=1.0,
                    help=DOCS["imbalance"] + " (default 1)")
-    p.add_argument("--gemm-efficiency", type=number(0, 1, low_open=True),
+    # no smaller than a .topo file's smallest number (E297): 1e-320 overflowed every time to inf
+    p.add_argument("--gemm-efficiency", type=number(10.0 ** -LIMITS.number_fraction, 1),
                    help=DOCS["gemm_efficiency"])
     p.add_argument("--top", type=count(0, 10**6), default=20, metavar="K", help="rows to show (0: all)")
     p.add_argument("--format", choices=["text", "json", "csv"], default="text")

@@ -465,3 +465,15 @@ def test_a_negative_difference_has_the_unit_of_its_size():
 def test_an_empty_hbm_is_refused_not_ignored(capsys):
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--hbm", ""]) == 2
     assert "is not a size in bytes" in capsys.readouterr().err
+
+
+def test_a_gemm_efficiency_too_small_for_a_number_is_refused(capsys):
+    """--gemm-efficiency 1e-320 passed (more than 0) and printed 'inf s' step times, exit 0;
+    the floor is a .topo file's smallest number, 1e-30."""
+    argv = ["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--no-cache", "--jobs", "1",
+            "--gemm-efficiency"]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "1e-320"])
+    assert exc.value.code == 2 and "--gemm-efficiency" in capsys.readouterr().err
+    assert main([*argv, "1e-30", "--top", "1"]) == 0
+    assert "inf" not in capsys.readouterr().out
