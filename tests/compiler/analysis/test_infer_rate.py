@@ -165,3 +165,14 @@ def test_a_run_of_a_billion_requests_is_refused_before_it_runs(node, capsys):
                     requests=MAX_REQUESTS + 1, **ONE)
     assert topoc.infer(node, "llama3-8b", 1000, 200, request_rate=math.inf, requests=MAX_REQUESTS,
                        **ONE).rows
+
+
+def test_an_absurd_rate_prints_its_load_in_a_few_characters(capsys):
+    """--request-rate 1e300 printed the load as a 300-digit number, a column 400 wide."""
+    from topoc.cli import main
+    assert main(["infer", NODE, "--model", "llama3-8b", "--isl", "1000", "--osl", "200",
+                 "--gpus", "4", "--tp", "4", "--pp", "1", "--ep", "1",
+                 "--request-rate", "1e300"]) == 0
+    out = capsys.readouterr().out
+    assert "e+29" in out and "x over" in out
+    assert max(len(line) for line in out.splitlines()) < 200
