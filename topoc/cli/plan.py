@@ -96,7 +96,8 @@ def add_parser(sub) -> None:
     p.add_argument("--top", type=count(0, 10**6), default=20, metavar="K", help="rows to show (0: all)")
     p.add_argument("--format", choices=["text", "json", "csv"], default="text")
     p.add_argument("--jobs", type=count(1, 1024), default=os.cpu_count() or 1,
-                   help="local worker processes (default: one per core)")
+                   help="local worker processes (default: one per core; never more than "
+                   "the cores)")
     p.add_argument("--ray", metavar="ADDRESS", help="run on the Ray cluster at ADDRESS "
                    "(host:port, or 'auto'); needs pip install 'topoc[ray]'")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the row "

@@ -477,3 +477,13 @@ def test_a_gemm_efficiency_too_small_for_a_number_is_refused(capsys):
     assert exc.value.code == 2 and "--gemm-efficiency" in capsys.readouterr().err
     assert main([*argv, "1e-30", "--top", "1"]) == 0
     assert "inf" not in capsys.readouterr().out
+
+
+def test_the_pool_never_forks_more_workers_than_cores_or_chunks():
+    """--jobs 1024 on two cores forked 1,024 planners: 4 GB and a minute for a one-second
+    search."""
+    import os
+    from topoc.compiler.analysis.plan import pool_size
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert pool_size(1024, 10**6) == cpus
+    assert pool_size(1024, 1) == 1 and pool_size(1, 100) == 1
