@@ -204,6 +204,14 @@ def run(args) -> int:
               f"{result.considered:,} candidates are over; the smallest needs {size / 1e9:.1f} "
               f"GB per GPU, {(size - cap) / 1e9:.1f} GB over ({key})", file=sys.stderr)
         return EXIT_INPUT
+    if not result.considered:
+        given = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()
+                          if v is not None and k not in ("sequence_parallel", "zero"))
+        print(f"{args.file}: error: no candidate strategy of {model.name} on {result.gpus} "
+              f"GPUs{' with ' + given if given else ''}: tp x cp x dp x pp must be "
+              f"{result.gpus}, dp must divide the batch ({args.batch}), tp the heads "
+              f"({model.heads}), ep the experts and tp x cp x dp", file=sys.stderr)
+        return EXIT_INPUT
     if not result.rows:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
               f"batch {args.batch}: all {result.considered:,} candidates were rejected (layers, "

@@ -190,7 +190,7 @@ def test_plan_exit_codes(capsys):
     assert "did you mean" in capsys.readouterr().err
     # no mapping of 80 layers and batch 7 on 8 GPUs... batch 7 over dp in {1} with tp 8 works
     assert main(["plan", DGX, "--model", "llama3-70b", "--batch", "7", "--pp", "3"]) == 1
-    assert "no mapping of llama3_70b runs" in capsys.readouterr().err
+    assert "no candidate strategy of llama3_70b" in capsys.readouterr().err
     # 405B on one node never fits: exit 1 and say by how much
     assert main(["plan", DGX, "--model", "llama3-405b", "--batch", "8", "--tp", "8",
                  "--top", "1"]) == 1
@@ -487,3 +487,12 @@ def test_the_pool_never_forks_more_workers_than_cores_or_chunks():
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert pool_size(1024, 10**6) == cpus
     assert pool_size(1024, 1) == 1 and pool_size(1, 100) == 1
+
+
+def test_sizes_that_leave_no_candidate_say_so(capsys):
+    """--tp 16 on 8 GPUs said 'all 0 candidates were rejected (layers, heads, batch or experts
+    do not divide); try --gpus or another --batch'."""
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "16",
+                 "--no-cache", "--jobs", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "all 0" not in err and "with --tp 16" in err and "tp x cp x dp x pp must be 8" in err
