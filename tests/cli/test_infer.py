@@ -152,3 +152,17 @@ def test_a_model_that_does_not_fit_leaves_the_output_file_alone(tmp_path, capsys
     assert main(argv) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and "deepseek_v3 does not fit" in captured.err
+
+
+@pytest.mark.parametrize("flag", ["--isl", "--osl", "--concurrency", "--scheduler-steps", "--tp"])
+def test_a_number_past_a_float_is_a_usage_error_not_a_traceback(flag, capsys):
+    """--isl 1e400 (as digits) raised OverflowError from the model: int too large for a float."""
+    big = "1" + "0" * 400
+    argv = ["infer", DGX, "--model", "llama3-8b", "--isl", "10", "--osl", "10"]
+    if flag in argv:
+        argv[argv.index(flag) + 1] = big
+    else:
+        argv += [flag, big]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} 100000000000... (401 digits): must be at most 1,000,000,000" in err

@@ -61,6 +61,16 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: The largest whole number a flag takes: tokens, requests in flight, GPUs, steps.
+MAX_COUNT = 10**9
+
+
+def _short(value: int) -> str:
+    """A whole number as typed, or its digit count when it is too long to print."""
+    text = str(value)
+    return text if len(text) <= 30 else f"{text[:12]}... ({len(text)} digits)"
+
+
 def _concurrency(text: str | None):
     if text is None:
         return "sweep"
@@ -72,6 +82,8 @@ def _concurrency(text: str | None):
         raise UsageError(f"--concurrency {text}: a whole number or 'max'") from None
     if value < 1:
         raise UsageError(f"--concurrency {value}: must be at least 1")
+    if value > MAX_COUNT:
+        raise UsageError(f"--concurrency {_short(value)}: must be at most {MAX_COUNT:,} (or max)")
     return value
 
 
@@ -100,19 +112,21 @@ def _arrivals(args) -> Arrivals | None:
 
 def run(args) -> int:
     """Cost and rank; exit 1 when the model cannot be laid out or nothing fits."""
-    for name in ("isl", "osl", "gpus", "tp", "pp", "ep", "top"):
+    for name in ("isl", "osl", "gpus", "tp", "pp", "ep", "top", "scheduler_steps"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "top" else 1):
             raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least "
                              f"{0 if name == 'top' else 1}")
+        # a number past a float's range raised OverflowError tracebacks in the model
+        if value is not None and value > MAX_COUNT:
+            raise UsageError(f"--{name.replace('_', '-')} {_short(value)}: must be at most "
+                             f"{MAX_COUNT:,}")
     for name in ("ttft_limit", "tpot_limit"):
         value = getattr(args, name)
         if value is not None and not value > 0:
             raise UsageError(f"--{name.replace('_', '-')} {value}: a positive number of seconds")
     concurrency = _concurrency(args.concurrency)
     arrivals = _arrivals(args)
-    if args.scheduler_steps < 1:
-        raise UsageError(f"--scheduler-steps {args.scheduler_steps}: must be at least 1")
     system = load(args)
     try:
         model = find_model(system, args.model)
