@@ -177,6 +177,9 @@ def run(args) -> int:
         wanted = comparison.parse_sizes(args.compare) if args.compare is not None else None
     except ValueError as exc:
         raise UsageError(f"--compare: {exc}") from None
+    if wanted is not None and args.format == "csv":
+        raise UsageError("--compare has no CSV form (it printed the plain table): use "
+                         "--format text or json")
     if args.scaling is not None and wanted is not None:
         raise UsageError("--compare and --scaling: give one (a strategy's rank at the file's "
                          "GPU count, or the best strategy per GPU count)")
@@ -221,8 +224,7 @@ def run(args) -> int:
     text = plan_table.render(result, head, args.format, args.top)
     if wanted is not None:
         found = comparison.compare(result, wanted)
-        text = plan_table.render_comparison(found, head, args.format) if args.format != "csv" \
-            else text
+        text = plan_table.render_comparison(found, head, args.format)
     write_output(text, args.output)
     return EXIT_OK
 

@@ -440,6 +440,10 @@ def test_compare_is_checked_before_the_search_and_not_with_scaling(capsys):
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare", "tp=1",
                  "--scaling", "4..8"]) == 2
     assert "--compare and --scaling" in capsys.readouterr().err
+    # CSV printed the plain table, the comparison silently dropped
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare", "tp=1",
+                 "--format", "csv"]) == 2
+    assert "--compare has no CSV form" in capsys.readouterr().err
 
 
 def test_compare_terms_that_tie_come_in_name_order(dgx):
