@@ -147,6 +147,16 @@ def run(args) -> int:
         raise UsageError("--imbalance must be at least 1")
     if args.gemm_efficiency is not None and not 0 < args.gemm_efficiency <= 1:
         raise UsageError("--gemm-efficiency is a fraction between 0 and 1")
+    # contradictions that one flag used to settle silently (FSDP is ZeRO-3, the distributed
+    # optimizer at least ZeRO-1; --scaling sets the GPU counts itself)
+    if args.fsdp and args.zero is not None and args.zero != 3:
+        raise UsageError(f"--fsdp and --zero {args.zero}: FSDP shards weights, gradients and "
+                         "optimizer state (ZeRO-3); give one")
+    if args.distributed_optimizer and args.zero == 0:
+        raise UsageError("--distributed-optimizer and --zero 0: the distributed optimizer is "
+                         "ZeRO-1; give one")
+    if args.scaling is not None and args.gpus is not None:
+        raise UsageError("--gpus and --scaling: --scaling LO..HI sets the GPU counts; give one")
     modules = tuple(x.strip() for x in args.recompute_modules.split(",") if x.strip())
     bad = [x for x in modules if x not in RECOMPUTE_MODULES]
     if bad:

@@ -500,3 +500,17 @@ def test_sizes_that_leave_no_candidate_say_so(capsys):
                  "--no-cache", "--jobs", "1"]) == 1
     err = capsys.readouterr().err
     assert "all 0" not in err and "with --tp 16" in err and "tp x cp x dp x pp must be 8" in err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--fsdp", "--zero", "0"], "--fsdp and --zero 0"),
+    (["--fsdp", "--zero", "1"], "--fsdp and --zero 1"),
+    (["--distributed-optimizer", "--zero", "0"], "--distributed-optimizer and --zero 0"),
+    (["--scaling", "8..8", "--gpus", "4"], "--gpus and --scaling"),
+])
+def test_contradicting_flags_are_usage_errors(extra, words, capsys):
+    """Each was settled silently: --fsdp ran ZeRO-3 whatever --zero said, the distributed
+    optimizer ZeRO-1 over --zero 0, and --scaling ignored --gpus."""
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--no-cache",
+                 "--jobs", "1", *extra]) == 2
+    assert words in capsys.readouterr().err
