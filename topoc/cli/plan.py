@@ -182,7 +182,10 @@ def run(args) -> int:
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
     fixed["zero"] = zero_stage(args.zero, args.fsdp, args.distributed_optimizer)
-    hbm = parse_size(args.hbm) if args.hbm is not None else None  # refuses sizes below 1
+    try:
+        hbm = parse_size(args.hbm) if args.hbm is not None else None  # refuses sizes below 1
+    except UsageError as exc:
+        raise UsageError(f"--hbm: {exc}") from None
     try:                                                  # before the search, not after it
         wanted = comparison.parse_sizes(args.compare) if args.compare is not None else None
     except ValueError as exc:

@@ -468,7 +468,7 @@ def test_a_negative_difference_has_the_unit_of_its_size():
 
 def test_an_empty_hbm_is_refused_not_ignored(capsys):
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--hbm", ""]) == 2
-    assert "is not a size in bytes" in capsys.readouterr().err
+    assert "--hbm: '' is not a size in bytes" in capsys.readouterr().err
 
 
 def test_a_gemm_efficiency_too_small_for_a_number_is_refused(capsys):
