@@ -61,7 +61,8 @@ def _load(r: InferRow) -> str:
     if x["arrival"] == "burst":
         return "burst"
     u = x["utilization"]
-    return (f"{u:.0%}" if u < 10 else f"{u:,.0f}x") + ("" if r.stable else " over")
+    text = f"{u:.0%}" if u < 10 else f"{u:,.0f}x" if u < 1e6 else f"{u:.1e}x"   # not 300 digits
+    return text + ("" if r.stable else " over")
 
 
 def _table(rows, index) -> list[str]:

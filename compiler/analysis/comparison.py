@@ -123,8 +123,9 @@ def compare(result: PlanResult, wanted: dict[str, object]) -> Comparison:
         c = r.candidate
         if all(getattr(c, k) == v for k, v in wanted.items()):
             mine, top = _terms(r), _terms(best)
-            names = sorted(set(mine) | set(top), key=lambda n: -abs(mine.get(n, 0.0) -
-                                                                 top.get(n, 0.0)))
+            # the largest difference first, ties by name (a set's order varies per process)
+            names = sorted(set(mine) | set(top), key=lambda n: (-abs(mine.get(n, 0.0) -
+                                                                  top.get(n, 0.0)), n))
             terms = tuple((n, mine.get(n, 0.0), top.get(n, 0.0)) for n in names)
             return Comparison(tuple(sorted(wanted.items())), r, i + 1, best, terms)
     return Comparison(tuple(sorted(wanted.items())), None, None, best, ())

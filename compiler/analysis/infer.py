@@ -51,7 +51,7 @@ from ..training import serving as sv
 from ..training.params import moe_layers
 from ..training.serving import Layout, LayoutError
 from . import infer_rate
-from .infer_rate import Arrivals
+from .infer_rate import MAX_REQUESTS, Arrivals
 
 PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 
@@ -582,9 +582,10 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
     the limits rank first, then by a request's latency (TTFT + (osl - 1) x TPOT)."""
     s = settings or Settings()
     if arrivals is not None:
-        if not (arrivals.rate > 0) or arrivals.requests < 1:
+        if not (arrivals.rate > 0) or not 1 <= arrivals.requests <= MAX_REQUESTS:
             raise InferError(f"request rate {arrivals.rate} and {arrivals.requests} requests: "
-                             "a positive rate (or inf) and at least one request")
+                             "a positive rate (or inf) and 1 to "
+                             f"{MAX_REQUESTS:,} requests")
     fixed = dict(fixed or {})
     world = len(system.gpus)
     gpus = world if gpus is None else gpus

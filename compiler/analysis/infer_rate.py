@@ -52,6 +52,12 @@ import attrs
 #: `sglang.bench_serving`'s default ``--num-prompts``.
 DEFAULT_REQUESTS = 1000
 
+#: The most requests of a run: the fluid recursion keeps one prefill end per request of a
+#: replica and runs once per layout, so a run is linear in time and memory: 100,000 (a
+#: hundred benchmark runs) takes seconds on 576 GPUs, a million a minute there, a billion
+#: gigabytes on one node.
+MAX_REQUESTS = 10**5
+
 
 @attrs.frozen
 class Arrivals:

@@ -263,6 +263,18 @@ def _chunks(items: Sequence, n: int) -> list[Sequence]:
 Outcome = PlanRow | float | None        # a row, bytes per GPU over HBM, or cannot run
 
 
+def pool_size(jobs: int, chunks: int) -> int:
+    """Worker processes for ``jobs``: no more than the chunks to cost or the CPUs this process
+    may run on (the search is CPU-bound: ``--jobs 1024`` on two cores forked 1,024 copies of
+    the planner, 4 GB and a minute for a search of one second)."""
+    import os
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(jobs, chunks, cpus))
+
+
 def run_local(system: System, base: Training, todo: Sequence[Candidate], jobs: int,
               progress: Callable[[int], None], limit: float | None = None) \
         -> dict[Candidate, Outcome]:
@@ -279,7 +291,7 @@ def run_local(system: System, base: Training, todo: Sequence[Candidate], jobs: i
             progress(len(out))
         return out
     system.incidence, system.locality    # build the cached views once, before the fork
-    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+    with multiprocessing.get_context("fork").Pool(pool_size(jobs, len(chunks))) as pool:
         for result in pool.imap_unordered(_run_chunk, chunks):
             out.update(result)
             progress(len(out))

@@ -300,6 +300,10 @@ def _transformer(decl: s.ModelDecl, diags: Collector) -> Transformer | None:
             diags.error("E200", f"model '{decl.name}': '{key}' must be at least 1", decl.span)
             return None
     where = {a.key: a.value.span for a in decl.attrs}
+    for key in ("ffn", "expert_ffn"):       # a GEMM of no columns divided every rate by zero
+        if values.get(key) == 0:
+            diags.error("E200", f"model '{decl.name}': '{key}' must be at least 1", where[key])
+            return None
     heads, kv = values["heads"], values.get("kv_heads", values["heads"])
     if (values["hidden"] % heads and not values.get("head_dim")) or kv == 0 or heads % kv:
         diags.error("E200", f"model '{decl.name}': hidden = {values['hidden']} must divide by "

@@ -91,7 +91,7 @@ def test_a_concurrency_past_the_kv_cache_names_the_kv_cache(capsys):
 
 def test_nothing_fits_leaves_the_output_file_alone(tmp_path, capsys):
     """Exit 1 (no configuration fits) writes no -o file and leaves an existing one as it was;
-    the rows that do not fit still go to stdout without -o."""
+    without -o it prints nothing on stdout either (the message says why on stderr)."""
     out = tmp_path / "rows.json"
     out.write_text("before\n")
     argv = ["infer", DGX, "--model", "llama3-405b", "--isl", "1000", "--osl", "1000",
@@ -103,7 +103,7 @@ def test_nothing_fits_leaves_the_output_file_alone(tmp_path, capsys):
     assert not (tmp_path / "new.json").exists()
     assert "does not fit" in capsys.readouterr().err
     assert main(argv) == 1
-    assert json.loads(capsys.readouterr().out)["rows"][0]["fits"] is False
+    assert capsys.readouterr().out == ""
 
 
 def test_heads_that_do_not_divide(capsys):
@@ -228,3 +228,29 @@ def test_one_request_past_the_kv_cache_says_so(capsys):
     assert code == 1
     assert "one request of 5000000+10 tokens needs 5,000,010 tokens of KV cache" in err
     assert "holds 3,233,012 tokens per replica" in err and "--concurrency" not in err
+
+
+def test_a_model_that_does_not_fit_leaves_the_output_file_alone(tmp_path, capsys):
+    """Exit 1 writes nothing: neither the table on stdout nor over the -o file."""
+    out = tmp_path / "rows.csv"
+    out.write_text("kept\n")
+    argv = ["infer", DGX, "--model", "deepseek-v3", "--isl", "1000", "--osl", "200"]
+    assert main([*argv, "--format", "csv", "-o", str(out)]) == 1
+    assert out.read_text() == "kept\n"
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "deepseek_v3 does not fit" in captured.err
+
+
+@pytest.mark.parametrize("flag", ["--isl", "--osl", "--concurrency", "--scheduler-steps", "--tp"])
+def test_a_number_past_a_float_is_a_usage_error_not_a_traceback(flag, capsys):
+    """--isl 1e400 (as digits) raised OverflowError from the model: int too large for a float."""
+    big = "1" + "0" * 400
+    argv = ["infer", DGX, "--model", "llama3-8b", "--isl", "10", "--osl", "10"]
+    if flag in argv:
+        argv[argv.index(flag) + 1] = big
+    else:
+        argv += [flag, big]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} 100000000000... (401 digits): must be at most 1,000,000,000" in err

@@ -71,8 +71,8 @@ def test_plan_refuses_a_compare_or_scaling_it_would_ignore_or_never_find(extra, 
 # ---- flags that contradict each other or the hardware, sizes that admit nothing -------------
 
 @pytest.mark.parametrize("extra, message", [
-    (["--fsdp", "--zero", "1"], "--zero 1 contradicts --fsdp"),     # was run as ZeRO-3
-    (["--distributed-optimizer", "--zero", "0"], "contradicts --distributed-optimizer"),
+    (["--fsdp", "--zero", "1"], "--fsdp and --zero 1"),     # was run as ZeRO-3
+    (["--distributed-optimizer", "--zero", "0"], "--distributed-optimizer and --zero 0"),
 ])
 def test_plan_refuses_contradictory_sharding_flags(extra, message, capsys):
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", *extra]) == 2
@@ -101,7 +101,7 @@ def test_scaling_where_nothing_fits_says_so_rather_than_that_scaling_pays(capsys
     assert main(["plan", DGX, "--model", "llama3-70b", "--batch", "64", "--scaling", "1..2",
                  "--no-cache", "--jobs", "1"]) == 1
     out = capsys.readouterr()
-    assert "pays all the way" not in out.out and "at any of these GPU counts" in out.out
+    assert out.out == ""                    # an error writes nothing, as plan's others
     assert "error: no mapping of llama3_70b runs and fits at any GPU count" in out.err
 
 

@@ -8,7 +8,7 @@ import math
 
 from ..compiler.analysis.infer import (InferError, Settings, default_precision, gpu_of, infer,
                                        too_big)
-from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, Arrivals
+from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, MAX_REQUESTS, Arrivals
 from ..compiler.lang.derive import find_model
 from ..compiler.training.serving import PRECISIONS
 from .common import EXIT_OK, UsageError, add_common, fail, load, write_output
@@ -42,8 +42,8 @@ def add_parser(sub) -> None:
                    "(the concurrency follows from Little's law; a rate past a layout's "
                    "capacity is marked over capacity), or inf: --requests arriving at once")
     p.add_argument("--requests", type=int, metavar="N", help="requests of the open-loop run "
-                   f"(default {DEFAULT_REQUESTS}, vllm bench serve's --num-prompts): a burst's "
-                   "size, and how long a rate past capacity lasts")
+                   f"(default {DEFAULT_REQUESTS}, vllm bench serve's --num-prompts; at most "
+                   f"{MAX_REQUESTS:,}): a burst's size, and how long a rate past capacity lasts")
     p.add_argument("--scheduler-steps", type=int, default=1, metavar="K",
                    help="decode steps the engine schedules at once (vLLM 0.6's "
                         "--num-scheduler-steps; default 1): a new request waits for them")
@@ -61,6 +61,16 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: The largest whole number a flag takes: tokens, requests in flight, GPUs, steps.
+MAX_COUNT = 10**9
+
+
+def _short(value: int) -> str:
+    """A whole number as typed, or its digit count when it is too long to print."""
+    text = str(value)
+    return text if len(text) <= 30 else f"{text[:12]}... ({len(text)} digits)"
+
+
 def _concurrency(text: str | None):
     if text is None:
         return "sweep"
@@ -72,6 +82,8 @@ def _concurrency(text: str | None):
         raise UsageError(f"--concurrency {text}: a whole number or 'max'") from None
     if value < 1:
         raise UsageError(f"--concurrency {value}: must be at least 1")
+    if value > MAX_COUNT:
+        raise UsageError(f"--concurrency {_short(value)}: must be at most {MAX_COUNT:,} (or max)")
     return value
 
 
@@ -92,26 +104,29 @@ def _arrivals(args) -> Arrivals | None:
     if not rate > 0 or math.isnan(rate):
         raise UsageError(f"--request-rate {args.request_rate}: must be above 0 (or inf)")
     requests = DEFAULT_REQUESTS if args.requests is None else args.requests
-    if requests < 1:
-        raise UsageError(f"--requests {requests}: must be at least 1")
+    if not 1 <= requests <= MAX_REQUESTS:
+        raise UsageError(f"--requests {requests}: give 1 to {MAX_REQUESTS:,} (the run's time "
+                         "and memory grow with it)")
     return Arrivals(rate, requests)
 
 
 def run(args) -> int:
     """Cost and rank; exit 1 when the model cannot be laid out or nothing fits."""
-    for name in ("isl", "osl", "gpus", "tp", "pp", "ep", "top"):
+    for name in ("isl", "osl", "gpus", "tp", "pp", "ep", "top", "scheduler_steps"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "top" else 1):
             raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least "
                              f"{0 if name == 'top' else 1}")
+        # a number past a float's range raised OverflowError tracebacks in the model
+        if value is not None and value > MAX_COUNT:
+            raise UsageError(f"--{name.replace('_', '-')} {_short(value)}: must be at most "
+                             f"{MAX_COUNT:,}")
     for name in ("ttft_limit", "tpot_limit"):
         value = getattr(args, name)
         if value is not None and not value > 0:
             raise UsageError(f"--{name.replace('_', '-')} {value}: a positive number of seconds")
     concurrency = _concurrency(args.concurrency)
     arrivals = _arrivals(args)
-    if args.scheduler_steps < 1:
-        raise UsageError(f"--scheduler-steps {args.scheduler_steps}: must be at least 1")
     system = load(args)
     try:
         model = find_model(system, args.model)
@@ -138,14 +153,10 @@ def run(args) -> int:
         head.update(arrival="burst" if arrivals.burst else "poisson",
                     request_rate=None if arrivals.burst else arrivals.rate,
                     requests=arrivals.requests)
-    text = infer_table.render(result, head, args.format, args.top)
     if not any(r.fits for r in result.rows):
-        # exit 1: the rows that do not fit go to stdout, but a file named by -o is neither
-        # created nor replaced by a result that failed
-        if args.output in (None, "-"):
-            write_output(text, None)
+        # an error writes nothing: -o keeps what it had (as plan's "no mapping fits")
         return fail(args.file, too_big(system, model, result, args.isl, args.osl))
-    write_output(text, args.output)
+    write_output(infer_table.render(result, head, args.format, args.top), args.output)
     return EXIT_OK
 
 

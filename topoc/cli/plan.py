@@ -13,6 +13,7 @@ from ..compiler.ir.gpus import gpu_figures, hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, zero_stage
 from ..compiler.base.diagnostics import suggest
+from ..compiler.base.limits import LIMITS
 from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
                                        RECOMPUTE, RECOMPUTE_MODULES, ZERO, MappingError, Training,
                                        check)
@@ -91,12 +92,14 @@ def add_parser(sub) -> None:
     p.add_argument("--overlap", action="store_true", help=DOCS["overlap"])
     p.add_argument("--imbalance", type=number(1, 1e6), default=1.0,
                    help=DOCS["imbalance"] + " (default 1)")
-    p.add_argument("--gemm-efficiency", type=number(0, 1, low_open=True),
+    # no smaller than a .topo file's smallest number (E297): 1e-320 overflowed every time to inf
+    p.add_argument("--gemm-efficiency", type=number(10.0 ** -LIMITS.number_fraction, 1),
                    help=DOCS["gemm_efficiency"])
     p.add_argument("--top", type=count(0, 10**6), default=20, metavar="K", help="rows to show (0: all)")
     p.add_argument("--format", choices=["text", "json", "csv"], default="text")
     p.add_argument("--jobs", type=count(1, 1024), default=os.cpu_count() or 1,
-                   help="local worker processes (default: one per core)")
+                   help="local worker processes (default: one per core; never more than "
+                   "the cores)")
     p.add_argument("--ray", metavar="ADDRESS", help="run on the Ray cluster at ADDRESS "
                    "(host:port, or 'auto'); needs pip install 'topoc[ray]'")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the row "
@@ -151,6 +154,16 @@ def run(args) -> int:
         raise UsageError("--imbalance must be at least 1")
     if args.gemm_efficiency is not None and not 0 < args.gemm_efficiency <= 1:
         raise UsageError("--gemm-efficiency is a fraction between 0 and 1")
+    # contradictions that one flag used to settle silently (FSDP is ZeRO-3, the distributed
+    # optimizer at least ZeRO-1; --scaling sets the GPU counts itself)
+    if args.fsdp and args.zero is not None and args.zero != 3:
+        raise UsageError(f"--fsdp and --zero {args.zero}: FSDP shards weights, gradients and "
+                         "optimizer state (ZeRO-3); give one")
+    if args.distributed_optimizer and args.zero == 0:
+        raise UsageError("--distributed-optimizer and --zero 0: the distributed optimizer is "
+                         "ZeRO-1; give one")
+    if args.scaling is not None and args.gpus is not None:
+        raise UsageError("--gpus and --scaling: --scaling LO..HI sets the GPU counts; give one")
     modules = tuple(x.strip() for x in args.recompute_modules.split(",") if x.strip())
     bad = [x for x in modules if x not in RECOMPUTE_MODULES]
     if bad:
@@ -175,21 +188,21 @@ def run(args) -> int:
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
-    if args.zero is not None and (args.fsdp and args.zero != 3 or
-                                  args.distributed_optimizer and args.zero == 0):
-        other = "--fsdp (ZeRO-3)" if args.fsdp else "--distributed-optimizer (ZeRO-1)"
-        raise UsageError(f"--zero {args.zero} contradicts {other}")
     fixed["zero"] = zero_stage(args.zero, args.fsdp, args.distributed_optimizer)
-    hbm = parse_size(args.hbm) if args.hbm else None     # parse_size refuses sizes below 1
-    if args.scaling and (args.compare or args.gpus):
-        raise UsageError("--scaling sets the GPU counts itself and ranks no given strategy: "
-                         f"drop {'--compare' if args.compare else '--gpus'}")
+    try:
+        hbm = parse_size(args.hbm) if args.hbm is not None else None  # refuses sizes below 1
+    except UsageError as exc:
+        raise UsageError(f"--hbm: {exc}") from None
+    if args.scaling is not None and args.compare is not None:
+        raise UsageError("--compare and --scaling: give one (a strategy's rank at the file's "
+                         "GPU count, or the best strategy per GPU count)")
     if args.gpus and args.gpus > len(system.gpus):      # before a --compare check counts them
         raise UsageError(f"--gpus {args.gpus}: the system has {len(system.gpus)} GPUs")
     wanted = None
-    if args.compare:
+    if args.compare is not None:
         if args.format == "csv":
-            raise UsageError("--compare prints text or JSON (--format text|json), not csv")
+            raise UsageError("--compare has no CSV form (it printed the plain table): use "
+                             "--format text or json")
         try:            # before the search: a request that cannot be found fails at once
             wanted = comparison.parse_sizes(args.compare)
         except ValueError as exc:
@@ -197,7 +210,7 @@ def run(args) -> int:
         why = comparison.check_sizes(wanted, args.gpus or len(system.gpus), model.seq, fixed)
         if why:
             raise UsageError(f"--compare {args.compare}: {why}")
-    if args.scaling:
+    if args.scaling is not None:
         return _scaling(args, system, model, base, fixed, hbm)
     source = {"path": os.path.abspath(args.file), "defines": parse_defines(args.define),
               "import_roots": [os.path.abspath(r) for r in args.import_root or ()]}
@@ -292,10 +305,12 @@ def _scaling(args, system, model, base, fixed, hbm=None) -> int:
                                 progress=_progress("searches (strong and weak per count)"))
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
-    write_output(plan_table.render_scaling(curve, args.format), args.output)
     if not any(p.strong or p.weak for p in curve.points):
+        # an error writes nothing: -o keeps what it had (as a single count's "no mapping")
         print(f"{args.file}: error: no mapping of {model.name} runs and fits at any GPU count "
-              f"of --scaling {args.scaling} (batch {args.batch}); try larger counts or "
-              "--batch", file=sys.stderr)
+              f"of --scaling {args.scaling} (batch {args.batch}, strong and weak): layers, "
+              "heads, batch or experts do not divide, or GPU memory is too small",
+              file=sys.stderr)
         return EXIT_INPUT
+    write_output(plan_table.render_scaling(curve, args.format), args.output)
     return EXIT_OK

@@ -148,3 +148,31 @@ def test_the_rate_reaches_the_cli_json_and_csv(capsys):
 def test_the_python_api_refuses_two_loads(node):
     with pytest.raises(InferError):
         topoc.infer(node, "llama3-70b", 224, 189, concurrency=8, request_rate=4, **ONE)
+
+
+def test_a_run_of_a_billion_requests_is_refused_before_it_runs(node, capsys):
+    """The fluid recursion is linear in a replica's requests: ``--request-rate inf --requests
+    1000000000`` took over a minute and 8 GB before it was bounded."""
+    from topoc.cli import main
+    from topoc.compiler.analysis.infer_rate import MAX_REQUESTS
+    argv = ["infer", NODE, "--model", "llama3-8b", "--isl", "1000", "--osl", "200",
+            "--request-rate", "inf", "--requests"]
+    assert main([*argv, "1000000000"]) == 2
+    err = capsys.readouterr().err
+    assert "--requests 1000000000" in err and f"{MAX_REQUESTS:,}" in err
+    with pytest.raises(InferError, match="requests"):
+        topoc.infer(node, "llama3-8b", 1000, 200, request_rate=math.inf,
+                    requests=MAX_REQUESTS + 1, **ONE)
+    assert topoc.infer(node, "llama3-8b", 1000, 200, request_rate=math.inf, requests=MAX_REQUESTS,
+                       **ONE).rows
+
+
+def test_an_absurd_rate_prints_its_load_in_a_few_characters(capsys):
+    """--request-rate 1e300 printed the load as a 300-digit number, a column 400 wide."""
+    from topoc.cli import main
+    assert main(["infer", NODE, "--model", "llama3-8b", "--isl", "1000", "--osl", "200",
+                 "--gpus", "4", "--tp", "4", "--pp", "1", "--ep", "1",
+                 "--request-rate", "1e300"]) == 0
+    out = capsys.readouterr().out
+    assert "e+29" in out and "x over" in out
+    assert max(len(line) for line in out.splitlines()) < 200

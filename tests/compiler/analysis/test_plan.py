@@ -190,7 +190,7 @@ def test_plan_exit_codes(capsys):
     assert "did you mean" in capsys.readouterr().err
     # no mapping of 80 layers and batch 7 on 8 GPUs... batch 7 over dp in {1} with tp 8 works
     assert main(["plan", DGX, "--model", "llama3-70b", "--batch", "7", "--pp", "3"]) == 1
-    assert "no mapping of llama3_70b runs" in capsys.readouterr().err
+    assert "no mapping of llama3_70b runs on 8 GPUs" in capsys.readouterr().err
     # 405B on one node never fits: exit 1 and say by how much
     assert main(["plan", DGX, "--model", "llama3-405b", "--batch", "8", "--tp", "8",
                  "--top", "1"]) == 1
@@ -399,3 +399,118 @@ def test_hbm_replaces_the_gpus_memory_in_the_search_and_its_verdicts(dgx, capsys
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--hbm", "lots"]) == 2
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "1", "--pp", "1",
                  "--hbm", "1GB", "--scaling", "8..8"]) == 1     # nothing fits 1 GB at any count
+
+
+def test_scaling_where_nothing_fits_says_so_and_writes_nothing(tmp_path, capsys):
+    """--scaling with no strategy at any count exited 1 silently, printing an empty table that
+    said scaling 'pays all the way', over the -o file."""
+    out = tmp_path / "scaling.txt"
+    out.write_text("kept\n")
+    assert main(["plan", DGX, "--model", "llama3-405b", "--batch", "64", "--scaling", "1..2",
+                 "--no-cache", "--jobs", "1", "-o", str(out)]) == 1
+    assert out.read_text() == "kept\n"
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "error: no mapping of llama3_405b" in captured.err and "--scaling 1..2" in captured.err
+
+
+@pytest.mark.parametrize("text, words", [
+    ("tp=8,tp=4", "tp is given twice"),
+    ("tp=0", "tp is at least 1"),
+    ("pp=-1", "pp is at least 1"),
+    ("zero=7", "zero is one of 0, 1, 2, 3"),
+    ("recompute=maybe", "recompute is one of none, selective, full"),
+    ("sequence_parallel=2", "sequence_parallel is on or off"),
+])
+def test_compare_refuses_what_no_strategy_can_be(text, words):
+    """These were taken silently: the last of two tp's, sequence_parallel=2 as false, a tp of 0
+    or a recompute of 'maybe' as a strategy that is 'not among' the search's."""
+    from topoc.compiler.analysis.comparison import parse_sizes
+    with pytest.raises(ValueError, match=words):
+        parse_sizes(text)
+    assert parse_sizes("sequence_parallel=off,zero=0,recompute=full") == \
+        {"sequence_parallel": False, "zero": 0, "recompute": "full"}
+
+
+def test_compare_is_checked_before_the_search_and_not_with_scaling(capsys):
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare", "tp=8,tp=4",
+                 "--no-cache", "--jobs", "1"]) == 2
+    captured = capsys.readouterr()
+    assert "given twice" in captured.err and captured.out == ""
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare", "tp=1",
+                 "--scaling", "4..8"]) == 2
+    assert "--compare and --scaling" in capsys.readouterr().err
+    # CSV printed the plain table, the comparison silently dropped
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare", "tp=1",
+                 "--format", "csv"]) == 2
+    assert "--compare has no CSV form" in capsys.readouterr().err
+
+
+def test_compare_terms_that_tie_come_in_name_order(dgx):
+    """Terms with the same difference came in a set's order, which changes from one process to
+    the next (hash randomisation): the same command printed different bytes."""
+    from topoc.compiler.analysis.comparison import compare
+    m = find_model(dgx, "llama3-8b")
+    result = plan(dgx, m, Training(m, 64), use_cache=False)
+    best = result.rows[0].candidate
+    found = compare(result, {"tp": best.tp, "dp": best.dp, "pp": best.pp, "cp": best.cp,
+                             "microbatch": best.microbatch, "zero": best.zero})
+    assert found.rank == 1
+    names = [n for n, _, _ in found.terms]
+    assert len(names) >= 3 and names == sorted(names)
+
+
+def test_a_negative_difference_has_the_unit_of_its_size():
+    from topoc.backends.report import seconds
+    assert seconds(-0.0308493) == "-30.8 ms" and seconds(-2.5) == "-2.50 s"
+    assert seconds(-5e-6) == "-5.0 us" and seconds(0.0308493) == "30.8 ms"
+
+
+def test_an_empty_hbm_is_refused_not_ignored(capsys):
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--hbm", ""]) == 2
+    assert "--hbm: '' is not a size in bytes" in capsys.readouterr().err
+
+
+def test_a_gemm_efficiency_too_small_for_a_number_is_refused(capsys):
+    """--gemm-efficiency 1e-320 passed (more than 0) and printed 'inf s' step times, exit 0;
+    the floor is a .topo file's smallest number, 1e-30."""
+    argv = ["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--no-cache", "--jobs", "1",
+            "--gemm-efficiency"]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "1e-320"])
+    assert exc.value.code == 2 and "--gemm-efficiency" in capsys.readouterr().err
+    assert main([*argv, "1e-30", "--top", "1"]) == 0
+    assert "inf" not in capsys.readouterr().out
+
+
+def test_the_pool_never_forks_more_workers_than_cores_or_chunks():
+    """--jobs 1024 on two cores forked 1,024 planners: 4 GB and a minute for a one-second
+    search."""
+    import os
+    from topoc.compiler.analysis.plan import pool_size
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert pool_size(1024, 10**6) == cpus
+    assert pool_size(1024, 1) == 1 and pool_size(1, 100) == 1
+
+
+def test_sizes_that_leave_no_candidate_say_so(capsys):
+    """--tp 16 on 8 GPUs said 'all 0 candidates were rejected (layers, heads, batch or experts
+    do not divide); try --gpus or another --batch'."""
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--tp", "16",
+                 "--no-cache", "--jobs", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "all 0" not in err and "fixed sizes (--tp 16)" in err and "tp x cp x dp x pp must be 8" in err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--fsdp", "--zero", "0"], "--fsdp and --zero 0"),
+    (["--fsdp", "--zero", "1"], "--fsdp and --zero 1"),
+    (["--distributed-optimizer", "--zero", "0"], "--distributed-optimizer and --zero 0"),
+    (["--scaling", "8..8", "--gpus", "4"], "--gpus and --scaling"),
+])
+def test_contradicting_flags_are_usage_errors(extra, words, capsys):
+    """Each was settled silently: --fsdp ran ZeRO-3 whatever --zero said, the distributed
+    optimizer ZeRO-1 over --zero 0, and --scaling ignored --gpus."""
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--no-cache",
+                 "--jobs", "1", *extra]) == 2
+    assert words in capsys.readouterr().err
