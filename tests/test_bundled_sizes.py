@@ -43,3 +43,39 @@ def test_a_size_past_the_fabric_is_refused_by_its_requirement(capsys):
     assert main(["compile", path, "-D", "nodes=140"]) == 1
     err = capsys.readouterr().err
     assert "E223" in err and "100 nodes" in err and "E222" not in err
+
+
+MODEL_BLOCK = """use "nvidia/links.topo"
+use "nvidia/devices.topo"
+use "nvidia/dgx_h100.topo"
+use "models/llama3.topo"
+
+group Nodes(n: int = 4) {{ node[n] : DGXH100 }}
+system cluster : Nodes(n = {n})
+
+parallel train on cluster {{
+  tp = 8  dp = auto
+  model = llama3_8b
+  batch = 64
+}}
+"""
+
+
+def test_a_model_block_whose_batch_the_d_size_does_not_divide_is_left_out(tmp_path, capsys):
+    """batch 64 over dp = 3 (-D n=3) stopped compile, lint and plan with E303, though plan never
+    uses the block; with -D it is left out with W507 as a block of sizes that do not fit. Written
+    at that size (no -D) it stays an error."""
+    path = tmp_path / "t.topo"
+    path.write_text(MODEL_BLOCK.format(n=4))
+    assert main(["compile", str(path), "-D", "n=3"]) == 0
+    assert "W507" in capsys.readouterr().err
+    assert main(["lint", str(path), "-D", "n=3"]) == 0
+    assert "batch 64 does not divide" in capsys.readouterr().out
+    assert main(["plan", str(path), "-D", "n=3", "--model", "llama3-8b", "--batch", "48",
+                 "--top", "1", "--no-cache", "--jobs", "1"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(path), "-D", "n=3", "--parallel", "train"]) == 2
+    assert "does not fit this size" in capsys.readouterr().err
+    path.write_text(MODEL_BLOCK.format(n=3))
+    assert main(["compile", str(path)]) == 1
+    assert "E303" in capsys.readouterr().err

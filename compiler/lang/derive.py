@@ -8,13 +8,13 @@ both from the model's shape, the mapping and the GPUs' declared peak and memory 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
 
 from . import syntax as s
-from ..base.diagnostics import Collector, suggest
+from ..base.diagnostics import Collector, Span, suggest
 from ..ir.gpus import GPUFigures, gpu_figures
 from ..ir.system import ParallelStrategy, System, Transformer
 from .resolve import Program, library_root
@@ -157,8 +157,13 @@ def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
 
 
 def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Program,
-           system: System, diags: Collector) -> ParallelStrategy | None:
-    """The strategy with its traffic, micro-batches and compute time derived from the model."""
+           system: System, diags: Collector,
+           misfit: Callable[[str, Span], None] | None = None) -> ParallelStrategy | None:
+    """The strategy with its traffic, micro-batches and compute time derived from the model.
+    ``misfit`` (the system's size came from ``-D``): a mapping the model cannot run at this
+    size (the batch over dp, the micro-batches) is reported through it, a warning that leaves
+    the block out for the verbs that do not use it, instead of error E303."""
+    size_error = misfit or (lambda message, span: diags.error("E303", message, span))
     item = seen["model"]
     name = _name(item.value)
     if name is None or name not in program.models:
@@ -192,13 +197,12 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
         derived = with_training(strategy, training, gpu)
     except MappingError as exc:
         where = seen.get("batch") if "batch" in str(exc) else item
-        diags.error("E303", str(exc), where.span)
+        size_error(str(exc), where.span)
         return None
     if "microbatches" in seen and strategy.microbatches != derived.microbatches:
-        diags.error("E303", f"'microbatches = {strategy.microbatches}', but batch "
-                    f"{training.batch} / (microbatch {training.microbatch} x dp "
-                    f"{strategy.size('dp')}) is {derived.microbatches}",
-                    seen["microbatches"].span)
+        size_error(f"'microbatches = {strategy.microbatches}', but batch {training.batch} / "
+                   f"(microbatch {training.microbatch} x dp {strategy.size('dp')}) is "
+                   f"{derived.microbatches}", seen["microbatches"].span)
         return None
     return derived
 

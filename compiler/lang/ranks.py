@@ -152,7 +152,9 @@ def _strategy(decl: s.ParallelDecl, program: Program, system: System,
     strategy = ParallelStrategy(decl.name, tuple((d, sizes.get(d, 1)) for d in PARALLEL_DIMS),
                                 order, microbatches, tuple(flows), settings, decl.span, etp)
     if "model" in seen:
-        return derive(strategy, seen, program, system, diags)
+        misfit = None if skipped is None else \
+            (lambda message, span: _misfit(diags, skipped, decl, message, span))
+        return derive(strategy, seen, program, system, diags, misfit)
     for key in TRAINING_SETTINGS:
         if key in seen and key != "model":
             near = suggest(key, [k for k in SETTINGS if k not in TRAINING_SETTINGS
