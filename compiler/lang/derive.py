@@ -186,12 +186,26 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
         diags.error("E303", "a parallel block that names a model needs 'batch' (the global "
                     "batch in sequences, as in 'batch = 512')", item.span)
         return None
+    # settings that contradict each other, which one of them would otherwise settle silently
+    # (plan's flags refuse the same: FSDP is ZeRO-3, the distributed optimizer ZeRO-1 at least)
+    zero = options.get("zero")
+    if zero is not None and (options.get("fsdp") and zero != 3 or
+                             options.get("distributed_optimizer") and zero == 0):
+        other = "fsdp = true (ZeRO-3)" if options.get("fsdp") else \
+            "distributed_optimizer = true (ZeRO-1)"
+        diags.error("E303", f"'zero = {zero}' contradicts {other}", seen["zero"].span)
+        return None
     model = program.models[name]
     training = Training(model, **options)
     gpu = gpu_figures(system)
     if gpu is None:
         diags.error("E309", f"the GPUs of '{system.name}' do not all declare tflops_bf16 and "
                     "hbm_bandwidth, which a model's compute time needs", item.span)
+        return None
+    if options.get("fp8") and not gpu.fp8:
+        diags.error("E303", f"'fp8 = true', but the {gpu.name} declares no tflops_fp8 (no FP8 "
+                    "tensor cores): its GEMMs would run at bf16 with FP8's memory",
+                    seen["fp8"].span)
         return None
     try:
         derived = with_training(strategy, training, gpu)
