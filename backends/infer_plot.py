@@ -11,27 +11,48 @@ from ..compiler.analysis.infer import InferResult
 
 
 def plot(result: InferResult, title: str, pyplot, svg) -> str:
-    """Scatter of the fitting rows (tokens/s per user on x, per GPU on y), front as a line;
-    ``pyplot`` and ``svg`` are the page's matplotlib set-up and SVG writer."""
+    """Scatter of the fitting rows (tokens/s per user on x, per GPU on y, logarithmic: the
+    front spans orders of magnitude from the saturated engine to one request), front as a
+    line; ``pyplot`` and ``svg`` are the page's matplotlib set-up and SVG writer."""
     plt = pyplot()
     rows = [r for r in result.rows if r.fits]
     front = sorted((r for r in rows if r.pareto), key=lambda r: r.tokens_per_s_per_user)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(8, 4.8))
     ax.scatter([r.tokens_per_s_per_user for r in rows], [r.throughput_per_gpu for r in rows],
                s=9, color="#bbbbbb", label="configurations that fit")
     ax.plot([r.tokens_per_s_per_user for r in front], [r.throughput_per_gpu for r in front],
             "o-", color="#76b900", markersize=4, label="Pareto front")
-    for r in front[:: max(1, len(front) // 6)]:
-        c = r.config
-        ax.annotate(f"tp{c.tp} pp{c.pp}" + (f" ep{c.ep}" if c.ep > 1 else "")
-                    + f" c{c.concurrency}", (r.tokens_per_s_per_user, r.throughput_per_gpu),
-                    fontsize=7, xytext=(4, 4), textcoords="offset points")
+    if all(r.throughput_per_gpu > 0 for r in rows):
+        ax.set_yscale("log")
+    ax.autoscale_view()
+    _label(ax, front)
     ax.set_xlabel("output tokens/s per user (1 / TPOT)")
     ax.set_ylabel("output tokens/s per GPU")
     ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, frameon=False, loc="upper right")
     return svg(fig)
+
+
+def _label(ax, front) -> None:
+    """Name the front's points that have room: a label is kept only when it is far enough on
+    the page from every label kept before it (so neighbours at the low-throughput end do not
+    print over each other), and written to the left of points in the right quarter (so it
+    stays inside the frame)."""
+    kept: list[tuple[float, float]] = []
+    x_lo, x_hi = ax.get_xlim()
+    for r in front:
+        x, y = r.tokens_per_s_per_user, r.throughput_per_gpu
+        px, py = ax.transData.transform((x, y))
+        if any(abs(px - qx) < 70 and abs(py - qy) < 16 for qx, qy in kept):
+            continue
+        kept.append((px, py))
+        c = r.config
+        right = x > x_lo + 0.75 * (x_hi - x_lo)
+        ax.annotate(f"tp{c.tp} pp{c.pp}" + (f" ep{c.ep}" if c.ep > 1 else "")
+                    + f" c{c.concurrency}", (x, y), fontsize=7,
+                    xytext=(-4 if right else 4, 4), textcoords="offset points",
+                    ha="right" if right else "left")
 
 
 def section(serving, pyplot, svg) -> str | None:
