@@ -79,3 +79,15 @@ def test_a_model_block_whose_batch_the_d_size_does_not_divide_is_left_out(tmp_pa
     path.write_text(MODEL_BLOCK.format(n=3))
     assert main(["compile", str(path)]) == 1
     assert "E303" in capsys.readouterr().err
+
+
+def test_a_model_block_wrong_at_every_size_stays_an_error_under_d(tmp_path, capsys):
+    """-D leaves out only what the override's size breaks (here dp, the auto size): ep = 2 on
+    a dense model is wrong at any size, E303 with or without -D at a size whose batch divides,
+    never a W507 that drops it."""
+    path = tmp_path / "t.topo"
+    path.write_text(MODEL_BLOCK.format(n=4).replace("dp = auto", "dp = auto  ep = 2"))
+    for extra in ([], ["-D", "n=4"], ["-D", "n=2"]):
+        assert main(["compile", str(path), *extra]) == 1
+        err = capsys.readouterr().err
+        assert "E303" in err and "has no experts" in err and "W507" not in err

@@ -527,13 +527,12 @@ def slowest_replica(system: System, lay: Layout, replicas: int) -> int:
     n = lay.tp * lay.pp
     island = np.asarray(system.locality.island[:replicas * n], dtype=np.int64)
     per = island.reshape(replicas, lay.pp, lay.tp)
-    # islands a stage's tensor group spans, counted as 1 + the island changes along its
-    # ranks (exact where an island's ranks are consecutive, as in every library system)
-    tp_span = (1 + (np.diff(per, axis=2) != 0).sum(axis=2)).max(axis=1) if lay.tp > 1 \
-        else np.ones(replicas, np.int64)
+    # islands a stage's tensor group spans: 1 + the changes along its sorted island numbers
+    tp_span = (1 + (np.diff(np.sort(per, axis=2), axis=2) != 0).sum(axis=2)).max(axis=1) \
+        if lay.tp > 1 else np.ones(replicas, np.int64)
     sends = (np.diff(per[:, :, 0], axis=1) != 0).sum(axis=1) if lay.pp > 1 \
         else np.zeros(replicas, np.int64)
-    flat = island.reshape(replicas, n)
+    flat = np.sort(island.reshape(replicas, n), axis=1)
     span = 1 + (np.diff(flat, axis=1) != 0).sum(axis=1)
     key = (tp_span * (n + 1) + sends) * (n + 1) + span
     return int(np.argmax(key)) * n

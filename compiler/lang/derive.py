@@ -158,12 +158,20 @@ def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
 
 def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Program,
            system: System, diags: Collector,
-           misfit: Callable[[str, Span], None] | None = None) -> ParallelStrategy | None:
+           misfit: Callable[[str, Span], None] | None = None,
+           auto: str | None = None) -> ParallelStrategy | None:
     """The strategy with its traffic, micro-batches and compute time derived from the model.
-    ``misfit`` (the system's size came from ``-D``): a mapping the model cannot run at this
-    size (the batch over dp, the micro-batches) is reported through it, a warning that leaves
-    the block out for the verbs that do not use it, instead of error E303."""
-    size_error = misfit or (lambda message, span: diags.error("E303", message, span))
+    ``misfit`` (the system's size came from ``-D``): a mapping the model cannot run because of
+    the block's ``auto`` size, which the override changed (the batch over dp, the
+    micro-batches), is reported through it, a warning that leaves the block out for the verbs
+    that do not use it, instead of error E303; a reason no size changes (heads over a given
+    tp, ep on a dense model) stays E303."""
+
+    def size_error(message: str, span, dims) -> None:
+        if misfit is not None and auto in dims:
+            misfit(message, span)
+        else:
+            diags.error("E303", message, span)
     item = seen["model"]
     name = _name(item.value)
     if name is None or name not in program.models:
@@ -211,12 +219,12 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
         derived = with_training(strategy, training, gpu)
     except MappingError as exc:
         where = seen.get("batch") if "batch" in str(exc) else item
-        size_error(str(exc), where.span)
+        size_error(str(exc), where.span, exc.dims)
         return None
     if "microbatches" in seen and strategy.microbatches != derived.microbatches:
         size_error(f"'microbatches = {strategy.microbatches}', but batch {training.batch} / "
                    f"(microbatch {training.microbatch} x dp {strategy.size('dp')}) is "
-                   f"{derived.microbatches}", seen["microbatches"].span)
+                   f"{derived.microbatches}", seen["microbatches"].span, ("dp",))
         return None
     return derived
 

@@ -154,7 +154,7 @@ def _strategy(decl: s.ParallelDecl, program: Program, system: System,
     if "model" in seen:
         misfit = None if skipped is None else \
             (lambda message, span: _misfit(diags, skipped, decl, message, span))
-        return derive(strategy, seen, program, system, diags, misfit)
+        return derive(strategy, seen, program, system, diags, misfit, auto)
     for key in TRAINING_SETTINGS:
         if key in seen and key != "model":
             near = suggest(key, [k for k in SETTINGS if k not in TRAINING_SETTINGS

@@ -17,7 +17,13 @@ from ..ir.system import Transformer
 
 class MappingError(ValueError):
     """A mapping the model cannot run with: layers, batch, heads or experts do not divide, or
-    too few micro-batches for an interleaved pipeline."""
+    too few micro-batches for an interleaved pipeline. ``dims`` names the parallel sizes the
+    reason depends on (a parallel block whose ``auto`` size a ``-D`` override changed is left
+    out, not wrong, when the reason depends on that size)."""
+
+    def __init__(self, message: str, dims=()):
+        super().__init__(message)
+        self.dims = frozenset(dims)
 
 
 @attrs.frozen(order=True)
@@ -108,14 +114,15 @@ def layout(m: Transformer, sh: Shape, first: int = 0, last: int = 0,
         inner = P - (1 if first else 0) - (1 if last else 0)
         if rest < 0 or (inner == 0 and rest) or (inner and rest % inner):
             raise MappingError(f"{L} layers do not split into first {first or '-'} and last "
-                               f"{last or '-'} stage layers and {inner} even stages")
+                               f"{last or '-'} stage layers and {inner} even stages", ("pp",))
         per = rest // inner if inner else 0
         return Layout(first or per, per if P > 2 else (first or last), last or per)
     if slots is None:
         slots = L % P != 0 and (L + 2) % P == 0
     if slots:
         if (L + 2) % P:
-            raise MappingError(f"{L} layers + embedding + loss do not split into pp = {P}")
+            raise MappingError(f"{L} layers + embedding + loss do not split into pp = {P}",
+                               ("pp",))
         per = (L + 2) // P
         return Layout(per - 1, per, per - 1, True)
     per = -(-L // P)
@@ -149,31 +156,33 @@ def check(t, sh: Shape) -> int:
     m = t.model
     if t.batch % (t.microbatch * sh.dp):
         raise MappingError(f"batch {t.batch} does not divide into micro-batches of "
-                           f"{t.microbatch} over dp = {sh.dp}")
+                           f"{t.microbatch} over dp = {sh.dp}", ("dp",))
     micro = t.batch // (t.microbatch * sh.dp)
     if sh.pp > m.layers:
-        raise MappingError(f"{m.layers} layers do not split into pp = {sh.pp} stages")
+        raise MappingError(f"{m.layers} layers do not split into pp = {sh.pp} stages", ("pp",))
     lay = layout(m, sh, t.first_stage_layers, t.last_stage_layers, t.pipeline_slots)
     if t.interleave > 1:
         if sh.pp < 2:
-            raise MappingError("an interleaved schedule needs pp >= 2")
+            raise MappingError("an interleaved schedule needs pp >= 2", ("pp",))
         if micro < sh.pp:
             # Megatron-Core: "The number of contiguous micro-batches in a virtual pipeline
             # stage should range in [PP, M]" (microbatch_group_size_per_vp_stage, default pp)
             raise MappingError(f"an interleaved schedule needs at least pp = {sh.pp} "
-                               f"micro-batches, not {micro}")
+                               f"micro-batches, not {micro}", ("pp", "dp"))
         if t.interleave > lay.heaviest:
             raise MappingError(f"{m.layers} layers do not split into pp = {sh.pp} stages of "
-                               f"{t.interleave} chunks")
+                               f"{t.interleave} chunks", ("pp",))
     if m.heads % sh.tp or m.kv_heads % sh.tp and sh.tp % m.kv_heads:
         raise MappingError(f"{m.heads} heads ({m.kv_heads} key/value heads) do not split over "
-                           f"tp = {sh.tp}")
+                           f"tp = {sh.tp}", ("tp",))
     if sh.cp > 1 and m.seq % (2 * sh.cp):
-        raise MappingError(f"sequence {m.seq} does not split into 2 x cp = {2 * sh.cp} chunks")
+        raise MappingError(f"sequence {m.seq} does not split into 2 x cp = {2 * sh.cp} chunks",
+                           ("cp",))
     if sh.ep > 1 and (not m.experts or m.experts % sh.ep):
         raise MappingError(f"ep = {sh.ep} needs a mixture of experts whose expert count it "
                            "divides" if m.experts else
                            f"ep = {sh.ep} on '{m.name}', which has no experts")
     if (sh.tp * sh.cp * sh.dp) % (sh.etp * sh.ep):
-        raise MappingError(f"ep = {sh.ep} x etp = {sh.etp} does not divide tp x cp x dp")
+        raise MappingError(f"ep = {sh.ep} x etp = {sh.etp} does not divide tp x cp x dp",
+                           ("tp", "cp", "dp"))
     return micro
