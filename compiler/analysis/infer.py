@@ -538,6 +538,22 @@ def slowest_replica(system: System, lay: Layout, replicas: int) -> int:
     return int(np.argmax(key)) * n
 
 
+#: The largest whole number a size or load takes: tokens, requests in flight, GPUs.
+MAX_COUNT = 10**9
+
+
+def _count(value) -> bool:
+    """A whole number from 1 to MAX_COUNT (not a bool)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and \
+        1 <= value <= MAX_COUNT
+
+
+def shown_number(value) -> str:
+    """A value as typed, or its digit count when it is too long to print."""
+    text = repr(value)
+    return text if len(text) <= 30 else f"{text[:12]}... ({len(text)} digits)"
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -588,18 +604,18 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
     fixed = dict(fixed or {})
     world = len(system.gpus)
     gpus = world if gpus is None else gpus
+    # what the CLI checks as usage errors, for the Python API too (never a silent search, nor
+    # an OverflowError from a number past a float's range)
+    for name, value in (("isl", isl), ("osl", osl), ("gpus", gpus)):
+        if not _count(value):
+            raise InferError(f"{name} {shown_number(value)}: a whole number from 1 to {MAX_COUNT:,}")
     if not 1 <= gpus <= world:
         raise InferError(f"--gpus {gpus}: the system has {world} GPUs")
-    if isl < 1 or osl < 1:
-        raise InferError("input and output lengths must be at least 1 token")
-    # what the CLI checks as usage errors, for the Python API too (never a silent search)
     for dim in ("tp", "pp", "ep"):
-        if fixed.get(dim) is not None and not (isinstance(fixed[dim], numbers.Integral)
-                                               and fixed[dim] >= 1):
-            raise InferError(f"{dim} = {fixed[dim]!r}: a whole number of at least 1 "
+        if fixed.get(dim) is not None and not _count(fixed[dim]):
+            raise InferError(f"{dim} = {shown_number(fixed[dim])}: a whole number of at least 1 "
                              "(or None: searched)")
-    if isinstance(concurrency, numbers.Integral) and not isinstance(concurrency, bool) \
-            and concurrency >= 1:
+    if _count(concurrency):
         concurrency = int(concurrency)
     elif concurrency not in ("max", "sweep"):
         raise InferError(f"concurrency {concurrency!r}: a whole number of at least 1, "

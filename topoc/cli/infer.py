@@ -6,8 +6,8 @@ from __future__ import annotations
 from ..backends import infer_table
 import math
 
-from ..compiler.analysis.infer import (InferError, Settings, default_precision, gpu_of, infer,
-                                       too_big)
+from ..compiler.analysis.infer import (MAX_COUNT, InferError, Settings, default_precision,
+                                       gpu_of, infer, shown_number, too_big)
 from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, MAX_REQUESTS, Arrivals
 from ..compiler.lang.derive import find_model
 from ..compiler.training.serving import PRECISIONS
@@ -61,14 +61,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-#: The largest whole number a flag takes: tokens, requests in flight, GPUs, steps.
-MAX_COUNT = 10**9
-
-
-def _short(value: int) -> str:
-    """A whole number as typed, or its digit count when it is too long to print."""
-    text = str(value)
-    return text if len(text) <= 30 else f"{text[:12]}... ({len(text)} digits)"
 
 
 def _concurrency(text: str | None):
@@ -83,7 +75,7 @@ def _concurrency(text: str | None):
     if value < 1:
         raise UsageError(f"--concurrency {value}: must be at least 1")
     if value > MAX_COUNT:
-        raise UsageError(f"--concurrency {_short(value)}: must be at most {MAX_COUNT:,} (or max)")
+        raise UsageError(f"--concurrency {shown_number(value)}: must be at most {MAX_COUNT:,} (or max)")
     return value
 
 
@@ -119,7 +111,7 @@ def run(args) -> int:
                              f"{0 if name == 'top' else 1}")
         # a number past a float's range raised OverflowError tracebacks in the model
         if value is not None and value > MAX_COUNT:
-            raise UsageError(f"--{name.replace('_', '-')} {_short(value)}: must be at most "
+            raise UsageError(f"--{name.replace('_', '-')} {shown_number(value)}: must be at most "
                              f"{MAX_COUNT:,}")
     for name in ("ttft_limit", "tpot_limit"):
         value = getattr(args, name)

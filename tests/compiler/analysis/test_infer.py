@@ -2,6 +2,7 @@
 scaling, the search, and errors that name the numbers."""
 
 import csv
+import re
 import math
 from pathlib import Path
 
@@ -447,7 +448,7 @@ def test_a_gpu_without_a_figure_serving_needs_is_named():
     ({"concurrency": 0}, "concurrency 0"),
     ({"concurrency": -3}, "concurrency -3"),
     ({"concurrency": "lots"}, "concurrency 'lots'"),
-    ({"gpus": 0}, "--gpus 0"),
+    ({"gpus": 0}, "gpus 0"),
     ({"tp": 0}, "tp = 0"),
     ({"pp": -1}, "pp = -1"),
     ({"ttft_limit": -1}, "ttft_limit -1"),
@@ -482,3 +483,19 @@ def test_the_replica_costed_is_the_one_astride_two_racks():
                       concurrency=64).rows[0]
     # 64 requests on 9 replicas: 8 on the busiest, at a mean context of 1,500 tokens
     assert row.tpot >= astride.decode_step(8, 1500)[0] > 1.1 * inside.decode_step(8, 1500)[0]
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"isl": 10**400}, "isl 100000000000... (401 digits)"),
+    ({"osl": 0}, "osl 0"),
+    ({"concurrency": 10**400}, "concurrency 100000000000"),
+    ({"tp": True}, "tp = True"),
+    ({"gpus": True}, "gpus True"),
+])
+def test_the_python_api_bounds_sizes_as_the_cli_does(kw, words):
+    """isl=10**400 or concurrency=10**400 raised OverflowError from the model, and True passed
+    for a whole number; the API refuses them with the numbers, as the CLI does."""
+    node = topoc.load(S.ROOT / "library" / "nvidia" / "dgx_h100.topo")
+    args = {"isl": 10, "osl": 10, **kw}
+    with pytest.raises(InferError, match=re.escape(words)):
+        topoc.infer(node, "llama3-8b", **args)
