@@ -21,6 +21,7 @@ from .resolve import Program, library_root
 from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH, RECOMPUTE,
                               RECOMPUTE_MODULES, MappingError, Training,
                               derive as derive_step, shape_of)
+from ..training.memory import sharding_conflict
 from ..base.units import NUMBER
 
 _WHOLE = ("batch", "microbatch", "interleave")
@@ -196,12 +197,11 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
         return None
     # settings that contradict each other, which one of them would otherwise settle silently
     # (plan's flags refuse the same: FSDP is ZeRO-3, the distributed optimizer ZeRO-1 at least)
-    zero = options.get("zero")
-    if zero is not None and (options.get("fsdp") and zero != 3 or
-                             options.get("distributed_optimizer") and zero == 0):
-        other = "fsdp = true (ZeRO-3)" if options.get("fsdp") else \
-            "distributed_optimizer = true (ZeRO-1)"
-        diags.error("E303", f"'zero = {zero}' contradicts {other}", seen["zero"].span)
+    conflict = sharding_conflict(options.get("zero"), options.get("fsdp", False),
+                                 options.get("distributed_optimizer", False))
+    if conflict:
+        diags.error("E303", f"'zero = {options['zero']}' contradicts '{conflict[0]} = true' "
+                    f"({conflict[1]})", seen["zero"].span)
         return None
     model = program.models[name]
     training = Training(model, **options)

@@ -149,6 +149,20 @@ def zero_stage(zero: int | None, fsdp: bool, distributed_optimizer: bool) -> int
     return zero
 
 
+def sharding_conflict(zero: int | None, fsdp: bool,
+                      distributed_optimizer: bool) -> tuple[str, str] | None:
+    """(the option, what it means) when ``zero`` contradicts it, else None: FSDP is ZeRO-3, the
+    distributed optimizer at least ZeRO-1. ``zero_stage`` would settle either silently, so
+    ``plan``'s flags and a parallel block's settings refuse them with this one rule."""
+    if zero is None:
+        return None
+    if fsdp and zero != 3:
+        return "fsdp", "FSDP shards weights, gradients and optimizer state: ZeRO-3"
+    if distributed_optimizer and zero == 0:
+        return "distributed_optimizer", "the distributed optimizer is ZeRO-1"
+    return None
+
+
 def sharding(t) -> int:
     """The ZeRO stage a training shards with: 3 for FSDP, 1 for the distributed optimizer."""
     return zero_stage(t.zero, t.fsdp, t.distributed_optimizer)

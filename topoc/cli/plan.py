@@ -11,7 +11,7 @@ from ..compiler.analysis.plan import (Candidate, PlanUsageError, cache_dir, enum
                                       plan, strategy_for)
 from ..compiler.ir.gpus import gpu_figures, hbm_of
 from ..compiler.lang.derive import find_model
-from ..compiler.training.memory import MEMORY_MARGIN, zero_stage
+from ..compiler.training.memory import MEMORY_MARGIN, sharding_conflict, zero_stage
 from ..compiler.base.diagnostics import suggest
 from ..compiler.base.limits import LIMITS
 from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
@@ -156,12 +156,10 @@ def run(args) -> int:
         raise UsageError("--gemm-efficiency is a fraction between 0 and 1")
     # contradictions that one flag used to settle silently (FSDP is ZeRO-3, the distributed
     # optimizer at least ZeRO-1; --scaling sets the GPU counts itself)
-    if args.fsdp and args.zero is not None and args.zero != 3:
-        raise UsageError(f"--fsdp and --zero {args.zero}: FSDP shards weights, gradients and "
-                         "optimizer state (ZeRO-3); give one")
-    if args.distributed_optimizer and args.zero == 0:
-        raise UsageError("--distributed-optimizer and --zero 0: the distributed optimizer is "
-                         "ZeRO-1; give one")
+    conflict = sharding_conflict(args.zero, args.fsdp, args.distributed_optimizer)
+    if conflict:
+        raise UsageError(f"--{conflict[0].replace('_', '-')} and --zero {args.zero}: "
+                         f"{conflict[1]}; give one")
     if args.scaling is not None and args.gpus is not None:
         raise UsageError("--gpus and --scaling: --scaling LO..HI sets the GPU counts; give one")
     modules = tuple(x.strip() for x in args.recompute_modules.split(",") if x.strip())
