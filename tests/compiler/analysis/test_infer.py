@@ -4,13 +4,13 @@ scaling, the search, and errors that name the numbers."""
 import csv
 import re
 import math
-from pathlib import Path
 
 import pytest
 
 import topoc
 from topoc.compiler.analysis.infer import InferError, Settings
 from tests import serving_rows as S
+from tests.conftest import library_file
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_tp_scaling_follows_the_measurements(errors):
 def test_tpot_falls_less_than_linearly_with_tp():
     """Batch-1 TPOT of Llama 3 70B on an H100 node: each doubling of tp helps less, because
     every layer pays two all-reduces at their small-message latency on NVLink."""
-    dgx = topoc.load("library/nvidia/dgx_h100.topo")
+    dgx = topoc.load(library_file("dgx_h100.topo"))
     tpot, comm = {}, {}
     for tp in (1, 2, 4, 8):
         r = topoc.infer(dgx, "llama3-70b", 1000, 100, gpus=tp, tp=tp, pp=1, ep=1,
@@ -80,7 +80,7 @@ def test_tpot_falls_less_than_linearly_with_tp():
 
 
 def test_fixed_configuration_is_rows_0():
-    node = topoc.load("library/nvidia/hgx_b200.topo")
+    node = topoc.load(library_file("hgx_b200.topo"))
     res = topoc.infer(node, "llama3-70b", 2048, 256, tp=4, pp=1, ep=1, concurrency=64,
                       precision="fp4", kv_precision="fp8")
     r = res.rows[0].as_dict()
@@ -93,7 +93,7 @@ def test_fixed_configuration_is_rows_0():
 
 
 def test_search_ranks_and_marks_a_pareto_front():
-    rack = topoc.load("library/nvidia/gb200_nvl72.topo")
+    rack = topoc.load(library_file("gb200_nvl72.topo"))
     res = topoc.infer(rack, "llama3-70b", 1000, 1000, tpot_limit=0.05)
     rows = res.rows
     good = [r for r in rows if r.fits and r.within_limits]
@@ -110,7 +110,7 @@ def test_search_ranks_and_marks_a_pareto_front():
 
 
 def test_disaggregated_rows_pay_the_kv_move():
-    rack = topoc.load("library/nvidia/gb200_nvl72.topo")
+    rack = topoc.load(library_file("gb200_nvl72.topo"))
     agg = topoc.infer(rack, "llama3-70b", 8000, 500, gpus=16, tp=4, pp=1, ep=1,
                       concurrency=64).rows[0]
     dis = topoc.infer(rack, "llama3-70b", 8000, 500, gpus=16, tp=4, pp=1, ep=1,
@@ -120,7 +120,7 @@ def test_disaggregated_rows_pay_the_kv_move():
 
 
 def test_a_model_too_big_says_by_how_much():
-    node = topoc.load("library/nvidia/dgx_h100.topo")
+    node = topoc.load(library_file("dgx_h100.topo"))
     res = topoc.infer(node, "llama3-405b", 1000, 1000, gpus=1, concurrency=1,
                       precision="bf16")
     assert not any(r.fits for r in res.rows)
@@ -131,13 +131,13 @@ def test_a_model_too_big_says_by_how_much():
 
 
 def test_heads_that_do_not_divide_are_an_error_with_the_numbers():
-    node = topoc.load("library/nvidia/dgx_h100.topo")
+    node = topoc.load(library_file("dgx_h100.topo"))
     with pytest.raises(InferError, match="64 attention heads do not divide over tp = 3"):
         topoc.infer(node, "llama3-70b", 100, 100, gpus=3, tp=3, pp=1, ep=1)
 
 
 def test_settings_change_the_answer():
-    node = topoc.load("library/nvidia/dgx_h100.topo")
+    node = topoc.load(library_file("dgx_h100.topo"))
     a = topoc.infer(node, "llama3-8b", 500, 500, gpus=1, tp=1, pp=1, ep=1, concurrency=8)
     b = topoc.infer(node, "llama3-8b", 500, 500, gpus=1, tp=1, pp=1, ep=1, concurrency=8,
                     settings=Settings(hbm_efficiency=0.5))
@@ -148,7 +148,7 @@ def test_a_tensor_group_across_nodes_pays_the_network_per_layer():
     """The seed's point: TP all-reduces in every layer of every token cost their latency on the
     path they take; tp 16 spans two H100 nodes and its per-step communication grows past tp 8's
     on NVLink."""
-    cluster = topoc.load("library/nvidia/h100_cluster.topo")
+    cluster = topoc.load(library_file("h100_cluster.topo"))
     comm = {}
     for tp in (8, 16):
         r = topoc.infer(cluster, "llama3-8b", 1000, 100, gpus=tp, tp=tp, pp=1, ep=1,
@@ -158,7 +158,7 @@ def test_a_tensor_group_across_nodes_pays_the_network_per_layer():
 
 
 def test_throughput_counts_the_requests_in_flight_not_the_replicas():
-    node = topoc.load("library/nvidia/dgx_h100.topo")
+    node = topoc.load(library_file("dgx_h100.topo"))
     five = topoc.infer(node, "llama3-8b", 500, 500, tp=1, pp=1, ep=1, concurrency=5).rows[0]
     eight = topoc.infer(node, "llama3-8b", 500, 500, tp=1, pp=1, ep=1, concurrency=8).rows[0]
     assert five.config.replicas == eight.config.replicas == 8
@@ -170,7 +170,7 @@ def test_idle_ttft_is_the_prefill_and_loaded_ttft_waits_for_a_step():
     """One request in flight: TTFT is the request overhead and its prefill step (which emits
     the first token), no decode step. With others in flight it also waits for the step under
     way and rides a step that decodes them."""
-    node = topoc.load("library/nvidia/dgx_h100.topo")
+    node = topoc.load(library_file("dgx_h100.topo"))
     s = Settings()
     one = topoc.infer(node, "llama3-8b", 1000, 1000, gpus=1, tp=1, pp=1, ep=1,
                       concurrency=1).rows[0]
@@ -184,7 +184,7 @@ def test_idle_ttft_is_the_prefill_and_loaded_ttft_waits_for_a_step():
 def test_requests_beyond_the_kv_cache_queue():
     """Past what the KV cache holds the engine runs at its capacity and the other clients wait:
     throughput stays, TTFT grows by Little's law, and the row says it does not fit."""
-    node = topoc.load("library/nvidia/dgx_h100.topo")
+    node = topoc.load(library_file("dgx_h100.topo"))
     run = dict(gpus=2, tp=2, pp=1, ep=1)
     cap = topoc.infer(node, "llama3-70b", 5000, 500, concurrency="max", **run).rows[0]
     held = cap.config.concurrency
@@ -200,7 +200,7 @@ def test_requests_beyond_the_kv_cache_queue():
 def test_routed_experts_run_faster_per_token_with_more_tokens_each():
     """Small-M grouped GEMMs: an expert with few tokens wastes its tile, so the MoE step's cost
     per token falls as the batch grows (expert_tile sets how fast)."""
-    node = topoc.load("library/nvidia/hgx_b200.topo")
+    node = topoc.load(library_file("hgx_b200.topo"))
     fixed = dict(gpus=8, tp=8, pp=1, ep=8, precision="fp8")
     small = topoc.infer(node, "qwen3-235b-a22b", 1000, 1000, concurrency=64, **fixed).rows[0]
     big = topoc.infer(node, "qwen3-235b-a22b", 1000, 1000, concurrency=1024, **fixed).rows[0]
@@ -216,7 +216,7 @@ def test_a_synchronised_wave_waits_for_the_prefills_ahead():
     """``ttft_wave``: C requests arriving together get their first tokens step by step, at most
     max_tokens // isl prefills a step, so the mean wait rises with C; one request alone sees the
     idle TTFT (its prefill), and a wave never beats the steady state's TTFT."""
-    node = topoc.load("library/nvidia/dgx_h100.topo")
+    node = topoc.load(library_file("dgx_h100.topo"))
     run = dict(gpus=1, tp=1, pp=1, ep=1)
     rows = {c: topoc.infer(node, "llama3-8b", 1000, 1000, concurrency=c, **run).rows[0]
             for c in (1, 5, 8, 9, 25, 100)}
@@ -250,7 +250,7 @@ def test_closed_loop_ttft_lies_between_the_steady_state_and_the_wave():
     """``ttft_closed_loop`` = ttft^(1 - w) x ttft_wave^w: the row's TTFT with one request in
     flight (both bounds agree), between the two bounds above it, rising with concurrency, and
     the exponent moves it (w = 0 is the steady TTFT, w = 1 the wave's)."""
-    node = topoc.load("library/nvidia/dgx_h100.topo")
+    node = topoc.load(library_file("dgx_h100.topo"))
     run = dict(gpus=2, tp=2, pp=1, ep=1)
     rows = {c: topoc.infer(node, "llama3-70b", 1000, 1000, concurrency=c, **run).rows[0]
             for c in (1, 5, 25, 100)}
@@ -293,7 +293,7 @@ def test_host_work_grows_with_the_sequences_and_an_overlap_scheduler_hides_it():
     """``sequence_overhead``: per running sequence and step, host work (scheduling, sampling,
     detokenisation) adds to the decode step of an engine without an overlap scheduler; with
     one it hides behind the GPU's step until it is the longer of the two."""
-    node = topoc.load("library/nvidia/dgx_h100.topo")
+    node = topoc.load(library_file("dgx_h100.topo"))
     run = dict(gpus=1, tp=1, pp=1, ep=1)
     serial = Settings(overlap_scheduler=False)
     rows = {(c, o): topoc.infer(node, "llama3-8b", 200, 200, concurrency=c, settings=s,
@@ -422,7 +422,7 @@ def test_a_layout_without_a_path_is_rejected_not_the_search():
     """A GB200 tray alone: its two superchips' GPUs share no link (their NVLinks go to the
     rack's switch trays), so tp 4 and a pipeline across the superchips have no path; those
     layouts are rejected with the reason and the ones inside a superchip are costed."""
-    tray = topoc.load("library/nvidia/gb200_tray.topo")
+    tray = topoc.load(library_file("gb200_tray.topo"))
     res = topoc.infer(tray, "llama3-70b", 1000, 1000, concurrency="max")
     assert res.rows and res.rows[0].fits
     assert {(r.config.tp, r.config.pp) for r in res.rows} >= {(1, 1), (2, 1)}
@@ -436,8 +436,8 @@ def test_a_gpu_without_a_figure_serving_needs_is_named():
     """H100 NVL declares memory and bandwidth but no tensor peak: the error names the GPU
     model and the figure, as for every missing figure; a part without HBM bandwidth too."""
     with pytest.raises(InferError, match="GPU model 'H100_NVL' declares no tflops_bf16"):
-        topoc.infer(topoc.load("library/nvidia/h100_nvl_server.topo"), "llama3-8b", 10, 10)
-    text = Path("library/nvidia/hgx_b300.topo").read_text(encoding="utf-8")
+        topoc.infer(topoc.load(library_file("h100_nvl_server.topo")), "llama3-8b", 10, 10)
+    text = library_file("hgx_b300.topo").read_text(encoding="utf-8")
     bare = 'device Bare : gpu { tflops_bf16 = 2250  hbm = 288 GB  ports.nvlink = 18 }\n'
     node = topoc.loads(bare + text.replace(": B300", ": Bare").replace('use "', 'use "nvidia/'))
     with pytest.raises(InferError, match="GPU model 'Bare' declares no hbm_bandwidth"):
@@ -457,7 +457,7 @@ def test_a_gpu_without_a_figure_serving_needs_is_named():
 def test_the_python_api_refuses_what_the_cli_refuses(kw, words):
     """concurrency 0 or -3 gave rows at that concurrency, "lots" a sweep, gpus=0 or tp=0 the
     whole search and a negative limit every row over it, all without a word."""
-    node = topoc.load("library/nvidia/dgx_h100.topo")
+    node = topoc.load(library_file("dgx_h100.topo"))
     with pytest.raises(InferError, match=words):
         topoc.infer(node, "llama3-8b", 10, 10, **kw)
 
