@@ -211,3 +211,26 @@ def test_the_plan_table_shows_the_zero_stage_and_tight_rows(page):
     assert "<th>zero</th>" in table
     heads = table.count("<th>")
     assert all(row.count("<td") == heads for row in table.split("<tr")[2:])
+
+
+def test_a_tight_row_says_tight_in_the_plan_table():
+    """The fits column says 'tight' for a row within the memory margin, not 'yes'."""
+    import types
+
+    import attrs
+
+    import topoc
+    from topoc.backends.report_html import _plan_table
+    from topoc.compiler.analysis.plan import plan
+    from topoc.compiler.lang.derive import find_model
+    from topoc.compiler.training.model import Training
+    from ..conftest import library_file
+    dgx = topoc.load(library_file("dgx_h100.topo"))
+    m = find_model(dgx, "llama3-8b")
+    rows = list(plan(dgx, m, Training(m, 64), use_cache=False, jobs=1).rows[:3])
+    rows[1] = attrs.evolve(rows[1], tight=True)
+    page = types.SimpleNamespace(plan=types.SimpleNamespace(rows=rows, rank=None,
+                                                            considered=3, note=""))
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
+             for row in _plan_table(page).split("<tr")[2:]]
+    assert [c[-2] for c in cells] == ["yes", "tight", "yes"]
