@@ -63,7 +63,7 @@ def ttfts(c: S.Check, waves: int = 6, prefill_first: bool = False,
     work overlaps the GPU (``serving_rows.overlap``)."""
     eng = engine(c, max_tokens)
     s = eng.s
-    clients = min(c.concurrency, max_concurrency(eng, c.isl, c.osl, s))
+    clients = min(c.concurrency, max_concurrency(eng.kv_capacity, c.isl, c.osl, s))
     slots = max_batch or clients
     n = max(1, min(clients, s.max_tokens // c.isl))
     per_token = eng.prefill(c.isl, n) / (n * c.isl)

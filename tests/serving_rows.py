@@ -258,7 +258,7 @@ def predicted_row(c: Check, settings: Settings | None = None):
     eng = engine(c, settings)
     s, sysm, comm = eng.s, *system(c.gpu)
     replicas = max(1, c.gpus // eng.lay.gpus)
-    conc = max(1, max_concurrency(eng, c.isl, c.osl, s)) * replicas \
+    conc = max(1, max_concurrency(eng.kv_capacity, c.isl, c.osl, s)) * replicas \
         if c.concurrency == "max" else c.concurrency
     return evaluate(sysm, eng.a, Config(c.tp, c.pp, c.ep, c.attention_dp, replicas, conc),
                     c.isl, c.osl, c.precision, eng.kvp, eng.gpu, s, comm, eng)

@@ -406,7 +406,7 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
     decoders = cfg.replicas - cfg.prefill_replicas
     asked = max(1, math.ceil(cfg.concurrency / decoders))
     # an engine admits what its KV cache holds; the other requests wait in its queue
-    cap = max_concurrency(eng, isl, osl, settings)
+    cap = max_concurrency(eng.kv_capacity, isl, osl, settings)
     c = min(asked, cap) if cap >= 1 else asked
     ctx = isl + osl / 2
     t_dec, comm_dec = eng.decode_step(c, ctx)
@@ -470,7 +470,7 @@ def evaluate_rate(system: System, model: Transformer, cfg: Config, isl: int, osl
     eng = engine or Engine(system, model, cfg.layout, precision, kv_precision, gpu, settings,
                            comm)
     per = cfg.layout.gpus
-    cap = max(1, max_concurrency(eng, isl, osl, settings))
+    cap = max(1, max_concurrency(eng.kv_capacity, isl, osl, settings))
     if cfg.prefill_replicas:
         decode = cfg.replicas - cfg.prefill_replicas
         move = kv_transfer(system, comm, eng, 0, cfg.prefill_replicas * per, isl)
@@ -558,9 +558,10 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def max_concurrency(eng: Engine, isl: int, osl: int, settings: Settings) -> int:
-    """Sequences one replica holds: KV capacity over isl + osl, at most the engine's batch."""
-    return min(settings.max_batch, eng.kv_capacity // max(1, isl + osl))
+def max_concurrency(kv_tokens: int, isl: int, osl: int, settings: Settings) -> int:
+    """Sequences one replica holds: its KV capacity in tokens over isl + osl, at most the
+    engine's batch."""
+    return min(settings.max_batch, kv_tokens // max(1, isl + osl))
 
 
 def _loads(cap: int) -> list[int]:
@@ -655,7 +656,7 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                     except LayoutError as exc:
                         rejected.setdefault(str(exc))
                         continue
-                    cap = max_concurrency(eng, isl, osl, s)
+                    cap = max_concurrency(eng.kv_capacity, isl, osl, s)
                     splits = [0]
                     if disaggregate:
                         if replicas < 2:
@@ -735,8 +736,7 @@ def too_big(system: System, model: Transformer, result: InferResult, isl: int, o
     held = [r for r in result.rows if r.memory_per_gpu <= gpu.hbm]
     if held:
         def admits(r: InferRow) -> int:
-            """Requests of isl + osl tokens one replica holds."""
-            return min(s.max_batch, r.kv_capacity_tokens // max(1, isl + osl))
+            return max_concurrency(r.kv_capacity_tokens, isl, osl, s)
 
         def holders(r: InferRow) -> int:
             return r.config.replicas - r.config.prefill_replicas

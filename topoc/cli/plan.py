@@ -132,11 +132,7 @@ def run(args) -> int:
         model = find_model(system, args.model)
     except KeyError as exc:
         raise UsageError(exc.args[0]) from None
-    for name in ("batch", "gpus", "tp", "cp", "ep", "dp", "pp", "microbatch", "interleave",
-                 "jobs", "top"):
-        value = getattr(args, name)
-        if value is not None and value < (0 if name == "top" else 1):
-            raise UsageError(f"--{name} {value}: must be at least {0 if name == 'top' else 1}")
+    # whole numbers, --imbalance and --gemm-efficiency are checked by their argparse types
     if args.route_nodes < 0:
         raise UsageError("--route-nodes counts nodes from 0 (0: no limit)")
     if args.first_stage_layers < 0 or args.last_stage_layers < 0:
@@ -150,10 +146,6 @@ def run(args) -> int:
         if gpu is not None and not gpu.fp8:
             raise UsageError(f"--fp8: the {gpu.name} declares no tflops_fp8 (no FP8 tensor "
                              "cores); its GEMMs would run at the bf16 peak with FP8's memory")
-    if args.imbalance < 1:
-        raise UsageError("--imbalance must be at least 1")
-    if args.gemm_efficiency is not None and not 0 < args.gemm_efficiency <= 1:
-        raise UsageError("--gemm-efficiency is a fraction between 0 and 1")
     # contradictions that one flag used to settle silently (FSDP is ZeRO-3, the distributed
     # optimizer at least ZeRO-1; --scaling sets the GPU counts itself)
     conflict = sharding_conflict(args.zero, args.fsdp, args.distributed_optimizer)
