@@ -433,15 +433,18 @@ def test_a_layout_without_a_path_is_rejected_not_the_search():
 
 
 def test_a_gpu_without_a_figure_serving_needs_is_named():
-    """H100 NVL declares memory and bandwidth but no tensor peak: the error names the GPU
-    model and the figure, as for every missing figure; a part without HBM bandwidth too."""
-    with pytest.raises(InferError, match="GPU model 'H100_NVL' declares no tflops_bf16"):
-        topoc.infer(topoc.load(library_file("h100_nvl_server.topo")), "llama3-8b", 10, 10)
+    """A part that declares memory and bandwidth but no tensor peak, or no HBM bandwidth: the
+    error names the GPU model and the figure, as for every missing figure."""
     text = library_file("hgx_b300.topo").read_text(encoding="utf-8")
-    bare = 'device Bare : gpu { tflops_bf16 = 2250  hbm = 288 GB  ports.nvlink = 18 }\n'
-    node = topoc.loads(bare + text.replace(": B300", ": Bare").replace('use "', 'use "nvidia/'))
-    with pytest.raises(InferError, match="GPU model 'Bare' declares no hbm_bandwidth"):
-        topoc.infer(node, "llama3-8b", 10, 10)
+    for bare, words in (
+            ("device Bare : gpu { hbm = 288 GB  hbm_bandwidth = 8 TB/s  ports.nvlink = 18 }\n",
+             "GPU model 'Bare' declares no tflops_bf16"),
+            ("device Bare : gpu { tflops_bf16 = 2250  hbm = 288 GB  ports.nvlink = 18 }\n",
+             "GPU model 'Bare' declares no hbm_bandwidth")):
+        node = topoc.loads(bare + text.replace(": B300", ": Bare")
+                           .replace('use "', 'use "nvidia/'))
+        with pytest.raises(InferError, match=words):
+            topoc.infer(node, "llama3-8b", 10, 10)
 
 
 @pytest.mark.parametrize("kw, words", [
