@@ -163,3 +163,14 @@ def test_too_many_gpus_is_named_before_a_compare_request_is_checked(capsys):
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--gpus", "100",
                  "--compare", "tp=3"]) == 2
     assert "--gpus 100: the system has 8 GPUs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--pp", "1", "--first-stage-layers", "3"], "--pp 1 has none"),
+    (["--import-root", "/nonexistent-topoc-root"], "--import-root /nonexistent-topoc-root: not a folder"),
+])
+def test_options_that_would_be_ignored_are_usage_errors(extra, words, capsys):
+    """--first-stage-layers with --pp 1, and an --import-root that is no folder, were
+    accepted and did nothing."""
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", *extra]) == 2
+    assert words in capsys.readouterr().err

@@ -232,7 +232,11 @@ def read_stdin() -> str:
 
 
 def load(args) -> System:
-    """The verb's FILE compiled with its ``-D`` and ``--import-root`` options."""
+    """The verb's FILE compiled with its ``-D`` and ``--import-root`` options (a root that is
+    not a folder is a usage error: it would silently resolve nothing)."""
+    for root in args.import_root or ():
+        if not os.path.isdir(root):
+            raise UsageError(f"--import-root {root}: not a folder")
     try:
         return pipeline.load(args.file, parse_defines(args.define), args.import_root or ())
     except (OSError, UnicodeDecodeError) as exc:

@@ -137,6 +137,9 @@ def run(args) -> int:
         raise UsageError("--route-nodes counts nodes from 0 (0: no limit)")
     if args.first_stage_layers < 0 or args.last_stage_layers < 0:
         raise UsageError("--first-stage-layers and --last-stage-layers count layers from 0")
+    if args.pp == 1 and (args.first_stage_layers or args.last_stage_layers):
+        raise UsageError("--first-stage-layers and --last-stage-layers shape a pipeline's end "
+                         "stages: --pp 1 has none (give --pp 2 or more, or leave pp searched)")
     if args.first_stage_layers + args.last_stage_layers > model.layers:
         raise UsageError(f"--first-stage-layers {args.first_stage_layers} and "
                          f"--last-stage-layers {args.last_stage_layers} ask for more layers "
