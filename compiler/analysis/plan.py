@@ -417,6 +417,42 @@ class PlanResult:
         return sum(1 for r in self.rows if r.tight)
 
 
+def lightest(c: Candidate) -> Candidate:
+    """``c`` with its lightest options (micro-batch 1, full recompute, sequence parallelism
+    with tp): the variant whose memory bounds the mapping's from below."""
+    return Candidate(c.shape, 1, "full", c.interleave, c.shape.tp > 1, c.zero)
+
+
+def smallest_over(base: Training, result: PlanResult, gpu: GPUFigures,
+                  fixed: Mapping[str, object] | None = None):
+    """The candidate behind ``result.smallest`` (the least memory over HBM) and its derived
+    strategy, whose ``derived.memory`` names the terms to shrink; None when it cannot be
+    found again. A pruned mapping's smallest is its lightest variant's, a costed one's its
+    own, so the variant whose memory is that figure is the one returned."""
+    if result.smallest is None:
+        return None
+    size, key = result.smallest
+    for c in enumerate_candidates(base.model, result.gpus, base.batch, fixed or {}):
+        if c.key == key:
+            for variant in (lightest(c), c):
+                p = strategy_for(base, variant, gpu)
+                if p is not None and abs(p.derived.memory.total - size) <= 1e6:
+                    return variant, p
+            return None
+    return None
+
+
+def first_rejection(base: Training, gpus: int, fixed: Mapping[str, object] | None = None):
+    """(the first candidate's key, why the model cannot run it), or None when it can: what a
+    search whose every candidate was rejected says."""
+    for c in enumerate_candidates(base.model, gpus, base.batch, fixed or {})[:1]:
+        try:
+            check(c.training(base), c.shape)
+        except MappingError as exc:
+            return c.key, str(exc)
+    return None
+
+
 def _prune(base: Training, todo: Sequence[Candidate], gpu: GPUFigures,
            hbm: float | None) -> tuple[list[Candidate], dict[Candidate, float]]:
     """Drop every candidate whose mapping cannot fit even with its lightest options (micro-batch
@@ -429,8 +465,7 @@ def _prune(base: Training, todo: Sequence[Candidate], gpu: GPUFigures,
     for c in todo:
         key = (c.shape, c.interleave, c.zero)
         if key not in bound:
-            light = Candidate(c.shape, 1, "full", c.interleave, c.shape.tp > 1, c.zero)
-            t = light.training(base)
+            t = lightest(c).training(base)
             try:
                 micro = check(t, c.shape)
                 bound[key] = memory(t.model, t, c.shape, stage_layout(t, c.shape), micro).total

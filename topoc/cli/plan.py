@@ -7,16 +7,15 @@ import sys
 
 from ..backends import plan_table
 from ..compiler.analysis import comparison, scaling
-from ..compiler.analysis.plan import (Candidate, PlanUsageError, cache_dir, enumerate_candidates,
-                                      plan, strategy_for)
+from ..compiler.analysis.plan import (PlanUsageError, cache_dir, first_rejection, plan,
+                                      smallest_over)
 from ..compiler.ir.gpus import gpu_figures, hbm_of
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, sharding_conflict, zero_stage
 from ..compiler.base.diagnostics import suggest
 from ..compiler.base.limits import LIMITS
 from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
-                                       RECOMPUTE, RECOMPUTE_MODULES, ZERO, MappingError, Training,
-                                       check)
+                                       RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training)
 from ..lsp_help import SETTING_DOCS as DOCS
 from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
@@ -255,37 +254,24 @@ def run(args) -> int:
 def _first_reason(base, gpus, fixed) -> str:
     """'; tp1-...: an interleaved schedule needs pp >= 2': why the first candidate cannot
     run ('' when it can)."""
-    for c in enumerate_candidates(base.model, gpus, base.batch, fixed)[:1]:
-        try:
-            check(c.training(base), c.shape)
-        except MappingError as exc:
-            return f"; {c.key}: {exc}"
-    return ""
+    found = first_rejection(base, gpus, fixed)
+    return f"; {found[0]}: {found[1]}" if found else ""
 
 
 def _terms(system, base, result, fixed, key) -> tuple[str, str]:
     """The smallest over-memory candidate's key and memory terms with the largest named (what
-    to shrink first): '; weights 50.6 + ... GB, optimizer the largest'. A pruned mapping's
-    smallest is its lightest variant's (micro-batch 1, full recompute, sequence parallelism),
-    so that variant is the one named. ``key`` and '' when it cannot be derived."""
-    found = [c for c in enumerate_candidates(base.model, result.gpus, base.batch, fixed)
-             if c.key == key]
+    to shrink first): '; weights 50.6 + ... GB, optimizer the largest'; ``key`` and '' when
+    they cannot be found again (``plan.smallest_over``)."""
     gpu = gpu_figures(system)
-    if not found or gpu is None:
+    found = smallest_over(base, result, gpu, fixed) if gpu is not None else None
+    if found is None:
         return key, ""
-    c = found[0]
-    light = Candidate(c.shape, 1, "full", c.interleave, c.shape.tp > 1, c.zero)
-    p = strategy_for(base, light, gpu)
-    if p is None or abs(p.derived.memory.total - result.smallest[0]) > 1e6:
-        p = strategy_for(base, c, gpu)
-        if p is None or abs(p.derived.memory.total - result.smallest[0]) > 1e6:
-            return key, ""
-        light = c
+    c, p = found
     mem = p.derived.memory
     name, _ = mem.largest
     parts = " + ".join(f"{n} {getattr(mem, n) / 1e9:.1f}" for n in ("weights", "gradients",
                                                                    "optimizer", "activations"))
-    return light.key, f"; {parts} + runtime {mem.reserve / 1e9:.1f} GB, {name} the largest"
+    return c.key, f"; {parts} + runtime {mem.reserve / 1e9:.1f} GB, {name} the largest"
 
 
 def _scaling(args, system, model, base, fixed, hbm=None) -> int:
