@@ -172,9 +172,6 @@ def render_scaling(curve, fmt: str = "text") -> str:
     for t in table:
         lines.append("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
     lines.append("")
-    if not any(p.strong or p.weak for p in curve.points):
-        lines.append(f"no mapping of {curve.model} runs and fits at any of these GPU counts")
-        return "\n".join(lines) + "\n"
     for mode, n in knees.items():
         lines.append(f"{mode} scaling: " + (f"adding GPUs stops paying at {n} (efficiency under "
                                              "50 % or no more throughput)" if n else

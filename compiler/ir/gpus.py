@@ -49,6 +49,16 @@ class GPUFigures:
     gemm_efficiency: float | None = None
 
 
+def no_fp8(gpu: GPUFigures) -> str | None:
+    """Why FP8 training cannot run on ``gpu`` (it declares no FP8 peak: its GEMMs would run
+    at bf16 with FP8's memory), or None: one rule for ``plan --fp8`` and a block's
+    ``fp8 = true``."""
+    if gpu.fp8:
+        return None
+    return (f"the {gpu.name} declares no tflops_fp8 (no FP8 tensor cores): its GEMMs would run "
+            "at bf16 with FP8's memory")
+
+
 def gpu_figures(system: System) -> GPUFigures | None:
     """The slowest GPU's figures (the step waits for it); None when a GPU model declares no
     bf16 peak or HBM bandwidth."""

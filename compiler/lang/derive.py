@@ -15,7 +15,7 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, Span, suggest
-from ..ir.gpus import GPUFigures, gpu_figures
+from ..ir.gpus import GPUFigures, gpu_figures, no_fp8
 from ..ir.system import ParallelStrategy, System, Transformer
 from .resolve import Program, library_root
 from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH, RECOMPUTE,
@@ -71,13 +71,12 @@ def find_model(system: System, name: str) -> Transformer:
     """A model by name (``llama3-70b`` is ``llama3_70b``, ``llama3.1-405b`` ``llama31_405b``):
     the file's own declarations first, then the bundled presets. KeyError with a suggestion
     when there is none."""
-    key = name.strip().lower().replace("-", "_").replace(".", "_")
+    plain = name.strip().lower().replace("-", "_")
     known = {m.name: m for m in (*bundled_models().values(), *system.models)}
-    if key in known:
-        return known[key]
-    dotless = name.strip().lower().replace("-", "_").replace(".", "")
-    if dotless in known:                # llama3.1-405b is the preset llama31_405b
-        return known[dotless]
+    key = plain.replace(".", "_")
+    for candidate in (key, plain.replace(".", "")):     # llama3.1-405b: llama31_405b
+        if candidate in known:
+            return known[candidate]
     raise KeyError(f"unknown model '{name}'" + (suggest(key, sorted(known)) or
                    f"; known models: {', '.join(sorted(known))}"))
 
@@ -210,10 +209,8 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
         diags.error("E309", f"the GPUs of '{system.name}' do not all declare tflops_bf16 and "
                     "hbm_bandwidth, which a model's compute time needs", item.span)
         return None
-    if options.get("fp8") and not gpu.fp8:
-        diags.error("E303", f"'fp8 = true', but the {gpu.name} declares no tflops_fp8 (no FP8 "
-                    "tensor cores): its GEMMs would run at bf16 with FP8's memory",
-                    seen["fp8"].span)
+    if options.get("fp8") and no_fp8(gpu):
+        diags.error("E303", f"'fp8 = true', but {no_fp8(gpu)}", seen["fp8"].span)
         return None
     try:
         derived = with_training(strategy, training, gpu)

@@ -61,8 +61,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-
-
 def _concurrency(text: str | None):
     if text is None:
         return "sweep"

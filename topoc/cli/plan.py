@@ -9,7 +9,7 @@ from ..backends import plan_table
 from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.plan import (PlanUsageError, cache_dir, first_rejection, plan,
                                       smallest_over)
-from ..compiler.ir.gpus import gpu_figures, hbm_of
+from ..compiler.ir.gpus import gpu_figures, hbm_of, no_fp8
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, sharding_conflict, zero_stage
 from ..compiler.base.diagnostics import suggest
@@ -143,11 +143,9 @@ def run(args) -> int:
         raise UsageError(f"--first-stage-layers {args.first_stage_layers} and "
                          f"--last-stage-layers {args.last_stage_layers} ask for more layers "
                          f"than {model.name} has ({model.layers})")
-    if args.fp8:
-        gpu = gpu_figures(system)
-        if gpu is not None and not gpu.fp8:
-            raise UsageError(f"--fp8: the {gpu.name} declares no tflops_fp8 (no FP8 tensor "
-                             "cores); its GEMMs would run at the bf16 peak with FP8's memory")
+    gpu = gpu_figures(system)
+    if args.fp8 and gpu is not None and no_fp8(gpu):
+        raise UsageError(f"--fp8: {no_fp8(gpu)}")
     # contradictions that one flag used to settle silently (FSDP is ZeRO-3, the distributed
     # optimizer at least ZeRO-1; --scaling sets the GPU counts itself)
     conflict = sharding_conflict(args.zero, args.fsdp, args.distributed_optimizer)
