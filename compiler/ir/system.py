@@ -291,6 +291,9 @@ class System:
     #: the system: (name, the reason as a warning ``Diagnostic``). Verbs that name such a block
     #: fail with the reason; the others run (lint reports W507).
     skipped: tuple[tuple[str, Any], ...] = field(eq=False, repr=False, default=())
+    #: Notes of the resolved program: W120, a declaration of the user's file that shadows a
+    #: used file's declaration of the same name (``compiler.lang.scope``).
+    notes: tuple[Any, ...] = field(eq=False, repr=False, default=())
 
     @functools.cached_property
     def graph(self):

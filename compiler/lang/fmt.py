@@ -247,7 +247,8 @@ class _Printer:
         kind, c = node.data, node.children
         if kind == "use":
             comment = self.trailing(node.meta.line, node.meta.end_line)
-            self.out.append(f"use {c[0]}" + comment)
+            alias = f" as {c[1]}" if len(c) > 1 and c[1] is not None else ""
+            self.out.append(f"use {c[0]}{alias}" + comment)
         elif kind == "link_decl":
             self.block(f"link {c[0]} : {c[1]}", c[2].children, node.meta, "")
         elif kind == "device_decl":

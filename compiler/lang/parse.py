@@ -209,7 +209,9 @@ class _Build(Transformer):
     # -- top level
     @v_args(meta=True)
     def use(self, meta, children):
-        return s.Use(_unescape(str(children[0])[1:-1]), self._span(meta))
+        path, alias = children
+        return s.Use(_unescape(str(path)[1:-1]), self._span(meta),
+                     None if alias is None else str(alias))
 
     @v_args(meta=True)
     def link_decl(self, meta, children):

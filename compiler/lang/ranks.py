@@ -202,7 +202,7 @@ def ranks(program: Program, system: System, lenient: bool = False) -> System:
     diags.check()
     out = attrs.evolve(system, parallels=tuple(strategies),
                        models=tuple(program.models[k] for k in sorted(program.models)),
-                       skipped=tuple(skipped or ()))
+                       skipped=tuple(skipped or ()), notes=program.notes)
     if "ends" in system.memo:       # the same devices and links: elaborate's integer arrays
         out.memo["ends"] = system.memo["ends"]
     return out

@@ -1,8 +1,9 @@
 """Stage 2: follow imports and give names meaning (``resolve``).
 
 Imports are read relative to the importing file, then from the bundled library; a path that
-leaves the allowed roots is refused. Every declaration lands in one namespace; duplicates cite
-both places. Link and device attributes are checked against their schemas here, with units.
+leaves the allowed roots is refused. Each file sees its own declarations, then its imports'
+(``compiler.lang.scope``); the tables here are keyed by the scoped names. Link and device
+attributes are checked against their schemas here, with units.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from typing import Any
 import attrs
 
 from . import syntax as s
-from ..base.diagnostics import Collector, CompileError, Note, Span, suggest
+from ..base.diagnostics import NOTE, Collector, CompileError, Diagnostic, Note, Span, suggest
 from ..ir.system import (DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, NIC_TUNERS, TRANSPORTS,
                          DeviceModel, LinkType, Transformer)
 from ..base import reading
 from ..base.limits import LIMITS
 from .parse import parse
-from ..base.units import BYTES, NUMBER, RATE, SECONDS, Dim, describe
+from .scope import Shadow, scoped
+from ..base.units import BYTES, NUMBER, RATE, SECONDS, Dim, describe, human
 
 STRING, BOOL, INT = "string", "bool", "int"
 
@@ -64,6 +66,8 @@ class Program:
     systems: tuple[s.SystemDecl, ...]
     parallels: tuple[s.ParallelDecl, ...]
     root_span: Span = attrs.field(eq=False, repr=False)
+    #: W120 notes: the user's declarations that shadow a used file's (``compiler.lang.scope``)
+    notes: tuple[Diagnostic, ...] = attrs.field(eq=False, repr=False, default=())
 
 
 def library_root() -> Path:
@@ -77,7 +81,9 @@ class _Loader:
         self.roots = [r.resolve() for r in roots]
         self.diags = diags
         self.modules: dict[Path, s.Module] = {}
-        self.order: list[s.Module] = []
+        self.order: list[tuple[Path, s.Module]] = []
+        #: each file's imports in order: (the ``use``, the file it found)
+        self.uses: dict[Path | None, list[tuple[s.Use, Path]]] = {}
 
     def find(self, use: s.Use, base: Path) -> Path | None:
         """The file ``use`` names, next to the importing file or in the library. A path that
@@ -114,6 +120,7 @@ class _Loader:
                 chain = " -> ".join(p.name for p, _ in stack) + f" -> {target.name}"
                 self.diags.error("E131", f"import cycle: {chain}", item.span)
                 continue
+            self.uses.setdefault(path, []).append((item, target))
             if target in self.modules:
                 continue
             try:
@@ -132,7 +139,7 @@ class _Loader:
                 continue
             self.modules[target] = child
             self.load(child, target, [*stack, (target, item.span)])
-            self.order.append(child)
+            self.order.append((target, child))
 
 
 def _display(path: Path) -> str:
@@ -341,7 +348,9 @@ def _transformer(decl: s.ModelDecl, diags: Collector) -> Transformer | None:
 
 def resolve(module: s.Module, root_path: str | None = None,
             extra_roots: Sequence[str | os.PathLike] = ()) -> Program:
-    """Load ``module``'s imports, check every declaration and index them by name."""
+    """Load ``module``'s imports, scope their names (``compiler.lang.scope``: every
+    declaration gets one key, its name unless shadowed), check every declaration and index
+    them by key."""
     diags = Collector()
     path = Path(root_path).resolve() if root_path else None
     base = path.parent if path else Path.cwd()
@@ -349,9 +358,10 @@ def resolve(module: s.Module, root_path: str | None = None,
     if path is not None:
         loader.modules[path] = module
     loader.load(module, path, [(path, module.span)] if path else [])
-    modules = [*loader.order, module]
+    scopes = scoped([*loader.order, (path, module)], loader.uses, path, str(library_root()),
+                    diags)
+    modules = scopes.modules
 
-    declared: dict[str, Span] = {}
     link_types: dict[str, LinkType] = {}
     models: dict[str, DeviceModel] = {}
     groups: dict[str, s.GroupDecl] = {}
@@ -361,11 +371,6 @@ def resolve(module: s.Module, root_path: str | None = None,
         for item in mod.items:
             if isinstance(item, (s.Use, s.SystemDecl, s.ParallelDecl)):
                 continue
-            if item.name in declared:
-                diags.error("E120", f"'{item.name}' is declared twice", item.span,
-                            Note("first declared here", declared[item.name]))
-                continue
-            declared[item.name] = item.span
             if isinstance(item, s.LinkDecl):
                 lt = _link_type(item, diags)
                 if lt:
@@ -381,8 +386,8 @@ def resolve(module: s.Module, root_path: str | None = None,
     models.update(_device_models(device_decls, diags))
     # Systems and strategies come from the root file only, so every library file can be
     # compiled alone and still be imported for its declarations.
-    systems = tuple(i for i in module.items if isinstance(i, s.SystemDecl))
-    parallels = tuple(i for i in module.items if isinstance(i, s.ParallelDecl))
+    systems = tuple(i for i in modules[-1].items if isinstance(i, s.SystemDecl))
+    parallels = tuple(i for i in modules[-1].items if isinstance(i, s.ParallelDecl))
     for extra in systems[1:]:
         diags.error("E151", "a file declares at most one system", extra.span,
                     Note("the first system is here", systems[0].span))
@@ -393,5 +398,50 @@ def resolve(module: s.Module, root_path: str | None = None,
                         Note("first declared here", seen[p.name]))
         seen[p.name] = p.span
     diags.check()
+    tables = {"link type": link_types, "device model": models, "group": groups,
+              "model": transformers}
+    notes = tuple(_shadow_note(sh, tables[sh.what]) for sh in scopes.shadows)
     return Program(module.path, link_types, models, groups, transformers, systems[:1], parallels,
-                   module.span)
+                   module.span, notes)
+
+
+def _shadow_note(sh: Shadow, table: dict) -> Diagnostic:
+    """W120: what a declaration of the user's file hides, where, and how the two differ."""
+    mine, theirs = table.get(sh.name), table.get(sh.hidden)
+    differ = differences(mine, theirs) if mine is not None and theirs is not None else ""
+    where = sh.hidden.split("@", 1)[-1]
+    text = (f"'{sh.name}' shadows the {sh.what} '{sh.name}' of {where}: this file means its "
+            f"own, the used files keep theirs (as '{sh.hidden}')")
+    return Diagnostic("W120", NOTE, text + (f"; they differ in {differ}" if differ
+                                              else "; the two are alike"),
+                      sh.span, (Note(f"the shadowed {sh.what}", sh.hidden_span),))
+
+
+def differences(mine, theirs) -> str:
+    """'hbm: 141 GB here, 143 GB there; ports.nvlink: ...' for two declarations of a family."""
+    def fields(x) -> dict:
+        if isinstance(x, DeviceModel):
+            return {"kind": x.kind, **dict(x.attrs), **{f"ports.{k}": v for k, v in x.ports}}
+        if isinstance(x, LinkType):
+            return {"class": x.cls, "bandwidth": x.bandwidth, "latency": x.latency,
+                    **dict(x.attrs)}
+        if isinstance(x, s.GroupDecl):
+            return {"parameters": ", ".join(p.name for p in x.params) or "none",
+                    "statements": len(x.body)}
+        return {k: v for k, v in attrs.asdict(x, recurse=False).items()
+                if k not in ("name", "span")}
+    dims = {**LINK_SCHEMA, **DEVICE_SCHEMA.get(getattr(mine, "kind", ""), {}), **MODEL_SCHEMA}
+    a, b = fields(mine), fields(theirs)
+    out = [f"{k}: {_show(a.get(k), dims.get(k))} here, {_show(b.get(k), dims.get(k))} there"
+           for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return "; ".join(out[:4]) + (f" (and {len(out) - 4} more)" if len(out) > 4 else "")
+
+
+def _show(value, dim) -> str:
+    if value is None:
+        return "unset"
+    if dim in (BYTES, RATE, SECONDS) and isinstance(value, (int, float)):
+        return human(value, dim)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

@@ -109,10 +109,11 @@ class Attr:
 
 @attrs.frozen
 class Use:
-    """``use "path.topo"``."""
+    """``use "path.topo"``, or ``use "path.topo" as nv`` (its names only as ``nv.NAME``)."""
 
     path: str
     span: Span = field(eq=False, repr=False)
+    alias: str | None = None
 
 
 @attrs.frozen

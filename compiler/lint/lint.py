@@ -177,8 +177,8 @@ def rule_findings(system: System, config: LintConfig) -> list[Diagnostic]:
         if level == "off":
             continue
         for f in RULES[code].check(system, config.rule_options(code)):
-            out.append(at_user_line(system, Diagnostic(f.code, level, f.message, f.span),
-                                     f.subject))
+            out.append(at_user_line(system, Diagnostic(f.code, level, f.message, f.span,
+                                                        f.notes), f.subject))
     return out
 
 
@@ -242,7 +242,11 @@ def lint_file(path: str | os.PathLike, config: LintConfig | None = None,
         system, root = pipeline.lower(program, defines), program.root_span.source
     except CompileError as exc:
         return sorted(exc.diagnostics, key=Diagnostic.sort_key)
-    found = [] if system is None else lint_system(system, config)
+    if system is None:     # a file of declarations: what its declarations say
+        found = [attrs.evolve(d, severity=config.level(d.code)) for d in program.notes
+                 if config.level(d.code) != "off"]
+    else:
+        found = lint_system(system, config)
     found = [d for d in found if d.severity == ERROR or config.level(d.code) != "off"]
     return sorted(apply_suppressions(found, root, config), key=Diagnostic.sort_key)
 

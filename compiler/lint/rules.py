@@ -41,6 +41,7 @@ class Finding:
     span: Span
     subject: str | None = None     # a device the finding is about: lint finds the user's line
     strategy: str | None = None    # the parallel block a W5xx finding is about
+    notes: tuple = ()              # spans the finding cites (Note)
 
 
 RULES: dict[str, Rule] = {}
@@ -61,6 +62,13 @@ def _many(items: list[str]) -> str:
 
 
 # ---- topology -------------------------------------------------------------------------------
+
+
+@rule("W120", "note", "a declaration of the file shadows a used file's declaration of the same "
+      "name")
+def shadowing(system: System, opts) -> Iterable[Finding]:
+    for diag in system.notes:
+        yield Finding(diag.code, diag.message, diag.span, notes=diag.notes)
 
 
 @rule("W400", "warning", "suppression comment that suppresses nothing")
