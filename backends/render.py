@@ -399,20 +399,39 @@ def ring_group(system: System, opts: Options):
     return select_group(system, spec, opts.parallel)
 
 
-def ring_hops(system: System, opts: Options, drawn: set[str]) -> list[tuple[str, str]]:
-    """Channel 0 of the group's ring as (box, next box), one per step; [] without --ring."""
+def ring_hops(system: System, opts: Options, drawn: set[str],
+              notes: list[str] | None = None) -> list[tuple[str, str]]:
+    """Channel 0 of the group's ring as (box, next box), one per step, each GPU mapped to the
+    box this view draws it in (itself, its folded machine, its rack or block, or the nearest
+    drawn box that holds it); [] without --ring. Steps between GPUs of one box are left out."""
     if not opts.ring:
         return []
     from ..compiler.collectives.orders import ring_orders
     group = ring_group(system, opts)
+    if len(group.ranks) < 2:
+        if notes is not None:
+            notes.append(f"--ring {opts.ring}: a group of one rank has no ring to draw")
+        return []
     order = ring_orders(system, group.ranks, 1)[0]
     unit_of = _units(system)
+    folded = machines_folded(system)
+    box_of = folded[1] if folded is not None else {}
 
-    def box(position: int) -> str:
+    def box(position: int) -> str | None:
         dev = system.gpus[group.ranks[position]].id
-        return dev if dev in drawn else unit_of[dev]     # a rack, node or folded block
-    return [(box(a), box(b)) for a, b in zip(order, order[1:] + order[:1])]
-
+        for candidate in (dev, box_of.get(dev), unit_of.get(dev)):
+            if candidate in drawn:
+                return candidate
+        while "." in dev:
+            dev = _parent(dev)
+            if dev in drawn:
+                return dev
+        return None
+    hops = [(box(a), box(b)) for a, b in zip(order, order[1:] + order[:1])]
+    if notes is not None and any(a is None or b is None for a, b in hops):
+        notes.append(f"--ring {opts.ring}: some GPUs of the ring are in no box this view draws; "
+                     "their steps are left out")
+    return [(a, b) for a, b in hops if a is not None and b is not None]
 
 
 def _group_colors(system: System, opts: Options) -> dict[str, tuple[str, str]]:
@@ -516,7 +535,7 @@ def _picture(system: System, view: str, nodes, edges, opts: Options, notes,
     for d in system.devices:
         models[d.kind].add(d.model.name)
     return picture(system.name, view, nodes, edges, opts, colors,
-                   ring_hops(system, opts, ids), dict(models), widest,
+                   ring_hops(system, opts, ids, notes), dict(models), widest,
                    len(rank_groups(system.parallel(opts.parallel), opts.color))
                    if opts.parallel else 0)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import xml.etree.ElementTree as ET
 
@@ -253,3 +254,40 @@ def test_a_cluster_draws_its_first_machine_and_folds_the_rest():
                    for e in edges)
     assert r.machines_folded(topoc.load(library_file("gb200_nvl72.topo"))) is None
     assert r.machines_folded(topoc.load(library_file("pcie_server.topo"))) is None
+
+
+@pytest.mark.parametrize("view", ["physical", "logical", "racks"])
+def test_ring_over_folded_machines_draws_on_every_view_of_a_cluster(view):
+    """--ring dp:0 on h100_cluster's logical view raised KeyError: the ring's GPUs in folded
+    machines were mapped to racks-view boxes this view does not draw."""
+    system = topoc.load(library_file("h100_cluster.topo"))
+    notes: list[str] = []
+    source, _ = r.dot_source(system, r.Options(view=view, parallel="train", ring="dp:0"),
+                             notes)
+    drawn = {m.group(1) for m in re.finditer(r'^\s*"([^"]+)" \[', source, re.M)}
+    hops = [line for line in source.splitlines() if f'color="{r.RING_COLOR}"' in line]
+    assert hops
+    for line in hops:
+        a, b = (part.strip().split(" ")[0].strip('"') for part in line.split("--", 1)) \
+            if "--" in line else (part.strip().split(" ")[0].strip('"')
+                                  for part in line.split("->", 1))
+        assert a in drawn and b in drawn, (a, b)
+
+
+def test_a_one_rank_ring_says_it_has_nothing_to_draw():
+    system = topoc.loads('use "nvidia/dgx_h100.topo"\nsystem s : DGXH100\n'
+                         "parallel p on s { tp = 8  dp = 1 }\n")
+    notes: list[str] = []
+    r.dot_source(system, r.Options(view="physical", parallel="p", ring="dp:0"), notes)
+    assert any("one rank has no ring" in n for n in notes)
+
+
+def test_highlight_by_the_name_a_box_shows(tmp_path, capsys):
+    cluster = str(library_file("h100_cluster.topo"))
+    assert main(["render", cluster, "--view", "logical", "--highlight", "leaf3",
+                 "-o", str(tmp_path / "h.dot")]) == 0
+    assert "penwidth=4" in (tmp_path / "h.dot").read_text()
+    assert main(["render", cluster, "--highlight", "gpu0", "-o", str(tmp_path / "g.dot")]) == 0
+    assert "32 instances of that name" in capsys.readouterr().err
+    assert main(["render", cluster, "--highlight", "leaf33", "-o", str(tmp_path / "x.dot")]) == 2
+    assert "did you mean 'leaf3'?" in capsys.readouterr().err

@@ -41,10 +41,8 @@ def run(args) -> int:
         strategy_name(system, args.file, args.parallel)
     elif args.color:
         raise UsageError("--color needs --parallel NAME")
-    for h in args.highlight or ():
-        _check_highlight(system, h)
-    opts = r.Options(args.view, args.parallel, args.color or "tp", tuple(args.highlight or ()),
-                     args.ring)
+    highlight = tuple(full for h in args.highlight or () for full in _check_highlight(system, h))
+    opts = r.Options(args.view, args.parallel, args.color or "tp", highlight, args.ring)
     if args.ring:
         try:
             r.ring_group(system, opts)
@@ -65,13 +63,33 @@ def run(args) -> int:
     return EXIT_OK
 
 
-def _check_highlight(system: System, name: str) -> None:
-    """``--highlight`` names a device, a group instance (an id prefix), a link class or a
-    link type the file uses (``ndr``, ``nvlink5``)."""
+def _check_highlight(system: System, name: str) -> list[str]:
+    """What ``--highlight NAME`` highlights: a device or group instance by its id (an id
+    prefix) or by the name its box shows (``leaf3`` for ``cluster.leaf3``; every instance of
+    that name when several have it), a link class or a link type the file uses (``ndr``)."""
     depth = name.count(".") + 1
     prefixes = {".".join(d.id.split(".")[:depth]) for d in system.devices}
     types = {link.type.name for link in system.links}
     if name in prefixes or name in LINK_CLASSES or name in types:
-        return
+        return [name]
+    parts = name.split(".")
+    found: set[str] = set()
+    for d in system.devices:
+        segments = d.id.split(".")
+        for i in range(1, len(segments) - len(parts) + 1):
+            if segments[i:i + len(parts)] == parts:
+                found.add(".".join(segments[:i + len(parts)]))
+                break
+    if found:
+        if len(found) > 1:
+            print(f"note: --highlight {name}: {len(found)} instances of that name "
+                  f"({_few(sorted(found))}); give a full id for one", file=sys.stderr)
+        return sorted(found)
+    tails = {d.id.split(".", 1)[-1] for d in system.devices} | \
+        {d.id.rsplit(".", 1)[-1] for d in system.devices}
     raise UsageError(f"--highlight {name}: no device, group, link class or link type of that "
-                     "name" + suggest(name, sorted(prefixes | set(LINK_CLASSES) | types)))
+                     "name" + suggest(name, sorted(prefixes | set(LINK_CLASSES) | types | tails)))
+
+
+def _few(ids: list[str]) -> str:
+    return ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
