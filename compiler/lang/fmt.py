@@ -5,11 +5,15 @@ parentheses restored by precedence; a statement line already in this layout (``f
 is printed as it is written, without a parse tree, so a large file formats in linear time. Comments are read from the text and attached to the unit
 they sit on (trailing) or before (leading): a top-level declaration, a group statement, an
 attribute or parallel setting. Runs of blank lines between units become one blank line.
+Attributes and parallel settings written on one line stay on one line, two spaces apart
+(``tp = 8  pp = 4  dp = auto``), and a parallel block of settings written on one line stays one
+line, as a link or device block does.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 
 import lark
@@ -188,6 +192,33 @@ class _Printer:
         key, value = attr.children
         return f"{'.'.join(str(t) for t in key.children)} = {self.value(value)}"
 
+    # Settings written on one line stay on one line (``tp = 8  pp = 4  dp = auto``), two
+    # spaces apart, as the docs write them: the line is the user's grouping, and a layout that
+    # split it would reject the docs' own style under ``fmt --check``.
+    @staticmethod
+    def rows(items: list, text, indent: str) -> list[list]:
+        """``items`` (attributes or settings) in runs that share a source line; a run wider
+        than WIDTH is split one item a line, so the layout is stable under a second pass."""
+        out: list[list] = []
+        for it in items:
+            if out and out[-1][-1].meta.end_line == it.meta.line:
+                out[-1].append(it)
+            else:
+                out.append([it])
+        split = []
+        for row in out:
+            fits = len(indent + "  ".join(text(it) for it in row)) <= WIDTH
+            split += [row] if fits or len(row) == 1 else [[it] for it in row]
+        return split
+
+    def line(self, row: list, text, indent: str) -> None:
+        """One run of items on a line, with the comment that ends the line."""
+        comment = self.trailing(row[0].meta.line, row[-1].meta.end_line, indent)
+        self.out.append(indent + "  ".join(text(it) for it in row) + comment)
+
+    def setting_text(self, setting) -> str:
+        return f"{setting.children[0]} = {self.value(setting.children[1])}"
+
     def block(self, head: str, attrs: list, meta, indent: str) -> None:
         """``head { a = 1  b = 2 }`` on one line when it fits and holds no comments."""
         inner = [self.attr_text(a) for a in attrs]
@@ -205,10 +236,9 @@ class _Printer:
             return
         head_comment = self.trailing(meta.line, first - 1, indent)
         self.out.append(f"{indent}{head} {{" + head_comment)
-        for a in attrs:
-            self.leading(a.meta.line, indent + INDENT)
-            comment = self.trailing(a.meta.line, a.meta.end_line, indent + INDENT)
-            self.out.append(indent + INDENT + self.attr_text(a) + comment)
+        for row in self.rows(attrs, self.attr_text, indent + INDENT):
+            self.leading(row[0].meta.line, indent + INDENT)
+            self.line(row, self.attr_text, indent + INDENT)
         self.leading(meta.end_line, indent + INDENT)
         last = attrs[-1].meta.end_line + 1 if attrs else meta.line
         rest = self.trailing(last, meta.end_line - 1, indent + INDENT)
@@ -270,34 +300,49 @@ class _Printer:
             self.out.append("}" + comment)
         elif kind == "parallel_decl":
             name, system, *items = c
+            head = f"parallel {name} on {system}"
+            settings = [it for it in items if it.data == "psetting"]
+            # A block of settings written on one line stays one line, as a link's does.
+            one = f"{head} {{ {'  '.join(self.setting_text(s) for s in settings)} }}"
+            if items and len(settings) == len(items) and node.meta.line == node.meta.end_line \
+                    and len(one) <= WIDTH:
+                self.out.append(one + self.trailing(node.meta.line, node.meta.end_line))
+                return
             first = items[0].meta.line - 1 if items else node.meta.end_line - 1
             comment = self.trailing(node.meta.line, first) if first >= node.meta.line else ""
-            self.out.append(f"parallel {name} on {system} {{" + comment)
-            for it in items:
-                self.unit(it.meta.line, INDENT)
-                if it.data == "psetting":
-                    comment = self.trailing(it.meta.line, it.meta.end_line, INDENT)
-                    self.out.append(INDENT + f"{it.children[0]} = {self.value(it.children[1])}"
-                                    + comment)
-                else:
-                    first = it.children[0].meta.line if it.children else it.meta.end_line
-                    head = self.trailing(it.meta.line, it.meta.line, INDENT) \
-                        if first > it.meta.line else ""    # a flow on this line keeps its own
-                    self.out.append(INDENT + "traffic {" + head)
-                    for f in it.children:
-                        self.leading(f.meta.line, INDENT * 2)
-                        dim, coll, size, count = f.children
-                        text = f"{dim} {coll} {self.value(size)}"
-                        if count is not None:
-                            text += f" x {self.expr(count.children[0])}"
-                        comment = self.trailing(f.meta.line, f.meta.end_line, INDENT * 2)
-                        self.out.append(INDENT * 2 + text + comment)
-                    self.leading(it.meta.end_line, INDENT * 2)
-                    comment = self.trailing(it.meta.end_line, it.meta.end_line, INDENT)
-                    self.out.append(INDENT + "}" + comment)
+            self.out.append(f"{head} {{" + comment)
+            # settings in runs between traffic blocks, so no setting moves past one
+            for setting, run in itertools.groupby(items, lambda it: it.data == "psetting"):
+                run = list(run)
+                if not setting:
+                    for it in run:
+                        self.unit(it.meta.line, INDENT)
+                        self.traffic(it)
+                    continue
+                for row in self.rows(run, self.setting_text, INDENT):
+                    self.unit(row[0].meta.line, INDENT)
+                    self.line(row, self.setting_text, INDENT)
             self.leading(node.meta.end_line, INDENT)
             comment = self.trailing(node.meta.end_line, node.meta.end_line)
             self.out.append("}" + comment)
+
+    def traffic(self, it) -> None:
+        """A parallel block's ``traffic { ... }``, one flow a line."""
+        first = it.children[0].meta.line if it.children else it.meta.end_line
+        head = self.trailing(it.meta.line, it.meta.line, INDENT) \
+            if first > it.meta.line else ""    # a flow on this line keeps its own
+        self.out.append(INDENT + "traffic {" + head)
+        for f in it.children:
+            self.leading(f.meta.line, INDENT * 2)
+            dim, coll, size, count = f.children
+            text = f"{dim} {coll} {self.value(size)}"
+            if count is not None:
+                text += f" x {self.expr(count.children[0])}"
+            comment = self.trailing(f.meta.line, f.meta.end_line, INDENT * 2)
+            self.out.append(INDENT * 2 + text + comment)
+        self.leading(it.meta.end_line, INDENT * 2)
+        comment = self.trailing(it.meta.end_line, it.meta.end_line, INDENT)
+        self.out.append(INDENT + "}" + comment)
 
     def _with_fast(self, stmts: list, meta) -> list:
         """A group's statements with its lines read without Lark, in line order."""
