@@ -7,7 +7,9 @@ they sit on (trailing) or before (leading): a top-level declaration, a group sta
 attribute or parallel setting. Runs of blank lines between units become one blank line.
 Attributes and parallel settings written on one line stay on one line, two spaces apart
 (``tp = 8  pp = 4  dp = auto``), and a parallel block of settings written on one line stays one
-line, as a link or device block does.
+line, as a link or device block does. A trailing comment keeps its column when the code before
+it is unchanged but for spacing (comments aligned in a column stay aligned), else it sits two
+spaces after the code.
 """
 
 from __future__ import annotations
@@ -109,9 +111,25 @@ class _Printer:
             line, col, text = self.comments[i]
             if i not in self.taken and self._code_before(line, col):
                 self.taken.add(i)
-                found.append(text)
-        self.out += [indent + text for text in found[:-1]]
-        return ("  " + found[-1]) if found else ""
+                found.append(i)
+        self.out += [indent + self.comments[i][2] for i in found[:-1]]
+        # the comment's index rides along between newlines (no code or comment holds one)
+        # until ``place`` knows the whole line and sets the comment's column
+        return f"\n{found[-1]}\n{self.comments[found[-1]][2]}" if found else ""
+
+    def place(self, printed: str) -> str:
+        """A printed line with its trailing comment where the source had it: at the comment's
+        column when the code before it is the same but for spacing (so comments aligned in a
+        column stay aligned), else two spaces after the code."""
+        if "\n" not in printed:
+            return printed
+        code, index, text = printed.split("\n", 2)
+        line, col, _ = self.comments[int(index)]
+        written = self.lines[line - 1][: col - 1]
+        gap = 2
+        if "".join(written.split()) == "".join(code.split()):
+            gap = max(gap, col - 1 - len(code))
+        return code + " " * gap + text
 
     def _blank_before(self, line: int) -> bool:
         return line >= 2 and not self.lines[line - 2].strip()
@@ -301,11 +319,8 @@ class _Printer:
         elif kind == "parallel_decl":
             name, system, *items = c
             head = f"parallel {name} on {system}"
-            settings = [it for it in items if it.data == "psetting"]
-            # A block of settings written on one line stays one line, as a link's does.
-            one = f"{head} {{ {'  '.join(self.setting_text(s) for s in settings)} }}"
-            if items and len(settings) == len(items) and node.meta.line == node.meta.end_line \
-                    and len(one) <= WIDTH:
+            one = self.one_line_parallel(node)
+            if one is not None:
                 self.out.append(one + self.trailing(node.meta.line, node.meta.end_line))
                 return
             first = items[0].meta.line - 1 if items else node.meta.end_line - 1
@@ -325,6 +340,16 @@ class _Printer:
             self.leading(node.meta.end_line, INDENT)
             comment = self.trailing(node.meta.end_line, node.meta.end_line)
             self.out.append("}" + comment)
+
+    def one_line_parallel(self, node) -> str | None:
+        """A parallel block of settings written on one line, as one line (as a link's block
+        is) when it fits; None for any other parallel block."""
+        name, system, *items = node.children
+        if not items or node.meta.line != node.meta.end_line or \
+                any(it.data != "psetting" for it in items):
+            return None
+        one = f"parallel {name} on {system} {{ {'  '.join(map(self.setting_text, items))} }}"
+        return one if len(one) <= WIDTH else None
 
     def traffic(self, it) -> None:
         """A parallel block's ``traffic { ... }``, one flow a line."""
@@ -360,17 +385,22 @@ class _Printer:
         previous = None
         for node in tree.children:
             # Declarations are separated by a blank line, except runs of one-line
-            # declarations of one kind (use, link, device), which stay together.
-            run = previous == node.data and node.data in ("use", "link_decl", "device_decl")
+            # declarations of one kind (use, link, device, parallel blocks printed on one
+            # line), which stay together.
+            kind = node.data
+            if kind == "parallel_decl" and self.one_line_parallel(node) is not None:
+                kind = "one_line_parallel"
+            run = previous == kind and kind in ("use", "link_decl", "device_decl",
+                                                "one_line_parallel")
             self.unit(node.meta.line, "", force=previous is not None and not run)
             self.item(node)
-            previous = node.data
+            previous = kind
         self.leading(len(self.lines) + 1, "")
         # Whatever a layout rule did not place is kept at the end: no comment is ever lost.
         self.out += [text for i, (_, _, text) in enumerate(self.comments) if i not in self.taken]
         while self.out and self.out[-1] == "":
             self.out.pop()
-        return "\n".join(self.out) + "\n" if self.out else ""
+        return "\n".join(map(self.place, self.out)) + "\n" if self.out else ""
 
 
 @gc_paused()          # the parse trees of a large file: the collector would make it quadratic

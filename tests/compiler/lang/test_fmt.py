@@ -120,3 +120,23 @@ def test_settings_do_not_move_past_a_traffic_block():
     out = fmt(text)
     assert out.index("tp = 2") < out.index("traffic") < out.index("dp = 4")
     assert fmt(out) == out
+
+
+def test_a_comment_keeps_its_column_when_its_line_keeps_its_code():
+    aligned = ('use "a.topo"          # links\nuse "models/b.topo"   # models\n\n'
+               'group G {\n  cpu    : Grace      # one\n  gpu[2] : B200       # two\n}\n')
+    out = fmt(aligned)
+    assert [line.index("#") for line in out.splitlines() if "#" in line] == [22, 22, 22, 22]
+    assert "  cpu : Grace         # one" in out and fmt(out) == out
+    # a comment too close to its code gets two spaces; one on a line laid out anew, two
+    moved = fmt("group G { g[2] : G                        # two\n}\n")
+    assert moved == "group G {\n  g[2] : G  # two\n}\n" and fmt(moved) == moved
+    assert fmt("use \"a.topo\"# x\n") == "use \"a.topo\"  # x\n"
+
+
+def test_one_line_parallel_blocks_stay_together():
+    pair = ("parallel p on two { tp = 16 }         # bad on 8-GPU NVLink nodes\n"
+            "parallel p on two { tp = 8  dp = 2 }  # good\n")
+    assert fmt(pair) == pair
+    mixed = "parallel p on n { tp = 2 }\nparallel q on n {\n  tp = 2\n}\n"
+    assert fmt(mixed) == "parallel p on n { tp = 2 }\n\nparallel q on n {\n  tp = 2\n}\n"
