@@ -123,13 +123,16 @@ class _Printer:
         column stay aligned), else two spaces after the code."""
         if "\n" not in printed:
             return printed
-        code, index, text = printed.split("\n", 2)
-        line, col, _ = self.comments[int(index)]
-        written = self.lines[line - 1][: col - 1]
-        gap = 2
-        if "".join(written.split()) == "".join(code.split()):
-            gap = max(gap, col - 1 - len(code))
-        return code + " " * gap + text
+        code, *marked = printed.split("\n")
+        out = code
+        for k in range(0, len(marked), 2):      # more than one only where a rule appended
+            line, col, text = self.comments[int(marked[k])]
+            written = self.lines[line - 1][: col - 1]
+            gap = 2
+            if "".join(written.split()) == "".join(out.split()):
+                gap = max(gap, col - 1 - len(out))
+            out += " " * gap + text
+        return out
 
     def _blank_before(self, line: int) -> bool:
         return line >= 2 and not self.lines[line - 2].strip()
