@@ -70,6 +70,7 @@ class _Printer:
         self.taken: set[int] = set()          # indices of comments already printed
         self.first = 0                        # every comment before this index is taken
         self.out: list[str] = []
+        self.placed = False                   # a trailing comment awaits ``place``
 
     # Comments are found by line with bisect and a pointer past the taken ones, so formatting
     # stays linear in the file, however many comments it holds.
@@ -115,7 +116,10 @@ class _Printer:
         self.out += [indent + self.comments[i][2] for i in found[:-1]]
         # the comment's index rides along between newlines (no code or comment holds one)
         # until ``place`` knows the whole line and sets the comment's column
-        return f"\n{found[-1]}\n{self.comments[found[-1]][2]}" if found else ""
+        if not found:
+            return ""
+        self.placed = True
+        return f"\n{found[-1]}\n{self.comments[found[-1]][2]}"
 
     def place(self, printed: str) -> str:
         """A printed line with its trailing comment where the source had it: at the comment's
@@ -127,10 +131,10 @@ class _Printer:
         out = code
         for k in range(0, len(marked), 2):      # more than one only where a rule appended
             line, col, text = self.comments[int(marked[k])]
+            gap = col - 1 - len(out)
             written = self.lines[line - 1][: col - 1]
-            gap = 2
-            if "".join(written.split()) == "".join(out.split()):
-                gap = max(gap, col - 1 - len(out))
+            if gap <= 2 or "".join(written.split()) != "".join(out.split()):
+                gap = 2                         # too close, or the code before it changed
             out += " " * gap + text
         return out
 
@@ -403,7 +407,8 @@ class _Printer:
         self.out += [text for i, (_, _, text) in enumerate(self.comments) if i not in self.taken]
         while self.out and self.out[-1] == "":
             self.out.pop()
-        return "\n".join(map(self.place, self.out)) + "\n" if self.out else ""
+        lines = map(self.place, self.out) if self.placed else self.out
+        return "\n".join(lines) + "\n" if self.out else ""
 
 
 @gc_paused()          # the parse trees of a large file: the collector would make it quadratic

@@ -101,7 +101,8 @@ def test_a_one_line_parallel_block_stays_one_line():
     # a traffic block, or a block written on several lines, keeps the block layout
     assert fmt("parallel p on n { dp = 8  traffic { dp allreduce 1 GB } }") == \
         "parallel p on n {\n  dp = 8\n  traffic {\n    dp allreduce 1 GB\n  }\n}\n"
-    assert fmt("parallel p on n {\n  tp = 8  dp = 2 }\n") == "parallel p on n {\n  tp = 8  dp = 2\n}\n"
+    assert fmt("parallel p on n {\n  tp = 8  dp = 2 }\n") == \
+        "parallel p on n {\n  tp = 8  dp = 2\n}\n"
 
 
 def test_a_run_of_settings_wider_than_a_line_is_split_one_a_line():
