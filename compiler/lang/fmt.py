@@ -6,8 +6,8 @@ is printed as it is written, without a parse tree, so a large file formats in li
 they sit on (trailing) or before (leading): a top-level declaration, a group statement, an
 attribute or parallel setting. Runs of blank lines between units become one blank line.
 Attributes and parallel settings written on one line stay on one line, two spaces apart
-(``tp = 8  pp = 4  dp = auto``), and a parallel block of settings written on one line stays one
-line, as a link or device block does. A trailing comment keeps its column when the code before
+(``tp = 8  pp = 4  dp = auto``), and a parallel block of settings or a traffic block written on
+one line stays one line, as a link or device block does. A trailing comment keeps its column when the code before
 it is unchanged but for spacing (comments aligned in a column stay aligned), else it sits two
 spaces after the code.
 """
@@ -358,20 +358,27 @@ class _Printer:
         one = f"parallel {name} on {system} {{ {'  '.join(map(self.setting_text, items))} }}"
         return one if len(one) <= WIDTH else None
 
+    def flow_text(self, flow) -> str:
+        dim, coll, size, count = flow.children
+        text = f"{dim} {coll} {self.value(size)}"
+        return text + (f" x {self.expr(count.children[0])}" if count is not None else "")
+
     def traffic(self, it) -> None:
-        """A parallel block's ``traffic { ... }``, one flow a line."""
+        """A parallel block's ``traffic { ... }``: one line when written on one line and it
+        fits (as the README writes ``traffic { tp allreduce 64 MiB x 160 }``), else one flow
+        a line."""
+        one = f"{INDENT}traffic {{ {'  '.join(map(self.flow_text, it.children))} }}"
+        if it.children and it.meta.line == it.meta.end_line and len(one) <= WIDTH:
+            self.out.append(one + self.trailing(it.meta.line, it.meta.end_line, INDENT))
+            return
         first = it.children[0].meta.line if it.children else it.meta.end_line
         head = self.trailing(it.meta.line, it.meta.line, INDENT) \
             if first > it.meta.line else ""    # a flow on this line keeps its own
         self.out.append(INDENT + "traffic {" + head)
         for f in it.children:
             self.leading(f.meta.line, INDENT * 2)
-            dim, coll, size, count = f.children
-            text = f"{dim} {coll} {self.value(size)}"
-            if count is not None:
-                text += f" x {self.expr(count.children[0])}"
             comment = self.trailing(f.meta.line, f.meta.end_line, INDENT * 2)
-            self.out.append(INDENT * 2 + text + comment)
+            self.out.append(INDENT * 2 + self.flow_text(f) + comment)
         self.leading(it.meta.end_line, INDENT * 2)
         comment = self.trailing(it.meta.end_line, it.meta.end_line, INDENT)
         self.out.append(INDENT + "}" + comment)

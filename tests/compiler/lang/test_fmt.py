@@ -98,9 +98,9 @@ def test_a_one_line_parallel_block_stays_one_line():
     one = "parallel p on n { tp = 8  dp = 2 }  # good\n"
     assert fmt(one) == one
     assert fmt("parallel p on n {tp=8 dp=2}") == "parallel p on n { tp = 8  dp = 2 }\n"
-    # a traffic block, or a block written on several lines, keeps the block layout
+    # a block with traffic, or written on several lines, keeps the block layout
     assert fmt("parallel p on n { dp = 8  traffic { dp allreduce 1 GB } }") == \
-        "parallel p on n {\n  dp = 8\n  traffic {\n    dp allreduce 1 GB\n  }\n}\n"
+        "parallel p on n {\n  dp = 8\n  traffic { dp allreduce 1 GB }\n}\n"
     assert fmt("parallel p on n {\n  tp = 8  dp = 2 }\n") == \
         "parallel p on n {\n  tp = 8  dp = 2\n}\n"
 
@@ -141,3 +141,15 @@ def test_one_line_parallel_blocks_stay_together():
     assert fmt(pair) == pair
     mixed = "parallel p on n { tp = 2 }\nparallel q on n {\n  tp = 2\n}\n"
     assert fmt(mixed) == "parallel p on n { tp = 2 }\n\nparallel q on n {\n  tp = 2\n}\n"
+
+
+def test_a_traffic_block_written_on_one_line_stays_one_line():
+    one = ("parallel p on n {\n  tp = 8  dp = auto\n"
+           "  traffic { tp allreduce 64 MiB x 160  dp allreduce 1 GB }  # per step\n}\n")
+    assert fmt(one) == one
+    assert fmt(one.replace("{ tp allreduce", "{tp  allreduce")) == one     # same columns
+    flows = "  ".join(f"tp allreduce {i} MiB x 160" for i in range(1, 6))
+    wide = f"parallel p on n {{\n  traffic {{ {flows} }}\n}}\n"      # past 100 columns
+    out = fmt(wide)
+    assert out.count("allreduce") == 5 and "  traffic {\n    tp allreduce 1 MiB x 160\n" in out
+    assert fmt(out) == out
