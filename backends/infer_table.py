@@ -10,7 +10,7 @@ from .report import seconds
 from .ranked_csv import ranked_csv
 
 SCHEMA = "topoc.infer/1"
-#: The contract's row fields (design.md section 4), in order; JSON rows add the rest.
+#: The contract's row fields (docs/contracts.md), in order; JSON rows add the rest.
 FIELDS = ("tp", "pp", "ep", "replicas", "gpus", "concurrency", "precision", "kv_precision",
           "ttft", "tpot", "throughput", "throughput_per_gpu", "tokens_per_s_per_user",
           "memory_per_gpu", "kv_capacity_tokens", "fits")

@@ -1,4 +1,4 @@
-"""``topoc compile --format json``: the ``topoc.system/1`` document (design.md section 4)."""
+"""``topoc compile --format json``: the ``topoc.system/1`` document (docs/contracts.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every bundled system compiles to the hardware its sources describe (hardware.md)."""
+"""Every bundled system compiles to the hardware its sources describe (docs/hardware.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Round generators: the steps each algorithm takes, over participant positions and slots.
 
 A step is ``(src, dst, src_chunk, dst_chunk, op, src_buf, dst_buf)``; a round is a list of
-steps that read their sources as they were when the round began (design.md section 4). The
+steps that read their sources as they were when the round began (docs/contracts.md). The
 functions here know nothing of links: ``compiler.route`` places every step on the graph.
 
 Every generator takes ``only``: a position whose steps alone are wanted (those it sends or

@@ -257,8 +257,10 @@ def _gpu_facts(system: System, ranks: Sequence[int]) -> tuple[int | None, int]:
 
 
 def _hosts(system: System, ranks: Sequence[int]) -> int:
-    """Hosts among the group's GPUs: sets of GPUs joined by PCIe, C2C and socket links (one
-    OS image each: a DGX is one host, an NVL72 rack 36 Grace hosts)."""
+    """CPU domains among the group's GPUs: sets of GPUs joined by PCIe, C2C and socket links.
+    A DGX is one (its sockets are linked); an NVL72 rack is 36, one per Grace, as a compute
+    tray's two Superchips share no link: its 18 hosts (OS images) count twice each. NVLS's
+    per-domain latency was fitted on that count (docs/cost.md)."""
     loc = system.locality
     seen: dict[str, int] = {}
     hosts = 0

@@ -3,7 +3,7 @@
 Every slot holds a set of contributions (which rank's input of which chunk). A round reads all
 its sources as they were when it began; then ``copy`` overwrites and ``reduce`` accumulates into
 the destination. A reduce that would count a contribution twice is a defect. At the end the
-result buffer must hold what the collective promises (design.md section 4). The interpreter
+result buffer must hold what the collective promises (docs/contracts.md). The interpreter
 works on the plain JSON document, so it checks schedules from anywhere, not only topoc's.
 """
 

@@ -5,11 +5,17 @@ parentheses restored by precedence; a statement line already in this layout (``f
 is printed as it is written, without a parse tree, so a large file formats in linear time. Comments are read from the text and attached to the unit
 they sit on (trailing) or before (leading): a top-level declaration, a group statement, an
 attribute or parallel setting. Runs of blank lines between units become one blank line.
+Attributes and parallel settings written on one line stay on one line, two spaces apart
+(``tp = 8  pp = 4  dp = auto``), and a parallel block of settings or a traffic block written on
+one line stays one line, as a link or device block does. A trailing comment keeps its column when the code before
+it is unchanged but for spacing (comments aligned in a column stay aligned), else it sits two
+spaces after the code.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 
 import lark
@@ -64,6 +70,7 @@ class _Printer:
         self.taken: set[int] = set()          # indices of comments already printed
         self.first = 0                        # every comment before this index is taken
         self.out: list[str] = []
+        self.placed = False                   # a trailing comment awaits ``place``
 
     # Comments are found by line with bisect and a pointer past the taken ones, so formatting
     # stays linear in the file, however many comments it holds.
@@ -105,9 +112,31 @@ class _Printer:
             line, col, text = self.comments[i]
             if i not in self.taken and self._code_before(line, col):
                 self.taken.add(i)
-                found.append(text)
-        self.out += [indent + text for text in found[:-1]]
-        return ("  " + found[-1]) if found else ""
+                found.append(i)
+        self.out += [indent + self.comments[i][2] for i in found[:-1]]
+        # the comment's index rides along between newlines (no code or comment holds one)
+        # until ``place`` knows the whole line and sets the comment's column
+        if not found:
+            return ""
+        self.placed = True
+        return f"\n{found[-1]}\n{self.comments[found[-1]][2]}"
+
+    def place(self, printed: str) -> str:
+        """A printed line with its trailing comment where the source had it: at the comment's
+        column when the code before it is the same but for spacing (so comments aligned in a
+        column stay aligned), else two spaces after the code."""
+        if "\n" not in printed:
+            return printed
+        code, *marked = printed.split("\n")
+        out = code
+        for k in range(0, len(marked), 2):      # more than one only where a rule appended
+            line, col, text = self.comments[int(marked[k])]
+            gap = col - 1 - len(out)
+            written = self.lines[line - 1][: col - 1]
+            if gap <= 2 or "".join(written.split()) != "".join(out.split()):
+                gap = 2                         # too close, or the code before it changed
+            out += " " * gap + text
+        return out
 
     def _blank_before(self, line: int) -> bool:
         return line >= 2 and not self.lines[line - 2].strip()
@@ -188,6 +217,33 @@ class _Printer:
         key, value = attr.children
         return f"{'.'.join(str(t) for t in key.children)} = {self.value(value)}"
 
+    # Settings written on one line stay on one line (``tp = 8  pp = 4  dp = auto``), two
+    # spaces apart, as the docs write them: the line is the user's grouping, and a layout that
+    # split it would reject the docs' own style under ``fmt --check``.
+    @staticmethod
+    def rows(items: list, text, indent: str) -> list[list]:
+        """``items`` (attributes or settings) in runs that share a source line; a run wider
+        than WIDTH is split one item a line, so the layout is stable under a second pass."""
+        out: list[list] = []
+        for it in items:
+            if out and out[-1][-1].meta.end_line == it.meta.line:
+                out[-1].append(it)
+            else:
+                out.append([it])
+        split = []
+        for row in out:
+            fits = len(indent + "  ".join(text(it) for it in row)) <= WIDTH
+            split += [row] if fits or len(row) == 1 else [[it] for it in row]
+        return split
+
+    def line(self, row: list, text, indent: str) -> None:
+        """One run of items on a line, with the comment that ends the line."""
+        comment = self.trailing(row[0].meta.line, row[-1].meta.end_line, indent)
+        self.out.append(indent + "  ".join(text(it) for it in row) + comment)
+
+    def setting_text(self, setting) -> str:
+        return f"{setting.children[0]} = {self.value(setting.children[1])}"
+
     def block(self, head: str, attrs: list, meta, indent: str) -> None:
         """``head { a = 1  b = 2 }`` on one line when it fits and holds no comments."""
         inner = [self.attr_text(a) for a in attrs]
@@ -205,10 +261,9 @@ class _Printer:
             return
         head_comment = self.trailing(meta.line, first - 1, indent)
         self.out.append(f"{indent}{head} {{" + head_comment)
-        for a in attrs:
-            self.leading(a.meta.line, indent + INDENT)
-            comment = self.trailing(a.meta.line, a.meta.end_line, indent + INDENT)
-            self.out.append(indent + INDENT + self.attr_text(a) + comment)
+        for row in self.rows(attrs, self.attr_text, indent + INDENT):
+            self.leading(row[0].meta.line, indent + INDENT)
+            self.line(row, self.attr_text, indent + INDENT)
         self.leading(meta.end_line, indent + INDENT)
         last = attrs[-1].meta.end_line + 1 if attrs else meta.line
         rest = self.trailing(last, meta.end_line - 1, indent + INDENT)
@@ -271,34 +326,63 @@ class _Printer:
             self.out.append("}" + comment)
         elif kind == "parallel_decl":
             name, system, *items = c
+            head = f"parallel {name} on {system}"
+            one = self.one_line_parallel(node)
+            if one is not None:
+                self.out.append(one + self.trailing(node.meta.line, node.meta.end_line))
+                return
             first = items[0].meta.line - 1 if items else node.meta.end_line - 1
             comment = self.trailing(node.meta.line, first) if first >= node.meta.line else ""
-            self.out.append(f"parallel {name} on {system} {{" + comment)
-            for it in items:
-                self.unit(it.meta.line, INDENT)
-                if it.data == "psetting":
-                    comment = self.trailing(it.meta.line, it.meta.end_line, INDENT)
-                    self.out.append(INDENT + f"{it.children[0]} = {self.value(it.children[1])}"
-                                    + comment)
-                else:
-                    first = it.children[0].meta.line if it.children else it.meta.end_line
-                    head = self.trailing(it.meta.line, it.meta.line, INDENT) \
-                        if first > it.meta.line else ""    # a flow on this line keeps its own
-                    self.out.append(INDENT + "traffic {" + head)
-                    for f in it.children:
-                        self.leading(f.meta.line, INDENT * 2)
-                        dim, coll, size, count = f.children
-                        text = f"{dim} {coll} {self.value(size)}"
-                        if count is not None:
-                            text += f" x {self.expr(count.children[0])}"
-                        comment = self.trailing(f.meta.line, f.meta.end_line, INDENT * 2)
-                        self.out.append(INDENT * 2 + text + comment)
-                    self.leading(it.meta.end_line, INDENT * 2)
-                    comment = self.trailing(it.meta.end_line, it.meta.end_line, INDENT)
-                    self.out.append(INDENT + "}" + comment)
+            self.out.append(f"{head} {{" + comment)
+            # settings in runs between traffic blocks, so no setting moves past one
+            for setting, run in itertools.groupby(items, lambda it: it.data == "psetting"):
+                run = list(run)
+                if not setting:
+                    for it in run:
+                        self.unit(it.meta.line, INDENT)
+                        self.traffic(it)
+                    continue
+                for row in self.rows(run, self.setting_text, INDENT):
+                    self.unit(row[0].meta.line, INDENT)
+                    self.line(row, self.setting_text, INDENT)
             self.leading(node.meta.end_line, INDENT)
             comment = self.trailing(node.meta.end_line, node.meta.end_line)
             self.out.append("}" + comment)
+
+    def one_line_parallel(self, node) -> str | None:
+        """A parallel block of settings written on one line, as one line (as a link's block
+        is) when it fits; None for any other parallel block."""
+        name, system, *items = node.children
+        if not items or node.meta.line != node.meta.end_line or \
+                any(it.data != "psetting" for it in items):
+            return None
+        one = f"parallel {name} on {system} {{ {'  '.join(map(self.setting_text, items))} }}"
+        return one if len(one) <= WIDTH else None
+
+    def flow_text(self, flow) -> str:
+        dim, coll, size, count = flow.children
+        text = f"{dim} {coll} {self.value(size)}"
+        return text + (f" x {self.expr(count.children[0])}" if count is not None else "")
+
+    def traffic(self, it) -> None:
+        """A parallel block's ``traffic { ... }``: one line when written on one line and it
+        fits (as the README writes ``traffic { tp allreduce 64 MiB x 160 }``), else one flow
+        a line."""
+        one = f"{INDENT}traffic {{ {'  '.join(map(self.flow_text, it.children))} }}"
+        if it.children and it.meta.line == it.meta.end_line and len(one) <= WIDTH:
+            self.out.append(one + self.trailing(it.meta.line, it.meta.end_line, INDENT))
+            return
+        first = it.children[0].meta.line if it.children else it.meta.end_line
+        head = self.trailing(it.meta.line, it.meta.line, INDENT) \
+            if first > it.meta.line else ""    # a flow on this line keeps its own
+        self.out.append(INDENT + "traffic {" + head)
+        for f in it.children:
+            self.leading(f.meta.line, INDENT * 2)
+            comment = self.trailing(f.meta.line, f.meta.end_line, INDENT * 2)
+            self.out.append(INDENT * 2 + self.flow_text(f) + comment)
+        self.leading(it.meta.end_line, INDENT * 2)
+        comment = self.trailing(it.meta.end_line, it.meta.end_line, INDENT)
+        self.out.append(INDENT + "}" + comment)
 
     def _with_fast(self, stmts: list, meta) -> list:
         """A group's statements with its lines read without Lark, in line order."""
@@ -316,17 +400,23 @@ class _Printer:
         previous = None
         for node in tree.children:
             # Declarations are separated by a blank line, except runs of one-line
-            # declarations of one kind (use, link, device), which stay together.
-            run = previous == node.data and node.data in ("use", "link_decl", "device_decl")
+            # declarations of one kind (use, link, device, parallel blocks printed on one
+            # line), which stay together.
+            kind = node.data
+            if kind == "parallel_decl" and self.one_line_parallel(node) is not None:
+                kind = "one_line_parallel"
+            run = previous == kind and kind in ("use", "link_decl", "device_decl",
+                                                "one_line_parallel")
             self.unit(node.meta.line, "", force=previous is not None and not run)
             self.item(node)
-            previous = node.data
+            previous = kind
         self.leading(len(self.lines) + 1, "")
         # Whatever a layout rule did not place is kept at the end: no comment is ever lost.
         self.out += [text for i, (_, _, text) in enumerate(self.comments) if i not in self.taken]
         while self.out and self.out[-1] == "":
             self.out.pop()
-        return "\n".join(self.out) + "\n" if self.out else ""
+        lines = map(self.place, self.out) if self.placed else self.out
+        return "\n".join(lines) + "\n" if self.out else ""
 
 
 @gc_paused()          # the parse trees of a large file: the collector would make it quadratic

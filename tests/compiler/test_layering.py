@@ -1,4 +1,4 @@
-"""The layering (design.md section 1): every import, at any depth of a module's code and
+"""The layering (docs/contracts.md): every import, at any depth of a module's code and
 type-only ones included, goes to its own layer or a lower one; training and collectives never
 import each other; and the project's module graph has no cycle."""
 

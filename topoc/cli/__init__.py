@@ -1,4 +1,4 @@
-"""The ``topoc`` command line (design.md section 3): one module per verb, each with
+"""The ``topoc`` command line (docs/contracts.md): one module per verb, each with
 ``add_parser(sub)`` and ``run(args) -> int``; what they share is in ``common``.
 
 Exit codes, the same for every verb: 0 success; 1 the input has errors, findings at the failing

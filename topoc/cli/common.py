@@ -2,7 +2,7 @@
 ``-D`` defines, sizes, and the options declared once (``-D``/``--import-root``/``-o`` and the
 group selection ``--parallel``/``--group``/``--ranks``).
 
-Exit codes, the same for every verb (docs and design.md section 3):
+Exit codes, the same for every verb (docs/contracts.md):
 - 0: success, or no findings at the failing level;
 - 1: the input has errors (diagnostics), lint findings at the failing level, or the file cannot
   serve the request (no route, no mapping runs, no algorithm applies);

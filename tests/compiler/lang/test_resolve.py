@@ -43,12 +43,12 @@ def test_import_depth_limit(tmp_path):
 
 
 def test_import_outside_roots_needs_permission(tmp_path):
-    outside = tmp_path / "shared"
+    outside = tmp_path / "common"
     outside.mkdir()
     (outside / "x.topo").write_text("device X : gpu { }\n")
     proj = tmp_path / "proj"
     proj.mkdir()
-    (proj / "m.topo").write_text('use "../shared/x.topo"\ngroup G { x : X }\nsystem s : G\n')
+    (proj / "m.topo").write_text('use "../common/x.topo"\ngroup G { x : X }\nsystem s : G\n')
     with pytest.raises(CompileError) as info:
         topoc.load(proj / "m.topo")
     assert codes(info) == ["E132"]
