@@ -238,9 +238,37 @@ def load(args) -> System:
         if not os.path.isdir(root):
             raise UsageError(f"--import-root {root}: not a folder")
     try:
-        return pipeline.load(args.file, parse_defines(args.define), args.import_root or ())
+        system = pipeline.load(args.file, parse_defines(args.define), args.import_root or ())
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(args.file, exc) from None
+    return degraded(system, args)
+
+
+def add_failure_options(p: argparse.ArgumentParser) -> None:
+    """``--fail`` and ``--degrade``, declared once for the verbs that analyse a system."""
+    p.add_argument("--fail", action="append", metavar="ID|GLOB|A<->B",
+                   help="take a device (and all under an instance id), every device a glob "
+                        "matches, or the links between two selectors out of the system; "
+                        "repeatable (docs/failures.md)")
+    p.add_argument("--degrade", action="append", metavar="SELECTOR=RATE",
+                   help="run the links a selector names (A<->B, or every link of the devices) "
+                        "at a share ('50%%') or a rate ('200Gb/s'); repeatable")
+
+
+def degraded(system: System, args) -> System:
+    """The system with the command line's ``--fail``/``--degrade`` applied (a note on stderr
+    says what they did); the system itself without them."""
+    from ..compiler.ir.degrade import FaultError, apply
+    fails, slows = getattr(args, "fail", None) or (), getattr(args, "degrade", None) or ()
+    if not fails and not slows:
+        return system
+    try:
+        result = apply(system, fails, slows)
+    except FaultError as exc:
+        raise UsageError(f"{args.file}: {exc}") from None
+    for line in result.summary():
+        print(f"note: {line}", file=sys.stderr)
+    return result.system
 
 
 def parse_size(text: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..backends import REGISTRY
-from .common import EXIT_OK, add_common, load, write_output
+from .common import add_failure_options, EXIT_OK, add_common, load, write_output
 
 
 def add_parser(sub) -> None:
@@ -13,6 +13,7 @@ def add_parser(sub) -> None:
     p.add_argument("file")
     p.add_argument("--format", choices=list(REGISTRY), default="summary")
     add_common(p)
+    add_failure_options(p)
     p.set_defaults(func=run)
 
 

@@ -10,7 +10,7 @@ from ..compiler.collectives.tuning import PROTOCOLS
 from ..compiler.collectives.transports import UnknownPlugin, plugin_release
 from ..compiler.collectives.versions import LATEST, UnknownVersion, nccl as nccl_profile
 from ..compiler.ir.system import COLLECTIVES, System
-from .common import (EXIT_OK, UsageError, add_common, add_group_options, fail, load, parse_sizes,
+from .common import (add_failure_options, EXIT_OK, UsageError, add_common, add_group_options, fail, load, parse_sizes,
                      selected_group, strategy_name, write_output)
 
 DEFAULT_SIZES = "8B..8GiB"
@@ -39,6 +39,7 @@ def add_parser(sub) -> None:
                    help="cost CUDA-graph launches (nccl-tests -G): a smaller fixed cost per call")
     p.add_argument("--format", choices=list(cost_table.FORMATS), default="table")
     add_common(p)
+    add_failure_options(p)
     p.set_defaults(func=run)
 
 

@@ -11,7 +11,7 @@ from ..compiler.analysis.infer import (MAX_COUNT, InferError, Settings, default_
 from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, MAX_REQUESTS, Arrivals
 from ..compiler.lang.derive import find_model
 from ..compiler.training.serving import PRECISIONS
-from .common import EXIT_OK, UsageError, add_common, fail, load, write_output
+from .common import add_failure_options, EXIT_OK, UsageError, add_common, fail, load, write_output
 
 
 def add_parser(sub) -> None:
@@ -58,6 +58,7 @@ def add_parser(sub) -> None:
     p.add_argument("--top", type=int, default=20, metavar="K", help="rows to show (0: all)")
     p.add_argument("--format", choices=["text", "json", "csv"], default="text")
     add_common(p)
+    add_failure_options(p)
     p.set_defaults(func=run)
 
 

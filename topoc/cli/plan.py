@@ -17,7 +17,7 @@ from ..compiler.base.limits import LIMITS
 from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
                                        RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training)
 from ..lsp_help import SETTING_DOCS as DOCS
-from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
+from .common import (add_failure_options, EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
 
 
@@ -104,6 +104,7 @@ def add_parser(sub) -> None:
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the row "
                    "cache ($TOPOC_CACHE or ~/.cache/topoc)")
     add_common(p)
+    add_failure_options(p)
     p.set_defaults(func=run)
 
 

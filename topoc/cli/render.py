@@ -10,7 +10,7 @@ from ..backends import render as r
 from ..compiler.base.diagnostics import suggest
 from ..compiler.ir.groups import GroupError
 from ..compiler.ir.system import GROUP_KINDS, LINK_CLASSES, System
-from .common import EXIT_OK, UsageError, add_common, load, strategy_name, write_output
+from .common import add_failure_options, EXIT_OK, UsageError, add_common, load, strategy_name, write_output
 
 FORMATS = ("dot", "gv", "svg", "png", "pdf")
 
@@ -28,6 +28,7 @@ def add_parser(sub) -> None:
                    help="emphasise a device (or everything under an id), a link class "
                         "(nvlink) or a link type (ndr)")
     add_common(p, output_required=True)
+    add_failure_options(p)
     p.set_defaults(func=run)
 
 

@@ -11,7 +11,7 @@ from ..compiler.analysis.plan import PlanUsageError
 from ..compiler.analysis.scaling import scaling
 from ..compiler.analysis.page import published_rows, report_page
 from ..compiler.training.memory import sharding
-from .common import (EXIT_OK, UsageError, add_common, load, scaling_range, strategy_name,
+from .common import (add_failure_options, EXIT_OK, UsageError, add_common, load, scaling_range, strategy_name,
                      write_output)
 
 
@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
     p.add_argument("--scaling", metavar="LO..HI", help="html: add the scaling section (topoc "
                    "plan --scaling for the strategy's model and batch from LO to HI GPUs)")
     add_common(p)
+    add_failure_options(p)
     p.set_defaults(func=run)
 
 

@@ -8,7 +8,7 @@ from ..compiler.collectives.orders import ALGORITHMS
 from ..compiler.collectives.paths import NoRoute
 from ..compiler.collectives.schedule import MAX_CHANNELS, ScheduleError, schedule
 from ..compiler.ir.system import COLLECTIVES
-from .common import (EXIT_OK, UsageError, add_common, add_group_options, count, fail, load,
+from .common import (add_failure_options, EXIT_OK, UsageError, add_common, add_group_options, count, fail, load,
                      parse_size, selected_group, write_output)
 
 BACKENDS = {"json": schedule_json, "nccl": nccl_log}
@@ -30,6 +30,7 @@ def add_parser(sub) -> None:
     p.add_argument("--format", choices=list(BACKENDS), default="json")
     p.add_argument("--rank", type=count(0, 2**31), metavar="R", help="only the steps of world rank R")
     add_common(p)
+    add_failure_options(p)
     p.set_defaults(func=run)
 
 
