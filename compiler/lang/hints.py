@@ -1,0 +1,287 @@
+"""Hints for unknown names that are true: the right kind, and different hardware said so.
+
+An unknown device model, group or link type gets the closest declared name, but only one of a
+kind the context admits (``compatible``): a member the library's groups call ``leaf`` is a
+network switch, a ``gpu``-typed group parameter takes a GPU, a connection between a NIC and an
+InfiniBand switch takes an InfiniBand link. Where the context fixes no kind, the typed name's
+leading letters choose among the library's families (``Q...`` are Quantum switches). A name
+the library's comments give a declaration (``Q3400``, the Quantum-X800 ``QX800``) is offered
+first. A suggestion that differs in a model number (``DGXH100`` for ``DGXH200``) is different
+hardware: the hint says so and shows the parameterised form the library declares
+(``DGXH100(G = H200)``). Every hint ends with the pointer to ``docs/library.md``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from ..base.units import RATE, human
+from ..ir.system import DEVICE_KINDS, DeviceModel, LinkType
+from . import syntax as s
+from .catalog import GROUP, catalog
+from .resolve import Program
+
+#: Where the library's names, kinds and figures are listed (generated, backends.library_doc).
+LIBRARY_DOC = "docs/library.md"
+POINTER = f" (library names and figures: {LIBRARY_DOC})"
+_CUTOFF = 0.6
+#: The library's namespaces a name is looked for in: device models and groups, or link types.
+DEVICES, LINKS = ("device", "group"), ("link",)
+_TOKENS = re.compile(r"[A-Za-z]+|\d+")
+
+
+@attrs.frozen
+class Expect:
+    """The kinds the context admits, and why, for the message when the closest name is of
+    another kind."""
+
+    kinds: frozenset[str]
+    why: str
+
+
+def _switches(kinds: frozenset[str]) -> frozenset[str]:
+    """Kinds widened to every switch kind when they are all switches: a member called ``sw``
+    may be an NVSwitch though the library's ``sw`` members are network switches."""
+    every = frozenset(k for k in DEVICE_KINDS if k.endswith("switch"))
+    return every if kinds and kinds <= every else kinds
+
+
+def role_kinds(member: str) -> Expect | None:
+    """The kinds a member of this name is, judged by what the library's groups call theirs
+    (``leaf`` -> net_switch) or by a kind's own name in it (``switch``, ``gpu``); the last
+    word that says wins, as in ``leaf_switch``. None when the name says nothing."""
+    roles = catalog().roles
+    name = member.lower()
+    found = roles.get(name)
+    if found is None:
+        for word in re.split(r"[_\d]+", name):
+            if word in roles:
+                found = roles[word]
+            kinds = frozenset(k for k in DEVICE_KINDS if k == word or k.endswith("_" + word))
+            if kinds:
+                found = kinds
+    if found is None:
+        return None
+    found = _switches(found)
+    return Expect(found, f"a member named '{member}' is " + _either(found))
+
+
+def _either(kinds: frozenset[str]) -> str:
+    words = [GROUP if k == GROUP else k for k in sorted(kinds)]
+    return _article(words[0]) if len(words) == 1 else \
+        "a " + ", ".join(words[:-1]) + f" or {words[-1]}"
+
+
+def link_classes(ends: Iterable[tuple[str, DeviceModel | None]]) -> Expect | None:
+    """The link classes both ends of a connection have ports for; None when an end declares no
+    port budget (it takes any class) or is not a device. ``ends``: (path text, model)."""
+    allowed, named = None, []
+    for text, m in ends:
+        if m is None or not m.ports:
+            continue
+        mine = frozenset(c for c, n in m.ports if n > 0)
+        allowed = mine if allowed is None else allowed & mine
+        named.append(f"'{text}' ({m.name})")
+    if not allowed:
+        return None
+    return Expect(allowed, f"{' and '.join(named)} take{'s' if len(named) == 1 else ''} "
+                  f"{' and '.join(sorted(allowed))} links only")
+
+
+def parameter_kind(param: str, kind: str) -> Expect:
+    """A model-typed group parameter's kind."""
+    return Expect(frozenset({kind}), f"parameter '{param}' takes {_article(kind)}")
+
+
+def nearest(name: str, kinds: Mapping[str, str], allowed: frozenset[str] | None,
+            space: tuple[str, ...] = DEVICES) -> tuple[str, bool] | None:
+    """The closest name of an allowed kind. Where ``allowed`` is None, the candidates that
+    share the typed name's leading letters (case aside) and the library's names of the same
+    letters choose the kinds: ``Q3400`` is looked for among switches. The flag says the
+    name was found in the declaration's library comment (the same hardware, another name)."""
+    pool = {n: k for n, k in kinds.items() if allowed is None or k in allowed}
+    if allowed is None:
+        family = _family(name, pool, space)
+        if family:
+            pool = {n: k for n, k in pool.items() if k in family}
+    mentioned = [e.name for e in catalog().mentions(name) if e.name in pool]
+    if len(mentioned) == 1:
+        return mentioned[0], True
+    close = difflib.get_close_matches(name, sorted(pool), n=1, cutoff=_CUTOFF)
+    return (close[0], False) if close else None
+
+
+def _family(name: str, pool: Mapping[str, str], space: tuple[str, ...]) -> frozenset[str]:
+    """The kinds of the declared names whose leading letters extend the typed name's or are
+    extended by them (``Q`` -> QM9700, QX800: switches), in scope or in the library."""
+    head = _head(name)
+    if not head:
+        return frozenset()
+    lib = {e.name: e.kind for e in catalog().by_name.values() if e.what in space}
+    return frozenset(k for n, k in {**lib, **pool}.items()
+                     if (h := _head(n)) and (h.startswith(head) or head.startswith(h)))
+
+
+def _head(name: str) -> str:
+    m = re.match(r"[A-Za-z]+", name)
+    return m.group(0).lower() if m else ""
+
+
+def _numbered(name: str, kinds: Mapping[str, str]) -> list[str]:
+    """The names that are ``name`` and a number (``NVSwitch`` -> NVSwitch2, NVSwitch3, ...):
+    a generation to choose, which a suggestion of one of them would choose silently."""
+    low = name.lower()
+    return sorted(n for n in kinds if n.lower().startswith(low) and n[len(name):].isdigit())
+
+
+def different_hardware(typed: str, offered: str) -> bool:
+    """Whether ``offered`` names other hardware than ``typed`` means: the same shape of letters
+    and numbers with another number (``DGXH200``/``DGXH100``, ``QX900``/``QX800``) or
+    another family letter (``B200``/``H200``), not a misspelling (``nvlnk4``/``nvlink4``)."""
+    a, b = _TOKENS.findall(typed.lower()), _TOKENS.findall(offered.lower())
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x == y:
+            continue
+        if x.isdigit() != y.isdigit():
+            return False
+        if x.isdigit():
+            return True     # H20 and H200 are both GPUs: a number is never taken for a typo
+        if x.isalpha() and len(x) <= 2 and len(y) <= 2:
+            return True
+    return False
+
+
+def describe(name: str, program: Program) -> str:
+    """What a declared name is, in a few words: 'a group of H100 GPUs', 'a net_switch: 800
+    Gb/s, 144 infiniband ports', 'an infiniband link: 400 Gb/s per lane'."""
+    model = program.device_models.get(name)
+    if model is not None:
+        return _article(model.kind) + _figures(model)
+    lt = program.link_types.get(name)
+    if lt is not None:
+        return f"a link of class {lt.cls}, {_rate(lt)} per lane"
+    gpus = sorted(_gpus(name, program, ()))
+    return "a group" + (f" of {', '.join(gpus)} GPUs" if gpus else "")
+
+
+def _plural(kind: str) -> str:
+    """'GPUs', 'CPUs', 'net_switches'."""
+    return kind.upper() + "s" if len(kind) == 3 else kind + "es"
+
+
+def _article(word: str) -> str:
+    return ("an " if word[0] in "aeio" else "a ") + word
+
+
+def _rate(lt: LinkType) -> str:
+    return bits(lt.bandwidth) if lt.cls in ("infiniband", "ethernet") else human(lt.bandwidth,
+                                                                                 RATE)
+
+
+def bits(rate: float) -> str:
+    """A network rate as its ports are sold: 50e9 bytes/s is '400 Gb/s'."""
+    return f"{rate * 8 / 1e9:g} Gb/s"
+
+
+def _figures(model: DeviceModel) -> str:
+    parts = []
+    hbm = model.attr("hbm")
+    if hbm:
+        parts.append(f"{hbm / 1e9:.1f}".rstrip("0").rstrip(".") + " GB HBM")
+    rate = model.attr("rate")
+    if rate:
+        parts.append(bits(rate))
+    parts.extend(f"{n} {cls} ports" for cls, n in model.ports
+                 if model.kind.endswith("switch") and n)
+    return (": " + ", ".join(parts)) if parts else ""
+
+
+def _gpus(group: str, program: Program, stack: tuple[str, ...]) -> set[str]:
+    """The GPU models a group holds with its parameters' defaults."""
+    decl = program.groups.get(group)
+    if decl is None or group in stack:
+        return set()
+    defaults = {p.name: p.default.name for p in decl.params
+                if isinstance(p.default, s.Var)}
+    out: set[str] = set()
+    for stmt in decl.body:
+        if isinstance(stmt, s.Instance):
+            target = defaults.get(stmt.target, stmt.target)
+            model = program.device_models.get(target)
+            if model is not None and model.kind == "gpu":
+                out.add(model.name)
+            elif model is None:
+                out |= _gpus(target, program, (*stack, group))
+    return out
+
+
+def names(program: Program, models: Mapping[str, DeviceModel] = {}) -> dict[str, str]:
+    """The device models and groups in scope with their kinds (``models``: a group's own
+    model parameters)."""
+    out = {n: GROUP for n in program.groups}
+    out.update({n: m.kind for n, m in program.device_models.items()})
+    out.update({n: m.kind for n, m in models.items()})
+    return out
+
+
+def parameterised(typed: str, offered: str, program: Program) -> str:
+    """For a group offered in place of a name that carries another device model (``DGXH200``
+    holds ``H200``): 'for H200 GPUs write 'DGXH100(G = H200)'', plus the library file whose
+    system is that form. '' when the group has no parameter of that model's kind."""
+    decl = program.groups.get(offered)
+    if decl is None:
+        return ""
+    low = typed.lower()
+    carried = sorted((m for m in program.device_models.values() if m.name.lower() in low),
+                     key=lambda m: -len(m.name))
+    for model in carried:
+        param = next((p for p in decl.params if p.type == model.kind), None)
+        if param is None or (isinstance(param.default, s.Var)
+                             and param.default.name == model.name):
+            continue
+        form = f"{offered}({param.name} = {model.name})"
+        files = [path for path, sys in catalog().systems_of(offered)
+                 if any(a.name == param.name and isinstance(a.value, s.Var)
+                        and a.value.name == model.name for a in sys.args)]
+        where = "".join(f'; the library\'s "{f}" is that system' for f in files)
+        return f": for {model.name} {_plural(model.kind)} write '{form}'{where}"
+    return ""
+
+
+def unknown(name: str, kinds: Mapping[str, str], program: Program,
+            expect: Expect | None = None, space: tuple[str, ...] = DEVICES) -> str:
+    """The text after an unknown-name error's message: the library file to import when the
+    library declares the name, else the suggestion of an allowed kind (or the different
+    hardware it would be); then the pointer to the library's list. ``kinds``: the names in
+    scope and their kinds (device kind, link class or GROUP); ``space``: DEVICES or LINKS."""
+    declared = catalog().by_name.get(name)
+    if declared is not None and declared.kind != "model":
+        return (f'; the library declares it in "{declared.file}": add use "{declared.file}"'
+                + POINTER)
+    numbered = _numbered(name, {n: k for n, k in kinds.items()
+                                if expect is None or k in expect.kinds})
+    if len(numbered) > 1:
+        return (f"; '{name}' names no one model: "
+                + ", ".join(f"'{n}'" for n in numbered[:-1]) + f" or '{numbered[-1]}'" + POINTER)
+    found = nearest(name, kinds, expect.kinds if expect else None, space)
+    offered, named = found or (None, False)
+    other = None if found or expect is None else nearest(name, kinds, None, space)
+    if other is not None and not different_hardware(name, other[0]):
+        hint = (f"; '{other[0]}' is {describe(other[0], program)}, but {expect.why}")
+    elif offered is None:
+        hint = ""
+    elif named:
+        hint = (f"; the library's comment on '{offered}' ({describe(offered, program)}) names "
+                f"it '{name}': did you mean '{offered}'?")
+    elif different_hardware(name, offered):
+        hint = (f"; '{offered}' is different hardware ({describe(offered, program)})"
+                + parameterised(name, offered, program))
+    else:
+        hint = f"; did you mean '{offered}'?"
+    return hint + POINTER
