@@ -38,6 +38,8 @@ class Entry:
     file: str                   # path under the library: "nvidia/devices.topo"
     line: int
     comment: str                # the comment above the declaration and at its line's end
+    #: The device model a device declaration inherits from (``device B300_GB300 : B300``).
+    parent: str | None
     value: DeviceModel | LinkType | Transformer | s.GroupDecl = attrs.field(eq=False,
                                                                                repr=False)
 
@@ -159,9 +161,11 @@ def _load(path: Path, root: Path) -> LibraryFile:
     lines = module.span.source.lines
     entries = []
     for item in module.items:
+        parent = None
         if isinstance(item, s.DeviceDecl):
             value = program.device_models[item.name]
             what, kind = "device", value.kind
+            parent = None if item.kind in DEVICE_KINDS else item.kind
         elif isinstance(item, s.LinkDecl):
             value = program.link_types[item.name]
             what, kind = "link", value.cls
@@ -172,7 +176,8 @@ def _load(path: Path, root: Path) -> LibraryFile:
         else:
             continue
         entries.append(Entry(item.name, what, kind, path.relative_to(root).as_posix(),
-                             item.span.line, comment_above(lines, item.span.line), value))
+                             item.span.line, comment_above(lines, item.span.line), parent,
+                             value))
     return LibraryFile(path.relative_to(root).as_posix(), _header(lines), tuple(entries),
                        program.systems[0] if program.systems else None, program)
 
@@ -184,5 +189,3 @@ def catalog() -> Catalog:
     root = library_root()
     return Catalog(tuple(_load(p, root) for p in sorted(root.rglob("*.topo"))))
 
-
-assert GROUP not in DEVICE_KINDS
