@@ -23,15 +23,12 @@ from ..base.units import RATE, human
 from ..ir.system import DEVICE_KINDS, DeviceModel, LinkType
 from . import syntax as s
 from .catalog import GROUP, catalog
+from .closest import POINTER, different_hardware, numbered
 from .resolve import Program
 
-#: Where the library's names, kinds and figures are listed (generated, backends.library_doc).
-LIBRARY_DOC = "docs/library.md"
-POINTER = f" (library names and figures: {LIBRARY_DOC})"
 _CUTOFF = 0.6
 #: The library's namespaces a name is looked for in: device models and groups, or link types.
 DEVICES, LINKS = ("device", "group"), ("link",)
-_TOKENS = re.compile(r"[A-Za-z]+|\d+")
 
 
 @attrs.frozen
@@ -129,32 +126,6 @@ def _family(name: str, pool: Mapping[str, str], space: tuple[str, ...]) -> froze
 def _head(name: str) -> str:
     m = re.match(r"[A-Za-z]+", name)
     return m.group(0).lower() if m else ""
-
-
-def _numbered(name: str, kinds: Mapping[str, str]) -> list[str]:
-    """The names that are ``name`` and a number (``NVSwitch`` -> NVSwitch2, NVSwitch3, ...):
-    a generation to choose, which a suggestion of one of them would choose silently."""
-    low = name.lower()
-    return sorted(n for n in kinds if n.lower().startswith(low) and n[len(name):].isdigit())
-
-
-def different_hardware(typed: str, offered: str) -> bool:
-    """Whether ``offered`` names other hardware than ``typed`` means: the same shape of letters
-    and numbers with another number (``DGXH200``/``DGXH100``, ``QX900``/``QX800``) or
-    another family letter (``B200``/``H200``), not a misspelling (``nvlnk4``/``nvlink4``)."""
-    a, b = _TOKENS.findall(typed.lower()), _TOKENS.findall(offered.lower())
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if x == y:
-            continue
-        if x.isdigit() != y.isdigit():
-            return False
-        if x.isdigit():
-            return True     # H20 and H200 are both GPUs: a number is never taken for a typo
-        if x.isalpha() and len(x) <= 2 and len(y) <= 2:
-            return True
-    return False
 
 
 def describe(name: str, program: Program) -> str:
@@ -264,11 +235,12 @@ def unknown(name: str, kinds: Mapping[str, str], program: Program,
     if declared is not None and declared.kind != "model":
         return (f'; the library declares it in "{declared.file}": add use "{declared.file}"'
                 + POINTER)
-    numbered = _numbered(name, {n: k for n, k in kinds.items()
-                                if expect is None or k in expect.kinds})
-    if len(numbered) > 1:
+    generations = numbered(name, [n for n, k in kinds.items()
+                                  if expect is None or k in expect.kinds])
+    if len(generations) > 1:
         return (f"; '{name}' names no one model: "
-                + ", ".join(f"'{n}'" for n in numbered[:-1]) + f" or '{numbered[-1]}'" + POINTER)
+                + ", ".join(f"'{n}'" for n in generations[:-1]) + f" or '{generations[-1]}'"
+                + POINTER)
     found = nearest(name, kinds, expect.kinds if expect else None, space)
     offered, named = found or (None, False)
     other = None if found or expect is None else nearest(name, kinds, None, space)

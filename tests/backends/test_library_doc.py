@@ -75,5 +75,5 @@ def test_cli_and_api_give_the_same_text(text, tmp_path, capsys):
 
 
 def test_errors_point_at_the_file(text):
-    from topoc.compiler.lang.hints import LIBRARY_DOC
+    from topoc.compiler.lang.closest import LIBRARY_DOC
     assert (ROOT / LIBRARY_DOC) == DOC

@@ -108,3 +108,13 @@ def test_roles_come_from_the_library_groups():
     ("nvlnk4", "nvlink4", False), ("Nod", "Node", False), ("h100", "H100", False)])
 def test_different_hardware(typed, offered, different):
     assert hints.different_hardware(typed, offered) is different
+
+
+def test_an_unknown_parent_is_offered_models_of_the_kind_its_body_fits():
+    with pytest.raises(CompileError) as exc:
+        topoc.loads(HEAD + "device MyH20 : H20 { hbm = 96 GB }\n"
+                    "device Y : NVSwitch { reduction = true }\n")
+    first, second = (d.message for d in exc.value.diagnostics)
+    assert "'H200' is different hardware (a gpu model)" in first       # was: no hint
+    assert "'NVSwitch2', 'NVSwitch3' or 'NVSwitch5'" in second           # was: 'switch'?
+    assert first.endswith("(library names and figures: docs/library.md)")
