@@ -104,9 +104,16 @@ class Catalog:
     def mentions(self, word: str) -> tuple[Entry, ...]:
         """The entries whose source comment names ``word`` as a whole word (``Q3400`` in the
         comment of ``QX800``, the Quantum-X800 Q3400), case-insensitively."""
-        w = word.lower()
-        return tuple(e for f in self.files for e in f.entries
-                     if w in _words(e.comment.lower()))
+        return self._words.get(word.lower(), ())
+
+    @functools.cached_property
+    def _words(self) -> dict[str, tuple[Entry, ...]]:
+        out: dict[str, list[Entry]] = {}
+        for f in self.files:
+            for e in f.entries:
+                for w in sorted(_words(e.comment.lower())):
+                    out.setdefault(w, []).append(e)
+        return {w: tuple(es) for w, es in out.items()}
 
 
 def _words(text: str) -> set[str]:

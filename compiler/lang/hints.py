@@ -192,6 +192,31 @@ def _gpus(group: str, program: Program, stack: tuple[str, ...]) -> set[str]:
     return out
 
 
+def _system_file(name: str) -> str:
+    """'; the library's "nvidia/dgx_h200.topo" is that system: ...' when a library file of
+    that name (``DGXH200``, ``GB200NVL72``: case, '_' and '-' aside) declares a system."""
+    key = re.sub(r"[_\-]", "", name.lower())
+    for f in catalog().files:
+        stem = re.sub(r"[_\-]", "", f.path.rsplit("/", 1)[-1].removesuffix(".topo").lower())
+        if f.system is None or stem != key:
+            continue
+        form = f.system.group + (f"({', '.join(f'{a.name} = {_expr(a.value)}' for a in f.system.args)})"
+                                 if f.system.args else "")
+        home = catalog().by_name.get(f.system.group)
+        use = f' from "{home.file}"' if home is not None else ""
+        return (f'; the library\'s "{f.path}" is that system: write \'{form}\'{use}, or '
+                f'compile "{f.path}" itself')
+    return ""
+
+
+def _expr(e: s.Expr) -> str:
+    if isinstance(e, s.Var):
+        return e.name
+    if isinstance(e, s.Num):
+        return str(e.value)
+    return "..."
+
+
 def names(program: Program, models: Mapping[str, DeviceModel] = {}) -> dict[str, str]:
     """The device models and groups in scope with their kinds (``models``: a group's own
     model parameters)."""
@@ -227,33 +252,51 @@ def parameterised(typed: str, offered: str, program: Program) -> str:
 
 def unknown(name: str, kinds: Mapping[str, str], program: Program,
             expect: Expect | None = None, space: tuple[str, ...] = DEVICES) -> str:
-    """The text after an unknown-name error's message: the library file to import when the
-    library declares the name, else the suggestion of an allowed kind (or the different
-    hardware it would be); then the pointer to the library's list. ``kinds``: the names in
-    scope and their kinds (device kind, link class or GROUP); ``space``: DEVICES or LINKS."""
-    declared = catalog().by_name.get(name)
-    if declared is not None and declared.kind != "model":
+    """The text after an unknown-name error's message, then the pointer to the library's
+    list. In order: the library file to import when the library declares the name; the
+    generations of a family named without its number; the closest name in scope of an allowed
+    kind (said to be different hardware, with the parameterised form or the library's system
+    file of that name, when it has another number); the library's system file of that name;
+    the closest library name of an allowed kind, with the file to import; the closest name of
+    another kind, with why it does not fit. ``kinds``: the names in scope and their kinds
+    (device kind, link class or GROUP); ``space``: DEVICES or LINKS."""
+    lib = catalog()
+    declared = lib.by_name.get(name)
+    if declared is not None and declared.what in space:
         return (f'; the library declares it in "{declared.file}": add use "{declared.file}"'
                 + POINTER)
-    generations = numbered(name, [n for n, k in kinds.items()
-                                  if expect is None or k in expect.kinds])
+    allowed = expect.kinds if expect else None
+    generations = numbered(name, [n for n, k in kinds.items() if allowed is None or k in allowed])
     if len(generations) > 1:
         return (f"; '{name}' names no one model: "
                 + ", ".join(f"'{n}'" for n in generations[:-1]) + f" or '{generations[-1]}'"
                 + POINTER)
-    found = nearest(name, kinds, expect.kinds if expect else None, space)
-    offered, named = found or (None, False)
+    system = _system_file(name) if space == DEVICES else ""
+    found = nearest(name, kinds, allowed, space)
+    if found is None and system:
+        return system + POINTER
+    where = ""
+    if found is None:
+        # nothing in scope: the library's own names, from the file that declares them
+        outside = {e.name: e.kind for e in lib.by_name.values()
+                   if e.what in space and e.name not in kinds}
+        found = nearest(name, outside, allowed, space)
+        if found is not None:
+            entry = lib.by_name[found[0]]
+            program = next(f.program for f in lib.files if f.path == entry.file)
+            where = f' (add use "{entry.file}")'
     other = None if found or expect is None else nearest(name, kinds, None, space)
+    offered, named = found or (None, False)
     if other is not None and not different_hardware(name, other[0]):
-        hint = (f"; '{other[0]}' is {describe(other[0], program)}, but {expect.why}")
+        hint = f"; '{other[0]}' is {describe(other[0], program)}, but {expect.why}"
     elif offered is None:
         hint = ""
     elif named:
-        hint = (f"; the library's comment on '{offered}' ({describe(offered, program)}) names "
-                f"it '{name}': did you mean '{offered}'?")
+        hint = (f"; the library's comment on '{offered}'{where} ({describe(offered, program)}) "
+                f"names it '{name}': did you mean '{offered}'?")
     elif different_hardware(name, offered):
-        hint = (f"; '{offered}' is different hardware ({describe(offered, program)})"
-                + parameterised(name, offered, program))
+        hint = (f"; '{offered}'{where} is different hardware ({describe(offered, program)})"
+                + (parameterised(name, offered, program) or system))
     else:
-        hint = f"; did you mean '{offered}'?"
+        hint = f"; did you mean '{offered}'{where}?"
     return hint + POINTER

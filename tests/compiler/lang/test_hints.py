@@ -118,3 +118,20 @@ def test_an_unknown_parent_is_offered_models_of_the_kind_its_body_fits():
     assert "'H200' is different hardware (a gpu model)" in first       # was: no hint
     assert "'NVSwitch2', 'NVSwitch3' or 'NVSwitch5'" in second           # was: 'switch'?
     assert first.endswith("(library names and figures: docs/library.md)")
+
+
+def test_a_system_of_the_library_named_like_the_typo_is_shown_in_its_right_form():
+    """Without dgx_h100.topo imported, DGXH200 is the library's dgx_h200.topo system."""
+    with pytest.raises(CompileError) as exc:
+        topoc.loads('use "nvidia/devices.topo"\ngroup C { node[4] : DGXH200 }\nsystem c : C\n')
+    (m,) = (d.message for d in exc.value.diagnostics)
+    assert ('the library\'s "nvidia/dgx_h200.topo" is that system: write \'DGXH100(G = H200)\' '
+            'from "nvidia/dgx_h100.topo"') in m
+
+
+def test_a_library_name_out_of_scope_is_offered_with_its_file():
+    with pytest.raises(CompileError) as exc:
+        topoc.loads('use "nvidia/devices.topo"\ngroup G { nic : CX7  leaf : QM9700\n'
+                    " nic <-> leaf : xdr2 }\nsystem s : G\n")
+    (m,) = (d.message for d in exc.value.diagnostics)
+    assert "'xdr' (add use \"nvidia/links.topo\")" in m
