@@ -18,7 +18,7 @@ from ..compiler.base.diagnostics import CompileError
 from ..compiler.base.units import BYTES, RATE, SECONDS, human
 from ..compiler.ir.system import DeviceModel, LinkType, Transformer
 from ..compiler.lang import syntax as s
-from ..compiler.lang.catalog import Catalog, Entry, LibraryFile, catalog
+from ..compiler.lang.catalog import Catalog, Entry, LibraryFile, call, catalog, written
 from ..compiler.lang.elaborate import elaborate
 from ..compiler.training.params import parameters
 
@@ -72,7 +72,7 @@ def _file(f: LibraryFile) -> list[str]:
                        for e in sourced)
         out.append("")
     if f.system is not None:
-        out.extend([f"System: `system {f.system.name} : {f.system.group}{_args(f.system.args)}`"
+        out.extend([f"System: `system {f.system.name} : {call(f.system.group, f.system.args)}`"
                     " (compile this file to build it).", ""])
     return out
 
@@ -87,8 +87,8 @@ def _row(e: Entry, f: LibraryFile) -> list[str]:
         return [f"`{e.name}`", lt.cls, _bandwidth(lt), human(lt.latency, SECONDS), other]
     if e.what == "group":
         decl: s.GroupDecl = e.value
-        params = ", ".join(f"{p.name}: {p.type}" + (f" = {_expr(p.default)}" if p.default
-                                                     is not None else "")
+        params = ", ".join(f"{p.name}: {p.type}" + (f" = {written(p.default.span)}"
+                                                     if p.default is not None else "")
                            for p in decl.params)
         return [f"`{e.name}`", _cell(params) or "none", _cell(holds(decl, f))]
     m: Transformer = e.value
@@ -172,18 +172,6 @@ def model_size(m: Transformer) -> str:
 
 def _num(x: float) -> str:
     return f"{x:,.3f}".rstrip("0").rstrip(".")
-
-
-def _expr(e) -> str:
-    if isinstance(e, s.Var):
-        return e.name
-    if isinstance(e, s.Num):
-        return str(e.value)
-    return "(expression)"
-
-
-def _args(args: tuple[s.Arg, ...]) -> str:
-    return f"({', '.join(f'{a.name} = {_expr(a.value)}' for a in args)})" if args else ""
 
 
 def _cell(text: str, table: bool = True) -> str:

@@ -116,6 +116,20 @@ class Catalog:
         return {w: tuple(es) for w, es in out.items()}
 
 
+def written(span) -> str:
+    """The source text of a one-line span (an argument's value, a parameter's default) as its
+    author wrote it."""
+    line = span.source.line(span.line)
+    end = span.end_col if span.end_line == span.line else len(line) + 1
+    return line[span.col - 1:end - 1]
+
+
+def call(group: str, args: tuple[s.Arg, ...]) -> str:
+    """``DGXH100(G = H200)``: a group with its arguments as written."""
+    return group + (f"({', '.join(f'{a.name} = {written(a.value.span)}' for a in args)})"
+                    if args else "")
+
+
 def _words(text: str) -> set[str]:
     out, cur = set(), []
     for ch in text + " ":

@@ -22,7 +22,7 @@ import attrs
 from ..base.units import RATE, human
 from ..ir.system import DEVICE_KINDS, DeviceModel, LinkType
 from . import syntax as s
-from .catalog import GROUP, catalog
+from .catalog import GROUP, call, catalog
 from .closest import POINTER, different_hardware, numbered
 from .resolve import Program
 
@@ -200,21 +200,12 @@ def _system_file(name: str) -> str:
         stem = re.sub(r"[_\-]", "", f.path.rsplit("/", 1)[-1].removesuffix(".topo").lower())
         if f.system is None or stem != key:
             continue
-        form = f.system.group + (f"({', '.join(f'{a.name} = {_expr(a.value)}' for a in f.system.args)})"
-                                 if f.system.args else "")
+        form = call(f.system.group, f.system.args)
         home = catalog().by_name.get(f.system.group)
         use = f' from "{home.file}"' if home is not None else ""
         return (f'; the library\'s "{f.path}" is that system: write \'{form}\'{use}, or '
                 f'compile "{f.path}" itself')
     return ""
-
-
-def _expr(e: s.Expr) -> str:
-    if isinstance(e, s.Var):
-        return e.name
-    if isinstance(e, s.Num):
-        return str(e.value)
-    return "..."
 
 
 def names(program: Program, models: Mapping[str, DeviceModel] = {}) -> dict[str, str]:
