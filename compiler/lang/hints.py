@@ -1,12 +1,12 @@
 """Hints for unknown names that are true: the right kind, and different hardware said so.
 
 An unknown device model, group or link type gets the closest declared name, but only one of a
-kind the context admits (``compatible``): a member the library's groups call ``leaf`` is a
+kind the context admits (``Expect``): a member the library's groups call ``leaf`` is a
 network switch, a ``gpu``-typed group parameter takes a GPU, a connection between a NIC and an
 InfiniBand switch takes an InfiniBand link. Where the context fixes no kind, the typed name's
 leading letters choose among the library's families (``Q...`` are Quantum switches). A name
-the library's comments give a declaration (``Q3400``, the Quantum-X800 ``QX800``) is offered
-first. A suggestion that differs in a model number (``DGXH100`` for ``DGXH200``) is different
+only one declaration's library comment mentions (``Q3400``, the Quantum-X800 ``QX800``) is
+offered that declaration first. A suggestion that differs in a model number (``DGXH100`` for ``DGXH200``) is different
 hardware: the hint says so and shows the parameterised form the library declares
 (``DGXH100(G = H200)``). Every hint ends with the pointer to ``docs/library.md``.
 """
@@ -68,7 +68,7 @@ def role_kinds(member: str) -> Expect | None:
 
 
 def _either(kinds: frozenset[str]) -> str:
-    words = [GROUP if k == GROUP else k for k in sorted(kinds)]
+    words = sorted(kinds)
     return _article(words[0]) if len(words) == 1 else \
         "a " + ", ".join(words[:-1]) + f" or {words[-1]}"
 
@@ -99,7 +99,8 @@ def nearest(name: str, kinds: Mapping[str, str], allowed: frozenset[str] | None,
     """The closest name of an allowed kind. Where ``allowed`` is None, the candidates that
     share the typed name's leading letters (case aside) and the library's names of the same
     letters choose the kinds: ``Q3400`` is looked for among switches. The flag says the
-    name was found in the declaration's library comment (the same hardware, another name)."""
+    name was found in the declaration's library comment (likely the same hardware by its
+    product name), the only one that mentions it."""
     pool = {n: k for n, k in kinds.items() if allowed is None or k in allowed}
     if allowed is None:
         family = _family(name, pool, space)
@@ -284,7 +285,7 @@ def unknown(name: str, kinds: Mapping[str, str], program: Program,
         hint = ""
     elif named:
         hint = (f"; the library's comment on '{offered}'{where} ({describe(offered, program)}) "
-                f"names it '{name}': did you mean '{offered}'?")
+                f"mentions '{name}': did you mean '{offered}'?")
     elif different_hardware(name, offered):
         hint = (f"; '{offered}'{where} is different hardware ({describe(offered, program)})"
                 + (parameterised(name, offered, program) or system))
