@@ -175,10 +175,9 @@ def _public(text: str) -> str:
     return text.replace(_INTERNAL_SHEET, _SHEET)
 
 
-def _load(path: Path, root: Path) -> LibraryFile:
-    text = path.read_text(encoding="utf-8")
-    module = parse(text, str(path))
-    program = resolve(module, str(path))
+def _load(path: Path, root: Path, parsed: dict[Path, s.Module]) -> LibraryFile:
+    module = parsed[path]
+    program = resolve(module, str(path), parsed=parsed)
     lines = module.span.source.lines
     entries = []
     for item in module.items:
@@ -208,5 +207,7 @@ def catalog() -> Catalog:
     """The bundled library, read once per process (only error paths and the doc generator
     ask for it)."""
     root = library_root()
-    return Catalog(tuple(_load(p, root) for p in sorted(root.rglob("*.topo"))))
+    paths = sorted(p.resolve() for p in root.rglob("*.topo"))
+    parsed = {p: parse(p.read_text(encoding="utf-8"), str(p)) for p in paths}
+    return Catalog(tuple(_load(p, root, parsed) for p in paths))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +75,11 @@ def library_root() -> Path:
 
 
 class _Loader:
-    def __init__(self, roots: Sequence[Path], diags: Collector):
+    def __init__(self, roots: Sequence[Path], diags: Collector,
+                 parsed: Mapping[Path, s.Module] | None = None):
         self.roots = [r.resolve() for r in roots]
         self.diags = diags
+        self.parsed = parsed or {}
         self.modules: dict[Path, s.Module] = {}
         self.order: list[s.Module] = []
 
@@ -119,8 +121,8 @@ class _Loader:
             if target in self.modules:
                 continue
             try:
-                text = reading.read_text(target)
-                child = parse(text, _display(target))
+                child = self.parsed.get(target) or parse(reading.read_text(target),
+                                                         _display(target))
             except reading.TooLarge as exc:
                 self.diags.error("E290", f"cannot import '{item.path}': larger than the limit "
                                  f"of {exc.limit} bytes", item.span)
@@ -375,12 +377,15 @@ def _transformer(decl: s.ModelDecl, diags: Collector) -> Transformer | None:
 
 
 def resolve(module: s.Module, root_path: str | None = None,
-            extra_roots: Sequence[str | os.PathLike] = ()) -> Program:
-    """Load ``module``'s imports, check every declaration and index them by name."""
+            extra_roots: Sequence[str | os.PathLike] = (),
+            parsed: Mapping[Path, s.Module] | None = None) -> Program:
+    """Load ``module``'s imports, check every declaration and index them by name. ``parsed``:
+    files already parsed, by resolved path, taken instead of reading them again (the library
+    catalog resolves every library file and parses each once)."""
     diags = Collector()
     path = Path(root_path).resolve() if root_path else None
     base = path.parent if path else Path.cwd()
-    loader = _Loader([base, library_root(), *map(Path, extra_roots)], diags)
+    loader = _Loader([base, library_root(), *map(Path, extra_roots)], diags, parsed)
     if path is not None:
         loader.modules[path] = module
     loader.load(module, path, [(path, module.span)] if path else [])
