@@ -11,6 +11,7 @@ by hand, so a library change is seen by both.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import attrs
@@ -22,9 +23,9 @@ from .resolve import Program, library_root, resolve
 
 #: The kind of a group in a catalog: a group holds devices of many kinds.
 GROUP = "group"
-#: A library comment's pointer to the project's internal fact sheet, which users do not have;
+#: A library comment's pointer to the project's internal fact sheet, which users do not have:
 #: the generated reference names it by what it is (its keys R1..R70 stay as written).
-_INTERNAL_SHEET = "shared/data/hardware.md"
+_INTERNAL_SHEET = re.compile(r"\s*\(shared/data/hardware\.md\)|(?:shared/data/)?hardware\.md")
 _SHEET = "the project's hardware fact sheet"
 
 
@@ -172,7 +173,10 @@ def _header(lines: tuple[str, ...]) -> str:
 
 
 def _public(text: str) -> str:
-    return text.replace(_INTERNAL_SHEET, _SHEET)
+    """The comment with the fact sheet's path replaced by its name (once where the comment
+    gives both)."""
+    return _INTERNAL_SHEET.sub(lambda m: "" if m.group(0).lstrip().startswith("(")
+                               else _SHEET, text)
 
 
 def _load(path: Path, root: Path, parsed: dict[Path, s.Module]) -> LibraryFile:

@@ -62,7 +62,7 @@ def test_key_figures_and_sources(text):
 
 
 def test_no_internal_paths(text):
-    assert "shared/" not in text and "design.md" not in text
+    assert "shared/" not in text and "design.md" not in text and "hardware.md" not in text
 
 
 def test_cli_and_api_give_the_same_text(text, tmp_path, capsys):
