@@ -17,7 +17,7 @@ from . import syntax as s
 from ..base.diagnostics import Collector, Span, suggest
 from ..ir.gpus import GPUFigures, gpu_figures, no_fp8
 from ..ir.system import ParallelStrategy, System, Transformer
-from .hints import POINTER
+from .closest import POINTER
 from .resolve import Program, library_root
 from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH, RECOMPUTE,
                               RECOMPUTE_MODULES, MappingError, Training,
@@ -79,7 +79,7 @@ def find_model(system: System, name: str) -> Transformer:
         if candidate in known:
             return known[candidate]
     raise KeyError(f"unknown model '{name}'" + (suggest(key, sorted(known)) or
-                   f"; known models: {', '.join(sorted(known))}"))
+                   f"; known models: {', '.join(sorted(known))}") + POINTER)
 
 
 def _library_hint(name: str) -> str:
