@@ -129,15 +129,18 @@ def _head(name: str) -> str:
     return m.group(0).lower() if m else ""
 
 
-def describe(name: str, program: Program) -> str:
+def describe(name: str, program: Program, kind: str = GROUP) -> str:
     """What a declared name is, in a few words: 'a group of H100 GPUs', 'a net_switch: 800
-    Gb/s, 144 infiniband ports', 'an infiniband link: 400 Gb/s per lane'."""
+    Gb/s, 144 infiniband ports', 'a link of class infiniband, 400 Gb/s per lane'; ``kind``
+    for a name the program does not declare (a group's model parameter: 'a gpu')."""
     model = program.device_models.get(name)
     if model is not None:
         return _article(model.kind) + _figures(model)
     lt = program.link_types.get(name)
     if lt is not None:
         return f"a link of class {lt.cls}, {_rate(lt)} per lane"
+    if name not in program.groups:
+        return _article(kind)
     gpus = sorted(_gpus(name, program, ()))
     return "a group" + (f" of {', '.join(gpus)} GPUs" if gpus else "")
 
@@ -280,14 +283,18 @@ def unknown(name: str, kinds: Mapping[str, str], program: Program,
     other = None if found or expect is None else nearest(name, kinds, None, space)
     offered, named = found or (None, False)
     if other is not None and not different_hardware(name, other[0]):
-        hint = f"; '{other[0]}' is {describe(other[0], program)}, but {expect.why}"
+        hint = (f"; '{other[0]}' is {describe(other[0], program, kinds[other[0]])}, but "
+                f"{expect.why}")
     elif offered is None:
         hint = ""
     elif named:
-        hint = (f"; the library's comment on '{offered}'{where} ({describe(offered, program)}) "
+        hint = (f"; the library's comment on '{offered}'{where} "
+                f"({describe(offered, program, GROUP)}) "
                 f"mentions '{name}': did you mean '{offered}'?")
     elif different_hardware(name, offered):
-        hint = (f"; '{offered}'{where} is different hardware ({describe(offered, program)})"
+        kind = kinds.get(offered, GROUP)
+        hint = (f"; '{offered}'{where} is different hardware "
+                f"({describe(offered, program, kind)})"
                 + (parameterised(name, offered, program) or system))
     else:
         hint = f"; did you mean '{offered}'{where}?"
