@@ -19,8 +19,8 @@ from .compiler.ir.system import System
 from .compiler.lang import pipeline
 
 __version__ = VERSION
-__all__ = ["CompileError", "Diagnostic", "System", "check", "compile", "infer", "load", "loads",
-           "lint", "replay", "__version__"]
+__all__ = ["CompileError", "Diagnostic", "System", "check", "compile", "infer", "library_reference",
+           "load", "loads", "lint", "replay", "__version__"]
 
 PathLike = str | os.PathLike
 
@@ -61,6 +61,14 @@ def lint(path: PathLike, config=None, defines: Mapping[str, int] | None = None,
     ``[tool.topoc.lint]`` configuration and ``# topoc: ignore[...]`` comments (docs/rules.md)."""
     from .compiler.lint.lint import lint_file
     return lint_file(path, config, defines, import_roots)
+
+
+def library_reference() -> str:
+    """The bundled library's reference as Markdown: every device, link type, group and model
+    with its key figures and source comment (what ``topoc library`` prints and
+    docs/library.md holds)."""
+    from .backends.library_doc import render
+    return render()
 
 
 def summary(system: System) -> dict:

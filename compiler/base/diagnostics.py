@@ -142,7 +142,9 @@ def render_all(diagnostics: Iterable[Diagnostic], cap: int = MAX_REPORTED) -> st
 
 def suggest(name: str, candidates: Iterable[str]) -> str:
     """'; did you mean 'x'?' for the closest candidate, or '' when nothing is close."""
-    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    # 'H200@nvidia/devices.topo' names a shadowed declaration internally: never typed
+    close = difflib.get_close_matches(name, sorted({c for c in candidates if "@" not in c}),
+                                      n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 

@@ -17,6 +17,7 @@ from . import syntax as s
 from ..base.diagnostics import Collector, Span, suggest
 from ..ir.gpus import GPUFigures, gpu_figures, no_fp8
 from ..ir.system import ParallelStrategy, System, Transformer
+from .closest import POINTER
 from .resolve import Program, library_root
 from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH, RECOMPUTE,
                               RECOMPUTE_MODULES, MappingError, Training,
@@ -78,7 +79,7 @@ def find_model(system: System, name: str) -> Transformer:
         if candidate in known:
             return known[candidate]
     raise KeyError(f"unknown model '{name}'" + (suggest(key, sorted(known)) or
-                   f"; known models: {', '.join(sorted(known))}"))
+                   f"; known models: {', '.join(sorted(known))}") + POINTER)
 
 
 def _library_hint(name: str) -> str:
@@ -177,7 +178,7 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
     if name is None or name not in program.models:
         known = sorted(program.models)
         diags.error("E110", f"unknown model '{name}'" + (suggest(name, known) if name else "")
-                    + (_library_hint(name) if name else ""), item.value.span)
+                    + (_library_hint(name) if name else "") + POINTER, item.value.span)
         return None
     if strategy.flows:
         diags.error("E308", "a parallel block that names a model derives its traffic: drop the "

@@ -17,6 +17,7 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, error, suggest
+from . import hints
 from .exprs import EvalError, check_requirement, evaluate, evaluate_fast, variables
 from ..base.gcpause import gc_paused
 from .hosts import check_patterns, nested_host
@@ -131,8 +132,9 @@ class _Elaborator:
                                   f"'{param.name} = {self.example(param.type)}'", expr.span))
         model = scope.get(expr.name) or self.program.device_models.get(expr.name)
         if model is None:
-            raise EvalError(error("E110", f"unknown device model '{expr.name}'" + suggest(
-                expr.name, [*scope, *self.program.device_models]), expr.span))
+            raise EvalError(error("E110", f"unknown device model '{expr.name}'" + hints.unknown(
+                expr.name, hints.names(self.program, scope), self.program,
+                hints.parameter_kind(param.name, param.type)), expr.span))
         if model.kind != param.type:
             raise EvalError(error("E205", f"parameter '{param.name}' takes a {param.type}, but "
                                   f"'{model.name}' is a {model.kind}", expr.span))
@@ -242,8 +244,10 @@ class _Elaborator:
             decl = self.program.groups.get(stmt.target)
             if decl is None:
                 raise EvalError(error("E110", f"unknown device model or group '{stmt.target}'"
-                                      + suggest(stmt.target, [*self.program.device_models,
-                                                              *self.program.groups]),
+                                      + hints.unknown(stmt.target,
+                                                      hints.names(self.program, t.models),
+                                                      self.program,
+                                                      hints.role_kinds(stmt.name)),
                                       stmt.target_span))
             if decl.name in stack:
                 chain = " > ".join([*stack[stack.index(decl.name):], decl.name])
@@ -292,8 +296,11 @@ class _Elaborator:
     def connection(self, t: Template, stmt: s.Connection, env: dict[str, int]) -> None:
         link_type = self.program.link_types.get(stmt.link)
         if link_type is None:
-            raise EvalError(error("E111", f"unknown link type '{stmt.link}'"
-                                  + suggest(stmt.link, self.program.link_types), stmt.link_span))
+            ends = hints.link_classes((_text(p), _end_model(t, p))
+                                      for p in (stmt.left, stmt.right))
+            raise EvalError(error("E111", f"unknown link type '{stmt.link}'" + hints.unknown(
+                stmt.link, {n: lt.cls for n, lt in self.program.link_types.items()},
+                self.program, ends, hints.LINKS), stmt.link_span))
         lanes = 1
         if stmt.lanes is not None:
             lanes = evaluate(stmt.lanes, env)
@@ -420,6 +427,24 @@ class _Elaborator:
 
 
 _ELEMENT = re.compile(r"(.*?)(\d+)")
+
+
+def _text(path: s.Path) -> str:
+    """A connection end as written, indices aside: 'node.nic'."""
+    return ".".join(seg.name for seg in path.segments)
+
+
+def _end_model(t: Template, path: s.Path) -> DeviceModel | None:
+    """The device model a connection's end names, None where the path reaches no device."""
+    node: Template | None = t
+    for seg in path.segments:
+        m = node.members.get(seg.name) if node is not None else None
+        if m is None:
+            return None
+        if seg is path.segments[-1]:
+            return m.model
+        node = m.template
+    return None
 
 
 def _over_budget(t: Template) -> bool:
@@ -625,7 +650,7 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
     decl = program.systems[0]
     group = program.groups.get(decl.group)
     if group is None:
-        hint = suggest(decl.group, program.groups)
+        hint = hints.unknown(decl.group, dict.fromkeys(program.groups, hints.GROUP), program)
         kind = " (a device model; a system instantiates a group)" \
             if decl.group in program.device_models else ""
         raise CompileError([error("E110", f"unknown group '{decl.group}'{kind}{hint}",

@@ -19,7 +19,7 @@ from ..base.units import LiteralRange, literal
 
 # Token names as people know them, for "expected ..." messages.
 _PRETTY = {
-    "NAME": "a name", "NUMBER": "a number", "STRING": "a string", "UNIT": "a unit",
+    "NAME": "a name", "QNAME": "a name", "NUMBER": "a number", "STRING": "a string", "UNIT": "a unit",
     "ARROW": "'<->' or '->'", "COMPARE": "'<=', '<', '>=', '>', '==' or '!='", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'",
     "LPAR": "'('", "RPAR": "')'", "COLON": "':'", "EQUAL": "'='", "COMMA": "','", "DOT": "'.'",
     "STAR": "'*'", "PLUS": "'+'", "MINUS": "'-'", "SLASH": "'/'", "PERCENT": "'%'",

@@ -8,8 +8,9 @@ attributes are checked against their schemas here, with units.
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from ..ir.system import (DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, NIC_TUNERS, TRAN
                          DeviceModel, LinkType, Transformer)
 from ..base import reading
 from ..base.limits import LIMITS
+from .closest import POINTER, different_hardware, numbered
 from .parse import parse
 from .scope import Shadow, scoped
 from ..base.units import BYTES, NUMBER, RATE, SECONDS, Dim, describe, human
@@ -77,9 +79,11 @@ def library_root() -> Path:
 
 
 class _Loader:
-    def __init__(self, roots: Sequence[Path], diags: Collector):
+    def __init__(self, roots: Sequence[Path], diags: Collector,
+                 parsed: Mapping[Path, s.Module] | None = None):
         self.roots = [r.resolve() for r in roots]
         self.diags = diags
+        self.parsed = parsed or {}
         self.modules: dict[Path, s.Module] = {}
         self.order: list[tuple[Path, s.Module]] = []
         #: each file's imports in order: (the ``use``, the file it found)
@@ -124,8 +128,8 @@ class _Loader:
             if target in self.modules:
                 continue
             try:
-                text = reading.read_text(target)
-                child = parse(text, _display(target))
+                child = self.parsed.get(target) or parse(reading.read_text(target),
+                                                         _display(target))
             except reading.TooLarge as exc:
                 self.diags.error("E290", f"cannot import '{item.path}': larger than the limit "
                                  f"of {exc.limit} bytes", item.span)
@@ -245,14 +249,15 @@ def _link_type(decl: s.LinkDecl, diags: Collector) -> LinkType | None:
                     decl.span)
 
 
-def _device_model(decl: s.DeviceDecl, diags: Collector,
-                  parent: DeviceModel | None = None) -> DeviceModel | None:
+def _device_model(decl: s.DeviceDecl, diags: Collector, parent: DeviceModel | None = None,
+                  kinds: dict[str, str | None] | None = None) -> DeviceModel | None:
     """A device model; with ``parent`` (``device H200 : H100 { ... }``) it starts from the
-    parent's kind, attributes and ports and the body overrides them one by one."""
+    parent's kind, attributes and ports and the body overrides them one by one. ``kinds``:
+    every declared model's kind, for the hint when the parent is unknown."""
     if parent is None and decl.kind not in DEVICE_KINDS:
         diags.error("E204", f"unknown device kind or model '{decl.kind}'"
-                    + suggest(decl.kind, DEVICE_KINDS)
-                    + f" (a kind is one of {', '.join(DEVICE_KINDS)})", decl.kind_span)
+                    + _parent_hint(decl, kinds or {})
+                    + f" (a kind is one of {', '.join(DEVICE_KINDS)})" + POINTER, decl.kind_span)
         return None
     kind = parent.kind if parent is not None else decl.kind
     values, ports = _attributes(decl, DEVICE_SCHEMA[kind], "device", diags)
@@ -261,6 +266,36 @@ def _device_model(decl: s.DeviceDecl, diags: Collector,
         ports = {**dict(parent.ports), **ports}
     return DeviceModel(decl.name, kind, tuple(sorted(values.items())),
                        tuple(sorted(ports.items())), decl.span)
+
+
+def _parent_hint(decl: s.DeviceDecl, kinds: dict[str, str | None]) -> str:
+    """The closest kind or model whose kind has every attribute the body sets (``hbm``: a
+    GPU), said to be other hardware when it is a model with another number (``H200`` for
+    ``H20``)."""
+    keys = {a.key for a in decl.attrs if not a.key.startswith("ports.")}
+    fits = {k for k in DEVICE_KINDS if keys <= set(DEVICE_SCHEMA[k])}
+    pool = [*(k for k in DEVICE_KINDS if k in fits),
+            *(n for n, k in kinds.items() if k in fits and n != decl.name)]
+    generations = numbered(decl.kind, pool)
+    if len(generations) > 1:
+        return (f"; '{decl.kind}' names no one model: "
+                + ", ".join(f"'{n}'" for n in generations[:-1]) + f" or '{generations[-1]}'")
+    close = difflib.get_close_matches(decl.kind, sorted(pool), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    if close[0] in kinds and different_hardware(decl.kind, close[0]):
+        return f"; '{close[0]}' is different hardware (a {kinds[close[0]]} model)"
+    return f"; did you mean '{close[0]}'?"
+
+
+def _declared_kind(name: str, decls: dict[str, s.DeviceDecl]) -> str | None:
+    """The kind a declared model has through its chain of parents; None when the chain ends
+    in an unknown name or comes back to itself."""
+    seen = set()
+    while name in decls and name not in seen:
+        seen.add(name)
+        name = decls[name].kind
+    return name if name in DEVICE_KINDS else None
 
 
 def _device_models(decls: dict[str, s.DeviceDecl], diags: Collector) -> dict[str, DeviceModel]:
@@ -283,8 +318,10 @@ def _device_models(decls: dict[str, s.DeviceDecl], diags: Collector) -> dict[str
             if parent is None:
                 done[name] = None
                 return None
-        done[name] = _device_model(decl, diags, parent)
+        done[name] = _device_model(decl, diags, parent, kinds)
         return done[name]
+
+    kinds = {n: _declared_kind(n, decls) for n in decls}
 
     for name in decls:
         build(name, ())
@@ -347,14 +384,16 @@ def _transformer(decl: s.ModelDecl, diags: Collector) -> Transformer | None:
 
 
 def resolve(module: s.Module, root_path: str | None = None,
-            extra_roots: Sequence[str | os.PathLike] = ()) -> Program:
+            extra_roots: Sequence[str | os.PathLike] = (),
+            parsed: Mapping[Path, s.Module] | None = None) -> Program:
     """Load ``module``'s imports, scope their names (``compiler.lang.scope``: every
     declaration gets one key, its name unless shadowed), check every declaration and index
-    them by key."""
+    them by key. ``parsed``: files already parsed, by resolved path, taken instead of reading
+    them again (the library catalog resolves every library file and parses each once)."""
     diags = Collector()
     path = Path(root_path).resolve() if root_path else None
     base = path.parent if path else Path.cwd()
-    loader = _Loader([base, library_root(), *map(Path, extra_roots)], diags)
+    loader = _Loader([base, library_root(), *map(Path, extra_roots)], diags, parsed)
     if path is not None:
         loader.modules[path] = module
     loader.load(module, path, [(path, module.span)] if path else [])
