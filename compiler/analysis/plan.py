@@ -27,6 +27,7 @@ import attrs
 
 from ..base.version import VERSION
 from ..lang import pipeline
+from ..ir import degrade
 from ..ir.gpus import GPUFigures, gpu_figures, hbm_of
 from ..lang.derive import with_training
 from ..ir.system import DEFAULT_ORDER, ParallelStrategy, System, Transformer
@@ -303,9 +304,11 @@ def _ray_chunk(source: dict, base: Training, chunk: Sequence[Candidate],
     """A Ray task: compile the system where it runs (once per worker) and cost a chunk."""
     key = json.dumps(source, sort_keys=True)
     if _WORK.get("ray_key") != key:
-        _WORK.update(ray_key=key, system=pipeline.load(source["path"], source["defines"],
-                                                    source["import_roots"]),
-                     base=base, cache={})
+        system = pipeline.load(source["path"], source["defines"], source["import_roots"])
+        if source.get("fail") or source.get("degrade"):     # the same degraded system
+            system = degrade.apply(system, source.get("fail", ()),
+                                   source.get("degrade", ())).system
+        _WORK.update(ray_key=key, system=system, base=base, cache={})
     _WORK.update(base=base, limit=limit)
     return _run_chunk(chunk)
 

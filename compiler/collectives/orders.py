@@ -159,5 +159,22 @@ def sample_islands(system: System, ranks: Sequence[int], keep: int) -> tuple[int
         return tuple(ranks)
     if len(parts) % 2 != keep % 2:
         keep -= 1
-    chosen = sorted(p for part in parts[:keep] for p in part)
+    picked = list(range(keep))
+    touched = system.memo.get("faults")
+    if touched:
+        # a degraded system is not alike everywhere: the islands next to a fault replace the
+        # last ones of the sample (as many as fit, the count and so its parity kept), so the
+        # cost sees the NIC that is gone or the cable that is slow
+        gpus = system.gpus
+        hit = [i for i, part in enumerate(parts) if i >= keep and any(
+            q in touched for p in part for q in _prefixes(gpus[ranks[p]].id))]
+        hit = hit[:max(1, keep // 2)]
+        picked = picked[:keep - len(hit)] + hit
+    chosen = sorted(p for i in picked for p in parts[i])
     return tuple(ranks[p] for p in chosen)
+
+
+def _prefixes(device_id: str) -> list[str]:
+    """The instances that hold a device below the system (``c.node5.gpu3`` -> ``c.node5``)."""
+    parts = device_id.split(".")
+    return [".".join(parts[:k]) for k in range(2, len(parts))]

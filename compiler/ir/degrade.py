@@ -169,10 +169,12 @@ def degrade(system: System, faults: Faults) -> Degraded:
     links: list[Link] = []
     failed_links = degraded = 0
     types: dict[tuple[str, float], object] = {}
+    changed: list[tuple[str, str]] = []
     for link in system.links:
         if index[link.src] in gone or index[link.dst] in gone or \
                 any(_touches(index, link, ends) for ends in cut):
             failed_links += 1
+            changed.append((link.src, link.dst))
             continue
         for ends, rate in slow:
             if _touches(index, link, ends):
@@ -182,6 +184,7 @@ def degrade(system: System, faults: Faults) -> Degraded:
                     types[key] = attrs.evolve(link.type, bandwidth=value)
                 link = attrs.evolve(link, type=types[key])
                 degraded += 1
+                changed.append((link.src, link.dst))
         links.append(link)
     devices = tuple(d for i, d in enumerate(system.devices) if i not in gone)
     survivors = sum(1 for d in devices if d.kind == "gpu")
@@ -199,8 +202,19 @@ def degrade(system: System, faults: Faults) -> Degraded:
     hosts = tuple(h for h in system.hosts if h.id in holders)
     out = attrs.evolve(system, devices=devices, links=tuple(links), parallels=tuple(kept),
                        hosts=hosts, skipped=())
+    # The instances that hold a fault (a failed device, an end of a failed or slow link): the
+    # cost model samples a few islands of a large group as alike, and must sample these too.
+    touched = [system.devices[i].id for i in gone] + [e for link in changed for e in link]
+    out.memo["faults"] = frozenset(p for d in touched for p in _holders(d))
     return Degraded(out, tuple(system.devices[i].id for i in sorted(gone)), failed_links,
                     degraded, tuple(dropped), len(system.gpus))
+
+
+def _holders(device_id: str) -> list[str]:
+    """The instances below the system that hold a device, the device's own id last but not
+    its kind's siblings (``c.node5.nic3`` -> ``c.node5``; a top-level ``c.leaf3`` -> none)."""
+    parts = device_id.split(".")
+    return [".".join(parts[:k]) for k in range(2, len(parts))]
 
 
 def apply(system: System, fail: Sequence[str] = (), degrade_: Sequence[str] = ()) -> Degraded:
