@@ -87,6 +87,9 @@ def _documents(tmp_path) -> dict[str, set[str]]:
     notes = [n for d in lint["diagnostics"] for n in d["notes"]]
     assert notes                                  # E120 cites the first declaration
     out["topoc.lint/1"] = _keys(lint, *lint["diagnostics"], *notes)
+    blast = _run(tmp_path, "blast", CLUSTER, "-D", "nodes=2", "--parallel", "train",
+                 "--format", "json")
+    out["topoc.blast/1"] = _keys(blast, *blast["domains"])
     return out
 
 
@@ -96,7 +99,7 @@ def documents(tmp_path_factory):
 
 
 SCHEMAS = ("topoc.system/1", "topoc.cost/1", "topoc.schedule/1", "topoc.infer/1",
-           "topoc.plan/1", "topoc.scaling/1", "topoc.diff/1", "topoc.lint/1")
+           "topoc.plan/1", "topoc.scaling/1", "topoc.diff/1", "topoc.lint/1", "topoc.blast/1")
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)

@@ -141,3 +141,40 @@ def test_schedules_on_degraded_systems_compute_their_collective(data):
     assert check_links(doc, alive) == []            # no failed link, no failed device
     gone = set(degrade(system, faults).failed_devices)
     assert not any(h in gone for r in doc["rounds"] for t in r for h in t.get("path", ()))
+
+
+# -- blast radius ----------------------------------------------------------------------------
+
+def test_blast_classes_every_domain_once_and_ranks_by_impact(cluster):
+    from topoc.compiler.analysis.blast import blast, domains
+    found = blast(cluster)
+    whats = {d.what for d in found}
+    assert {"gpu", "nic", "pcie_switch", "switch", "net_switch", "host"} <= whats
+    total = sum(d.members for d in found)
+    assert total == len(domains(cluster))           # every domain in exactly one class
+    impacts = [d.impact for d in found]
+    assert impacts == sorted(impacts, reverse=True)
+    host = next(d for d in found if d.what == "host")
+    assert host.gpus_lost == 8 and host.members == 4
+    leaf = next(d for d in found if d.what == "net_switch" and "leaf" in d.example)
+    assert leaf.gpus_lost == 0 and leaf.slowdown > 1.2        # a rail lost: every node slows
+    spine = next(d for d in found if d.what == "net_switch" and "spine" in d.example)
+    assert spine.slowdown < leaf.slowdown
+
+
+def test_blast_on_a_rack_names_trays_and_nvswitch_trays(nvl72):
+    from topoc.compiler.analysis.blast import blast
+    found = {d.what: d for d in blast(nvl72)}
+    assert found["host"].members == 18 and found["host"].gpus_lost == 4
+    assert found["nvswitch tray"].members == 9 and found["nvswitch tray"].gpus_lost == 0
+
+
+def test_blast_cli_text_and_json(capsys):
+    import json
+    f = str(library_file("h100_cluster.topo"))
+    assert main(["blast", f, "-D", "nodes=2", "--parallel", "train", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("blast radius of cluster: 16 GPUs") and len(out.splitlines()) == 5
+    assert main(["blast", f, "-D", "nodes=2", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "topoc.blast/1" and doc["domains"][0]["impact"] > 0

@@ -1,0 +1,179 @@
+"""Blast radius: for every failure domain a file implies, what its failure costs (``blast``).
+
+The domains come from the wiring: each GPU, NIC, PCIe switch, NVLink switch and network switch;
+each host (an instance marked ``host``, or the devices a CPU reaches); each instance that holds
+only NVLink switches (an NVSwitch tray); and each instance that holds several hosts (a rack, a
+scalable unit). Domains that look alike (same kind, model, contents and place in the fabric)
+form one class and are evaluated once, on their first member, so a 1,024-rack cluster costs
+as much as one rack: the report names the class, its member count and an example.
+
+For each class: GPUs lost, link bandwidth lost by link class, whether the survivors can still
+reach each other, the time of a reference collective (a world all-reduce of ``size`` bytes)
+before and after, and with a parallel strategy its step time before and after (a strategy that
+loses GPUs must be planned again: it is marked so, not costed). Classes are ranked by the
+fraction of the reference throughput they take away, times their member count (how many
+such failures the fabric has: the expected share of the damage).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import attrs
+
+from ..collectives.cost import CostError, cost
+from ..ir.degrade import Faults, degrade
+from ..ir.groups import select_group
+from ..ir.hosts import HostnameError, hosts as host_list
+from ..ir.system import System
+from .strategy import step
+
+#: Device kinds that are failure domains on their own.
+DEVICE_DOMAINS = ("gpu", "nic", "dpu", "pcie_switch", "switch", "net_switch")
+
+
+@attrs.frozen
+class Domain:
+    """One class of alike failure domains."""
+
+    what: str                   # 'gpu', 'nic', ..., 'host', 'nvswitch tray', 'rack'
+    example: str                # the member evaluated
+    members: int
+    gpus_lost: int
+    bandwidth_lost: tuple[tuple[str, float], ...]   # link class -> bytes/s (both directions)
+    connected: bool             # the survivors still reach each other
+    time_before: float | None   # the reference collective, seconds
+    time_after: float | None
+    #: the strategy's step time, or its exposed communication per step for a block of written
+    #: traffic lines (no compute time)
+    step_before: float | None = None
+    step_after: float | None = None
+    replan: bool = False        # the strategy lost GPUs: plan again
+
+    @property
+    def slowdown(self) -> float | None:
+        """time_after / time_before of the reference collective (None when not costed)."""
+        if not self.time_before or self.time_after is None:
+            return None
+        return self.time_after / self.time_before
+
+    @property
+    def impact(self) -> float:
+        """The share of the reference throughput one failure takes away (1 when the job
+        stops: survivors partitioned), times the class's member count."""
+        if not self.connected:
+            share = 1.0
+        elif self.slowdown is None:
+            share = 0.0
+        else:
+            share = max(0.0, 1 - 1 / self.slowdown)
+        lost = self.gpus_lost / max(1, self.gpus_total) if self.gpus_total else 0.0
+        return (share + lost) * self.members
+
+    gpus_total: int = 0
+
+
+def _holders(system: System) -> dict[str, list[str]]:
+    """Instance id -> its devices' ids, for every instance below the system."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for d in system.devices:
+        parts = d.id.split(".")
+        for k in range(2, len(parts)):
+            out[".".join(parts[:k])].append(d.id)
+    return out
+
+
+def domains(system: System) -> list[tuple[str, str, tuple]]:
+    """Every failure domain as (what, id, signature): alike domains share the signature."""
+    kinds = {d.id: d for d in system.devices}
+    level = system.levels
+    degree: dict[str, int] = defaultdict(int)
+    for link in system.links:
+        degree[link.src] += link.lanes
+        degree[link.dst] += link.lanes
+    out = []
+    for d in system.devices:
+        if d.kind in DEVICE_DOMAINS:
+            out.append((d.kind, d.id, (d.kind, d.model.name, level.get(d.id), degree[d.id])))
+    holders = _holders(system)
+    try:
+        found = {h.id: h.devices for h in host_list(system)}
+    except HostnameError:
+        found = {h.id: tuple(holders.get(h.id, [h.id])) for h in system.hosts}
+    hosts = set(found)
+    for h in sorted(hosts):
+        out.append(("host", h, ("host", tuple(sorted(_shape(kinds, found[h]))))))
+    held: dict[str, int] = defaultdict(int)     # instance -> hosts inside it
+    for h in hosts:
+        parts = h.split(".")
+        for k in range(2, len(parts)):
+            held[".".join(parts[:k])] += 1
+    for inst, inside in holders.items():
+        if inst in hosts:
+            continue
+        if all(kinds[i].kind == "switch" for i in inside):
+            out.append(("nvswitch tray", inst, ("tray", tuple(sorted(_shape(kinds, inside))))))
+        elif held[inst] > 1:
+            out.append(("rack", inst, ("rack", tuple(sorted(_shape(kinds, inside))))))
+    return out
+
+
+def _shape(kinds, ids) -> dict[str, int]:
+    shape: dict[str, int] = defaultdict(int)
+    for i in ids:
+        shape[f"{kinds[i].kind}:{kinds[i].model.name}"] += 1
+    return shape
+
+
+def _reference(system: System, size: int) -> tuple[float | None, bool]:
+    """The world all-reduce time and whether the GPUs reach each other."""
+    if len(system.gpus) < 2:
+        return None, len(system.gpus) == 1
+    try:
+        return cost(system, select_group(system, "world"), "allreduce", size).time, True
+    except CostError:
+        return None, False
+
+
+def _step(system: System, name: str | None) -> float | None:
+    if name is None:
+        return None
+    try:
+        report = step(system, system.parallel(name))
+    except (KeyError, CostError):
+        return None
+    # a block of written traffic lines gives no compute: its exposed communication per step
+    return report.total if report.total is not None else report.comm
+
+
+def blast(system: System, parallel: str | None = None, size: int = 2**30,
+          limit: int = 0) -> list[Domain]:
+    """Every class of failure domains of ``system``, ranked by impact (see the module
+    docstring); ``limit`` > 0 keeps the first classes."""
+    classes: dict[tuple, list[tuple[str, str]]] = defaultdict(list)
+    for what, ident, sig in domains(system):
+        classes[(what, sig)].append((what, ident))
+    before, _ = _reference(system, size)
+    step_before = _step(system, parallel)
+    total = len(system.gpus)
+    out = []
+    for (what, _), members in classes.items():
+        example = members[0][1]
+        result = degrade(system, Faults((example,)))
+        after = result.system
+        lost = total - len(after.gpus)
+        time_after, connected = _reference(after, size)
+        gone = defaultdict(float)
+        alive = {d.id for d in after.devices}
+        for link in system.links:
+            if link.src not in alive or link.dst not in alive:
+                gone[link.type.cls] += link.type.bandwidth * link.lanes * (2 if link.duplex
+                                                                             else 1)
+        replan = parallel is not None and lost > 0
+        out.append(Domain(what, example, len(members), lost, tuple(sorted(gone.items())),
+                          connected, before, time_after, step_before,
+                          None if replan else _step(after, parallel), replan, total))
+    out.sort(key=lambda d: (-d.impact, d.what, d.example))
+    return out[:limit] if limit > 0 else out
+
