@@ -196,7 +196,9 @@ def test_one_error_per_typo_and_hover_on_words(tmp_path):
     p = Analysis(text, str(tmp_path / "p.topo"))
     assert "tensor parallel" in p.hover(9, 3)
     assert "busbw = algbw x 2(n-1)/n" in p.hover(11, 8)
-    assert {c[0] for c in p.completions(11, 4)} >= {"allreduce", "alltoall"}
+    # a traffic line is 'dim collective size': the group kinds first, then the collectives
+    assert {c[0] for c in p.completions(11, 4)} == {"tp", "cp", "ep", "dp", "pp", "edp", "dpcp"}
+    assert {c[0] for c in p.completions(11, 7)} >= {"allreduce", "alltoall"}
 
 
 def test_definition_on_use_paths_and_broken_imports(tmp_path):
