@@ -89,6 +89,7 @@ class Context:
     frames: tuple[Frame, ...]       # the open blocks, outermost first
     stmt: tuple[Tok, ...]           # the statement so far (before the word being typed)
     in_string: str | None           # the text of an unterminated string the cursor is in
+    groups: dict[str, dict[str, str]] = attrs.Factory(dict)    # members of groups closed before
 
 
 def _opens(head: list[Tok]) -> str:
@@ -100,6 +101,7 @@ def context(before: str) -> Context:
     """Where the end of ``before`` stands: the open blocks and the statement around it."""
     frames: list[Frame] = []
     stmt: list[Tok] = []
+    groups: dict[str, dict[str, str]] = {}
     depth = 0                       # open '(' and '[' of the statement: a newline continues it
     last: re.Match | None = None
     for m in _TOKEN.finditer(before):
@@ -125,7 +127,9 @@ def context(before: str) -> Context:
         elif tok.text == "}" and kind == "punct":
             _ended(frames, stmt)
             if frames:
-                frames.pop()
+                done = frames.pop()
+                if done.kind == "group" and len(done.head) > 1:
+                    groups[done.head[1].text] = done.members
             stmt, depth = [], 0
         else:
             stmt.append(tok)
@@ -142,7 +146,7 @@ def context(before: str) -> Context:
         stmt = stmt[:-1]            # the word being typed: the editor filters on it
         if frames and frames[-1].flat:
             frames[-1].flat.pop()
-    return Context(tuple(frames), tuple(stmt), in_string)
+    return Context(tuple(frames), tuple(stmt), in_string, groups)
 
 
 def _ended(frames: list[Frame], stmt: list[Tok]) -> None:
@@ -366,12 +370,18 @@ def _group(ctx: Context, frame: Frame, words: list[str], known: Names) -> list[I
     if words[-1] in ("<->", "->"):
         return sorted(members)
     if words[-1] == ".":
-        return _inner_members(words, frame, known)
+        return _inner_members(words, frame, known, ctx.groups)
     return []
 
 
-def _inner_members(words: list[str], frame: Frame, known: Names) -> list[Item]:
-    """After ``a[0].b.``: the members of the group that path reaches."""
+def _inner_members(words: list[str], frame: Frame, known: Names,
+                   typed: dict[str, dict[str, str]]) -> list[Item]:
+    """After ``a[0].b.``: the members of the group that path reaches (as the text before the
+    cursor spells it, else as the known program declares it)."""
+
+    def members(group: str | None) -> dict[str, str]:
+        return typed.get(group or "") or dict(known.groups.get(group or "", ((), ()))[1])
+
     path: list[str] = []
     i = len(words) - 1
     while i >= 0 and words[i] not in ("<->", "->"):
@@ -381,9 +391,8 @@ def _inner_members(words: list[str], frame: Frame, known: Names) -> list[Item]:
     segments = [w for w in segments if re.fullmatch(r"[A-Za-z_]\w*", w)]
     target = frame.members.get(segments[0]) if segments else None
     for name in segments[1:]:
-        target = dict(known.groups.get(target or "", ((), ()))[1]).get(name)
-    inner = known.groups.get(target or "", ((), ()))[1]
-    return sorted((n, "member", f"{n} : {t}") for n, t in inner)
+        target = members(target).get(name)
+    return sorted((n, "member", f"{n} : {t}") for n, t in members(target).items())
 
 
 def _settings(frame: Frame, known: Names) -> list[Item]:
