@@ -43,30 +43,9 @@ parallel q on box {
 '''
 TOP = {"use", "link", "device", "model", "group", "system", "parallel"}     # top-level keywords
 LINKS = {"nvlink4", "ndr", "pcie5", "fast"}
-
-
-def complete_at(tmp_path, mark: str, occurrence: int = 1, good=None) -> list[str]:
-    """The labels offered when ``TYPED`` has been typed up to the end of the
-    ``occurrence``-th ``mark`` (the rest of the file not typed yet)."""
-    at = -1
-    for _ in range(occurrence):
-        at = TYPED.index(mark, at + 1)
-    before = TYPED[:at + len(mark)]
-    lines = before.split("\n")
-    a = Analysis(before, str(tmp_path / "typed.topo"))
-    found = a.completions(len(lines) - 1, len(lines[-1]), *([good] if good else []))
-    return [c[0] for c in found]
-
-
-def test_link_types_in_an_unclosed_group(tmp_path):
-    """The issue's trap: after 'gpu[*] <-> sw[*] : nv' in a group whose '}' is not typed yet
-    the link types were not offered, only the top-level keywords."""
-    labels = complete_at(tmp_path, "  gpu[*] <-> sw[*] : nv")
-    assert LINKS <= set(labels) and not TOP & set(labels)
-    assert "H100" not in labels
-
-
-@pytest.mark.parametrize("mark, wanted, unwanted", [
+#: (the text typed up to the end of the first occurrence of this, labels that must be offered
+#: there, labels that must not)
+POSITIONS = [
     ("link fast : ", {"nvlink", "infiniband", "pcie"}, {"nvlink4", "use"}),
     ("device Acc : ", {"gpu", "nic", "H100"}, {"Acc", "nvlink4"}),
     ("device Acc : gpu { ", {"hbm", "tflops_bf16", "ports.nvlink"}, {"rate", "link"}),
@@ -94,7 +73,28 @@ def test_link_types_in_an_unclosed_group(tmp_path):
     ("    tp ", {"allreduce", "alltoall"}, {"tp"}),
     ("  }\n}\n", TOP, {"tp"}),
     ('use "', {"nvidia/links.topo", "models/llama3.topo"}, TOP),
-])
+]
+
+
+def complete_at(tmp_path, mark: str, good=None) -> list[str]:
+    """The labels offered when ``TYPED`` has been typed up to the end of ``mark``'s first
+    occurrence (the rest of the file not typed yet)."""
+    before = TYPED[:TYPED.index(mark) + len(mark)]
+    lines = before.split("\n")
+    a = Analysis(before, str(tmp_path / "typed.topo"))
+    found = a.completions(len(lines) - 1, len(lines[-1]), *([good] if good else []))
+    return [c[0] for c in found]
+
+
+def test_link_types_in_an_unclosed_group(tmp_path):
+    """The issue's trap: after 'gpu[*] <-> sw[*] : nv' in a group whose '}' is not typed yet
+    the link types were not offered, only the top-level keywords."""
+    labels = complete_at(tmp_path, "  gpu[*] <-> sw[*] : nv")
+    assert LINKS <= set(labels) and not TOP & set(labels)
+    assert "H100" not in labels
+
+
+@pytest.mark.parametrize("mark, wanted, unwanted", POSITIONS)
 def test_what_each_position_offers(tmp_path, mark, wanted, unwanted):
     labels = set(complete_at(tmp_path, mark))
     assert wanted <= labels, sorted(wanted - labels)

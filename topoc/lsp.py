@@ -75,6 +75,19 @@ def _found(d: Diagnostic, path: str, uses: dict[Path, int] | None = None) -> Fou
     return Found(d.code, 1 if d.severity == "error" else 2, message, start, end)
 
 
+def _inside(f: Found, lines: list[str]) -> Found:
+    """``f`` with its range inside the document (an error at the end of the file points past
+    the last character, one in an imported file at the whole ``use`` line): each end moved
+    back to the end of its line, and a range that becomes empty covers the character before."""
+    def clamp(pos: tuple[int, int]) -> tuple[int, int]:
+        line = min(max(pos[0], 0), len(lines) - 1)
+        return line, min(max(pos[1], 0), len(lines[line]))
+    start, end = clamp(f.start), clamp(f.end)
+    if start == end and start[1] > 0:
+        start = (start[0], start[1] - 1)
+    return attrs.evolve(f, start=start, end=end)
+
+
 #: Documents up to this many characters are small: a request waits for their pending analysis
 #: (a fraction of a second) and a half-typed line is recovered around; larger ones answer at
 #: once from the last analysis (lsp_io explains why).
@@ -143,7 +156,9 @@ class Analysis:
         except RecursionError:
             pass                # nested too deeply to analyse: nothing to say at a position
         uses = self.uses()
-        self.diagnostics = [f for d in found if (f := _found(d, self.path, uses))]
+        lines = self.text.split("\n")
+        self.diagnostics = [_inside(f, lines) for d in found
+                            if (f := _found(d, self.path, uses))]
 
     # -- imports
     def uses(self) -> dict[Path, int]:
