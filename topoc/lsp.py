@@ -316,14 +316,14 @@ class Analysis:
         lines = self.text.split("\n")
         if not 0 <= line < len(lines):
             return []
-        offset = sum(len(t) + 1 for t in lines[:line]) + min(character, len(lines[line]))
+        offset = len("\n".join(lines[:line])) + bool(line) + min(character, len(lines[line]))
         programs: list[Program | None] = []
         if self.program is None:
             programs += [c.imported(p) for u in c.uses(self.text)
                          if (p := self.use_target(u)) is not None]
             programs.append(good)
         programs.append(self.program)
-        known = c.names(self.text, programs)
+        known = c.names(self.text, programs, scan=self.program is None)
         return c.complete(self.text[:offset], known,
                           lambda: c.topo_files(Path(self.path).resolve().parent))
 

@@ -30,6 +30,7 @@ per version on disk), and the declarations the text itself spells (read line by 
 
 from __future__ import annotations
 
+import bisect
 import re
 from pathlib import Path
 
@@ -60,36 +61,149 @@ _TOKEN = re.compile(r'''(?P<string>"(?:[^"\\\n]|\\.)*"?)|(?P<comment>\#[^\n]*)|(
     |(?P<space>[ \t\r\f\v]+)|(?P<arrow><->|->)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)
     |(?P<number>\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?)|(?P<punct>.)''', re.X | re.S)
 _UNIT = re.compile(r"(?:[KkMGTP]i?)?[Bb]|ns|us|ms|s")
-_DECL = re.compile(r"^[ \t]*(link|device|group|model|system)[ \t]+([A-Za-z_]\w*)"
-                   r"(?:[ \t]*(?::[ \t]*([A-Za-z_]\w*)|\(([^)\n]*))?)?", re.M)
-_USE = re.compile(r'^[ \t]*use[ \t]+"([^"\n]*)"', re.M)
+# Each starts with its keyword, so that the regular expression engine skips to its occurrences
+# (a pattern that starts with '^' in multi-line mode is tried at every character: a tenth of a
+# second on a document at the size limit); ``_at_line_start`` then keeps those that begin a
+# line.
+_DECLS = {word: re.compile(word + r"[ \t]+([A-Za-z_]\w*)(?:[ \t]*(?::[ \t]*([A-Za-z_]\w*)"
+                           r"|\(([^)\n]*)))?") for word in ("link", "device", "group", "model",
+                                                            "system")}
+_USE = re.compile(r'use[ \t]+"([^"\n]*)"')
 _PARAM = re.compile(r"([A-Za-z_]\w*)\s*:\s*([A-Za-z_]\w*)")
 _KV = ("link", "device", "model", "parallel")        # blocks of 'key = value' settings
 
 
 @attrs.frozen
 class Tok:
-    kind: str           # name, number, string, arrow, punct
+    kind: str           # name, number, string, arrow, punct, or block (a closed inner block)
     text: str
 
 
 @attrs.define
 class Frame:
-    """An open block: what opened it and what has been said inside it so far."""
+    """An open block: what opened it and what has been said inside it so far (``members``
+    and ``lets`` for the innermost group, ``flat`` for the innermost block of settings)."""
 
     kind: str                       # group, link, device, model, parallel, traffic or ''
     head: tuple[Tok, ...] = ()      # the statement before its '{'
-    members: dict[str, str] = attrs.Factory(dict)      # a group's instance -> target
-    lets: list[str] = attrs.Factory(list)
     flat: list[Tok] = attrs.Factory(list)   # every token at this block's level, lines joined
+    body: str = ""                  # the text inside it so far (strings and comments blanked)
+
+    @property
+    def members(self) -> dict[str, str]:
+        """A group's members so far: instance -> target (read when asked: a regular expression
+        over a group of a million lines takes a few tenths of a second)."""
+        return {m.group(1): m.group(2) for m in _MEMBER.finditer(self.body)
+                if m.group(1) not in ("let", "require")
+                and m.end() < len(self.body)}       # not the line being typed
+
+    @property
+    def lets(self) -> list[str]:
+        return _LET.findall(self.body)
 
 
-@attrs.frozen
+_HIDDEN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*')
+_MEMBER = re.compile(r"^[ \t]*(?:host[ \t]+)?([A-Za-z_]\w*)[ \t]*(?:\[[^\]\n]*\])?[ \t]*:[ \t]*"
+                     r"([A-Za-z_]\w*)", re.M)
+_LET = re.compile(r"^[ \t]*let[ \t]+([A-Za-z_]\w*)", re.M)
+
+
 class Context:
-    frames: tuple[Frame, ...]       # the open blocks, outermost first
-    stmt: tuple[Tok, ...]           # the statement so far (before the word being typed)
-    in_string: str | None           # the text of an unterminated string the cursor is in
-    groups: dict[str, dict[str, str]] = attrs.Factory(dict)    # members of groups closed before
+    """Where the end of a text stands: the open blocks (outermost first), the statement so far
+    (before the word being typed), and the unterminated string the cursor is in, if any.
+
+    Fast on a large document: strings and comments are blanked and the braces found by
+    regular expressions; only the statements that open the blocks, the current statement and
+    the innermost block of settings are tokenized, and a group's members so far are read by
+    one regular expression over its body."""
+
+    def __init__(self, before: str):
+        self.in_string: str | None = None
+
+        def blank(m: re.Match) -> str:
+            t = m.group()
+            if t[0] == '"' and m.end() == len(before) and (len(t) == 1 or t[-1] != '"'):
+                self.in_string = t[1:]
+                return " " * len(t)
+            return ('"' + " " * (len(t) - 2) + '"') if t[0] == '"' else " " * len(t)
+
+        self.clean = clean = _HIDDEN.sub(blank, before)
+        end = len(clean)
+        braces = sorted(_find(clean, "{") + _find(clean, "}"))
+        opened: list[int] = []
+        self.pairs: list[tuple[int, int, int]] = []         # (open, close, depth)
+        for i in braces:
+            if clean[i] == "{":
+                opened.append(i)
+            elif opened:
+                self.pairs.append((opened.pop(), i, len(opened)))
+        self.braces = braces
+        self.frames = tuple(Frame(_opens(head := self._tokens(self._start(p), p)), tuple(head))
+                            for p in opened)
+        stmt = self._tokens(self._start(end), end)
+        typing = bool(stmt) and stmt[-1].kind == "name" and self.in_string is None and \
+            bool(re.search(r"[A-Za-z0-9_]$", clean))
+        self.stmt = tuple(stmt[:-1] if typing else stmt)    # the editor filters on the word
+        if opened:
+            inner, p = self.frames[-1], opened[-1]
+            if inner.kind == "group":
+                inner.body = clean[p + 1:]
+            elif inner.kind:
+                inner.flat = self._level(p + 1, end)[:-1 if typing else None]
+
+    def _before(self, pos: int) -> int:
+        """The position after the last brace before ``pos`` (0 if none)."""
+        i = bisect.bisect_left(self.braces, pos)
+        return self.braces[i - 1] + 1 if i else 0
+
+    def _start(self, pos: int) -> int:
+        """Where the statement that ``pos`` ends starts: after the last brace, at the start of
+        its line, or of an earlier line when a '(' or '[' is still open there."""
+        lo = self._before(pos)
+        start = max(lo, self.clean.rfind("\n", lo, pos) + 1)
+        for _ in range(50):
+            part = self.clean[start:pos]
+            if start <= lo or part.count("(") + part.count("[") >= \
+                    part.count(")") + part.count("]"):
+                break
+            start = max(lo, self.clean.rfind("\n", lo, start - 1) + 1)
+        return start
+
+    def _tokens(self, a: int, b: int) -> list[Tok]:
+        return [Tok(m.lastgroup, m.group()) for m in _TOKEN.finditer(self.clean, a, b)
+                if m.lastgroup not in ("space", "nl", "comment")]
+
+    def _level(self, a: int, b: int) -> list[Tok]:
+        """The tokens of ``[a, b)`` outside the blocks closed inside it, each of those one
+        'block' token."""
+        out: list[Tok] = []
+        for o, c, _ in sorted(p for p in self.pairs if a <= p[0] and p[1] < b):
+            if o < a:
+                continue                # inside a block already passed
+            out += self._tokens(a, o)
+            out.append(Tok("block", "{}"))
+            a = c + 1
+        return out + self._tokens(a, b)
+
+    def closed_groups(self) -> dict[str, dict[str, str]]:
+        """The members of each group closed before the cursor, as its text spells them."""
+        out = {}
+        for o, c, depth in self.pairs:
+            head = self._tokens(self._start(o), o)
+            if depth == 0 and _opens(head) == "group" and len(head) > 1:
+                out[head[1].text] = {m.group(1): m.group(2) for m in
+                                     _MEMBER.finditer(self.clean, o + 1, c)}
+        return out
+
+
+def _find(text: str, char: str) -> list[int]:
+    """Where ``char`` occurs in ``text`` (str.find skips along at memory speed; a regular
+    expression of a character set tries each character in turn, ten times slower)."""
+    out, i = [], text.find(char)
+    while i >= 0:
+        out.append(i)
+        i = text.find(char, i + 1)
+    return out
 
 
 def _opens(head: list[Tok]) -> str:
@@ -98,72 +212,8 @@ def _opens(head: list[Tok]) -> str:
 
 
 def context(before: str) -> Context:
-    """Where the end of ``before`` stands: the open blocks and the statement around it."""
-    frames: list[Frame] = []
-    stmt: list[Tok] = []
-    groups: dict[str, dict[str, str]] = {}
-    depth = 0                       # open '(' and '[' of the statement: a newline continues it
-    last: re.Match | None = None
-    for m in _TOKEN.finditer(before):
-        last = m
-        kind = m.lastgroup
-        if kind in ("space", "comment"):
-            continue
-        if kind == "nl":
-            if depth == 0:
-                _ended(frames, stmt)
-                stmt = []
-            continue
-        tok = Tok(kind, m.group())
-        if tok.text in "([" and kind == "punct":
-            depth += 1
-        elif tok.text in ")]" and kind == "punct":
-            depth = max(0, depth - 1)
-        if tok.text == "{" and kind == "punct":
-            if frames:              # a block inside a block: one finished item of the outer
-                frames[-1].flat.append(Tok("block", "{}"))
-            frames.append(Frame(_opens(stmt), tuple(stmt)))
-            stmt, depth = [], 0
-        elif tok.text == "}" and kind == "punct":
-            _ended(frames, stmt)
-            if frames:
-                done = frames.pop()
-                if done.kind == "group" and len(done.head) > 1:
-                    groups[done.head[1].text] = done.members
-            stmt, depth = [], 0
-        else:
-            stmt.append(tok)
-            if frames:
-                frames[-1].flat.append(tok)
-    in_string = None
-    if last is not None and last.lastgroup == "string" and last.end() == len(before):
-        text = last.group()
-        if len(text) == 1 or not text.endswith('"') or text.endswith('\\"'):
-            in_string = text[1:]
-            stmt = stmt[:-1]
-    if stmt and stmt[-1].kind == "name" and last is not None and last.lastgroup == "name" \
-            and last.end() == len(before):
-        stmt = stmt[:-1]            # the word being typed: the editor filters on it
-        if frames and frames[-1].flat:
-            frames[-1].flat.pop()
-    return Context(tuple(frames), tuple(stmt), in_string, groups)
-
-
-def _ended(frames: list[Frame], stmt: list[Tok]) -> None:
-    """A group's statement ended: remember its instance or let name."""
-    if not frames or frames[-1].kind != "group" or not stmt:
-        return
-    words = [t.text for t in stmt if t.kind != "string"]
-    if words[:1] == ["let"] and len(words) > 1:
-        frames[-1].lets.append(words[1])
-        return
-    if words[:1] == ["host"]:
-        words = words[1:]
-    if not words or "<->" in words or "->" in words or ":" not in words:
-        return
-    colon = words.index(":")
-    if colon + 1 < len(words) and re.fullmatch(r"[A-Za-z_]\w*", words[0]):
-        frames[-1].members[words[0]] = words[colon + 1]
+    """Where the end of ``before`` stands (``Context``)."""
+    return Context(before)
 
 
 # ---- the names a document knows -------------------------------------------------------------
@@ -205,9 +255,9 @@ def _first(decl) -> str:
     return describe(decl).split("\n")[0].replace("**", "")
 
 
-def names(text: str, programs: list[Program | None]) -> Names:
-    """What ``text`` can name: the declarations it spells itself, overridden by those of
-    ``programs`` (its imports, the last program that resolved, its own), later ones first."""
+def names(text: str, programs: list[Program | None], scan: bool = True) -> Names:
+    """What ``text`` can name: the declarations of ``programs`` (its imports, the last program
+    that resolved, its own: later ones win), and with ``scan`` those it spells itself."""
     links: dict[str, str] = {}
     devices: dict[str, tuple[str, str]] = {}
     groups: dict = {}
@@ -225,8 +275,9 @@ def names(text: str, programs: list[Program | None]) -> Names:
             groups[n] = (params, members)
         models.update((n, _first(m)) for n, m in p.models.items())
         systems.update((sd.name, None) for sd in p.systems)
-    for m in _DECL.finditer(text):          # the text's own, as far as it is typed
-        word, name, target, params = m.groups()
+    for m in _declared(text) if scan else ():   # the text's own, as far as it is typed
+        name, target, params = m.groups()
+        word = m.group()[:m.group().index(name)].strip()
         if word == "link" and name not in links:
             links[name] = f"link {name} : {target or '?'} (this file)"
         elif word == "device" and name not in devices:
@@ -241,9 +292,20 @@ def names(text: str, programs: list[Program | None]) -> Names:
     return Names(links, devices, groups, models, tuple(systems))
 
 
+def _at_line_start(text: str, m: re.Match) -> bool:
+    return not text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip(" \t")
+
+
+def _declared(text: str) -> list[re.Match]:
+    """The declarations ``text`` spells at the start of a line, in order."""
+    found = [m for pattern in _DECLS.values() for m in pattern.finditer(text)
+             if _at_line_start(text, m)]
+    return sorted(found, key=re.Match.start)
+
+
 def uses(text: str) -> list[str]:
     """The paths the ``use`` lines of ``text`` name."""
-    return _USE.findall(text)
+    return [m.group(1) for m in _USE.finditer(text) if _at_line_start(text, m)]
 
 
 # ---- what fits the cursor -------------------------------------------------------------------
@@ -344,19 +406,17 @@ def _group(ctx: Context, frame: Frame, words: list[str], known: Names) -> list[I
     head = [t.text for t in frame.head]
     inner = " ".join(head)
     params = dict(_PARAM.findall(inner[inner.index("(") + 1:])) if "(" in head else {}
-    lets = tuple(frame.lets)
-    members = [(n, "member", f"{n} : {t}") for n, t in frame.members.items()]
     if not words:
-        return sorted(members) + [(k, "keyword", d) for k, d in GROUP_WORDS.items()]
+        return _members(frame.members) + [(k, "keyword", d) for k, d in GROUP_WORDS.items()]
     opened = words.count("(") > words.count(")")
     if opened:
-        return _arguments(words, known, params, lets)
+        return _arguments(words, known, params, tuple(frame.lets))
     if words.count("[") > words.count("]") or words[0] in ("let", "require"):
         if words[0] == "let" and len(words) < 3:
             return []
         if words[-1] in ("[", "=", "require", "+", "-", "*", "/", "%", "..", ",", "(", "<",
                          ">") or words[-1] in ("<=", ">=", "==", "!="):
-            return _expression(params, lets)
+            return _expression(params, tuple(frame.lets))
         return []
     connection = "<->" in words or "->" in words
     if words[-1] == ":":
@@ -366,12 +426,16 @@ def _group(ctx: Context, frame: Frame, words: list[str], known: Names) -> list[I
                 + [(n, "parameter", f"{n}: {t}") for n, t in sorted(params.items())
                    if t in DEVICE_KINDS])
     if connection and words[-1] == "x":
-        return _expression(params, lets)
+        return _expression(params, tuple(frame.lets))
     if words[-1] in ("<->", "->"):
-        return sorted(members)
+        return _members(frame.members)
     if words[-1] == ".":
-        return _inner_members(words, frame, known, ctx.groups)
+        return _inner_members(words, frame, known, ctx.closed_groups())
     return []
+
+
+def _members(members: dict[str, str]) -> list[Item]:
+    return sorted((n, "member", f"{n} : {t}") for n, t in members.items())
 
 
 def _inner_members(words: list[str], frame: Frame, known: Names,
@@ -392,7 +456,7 @@ def _inner_members(words: list[str], frame: Frame, known: Names,
     target = frame.members.get(segments[0]) if segments else None
     for name in segments[1:]:
         target = members(target).get(name)
-    return sorted((n, "member", f"{n} : {t}") for n, t in members(target).items())
+    return _members(members(target))
 
 
 def _settings(frame: Frame, known: Names) -> list[Item]:
