@@ -4,9 +4,9 @@ Diagnostics as you type, with the compiler's codes and spans (errors, then lint 
 the file compiles); hover with a name's resolved figures (a link type's class, bandwidth and
 latency; a device model's attributes and ports; a group's parameters and members; a model's
 parameter count); go to definition across ``use`` imports and into the bundled library;
-completion of link types, device models, groups, models and the system's parameters; and
-formatting with ``topoc fmt``. The analysis (``Analysis``) is plain Python, independent of
-pygls, so it is tested directly and through the protocol.
+completion from the syntax around the cursor, also where the file does not parse
+(``lsp_complete``); and formatting with ``topoc fmt``. The analysis (``Analysis``) is plain
+Python, independent of pygls, so it is tested directly and through the protocol.
 """
 
 from __future__ import annotations

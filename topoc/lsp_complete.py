@@ -1,12 +1,12 @@
 """Completion from the syntax around the cursor, whether or not the file parses (issue 40).
 
 While a file is typed it rarely parses: a block's ``}`` is not there yet, a line is half
-written. Completion therefore never asks the parser where the cursor is. ``context`` scans the
-text before the cursor with a tolerant tokenizer (strings and comments skipped, nothing ever
-rejected): braces open and close blocks, each block knows the statement that opened it (a
-``group``, a ``device X : gpu`` attribute block, a ``parallel`` block, a ``traffic`` block...),
-and the tokens since the last statement boundary say where in a statement the cursor stands.
-``complete`` maps that position to what may be written there:
+written. Completion therefore never asks the parser where the cursor is. ``Context`` reads the
+text before the cursor tolerantly (strings and comments skipped, nothing ever rejected): braces
+open and close blocks, each block knows the statement that opened it (a ``group``, a
+``device X : gpu`` attribute block, a ``parallel`` block, a ``traffic`` block...), and the
+tokens since the last line or brace say where in a statement the cursor stands. ``complete``
+maps that position to what may be written there:
 
 - top level: the declaration keywords; after ``link X :`` the link classes; after
   ``device X :`` the device kinds and models (a parent); after ``system X :`` the groups;
@@ -25,7 +25,8 @@ and the tokens since the last statement boundary say where in a statement the cu
 
 The names offered come from ``Names``: the program of the text when it resolves, else the last
 program of the document that resolved, the files its ``use`` lines import (each resolved once
-per version on disk), and the declarations the text itself spells (read line by line).
+per version on disk), and the declarations the text itself spells (a keyword at the start of
+a line: ``link fast : nvlink`` is offered as soon as it is typed).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from .compiler.base.diagnostics import CompileError
 from .compiler.base.units import BYTES, NUMBER, RATE, SECONDS
 from .compiler.ir.system import (COLLECTIVES, DEVICE_KINDS, GROUP_KINDS, LINK_CLASSES, NIC_ROLES,
                                  NIC_TUNERS, PARALLEL_DIMS, TRANSPORTS)
+from .compiler.lang import syntax as s
 from .compiler.lang.derive import BOOL_SETTINGS, SETTING_CHOICES, bundled_models
 from .compiler.lang.resolve import (BOOL, DEVICE_SCHEMA, DTYPES, INT, LINK_SCHEMA, MODEL_SCHEMA,
                                     STRING, Program, library_root)
@@ -271,13 +273,12 @@ def names(text: str, programs: list[Program | None], scan: bool = True) -> Names
         for n, g in p.groups.items():
             params = tuple((q.name, q.type) for q in g.params)
             members = tuple((st.name, st.target) for st in g.body
-                            if hasattr(st, "target") and hasattr(st, "name"))
+                            if isinstance(st, s.Instance))
             groups[n] = (params, members)
         models.update((n, _first(m)) for n, m in p.models.items())
         systems.update((sd.name, None) for sd in p.systems)
-    for m in _declared(text) if scan else ():   # the text's own, as far as it is typed
+    for word, m in _declared(text) if scan else ():     # the text's own, as far as typed
         name, target, params = m.groups()
-        word = m.group()[:m.group().index(name)].strip()
         if word == "link" and name not in links:
             links[name] = f"link {name} : {target or '?'} (this file)"
         elif word == "device" and name not in devices:
@@ -296,11 +297,11 @@ def _at_line_start(text: str, m: re.Match) -> bool:
     return not text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip(" \t")
 
 
-def _declared(text: str) -> list[re.Match]:
-    """The declarations ``text`` spells at the start of a line, in order."""
-    found = [m for pattern in _DECLS.values() for m in pattern.finditer(text)
+def _declared(text: str) -> list[tuple[str, re.Match]]:
+    """(keyword, match) of each declaration ``text`` spells at the start of a line, in order."""
+    found = [(word, m) for word, pattern in _DECLS.items() for m in pattern.finditer(text)
              if _at_line_start(text, m)]
-    return sorted(found, key=re.Match.start)
+    return sorted(found, key=lambda f: f[1].start())
 
 
 def uses(text: str) -> list[str]:
