@@ -52,6 +52,7 @@ POSITIONS = [
     ("device Acc : gpu { hbm = 80 GB ", {"tflops_bf16"}, {"hbm"}),
     ("device Nic2 : nic { ", {"rate", "transport", "role"}, {"hbm"}),
     ("transport = ", {'"roce"', '"ib"'}, {"rate"}),
+    ('transport = "', {"roce", "ib"}, {"rate", '"roce"'}),
     ("link fast : nvlink { ", {"bandwidth", "latency"}, {"hbm"}),
     ("group Node(n: ", {"int", "gpu"}, {"H100"}),
     ("group Node(n: int = 8) {\n  ", {"let", "require", "host"}, TOP),
@@ -129,6 +130,7 @@ def test_strings_and_comments_are_not_read_as_syntax(tmp_path):
     from topoc.lsp_complete import context
     ctx = context(text)
     assert [f.kind for f in ctx.frames] == ["group"] and ctx.frames[0].members == {"h": "X"}
+    assert a.completions(1, len("group G { # a ")) == []          # in a comment: nothing
 
 
 def lsp_complete_top():

@@ -121,12 +121,15 @@ class Context:
 
     def __init__(self, before: str):
         self.in_string: str | None = None
+        self.in_comment = False
 
         def blank(m: re.Match) -> str:
             t = m.group()
             if t[0] == '"' and m.end() == len(before) and (len(t) == 1 or t[-1] != '"'):
                 self.in_string = t[1:]
                 return " " * len(t)
+            if t[0] == "#" and m.end() == len(before):
+                self.in_comment = True
             return ('"' + " " * (len(t) - 2) + '"') if t[0] == '"' else " " * len(t)
 
         self.clean = clean = _HIDDEN.sub(blank, before)
@@ -317,9 +320,14 @@ def complete(before: str, known: Names, files=lambda: []) -> list[Item]:
     ctx = context(before)
     words = [t.text for t in ctx.stmt]
     frame = ctx.frames[-1] if ctx.frames else None
+    if ctx.in_comment:
+        return []
     if ctx.in_string is not None:
         if not ctx.frames and words == ["use"]:
             return [(f, "file", "") for f in files()]
+        if frame is not None and frame.kind in _KV:     # 'transport = "': the choices, bare
+            return [(label.strip('"'), kind, detail)
+                    for label, kind, detail in _settings(frame, known) if label[0] == '"']
         return []
     if frame is None:
         return _top(words, known)
