@@ -126,13 +126,18 @@ def test_strings_and_comments_are_not_read_as_syntax(tmp_path):
             "  h <-> h : ")
     a = Analysis(text, str(tmp_path / "t.topo"))
     assert "nvlink4" in {c[0] for c in a.completions(3, len("  h <-> h : "))}
-    assert TOP == set(lsp_complete_top())
-    from topoc.lsp_complete import context
+    from topoc.lsp_complete import TOP as top, context
+    assert set(top) == TOP
     ctx = context(text)
     assert [f.kind for f in ctx.frames] == ["group"] and ctx.frames[0].members == {"h": "X"}
     assert a.completions(1, len("group G { # a ")) == []          # in a comment: nothing
 
 
-def lsp_complete_top():
-    from topoc.lsp_complete import TOP as top
-    return top
+def test_arguments_over_several_lines(tmp_path):
+    text = ("group N(a: int = 1, b: int = 2) {\n  x : X\n}\ngroup P {\n  y : N(a = 1,\n"
+            "         ")
+    a = Analysis(text, str(tmp_path / "t.topo"))
+    assert [c[0] for c in a.completions(5, 9)] == ["b"]
+    closed = text + "b = 2)\n  "
+    after = Analysis(closed, str(tmp_path / "t.topo")).completions(6, 2)
+    assert {"y", "let"} <= {c[0] for c in after}

@@ -163,15 +163,17 @@ class Context:
 
     def _start(self, pos: int) -> int:
         """Where the statement that ``pos`` ends starts: after the last brace, at the start of
-        its line, or of an earlier line when a '(' or '[' is still open there."""
+        its line, or of an earlier line while a '(' or '[' opened above is still open there
+        (arguments over several lines)."""
         lo = self._before(pos)
         start = max(lo, self.clean.rfind("\n", lo, pos) + 1)
+        depth = _depth(self.clean, lo, start)
         for _ in range(50):
-            part = self.clean[start:pos]
-            if start <= lo or part.count("(") + part.count("[") >= \
-                    part.count(")") + part.count("]"):
+            if start <= lo or depth <= 0:
                 break
-            start = max(lo, self.clean.rfind("\n", lo, start - 1) + 1)
+            above = max(lo, self.clean.rfind("\n", lo, start - 1) + 1)
+            depth -= _depth(self.clean, above, start)
+            start = above
         return start
 
     def _tokens(self, a: int, b: int) -> list[Tok]:
@@ -199,6 +201,12 @@ class Context:
                 out[head[1].text] = {m.group(1): m.group(2) for m in
                                      _MEMBER.finditer(self.clean, o + 1, c)}
         return out
+
+
+def _depth(text: str, a: int, b: int) -> int:
+    """Brackets opened minus brackets closed in ``text[a:b]``."""
+    return (text.count("(", a, b) + text.count("[", a, b)
+            - text.count(")", a, b) - text.count("]", a, b))
 
 
 def _find(text: str, char: str) -> list[int]:
