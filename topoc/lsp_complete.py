@@ -431,8 +431,8 @@ def _group(ctx: Context, frame: Frame, words: list[str], known: Names) -> list[I
     if words.count("[") > words.count("]") or words[0] in ("let", "require"):
         if words[0] == "let" and len(words) < 3:
             return []
-        if words[-1] in ("[", "=", "require", "+", "-", "*", "/", "%", "..", ",", "(", "<",
-                         ">") or words[-1] in ("<=", ">=", "==", "!="):
+        # after an operator ('<=' and '==' end in '=', a range's '..' in '.')
+        if words[-1] in ("[", "=", "require", "+", "-", "*", "/", "%", ".", ",", "(", "<", ">"):
             return _expression(params, tuple(frame.lets))
         return []
     connection = "<->" in words or "->" in words
