@@ -214,12 +214,13 @@ def test_definition_on_use_paths_and_broken_imports(tmp_path):
 
 def test_a_file_typed_character_by_character(tmp_path):
     """Issue 40: the real server over stdio, a file of every construct typed one character at
-    a time (didChange with the whole text, then completion at the end): at every step the
-    completion request is answered without an error, the diagnostics published for that
-    step's text are well-formed (codes, severities, ranges inside the text), completion
+    a time (an incremental didChange inserting it, then a completion at the end): at every
+    step the completion request is answered without an error, the diagnostics published for
+    that step's text are well-formed (codes, severities, ranges inside the text), completion
     inside a block never offers the top-level keywords, and at chosen positions it offers
     what fits there (link types after a connection's ':' ...). The server writes no
-    traceback and the finished file has no findings."""
+    traceback, the finished file has no findings, and shutdown and exit with null params end
+    it with code 0."""
     from .test_lsp_complete import POSITIONS, TOP, TYPED
     checks = {TYPED.index(mark) + len(mark): (mark, wanted, unwanted)
               for mark, wanted, unwanted in POSITIONS}
@@ -238,9 +239,12 @@ def test_a_file_typed_character_by_character(tmp_path):
         for n in range(1, len(TYPED) + 1):
             text = TYPED[:n]
             lines = text.split("\n")
+            at = TYPED[:n - 1].split("\n")       # the character goes at the end, as typed
+            end = {"line": len(at) - 1, "character": len(at[-1])}
             client.send("textDocument/didChange", {
                 "textDocument": {"uri": uri, "version": n},
-                "contentChanges": [{"text": text}]}, request=False)
+                "contentChanges": [{"range": {"start": end, "end": end},
+                                    "text": TYPED[n - 1]}]}, request=False)
             rid = client.send("textDocument/completion", {
                 "textDocument": {"uri": uri},
                 "position": {"line": len(lines) - 1, "character": len(lines[-1])}})
