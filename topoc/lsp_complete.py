@@ -268,6 +268,29 @@ def _first(decl) -> str:
     return describe(decl).split("\n")[0].replace("**", "")
 
 
+_DECLARES: dict[int, tuple[Program, tuple]] = {}
+
+
+def _declares(p: Program) -> tuple:
+    """A program's (links, devices, groups, models, systems) with their details, kept per
+    program (a program never changes; describing each declaration at every keystroke took
+    most of a completion's time)."""
+    kept = _DECLARES.get(id(p))
+    if kept is not None and kept[0] is p:
+        return kept[1]
+    groups = {n: (tuple((q.name, q.type) for q in g.params),
+                  tuple((st.name, st.target) for st in g.body if isinstance(st, s.Instance)))
+              for n, g in p.groups.items()}
+    out = ({n: _first(lt) for n, lt in p.link_types.items()},
+           {n: (d.kind, _first(d)) for n, d in p.device_models.items()},
+           groups, {n: _first(m) for n, m in p.models.items()},
+           {sd.name: None for sd in p.systems})
+    if len(_DECLARES) > 32:
+        _DECLARES.clear()
+    _DECLARES[id(p)] = (p, out)
+    return out
+
+
 def names(text: str, programs: list[Program | None], scan: bool = True) -> Names:
     """What ``text`` can name: the declarations of ``programs`` (its imports, the last program
     that resolved, its own: later ones win), and with ``scan`` those it spells itself."""
@@ -277,17 +300,9 @@ def names(text: str, programs: list[Program | None], scan: bool = True) -> Names
     models: dict[str, str] = {}
     systems: dict[str, None] = {}
     for p in programs:
-        if p is None:
-            continue
-        links.update((n, _first(lt)) for n, lt in p.link_types.items())
-        devices.update((n, (d.kind, _first(d))) for n, d in p.device_models.items())
-        for n, g in p.groups.items():
-            params = tuple((q.name, q.type) for q in g.params)
-            members = tuple((st.name, st.target) for st in g.body
-                            if isinstance(st, s.Instance))
-            groups[n] = (params, members)
-        models.update((n, _first(m)) for n, m in p.models.items())
-        systems.update((sd.name, None) for sd in p.systems)
+        if p is not None:
+            for table, part in zip((links, devices, groups, models, systems), _declares(p)):
+                table.update(part)
     for word, m in _declared(text) if scan else ():     # the text's own, as far as typed
         name, target, params = m.groups()
         if word == "link" and name not in links:
@@ -364,7 +379,7 @@ def _groups(known: Names) -> list[Item]:
 
 
 def _models(known: Names) -> list[Item]:
-    every = {n: _first(m) for n, m in bundled_models().items()}
+    every = {n: _first(m) for n, m in bundled_models().items()}     # cached: once per run
     every.update(known.models)
     return [(n, "model", d) for n, d in sorted(every.items())]
 
