@@ -279,3 +279,13 @@ def test_a_file_typed_character_by_character(tmp_path):
     finally:
         client.proc.kill()
     assert b"Traceback" not in b"".join(errors)
+
+
+def test_diagnostic_ranges_lie_inside_the_document(tmp_path):
+    """An error at the end of the file pointed one character past the last one (found by the
+    typing test); an imported file's error covered the use line up to column 10,000."""
+    (d,) = Analysis("use", str(tmp_path / "a.topo")).diagnostics
+    assert d.code == "E102" and (d.start, d.end) == ((0, 2), (0, 3))
+    (tmp_path / "bad.topo").write_text("link broken : nvlnk { bandwidth = 1 GB/s }\n")
+    found = Analysis('use "bad.topo"\n' + GOOD, str(tmp_path / "user.topo")).diagnostics
+    assert found[0].start == (0, 0) and found[0].end == (0, len('use "bad.topo"'))
