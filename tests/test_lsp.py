@@ -289,3 +289,13 @@ def test_diagnostic_ranges_lie_inside_the_document(tmp_path):
     (tmp_path / "bad.topo").write_text("link broken : nvlnk { bandwidth = 1 GB/s }\n")
     found = Analysis('use "bad.topo"\n' + GOOD, str(tmp_path / "user.topo")).diagnostics
     assert found[0].start == (0, 0) and found[0].end == (0, len('use "bad.topo"'))
+
+
+def test_hover_and_definition_in_a_block_not_closed_yet(tmp_path):
+    """Issue 40: in a group whose '}' is not typed yet, hover and definition answer from the
+    text with its open blocks closed (they answered nothing)."""
+    text = GOOD.split("  sw : NVSwitch3")[0] + "  sw : NVSwitch3\n  gpu[*] <-> sw : nv"
+    a = Analysis(text, str(tmp_path / "open.topo"))
+    assert a.diagnostics and a.diagnostics[0].code == "E103"
+    assert "device H100" in a.hover(3, 13) and a.hover(5, 3).startswith("`gpu` : H100")
+    assert a.definition(3, 13)[0].endswith("devices.topo")

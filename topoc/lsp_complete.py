@@ -47,7 +47,7 @@ from .compiler.lang.derive import BOOL_SETTINGS, SETTING_CHOICES, bundled_models
 from .compiler.lang.resolve import (BOOL, DEVICE_SCHEMA, DTYPES, INT, LINK_SCHEMA, MODEL_SCHEMA,
                                     STRING, Program, library_root)
 from .compiler.training.model import RECOMPUTE_MODULES
-from .lsp_help import COLLECTIVE_DOCS, SETTING_DOCS, describe
+from .lsp_help import COLLECTIVE_DOCS, HIDDEN, SETTING_DOCS, describe
 
 Item = tuple[str, str, str]          # (label, kind, detail)
 
@@ -104,7 +104,6 @@ class Frame:
         return _LET.findall(self.body)
 
 
-_HIDDEN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*')
 _MEMBER = re.compile(r"^[ \t]*(?:host[ \t]+)?([A-Za-z_]\w*)[ \t]*(?:\[[^\]\n]*\])?[ \t]*:[ \t]*"
                      r"([A-Za-z_]\w*)", re.M)
 _LET = re.compile(r"^[ \t]*let[ \t]+([A-Za-z_]\w*)", re.M)
@@ -132,7 +131,7 @@ class Context:
                 self.in_comment = True
             return ('"' + " " * (len(t) - 2) + '"') if t[0] == '"' else " " * len(t)
 
-        self.clean = clean = _HIDDEN.sub(blank, before)
+        self.clean = clean = HIDDEN.sub(blank, before)
         end = len(clean)
         braces = sorted(_find(clean, "{") + _find(clean, "}"))
         opened: list[int] = []

@@ -168,14 +168,28 @@ def describe(decl) -> str:
     return str(decl)
 
 
+#: A string (also one not closed yet) or a comment: text whose braces are not the syntax's.
+HIDDEN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*')
+
+
+def unclosed(text: str) -> int:
+    """How many blocks are open at the end of ``text`` (braces in strings and comments not
+    counted; a '}' with nothing open is ignored)."""
+    depth = 0
+    for c in re.sub(r"[^{}]", "", HIDDEN.sub("", text)):
+        depth = depth + 1 if c == "{" else max(0, depth - 1)
+    return depth
+
+
 def recover(text: str, path: str, cursor_line: int | None = None):
     """The resolved program of ``text`` as far as it goes: the cursor's line left out first (a
-    half-typed line), then each line an error points at, up to eight rounds; None when nothing
-    resolves."""
+    half-typed line) and the blocks still open closed at the end (a '}' not typed yet), then
+    each line an error points at, up to eight rounds; None when nothing resolves."""
     from .compiler.lang import pipeline
     lines = text.split("\n")
     if cursor_line is not None and 0 <= cursor_line < len(lines):
         lines[cursor_line] = " " * len(lines[cursor_line])
+    lines.append("}" * unclosed("\n".join(lines)))
     here = Path(path).resolve()
     for _ in range(8):
         try:
