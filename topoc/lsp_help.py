@@ -1,6 +1,7 @@
 """What the language server says about words: a declaration's resolved figures (``describe``),
 the settings of a ``parallel`` block, the collectives of a ``traffic`` line, and the lane count
-of a connection; and how it reads a file that does not parse yet (a half-typed line)."""
+of a connection; and how it reads a file that does not parse yet (a half-typed line, a block
+not closed yet)."""
 
 from __future__ import annotations
 
