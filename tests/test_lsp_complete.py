@@ -59,6 +59,7 @@ POSITIONS = [
     ("  gpu[n] : ", {"H100", "NVSwitch3", "Acc", "Node"}, {"nvlink4"} | TOP),
     ("  gpu[*] <-> ", {"gpu", "sw", "nic"}, {"H100"} | TOP),
     ("  gpu[*] <-> sw[*] : ", LINKS, {"H100", "gpu"} | TOP),
+    ("  gpu[*] <-> sw[*] : nv", LINKS, {"H100", "gpu"} | TOP),      # the trap
     ("nvlink4 x ", {"n"}, TOP),
     ("  a : Node(", {"n"}, TOP),
     ("  a.", {"gpu", "sw", "nic"}, TOP),
