@@ -10,8 +10,9 @@ Prints seconds for:
   (wall seconds), and the same file spaced unusually, which Lark parses line by line;
 - ``lsp``: the real language server (``topoc lsp``) over stdio with a document just under the
   8 MiB limit: didOpen, a hover during the first analysis, the time to the first diagnostics;
-  then three edits (the second leaves a half-typed line), each followed at once by a hover and
-  a completion: the time to each reply and to the edit's diagnostics;
+  then three edits (the second leaves a half-typed line), each followed at once by a hover, a
+  completion near the top and one on the group's last line (its syntax read from 8 MiB of text
+  before the cursor): the time to each reply and to the edit's diagnostics;
 - ``grown``: the fuzz campaign's small cluster with its node count set to 4,096, 16,384 and
   32,768 (the fifth campaign's slow mutant set it to 165,491: 2.8 M devices, 2.6 M links),
   each verb as a command: CPU seconds (user + system of the child) and peak resident memory,
@@ -204,10 +205,14 @@ def lsp() -> None:
                 "contentChanges": [{"text": "\n".join(lines)}]}})
             hover, h = ask("textDocument/hover", first + 3, len(lines[first + 3]) - 1)
             completion, m = ask("textDocument/completion", first + 2, len(edit))
+            # the group's last line: the text before the cursor is the whole 8 MiB group
+            last = len(lines) - 5
+            end, e = ask("textDocument/completion", last, lines[last].index(":") + 1)
             at, d = c.wait(diagnostics)
             print(f"  edit {version} ({edit.strip()!r}): hover {hover:.2f} s "
                   f"({'answered' if h.get('result') else 'empty'}), completion {completion:.2f} s"
-                  f" ({len(m['result']['items'])} items), its diagnostics {at - start:.2f} s "
+                  f" ({len(m['result']['items'])} items), at the group's end {end:.2f} s "
+                  f"({len(e['result']['items'])}), its diagnostics {at - start:.2f} s "
                   f"({len(d['params']['diagnostics'])})")
         c.proc.kill()
         c.proc.wait()

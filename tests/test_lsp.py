@@ -196,7 +196,9 @@ def test_one_error_per_typo_and_hover_on_words(tmp_path):
     p = Analysis(text, str(tmp_path / "p.topo"))
     assert "tensor parallel" in p.hover(9, 3)
     assert "busbw = algbw x 2(n-1)/n" in p.hover(11, 8)
-    assert {c[0] for c in p.completions(11, 4)} >= {"allreduce", "alltoall"}
+    # a traffic line is 'dim collective size': the group kinds first, then the collectives
+    assert {c[0] for c in p.completions(11, 4)} == {"tp", "cp", "ep", "dp", "pp", "edp", "dpcp"}
+    assert {c[0] for c in p.completions(11, 7)} >= {"allreduce", "alltoall"}
 
 
 def test_definition_on_use_paths_and_broken_imports(tmp_path):
@@ -208,3 +210,92 @@ def test_definition_on_use_paths_and_broken_imports(tmp_path):
     b = Analysis(text, str(tmp_path / "user.topo"))
     assert b.diagnostics and b.diagnostics[0].start == (0, 0)
     assert "bad.topo" in b.diagnostics[0].message
+
+
+def test_a_file_typed_character_by_character(tmp_path):
+    """Issue 40: the real server over stdio, a file of every construct typed one character at
+    a time (an incremental didChange inserting it, then a completion at the end): at every
+    step the completion request is answered without an error, the diagnostics published for
+    that step's text are well-formed (codes, severities, ranges inside the text), completion
+    inside a block never offers the top-level keywords, and at chosen positions it offers
+    what fits there (link types after a connection's ':' ...). The server writes no
+    traceback, the finished file has no findings, and shutdown and exit with null params end
+    it with code 0."""
+    from .test_lsp_complete import POSITIONS, TOP, TYPED
+    checks = {TYPED.index(mark) + len(mark): (mark, wanted, unwanted)
+              for mark, wanted, unwanted in POSITIONS}
+    client = Client(tmp_path)
+    errors: list[bytes] = []
+    threading.Thread(target=lambda: errors.extend(client.proc.stderr), daemon=True).start()
+    try:
+        client.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+                                      "capabilities": {}})
+        client.send("initialized", {}, request=False)
+        uri = (tmp_path / "typed.topo").as_uri()
+        client.send("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "topo", "version": 0, "text": ""}}, request=False)
+        client.diagnostics(uri)
+        published = []
+        for n in range(1, len(TYPED) + 1):
+            text = TYPED[:n]
+            lines = text.split("\n")
+            at = TYPED[:n - 1].split("\n")       # the character goes at the end, as typed
+            end = {"line": len(at) - 1, "character": len(at[-1])}
+            client.send("textDocument/didChange", {
+                "textDocument": {"uri": uri, "version": n},
+                "contentChanges": [{"range": {"start": end, "end": end},
+                                    "text": TYPED[n - 1]}]}, request=False)
+            rid = client.send("textDocument/completion", {
+                "textDocument": {"uri": uri},
+                "position": {"line": len(lines) - 1, "character": len(lines[-1])}})
+            reply, found = None, None
+            while reply is None or found is None:   # this step's reply and its one publish
+                msg = client.messages.get(timeout=60)
+                if msg.get("id") == rid:
+                    reply = msg
+                elif msg.get("method") == "textDocument/publishDiagnostics":
+                    assert msg["params"]["uri"] == uri
+                    found = msg["params"]["diagnostics"]
+            assert "error" not in reply, (text, reply)
+            labels = {i["label"] for i in reply["result"]["items"]}
+            for d in found:
+                assert d["source"] == "topoc" and d["message"] and d["severity"] in (1, 2)
+                assert d["code"][0] in "EW" and d["code"][1:].isdigit(), d
+                start, end = d["range"]["start"], d["range"]["end"]
+                assert (start["line"], start["character"]) <= (end["line"], end["character"])
+                for pos in (start, end):
+                    assert 0 <= pos["line"] < len(lines), (text, d)
+                    assert 0 <= pos["character"] <= len(lines[pos["line"]]), (text, d)
+            published.append(found)
+            if text.count("{") > text.count("}"):
+                assert not labels & (TOP - {"model"}), (text, sorted(labels & TOP))
+            if n in checks:
+                mark, wanted, unwanted = checks[n]
+                assert wanted <= labels and not unwanted & labels, (mark, sorted(labels))
+        assert published[-1] == [] and any(published)
+        client.request("shutdown", None)
+        client.send("exit", None, request=False)
+        assert client.proc.wait(timeout=20) == 0
+    finally:
+        client.proc.kill()
+    assert b"Traceback" not in b"".join(errors)
+
+
+def test_diagnostic_ranges_lie_inside_the_document(tmp_path):
+    """An error at the end of the file pointed one character past the last one (found by the
+    typing test); an imported file's error covered the use line up to column 10,000."""
+    (d,) = Analysis("use", str(tmp_path / "a.topo")).diagnostics
+    assert d.code == "E102" and (d.start, d.end) == ((0, 2), (0, 3))
+    (tmp_path / "bad.topo").write_text("link broken : nvlnk { bandwidth = 1 GB/s }\n")
+    found = Analysis('use "bad.topo"\n' + GOOD, str(tmp_path / "user.topo")).diagnostics
+    assert found[0].start == (0, 0) and found[0].end == (0, len('use "bad.topo"'))
+
+
+def test_hover_and_definition_in_a_block_not_closed_yet(tmp_path):
+    """Issue 40: in a group whose '}' is not typed yet, hover and definition answer from the
+    text with its open blocks closed (they answered nothing)."""
+    text = GOOD.split("  sw : NVSwitch3")[0] + "  sw : NVSwitch3\n  gpu[*] <-> sw : nv"
+    a = Analysis(text, str(tmp_path / "open.topo"))
+    assert a.diagnostics and a.diagnostics[0].code == "E103"
+    assert "device H100" in a.hover(3, 13) and a.hover(5, 3).startswith("`gpu` : H100")
+    assert a.definition(3, 13)[0].endswith("devices.topo")

@@ -200,3 +200,27 @@ def test_reader_skips_to_the_next_header_after_a_bad_frame():
     assert reader.frame() == b"abc"
     assert json.loads(reader.frame())["method"] == "x"
     assert reader.frame() is None
+
+
+@pytest.mark.parametrize("params", [{"params": None}, {}])
+def test_shutdown_and_exit_take_no_params(raw, tmp_path, params):
+    """Issue 40: 'shutdown' and 'exit' with params null (or absent) follow the LSP
+    specification: shutdown answers null, a request after it gets -32600, exit ends the
+    server with code 0 (null params got -32602 and the server kept running)."""
+    raw.initialize(tmp_path)
+    raw.send({"id": "bye", "method": "shutdown", **params})
+    reply = raw.reply(lambda m: m.get("id") == "bye")
+    assert "error" not in reply and reply["result"] is None
+    raw.send({"id": "late", "method": "textDocument/hover",
+              "params": {"textDocument": {"uri": "file:///x.topo"},
+                         "position": {"line": 0, "character": 0}}})
+    assert raw.reply(lambda m: m.get("id") == "late")["error"]["code"] == -32600
+    raw.send({"method": "exit", **params})
+    assert raw.proc.wait(timeout=20) == 0
+
+
+@pytest.mark.parametrize("params", [{"params": None}, {}])
+def test_exit_without_shutdown_ends_with_code_1(raw, tmp_path, params):
+    raw.initialize(tmp_path)
+    raw.send({"method": "exit", **params})
+    assert raw.proc.wait(timeout=20) == 1

@@ -4,9 +4,9 @@ Diagnostics as you type, with the compiler's codes and spans (errors, then lint 
 the file compiles); hover with a name's resolved figures (a link type's class, bandwidth and
 latency; a device model's attributes and ports; a group's parameters and members; a model's
 parameter count); go to definition across ``use`` imports and into the bundled library;
-completion of link types, device models, groups, models and the system's parameters; and
-formatting with ``topoc fmt``. The analysis (``Analysis``) is plain Python, independent of
-pygls, so it is tested directly and through the protocol.
+completion from the syntax around the cursor, also where the file does not parse
+(``lsp_complete``); and formatting with ``topoc fmt``. The analysis (``Analysis``) is plain
+Python, independent of pygls, so it is tested directly and through the protocol.
 """
 
 from __future__ import annotations
@@ -17,15 +17,14 @@ from urllib.parse import unquote, urlparse
 
 import attrs
 
-from .compiler.lang import fastlines, syntax as s
+from .compiler.lang import syntax as s
 from .compiler.base.diagnostics import CompileError, Diagnostic, Span
 from .compiler.lang.resolve import Program
-from .compiler.base.units import BYTES, RATE, SECONDS, human
+from .compiler.base.units import RATE, human
+from .lsp_help import describe
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 USE = re.compile(r'\s*use\s+"([^"]*)"')
-# what completion offers as keywords: the reserved words but the lanes' 'x'
-KEYWORDS = tuple(k for k in fastlines.KEYWORDS if k != "x")
 
 
 def uri_to_path(uri: str) -> str:
@@ -74,6 +73,19 @@ def _found(d: Diagnostic, path: str, uses: dict[Path, int] | None = None) -> Fou
     start, end = _range(d.span)
     message = d.message + "".join(f"\n{n.span.location()}: note: {n.message}" for n in d.notes)
     return Found(d.code, 1 if d.severity == "error" else 2, message, start, end)
+
+
+def _inside(f: Found, lines: list[str]) -> Found:
+    """``f`` with its range inside the document (an error at the end of the file points past
+    the last character, one in an imported file at the whole ``use`` line): each end moved
+    back to the end of its line, and a range that becomes empty covers the character before."""
+    def clamp(pos: tuple[int, int]) -> tuple[int, int]:
+        line = min(max(pos[0], 0), len(lines) - 1)
+        return line, min(max(pos[1], 0), len(lines[line]))
+    start, end = clamp(f.start), clamp(f.end)
+    if start == end and start[1] > 0:
+        start = (start[0], start[1] - 1)
+    return attrs.evolve(f, start=start, end=end)
 
 
 #: Documents up to this many characters are small: a request waits for their pending analysis
@@ -144,7 +156,9 @@ class Analysis:
         except RecursionError:
             pass                # nested too deeply to analyse: nothing to say at a position
         uses = self.uses()
-        self.diagnostics = [f for d in found if (f := _found(d, self.path, uses))]
+        lines = self.text.split("\n")
+        self.diagnostics = [_inside(f, lines) for d in found
+                            if (f := _found(d, self.path, uses))]
 
     # -- imports
     def uses(self) -> dict[Path, int]:
@@ -290,45 +304,28 @@ class Analysis:
                  if decl.span else "")
         return head + describe(decl) + where
 
-    def completions(self, line: int, character: int) -> list[tuple[str, str, str]]:
-        """(label, kind, detail) choices for the cursor, also on a half-typed line: after a
-        connection's ':' link types; after a member's ':' device models and groups; after
-        'system NAME :' groups; after 'model =' every model the file knows and every bundled
-        one; in a parallel block its settings, in a traffic block the collectives; in
-        arguments the system's parameters; else all names and keywords."""
-        from .compiler.lang.derive import bundled_models
-        from .lsp_help import COLLECTIVE_DOCS, SETTING_DOCS, blocks_at
+    def completions(self, line: int, character: int,
+                    good: Program | None = None) -> list[tuple[str, str, str]]:
+        """(label, kind, detail) choices for the cursor, read from the syntax around it even
+        when the file does not parse (``lsp_complete``): link types after a connection's ':',
+        device models and groups after a member's ':', a device's attribute keys in its block,
+        a parallel block's settings, and so on. The names come from this text's program when
+        it resolves, else from ``good`` (the document's last program that resolved), the files
+        its ``use`` lines import and the declarations the text spells."""
+        from . import lsp_complete as c
         lines = self.text.split("\n")
-        before = lines[line][:character] if 0 <= line < len(lines) else ""
-        p = self._program(line)
-        if re.search(r"\bmodel\s*=\s*\w*$", before):
-            known = dict(bundled_models())
-            if p is not None:
-                known.update(p.models)
-            return [(n, "model", describe(m).split("\n")[0]) for n, m in sorted(known.items())]
-        if p is None:
-            return [(k, "keyword", "") for k in KEYWORDS]
-        links = [(n, "link", describe(lt).split("\n")[0]) for n, lt in sorted(p.link_types.items())]
-        devices = [(n, "device", describe(d).split("\n")[0])
-                   for n, d in sorted(p.device_models.items())]
-        groups = [(n, "group", f"group {n}") for n in sorted(p.groups)]
-        models = [(n, "model", describe(m).split("\n")[0]) for n, m in sorted(p.models.items())]
-        params = sorted({(q.name, "parameter", f"{q.name}: {q.type}")
-                         for g in p.groups.values() for q in g.params})
-        if re.search(r"(<->|->).*:\s*\w*$", before):
-            return links
-        if re.search(r"^\s*system\s+\w+\s*:\s*\w*$", before):
-            return groups
-        if re.search(r"\(\s*(\w+\s*=\s*[^,]*,\s*)*\w*$", before):
-            return list(params)
-        if re.search(r":\s*\w*$", before):
-            return devices + groups
-        blocks = blocks_at(lines, line, character)
-        if "traffic" in blocks:
-            return [(c, "keyword", doc) for c, doc in COLLECTIVE_DOCS.items()]
-        if "parallel" in blocks:
-            return [(k, "parameter", doc) for k, doc in sorted(SETTING_DOCS.items())]
-        return links + devices + groups + models + [(k, "keyword", "") for k in KEYWORDS]
+        if not 0 <= line < len(lines):
+            return []
+        offset = len("\n".join(lines[:line])) + bool(line) + min(character, len(lines[line]))
+        programs: list[Program | None] = []
+        if self.program is None:
+            programs += [c.imported(p) for u in c.uses(self.text)
+                         if (p := self.use_target(u)) is not None]
+            programs.append(good)
+        programs.append(self.program)
+        known = c.names(self.text, programs, scan=self.program is None)
+        return c.complete(self.text[:offset], known,
+                          lambda: c.topo_files(Path(self.path).resolve().parent))
 
     def formatted(self) -> str | None:
         """The document in topoc fmt's layout (None when it does not parse)."""
@@ -337,42 +334,6 @@ class Analysis:
             return fmt(self.text, self.path)
         except CompileError:
             return None
-
-
-def _q(value, dim) -> str:
-    return human(value, dim) if isinstance(value, (int, float)) else str(value)
-
-
-def describe(decl) -> str:
-    """A declaration's resolved figures as Markdown."""
-    from .compiler.ir.system import DeviceModel, LinkType, Transformer
-    if isinstance(decl, LinkType):
-        lines = [f"**link {decl.name}** : {decl.cls}, {human(decl.bandwidth, RATE)} per lane per "
-                 f"direction, latency {human(decl.latency, SECONDS)}"]
-        lines += [f"- {k} = {v}" for k, v in decl.attrs]
-        return "\n".join(lines)
-    if isinstance(decl, DeviceModel):
-        dims = {"hbm": BYTES, "memory": BYTES, "hbm_bandwidth": RATE, "memory_bandwidth": RATE,
-                "rate": RATE}
-        lines = [f"**device {decl.name}** : {decl.kind}"]
-        lines += [f"- {k} = {_q(v, dims[k]) if k in dims else v}" for k, v in decl.attrs]
-        lines += [f"- ports.{c} = {n}" for c, n in decl.ports]
-        return "\n".join(lines)
-    if isinstance(decl, Transformer):
-        from .compiler.training.model import parameters
-        p = parameters(decl)
-        return (f"**model {decl.name}**: {p['total'] / 1e9:.2f} B parameters "
-                f"({p['active'] / 1e9:.2f} B active), {decl.layers} layers, hidden {decl.hidden},"
-                f" {decl.heads} heads ({decl.kv_heads} key/value), seq {decl.seq}, vocab "
-                f"{decl.vocab}" + (f", {decl.experts} experts, top-{decl.top_k}"
-                                   if decl.experts else ""))
-    if isinstance(decl, s.GroupDecl):
-        params = ", ".join(f"{q.name}: {q.type}" for q in decl.params)
-        members = [st for st in decl.body if isinstance(st, s.Instance)]
-        lines = [f"**group {decl.name}**" + (f"({params})" if params else "")]
-        lines += [f"- {m.name}: {m.target}" for m in members[:12]]
-        return "\n".join(lines)
-    return str(decl)
 
 
 # ---- the protocol (pygls) -----------------------------------------------------------------------
@@ -388,9 +349,11 @@ def build_server():
     from .lsp_io import Debouncer
     server = LanguageServer("topoc", __version__)
     docs: dict[str, Analysis] = {}
-    kinds = {"link": t.CompletionItemKind.Interface, "device": t.CompletionItemKind.Class,
-             "group": t.CompletionItemKind.Module, "model": t.CompletionItemKind.Struct,
-             "parameter": t.CompletionItemKind.Variable, "keyword": t.CompletionItemKind.Keyword}
+    k = t.CompletionItemKind
+    kinds = {"link": k.Interface, "device": k.Class, "group": k.Module, "model": k.Struct,
+             "parameter": k.Variable, "keyword": k.Keyword, "class": k.EnumMember,
+             "kind": k.EnumMember, "value": k.Value, "setting": k.Property,
+             "attribute": k.Property, "member": k.Field, "system": k.Module, "file": k.File}
 
     good: dict[str, Program] = {}       # per document, the last program that resolved
 
@@ -474,9 +437,11 @@ def build_server():
                           range=t.Range(t.Position(*start), t.Position(*end)))
 
     @server.feature(t.TEXT_DOCUMENT_COMPLETION,
-                    t.CompletionOptions(trigger_characters=[":", "=", "("]))
+                    t.CompletionOptions(trigger_characters=[":", "=", "(", ".", '"']))
     def completion(ls, params: t.CompletionParams):
-        items = ask(params, "completions")
+        uri = params.text_document.uri
+        items = current(uri).completions(params.position.line, params.position.character,
+                                         good.get(uri))
         return t.CompletionList(is_incomplete=False, items=[
             t.CompletionItem(label=label, kind=kinds[kind], detail=detail)
             for label, kind, detail in items])

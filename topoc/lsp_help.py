@@ -1,6 +1,7 @@
-"""What the language server says about words that are not declarations: the settings of a
-``parallel`` block, the collectives of a ``traffic`` line, and the lane count of a connection;
-and how it reads a file that does not parse yet (a half-typed line)."""
+"""What the language server says about words: a declaration's resolved figures (``describe``),
+the settings of a ``parallel`` block, the collectives of a ``traffic`` line, and the lane count
+of a connection; and how it reads a file that does not parse yet (a half-typed line, a block
+not closed yet)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import re
 from pathlib import Path
 
 from .compiler.base.diagnostics import CompileError
-from .compiler.ir.system import COLLECTIVES
+from .compiler.base.units import BYTES, RATE, SECONDS, human
+from .compiler.ir.system import COLLECTIVES, DeviceModel, LinkType, Transformer
+from .compiler.lang import syntax as s
 from .compiler.lang.ranks import SETTINGS
 
 #: One line per setting of a parallel block (every name of ``compiler.lang.ranks.SETTINGS``):
@@ -130,14 +133,64 @@ def blocks_at(lines: list[str], line: int, character: int) -> list[str]:
     return stack
 
 
+def _q(value, dim) -> str:
+    return human(value, dim) if isinstance(value, (int, float)) else str(value)
+
+
+def describe(decl) -> str:
+    """A declaration's resolved figures as Markdown (hover; its first line is a completion's
+    detail)."""
+    if isinstance(decl, LinkType):
+        lines = [f"**link {decl.name}** : {decl.cls}, {human(decl.bandwidth, RATE)} per lane per "
+                 f"direction, latency {human(decl.latency, SECONDS)}"]
+        lines += [f"- {k} = {v}" for k, v in decl.attrs]
+        return "\n".join(lines)
+    if isinstance(decl, DeviceModel):
+        dims = {"hbm": BYTES, "memory": BYTES, "hbm_bandwidth": RATE, "memory_bandwidth": RATE,
+                "rate": RATE}
+        lines = [f"**device {decl.name}** : {decl.kind}"]
+        lines += [f"- {k} = {_q(v, dims[k]) if k in dims else v}" for k, v in decl.attrs]
+        lines += [f"- ports.{c} = {n}" for c, n in decl.ports]
+        return "\n".join(lines)
+    if isinstance(decl, Transformer):
+        from .compiler.training.model import parameters
+        p = parameters(decl)
+        return (f"**model {decl.name}**: {p['total'] / 1e9:.2f} B parameters "
+                f"({p['active'] / 1e9:.2f} B active), {decl.layers} layers, hidden {decl.hidden},"
+                f" {decl.heads} heads ({decl.kv_heads} key/value), seq {decl.seq}, vocab "
+                f"{decl.vocab}" + (f", {decl.experts} experts, top-{decl.top_k}"
+                                   if decl.experts else ""))
+    if isinstance(decl, s.GroupDecl):
+        params = ", ".join(f"{q.name}: {q.type}" for q in decl.params)
+        members = [st for st in decl.body if isinstance(st, s.Instance)]
+        lines = [f"**group {decl.name}**" + (f"({params})" if params else "")]
+        lines += [f"- {m.name}: {m.target}" for m in members[:12]]
+        return "\n".join(lines)
+    return str(decl)
+
+
+#: A string (also one not closed yet) or a comment: text whose braces are not the syntax's.
+HIDDEN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*')
+
+
+def unclosed(text: str) -> int:
+    """How many blocks are open at the end of ``text`` (braces in strings and comments not
+    counted; a '}' with nothing open is ignored)."""
+    depth = 0
+    for c in re.sub(r"[^{}]", "", HIDDEN.sub("", text)):
+        depth = depth + 1 if c == "{" else max(0, depth - 1)
+    return depth
+
+
 def recover(text: str, path: str, cursor_line: int | None = None):
     """The resolved program of ``text`` as far as it goes: the cursor's line left out first (a
-    half-typed line), then each line an error points at, up to eight rounds; None when nothing
-    resolves."""
+    half-typed line) and the blocks still open closed at the end (a '}' not typed yet), then
+    each line an error points at, up to eight rounds; None when nothing resolves."""
     from .compiler.lang import pipeline
     lines = text.split("\n")
     if cursor_line is not None and 0 <= cursor_line < len(lines):
         lines[cursor_line] = " " * len(lines[cursor_line])
+    lines.append("}" * unclosed("\n".join(lines)))
     here = Path(path).resolve()
     for _ in range(8):
         try:

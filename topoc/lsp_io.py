@@ -8,6 +8,9 @@ way and the server keeps serving.
   notification or response gets -32600 (invalid request); a request before ``initialize``
   gets -32002 (server not initialized, as the LSP specification says) and notifications
   before it are dropped; params the protocol types cannot read get -32602 (invalid params).
+- Ending, as the LSP specification says: ``shutdown`` and ``exit`` take no params (absent or
+  ``null``); ``shutdown`` answers null, and every request after it gets -32600 (invalid
+  request); ``exit`` ends the server, with exit code 0 after a ``shutdown`` and 1 without.
 - Analysis is debounced on a worker thread (``Debouncer``): edits only record that the
   document changed; an analysis still running when a newer edit arrives gives up at its next
   stage (``Analysis``'s ``stale``), so the newest text is analysed next. Requests never run
@@ -168,6 +171,8 @@ def classify(body: bytes) -> tuple[dict | None, dict | None]:
     if "method" in data:
         if not isinstance(data["method"], str):
             return None, error(msg_id, INVALID_REQUEST, "'method' must be a string")
+        if "params" in data and data["params"] is None:
+            del data["params"]              # JSON-RPC: params "MAY be omitted"; null is absent
         if "params" in data and not isinstance(data["params"], (dict, list)):
             return None, error(msg_id, INVALID_PARAMS, "'params' must be an object or array")
     elif "id" not in data or not ("result" in data or "error" in data):
@@ -176,14 +181,14 @@ def classify(body: bytes) -> tuple[dict | None, dict | None]:
     return data, None
 
 
-def serve(server, stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """Run ``server`` (a pygls LanguageServer) on the streams until they end or the client
-    sends ``exit``."""
+def serve(server, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Run ``server`` (a pygls LanguageServer) on the streams until they end (0) or the client
+    sends ``exit``: the process's exit code, 0 when ``shutdown`` came first, else 1."""
     protocol = server.protocol
     writer = Writer(stdout)
     protocol.set_writer(writer)
     reader = Reader(stdin)
-    initialized = False
+    initialized = shut_down = False
     while True:
         try:
             body = reader.frame()
@@ -191,14 +196,21 @@ def serve(server, stdin: BinaryIO, stdout: BinaryIO) -> None:
             writer.write(encode(error(None, INVALID_REQUEST, f"malformed frame: {exc}")))
             continue
         if body is None:
-            return
+            return 0
         data, reply = classify(body)
         if reply is not None:
             writer.write(encode(reply))
             continue
         method = data.get("method")
         request = method is not None and "id" in data
-        if not initialized and method not in ("initialize", "exit", None):
+        if method == "exit":
+            return 0 if shut_down else 1
+        if shut_down:
+            if request:
+                writer.write(encode(error(data["id"], INVALID_REQUEST,
+                                          "the server is shut down: only 'exit' is read")))
+            continue
+        if not initialized and method not in ("initialize", None):
             if request:
                 writer.write(encode(error(data["id"], NOT_INITIALIZED,
                                           "the server is not initialized yet")))
@@ -213,6 +225,8 @@ def serve(server, stdin: BinaryIO, stdout: BinaryIO) -> None:
         protocol.handle_message(message)
         if method == "initialize":
             initialized = True
+        if method == "shutdown" and request:
+            shut_down = True
 
 
 # ---- debounced analysis -----------------------------------------------------------------------

@@ -27,20 +27,22 @@ from ..base.units import NUMBER
 
 _WHOLE = ("batch", "microbatch", "interleave")
 _COUNTS = ("zero", "first_stage_layers", "last_stage_layers", "route_nodes")     # whole numbers from 0
-_BOOLS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention", "fsdp",
-          "fp8", "pure_bf16", "pipeline_slots", "dualpipe", "recompute_norms", "fp8_activations",
-          "bf16_moments", "bf16_grads", "deepep", "ep_overlap")
+#: Settings that take true or false (public: the language server completes their values).
+BOOL_SETTINGS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention",
+                 "fsdp", "fp8", "pure_bf16", "pipeline_slots", "dualpipe", "recompute_norms",
+                 "fp8_activations", "bf16_moments", "bf16_grads", "deepep", "ep_overlap")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
 TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules", "attention_kernel",
                      "expert_epilogue", "cross_entropy",
-                     "fsdp_prefetch", *_BOOLS, "bucket", "imbalance",
+                     "fsdp_prefetch", *BOOL_SETTINGS, "bucket", "imbalance",
                      *_FRACTIONS)
 
 
-# Settings that name one of a few choices: the setting -> its choices.
-_CHOICES = {"attention_kernel": ATTENTION_KERNELS, "expert_epilogue": EXPERT_EPILOGUES,
-            "cross_entropy": CROSS_ENTROPY,
-            "recompute": RECOMPUTE, "fsdp_prefetch": FSDP_PREFETCH}
+#: Settings that name one of a few choices: the setting -> its choices (the language server
+#: completes them).
+SETTING_CHOICES = {"attention_kernel": ATTENTION_KERNELS, "expert_epilogue": EXPERT_EPILOGUES,
+                   "cross_entropy": CROSS_ENTROPY,
+                   "recompute": RECOMPUTE, "fsdp_prefetch": FSDP_PREFETCH}
 
 
 def _name(value: s.Value) -> str | None:
@@ -111,14 +113,14 @@ def _settings(seen: Mapping[str, s.Attr], diags: Collector) -> dict | None:
                 ok = False
             else:
                 out[key] = int(n)
-        elif key in _BOOLS:
+        elif key in BOOL_SETTINGS:
             if isinstance(v, s.BoolValue):
                 out[key] = v.value
             else:
                 diags.error("E303", f"'{key}' takes true or false", v.span)
                 ok = False
-        elif key in _CHOICES:
-            name, options = _name(v), _CHOICES[key]
+        elif key in SETTING_CHOICES:
+            name, options = _name(v), SETTING_CHOICES[key]
             if name not in options:
                 diags.error("E303", f"'{key}' is one of {', '.join(options)}"
                             + (suggest(name, options) if name else ""), v.span)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import EXIT_OK, UsageError
+from .common import UsageError
 
 
 def add_parser(sub) -> None:
@@ -21,7 +21,6 @@ def run(args) -> int:
         raise UsageError(str(exc)) from None
     from ..lsp_io import serve
     try:
-        serve(server, sys.stdin.buffer, sys.stdout.buffer)
+        return serve(server, sys.stdin.buffer, sys.stdout.buffer)
     finally:
         server.shutdown()
-    return EXIT_OK
