@@ -364,3 +364,69 @@ def out_of_memory(system: System, opts) -> Iterable[Finding]:
 def misfit(system: System, opts) -> Iterable[Finding]:
     for name, diag in system.skipped:
         yield Finding("W507", diag.message, diag.span, strategy=name)
+
+
+# ---- single points of failure ---------------------------------------------------------------
+
+def _host_devices(system: System) -> list[tuple[str, tuple[str, ...]]]:
+    """(host id, its devices) as the exports name hosts: marked ``host`` or inferred."""
+    from ..ir.hosts import HostnameError, hosts
+    try:
+        return [(h.id, h.devices) for h in hosts(system)]
+    except HostnameError:
+        return []
+
+
+@rule("W409", "note", "single point of failure: every compute NIC of a host on one switch")
+def one_switch_host(system: System, opts) -> Iterable[Finding]:
+    kind = {d.id: d for d in system.devices}
+    by_switch: dict[str, list[str]] = defaultdict(list)
+    for host, devices in _host_devices(system):
+        nics = [i for i in devices if kind[i].compute_nic]
+        if len(nics) < 2:
+            continue
+        switches = {link.dst if link.src == n else link.src
+                    for n in nics for link in system.incidence.get(n, ())}
+        # a switch without a port budget stands for a whole fabric (a cloud's), not one box
+        switches = {s for s in switches if kind[s].kind == "net_switch" and kind[s].model.ports}
+        if len(switches) == 1:
+            by_switch[switches.pop()].append(host)
+    for switch, hosts_ in sorted(by_switch.items()):
+        yield Finding("W409", f"{plural(len(hosts_), 'host')}, e.g. {_many(hosts_)}, reach the "
+                      f"network only through {switch}: its failure cuts them off (spread the "
+                      "NICs over several leaves, as a rail-optimised fabric does; topoc blast "
+                      "ranks what each failure costs)", kind[switch].span, switch)
+
+
+@rule("W410", "note", "an NVLink domain that one host's failure leaves too small for TP x EP")
+def domain_margin(system: System, opts) -> Iterable[Finding]:
+    if not system.parallels:
+        return
+    loc = system.locality
+    rank_of = loc.rank_of
+    size: dict[str, int] = defaultdict(int)
+    per_host: dict[tuple[str, str], int] = defaultdict(int)
+    for r, root in enumerate(loc.domain_root):
+        if root is not None:
+            size[root] += 1
+    for host, devices in _host_devices(system):
+        for d in devices:
+            r = rank_of.get(d)
+            if r is not None and loc.domain_root[r] is not None:
+                per_host[loc.domain_root[r], host] += 1
+    largest: dict[str, int] = defaultdict(int)
+    hosts_in: dict[str, int] = defaultdict(int)
+    for (root, _), n in per_host.items():
+        largest[root] = max(largest[root], n)
+        hosts_in[root] += 1
+    for p in system.parallels:
+        need = p.size("tp") * p.size("ep")
+        tight = sorted(root for root, n in size.items() if hosts_in[root] > 1
+                       and need <= n and need > n - largest[root])
+        if tight and need > 1:
+            root = tight[0]
+            yield Finding("W410", f"'{p.name}' keeps TP x EP = {need} GPUs in one NVLink domain "
+                          f"of {size[root]} ({plural(len(tight), 'domain')}, e.g. {root}'s); "
+                          f"one host's failure leaves {size[root] - largest[root]}, too few: the "
+                          "job cannot go on in that domain until the repair (a smaller TP x EP "
+                          "keeps a spare host)", p.span, strategy=p.name)

@@ -41,7 +41,17 @@ def has(code: str, text: str) -> bool:
     return code in codes(text, code)
 
 
+# four trays of two GPUs on one NVSwitch: one NVLink domain of 8 GPUs over 4 hosts
+TRAYS = BASE + '''group Tray { gpu[2] : G  cpu : C  pcie : P  gpu[*] <-> pcie : pc  pcie <-> cpu : pc }
+group Rack { host tray[4] : Tray  sw : S  tray[*].gpu[*] <-> sw : nv x 4 }
+system r : Rack
+'''
 CASES = {
+    "W409": (BASE + "device Q : net_switch { ports.infiniband = 64 }\n" + NODE
+             + "group Two { node[2] : Node  leaf : Q  node[*].nic[*] <-> leaf : ib }\n"
+             "system two : Two\n", BASE + NODE + "group Two { node[2] : Node  leaf : L  "
+             "node[*].nic[*] <-> leaf : ib }\nsystem two : Two\n"),
+    "W410": (TRAYS + "parallel p on r { tp = 8 }\n", TRAYS + "parallel p on r { tp = 4  dp = 2 }\n"),
     # the file's own H100 hides the library's: a note, and the library's groups keep theirs
     "W120": ('use "nvidia/devices.topo"\n' + BASE.replace("device G :", "device H100 :")
              .replace("device C :", "device G : H100 { }\ndevice C :") + NODE
