@@ -34,14 +34,16 @@ def text(d: Diff, a: str, b: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def as_json(d: Diff, a: str, b: str) -> str:
-    """``topoc.diff/1``."""
-    return json.dumps({"schema": "topoc.diff/1", "a": a, "b": b, "equal": d.equal,
-                       "compared": list(d.compared), "notes": list(d.notes),
-                       "differences": [{"code": CODES[f.category], "category": f.category,
-                                        "where": f.where, "a": f.a, "b": f.b,
-                                        "message": f.message} for f in d.findings]},
-                      indent=1) + "\n"
+def as_json(d: Diff, a: str, b: str, impact: dict | None = None) -> str:
+    """``topoc.diff/1`` (with ``impact`` when ``--impact`` asked for it)."""
+    doc = {"schema": "topoc.diff/1", "a": a, "b": b, "equal": d.equal,
+           "compared": list(d.compared), "notes": list(d.notes),
+           "differences": [{"code": CODES[f.category], "category": f.category,
+                            "where": f.where, "a": f.a, "b": f.b,
+                            "message": f.message} for f in d.findings]}
+    if impact is not None:
+        doc["impact"] = impact
+    return json.dumps(doc, indent=1) + "\n"
 
 
 def github(d: Diff, a: str, b: str) -> str:

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import sys
 
-from ..backends import diff_report
+import argparse
+
+from ..backends import diff_report, impact_report
+from ..compiler.analysis.impact import impact
 from ..compiler.analysis.diff import DiffError, diff
 from ..compiler.base.diagnostics import CompileError
 from ..compiler.base.version import VERSION
 from ..compiler.ir.hosts import HostnameError
 from ..importers import ImportFailure
 from ..importers.detect import load_any
-from .common import EXIT_INPUT, EXIT_OK, UsageError, parse_defines, report, unreadable, \
-    write_output
+from .common import EXIT_INPUT, EXIT_OK, UsageError, add_failure_options, degraded, \
+    parse_defines, report, strategy_name, unreadable, write_output
 
 FORMATS = ("text", "json", "github", "sarif")
 
@@ -27,9 +30,15 @@ def add_parser(sub) -> None:
     p.add_argument("--host", metavar="HOSTNAME",
                    help="compare this host of A with B's only host (a node's dump against the "
                    "cluster's design); the fabric is then not compared")
+    p.add_argument("--parallel", metavar="NAME",
+                   help="with --impact: the strategy of A to cost on both")
+    p.add_argument("--impact", action="store_true",
+                   help="what the differences cost A's strategy: each traffic line and the step "
+                        "on A and on B, and whether the mapping still holds (docs/failures.md)")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
                    help="override a parameter of A's system (A must be a .topo file)")
     p.add_argument("--import-root", action="append", metavar="DIR")
+    add_failure_options(p)
     p.add_argument("-o", "--output", metavar="PATH", help="write here (atomically); '-' is stdout")
     p.set_defaults(func=run)
 
@@ -55,18 +64,32 @@ def run(args) -> int:
     b = _load(args.b, args, None)
     if a is None or b is None:
         raise _BadInput()
+    if args.fail or args.degrade:       # B with parts taken out: what a failure would cost
+        b = degraded(b, argparse.Namespace(file=args.b, fail=args.fail, degrade=args.degrade))
+    found = None
+    if args.impact or args.parallel:
+        if not (args.impact and args.parallel):
+            raise UsageError("--impact and --parallel NAME go together")
+        if args.format in ("github", "sarif"):
+            raise UsageError(f"--impact is written in the text and json formats, not "
+                             f"{args.format}")
+        strategy_name(a, args.a, args.parallel)
+        found = impact(a, b, args.parallel)
     try:
         d = diff(a, b, args.host)
     except (HostnameError, DiffError) as exc:
         raise UsageError(str(exc)) from None
     if args.format == "json":
-        text = diff_report.as_json(d, args.a, args.b)
+        text = diff_report.as_json(d, args.a, args.b,
+                                   None if found is None else impact_report.as_dict(found))
     elif args.format == "github":
         text = diff_report.github(d, args.a, args.b)
     elif args.format == "sarif":
         text = diff_report.sarif(d, args.a, args.b, VERSION)
     else:
         text = diff_report.text(d, args.a, args.b)
+        if found is not None:
+            text += impact_report.text(found)
     write_output(text, args.output)
     return EXIT_OK if d.equal else EXIT_INPUT
 

@@ -178,3 +178,35 @@ def test_blast_cli_text_and_json(capsys):
     assert main(["blast", f, "-D", "nodes=2", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "topoc.blast/1" and doc["domains"][0]["impact"] > 0
+
+
+# -- diff --impact ---------------------------------------------------------------------------
+
+def test_impact_of_a_slow_cable_and_of_a_lost_gpu(cluster):
+    from topoc.compiler.analysis.impact import impact
+    system = topoc.load(library_file("h100_cluster.topo"))
+    slow = apply(system, [], ["cluster.node0.nic0<->cluster.leaf0=25%"]).system
+    found = impact(system, slow, "train")
+    assert found.valid and found.step_after > found.step_before
+    dp = next(line for line in found.lines if line.dim == "dp")
+    assert dp.change > 1.5 and dp.link_after.startswith("cluster.node0.nic0<->")
+    tp = next(line for line in found.lines if line.dim == "tp")
+    assert tp.change == pytest.approx(1.0)
+    lost = impact(system, apply(system, ["cluster.node0.gpu0"]).system, "train")
+    assert not lost.valid and "maps 256 GPUs" in lost.why
+
+
+def test_diff_impact_cli(capsys):
+    import json
+    f = str(library_file("h100_cluster.topo"))
+    args = ["diff", f, f, "--parallel", "train", "--impact",
+            "--degrade", "cluster.node0.nic0<->cluster.leaf0=25%"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "impact on 'train':" in out and "dp allreduce" in out
+    assert main([*args, "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["impact"]["valid"] and doc["impact"]["lines"][1]["after"] > \
+        doc["impact"]["lines"][1]["before"]
+    assert main(["diff", f, f, "--impact"]) == 2
+    assert main(["diff", f, f, "--parallel", "nope", "--impact"]) == 2
