@@ -71,7 +71,8 @@ def test_plan_flags_docs_and_readme_agree():
     sub = parser.add_subparsers()
     plan_cli.add_parser(sub)
     report_cli.add_parser(sub)
-    common = {"--help", "--define", "--import-root", "--output", "--fail", "--degrade"}  # failures.md
+    common = {"--help", "--define", "--import-root", "--output", "--fail", "--degrade",
+              "--faults"}  # docs/failures.md
     flags = {name: {o for a in p._actions for o in a.option_strings if o.startswith("--")} - common
              for name, p in sub.choices.items()}
     docs = (ROOT / "docs/plan.md").read_text()

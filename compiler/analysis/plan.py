@@ -305,9 +305,12 @@ def _ray_chunk(source: dict, base: Training, chunk: Sequence[Candidate],
     key = json.dumps(source, sort_keys=True)
     if _WORK.get("ray_key") != key:
         system = pipeline.load(source["path"], source["defines"], source["import_roots"])
-        if source.get("fail") or source.get("degrade"):     # the same degraded system
-            system = degrade.apply(system, source.get("fail", ()),
-                                   source.get("degrade", ())).system
+        if source.get("fail") or source.get("degrade") or source.get("faults"):
+            scenario = degrade.Faults.read(Path(source["faults"]).read_text(),  # the same
+                                           source["faults"]) \
+                if source.get("faults") else degrade.Faults()                    # degraded system
+            system = degrade.apply(system, source.get("fail", ()), source.get("degrade", ()),
+                                   scenario).system
         _WORK.update(ray_key=key, system=system, base=base, cache={})
     _WORK.update(base=base, limit=limit)
     return _run_chunk(chunk)

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from ..base.diagnostics import plural, suggest
+from ..base.diagnostics import CompileError, Source, Span, error, plural, suggest
 from ..base.units import RATE, Quantity, human
 from .system import Link, System
 
@@ -49,6 +49,35 @@ class Faults:
 
     def __bool__(self) -> bool:
         return bool(self.fail or self.degrade)
+
+    @classmethod
+    def read(cls, text: str, path: str) -> Faults:
+        """A failure file: one ``fail SELECTOR`` or ``degrade SELECTOR = RATE`` per line, ``#``
+        comments, blank lines; a line of anything else is a CompileError at that line."""
+        fail, slow, errors = [], [], []
+        source = Source(path, text)
+        for n, raw in enumerate(source.lines, 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            verb, _, rest = line.partition(" ")
+            rest = rest.strip()
+            col = raw.index(verb) + 1
+            if verb == "fail" and rest and "=" not in rest:
+                fail.append(rest)
+            elif verb == "degrade" and _RATE.match(rest):
+                m = _RATE.match(rest)
+                slow.append((m.group(1), m.group(2)))
+            else:
+                errors.append(error(
+                    "E170", "a failure file line is 'fail SELECTOR' or 'degrade SELECTOR = "
+                    "RATE' (docs/failures.md)", Span(source, n, col, n, len(raw) + 1)))
+        if errors:
+            raise CompileError(errors)
+        return cls(tuple(fail), tuple(slow))
+
+    def __add__(self, other: Faults) -> Faults:
+        return Faults(self.fail + other.fail, self.degrade + other.degrade)
 
     @classmethod
     def parse(cls, fail: Iterable[str] = (), degrade: Iterable[str] = ()) -> Faults:
@@ -217,6 +246,8 @@ def _holders(device_id: str) -> list[str]:
     return [".".join(parts[:k]) for k in range(2, len(parts))]
 
 
-def apply(system: System, fail: Sequence[str] = (), degrade_: Sequence[str] = ()) -> Degraded:
-    """``degrade`` from command-line words (what the CLI and the Python API call)."""
-    return degrade(system, Faults.parse(fail, degrade_))
+def apply(system: System, fail: Sequence[str] = (), degrade_: Sequence[str] = (),
+          faults: Faults = Faults()) -> Degraded:
+    """``degrade`` from command-line words and a failure file's faults (what the CLI and the
+    Python API call)."""
+    return degrade(system, faults + Faults.parse(fail, degrade_))

@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..compiler.base import reading
 from ..compiler.base.diagnostics import CompileError, Diagnostic, render_all, suggest
 from ..compiler.base.limits import LIMITS
 from ..compiler.base.units import BYTES, Quantity
@@ -253,17 +254,27 @@ def add_failure_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--degrade", action="append", metavar="SELECTOR=RATE",
                    help="run the links a selector names (A<->B, or every link of the devices) "
                         "at a share ('50%%') or a rate ('200Gb/s'); repeatable")
+    p.add_argument("--faults", metavar="FILE",
+                   help="a failure file: 'fail SELECTOR' and 'degrade SELECTOR = RATE' lines, "
+                        "for a scenario kept beside the design")
 
 
 def degraded(system: System, args) -> System:
     """The system with the command line's ``--fail``/``--degrade`` applied (a note on stderr
     says what they did); the system itself without them."""
-    from ..compiler.ir.degrade import FaultError, apply
+    from ..compiler.ir.degrade import FaultError, Faults, apply
     fails, slows = getattr(args, "fail", None) or (), getattr(args, "degrade", None) or ()
-    if not fails and not slows:
+    path = getattr(args, "faults", None)
+    if not fails and not slows and not path:
         return system
+    scenario = Faults()
+    if path:
+        try:
+            scenario = Faults.read(reading.read_text(path, 2**20), path)
+        except (OSError, UnicodeDecodeError, reading.TooLarge) as exc:
+            raise unreadable(path, exc) from None
     try:
-        result = apply(system, fails, slows)
+        result = apply(system, fails, slows, scenario)
     except FaultError as exc:
         raise UsageError(f"{args.file}: {exc}") from None
     for line in result.summary():

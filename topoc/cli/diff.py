@@ -64,8 +64,9 @@ def run(args) -> int:
     b = _load(args.b, args, None)
     if a is None or b is None:
         raise _BadInput()
-    if args.fail or args.degrade:       # B with parts taken out: what a failure would cost
-        b = degraded(b, argparse.Namespace(file=args.b, fail=args.fail, degrade=args.degrade))
+    if args.fail or args.degrade or args.faults:    # B with parts out: what a failure costs
+        b = degraded(b, argparse.Namespace(file=args.b, fail=args.fail, degrade=args.degrade,
+                                           faults=args.faults))
     found = None
     if args.impact or args.parallel:
         if not (args.impact and args.parallel):

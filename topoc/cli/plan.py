@@ -205,7 +205,8 @@ def run(args) -> int:
         return _scaling(args, system, model, base, fixed, hbm)
     source = {"path": os.path.abspath(args.file), "defines": parse_defines(args.define),
               "import_roots": [os.path.abspath(r) for r in args.import_root or ()],
-              "fail": list(args.fail or ()), "degrade": list(args.degrade or ())}
+              "fail": list(args.fail or ()), "degrade": list(args.degrade or ()),
+              "faults": os.path.abspath(args.faults) if args.faults else None}
     try:
         result = plan(system, model, base, args.gpus, fixed, jobs=args.jobs, ray=args.ray,
                       source=source, use_cache=not args.no_cache, progress=_progress(),

@@ -210,3 +210,18 @@ def test_diff_impact_cli(capsys):
         doc["impact"]["lines"][1]["before"]
     assert main(["diff", f, f, "--impact"]) == 2
     assert main(["diff", f, f, "--parallel", "nope", "--impact"]) == 2
+
+
+def test_a_failure_file_replays_a_scenario_and_names_a_bad_line(tmp_path, capsys):
+    scenario = tmp_path / "rack.faults"
+    scenario.write_text("# tray 3 out\nfail rack.tray3\n\n"
+                        "degrade rack.tray0.sc0.gpu0<->rack.nvswitch_tray0.chip0 = 50%\n")
+    f = str(library_file("gb200_nvl72.topo"))
+    assert main(["cost", f, "--faults", str(scenario), "--sizes", "1MiB"]) == 0
+    err = capsys.readouterr().err
+    assert "68 of 72 GPUs survive" in err and "degraded: 1 link" in err
+    scenario.write_text("fail rack.tray3\nbreak it\n")
+    assert main(["cost", f, "--faults", str(scenario), "--sizes", "1MiB"]) == 1
+    err = capsys.readouterr().err
+    assert f"{scenario}:2:1: E170 error" in err and "^^^^^^^^" in err
+    assert main(["cost", f, "--faults", str(tmp_path / "none"), "--sizes", "1MiB"]) == 2
