@@ -21,7 +21,8 @@ import attrs
 
 from ..ir.hosts import HostInfo
 from ..ir.system import System
-from .fabric import Fabric, fabric
+from ..ir.locality import natural
+from .fabric import Fabric, Hca, fabric
 
 
 #: Model names an importer writes when the input does not say the model (nvidia-smi matrices,
@@ -140,6 +141,14 @@ def diff(a: System, b: System, host: str | None = None) -> Diff:
         for h in only_b:
             found.append(Finding("hosts", h.name, "missing", "present",
                                  f"host '{h.name}' is in B but not in A"))
+    fabrics = bool(fa.switches and fb.switches and host is None)
+    gone: dict[str, Counter] = defaultdict(Counter)     # host -> models of HCAs only A has
+    new: dict[str, Counter] = defaultdict(Counter)      # host -> models of HCAs only B has
+    if fabrics:
+        fb, only = _match_hcas(fa, fb, pairs)
+        for side, h in only:
+            (gone if side == "a" else new)[h.host][h.model] += 1
+            found.append(_hca_finding(side, h, fa if side == "a" else fb))
     kinds_a = {d.kind for d in a.devices}
     kinds_b = {d.kind for d in b.devices}
     both = kinds_a & kinds_b
@@ -152,6 +161,9 @@ def diff(a: System, b: System, host: str | None = None) -> Diff:
         for kind in sorted(both):
             ma = Counter(d.model.name for d in ka.get(kind, ()))
             mb = Counter(d.model.name for d in kb.get(kind, ()))
+            if kind == "nic":       # HCAs named missing or extra above are not counted again
+                ma -= gone[ha.name]
+                mb -= new[ha.name]
             if not all(map(known, (*ma, *mb))):     # a side that cannot name models: counts
                 ma = Counter({f"{kind}": sum(ma.values())})
                 mb = Counter({f"{kind}": sum(mb.values())})
@@ -169,9 +181,10 @@ def diff(a: System, b: System, host: str | None = None) -> Diff:
     if any(not known(m) for s in (a, b) for m in {d.model.name for d in s.devices}):
         notes.append("a side names some models only by kind (GPU, CPU, NIC...): those are "
                      "compared by count")
-    if fa.switches and fb.switches and host is None:
+    if fabrics:
         compared += ["switches", "cabling"]
-        _compare_fabric(fa, fb, found)
+        _compare_fabric(fa, fb, found, frozenset(
+            f"{x.host}/{x.index}" for side, x in only if side == "a"))
     elif (fa.switches or fb.switches) and host is None:
         notes.append(f"only {'A' if fa.switches else 'B'} has a scale-out fabric: cabling not "
                      "compared")
@@ -210,23 +223,97 @@ def _show(v) -> str:
     return str(v)
 
 
-def _compare_fabric(fa: Fabric, fb: Fabric, found: list[Finding]) -> None:
+def _match_hcas(fa: Fabric, fb: Fabric, pairs) -> tuple[Fabric, list[tuple[str, Hca]]]:
+    """B's fabric with its HCAs (and their cables) named as A's, and the HCAs left over on
+    either side as ("a" or "b", HCA). Per paired host, HCAs match by identity (``mlx5_3`` is
+    ``host/3`` on both sides), the rest in order of identity; when matching all of them by
+    position instead agrees with more of the host's cabling (a design's four positional NICs
+    against a subnet's mlx5_1, 2, 5, 6), by position. Cables of a left-over HCA are left out
+    of the comparison (the HCA's finding names them)."""
+    peers_a, peers_b = _peers(fa), _peers(fb)
+    rename: dict[str, str] = {}
+    only: list[tuple[str, Hca]] = []
+    by_host_a: dict[str, dict[int, Hca]] = defaultdict(dict)
+    by_host_b: dict[str, dict[int, Hca]] = defaultdict(dict)
+    for x in fa.hcas:
+        by_host_a[x.host][x.index] = x
+    for x in fb.hcas:
+        by_host_b[x.host][x.index] = x
+    for ha, hb in pairs:
+        xa, xb = by_host_a.get(ha.name, {}), by_host_b.get(hb.name, {})
+        same = [(i, i) for i in sorted(xa.keys() & xb.keys())]
+        same += zip(sorted(xb.keys() - xa.keys()), sorted(xa.keys() - xb.keys()))
+        order = list(zip(sorted(xb), sorted(xa)))
+
+        def agree(matched) -> int:
+            return sum(peers_b.get(f"{hb.name}/{j}") == peers_a.get(f"{ha.name}/{i}")
+                       for j, i in matched)
+        matched = order if agree(order) > agree(same) else same
+        for j, i in matched:
+            rename[f"{hb.name}/{j}"] = f"{ha.name}/{i}"
+        used_a = {i for _, i in matched}
+        used_b = {j for j, _ in matched}
+        only += [("a", xa[i]) for i in sorted(xa) if i not in used_a]
+        only += [("b", xb[j]) for j in sorted(xb) if j not in used_b]
+    leftover = {f"{x.host}/{x.index}" for side, x in only if side == "b"}
+    cables = []
+    for c in fb.cables:
+        a, b = (rename.get(e, e) if e not in leftover else "\0" + e for e in (c.a, c.b))
+        a, b = sorted((a, b), key=natural)
+        cables.append(attrs.evolve(c, a=a, b=b))
+    return attrs.evolve(fb, cables=tuple(cables)), only
+
+
+def _peers(fab: Fabric) -> dict[str, frozenset]:
+    """Per HCA end, what it is cabled to: (switch, rate, count) triples."""
+    out: dict[str, set] = defaultdict(set)
+    for c in fab.cables:
+        for end, other in ((c.a, c.b), (c.b, c.a)):
+            if "/" in end:
+                out[end].add((other, c.rate, c.count))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _hca_finding(side: str, h: Hca, fab: Fabric) -> Finding:
+    """One HCA only one side has, named with its model and what it is cabled to there."""
+    end = f"{h.host}/{h.index}"
+    peers = sorted({c.b if c.a == end else c.a for c in fab.cables if end in (c.a, c.b)},
+                   key=natural)
+    there, other = ("A", "B") if side == "a" else ("B", "A")
+    cabled = f", cabled to {', '.join(peers)} there" if peers else ""
+    return Finding("devices", f"{h.host} mlx5_{h.index}",
+                   h.model if side == "a" else "missing", "missing" if side == "a" else h.model,
+                   f"{h.host}: NIC mlx5_{h.index} ({h.model}) is in {there} but not in "
+                   f"{other}{cabled}")
+
+
+def _compare_fabric(fa: Fabric, fb: Fabric, found: list[Finding],
+                    skip: frozenset[str] = frozenset()) -> None:
     sa = {s.name: s for s in fa.switches}
     sb = {s.name: s for s in fb.switches}
+    # A switch only one side has is one finding: its cables are not listed again.
+    skip_a = skip | (sa.keys() - sb.keys())
+    skip_b = sb.keys() - sa.keys()
     for name in sorted(sa.keys() | sb.keys()):
         if name not in sb:
+            n = sum(c.count for c in fa.cables if name in (c.a, c.b))
             found.append(Finding("switches", name, sa[name].model, "missing",
-                                 f"switch '{name}' ({sa[name].model}) is in A but not in B"))
+                                 f"switch '{name}' ({sa[name].model}) is in A but not in B, "
+                                 f"with its {n} cable(s)"))
         elif name not in sa:
+            n = sum(c.count for c in fb.cables if name in (c.a, c.b))
             found.append(Finding("switches", name, "missing", sb[name].model,
-                                 f"switch '{name}' ({sb[name].model}) is in B but not in A"))
+                                 f"switch '{name}' ({sb[name].model}) is in B but not in A, "
+                                 f"with its {n} cable(s)"))
         elif sa[name].model != sb[name].model and known(sa[name].model) and \
                 known(sb[name].model):
             found.append(Finding("switches", name, sa[name].model, sb[name].model,
                                  f"switch '{name}' is {sa[name].model} in A, "
                                  f"{sb[name].model} in B"))
-    ca = {(c.a, c.b, c.rate): c.count for c in fa.cables}
-    cb = {(c.a, c.b, c.rate): c.count for c in fb.cables}
+    ca = {(c.a, c.b, c.rate): c.count for c in fa.cables if not {c.a, c.b} & skip_a}
+    cb = {(c.a, c.b, c.rate): c.count for c in fb.cables
+          if not c.a.startswith("\0") and not c.b.startswith("\0") and
+          not {c.a, c.b} & skip_b}
     ends_a = {(c.a, c.b) for c in fa.cables}
     ends_b = {(c.a, c.b) for c in fb.cables}
     for key in sorted(ca.keys() | cb.keys(), key=lambda k: (k[0], k[1], k[2])):

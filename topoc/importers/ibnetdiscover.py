@@ -4,6 +4,10 @@ Switches take their name and model from a managed switch's node description
 (``MF0;leaf0:QM9700/U1``); any other description names the switch after its GUID and its model
 after the description. HCA ports are grouped into hosts by node description (``dgx-01 mlx5_3``:
 host ``dgx-01``, NIC 3); an HCA whose description has no ``mlx5_N`` part is a host of its own.
+A host keeps its HCAs' identities: ``nic[8]`` when they are mlx5_0..7, else one member per HCA
+named as the machine does (``mlx5_1``, ``mlx5_2``, ``mlx5_5``: a subnet holding half of each
+host's rails), so ``diff`` and the exports see ``mlx5_N`` and not a renumbering; each host's
+HCA node GUIDs are kept in a comment.
 An HCA's model comes from its PCI device id (``devid=``, default format only: ConnectX-6, -7,
 -8); without one it is ``HCA_<rate>G``, a model named only by its rate, which ``diff`` compares
 by count.
@@ -170,15 +174,19 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
                 name = f"HCA_{rate / 1e9:g}G".replace(".", "_")
                 models.setdefault(name, f"device {name} : nic {{ rate = {rate / 1e9:g} Gb/s }}")
                 nic_model[g] = name
-    shapes: dict[tuple[str, ...], str] = {}
+    shapes: dict[tuple, str] = {}
     host_lines, end_of = [], {}
     used = set(names)
     for host in sorted(hosts, key=_natural):
         items = sorted(hosts[host])
-        if [i for i, _ in items] != list(range(len(items))):
-            notes.append(f"host '{host}': HCAs {', '.join(f'mlx5_{i}' for i, _ in items)} "
-                         f"numbered nic0..nic{len(items) - 1} in that order")
-        shape = tuple(nic_model[g] for _, g in items)
+        indices = [i for i, _ in items]
+        dense = indices == list(range(len(items)))
+        if len(set(indices)) != len(indices):
+            notes.append(f"host '{host}': two HCAs both say mlx5_{_dup(indices)}; numbered "
+                         f"nic0..nic{len(items) - 1} in GUID order")
+            items = [(n, g) for n, (_, g) in enumerate(items)]
+            dense = True
+        shape = tuple((None if dense else i, nic_model[g]) for i, g in items)
         if shape not in shapes:
             shapes[shape] = f"IBHost{len(shapes)}"
         inst = ident(host)
@@ -187,10 +195,15 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
         while inst in used:
             inst += "_"
         used.add(inst)
+        host_lines.append(f"  # {host} HCA node GUIDs: " + " ".join(
+            f"mlx5_{i}=0x{g.zfill(16)}" for i, g in items))
         host_lines.append(f'  host {inst} : {shapes[shape]} "{host}"')
-        uniform = len(set(shape)) == 1
-        for n, (_, g) in enumerate(items):
-            end_of[g] = f"{inst}.nic[{n}]" if uniform else f"{inst}.nic{n}"
+        uniform = len({m for _, m in shape}) == 1
+        for n, (i, g) in enumerate(items):
+            if not dense:
+                end_of[g] = f"{inst}.mlx5_{i}"
+            else:
+                end_of[g] = f"{inst}.nic[{n}]" if uniform else f"{inst}.nic{n}"
     for g, (inst, _) in switches.items():
         end_of[g] = inst
     wires: dict[tuple[str, str, str], int] = defaultdict(int)
@@ -219,11 +232,19 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
     return "\n".join(out), notes
 
 
-def _arrays(shape: tuple[str, ...]) -> list[str]:
-    """``nic[8] : CX7`` when every NIC has one model, else one member per NIC."""
-    if len(set(shape)) == 1:
-        return [f"nic[{len(shape)}] : {shape[0]}"]
-    return [f"nic{i} : {m}" for i, m in enumerate(shape)]
+def _arrays(shape: tuple) -> list[str]:
+    """``nic[8] : CX7`` for HCAs mlx5_0..n-1 of one model, one member per NIC otherwise:
+    ``nic0 : CX7`` by position, or ``mlx5_5 : CX7`` by identity when the indices have gaps."""
+    if shape and shape[0][0] is not None:
+        return [f"mlx5_{i} : {m}" for i, m in shape]
+    models = [m for _, m in shape]
+    if len(set(models)) == 1:
+        return [f"nic[{len(models)}] : {models[0]}"]
+    return [f"nic{i} : {m}" for i, m in enumerate(models)]
+
+
+def _dup(indices: list[int]) -> int:
+    return next(i for i in indices if indices.count(i) > 1)
 
 
 def _natural(text: str) -> tuple:
