@@ -133,15 +133,21 @@ def diff(a: System, b: System, host: str | None = None) -> Diff:
         fa = attrs.evolve(fa, hosts=tuple(mine))
         fb = attrs.evolve(fb, hosts=(attrs.evolve(fb.hosts[0], name=host),))
     pairs, only_a, only_b = _align(fa.hosts, fb.hosts, notes)
+    fabrics = bool(fa.switches and fb.switches and host is None)
     if fa.hosts and fb.hosts:
         compared.append("hosts")
         for h in only_a:
             found.append(Finding("hosts", h.name, "present", "missing",
-                                 f"host '{h.name}' is in A but not in B"))
+                                 f"host '{h.name}' is in A but not in B"
+                                 + (_cabled(fa, h.name) if fabrics else "")))
         for h in only_b:
             found.append(Finding("hosts", h.name, "missing", "present",
-                                 f"host '{h.name}' is in B but not in A"))
-    fabrics = bool(fa.switches and fb.switches and host is None)
+                                 f"host '{h.name}' is in B but not in A"
+                                 + (_cabled(fb, h.name) if fabrics else "")))
+    loose = _loose_nics(b, fb)
+    if loose:
+        notes.append(f"B has {loose} NIC(s) cabled to the fabric outside any host (HCAs "
+                     "without a hostname in their node description): not compared")
     gone: dict[str, Counter] = defaultdict(Counter)     # host -> models of HCAs only A has
     new: dict[str, Counter] = defaultdict(Counter)      # host -> models of HCAs only B has
     if fabrics:
@@ -183,8 +189,13 @@ def diff(a: System, b: System, host: str | None = None) -> Diff:
                      "compared by count")
     if fabrics:
         compared += ["switches", "cabling"]
+        # A host, HCA or switch only one side has is one finding: its cables are not listed.
+        gone_hosts = {h.name for h in only_a}
+        new_hosts = {h.name for h in only_b}
         _compare_fabric(fa, fb, found, frozenset(
-            f"{x.host}/{x.index}" for side, x in only if side == "a"))
+            [f"{x.host}/{x.index}" for side, x in only if side == "a"]
+            + [f"{x.host}/{x.index}" for x in fa.hcas if x.host in gone_hosts]),
+            frozenset(f"{x.host}/{x.index}" for x in fb.hcas if x.host in new_hosts))
     elif (fa.switches or fb.switches) and host is None:
         notes.append(f"only {'A' if fa.switches else 'B'} has a scale-out fabric: cabling not "
                      "compared")
@@ -287,13 +298,32 @@ def _hca_finding(side: str, h: Hca, fab: Fabric) -> Finding:
                    f"{other}{cabled}")
 
 
+def _cabled(fab: Fabric, host: str) -> str:
+    n = sum(c.count for c in fab.cables if c.a.startswith(host + "/") or
+            c.b.startswith(host + "/"))
+    return f", with its {n} cable(s)" if n else ""
+
+
+def _loose_nics(system: System, fab: Fabric) -> int:
+    """How many NICs of ``system`` are cabled to its fabric's switches but in no host."""
+    hosted = {d for h in fab.hosts for d in h.devices}
+    switches = {s.device for s in fab.switches}
+    ends = set()
+    for ln in system.links:
+        for x, y in ((ln.src, ln.dst), (ln.dst, ln.src)):
+            if y in switches and x not in hosted and system.device(x).kind == "nic":
+                ends.add(x)
+    return len(ends)
+
+
 def _compare_fabric(fa: Fabric, fb: Fabric, found: list[Finding],
-                    skip: frozenset[str] = frozenset()) -> None:
+                    skip_a: frozenset[str] = frozenset(),
+                    skip_b: frozenset[str] = frozenset()) -> None:
     sa = {s.name: s for s in fa.switches}
     sb = {s.name: s for s in fb.switches}
     # A switch only one side has is one finding: its cables are not listed again.
-    skip_a = skip | (sa.keys() - sb.keys())
-    skip_b = sb.keys() - sa.keys()
+    skip_a = skip_a | (sa.keys() - sb.keys())
+    skip_b = skip_b | (sb.keys() - sa.keys())
     for name in sorted(sa.keys() | sb.keys()):
         if name not in sb:
             n = sum(c.count for c in fa.cables if name in (c.a, c.b))
