@@ -175,11 +175,15 @@ def diff(a: System, b: System, host: str | None = None) -> Diff:
                 mb = Counter({f"{kind}": sum(mb.values())})
             if kind in ("switch", "net_switch") or ma == mb:
                 continue
+            if kind == "gpu" and sum(ma.values()) != sum(mb.values()):
+                continue        # the GPUs one side lacks are named one by one below
             found.append(Finding("devices", f"{where} {kind}", _count(ma), _count(mb),
                                  f"{where}: {kind} devices differ: {_count(ma)} in A, "
                                  f"{_count(mb)} in B"))
         if "gpu" in both:
             _compare_gpus(a, b, ha, hb, where, both, found)
+        if "nic" in both and "cpu" in both:
+            _compare_nics(a, b, ha, hb, where, both, found)
     if "gpu" in both:
         compared += ["devices", "nvlink"] + [c for c, k in (("nic", "nic"), ("pcie",
                                                                         "pcie_switch"),
@@ -207,6 +211,9 @@ def _count(c: Counter) -> str:
 
 
 def _compare_gpus(a, b, ha, hb, where, both, found) -> None:
+    """Per GPU: the GPUs one side lacks named (the alignment that leaves the fewest other
+    differences decides which), then each aligned pair's model, NVLink, NIC, PCIe switch and
+    NUMA node; B's NVLink peers are renumbered as A's GPUs."""
     ga, gb = _gpu_facts(a, ha), _gpu_facts(b, hb)
     checks = [("nvlink", "lanes", "NVLink lanes"), ("nvlink", "peers", "NVLink peers (GPU, lanes)")]
     if "nic" in both:
@@ -215,7 +222,23 @@ def _compare_gpus(a, b, ha, hb, where, both, found) -> None:
         checks.append(("pcie", "switch", "PCIe switch"))
     if "cpu" in both:
         checks.append(("numa", "cpu", "NUMA node (CPU)"))
-    for i, (x, y) in enumerate(zip(ga, gb)):
+    keys = ("model", "lanes", "nic", "switch", "cpu")
+    matched = _align_items(ga, gb, keys)
+    b_to_a = {j: i for i, j in matched if i is not None and j is not None}
+    for i, j in matched:
+        if j is None or i is None:
+            side, k, x = ("A", i, ga[i]) if j is None else ("B", j, gb[j])
+            other = "B" if side == "A" else "A"
+            place = ", ".join(f"{label} {_show(x[key])}" for cat, key, label in checks[2:])
+            found.append(Finding("devices", f"{where} gpu{k}",
+                                 x["model"] if side == "A" else "missing",
+                                 "missing" if side == "A" else x["model"],
+                                 f"{where}: gpu{k} ({x['model']}"
+                                 + (f"; {place}" if place else "")
+                                 + f") is in {side} but not in {other}"))
+            continue
+        x, y = ga[i], dict(gb[j])
+        y["peers"] = sorted((b_to_a.get(p, -1 - p), n) for p, n in y["peers"])
         if x["model"] != y["model"] and known(x["model"]) and known(y["model"]):
             found.append(Finding("devices", f"{where} gpu{i}", x["model"], y["model"],
                                  f"{where}: gpu{i} is {x['model']} in A, {y['model']} in B"))
@@ -224,6 +247,80 @@ def _compare_gpus(a, b, ha, hb, where, both, found) -> None:
                 va, vb = _show(x[key]), _show(y[key])
                 found.append(Finding(cat, f"{where} gpu{i}", va, vb,
                                      f"{where}: gpu{i} {label}: {va} in A, {vb} in B"))
+
+
+def _align_items(xa: list[dict], xb: list[dict], keys) -> list[tuple[int | None, int | None]]:
+    """Pairs (A index, B index) of two hosts' devices of one kind, in order; a device only one
+    side has is paired with None. With equal counts, by position; else the surplus side loses,
+    one at a time, the device whose removal leaves the fewest differing ``keys`` between the
+    rest (the first such on a tie), so one missing GPU is that GPU, not a shift of all after."""
+    ia, ib = list(range(len(xa))), list(range(len(xb)))
+
+    def cost(la, lb) -> int:
+        return sum(xa[i][k] != xb[j][k] for i, j in zip(la, lb) for k in keys)
+    dropped_a, dropped_b = [], []
+    while len(ia) != len(ib):
+        if len(ia) > len(ib):
+            k = min(range(len(ia)), key=lambda n: cost(ia[:n] + ia[n + 1:], ib))
+            dropped_a.append(ia.pop(k))
+        else:
+            k = min(range(len(ib)), key=lambda n: cost(ia, ib[:n] + ib[n + 1:]))
+            dropped_b.append(ib.pop(k))
+    out: list[tuple[int | None, int | None]] = list(zip(ia, ib))
+    out += [(i, None) for i in dropped_a] + [(None, j) for j in dropped_b]
+    return sorted(out, key=lambda p: (p[0] if p[0] is not None else p[1], p[0] is None))
+
+
+def _nic_facts(system: System, host: HostInfo) -> list[dict]:
+    """Per NIC of the host in order: model, its PCIe switch and its CPU (NUMA node), as
+    host-relative positions, found over the host's PCIe links."""
+    kinds = _by_kind(system, host)
+    pos = {d.id: i for k in kinds for i, d in enumerate(kinds[k])}
+    adj: dict[str, list[str]] = defaultdict(list)
+    for ln in system.links:
+        if ln.cls == "pcie" and ln.src in pos and ln.dst in pos:
+            adj[ln.src].append(ln.dst)
+            adj[ln.dst].append(ln.src)
+    kind = {d.id: d.kind for k in kinds for d in kinds[k]}
+    out = []
+    for n in kinds.get("nic", ()):
+        switch = cpu = None
+        seen, frontier = {n.id}, [n.id]
+        while frontier and cpu is None:      # nearest CPU through PCIe switches only
+            nxt = []
+            for x in frontier:
+                for y in sorted(adj[x], key=natural):
+                    if y in seen:
+                        continue
+                    seen.add(y)
+                    if kind[y] == "cpu" and cpu is None:
+                        cpu = pos[y]
+                    elif kind[y] == "pcie_switch":
+                        switch = pos[y] if switch is None else switch
+                        nxt.append(y)
+            frontier = nxt
+        out.append({"model": n.model.name, "switch": switch, "cpu": cpu})
+    return out
+
+
+def _compare_nics(a, b, ha, hb, where, both, found) -> None:
+    """Each NIC's NUMA node (CPU) and PCIe switch, NICs aligned as GPUs are: a NIC moved to
+    the other socket is a NUMA finding naming it and both nodes."""
+    na, nb = _nic_facts(a, ha), _nic_facts(b, hb)
+    if len(na) != len(nb):
+        return                  # the count (or the fabric's HCA findings) says so already
+    for i, (x, y) in enumerate(zip(na, nb)):
+        moved = [(key, label) for key, label, kind in (
+            ("cpu", "NUMA node (CPU)", "cpu"), ("switch", "PCIe switch", "pcie_switch"))
+            if kind in both and x[key] != y[key] and None not in (x[key], y[key])]
+        if not moved:
+            continue
+        # one finding per moved NIC: NUMA when it changed socket, else PCIe
+        cat = "numa" if moved[0][0] == "cpu" else "pcie"
+        found.append(Finding(cat, f"{where} nic{i}", str(x[moved[0][0]]), str(y[moved[0][0]]),
+                             f"{where}: nic{i} ({x['model']}) moved: " + ", ".join(
+                                 f"{label} {x[key]} in A, {y[key]} in B"
+                                 for key, label in moved)))
 
 
 def _show(v) -> str:
