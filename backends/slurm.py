@@ -199,8 +199,8 @@ def render(fab: Fabric, topology: str, fmt: str = "conf", source: str = "",
     lines = [head]
     if topology == "tree":
         lines.append("# topology/tree: TopologyPlugin=topology/tree in slurm.conf")
-        rows = tree_lines(fab)
-        lines += _merge_notes(fab)
+        rows, merged = _tree(fab)
+        lines += _merge_notes(fab, merged)
         for name, kind, members in rows:
             lines.append(f"SwitchName={name} {kind}={members}")
     else:
@@ -214,10 +214,10 @@ def render(fab: Fabric, topology: str, fmt: str = "conf", source: str = "",
     return "\n".join(lines) + "\n"
 
 
-def _merge_notes(fab: Fabric) -> list[str]:
+def _merge_notes(fab: Fabric, merged: dict[str, tuple[str, ...]]) -> list[str]:
+    tier = {s.name: s.tier for s in fab.switches}
     return [f"# {name} stands for {hostlist(list(names))} (same "
-            f"{'nodes' if fab.switch(name).tier == 1 else 'children'})"
-            for name, names in merged_switches(fab).items()]
+            f"{'nodes' if tier[name] == 1 else 'children'})" for name, names in merged.items()]
 
 
 def _size_note(blocks, sizes, version) -> list[str]:
