@@ -70,3 +70,14 @@ def test_a_nic_moved_to_the_other_socket_is_a_numa_finding():
     assert [(f.category, f.where) for f in diff(a, c).findings] == [
         ("devices", "node pcie_switch"), ("pcie", "node nic1")]
     assert diff(a, topoc.loads(NODE)).equal
+
+
+def test_alignment_drops_the_device_that_explains_the_rest():
+    from topoc.compiler.analysis.diff import _align_items
+    a = [{"k": i} for i in range(8)]
+    b = [x for x in a if x["k"] != 3]
+    assert _align_items(a, b, ("k",)) == [(0, 0), (1, 1), (2, 2), (3, None), (4, 3), (5, 4),
+                                          (6, 5), (7, 6)]
+    assert _align_items(b, a, ("k",))[3] == (None, 3)
+    # a side with none: every device is missing, found without a search
+    assert _align_items(a, [], ("k",)) == [(i, None) for i in range(8)]

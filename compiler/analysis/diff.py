@@ -253,12 +253,18 @@ def _align_items(xa: list[dict], xb: list[dict], keys) -> list[tuple[int | None,
     """Pairs (A index, B index) of two hosts' devices of one kind, in order; a device only one
     side has is paired with None. With equal counts, by position; else the surplus side loses,
     one at a time, the device whose removal leaves the fewest differing ``keys`` between the
-    rest (the first such on a tie), so one missing GPU is that GPU, not a shift of all after."""
+    rest (the first such on a tie), so one missing GPU is that GPU, not a shift of all after;
+    past four missing, the rest from the end."""
     ia, ib = list(range(len(xa))), list(range(len(xb)))
 
     def cost(la, lb) -> int:
         return sum(xa[i][k] != xb[j][k] for i, j in zip(la, lb) for k in keys)
     dropped_a, dropped_b = [], []
+    # Beyond a few missing devices the search (cubic in the host's devices) is not worth it:
+    # the surplus past the last four compared goes from the end.
+    while abs(len(ia) - len(ib)) > 4:
+        (dropped_a if len(ia) > len(ib) else dropped_b).append((ia if len(ia) > len(ib)
+                                                                else ib).pop())
     while len(ia) != len(ib):
         if len(ia) > len(ib):
             k = min(range(len(ia)), key=lambda n: cost(ia[:n] + ia[n + 1:], ib))
