@@ -78,6 +78,6 @@ def test_alignment_drops_the_device_that_explains_the_rest():
     b = [x for x in a if x["k"] != 3]
     assert _align_items(a, b, ("k",)) == [(0, 0), (1, 1), (2, 2), (3, None), (4, 3), (5, 4),
                                           (6, 5), (7, 6)]
-    assert _align_items(b, a, ("k",))[3] == (None, 3)
+    assert (None, 3) in _align_items(b, a, ("k",))
     # a side with none: every device is missing, found without a search
     assert _align_items(a, [], ("k",)) == [(i, None) for i in range(8)]
