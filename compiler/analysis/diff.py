@@ -155,6 +155,7 @@ def diff(a: System, b: System, host: str | None = None) -> Diff:
         for side, h in only:
             (gone if side == "a" else new)[h.host][h.model] += 1
             found.append(_hca_finding(side, h, fa if side == "a" else fb))
+        notes += _plane_hint(fa, pairs, only)
     kinds_a = {d.kind for d in a.devices}
     kinds_b = {d.kind for d in b.devices}
     both = kinds_a & kinds_b
@@ -386,6 +387,26 @@ def _peers(fab: Fabric) -> dict[str, frozenset]:
             if "/" in end:
                 out[end].add((other, c.rate, c.count))
     return {k: frozenset(v) for k, v in out.items()}
+
+
+def _plane_hint(fa: Fabric, pairs, only) -> list[str]:
+    """A note when B holds the same HCAs of every paired host and lacks the same others: the
+    dump of one subnet (rail, plane) of a fabric that has several."""
+    missing: dict[str, set[int]] = defaultdict(set)
+    for side, x in only:
+        if side == "a":
+            missing[x.host].add(x.index)
+    if not pairs or len(missing) != len(pairs):
+        return []
+    sets = {frozenset(v) for v in missing.values()}
+    have = {frozenset(x.index for x in fa.hcas if x.host == ha.name) - next(iter(sets))
+            for ha, _ in pairs}
+    if len(sets) != 1 or len(have) != 1 or not next(iter(have)):
+        return []
+    kept = ", ".join(f"mlx5_{i}" for i in sorted(next(iter(have))))
+    return [f"B holds only {kept} of every host: the dump of one subnet? ibnetdiscover sees "
+            "the subnet of the HCA it runs on; dump each subnet (ibnetdiscover -C mlx5_N) and "
+            "concatenate the dumps into one B (docs/drift.md)"]
 
 
 def _hca_finding(side: str, h: Hca, fab: Fabric) -> Finding:
