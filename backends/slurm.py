@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 from ..compiler.analysis.fabric import Fabric
+from ..compiler.ir.locality import natural
 
 _TAIL = re.compile(r"^(.*?)(\d+)$")
 
@@ -123,7 +124,9 @@ def merged_switches(fab: Fabric) -> dict[str, tuple[str, ...]]:
     return _tree(fab)[1]
 
 
-def _tree(fab: Fabric):
+def _tree(fab: Fabric) -> tuple[list[tuple[str, str, str]], dict[str, tuple[str, ...]]]:
+    """``tree_lines`` and ``merged_switches`` from one pass, tier by tier: a switch whose set
+    of hosts (tier 1) or of kept children (above) equals an earlier one's is merged into it."""
     if not fab.switches:
         raise ExportError("the system has no scale-out switches; topology/tree needs at least "
                           "one (a single node needs no topology.conf)")
@@ -147,17 +150,15 @@ def _tree(fab: Fabric):
                 key = tuple(sorted({c.split("/", 1)[0] for c in below if "/" in c},
                                    key=order.get))
             else:
-                key = tuple(dict.fromkeys(rename.get(c, c) for c in below if "/" not in c))
+                key = tuple(sorted({rename.get(c, c) for c in below if "/" not in c},
+                                   key=natural))
             kept.setdefault(key, []).append(s.name)
         for key, names in kept.items():
             for n in names:
                 rename[n] = names[0]
             if len(names) > 1:
                 merged[names[0]] = tuple(names)
-            if tier == 1:
-                out.append((names[0], "Nodes", hostlist(list(key))))
-            else:
-                out.append((names[0], "Switches", hostlist(list(key))))
+            out.append((names[0], "Nodes" if tier == 1 else "Switches", hostlist(list(key))))
     _check_names([s.name for s in fab.switches] + [h.name for h in fab.hosts])
     return out, merged
 
