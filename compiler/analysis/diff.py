@@ -1,11 +1,15 @@
 """Drift: what differs between two systems, say a declared .topo and what the machines report.
 
 Names are aligned first: hosts by hostname (``compiler.ir.hosts``; when the two sides share no
-hostname and have as many hosts, in order, and one host each always pairs), devices inside a
-host by kind and position (GPU 3 of a host is GPU 3 of the same host on the other side),
-switches by name. Then, per aligned host: devices by kind and model; NVLink lanes per GPU (and
-per directly wired GPU pair); each GPU's NIC, PCIe switch sharing and NUMA node (CPU); and over
-the fabric: switches with their models and every cable with its rate.
+hostname and have as many hosts, in order, and one host each always pairs), HCAs by identity
+(``mlx5_3``, ``fabric.hca_indices``) then by order, devices inside a host by kind and position
+(GPU 3 of a host is GPU 3 of the same host on the other side; when one side has fewer, the
+ones it lacks are those whose absence explains the rest best), switches by name. Then, per
+aligned host: devices by kind and model; NVLink lanes per GPU (and per directly wired GPU
+pair); each GPU's NIC, PCIe switch sharing and NUMA node (CPU); each NIC's PCIe switch and NUMA
+node; and over the fabric: switches with their models and every cable with its rate. A host,
+HCA, GPU or switch only one side has is one finding that names it; its cables are not listed
+again.
 
 A side that describes nothing of a kind (an ibnetdiscover dump has no GPUs, an nvidia-smi
 matrix no switches) is not compared on it; the ``notes`` say what was skipped, so a dump of the
