@@ -78,3 +78,10 @@ def test_nvlink_islands_are_a_warning(capsys):
     # one island: no warning (POWER8 Minsky's two GPU pairs on two CPUs are two islands)
     _, notes = from_hwloc((HWLOC / "power8gpudistances.xml").read_text(), "p8.xml")
     assert any("4 GPUs in 2 separate islands (gpu0-1; gpu2-3)" in n for n in notes)
+
+
+def test_hwloc_3_reads_the_same_without_nvml():
+    topo, notes = from_hwloc(stock("nvidiaDGX2.v3.xml"), "v3.xml")
+    assert len(topoc.loads(topo).gpus) == 16
+    _, notes = from_hwloc((HWLOC / "nvidiaDGX2.v3.xml").read_text(), "v3.xml")
+    assert any("16 GPUs in 2 separate islands" in n for n in notes if n.startswith("warning:"))
