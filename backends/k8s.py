@@ -2,11 +2,13 @@
 
 Per host: ``fabric.topograph.run/tier-N`` (N = 0 for the switch closest to the node, as
 Topograph writes them; KAI Scheduler, Kueue and NVSentinel read them), the NVLink domain as
-``accelerator.topograph.run/domain`` and as ``nvidia.com/gpu.clique`` (the driver's clique
-label), and ``kubernetes.io/hostname``. A host with compute NICs on several leaves (a
-rail-optimised node) is labelled by its first compute NIC's leaf: rail 0. Tier N+1 is the first
-switch (by name) cabled above tier N. The Kueue Topology lists the levels from the top tier down
-to the hostname.
+``accelerator.topograph.run/domain``, and ``kubernetes.io/hostname``. ``nvidia.com/gpu.clique``
+belongs to GPU Feature Discovery, which sets it to ``<ClusterUUID>.<CliqueID>`` from the driver;
+it is written only when asked (``clique=True``, for a cluster without GFD). A host with compute
+NICs on several leaves (a rail-optimised node) is labelled by its first compute NIC's leaf: rail
+0. Tier N+1 is the first switch (by name) cabled above tier N. The Kueue Topology lists the
+levels from the top tier down to the hostname, at ``kueue.x-k8s.io/v1beta2`` (served from Kueue
+0.14) unless an older API version is asked for.
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ TIER = "fabric.topograph.run/tier-{}"
 DOMAIN = "accelerator.topograph.run/domain"
 CLIQUE = "nvidia.com/gpu.clique"
 HOSTNAME = "kubernetes.io/hostname"
+#: Kueue API versions that serve ``Topology``, newest first (v1beta2 from Kueue 0.14; the
+#: schema, ``spec.levels[].nodeLabel``, is the same in each).
+KUEUE_APIS = ("v1beta2", "v1beta1", "v1alpha1")
 
 
-def labels(fab: Fabric) -> dict[str, dict[str, str]]:
-    """Labels per hostname, in host order."""
+def labels(fab: Fabric, clique: bool = False) -> dict[str, dict[str, str]]:
+    """Labels per hostname, in host order; ``clique`` adds ``nvidia.com/gpu.clique`` (GPU
+    Feature Discovery's label) with the domain's value."""
     up: dict[str, list[str]] = {}
     tier = {s.name: s.tier for s in fab.switches}
     for c in fab.cables:
@@ -49,17 +55,23 @@ def labels(fab: Fabric) -> dict[str, dict[str, str]]:
                 s, n = (nxt[0] if nxt else None), n + 1
         if h.name in domain:
             lab[DOMAIN] = domain[h.name]
-            lab[CLIQUE] = domain[h.name]
+            if clique:
+                lab[CLIQUE] = domain[h.name]
         lab[HOSTNAME] = h.name
         out[h.name] = lab
     return out
 
 
-def render(fab: Fabric, source: str = "", topology_name: str = "default") -> str:
+def render(fab: Fabric, source: str = "", topology_name: str = "default",
+           kueue_api: str = KUEUE_APIS[0], clique: bool = False) -> str:
     """A multi-document YAML: one Node metadata patch per host (``kubectl apply``-able labels),
-    then the Kueue Topology. Values are JSON strings, which YAML reads as they are."""
+    then the Kueue Topology at ``kueue.x-k8s.io/<kueue_api>``. Values are JSON strings, which
+    YAML reads as they are."""
+    if kueue_api not in KUEUE_APIS:
+        raise ValueError(f"Kueue API version '{kueue_api}' is not one of "
+                         f"{', '.join(KUEUE_APIS)}")
     lines = [f"# Kubernetes topology labels written by topoc from {source or fab.name}"]
-    all_labels = labels(fab)
+    all_labels = labels(fab, clique)
     for host, lab in all_labels.items():
         lines += ["---", "apiVersion: v1", "kind: Node", "metadata:",
                   f"  name: {json.dumps(host)}", "  labels:"]
@@ -68,7 +80,7 @@ def render(fab: Fabric, source: str = "", topology_name: str = "default") -> str
     if any(DOMAIN in lab for lab in all_labels.values()):
         levels.append(DOMAIN)
     levels.append(HOSTNAME)
-    lines += ["---", "apiVersion: kueue.x-k8s.io/v1alpha1", "kind: Topology", "metadata:",
+    lines += ["---", f"apiVersion: kueue.x-k8s.io/{kueue_api}", "kind: Topology", "metadata:",
               f"  name: {json.dumps(topology_name)}", "spec:", "  levels:"]
     lines += [f"  - nodeLabel: {json.dumps(level)}" for level in levels]
     return "\n".join(lines) + "\n"

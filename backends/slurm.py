@@ -2,10 +2,16 @@
 
 topology/tree: one ``SwitchName=`` line per switch, leaves with ``Nodes=`` (the hosts cabled to
 them), every higher switch with ``Switches=`` (the switches one tier below it), names in
-Slurm's hostlist ranges. topology/block: one ``BlockName=`` per NVLink domain with its hosts,
-and ``BlockSizes=`` the domain size and its power-of-two multiples up to all blocks. The yaml
-form (Slurm 24.11+, topology.yaml(5)) holds both, the tree as the cluster default. Storage
-NICs and DPUs never appear (``compiler.analysis.fabric`` keeps them out).
+Slurm's hostlist ranges. Leaves that hold the same hosts (the rails of a rail-optimised
+fabric) are merged into one switch, and so are higher switches left with the same children, as
+Topograph does: slurmctld wants each node under one leaf ("Multiple leaf switches contain
+nodes" otherwise). topology/block: one ``BlockName=`` per NVLink domain with its hosts, and
+``BlockSizes=`` a base size and its power-of-two multiples up to all blocks. The base follows
+the Slurm version (``SlurmVersion``): before 25.05 every block needs at least the base's count
+of nodes (slurmctld stops otherwise), so the base is the smallest block; from 25.05 smaller
+blocks are accepted and the base is the domain size. The yaml form (Slurm 25.05+,
+topology.yaml(5)) holds both, the tree as the cluster default. Storage NICs and DPUs never
+appear (``compiler.analysis.fabric`` keeps them out).
 """
 
 from __future__ import annotations
@@ -14,12 +20,35 @@ import re
 from collections.abc import Sequence
 
 from ..compiler.analysis.fabric import Fabric
+from ..compiler.ir.locality import natural
 
 _TAIL = re.compile(r"^(.*?)(\d+)$")
 
 
 class ExportError(ValueError):
     """The system cannot be written in the requested form (the message says why)."""
+
+
+#: Slurm releases whose topology input changed: topology/block arrived in 23.11, topology.yaml
+#: in 25.05, and 25.05 dropped the fatal "children count lower than bblock_node_cnt" check
+#: (block_record.c) that a block smaller than the base size hit.
+BLOCK_PLUGIN = (23, 11)
+YAML_FILE = (25, 5)
+SMALL_BLOCKS = (25, 5)
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """``(25, 5)`` from ``25.05``, ``25.05.3`` or ``slurm 24.11.1``; ExportError otherwise."""
+    m = re.fullmatch(r"(?:slurm(?:-wlm)?\s+)?(\d{2})\.(\d{1,2})(?:\.\d+)?(?:-\S+)?",
+                     text.strip(), re.I)
+    if not m:
+        raise ExportError(f"'{text}' is not a Slurm version (as 'sinfo -V' prints it: 25.05 "
+                          "or 24.11.3)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _version_text(v: tuple[int, int]) -> str:
+    return f"{v[0]}.{v[1]:02d}"
 
 
 def hostlist(names: Sequence[str]) -> str:
@@ -83,7 +112,21 @@ def _check_names(names: Sequence[str]) -> None:
 
 
 def tree_lines(fab: Fabric) -> list[tuple[str, str, str]]:
-    """(switch, 'Nodes' or 'Switches', hostlist) per switch, leaves first."""
+    """(switch, 'Nodes' or 'Switches', hostlist) per switch, leaves first, with switches that
+    hold the same hosts (or, above the leaves, the same children) merged into the first by
+    name (``merged_switches`` says which)."""
+    return _tree(fab)[0]
+
+
+def merged_switches(fab: Fabric) -> dict[str, tuple[str, ...]]:
+    """Per switch kept in the tree, the switches merged into it (itself first) where more
+    than one: ``{'leaf0': ('leaf0', 'leaf1', 'leaf2', 'leaf3')}`` for a rack's four rails."""
+    return _tree(fab)[1]
+
+
+def _tree(fab: Fabric) -> tuple[list[tuple[str, str, str]], dict[str, tuple[str, ...]]]:
+    """``tree_lines`` and ``merged_switches`` from one pass, tier by tier: a switch whose set
+    of hosts (tier 1) or of kept children (above) equals an earlier one's is merged into it."""
     if not fab.switches:
         raise ExportError("the system has no scale-out switches; topology/tree needs at least "
                           "one (a single node needs no topology.conf)")
@@ -94,54 +137,103 @@ def tree_lines(fab: Fabric) -> list[tuple[str, str, str]]:
                           "needs every node under one (topology.conf(5))")
     children = fab.children()
     order = {h.name: i for i, h in enumerate(fab.hosts)}
-    out = []
-    for s in sorted(fab.switches, key=lambda s: s.tier):
-        below = children.get(s.name, ())
-        if s.tier == 1:
-            hosts = sorted({c.split("/", 1)[0] for c in below if "/" in c}, key=order.get)
-            out.append((s.name, "Nodes", hostlist(hosts)))
-        else:
-            out.append((s.name, "Switches", hostlist([c for c in below if "/" not in c])))
+    out: list[tuple[str, str, str]] = []
+    merged: dict[str, tuple[str, ...]] = {}
+    rename: dict[str, str] = {}          # switch -> the switch it was merged into
+    for tier in sorted({s.tier for s in fab.switches}):
+        kept: dict[tuple[str, ...], list[str]] = {}
+        for s in fab.switches:            # in the fabric's order: the first of a set keeps it
+            if s.tier != tier:
+                continue
+            below = children.get(s.name, ())
+            if tier == 1:
+                key = tuple(sorted({c.split("/", 1)[0] for c in below if "/" in c},
+                                   key=order.get))
+            else:
+                key = tuple(sorted({rename.get(c, c) for c in below if "/" not in c},
+                                   key=natural))
+            kept.setdefault(key, []).append(s.name)
+        for key, names in kept.items():
+            for n in names:
+                rename[n] = names[0]
+            if len(names) > 1:
+                merged[names[0]] = tuple(names)
+            out.append((names[0], "Nodes" if tier == 1 else "Switches", hostlist(list(key))))
     _check_names([s.name for s in fab.switches] + [h.name for h in fab.hosts])
-    return out
+    return out, merged
 
 
-def block_sizes(fab: Fabric) -> tuple[list[tuple[str, ...]], list[int]]:
-    """The blocks (NVLink domains as hosts) and BlockSizes: the base size and its power-of-two
-    multiples while they fit in all blocks together."""
+def block_sizes(fab: Fabric, version: tuple[int, int] | None = None
+                ) -> tuple[list[tuple[str, ...]], list[int]]:
+    """The blocks (NVLink domains as hosts) and BlockSizes: a base size and its power-of-two
+    multiples while they fit in all blocks together. The base is the domain size for Slurm
+    25.05 and later, which accept a smaller block; for an older or unnamed ``version`` the
+    smallest block, as Slurm before 25.05 stops on a block with fewer nodes than the base
+    (Topograph's rule too). Before 23.11 there is no topology/block: ExportError."""
     blocks = [b for b in fab.blocks if b]
     if not blocks:
         raise ExportError("the system has no GPUs in hosts; topology/block needs NVLink domains")
-    base = max(len(b) for b in blocks)
+    if version is not None and version < BLOCK_PLUGIN:
+        raise ExportError(f"Slurm {_version_text(version)} has no topology/block (it arrived "
+                          f"in {_version_text(BLOCK_PLUGIN)}); use --topology tree")
+    small = version is not None and version >= SMALL_BLOCKS
+    base = max(len(b) for b in blocks) if small else min(len(b) for b in blocks)
     sizes, n = [], base
-    while n <= base * len(blocks):
+    while n <= base * len(blocks) and len(sizes) < 16:   # Slurm takes 16 levels at most
         sizes.append(n)
         n *= 2
     return blocks, sizes
 
 
-def render(fab: Fabric, topology: str, fmt: str = "conf", source: str = "") -> str:
+def render(fab: Fabric, topology: str, fmt: str = "conf", source: str = "",
+           version: tuple[int, int] | None = None) -> str:
     """The file text: ``topology`` tree or block, ``fmt`` conf or yaml (yaml holds both,
-    ``topology`` naming the cluster default)."""
+    ``topology`` naming the cluster default), for Slurm ``version`` (None: any Slurm with the
+    plugin; see ``block_sizes``)."""
     head = f"# Slurm topology written by topoc from {source or fab.name}; do not edit by hand."
     if fmt == "yaml":
-        return _yaml(fab, topology, head)
+        if version is not None and version < YAML_FILE:
+            raise ExportError(f"Slurm {_version_text(version)} reads no topology.yaml (it "
+                              f"arrived in {_version_text(YAML_FILE)}); write topology.conf "
+                              "(--format conf)")
+        return _yaml(fab, topology, head, version or YAML_FILE)
     lines = [head]
     if topology == "tree":
         lines.append("# topology/tree: TopologyPlugin=topology/tree in slurm.conf")
-        for name, kind, members in tree_lines(fab):
+        rows, merged = _tree(fab)
+        lines += _merge_notes(fab, merged)
+        for name, kind, members in rows:
             lines.append(f"SwitchName={name} {kind}={members}")
     else:
-        blocks, sizes = block_sizes(fab)
+        blocks, sizes = block_sizes(fab, version)
         lines.append("# topology/block: TopologyPlugin=topology/block in slurm.conf; one block "
                      "per NVLink domain")
+        lines += _size_note(blocks, sizes, version)
         for i, b in enumerate(blocks):
             lines.append(f"BlockName=block{i} Nodes={hostlist(b)}")
         lines.append("BlockSizes=" + ",".join(map(str, sizes)))
     return "\n".join(lines) + "\n"
 
 
-def _yaml(fab: Fabric, default: str, head: str) -> str:
+def _merge_notes(fab: Fabric, merged: dict[str, tuple[str, ...]]) -> list[str]:
+    tier = {s.name: s.tier for s in fab.switches}
+    return [f"# {name} stands for {hostlist(list(names))} (same "
+            f"{'nodes' if tier[name] == 1 else 'children'})" for name, names in merged.items()]
+
+
+def _size_note(blocks, sizes, version) -> list[str]:
+    if len({len(b) for b in blocks}) < 2:
+        return []
+    if version is not None and version >= SMALL_BLOCKS:
+        return [f"# blocks of {min(map(len, blocks))} to {max(map(len, blocks))} nodes: the "
+                f"base size is the largest (Slurm {_version_text(SMALL_BLOCKS)}+ accepts "
+                "smaller blocks)"]
+    return [f"# blocks of {min(map(len, blocks))} to {max(map(len, blocks))} nodes: the base "
+            f"size is the smallest (before Slurm {_version_text(SMALL_BLOCKS)} a smaller block "
+            "than the base stops slurmctld; --slurm-version 25.05 uses the largest)"]
+
+
+def _yaml(fab: Fabric, default: str, head: str, version: tuple[int, int]) -> str:
     lines = [head, "---"]
     parts: list[list[str]] = []
     try:
@@ -158,7 +250,7 @@ def _yaml(fab: Fabric, default: str, head: str) -> str:
                      f"        {'nodes' if kind == 'Nodes' else 'children'}: \"{members}\""]
         parts.append(part)
     try:
-        blocks, sizes = block_sizes(fab)
+        blocks, sizes = block_sizes(fab, version)
     except ExportError:
         if default == "block":
             raise

@@ -10,8 +10,9 @@ one more than the lowest tier it is cabled to.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -20,9 +21,17 @@ from ..ir.locality import natural
 from ..ir.system import SCALEOUT_CLASSES, System
 
 
+#: A NIC's name that carries its identity on the machine: ``mlx5_3`` (as the kernel names the
+#: HCA, and an imported dump keeps it) or ``nic3`` (an array element ``nic[3]``).
+_NIC_NAME = re.compile(r"^(?:mlx\d+_|nic)(\d+)$")
+
+
 @attrs.frozen
 class Hca:
-    """One compute NIC: its host, its position among the host's compute NICs, its device."""
+    """One compute NIC: its host, its index on the host, its device. The index is the HCA's
+    identity, ``mlx5_<index>``: the number in the NIC's name (``mlx5_3``, ``nic3``) when every
+    compute NIC of the host has a distinct one, else its position among the host's compute
+    NICs (``hca_indices``)."""
 
     host: str
     index: int
@@ -103,6 +112,20 @@ class Fabric:
         return {k: tuple(sorted(v, key=natural)) for k, v in out.items()}
 
 
+def hca_indices(device_ids: Sequence[str]) -> tuple[int, ...]:
+    """The identities of one host's compute NICs, in order: the numbers in their names
+    (``...node3.mlx5_5`` is 5) when every one has a distinct number, else their positions."""
+    numbers = []
+    for d in device_ids:
+        m = _NIC_NAME.match(d.rsplit(".", 1)[-1])
+        if not m:
+            return tuple(range(len(device_ids)))
+        numbers.append(int(m.group(1)))
+    if len(set(numbers)) != len(numbers):
+        return tuple(range(len(device_ids)))
+    return tuple(numbers)
+
+
 def end_name(system: System, device_id: str) -> str:
     """A switch's fabric name: its path below the system with dots as underscores, so an
     imported dump names it as the .topo does (``plane0_spine3``)."""
@@ -119,13 +142,16 @@ def fabric(system: System, pattern: str | None = None,
     net = {ln.src for ln in scaleout} | {ln.dst for ln in scaleout}
     hcas: list[Hca] = []
     ends: dict[str, str] = {}
-    per_host: dict[str, int] = defaultdict(int)
+    per_host: dict[str, list] = defaultdict(list)
     for d in system.devices:
         if d.id in net and d.compute_nic and d.id in host_of:
-            h = host_of[d.id].name
-            hcas.append(Hca(h, per_host[h], d.id, d.model.name))
-            ends[d.id] = f"{h}/{per_host[h]}"
-            per_host[h] += 1
+            per_host[host_of[d.id].name].append(d)
+    for h, devices in per_host.items():
+        for d, index in zip(devices, hca_indices([d.id for d in devices])):
+            hcas.append(Hca(h, index, d.id, d.model.name))
+            ends[d.id] = f"{h}/{index}"
+    order = {d.id: i for i, d in enumerate(system.devices)}
+    hcas.sort(key=lambda x: order[x.device])
     switch_ids = [d.id for d in system.devices if d.kind == "net_switch" and d.id in net]
     for s in switch_ids:
         ends[s] = end_name(system, s)

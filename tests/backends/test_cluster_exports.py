@@ -45,8 +45,15 @@ def test_fabric_view_of_an_nvl72_cluster(nvl72):
 
 def test_slurm_tree_and_block(nvl72):
     tree = slurm.render(nvl72, "tree")
-    assert "SwitchName=leaf0 Nodes=gb-00-[00-17]\n" in tree
-    assert "SwitchName=plane3_spine17 Switches=leaf[3,7]\n" in tree
+    # A rack's four rail leaves hold the same trays: one switch, as Topograph merges them, so
+    # slurmctld does not log "Multiple leaf switches contain nodes"; the 72 spines are then
+    # left with the same two children and merge too.
+    rows = [ln for ln in tree.splitlines() if not ln.startswith("#")]
+    assert rows == ["SwitchName=leaf0 Nodes=gb-00-[00-17]",
+                    "SwitchName=leaf4 Nodes=gb-01-[00-17]",
+                    "SwitchName=plane0_spine0 Switches=leaf[0,4]"]
+    assert "# leaf0 stands for leaf[0-3] (same nodes)\n" in tree
+    assert slurm.merged_switches(nvl72)["plane0_spine0"][-1] == "plane3_spine17"
     block = slurm.render(nvl72, "block")
     lines = [ln for ln in block.splitlines() if not ln.startswith("#")]
     # topology.conf(5), topology/block: BlockName=<name> Nodes=<hostlist>, then BlockSizes=
@@ -81,11 +88,14 @@ def test_storage_nics_and_dpus_stay_out_of_the_tree():
 
 def test_k8s_labels_and_kueue(nvl72):
     labels = k8s.labels(nvl72)
+    # nvidia.com/gpu.clique is GPU Feature Discovery's (<ClusterUUID>.<CliqueID>): not written
     assert labels["gb-01-05"] == {
         "fabric.topograph.run/tier-0": "leaf4", "fabric.topograph.run/tier-1": "plane0_spine0",
-        "accelerator.topograph.run/domain": "nvl1", "nvidia.com/gpu.clique": "nvl1",
-        "kubernetes.io/hostname": "gb-01-05"}
+        "accelerator.topograph.run/domain": "nvl1", "kubernetes.io/hostname": "gb-01-05"}
+    assert k8s.labels(nvl72, clique=True)["gb-01-05"]["nvidia.com/gpu.clique"] == "nvl1"
     text = k8s.render(nvl72)
+    assert "nvidia.com/gpu.clique" not in text
+    assert "\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Topology\n" in text
     assert text.count("kind: Node\n") == 36 and "kind: Topology" in text
     levels = re.findall(r'- nodeLabel: "([^"]+)"', text)
     assert levels == ["fabric.topograph.run/tier-1", "fabric.topograph.run/tier-0",
@@ -137,3 +147,106 @@ def test_yaml_files_parse(nvl72):
     nodes = [d for d in docs if d and d["kind"] == "Node"]
     assert len(nodes) == 36 and docs[-1]["kind"] == "Topology"
     assert nodes[0]["metadata"]["labels"]["kubernetes.io/hostname"] == "gb-00-00"
+
+
+def _slurm_loads_blocks(text: str, version: tuple[int, int]) -> str | None:
+    """Slurm's own checks of a topology/block file (block_record.c, _read_topo_file and
+    block_record_validate): the first BlockSizes value is the base, every later one the base
+    times a power of two (at most 2^15); before 25.05 a block with fewer nodes than the base is
+    fatal. None when slurmctld would load it, else its fatal message."""
+    sizes = [int(x) for x in re.search(r"^BlockSizes=(\S+)$", text, re.M).group(1).split(",")]
+    base = sizes[0]
+    for n in sizes:
+        level = n // base
+        if n % base or level & (level - 1) or level > 2 ** 15:
+            return f"Invalid BlockSizes value: {n}"
+    for name, nodes in re.findall(r"^BlockName=(\S+) Nodes=(\S+)$", text, re.M):
+        count = sum(int(r.split("-")[1]) - int(r.split("-")[0]) + 1 if "-" in r else 1
+                    for r in re.search(r"\[(.*)\]", nodes).group(1).split(","))
+        if version < (25, 5) and count < base:
+            return f"Block configuration ({name}) children count lower than bblock_node_cnt"
+    return None
+
+
+def test_block_sizes_follow_the_slurm_version(nvl72):
+    """A 16-tray rack among 18-tray racks: before Slurm 25.05 a block smaller than the base
+    stops slurmctld, so the base is the smallest block; 25.05 accepts it."""
+    import attrs
+    short = attrs.evolve(nvl72, blocks=(nvl72.blocks[0], nvl72.blocks[1][:16]))
+    for version, sizes in ((None, "16,32"), ((24, 11), "16,32"), ((23, 11), "16,32"),
+                           ((25, 5), "18,36"), ((25, 11), "18,36")):
+        text = slurm.render(short, "block", version=version)
+        assert text.splitlines()[-1] == f"BlockSizes={sizes}"
+        assert _slurm_loads_blocks(text, version or (23, 11)) is None
+    # what topoc wrote before: the largest block as the base, fatal on 24.11
+    assert "children count lower" in _slurm_loads_blocks(
+        slurm.render(short, "block", version=(25, 5)), (24, 11))
+    # equal blocks: the same file for every version
+    assert slurm.render(nvl72, "block", version=(24, 5)) == slurm.render(nvl72, "block",
+                                                                        version=(25, 5))
+    with pytest.raises(slurm.ExportError, match="no topology/block"):
+        slurm.render(nvl72, "block", version=(23, 2))
+    with pytest.raises(slurm.ExportError, match="arrived in 25.05"):
+        slurm.render(nvl72, "tree", "yaml", version=(24, 11))
+    assert slurm.parse_version("slurm 24.11.3") == (24, 11)
+    assert slurm.parse_version("25.05") == (25, 5)
+    with pytest.raises(slurm.ExportError):
+        slurm.parse_version("latest")
+
+
+def test_every_node_under_one_leaf():
+    """slurmctld logs "Multiple leaf switches contain nodes" when a node is under two leaves:
+    every rail-optimised library cluster's tree puts each host under exactly one."""
+    for file, defines in (("nvl72_cluster.topo", {"racks": 3}), ("h100_cluster.topo",
+                                                                 {"nodes": 8})):
+        fab = fabric(topoc.load(LIB + file, defines=defines))
+        leaves = [members for _, kind, members in slurm.tree_lines(fab) if kind == "Nodes"]
+        expanded = [h for m in leaves for h in _expand(m)]
+        assert sorted(expanded) == sorted(h.name for h in fab.hosts)
+
+
+def _expand(hostlist: str) -> list[str]:
+    out = []
+    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?", hostlist):
+        prefix, ranges = m.groups()
+        if not ranges:
+            out.append(prefix)
+            continue
+        for r in ranges.split(","):
+            lo, _, hi = r.partition("-")
+            out += [f"{prefix}{i:0{len(lo)}d}" for i in range(int(lo), int(hi or lo) + 1)]
+    return out
+
+
+#: Kueue's v1beta2 Topology schema (apis/kueue/v1beta2/topology_types.go): 1 to 16 levels, each
+#: a unique nodeLabel matching the label-key pattern, kubernetes.io/hostname only last.
+_KUEUE_LABEL = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                          r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")
+
+
+def test_kueue_topology_validates(nvl72, capsys):
+    import json
+    for api in k8s.KUEUE_APIS:
+        doc = k8s.render(nvl72, kueue_api=api).split("\n---\n")[-1]
+        assert doc.startswith(f"apiVersion: kueue.x-k8s.io/{api}\nkind: Topology\n")
+        assert "\nspec:\n  levels:\n  - nodeLabel: " in doc
+        levels = [json.loads(v) for v in re.findall(r"^  - nodeLabel: (.*)$", doc, re.M)]
+        assert 1 <= len(levels) <= 16 and len(set(levels)) == len(levels)
+        assert all(_KUEUE_LABEL.match(lv) and len(lv) <= 316 for lv in levels)
+        assert "kubernetes.io/hostname" not in levels[:-1]
+    with pytest.raises(ValueError):
+        k8s.render(nvl72, kueue_api="v2")
+    cluster = LIB + "nvl72_cluster.topo"
+    assert main(["export", "k8s", cluster, "-D", "racks=1", "--kueue-api", "v1alpha1",
+                 "--gpu-clique", "-o", "-"]) == 0
+    out = capsys.readouterr().out
+    assert "kueue.x-k8s.io/v1alpha1" in out and 'nvidia.com/gpu.clique: "nvl0"' in out
+    assert main(["export", "slurm", cluster, "--topology", "tree", "--gpu-clique", "-o",
+                 "-"]) == 2
+    assert main(["export", "k8s", cluster, "--slurm-version", "25.05", "-o", "-"]) == 2
+    assert main(["export", "slurm", cluster, "--topology", "tree", "--slurm-version", "new",
+                 "-o", "-"]) == 2
+    assert "is not a Slurm version" in capsys.readouterr().err
+    assert main(["export", "slurm", cluster, "--format", "yaml", "--slurm-version", "24.11",
+                 "-o", "-"]) == 1
+    assert "reads no topology.yaml" in capsys.readouterr().err

@@ -72,22 +72,17 @@ def _topo_switch_lines(text: str) -> dict[str, str]:
             re.finditer(r"^SwitchName=(\S+) (?:Nodes|Switches)=(\S+)", text, re.M)}
 
 
-@pytest.mark.parametrize("file,defines,hosts", [
-    ("nvl72_cluster.topo", ["-D", "racks=2"], 36),
-    ("h100_cluster.topo", ["-D", "nodes=8"], 8),
-])
-def test_slurmctld_loads_the_tree(tmp_path, capsys, file, defines, hosts):
-    _need("slurmctld", "scontrol", "munged", "mungekey")
-    conf = tmp_path / "topology.conf"
-    assert main(["export", "slurm", str(LIB / file), *defines, "--topology", "tree",
-                 "-o", str(conf)]) == 0
-    ours = conf.read_text()
-    # Every host of the file is a Slurm node; name them all on loopback.
-    from topoc import load
-    from topoc.compiler.analysis.fabric import fabric
-    names = [h.name for h in fabric(load(LIB / file, defines={
-        defines[1].split("=")[0]: int(defines[1].split("=")[1])})).hosts]
-    assert len(names) == hosts
+def _slurm_version() -> tuple[int, int]:
+    out = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True, timeout=20).stdout
+    m = re.search(r"(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _run_slurmctld(tmp_path: Path, names: list[str], plugin: str, query: list[str],
+                   ready: str) -> tuple[str, str]:
+    """Start munged and slurmctld with ``names`` as nodes and TopologyPlugin ``plugin`` (the
+    topology.conf is already in tmp_path), run ``scontrol *query`` until its output holds
+    ``ready``; (that output, slurmctld's log). Both daemons are stopped before returning."""
     (tmp_path / "state").mkdir()
     key = tmp_path / "munge.key"
     subprocess.run(["mungekey", "-c", "-k", str(key), "-b", "1024"], check=True,
@@ -96,6 +91,7 @@ def test_slurmctld_loads_the_tree(tmp_path, capsys, file, defines, hosts):
     sock = tmp_path / "munge.sock"
     munge_pid = tmp_path / "munged.pid"
     ctld_pid = tmp_path / "slurmctld.pid"
+    log = tmp_path / "slurmctld.log"
     port = _free_port()
     nodes = "\n".join(f"NodeName={n} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN" for n in names)
     slurm_conf = tmp_path / "slurm.conf"
@@ -110,8 +106,9 @@ SlurmdSpoolDir={tmp_path / 'spool'}
 SlurmctldPidFile={ctld_pid}
 SlurmctldPort={port}
 SlurmdPort={_free_port()}
-SlurmctldLogFile={tmp_path / 'slurmctld.log'}
-TopologyPlugin=topology/tree
+SlurmctldLogFile={log}
+SlurmctldDebug=debug
+TopologyPlugin={plugin}
 SelectType=select/cons_tres
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -129,16 +126,41 @@ PartitionName=all Nodes=ALL Default=YES State=UP
                        capture_output=True, timeout=30)
         shown = None
         for _ in range(100):
-            r = subprocess.run(["scontrol", "show", "topology"], env=env, capture_output=True,
+            r = subprocess.run(["scontrol", *query], env=env, capture_output=True,
                                text=True, timeout=20)
-            if r.returncode == 0 and "SwitchName=" in r.stdout:
+            if r.returncode == 0 and ready in r.stdout:
                 shown = r.stdout
                 break
             time.sleep(0.2)
-        assert shown is not None, (tmp_path / "slurmctld.log").read_text()[-2000:]
+        assert shown is not None, log.read_text()[-2000:] if log.exists() else "no log"
     finally:
         _stop(pidfile=ctld_pid)
         _stop(pidfile=munge_pid)
+    return shown, log.read_text()
+
+
+def _host_names(file: str, defines: list[str]) -> list[str]:
+    from topoc import load
+    from topoc.compiler.analysis.fabric import fabric
+    return [h.name for h in fabric(load(LIB / file, defines={
+        defines[1].split("=")[0]: int(defines[1].split("=")[1])})).hosts]
+
+
+@pytest.mark.parametrize("file,defines,hosts", [
+    ("nvl72_cluster.topo", ["-D", "racks=2"], 36),
+    ("h100_cluster.topo", ["-D", "nodes=8"], 8),
+])
+def test_slurmctld_loads_the_tree(tmp_path, capsys, file, defines, hosts):
+    _need("slurmctld", "scontrol", "munged", "mungekey")
+    conf = tmp_path / "topology.conf"
+    assert main(["export", "slurm", str(LIB / file), *defines, "--topology", "tree",
+                 "-o", str(conf)]) == 0
+    ours = conf.read_text()
+    # Every host of the file is a Slurm node; name them all on loopback.
+    names = _host_names(file, defines)
+    assert len(names) == hosts
+    shown, log = _run_slurmctld(tmp_path, names, "topology/tree", ["show", "topology"],
+                                "SwitchName=")
     expected = _topo_switch_lines(ours)
     back = {}
     for m in re.finditer(r"^SwitchName=(\S+) Level=(\d+).*?(?:Nodes=(\S+))?(?: Switches=(\S+))?$",
@@ -147,6 +169,31 @@ PartitionName=all Nodes=ALL Default=YES State=UP
         back[name] = switches if int(level) > 0 else nodes_
     assert back == expected
     assert len(back) == ours.count("SwitchName=")
+    # Both clusters are rail-optimised (every node on several leaves): the merged tree gives
+    # slurmctld one leaf per node, so it logs no complaint at start.
+    assert "Multiple leaf switches contain nodes" not in log
+    assert "topology" in log.lower()
+
+
+def test_slurmctld_loads_blocks(tmp_path):
+    """topology/block (Slurm 23.11+), where the installed Slurm has it: a 16-tray rack among
+    18-tray racks, written for this Slurm's version, loads and keeps every block."""
+    _need("slurmctld", "scontrol", "munged", "mungekey")
+    version = _slurm_version()
+    plugins = list(Path("/usr/lib").glob("**/slurm*/topology_block.so"))
+    if version < (23, 11) or not plugins:
+        pytest.skip(f"the installed Slurm {version[0]}.{version[1]:02d} has no topology/block "
+                    "(Slurm 23.11+); the block file is checked against Slurm's own rules in "
+                    "tests/backends/test_cluster_exports.py")
+    conf = tmp_path / "topology.conf"
+    assert main(["export", "slurm", str(LIB / "nvl72_cluster.topo"), "-D", "racks=2",
+                 "--topology", "block", "--slurm-version", f"{version[0]}.{version[1]}",
+                 "-o", str(conf)]) == 0
+    names = _host_names("nvl72_cluster.topo", ["-D", "racks=2"])
+    shown, log = _run_slurmctld(tmp_path, names, "topology/block", ["show", "topology"],
+                                "BlockName=")
+    assert "BlockName=block0" in shown and "BlockName=block1" in shown
+    assert "fatal" not in log
 
 
 def test_ibsim_round_trip_shows_no_difference(tmp_path, capsys):
@@ -212,3 +259,36 @@ system cluster : C
     # ibsim's HCAs report no device id, so the import names HCAs by rate only (HCA_200G for the
     # slow one), which diff compares by count: the one difference is the cable.
     assert out.count("D08") == 1 and "D02" not in out and "1 difference between" in out
+
+
+def test_ibsim_round_trip_of_a_dump_with_sharp_nodes_is_idempotent(tmp_path, capsys):
+    """A dump with SHARP aggregation nodes and unnamed HCAs (tests/fixtures/ibnetdiscover):
+    imported, exported to ibsim, rediscovered and imported again, it shows no difference."""
+    _need("ibsim", "ibsim-run", "ibnetdiscover")
+    dump = ROOT / "tests" / "fixtures" / "ibnetdiscover" / "h100_cluster_8_sharp.txt"
+    first = tmp_path / "first.topo"
+    assert main(["import", "ibnetdiscover", str(dump), "-o", str(first)]) == 0
+    net = tmp_path / "net"
+    assert main(["export", "ibsim", str(first), "-o", str(net)]) == 0
+    sockname = f"topoc-test-{os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, "IBSIM_SOCKNAME": sockname}
+    sim = subprocess.Popen(["ibsim", "-s", str(net), "--no-console"], cwd=tmp_path, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    again = None
+    try:
+        for _ in range(50):
+            r = subprocess.run(["ibsim-run", "ibnetdiscover"], env=env, cwd=tmp_path,
+                               capture_output=True, text=True, timeout=30)
+            if r.returncode == 0 and "mlx5_" in r.stdout:
+                again = r.stdout
+                break
+            time.sleep(0.2)
+    finally:
+        _stop(sim)
+    assert again is not None
+    (tmp_path / "again.txt").write_text(again)
+    capsys.readouterr()
+    assert main(["diff", str(first), str(tmp_path / "again.txt"), "--format", "json"]) == 0
+    import json
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["equal"] and {"hosts", "switches", "cabling"} <= set(doc["compared"])

@@ -54,8 +54,8 @@ def _load(path: str, args, defines):
     except CompileError as exc:
         report(exc.diagnostics)
         return None
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+    for note in notes:      # an importer's warnings say so themselves
+        print(note if note.startswith("warning: ") else f"note: {note}", file=sys.stderr)
     return system
 
 

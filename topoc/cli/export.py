@@ -29,6 +29,16 @@ def add_parser(sub) -> None:
                    "domains (with --format yaml: the cluster default; default tree)")
     p.add_argument("--format", dest="file_format", choices=["conf", "yaml"], default="conf",
                    help="slurm: topology.conf (default) or topology.yaml (both topologies)")
+    p.add_argument("--slurm-version", metavar="X.Y",
+                   help="slurm: the Slurm release that reads the file (as 'sinfo -V' prints "
+                   "it, e.g. 25.05): block sizes, and whether topology.yaml or topology/block "
+                   "exist there (default: a file any Slurm with the plugin loads)")
+    p.add_argument("--kueue-api", choices=k8s.KUEUE_APIS, default=k8s.KUEUE_APIS[0],
+                   help="k8s: the Kueue Topology's API version (default v1beta2, Kueue 0.14+; "
+                   "v1beta1 or v1alpha1 for older Kueue)")
+    p.add_argument("--gpu-clique", action="store_true",
+                   help="k8s: also write nvidia.com/gpu.clique (GPU Feature Discovery owns it "
+                   "and sets <ClusterUUID>.<CliqueID>; only for clusters without GFD)")
     add_hostnames(p)
     add_common(p, output_required=True)
     p.set_defaults(func=run)
@@ -40,13 +50,20 @@ CLUSTER = ("slurm", "k8s", "ibdiagnet", "ibsim")
 def _cluster(system, args) -> str:
     """The text of a cluster tool's file."""
     fab = fabric_of(system, args)
+    version = None
+    if args.slurm_version:
+        try:
+            version = slurm.parse_version(args.slurm_version)
+        except slurm.ExportError as exc:
+            raise UsageError(f"--slurm-version: {exc}") from None
     try:
         if args.format == "slurm":
             if args.topology is None and args.file_format == "conf":
                 raise UsageError("export slurm needs --topology tree or --topology block")
-            return slurm.render(fab, args.topology or "tree", args.file_format, args.file)
+            return slurm.render(fab, args.topology or "tree", args.file_format, args.file,
+                                version)
         if args.format == "k8s":
-            return k8s.render(fab, args.file)
+            return k8s.render(fab, args.file, kueue_api=args.kueue_api, clique=args.gpu_clique)
         if args.format == "ibsim":
             return ibsim.render_ibsim(fab, args.file)
         return ibsim.render_ibdiagnet(fab, args.file)
@@ -63,8 +80,11 @@ def run(args) -> int:
                                        args.hostnames):
         raise UsageError("--topology, --format and --hostnames are for slurm, k8s, ibdiagnet "
                          "and ibsim")
-    if args.format != "slurm" and (args.topology or args.file_format != "conf"):
-        raise UsageError("--topology and --format are for export slurm")
+    if args.format != "slurm" and (args.topology or args.file_format != "conf" or
+                                   args.slurm_version):
+        raise UsageError("--topology, --format and --slurm-version are for export slurm")
+    if args.format != "k8s" and (args.kueue_api != k8s.KUEUE_APIS[0] or args.gpu_clique):
+        raise UsageError("--kueue-api and --gpu-clique are for export k8s")
     system = load(args)
     if args.format in CLUSTER:
         try:

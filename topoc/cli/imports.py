@@ -58,8 +58,8 @@ def run(args) -> int:
     except ImportFailure as exc:
         print(f"topoc: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+    for note in notes:      # an importer's warnings say so themselves
+        print(note if note.startswith("warning: ") else f"note: {note}", file=sys.stderr)
     write_output(topo, args.output)
     if args.bus_ids:
         write_output(write_bus_ids(bus_ids), args.bus_ids)

@@ -3,7 +3,8 @@
 What is read: each Package as a CPU (its ``CPUModel``, the memory of its NUMA nodes); the PCIe
 tree below it, where a chain of bridges of one chip (one vendor:device id) is one PCIe switch
 and a root port belongs to its CPU; every GPU (an NVML or CUDA OS device, model from
-``GPUModel``); every OpenFabrics device (``mlx5_0``: an InfiniBand or RoCE NIC, its
+``GPUModel``; where hwloc ran without those plugins, as Debian's stock ``lstopo`` does, an
+NVIDIA PCI device of class 3D controller or VGA, model ``GPU``, with a note); every OpenFabrics device (``mlx5_0``: an InfiniBand or RoCE NIC, its
 ``NodeGUID`` kept in its description, so the host can be matched with its ibnetdiscover ports);
 NVSwitches (PCI devices of subtype NVSwitch); and the ``NVLinkBandwidth`` matrix, turned into
 NVLink lanes at the GPU generation's lane rate (25 GB/s for NVLink 2-4, 20 GB/s for NVLink 1).
@@ -24,6 +25,11 @@ from .smi import GPU_SM
 #: hwloc 2 XML osdev_type values (hwloc 3 writes a bitmask instead: GPU 4, COPROC 8,
 #: NETWORK 16, OPENFABRICS 32).
 V2_GPU, V2_NETWORK, V2_OPENFABRICS, V2_COPROC = 1, 2, 3, 5
+#: PCI ids of an NVIDIA GPU when no NVML/CUDA OS device names it: vendor 0x10de, class 0x0302
+#: (3D controller: the data-centre GPUs) or 0x0300 (VGA controller).
+NVIDIA_VENDOR = "10de"
+GPU_CLASSES = ("0302", "0300")
+_PCI_TYPE = re.compile(r"^([0-9a-fA-F]{4})\s+\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
 _SM_MODEL = re.compile(r"\b(" + "|".join(sorted(GPU_SM, key=len, reverse=True)) + r")\b")
 
 
@@ -58,6 +64,10 @@ class _Reader:
         self.notes: list[str] = []
         self.speeds: dict[float, str] = {}
         self.guids: list[tuple[str, int]] = []      # (node GUID, NIC index)
+        self.pci_gpus: list[str] = []               # PCI ids of GPUs found by class only
+        # GPUs come from PCI ids only when no OS device names any (lstopo without NVML/CUDA)
+        self.by_pci = not any(o.get("type") == "OSDev" and self.os_kind(o) == "gpu"
+                              for o in root.iter("object"))
 
     def os_kind(self, osdev: ET.Element) -> str:
         t = int(osdev.get("osdev_type", "-1"))
@@ -170,6 +180,38 @@ class _Reader:
                 self.by_gp[f"PCIDev:{el.get('gp_index')}"] = sel
                 self.b.wires.append(f"{sel} <-> {parent} : {self.pcie(speed)}")
                 return
+        m = _PCI_TYPE.match(el.get("pci_type", ""))
+        if m and self.by_pci and f"PCIDev:{el.get('gp_index')}" not in self.by_gp and \
+                m.group(2).lower() == NVIDIA_VENDOR and m.group(1) in GPU_CLASSES:
+            # No NVML/CUDA OS device (lstopo without those plugins): the PCI ids say GPU.
+            self.b.model("GPU", "device GPU : gpu { }")
+            sel = self.b.add("gpu", "GPU")
+            self.by_gp[f"PCIDev:{el.get('gp_index')}"] = sel
+            self.pci_gpus.append(f"{m.group(2)}:{m.group(3)}".lower())
+            self.b.wires.append(f"{sel} <-> {parent} : {self.pcie(speed)}")
+
+    def islands(self) -> list[list[int]]:
+        """The GPUs (by index) grouped by NVLink reach, through NVSwitches too, when NVLink
+        joins some but leaves more than one group; [] otherwise."""
+        gpus = self.b.count("gpu")
+        parent: dict[str, str] = {}
+
+        def find(x: str) -> str:
+            while parent.get(x, x) != x:
+                x = parent[x]
+            return x
+        linked = False
+        for w in self.b.wires:
+            m = re.match(r"(\S+) <-> (\S+) : nvlink_", w)
+            if m:
+                linked = True
+                parent[find(m.group(1))] = find(m.group(2))
+        if not linked:
+            return []
+        groups: dict[str, list[int]] = {}
+        for i in range(gpus):
+            groups.setdefault(find(f"gpu[{i}]"), []).append(i)
+        return list(groups.values()) if len(groups) > 1 else []
 
     def nvlinks(self, root: ET.Element) -> None:
         lane_bw, gen = nvlink_nominal(self.gpu_sm)
@@ -230,7 +272,21 @@ def from_hwloc(text: str, path: str = "<lstopo.xml>",
         if child.get("type") in ("Bridge", "PCIDev"):
             r.io(child, "cpu[0]", None, "cpu[0]")
     require_gpus(len(r.b.instances.get("gpu", ())), path, "the hwloc topology")
+    if r.pci_gpus:
+        ids = ", ".join(sorted(set(r.pci_gpus)))
+        r.notes.append(f"{path}: {len(r.pci_gpus)} GPU(s) found by PCI ids ({ids}: NVIDIA, "
+                       "class 3D/VGA controller) as the XML has no NVML or CUDA OS devices "
+                       "(lstopo without those plugins): model 'GPU', compared by count; no "
+                       "NVLink without NVML")
     r.nvlinks(root)
+    islands = r.islands()
+    if islands:
+        spans = "; ".join(_span(g) for g in islands)
+        r.notes.append(f"warning: {path}: NVLink joins the {sum(map(len, islands))} GPUs in "
+                       f"{len(islands)} separate islands ({spans}): pairs across islands go "
+                       "through PCIe and the host. hwloc reports the NVLinks it sees; links it "
+                       "cannot see (bridges between baseboards' NVSwitches, as on a DGX-2) "
+                       "must be added by hand")
     cpus = r.b.instances["cpu"]
     if len(cpus) > 1:
         sock = r.b.link("socket_20", "inter_socket", 20e9)
@@ -271,6 +327,13 @@ def _group(b: Build) -> str:
         rest = re.sub(r"cpu\[(\d+)\]", r"cpu\1", rest)
     b.instances["cpu"] = cpus
     return "\n".join([head, *members, rest])
+
+
+def _span(indices: list[int]) -> str:
+    """``gpu0-7`` for a run, ``gpu0,2,5`` otherwise."""
+    if indices == list(range(indices[0], indices[-1] + 1)) and len(indices) > 1:
+        return f"gpu{indices[0]}-{indices[-1]}"
+    return "gpu" + ",".join(map(str, indices))
 
 
 def _inst(hostname: str) -> str:

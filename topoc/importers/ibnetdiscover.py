@@ -4,6 +4,10 @@ Switches take their name and model from a managed switch's node description
 (``MF0;leaf0:QM9700/U1``); any other description names the switch after its GUID and its model
 after the description. HCA ports are grouped into hosts by node description (``dgx-01 mlx5_3``:
 host ``dgx-01``, NIC 3); an HCA whose description has no ``mlx5_N`` part is a host of its own.
+A host keeps its HCAs' identities: ``nic[8]`` when they are mlx5_0..7, else one member per HCA
+named as the machine does (``mlx5_1``, ``mlx5_2``, ``mlx5_5``: a subnet holding half of each
+host's rails), so ``diff`` and the exports see ``mlx5_N`` and not a renumbering; each host's
+HCA node GUIDs are kept in a comment.
 An HCA's model comes from its PCI device id (``devid=``, default format only: ConnectX-6, -7,
 -8); without one it is ``HCA_<rate>G``, a model named only by its rate, which ``diff`` compares
 by count.
@@ -36,6 +40,11 @@ _PLINE = re.compile(r"^(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+(\d+)x\s*([
                     r"\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)")
 _MANAGED = re.compile(r"^MF0;([^:]+):([^/]+)(?:/.*)?$")
 _HCA = re.compile(r"^(\S+)\s+(?:mlx\d+_|HCA-)(\d+)$")
+#: A SHARP aggregation node: the switch's in-network reduction engine, seen as a CA.
+_SHARP = re.compile(r"\baggregation node\b", re.I)
+#: The node description an HCA reports until the host sets one (``MT4129 ConnectX7 Mellanox
+#: Technologies``): it names the adapter, not the host.
+_DEFAULT_DESC = re.compile(r"^(?:MT\d+\b.*|.*\bMellanox Technologies)$")
 
 
 def parse(text: str, path: str = "<dump>"):
@@ -122,6 +131,8 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
     links: dict[str, str] = {}
     switches: dict[str, tuple[str, str]] = {}     # guid -> (instance, model)
     hosts: dict[str, list[tuple[int, str]]] = defaultdict(list)   # hostname -> (index, guid)
+    sharp: list[str] = []           # GUIDs of SHARP aggregation nodes
+    unnamed: list[str] = []         # GUIDs of HCAs with the adapter's default description
     for guid, (kind, desc) in sorted(nodes.items(), key=lambda kv: kv[0]):
         if kind == "SW":
             m = _MANAGED.match(desc)
@@ -134,8 +145,16 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
             m = _HCA.match(desc)
             if guids and guid in guids:
                 host, idx = guids[guid]
+            elif m:
+                host, idx = m.group(1), int(m.group(2))
+            elif _SHARP.search(desc):
+                sharp.append(guid)
+                continue
+            elif not desc or _DEFAULT_DESC.match(desc):
+                unnamed.append(guid)
+                continue
             else:
-                host, idx = (m.group(1), int(m.group(2))) if m else (desc or f"hca-{guid}", 0)
+                host, idx = desc, 0
             hosts[host].append((idx, guid))
         else:
             notes.append(f"router {guid} ('{desc}') left out: topoc models no IB routers")
@@ -160,25 +179,28 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
         return name
 
     nic_model: dict[str, str] = {}
-    for host, items in hosts.items():
-        for _, g in items:
+    for g in [g for items in hosts.values() for _, g in items] + unnamed:
+        lib = HCA_DEVID.get(devids.get(g, 0))
+        if lib and lib in lib_models:
+            nic_model[g] = lib
+        else:
             rate = rate_of[g]
-            lib = HCA_DEVID.get(devids.get(g, 0))
-            if lib and lib in lib_models:
-                nic_model[g] = lib
-            else:
-                name = f"HCA_{rate / 1e9:g}G".replace(".", "_")
-                models.setdefault(name, f"device {name} : nic {{ rate = {rate / 1e9:g} Gb/s }}")
-                nic_model[g] = name
-    shapes: dict[tuple[str, ...], str] = {}
+            name = f"HCA_{rate / 1e9:g}G".replace(".", "_")
+            models.setdefault(name, f"device {name} : nic {{ rate = {rate / 1e9:g} Gb/s }}")
+            nic_model[g] = name
+    shapes: dict[tuple, str] = {}
     host_lines, end_of = [], {}
     used = set(names)
     for host in sorted(hosts, key=_natural):
         items = sorted(hosts[host])
-        if [i for i, _ in items] != list(range(len(items))):
-            notes.append(f"host '{host}': HCAs {', '.join(f'mlx5_{i}' for i, _ in items)} "
-                         f"numbered nic0..nic{len(items) - 1} in that order")
-        shape = tuple(nic_model[g] for _, g in items)
+        indices = [i for i, _ in items]
+        dense = indices == list(range(len(items)))
+        if len(set(indices)) != len(indices):
+            notes.append(f"host '{host}': two HCAs both say mlx5_{_dup(indices)}; numbered "
+                         f"nic0..nic{len(items) - 1} in GUID order")
+            items = [(n, g) for n, (_, g) in enumerate(items)]
+            dense = True
+        shape = tuple((None if dense else i, nic_model[g]) for i, g in items)
         if shape not in shapes:
             shapes[shape] = f"IBHost{len(shapes)}"
         inst = ident(host)
@@ -187,12 +209,18 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
         while inst in used:
             inst += "_"
         used.add(inst)
+        host_lines.append(f"  # {host} HCA node GUIDs: " + " ".join(
+            f"mlx5_{i}=0x{g.zfill(16)}" for i, g in items))
         host_lines.append(f'  host {inst} : {shapes[shape]} "{host}"')
-        uniform = len(set(shape)) == 1
-        for n, (_, g) in enumerate(items):
-            end_of[g] = f"{inst}.nic[{n}]" if uniform else f"{inst}.nic{n}"
+        uniform = len({m for _, m in shape}) == 1
+        for n, (i, g) in enumerate(items):
+            if not dense:
+                end_of[g] = f"{inst}.mlx5_{i}"
+            else:
+                end_of[g] = f"{inst}.nic[{n}]" if uniform else f"{inst}.nic{n}"
     for g, (inst, _) in switches.items():
         end_of[g] = inst
+    pseudo = _pseudo_hosts(nodes, cables, switches, sharp, unnamed, nic_model, end_of, notes)
     wires: dict[tuple[str, str, str], int] = defaultdict(int)
     for (a, _, b, _, _, _), rate in zip(cables, cable_rate):
         if a not in end_of or b not in end_of:
@@ -201,7 +229,9 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
         wires[(x, y, link_type(rate))] += 1
     out = [f"# Imported by topoc from {path}, an ibnetdiscover dump: {len(switches)} switches, "
            f"{sum(len(v) for v in hosts.values())} HCAs in {len(hosts)} hosts, "
-           f"{len(cables)} cables.", 'use "nvidia/links.topo"', 'use "nvidia/devices.topo"', ""]
+           + (f"{len(unnamed)} unnamed HCAs, " if unnamed else "")
+           + (f"{len(sharp)} SHARP aggregation nodes, " if sharp else "")
+           + f"{len(cables)} cables.", 'use "nvidia/links.topo"', 'use "nvidia/devices.topo"', ""]
     out += [links[k] for k in sorted(links)] + [models[k] for k in sorted(models)]
     if links or models:
         out.append("")
@@ -210,6 +240,7 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
         out.append(f"group {gname} {{ {'  '.join(members)} }}")
     out += ["", "group Fabric {"]
     out += host_lines
+    out += pseudo
     out += [f"  {inst} : {model}" for inst, model in
             sorted(switches.values(), key=lambda s: _natural(s[0]))]
     for (x, y, lt), n in sorted(wires.items(), key=lambda kv: (_natural(kv[0][0]),
@@ -219,11 +250,52 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
     return "\n".join(out), notes
 
 
-def _arrays(shape: tuple[str, ...]) -> list[str]:
-    """``nic[8] : CX7`` when every NIC has one model, else one member per NIC."""
-    if len(set(shape)) == 1:
-        return [f"nic[{len(shape)}] : {shape[0]}"]
-    return [f"nic{i} : {m}" for i, m in enumerate(shape)]
+def _pseudo_hosts(nodes, cables, switches, sharp, unnamed, nic_model, end_of, notes
+                  ) -> list[str]:
+    """Fabric members and comments for the CAs that are no host's HCA: unnamed HCAs become
+    ``hca_<GUID>`` members outside any host (cabled, so switch ports add up, but no host: the
+    exports and diff's hosts leave them out); SHARP aggregation nodes, each inside its switch,
+    are listed in a comment only (their port is switch-internal, beyond the switch's radix)."""
+    lines = []
+    port_of = {}
+    for a, pa, b, pb, _, _ in cables:
+        port_of.setdefault(a, (b, pb))
+        port_of.setdefault(b, (a, pa))
+    if sharp:
+        where = []
+        for g in sharp:
+            sw, port = port_of.get(g, (None, 0))
+            where.append(f"{switches[sw][0]} port {port}" if sw in switches else f"0x{g}")
+        lines.append("  # SHARP aggregation nodes (in-network reduction inside the switch, not "
+                     "hosts): " + ", ".join(where))
+        notes.append(f"{len(sharp)} SHARP aggregation node(s) ('{nodes[sharp[0]][1]}') "
+                     "recognised: the switches' reduction engines, not hosts; listed in a "
+                     "comment, not cabled")
+    if unnamed:
+        for g in unnamed:
+            end_of[g] = f"hca_{g}"
+            lines.append(f"  hca_{g} : {nic_model[g]}  # unnamed HCA, node GUID 0x{g.zfill(16)}")
+        notes.append(f"{len(unnamed)} HCA(s) report the adapter's default node description "
+                     f"('{nodes[unnamed[0]][1]}'), not a hostname: kept as hca_<GUID> outside "
+                     "any host, so exports and diff's hosts leave them out; set their node "
+                     "descriptions (/sys/class/infiniband/<device>/node_desc) "
+                     "or place them with --guids")
+    return lines
+
+
+def _arrays(shape: tuple) -> list[str]:
+    """``nic[8] : CX7`` for HCAs mlx5_0..n-1 of one model, one member per NIC otherwise:
+    ``nic0 : CX7`` by position, or ``mlx5_5 : CX7`` by identity when the indices have gaps."""
+    if shape and shape[0][0] is not None:
+        return [f"mlx5_{i} : {m}" for i, m in shape]
+    models = [m for _, m in shape]
+    if len(set(models)) == 1:
+        return [f"nic[{len(models)}] : {models[0]}"]
+    return [f"nic{i} : {m}" for i, m in enumerate(models)]
+
+
+def _dup(indices: list[int]) -> int:
+    return next(i for i in indices if indices.count(i) > 1)
 
 
 def _natural(text: str) -> tuple:
