@@ -18,6 +18,8 @@ CSV_FIELDS = ("rank", *FIELDS, "attention_dp", "prefill_replicas", "within_limit
 #: Open-loop rows (``--request-rate``) add the load's columns.
 RATE_FIELDS = ("arrival", "request_rate", "requests", "in_flight", "capacity_rate",
                "utilization", "stable", "ttft_median")
+#: Fixed-concurrency rows add the engine's running batch and its queue (per replica).
+QUEUE_FIELDS = ("running", "queued")
 
 
 def _open_loop(result: InferResult) -> bool:
@@ -43,7 +45,7 @@ def as_json(result: InferResult, head: dict, top: int = 0) -> str:
 
 def as_csv(result: InferResult, top: int = 0) -> str:
     """One line per row: the contract's columns and the search's flags."""
-    fields = CSV_FIELDS + (RATE_FIELDS if _open_loop(result) else ())
+    fields = CSV_FIELDS + (RATE_FIELDS if _open_loop(result) else QUEUE_FIELDS)
     return ranked_csv(_shown(result, top), fields)
 
 
@@ -106,6 +108,7 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
         lines.append(f"... and {hidden:,} more (--top 0 lists all)")
     if shown and shown[0].extra:
         lines += _rate_notes(result, shown[0], head)
+    lines += _queue_notes(shown)
     closed = dict(shown[0].parts).get("ttft_closed_loop") if shown else None
     if closed is not None and closed != shown[0].ttft:
         lines.append(f"row 1's TTFT in a fixed-concurrency (closed-loop) benchmark: "
@@ -118,6 +121,21 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
     for why in result.rejected:
         lines.append(f"rejected: {why}")
     return "\n".join(lines) + "\n"
+
+
+def _queue_notes(shown) -> list[str]:
+    """Under the table: the shown rows whose concurrency is more than their engine runs at
+    once (its KV cache or max_batch): the running batch, the queue, and that TTFT holds the
+    wait."""
+    queued = [(i + 1, dict(r.parts)) for i, r in enumerate(shown)
+              if dict(r.parts).get("queued", 0) > 0]
+    if not queued:
+        return []
+    i, p = queued[0]
+    more = f" (and {len(queued) - 1:,} more of the rows shown)" if len(queued) > 1 else ""
+    return [f"queued: row {i} runs a batch of {p['running']:,.0f} requests per replica (what "
+            f"its KV cache and max_batch hold) and {p['queued']:,.0f} per replica wait in the "
+            f"engine's queue{more}; their wait is in the TTFT"]
 
 
 def _rate_notes(result: InferResult, first: InferRow, head: dict) -> list[str]:

@@ -437,10 +437,11 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
         rate = throughput / osl
         ttft = max(ttft, cfg.concurrency / rate - (osl - 1) * tpot)
     mem = eng.memory(c, isl + osl)
-    # fits: the requested concurrency is held in flight (over it the figures are the queueing
-    # engine's, and ``queued`` says how many requests per replica wait)
-    fits = mem <= gpu.hbm and asked * (isl + osl) <= eng.kv_capacity and \
-        asked <= settings.max_batch
+    # fits: the engine runs the configuration. Past what its KV cache (or max_batch) holds an
+    # engine does not refuse requests: its running batch is what fits (``running``) and the
+    # others wait in its queue (``queued``), their wait in the TTFT above; only a layout whose
+    # KV cache cannot hold one request does not run
+    fits = mem <= gpu.hbm and cap >= 1
     # the TTFT of a synchronised wave (every request of a replica arriving at once): an upper
     # bound on the steady state, which NIM's fixed-concurrency sweeps lie between (docs/infer.md)
     if cfg.prefill_replicas:
@@ -453,7 +454,7 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
     wave += settings.request_overhead
     parts = (("decode_step", t_dec), ("decode_comm", comm_dec), ("decode_host", eng.host_time(c)),
              ("prefill_time", t_pre),
-             ("queued", float(asked - c)), ("ttft_wave", wave),
+             ("running", float(c)), ("queued", float(asked - c)), ("ttft_wave", wave),
              ("ttft_closed_loop", closed_loop_ttft(ttft, wave, settings)))
     return InferRow(cfg, cfg.replicas * per, precision, kv_precision, ttft, tpot, throughput,
                     mem, eng.kv_capacity, bool(fits), parts=parts)
@@ -728,38 +729,22 @@ def _pareto(rows: list[InferRow]) -> list[InferRow]:
 
 def too_big(system: System, model: Transformer, result: InferResult, isl: int, osl: int,
             settings: Settings | None = None) -> str:
-    """Why no row fits, with the numbers of the smallest one; or, when the weights and KV cache
-    fit the HBM but the asked concurrency is more than a replica's KV cache (or its engine's
-    batch) holds, of the layout that holds the most requests."""
+    """Why no row fits: the weights of the smallest layout are more than the HBM, or (when some
+    layout's weights leave room for a KV cache) one request is more than the largest KV cache
+    holds. A concurrency past the KV cache is no reason: the engine queues what it cannot run."""
     s = settings or Settings()
     gpu = gpu_of(system, result.gpus)
-    held = [r for r in result.rows if r.memory_per_gpu <= gpu.hbm]
+    held = [r for r in result.rows if r.kv_capacity_tokens > 0]
     if held:
-        def admits(r: InferRow) -> int:
-            return max_concurrency(r.kv_capacity_tokens, isl, osl, s)
-
-        def holders(r: InferRow) -> int:
-            return r.config.replicas - r.config.prefill_replicas
-
-        best = max(held, key=lambda r: (admits(r) * holders(r), r.kv_capacity_tokens,
-                                        -r.config.concurrency))
+        # a layout whose memory holds its weights runs any concurrency (the rest queue) unless
+        # its KV cache cannot hold a single request: say so with the layout holding the most
+        best = max(held, key=lambda r: (r.kv_capacity_tokens, -r.config.concurrency))
         c = best.config
-        n = holders(best)
         kind = "decode replica" if c.prefill_replicas else "replica"
-        layout = f"tp={c.tp}, pp={c.pp}, ep={c.ep}"
-        memory = f"{best.memory_per_gpu / 1e9:.1f} GB per GPU of {gpu.hbm / 1e9:.1f} GB"
-        if admits(best) < 1:
-            return (f"{model.name} does not fit: one request of {isl}+{osl} tokens needs "
-                    f"{isl + osl:,} tokens of KV cache; the layout that holds the most "
-                    f"({layout}) holds {best.kv_capacity_tokens:,} tokens per {kind} ({memory})")
-        why = f"its KV cache: {best.kv_capacity_tokens:,} tokens"
-        if admits(best) < best.kv_capacity_tokens // max(1, isl + osl):
-            why = f"the engine's max_batch; {why}"
-        return (f"{model.name} does not fit at concurrency {c.concurrency}: "
-                f"{math.ceil(c.concurrency / n):,} requests per {kind} of {isl}+{osl} tokens; "
-                f"the layout that holds the most ({layout}, {n} {kind}{'s' if n > 1 else ''}) "
-                f"admits {admits(best):,} request{'s' if admits(best) > 1 else ''} per {kind} "
-                f"({why}; {memory}); give a lower --concurrency, or max")
+        return (f"{model.name} does not fit: one request of {isl}+{osl} tokens needs "
+                f"{isl + osl:,} tokens of KV cache; the layout that holds the most "
+                f"(tp={c.tp}, pp={c.pp}, ep={c.ep}) holds {best.kv_capacity_tokens:,} tokens "
+                f"per {kind} ({gpu.hbm / 1e9:.1f} GB per GPU)")
     best = min(result.rows, key=lambda r: r.memory_per_gpu)
     c = best.config
     return (f"{model.name} does not fit: the smallest layout (tp={c.tp}, pp={c.pp}, ep={c.ep}) "

@@ -183,13 +183,15 @@ def test_idle_ttft_is_the_prefill_and_loaded_ttft_waits_for_a_step():
 
 def test_requests_beyond_the_kv_cache_queue():
     """Past what the KV cache holds the engine runs at its capacity and the other clients wait:
-    throughput stays, TTFT grows by Little's law, and the row says it does not fit."""
+    throughput stays, TTFT grows by Little's law; the row fits (an engine admits what its KV
+    cache holds and queues the rest, it does not refuse) and says running and queued."""
     node = topoc.load(library_file("dgx_h100.topo"))
     run = dict(gpus=2, tp=2, pp=1, ep=1)
     cap = topoc.infer(node, "llama3-70b", 5000, 500, concurrency="max", **run).rows[0]
     held = cap.config.concurrency
     over = topoc.infer(node, "llama3-70b", 5000, 500, concurrency=2 * held, **run).rows[0]
-    assert cap.fits and not over.fits and dict(over.parts)["queued"] == held
+    assert cap.fits and over.fits and dict(over.parts)["queued"] == held
+    assert dict(over.parts)["running"] == held and dict(cap.parts)["queued"] == 0
     assert over.throughput == pytest.approx(cap.throughput)
     assert over.tpot == pytest.approx(cap.tpot)
     # closed loop: 2 x held clients, each request lasts clients / request rate
