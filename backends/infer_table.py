@@ -100,6 +100,12 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
         lines.append(f"load: {head['request_rate']:g} requests/s over the replicas, Poisson "
                      "(conc = requests in flight by Little's law; load = the rate over the "
                      "layout's capacity)")
+    if head.get("client"):
+        load = "each row's concurrency in clients that send their next request when one " \
+            "ends" if head["client"] == "closed" else "the request rate's Poisson arrivals"
+        lines.append(f"simulated client: {load}, {head['requests']:,} requests "
+                     f"({head['warmup']:,} warm-up) against {head['engine']}'s scheduler; TTFT "
+                     "and TPOT are the run's means")
     lines.append("")
     shown = _shown(result, top)
     lines += _table(shown, range(1, len(shown) + 1))
@@ -109,8 +115,15 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
     if shown and shown[0].extra:
         lines += _rate_notes(result, shown[0], head)
     lines += _queue_notes(shown)
+    if shown and "ttft_p90" in dict(shown[0].parts):
+        p = dict(shown[0].parts)
+        lines.append(f"row 1 simulated: TTFT median {seconds(p['ttft_median'])}, p90 "
+                     f"{seconds(p['ttft_p90'])}; TPOT median {seconds(p['tpot_median'])}, p90 "
+                     f"{seconds(p['tpot_p90'])}; running batch {p['sim_running']:,.1f} on "
+                     f"average, at most {p['sim_queued']:,.0f} waiting, "
+                     f"{p['sim_preempted']:,.0f} preempted")
     closed = dict(shown[0].parts).get("ttft_closed_loop") if shown else None
-    if closed is not None and closed != shown[0].ttft:
+    if closed is not None and closed != shown[0].ttft and not head.get("client"):
         lines.append(f"row 1's TTFT in a fixed-concurrency (closed-loop) benchmark: "
                      f"{seconds(closed)} (ttft_closed_loop, empirical; the table's TTFT is for "
                      "independent arrivals: docs/infer.md)")

@@ -50,8 +50,9 @@ from ..ir.system import System, Transformer
 from ..training import serving as sv
 from ..training.params import moe_layers
 from ..training.serving import Layout, LayoutError
-from . import infer_rate
+from . import infer_rate, serve_sim
 from .infer_rate import MAX_REQUESTS, Arrivals
+from .serve_sim import Client, Scheduler
 
 PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 
@@ -588,7 +589,8 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
           kv_precision: str | None = None, concurrency: int | str = "max",
           disaggregate: bool = False, ttft_limit: float | None = None,
           tpot_limit: float | None = None, settings: Settings | None = None,
-          arrivals: Arrivals | None = None) -> InferResult:
+          arrivals: Arrivals | None = None, client: Client | None = None,
+          scheduler: Scheduler | None = None) -> InferResult:
     """Enumerate tp x pp x ep (x attention DP) x replicas x concurrency on the first ``gpus``
     GPUs, cost each, rank by output tokens/s per GPU (fitting and within the limits first) and
     mark the Pareto front of tokens/s per GPU against tokens/s per user.
@@ -596,8 +598,27 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
     With ``arrivals`` (``infer_rate.Arrivals``: a request rate over all replicas, or a burst)
     the load is open-loop instead: one row per layout (and disaggregated split), its
     concurrency the requests in flight that the rate gives (``infer_rate``); stable rows within
-    the limits rank first, then by a request's latency (TTFT + (osl - 1) x TPOT)."""
+    the limits rank first, then by a request's latency (TTFT + (osl - 1) x TPOT).
+
+    With ``client`` (``serve_sim.Client``: a closed loop at each row's concurrency, or Poisson
+    arrivals at its rate) every row's TTFT, TPOT and throughput come from a simulated benchmark
+    against ``scheduler`` (an engine's, ``serve_sim.ENGINES``; TensorRT-LLM's by default)."""
     s = settings or Settings()
+    if client is not None:
+        scheduler = scheduler or serve_sim.ENGINES[serve_sim.DEFAULT_ENGINE]
+        if client.kind not in serve_sim.CLIENTS:
+            raise InferError(f"client '{client.kind}': one of {', '.join(serve_sim.CLIENTS)}")
+        if not 1 <= client.requests <= serve_sim.MAX_REQUESTS or \
+                not 0 <= client.warmup < client.requests:
+            raise InferError(f"{client.requests} requests with {client.warmup} warm-up: 1 to "
+                             f"{serve_sim.MAX_REQUESTS:,} requests, fewer warm-up than that")
+        if disaggregate:
+            raise InferError("a simulated client (--client) runs aggregated replicas; "
+                             "--disaggregate is costed without it")
+        if client.kind == "poisson":
+            arrivals = Arrivals(client.rate, client.requests)
+        elif arrivals is not None:
+            raise InferError("a closed-loop client and a request rate: give one load")
     if arrivals is not None:
         if not (arrivals.rate > 0) or not 1 <= arrivals.requests <= MAX_REQUESTS:
             raise InferError(f"request rate {arrivals.rate} and {arrivals.requests} requests: "
@@ -694,6 +715,9 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                     except InferError as exc:
                         rejected.setdefault(f"tp {tp} x pp {pp} x ep {ep}: {exc}")
                         continue
+                    if client is not None:
+                        mine = [serve_sim.simulated(r, eng, isl, osl, client, scheduler)
+                                if r.fits else r for r in mine]
                     rows.extend(mine)
     if not rows:
         raise InferError("no layout of " + model.name + f" runs on {gpus} GPUs: "
