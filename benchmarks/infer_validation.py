@@ -354,7 +354,9 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
     source predicted with them; medians over all the held-out predictions."""
     src = source_of()
     every = S.checks()
-    held: list[tuple[S.Check, float, float]] = []     # check, error, ttft_closed_loop error
+    # check, error, ttft_closed_loop's error, the simulated closed loop's error (the analytic
+    # figure's for rows without a fixed concurrency: offline and saturated runs)
+    held: list[tuple[S.Check, float, float, float]] = []
     for name in dict.fromkeys(n for _, n in SOURCES):
         mine = [c for c in every if src[c.row] == name]
         if not mine:
@@ -365,19 +367,26 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
         for c in mine:
             e = S.error(c, fitted)
             cl = S.closed_loop_ttft(c, fitted) / c.measured - 1 if c.metric == "ttft" else e
-            held.append((c, e, cl))
-        errs = [e for _, e, _ in [h for h in held if src[h[0].row] == name]]
+            sim = simulated(c, fitted) / c.measured - 1 if isinstance(c.concurrency, int) \
+                else e
+            held.append((c, e, cl, sim))
+        errs = [h[1] for h in held if src[h[0].row] == name]
         print(f"left out {name:32s} checks {len(mine):3d}  median |error| "
               f"{S.median_abs(errs):.1%}")
     out = {}
     print()
     for metric in ("throughput", "tpot", "ttft", "ttft idle", "ttft loaded"):
-        sub = [(e, cl) for c, e, cl in held if (c.metric if " " not in metric
-                                                 else S.kind(c)) == metric]
-        out[metric] = (S.median_abs([e for e, _ in sub]), S.median_abs([x for _, x in sub]),
-                       len(sub))
+        sub = [h[1:] for h in held if (h[0].metric if " " not in metric
+                                       else S.kind(h[0])) == metric]
+        out[metric] = tuple(S.median_abs([x[i] for x in sub]) for i in range(3)) + (len(sub),)
         print(f"leave-one-source-out {metric:12s} checks {len(sub):3d}  median |error| "
-              f"{out[metric][0]:.1%}  (ttft_closed_loop: {out[metric][1]:.1%})")
+              f"{out[metric][0]:.1%}  (ttft_closed_loop: {out[metric][1]:.1%}; simulated "
+              f"closed loop: {out[metric][2]:.1%})")
+    print()
+    print("every held-out check: row source metric measured analytic closed-loop simulated")
+    for c, e, cl, sim in held:
+        print(f"{c.row}  {src[c.row].replace(' ', '_')}  {c.metric}  {c.measured:.4g}  "
+              f"{e:+.0%}  {cl:+.0%}  {sim:+.0%}")
     return out
 
 
