@@ -504,3 +504,15 @@ def test_the_python_api_bounds_sizes_as_the_cli_does(kw, words):
     args = {"isl": 10, "osl": 10, **kw}
     with pytest.raises(InferError, match=re.escape(words)):
         topoc.infer(node, "llama3-8b", **args)
+
+
+def test_no_configuration_an_engine_ran_is_refused():
+    """Every measured configuration of tests/serving_runs.csv ran on its engine, so every row
+    fits: 19 of them ask more requests than the KV cache holds (70B TP2 on H100 at 5000/500
+    from concurrency 100, 20000/2000 from 25; DeepSeek-R1 on H200 at 32000/100), which the
+    engine ran as a smaller batch and a queue. They say so (``running``, ``queued``)."""
+    rows = {c.row: S.predicted_row(c) for c in S.checks()}
+    assert all(r.fits for r in rows.values()), [k for k, r in rows.items() if not r.fits]
+    queued = {k for k, r in rows.items() if dict(r.parts)["queued"] > 0}
+    assert len(queued) == 19 and {"r123", "r157", "r229"} <= queued
+    assert dict(rows["r229"].parts)["running"] == 22
