@@ -1,5 +1,7 @@
 """How long `topoc infer`'s search takes: one GB200 NVL72 rack (72 GPUs) and an H100 node, each
-model, the concurrency sweep (the issue's target: one NVL72 rack in under 10 s).
+model, the concurrency sweep (the issue's target: one NVL72 rack in under 10 s); then the same
+sweep with the simulated closed-loop client (`--client closed`, 1,000 requests per row: issue
+43's target, one rack's search in seconds).
 
     .venv/bin/python benchmarks/infer_speed.py
 """
@@ -33,6 +35,12 @@ def main() -> None:
                   f"{res.gpus:3d} GPUs  {len(res.rows):6,d} rows  {dt:6.2f} s  best tp"
                   f"{best.config.tp} pp{best.config.pp} ep{best.config.ep} "
                   f"{best.throughput_per_gpu:,.0f} tok/s/GPU")
+        t = time.perf_counter()
+        res = topoc.infer(system, model, 1000, 1000, gpus=min(72, len(system.gpus)),
+                          client="closed")
+        dt = time.perf_counter() - t
+        print(f"{name:20s} {model:16s} {'closed':6s} {res.gpus:3d} GPUs  {len(res.rows):6,d} "
+              f"rows  {dt:6.2f} s  (simulated client, 1,000 requests per row)")
 
 
 if __name__ == "__main__":

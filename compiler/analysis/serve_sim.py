@@ -175,20 +175,22 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
     chunks = max(1, math.ceil(isl * n_full / s.max_tokens))
     # a prefill token's cost in a step that also decodes (its step overhead is the decode's)
     slope = (eng.prefill(isl, n_full) - chunks * s.step_overhead) / (n_full * isl)
-    dec: dict[int, float] = {}
-    pre: dict[int, float] = {}
+    # step times memoised on the engine: the search simulates one layout at many loads
+    memo = eng.__dict__.setdefault("_sim_steps", {})
 
     def t_dec(b: int) -> float:
-        if b not in dec:
-            dec[b] = eng.decode_step(b, ctx)[0]
-        return dec[b]
+        key = ("d", b, ctx)
+        if key not in memo:
+            memo[key] = eng.decode_step(b, ctx)[0]
+        return memo[key]
 
     def t_pre(p: int) -> float:
         # a step that only prefills p tokens: the engine's prefill of the prompts they make
-        if p not in pre:
+        key = ("p", p, isl)
+        if key not in memo:
             k = max(1, math.ceil(p / isl))
-            pre[p] = eng.prefill(isl, k) * p / (k * isl)
-        return pre[p]
+            memo[key] = eng.prefill(isl, k) * p / (k * isl)
+        return memo[key]
 
     n = client.requests
     arrive = _arrivals(client)
