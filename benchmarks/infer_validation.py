@@ -279,7 +279,8 @@ def closed_loop(settings: Settings, markdown: bool = False) -> dict:
 #: The sources of tests/serving_runs.csv, by the prefix of their address (docs/infer.md's
 #: S-numbers group the same way): one publisher's document, or its revisions.
 SOURCES = (("https://nvidia.github.io/TensorRT-LLM/0.19.0/", "TensorRT-LLM perf overview 0.19"),
-           ("https://github.com/NVIDIA/TensorRT-LLM/blob/00f37686", "TensorRT-LLM perf overview 1.0"),
+           ("https://github.com/NVIDIA/TensorRT-LLM/blob/00f37686",
+            "TensorRT-LLM perf overview 1.0"),
            ("https://nvidia.github.io/TensorRT-LLM/developer-guide/",
             "TensorRT-LLM perf overview 1.x"),
            ("https://github.com/NVIDIA/TensorRT-LLM/blob/01c4ece9", "TensorRT-LLM blogs"),

@@ -24,8 +24,12 @@ that decides, step by step, which requests run:
 - A step's time: the engine's decode step of its running batch plus the prefill tokens at the
   per-token cost of a full prefill step; a step that only prefills costs the engine's prefill
   of those prompts (the idle TTFT of one request is its prefill).
-- A request's first token is at the end of the step that finishes its prefill; TTFT adds
-  ``request_overhead`` (API, tokenizer). TPOT per request is (end - first token) / (osl - 1),
+- The serving frontend (HTTP, tokenizer) takes each request in turn, ``request_overhead``
+  each, before the engine sees it: a wave of simultaneous sends reaches the engine spread out
+  (an assumption: the fitted per-request overhead read as serial work; docs/infer.md gives
+  its effect on the validation).
+- A request's first token is at the end of the step that finishes its prefill; TTFT is that
+  less its send time. TPOT per request is (end - first token) / (osl - 1),
   as `vllm bench serve` computes it; throughput is the measured requests' output tokens over
   the time from the first measured request's send to the last one's end. The first
   ``warmup`` requests are not measured (the clients' default is none: the synchronised first
@@ -143,7 +147,7 @@ class Run:
     ttft: Stats
     tpot: Stats
     throughput: float        # output tokens/s of the replica over the measured window
-    running: float           # mean running batch over the steps (time-weighted)
+    running: float           # mean decoding batch (time-weighted; prefill-only steps: 0)
     queued: int              # most requests waiting at once
     preempted: int           # preemptions (vLLM, SGLang) over the run
     measured: int            # requests in the statistics
