@@ -606,19 +606,11 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
     s = settings or Settings()
     if client is not None:
         scheduler = scheduler or serve_sim.ENGINES[serve_sim.DEFAULT_ENGINE]
-        if client.kind not in serve_sim.CLIENTS:
-            raise InferError(f"client '{client.kind}': one of {', '.join(serve_sim.CLIENTS)}")
-        if not 1 <= client.requests <= serve_sim.MAX_REQUESTS or \
-                not 0 <= client.warmup < client.requests:
-            raise InferError(f"{client.requests} requests with {client.warmup} warm-up: 1 to "
-                             f"{serve_sim.MAX_REQUESTS:,} requests, fewer warm-up than that")
-        if disaggregate:
-            raise InferError("a simulated client (--client) runs aggregated replicas; "
-                             "--disaggregate is costed without it")
+        why = serve_sim.problem(client, disaggregate, arrivals is not None)
+        if why:
+            raise InferError(why)
         if client.kind == "poisson":
             arrivals = Arrivals(client.rate, client.requests)
-        elif arrivals is not None:
-            raise InferError("a closed-loop client and a request rate: give one load")
     if arrivals is not None:
         if not (arrivals.rate > 0) or not 1 <= arrivals.requests <= MAX_REQUESTS:
             raise InferError(f"request rate {arrivals.rate} and {arrivals.requests} requests: "

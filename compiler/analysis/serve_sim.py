@@ -117,6 +117,22 @@ class Client:
                             warmup=math.ceil(self.warmup / replicas))
 
 
+def problem(client: Client, disaggregate: bool = False, rate: bool = False) -> str | None:
+    """Why ``client`` cannot run (with disaggregated replicas, or a closed loop beside a
+    request rate ``rate``), or None."""
+    if client.kind not in CLIENTS:
+        return f"client '{client.kind}': one of {', '.join(CLIENTS)}"
+    if not 1 <= client.requests <= MAX_REQUESTS or not 0 <= client.warmup < client.requests:
+        return (f"{client.requests} requests with {client.warmup} warm-up: 1 to "
+                f"{MAX_REQUESTS:,} requests, fewer warm-up than that")
+    if disaggregate:
+        return ("a simulated client (--client) runs aggregated replicas; --disaggregate is "
+                "costed without it")
+    if client.kind == "closed" and rate:
+        return "a closed-loop client and a request rate: give one load"
+    return None
+
+
 @attrs.frozen
 class Stats:
     """Mean, median and p90 of one metric over the measured requests (seconds)."""

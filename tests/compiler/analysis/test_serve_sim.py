@@ -140,3 +140,14 @@ def test_the_api_checks_its_client(node):
         topoc.infer(node, "llama3-8b", 100, 100, engine="tgi", **ONE)
     with pytest.raises(InferError, match="client 'poisson' needs request_rate"):
         topoc.infer(node, "llama3-8b", 100, 100, client="poisson", **ONE)
+
+
+@pytest.mark.parametrize("client,kw,why", [
+    (M.Client("open"), {}, "client 'open': one of closed, poisson"),
+    (M.Client("closed", requests=5, warmup=5), {}, "5 requests with 5 warm-up"),
+    (M.Client("closed"), {"disaggregate": True}, "runs aggregated replicas"),
+])
+def test_infer_refuses_a_client_it_cannot_run(node, client, kw, why):
+    from topoc.compiler.analysis.infer import infer
+    with pytest.raises(InferError, match=why):
+        infer(node, find_model(node, "llama3-8b"), 100, 100, 2, {}, "fp8", client=client, **kw)
