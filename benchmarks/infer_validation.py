@@ -349,6 +349,53 @@ def simulate_report(settings: Settings, warmup_waves: int = 0) -> dict:
     return out
 
 
+def simulate_open_loop(settings: Settings) -> dict:
+    """The runs with a documented arrival protocol (tests/serving_openloop.csv) through the
+    simulated Poisson client (its rate and request count, the row's engine and its stated
+    limits), beside the analytic open-loop rows; the same statistic as each measurement."""
+    from topoc.compiler.analysis import serve_sim as M
+    rows = []
+    for run in O.runs():
+        s = O.settings(run, settings)
+        e = run.engine.lower()
+        name = "vllm" if e.startswith("vllm") else "sglang" if e.startswith("sglang") \
+            else "trtllm"
+        sched = attrs.evolve(M.ENGINES[name], overlap=s.overlap_scheduler,
+                             max_tokens=s.max_tokens, max_batch=s.max_batch)
+        sysm, _ = O.system(run.gpu)
+        row = O.predicted_row(run, settings)
+        from topoc.compiler.analysis.infer import Engine, gpu_of
+        from topoc.compiler.training.serving import Layout
+        eng = Engine(sysm, S.arch(run.model), Layout(run.tp, 1, run.ep, run.attention_dp),
+                     run.precision, run.kv_precision, gpu_of(sysm, run.gpus), s,
+                     O.system(run.gpu)[1])
+        client = M.Client("poisson", rate=run.arrivals.rate, requests=run.arrivals.requests)
+        sim = M.simulated(row, eng, run.isl, run.osl, client, sched)
+        for metric, measured in (("ttft", run.ttft), ("tpot", run.tpot)):
+            stat = run.ttft_stat if metric == "ttft" else run.tpot_stat
+            def pick(r, metric=metric, stat=stat):
+                if metric == "tpot":
+                    part = {"median": "tpot_median", "median_itl": "itl_median"}.get(stat)
+                    return dict(r.parts).get(part, r.tpot)
+                return dict(r.parts)["ttft_median"] if stat == "median" else r.ttft
+            rows.append((run, O.kind(run, settings), metric, pick(row) / measured - 1,
+                         pick(sim) / measured - 1))
+    print()
+    print("simulated open loop (serve_sim --client poisson): row class metric analytic "
+          "simulated")
+    for run, k, metric, ea, em in rows:
+        print(f"{run.row}  {k.replace(' ', '-')}  {metric}  {ea:+.0%}  {em:+.0%}")
+    out = {}
+    for metric in ("ttft", "tpot"):
+        for k in CLASSES + ("all",):
+            sub = [(a, m) for _, c, mt, a, m in rows if mt == metric and (k == "all" or c == k)]
+            out[(metric, k)] = (S.median_abs([a for a, _ in sub]),
+                                S.median_abs([m for _, m in sub]), len(sub))
+            print(f"simulated open loop {metric} {k:21s} rows {len(sub):3d}  median |error| "
+                  f"analytic {out[(metric, k)][0]:.1%}  simulated {out[(metric, k)][1]:.1%}")
+    return out
+
+
 def loso(settings: Settings, rounds: int = 6) -> dict:
     """Leave-one-source-out: for each source, the settings refitted (``fit`` and
     ``closed_loop_share``) on the fit rows of the other sources only, then every check of that
@@ -446,6 +493,7 @@ def main() -> None:
         return
     if args.simulate:
         simulate_report(settings, args.warmup_waves)
+        simulate_open_loop(settings)
         return
     if args.fit:
         t = time.perf_counter()

@@ -156,6 +156,25 @@ def stats(values: list[float]) -> Stats:
     return Stats(sum(v) / len(v), pct(0.5), pct(0.9))
 
 
+def weighted(counts: dict[float, int]) -> Stats:
+    """Mean, median and p90 of values with counts (the lower value where a quantile falls
+    between two: the values are many, so interpolation would change nothing measurable)."""
+    total = sum(counts.values())
+    if not total:
+        return Stats(0.0, 0.0, 0.0)
+    items = sorted(counts.items())
+    mean = sum(v * c for v, c in items) / total
+
+    def pct(q: float) -> float:
+        need, seen = q * (total - 1), 0
+        for v, c in items:
+            seen += c
+            if seen > need:
+                return v
+        return items[-1][0]
+    return Stats(mean, pct(0.5), pct(0.9))
+
+
 @attrs.frozen
 class Run:
     """One replica's simulated benchmark."""
@@ -168,6 +187,7 @@ class Run:
     preempted: int           # preemptions (vLLM, SGLang) over the run
     measured: int            # requests in the statistics
     duration: float          # seconds of the measured window
+    itl: Stats = Stats(0.0, 0.0, 0.0)   # inter-token latency over every decoded token
 
 
 def _arrivals(client: Client) -> list[float] | None:
@@ -231,6 +251,15 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
     pre_prompt = pre_out = 0
     area = busy = 0.0
     most_queued = preempted = 0
+    # inter-token gaps: (seconds, tokens that waited that long); a prefill step that decodes
+    # nothing (SGLang) lengthens the running sequences' next gap
+    gaps: dict[float, int] = {}
+    pause = 0.0
+    # an engine that overlaps its host work plans step n + 1 when it launches step n, so a
+    # request it sees during step n joins step n + 2: what it sees by the start of the step
+    # before (``planned``) is what the next step takes; an idle engine takes it at once
+    lag = 1 if sched.overlap else 0
+    planned = 0.0
 
     # the serving frontend (HTTP, tokenizer) takes each request in turn, request_overhead
     # each, before the engine sees it: a wave of simultaneous sends reaches the engine spread
@@ -264,7 +293,7 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
             while ai < n and arrive[ai] <= t + s.request_overhead:
                 send_one(arrive[ai])
                 ai += 1
-        while pending and pending[0][0] <= t:
+        while pending and pending[0][0] <= (planned if lag else t):
             waiting.append([pending.popleft()[1], isl, osl, isl])
         most_queued = max(most_queued, len(waiting))
         b = len(running)
@@ -318,15 +347,17 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
                 nxt.append(arrive[ai] + s.request_overhead)
             if nxt:
                 t = max(t, min(nxt))            # idle until the next request arrives
+                planned = t
                 continue
             raise RuntimeError("serve_sim: no request can run")   # a caller's bug
         if step_tokens == 0:
             # decode steps only until the next event: a finish, an arrival, a full cache
             events = [heap[0][0] - k] if heap else []
             if pending:
-                events.append(math.ceil((pending[0][0] - t) / t_dec(b)))
+                events.append(math.ceil((pending[0][0] - t) / t_dec(b)) + lag)
             if arrive is not None and ai < n:
-                events.append(math.ceil((arrive[ai] + s.request_overhead - t) / t_dec(b)))
+                events.append(math.ceil((arrive[ai] + s.request_overhead - t) / t_dec(b))
+                              + lag)
             if sched.reserve < 1:
                 events.append(int((cap - used) // b))
             steps = max(1, min(events)) if events else 1
@@ -343,16 +374,27 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
                 continue
             dt = t_dec(b)
             t += steps * dt
+            planned = t - dt
             k += steps
             area += b * steps * dt
             busy += steps * dt
+            gaps[dt + pause] = gaps.get(dt + pause, 0) + b
+            if steps > 1:
+                gaps[dt] = gaps.get(dt, 0) + b * (steps - 1)
+            pause = 0.0
         else:
             dt = (t_dec(b) + step_tokens * slope) if decode else t_pre(step_tokens)
+            planned = t
             t += dt
             area += (b if decode else 0) * dt
             busy += dt
             if decode:
                 k += 1
+                if b:
+                    gaps[dt + pause] = gaps.get(dt + pause, 0) + b
+                pause = 0.0
+            elif b:
+                pause += dt
             for q in completed:
                 rid, _, out, prompt = q
                 pre_prompt -= prompt
@@ -377,7 +419,8 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
     stop = max(end[i] for i in measured)
     window = max(stop - start, 1e-12)
     return Run(stats(ttft), stats(tpot), len(measured) * osl / window,
-               area / busy if busy else 0.0, most_queued, preempted, len(measured), window)
+               area / busy if busy else 0.0, most_queued, preempted, len(measured), window,
+               weighted(gaps))
 
 
 def settings_for(settings, sched: Scheduler):
@@ -403,6 +446,7 @@ def simulated(row, eng, isl: int, osl: int, client: Client, sched: Scheduler):
     keep = tuple((k, v) for k, v in row.parts if k not in ("ttft_median",))
     parts = keep + (("ttft_median", run.ttft.median), ("ttft_p90", run.ttft.p90),
                     ("tpot_median", run.tpot.median), ("tpot_p90", run.tpot.p90),
+                    ("itl_median", run.itl.median), ("itl_p90", run.itl.p90),
                     ("sim_running", run.running), ("sim_queued", float(run.queued)),
                     ("sim_preempted", float(run.preempted)),
                     ("sim_requests", float(run.measured)))

@@ -151,3 +151,28 @@ def test_infer_refuses_a_client_it_cannot_run(node, client, kw, why):
     from topoc.compiler.analysis.infer import infer
     with pytest.raises(InferError, match=why):
         infer(node, find_model(node, "llama3-8b"), 100, 100, 2, {}, "fp8", client=client, **kw)
+
+
+def test_an_overlapping_engine_admits_a_step_later(node):
+    """An engine that plans step n + 1 when it launches step n (TensorRT-LLM's overlap
+    scheduler, SGLang's) takes a request that arrives during step n into step n + 2: under a
+    light Poisson load its TTFT is about one decode step above the same engine's without
+    overlap (whose steps are longer by the host work, which is small here)."""
+    on = M.ENGINES["trtllm"]
+    off = attrs.evolve(on, overlap=False)
+    client = M.Client("poisson", rate=1.0, requests=300)
+    a = M.simulate(engine(node, sched=on), 1000, 500, client, on)
+    b = M.simulate(engine(node, sched=off), 1000, 500, client, off)
+    step = engine(node, sched=on).decode_step(8, 1250)[0]
+    assert 0.5 * step < a.ttft.mean - b.ttft.mean < 1.5 * step
+
+
+def test_itl_is_per_token_and_holds_sglangs_pauses(node):
+    """Inter-token latency counts every decoded token's gap: with SGLang's prefill steps,
+    which decode nothing, most gaps are one decode step (the median) and the pauses are in
+    the tail and the mean, so TPOT (a request's mean gap) is above the median ITL."""
+    sched = M.ENGINES["sglang"]
+    eng = engine(node, sched=sched)
+    run = M.simulate(eng, 2000, 300, M.Client("poisson", rate=8.0, requests=400), sched)
+    assert run.itl.median < run.itl.p90 and run.itl.median < run.tpot.mean
+    assert run.itl.mean == pytest.approx(run.tpot.mean, rel=0.1)
