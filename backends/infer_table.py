@@ -18,6 +18,8 @@ CSV_FIELDS = ("rank", *FIELDS, "attention_dp", "prefill_replicas", "within_limit
 #: Open-loop rows (``--request-rate``) add the load's columns.
 RATE_FIELDS = ("arrival", "request_rate", "requests", "in_flight", "capacity_rate",
                "utilization", "stable", "ttft_median")
+#: Fixed-concurrency rows add the engine's running batch and its queue (per replica).
+QUEUE_FIELDS = ("running", "queued")
 
 
 def _open_loop(result: InferResult) -> bool:
@@ -43,7 +45,7 @@ def as_json(result: InferResult, head: dict, top: int = 0) -> str:
 
 def as_csv(result: InferResult, top: int = 0) -> str:
     """One line per row: the contract's columns and the search's flags."""
-    fields = CSV_FIELDS + (RATE_FIELDS if _open_loop(result) else ())
+    fields = CSV_FIELDS + (RATE_FIELDS if _open_loop(result) else QUEUE_FIELDS)
     return ranked_csv(_shown(result, top), fields)
 
 
@@ -98,6 +100,12 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
         lines.append(f"load: {head['request_rate']:g} requests/s over the replicas, Poisson "
                      "(conc = requests in flight by Little's law; load = the rate over the "
                      "layout's capacity)")
+    if head.get("client"):
+        load = "each row's concurrency in clients that send their next request when one " \
+            "ends" if head["client"] == "closed" else "the request rate's Poisson arrivals"
+        lines.append(f"simulated client: {load}, {head['requests']:,} requests "
+                     f"({head['warmup']:,} warm-up) against {head['engine']}'s scheduler; TTFT "
+                     "and TPOT are the run's means")
     lines.append("")
     shown = _shown(result, top)
     lines += _table(shown, range(1, len(shown) + 1))
@@ -106,8 +114,16 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
         lines.append(f"... and {hidden:,} more (--top 0 lists all)")
     if shown and shown[0].extra:
         lines += _rate_notes(result, shown[0], head)
+    lines += _queue_notes(shown)
+    if shown and "ttft_p90" in dict(shown[0].parts):
+        p = dict(shown[0].parts)
+        lines.append(f"row 1 simulated: TTFT median {seconds(p['ttft_median'])}, p90 "
+                     f"{seconds(p['ttft_p90'])}; TPOT median {seconds(p['tpot_median'])}, p90 "
+                     f"{seconds(p['tpot_p90'])}; running batch {p['sim_running']:,.1f} on "
+                     f"average, at most {p['sim_queued']:,.0f} waiting, "
+                     f"{p['sim_preempted']:,.0f} preempted")
     closed = dict(shown[0].parts).get("ttft_closed_loop") if shown else None
-    if closed is not None and closed != shown[0].ttft:
+    if closed is not None and closed != shown[0].ttft and not head.get("client"):
         lines.append(f"row 1's TTFT in a fixed-concurrency (closed-loop) benchmark: "
                      f"{seconds(closed)} (ttft_closed_loop, empirical; the table's TTFT is for "
                      "independent arrivals: docs/infer.md)")
@@ -118,6 +134,21 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
     for why in result.rejected:
         lines.append(f"rejected: {why}")
     return "\n".join(lines) + "\n"
+
+
+def _queue_notes(shown) -> list[str]:
+    """Under the table: the shown rows whose concurrency is more than their engine runs at
+    once (its KV cache or max_batch): the running batch, the queue, and that TTFT holds the
+    wait."""
+    queued = [(i + 1, dict(r.parts)) for i, r in enumerate(shown)
+              if dict(r.parts).get("queued", 0) > 0]
+    if not queued:
+        return []
+    i, p = queued[0]
+    more = f" (and {len(queued) - 1:,} more of the rows shown)" if len(queued) > 1 else ""
+    return [f"queued: row {i} runs a batch of {p['running']:,.0f} requests per replica (what "
+            f"its KV cache and max_batch hold) and {p['queued']:,.0f} per replica wait in the "
+            f"engine's queue{more}; their wait is in the TTFT"]
 
 
 def _rate_notes(result: InferResult, first: InferRow, head: dict) -> list[str]:

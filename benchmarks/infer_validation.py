@@ -5,6 +5,10 @@
                                                                # fit rows (a third), then report
     .venv/bin/python benchmarks/infer_validation.py --markdown # the table in docs/infer.md
     ... --markdown --before OLD.txt    # with a column of the errors a previous plain run printed
+    .venv/bin/python benchmarks/infer_validation.py --simulate # also every fixed-concurrency
+                                       # check through the simulated closed loop (serve_sim)
+    .venv/bin/python benchmarks/infer_validation.py --loso     # leave-one-source-out: each
+                                       # source's rows predicted by settings fitted without it
 
 Fit rows are every third usable row in file order (tests/serving_rows.py); the fit touches
 only them, and the medians are reported for fit and validation rows apart.
@@ -272,6 +276,203 @@ def closed_loop(settings: Settings, markdown: bool = False) -> dict:
     return out
 
 
+#: The sources of tests/serving_runs.csv, by the prefix of their address (docs/infer.md's
+#: S-numbers group the same way): one publisher's document, or its revisions.
+SOURCES = (("https://nvidia.github.io/TensorRT-LLM/0.19.0/", "TensorRT-LLM perf overview 0.19"),
+           ("https://github.com/NVIDIA/TensorRT-LLM/blob/00f37686",
+            "TensorRT-LLM perf overview 1.0"),
+           ("https://nvidia.github.io/TensorRT-LLM/developer-guide/",
+            "TensorRT-LLM perf overview 1.x"),
+           ("https://github.com/NVIDIA/TensorRT-LLM/blob/01c4ece9", "TensorRT-LLM blogs"),
+           ("https://docs.nvidia.com/nim/", "NIM"),
+           ("https://lmsys.org/", "LMSYS"),
+           ("https://github.com/mlcommons/", "MLPerf"),
+           ("https://github.com/gpustack/", "GPUStack"))
+
+
+def source_of() -> dict[str, str]:
+    """Row id -> its source's name (``SOURCES``)."""
+    import csv
+    out = {}
+    with open(S.CSV, encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            out[r["id"]] = next(name for prefix, name in SOURCES
+                                if r["source"].startswith(prefix))
+    return out
+
+
+def scheduler_of(c: S.Check):
+    """The row's engine's scheduler (serve_sim.ENGINES), its host-work overlap the row's."""
+    from topoc.compiler.analysis import serve_sim as M
+    e = c.engine.lower()
+    name = "vllm" if e.startswith("vllm") else "sglang" if e.startswith("sglang") else "trtllm"
+    return attrs.evolve(M.ENGINES[name], overlap=S.overlap(c.engine))
+
+
+def simulated(c: S.Check, settings: Settings, requests: int = 1000, warmup: int = 0) -> float:
+    """topoc's figure for a fixed-concurrency check through the simulated closed loop: the
+    row's engine's scheduler, the clients' default protocol (1,000 requests, no warm-up)."""
+    from topoc.compiler.analysis import serve_sim as M
+    eng = S.engine(c, settings)
+    row = S.predicted_row(c, settings)
+    client = M.Client("closed", c.concurrency, requests=requests, warmup=warmup)
+    sim = M.simulated(row, eng, c.isl, c.osl, client, scheduler_of(c))
+    if c.metric == "throughput":
+        return sim.throughput_per_gpu if c.per_gpu else sim.throughput
+    return sim.tpot if c.metric == "tpot" else sim.ttft
+
+
+def simulate_report(settings: Settings, warmup_waves: int = 0) -> dict:
+    """Every fixed-concurrency check: the analytic figure's error and the simulated one's,
+    medians per metric and load (fit and validation rows together: nothing is fitted on the
+    simulation)."""
+    rows = []
+    for c in S.checks():
+        if not isinstance(c.concurrency, int):
+            continue
+        a = S.predict(c, settings)
+        m = simulated(c, settings, warmup=warmup_waves * c.concurrency)
+        rows.append((c, a / c.measured - 1, m / c.measured - 1))
+    print()
+    print(f"simulated closed loop (serve_sim, 1000 requests, warm-up {warmup_waves} x C): "
+          "row metric model tp isl/osl conc analytic simulated")
+    for c, ea, em in rows:
+        print(f"{c.row}  {c.metric}  {c.model}  {c.tp}  {c.isl}/{c.osl}  {c.concurrency}  "
+              f"{ea:+.0%}  {em:+.0%}")
+    out = {}
+    for metric in ("throughput", "tpot", "ttft idle", "ttft loaded"):
+        sub = [(ea, em) for c, ea, em in rows if S.kind(c) == metric]
+        out[metric] = (S.median_abs([a for a, _ in sub]), S.median_abs([m for _, m in sub]),
+                       len(sub))
+        print(f"simulated {metric:12s} rows {len(sub):3d}  median |error| analytic "
+              f"{out[metric][0]:.1%}  simulated {out[metric][1]:.1%}")
+    return out
+
+
+def simulate_open_loop(settings: Settings) -> dict:
+    """The runs with a documented arrival protocol (tests/serving_openloop.csv) through the
+    simulated Poisson client (its rate and request count, the row's engine and its stated
+    limits), beside the analytic open-loop rows; the same statistic as each measurement."""
+    from topoc.compiler.analysis import serve_sim as M
+    rows = []
+    for run in O.runs():
+        s = O.settings(run, settings)
+        e = run.engine.lower()
+        name = "vllm" if e.startswith("vllm") else "sglang" if e.startswith("sglang") \
+            else "trtllm"
+        sched = attrs.evolve(M.ENGINES[name], overlap=s.overlap_scheduler,
+                             max_tokens=s.max_tokens, max_batch=s.max_batch)
+        sysm, _ = O.system(run.gpu)
+        row = O.predicted_row(run, settings)
+        from topoc.compiler.analysis.infer import Engine, gpu_of
+        from topoc.compiler.training.serving import Layout
+        eng = Engine(sysm, S.arch(run.model), Layout(run.tp, 1, run.ep, run.attention_dp),
+                     run.precision, run.kv_precision, gpu_of(sysm, run.gpus), s,
+                     O.system(run.gpu)[1])
+        client = M.Client("poisson", rate=run.arrivals.rate, requests=run.arrivals.requests)
+        sim = M.simulated(row, eng, run.isl, run.osl, client, sched)
+        for metric, measured in (("ttft", run.ttft), ("tpot", run.tpot)):
+            stat = run.ttft_stat if metric == "ttft" else run.tpot_stat
+            def pick(r, metric=metric, stat=stat):
+                if metric == "tpot":
+                    part = {"median": "tpot_median", "median_itl": "itl_median"}.get(stat)
+                    return dict(r.parts).get(part, r.tpot)
+                return dict(r.parts)["ttft_median"] if stat == "median" else r.ttft
+            rows.append((run, O.kind(run, settings), metric, pick(row) / measured - 1,
+                         pick(sim) / measured - 1))
+    print()
+    print("simulated open loop (serve_sim --client poisson): row class metric analytic "
+          "simulated")
+    for run, k, metric, ea, em in rows:
+        print(f"{run.row}  {k.replace(' ', '-')}  {metric}  {ea:+.0%}  {em:+.0%}")
+    out = {}
+    for metric in ("ttft", "tpot"):
+        for k in CLASSES + ("all",):
+            sub = [(a, m) for _, c, mt, a, m in rows if mt == metric and (k == "all" or c == k)]
+            out[(metric, k)] = (S.median_abs([a for a, _ in sub]),
+                                S.median_abs([m for _, m in sub]), len(sub))
+            print(f"simulated open loop {metric} {k:21s} rows {len(sub):3d}  median |error| "
+                  f"analytic {out[(metric, k)][0]:.1%}  simulated {out[(metric, k)][1]:.1%}")
+    return out
+
+
+def loso(settings: Settings, rounds: int = 6) -> dict:
+    """Leave-one-source-out: for each source, the settings refitted (``fit`` and
+    ``closed_loop_share``) on the fit rows of the other sources only, then every check of that
+    source predicted with them; medians over all the held-out predictions."""
+    src = source_of()
+    every = S.checks()
+    # check, error, ttft_closed_loop's error, the simulated closed loop's error (the analytic
+    # figure's for rows without a fixed concurrency: offline and saturated runs)
+    held: list[tuple[S.Check, float, float, float]] = []
+    for name in dict.fromkeys(n for _, n in SOURCES):
+        mine = [c for c in every if src[c.row] == name]
+        if not mine:
+            continue
+        others = [c for c in every if c.fit and src[c.row] != name]
+        fitted = fit_on(settings, others, rounds)
+        fitted = fit_closed_loop_on(fitted, others)
+        for c in mine:
+            e = S.error(c, fitted)
+            cl = S.closed_loop_ttft(c, fitted) / c.measured - 1 if c.metric == "ttft" else e
+            sim = simulated(c, fitted) / c.measured - 1 if isinstance(c.concurrency, int) \
+                else e
+            held.append((c, e, cl, sim))
+        errs = [h[1] for h in held if src[h[0].row] == name]
+        print(f"left out {name:32s} checks {len(mine):3d}  median |error| "
+              f"{S.median_abs(errs):.1%}")
+    out = {}
+    print()
+    for metric in ("throughput", "tpot", "ttft", "ttft idle", "ttft loaded"):
+        sub = [h[1:] for h in held if (h[0].metric if " " not in metric
+                                       else S.kind(h[0])) == metric]
+        out[metric] = tuple(S.median_abs([x[i] for x in sub]) for i in range(3)) + (len(sub),)
+        print(f"leave-one-source-out {metric:12s} checks {len(sub):3d}  median |error| "
+              f"{out[metric][0]:.1%}  (ttft_closed_loop: {out[metric][1]:.1%}; simulated "
+              f"closed loop: {out[metric][2]:.1%})")
+    print()
+    print("every held-out check: row source metric measured analytic closed-loop simulated")
+    for c, e, cl, sim in held:
+        print(f"{c.row}  {src[c.row].replace(' ', '_')}  {c.metric}  {c.measured:.4g}  "
+              f"{e:+.0%}  {cl:+.0%}  {sim:+.0%}")
+    return out
+
+
+def fit_on(start: Settings, checks, rounds: int = 6) -> Settings:
+    """``fit`` on the given checks."""
+    best, score = start, loss(start, checks)
+    for _ in range(rounds):
+        improved = False
+        for name in FREE:
+            lo, hi = LIMITS[name]
+            for m in STEPS:
+                v = getattr(best, name) * m
+                if not lo <= v <= hi:
+                    continue
+                trial = attrs.evolve(best, **{name: v})
+                sc = loss(trial, checks)
+                if sc < score - 1e-9:
+                    best, score, improved = trial, sc, True
+        if not improved:
+            break
+    return best
+
+
+def fit_closed_loop_on(settings: Settings, checks) -> Settings:
+    """``fit_closed_loop`` on the given checks' loaded TTFT (unchanged without any)."""
+    loaded = [c for c in checks if S.kind(c) == "ttft loaded"]
+    if not loaded:
+        return settings
+    best, score = settings, math.inf
+    for i in range(101):
+        trial = attrs.evolve(settings, closed_loop_share=i / 100)
+        sc = sum(abs(math.log(S.closed_loop_ttft(c, trial) / c.measured))
+                 for c in loaded) / len(loaded)
+        if sc < score - 1e-12:
+            best, score = trial, sc
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="refit the settings on the fit rows")
@@ -279,8 +480,21 @@ def main() -> None:
     ap.add_argument("--before", metavar="OLD.txt", help="a previous plain run's output")
     ap.add_argument("--fit-closed-loop", action="store_true",
                     help="refit closed_loop_share on the fit rows' loaded TTFT only")
+    ap.add_argument("--simulate", action="store_true",
+                    help="also the fixed-concurrency checks through the simulated closed loop")
+    ap.add_argument("--warmup-waves", type=int, default=0,
+                    help="with --simulate: warm-up requests, in multiples of the concurrency")
+    ap.add_argument("--loso", action="store_true",
+                    help="leave-one-source-out: refit without each source, predict it")
     args = ap.parse_args()
     settings = Settings()
+    if args.loso:
+        loso(settings)
+        return
+    if args.simulate:
+        simulate_report(settings, args.warmup_waves)
+        simulate_open_loop(settings)
+        return
     if args.fit:
         t = time.perf_counter()
         settings = fit(settings)

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -101,7 +102,8 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
           kv_precision: str | None = None, concurrency: int | str = "sweep",
           disaggregate: bool = False, ttft_limit: float | None = None,
           tpot_limit: float | None = None, settings=None, request_rate: float | None = None,
-          requests: int | None = None):
+          requests: int | None = None, client: str | None = None, engine: str | None = None,
+          warmup: int | None = None):
     """Serve ``model`` (a name or a ``Transformer``) on the first ``gpus``
     GPUs of ``system``: every tp x pp x ep (x attention DP) layout the fixed sizes allow, at
     ``concurrency`` requests in flight ("max": the saturated engine; "sweep": 1, 2, 4, ...),
@@ -110,23 +112,52 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     once, default 1000) replaces the concurrency with an open-loop load, as
     ``topoc infer --request-rate`` does. Raises ``compiler.analysis.infer.InferError`` when the
     model cannot be laid out, the load is not one, or a size, concurrency or limit is out of
-    range (what ``topoc infer`` calls a usage error)."""
-    from .compiler.analysis.infer import InferError, default_precision, gpu_of
+    range (what ``topoc infer`` calls a usage error).
+
+    ``engine`` ("trtllm", the default, "vllm" or "sglang") applies that engine's scheduler
+    defaults (``compiler.analysis.serve_sim.ENGINES``) unless ``settings`` is given; ``client``
+    ("closed" at ``concurrency``, or "poisson" at ``request_rate``) simulates a benchmark of
+    ``requests`` requests (default 1,000), the first ``warmup`` (default 0) left out, as
+    ``topoc infer --client`` does: the rows' TTFT, TPOT and throughput are the run's means
+    and ``parts`` holds the median and p90."""
+    from .compiler.analysis import serve_sim
+    from .compiler.analysis.infer import InferError, Settings, default_precision, gpu_of
     from .compiler.analysis.infer import infer as run
     from .compiler.analysis.infer_rate import DEFAULT_REQUESTS, Arrivals
+    if engine is not None and engine not in serve_sim.ENGINES:
+        raise InferError(f"engine '{engine}': one of {', '.join(serve_sim.ENGINES)}")
+    if client is not None and client not in serve_sim.CLIENTS:
+        raise InferError(f"client '{client}': one of {', '.join(serve_sim.CLIENTS)}")
+    if warmup is not None and client is None:
+        raise InferError("warmup needs client (the simulated run's warm-up)")
     arrivals = None
     if request_rate is not None:
-        if concurrency != "sweep":
+        if concurrency != "sweep" and client is None:
             raise InferError("concurrency and request_rate: give one load, not both")
         arrivals = Arrivals(float(request_rate), DEFAULT_REQUESTS if requests is None
                             else int(requests))
-    elif requests is not None:
+    elif requests is not None and client is None:
         raise InferError("requests needs request_rate (the open-loop run's requests)")
+    sim = None
+    if client is not None:
+        if client == "poisson" and request_rate is None:
+            raise InferError("client 'poisson' needs request_rate")
+        if client == "closed" and request_rate is not None:
+            raise InferError("client 'closed' takes concurrency, not request_rate")
+        sim = serve_sim.Client(client, 1, math.inf if request_rate is None
+                               else float(request_rate),
+                               DEFAULT_REQUESTS if requests is None else int(requests),
+                               serve_sim.DEFAULT_WARMUP if warmup is None else int(warmup))
+        arrivals = None
     from .compiler.lang.derive import find_model
     if isinstance(model, str):
         model = find_model(system, model)
     n = gpus or len(system.gpus)
     precision = precision or default_precision(gpu_of(system, min(n, len(system.gpus))))
     fixed = {"tp": tp, "pp": pp, "ep": ep, "attention_dp": attention_dp}
+    sched = serve_sim.small_gpu(serve_sim.ENGINES[engine or serve_sim.DEFAULT_ENGINE],
+                                gpu_of(system, min(n, len(system.gpus))).hbm)
+    if settings is None:
+        settings = serve_sim.settings_for(Settings(), sched)
     return run(system, model, isl, osl, gpus, fixed, precision, kv_precision, concurrency,
-               disaggregate, ttft_limit, tpot_limit, settings, arrivals)
+               disaggregate, ttft_limit, tpot_limit, settings, arrivals, sim, sched)

@@ -50,8 +50,9 @@ from ..ir.system import System, Transformer
 from ..training import serving as sv
 from ..training.params import moe_layers
 from ..training.serving import Layout, LayoutError
-from . import infer_rate
+from . import infer_rate, serve_sim
 from .infer_rate import MAX_REQUESTS, Arrivals
+from .serve_sim import Client, Scheduler
 
 PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
 
@@ -437,10 +438,11 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
         rate = throughput / osl
         ttft = max(ttft, cfg.concurrency / rate - (osl - 1) * tpot)
     mem = eng.memory(c, isl + osl)
-    # fits: the requested concurrency is held in flight (over it the figures are the queueing
-    # engine's, and ``queued`` says how many requests per replica wait)
-    fits = mem <= gpu.hbm and asked * (isl + osl) <= eng.kv_capacity and \
-        asked <= settings.max_batch
+    # fits: the engine runs the configuration. Past what its KV cache (or max_batch) holds an
+    # engine does not refuse requests: its running batch is what fits (``running``) and the
+    # others wait in its queue (``queued``), their wait in the TTFT above; only a layout whose
+    # KV cache cannot hold one request does not run
+    fits = mem <= gpu.hbm and cap >= 1
     # the TTFT of a synchronised wave (every request of a replica arriving at once): an upper
     # bound on the steady state, which NIM's fixed-concurrency sweeps lie between (docs/infer.md)
     if cfg.prefill_replicas:
@@ -453,7 +455,7 @@ def evaluate(system: System, model: Transformer, cfg: Config, isl: int, osl: int
     wave += settings.request_overhead
     parts = (("decode_step", t_dec), ("decode_comm", comm_dec), ("decode_host", eng.host_time(c)),
              ("prefill_time", t_pre),
-             ("queued", float(asked - c)), ("ttft_wave", wave),
+             ("running", float(c)), ("queued", float(asked - c)), ("ttft_wave", wave),
              ("ttft_closed_loop", closed_loop_ttft(ttft, wave, settings)))
     return InferRow(cfg, cfg.replicas * per, precision, kv_precision, ttft, tpot, throughput,
                     mem, eng.kv_capacity, bool(fits), parts=parts)
@@ -587,7 +589,8 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
           kv_precision: str | None = None, concurrency: int | str = "max",
           disaggregate: bool = False, ttft_limit: float | None = None,
           tpot_limit: float | None = None, settings: Settings | None = None,
-          arrivals: Arrivals | None = None) -> InferResult:
+          arrivals: Arrivals | None = None, client: Client | None = None,
+          scheduler: Scheduler | None = None) -> InferResult:
     """Enumerate tp x pp x ep (x attention DP) x replicas x concurrency on the first ``gpus``
     GPUs, cost each, rank by output tokens/s per GPU (fitting and within the limits first) and
     mark the Pareto front of tokens/s per GPU against tokens/s per user.
@@ -595,8 +598,19 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
     With ``arrivals`` (``infer_rate.Arrivals``: a request rate over all replicas, or a burst)
     the load is open-loop instead: one row per layout (and disaggregated split), its
     concurrency the requests in flight that the rate gives (``infer_rate``); stable rows within
-    the limits rank first, then by a request's latency (TTFT + (osl - 1) x TPOT)."""
+    the limits rank first, then by a request's latency (TTFT + (osl - 1) x TPOT).
+
+    With ``client`` (``serve_sim.Client``: a closed loop at each row's concurrency, or Poisson
+    arrivals at its rate) every row's TTFT, TPOT and throughput come from a simulated benchmark
+    against ``scheduler`` (an engine's, ``serve_sim.ENGINES``; TensorRT-LLM's by default)."""
     s = settings or Settings()
+    if client is not None:
+        scheduler = scheduler or serve_sim.ENGINES[serve_sim.DEFAULT_ENGINE]
+        why = serve_sim.problem(client, disaggregate, arrivals is not None)
+        if why:
+            raise InferError(why)
+        if client.kind == "poisson":
+            arrivals = Arrivals(client.rate, client.requests)
     if arrivals is not None:
         if not (arrivals.rate > 0) or not 1 <= arrivals.requests <= MAX_REQUESTS:
             raise InferError(f"request rate {arrivals.rate} and {arrivals.requests} requests: "
@@ -693,6 +707,9 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
                     except InferError as exc:
                         rejected.setdefault(f"tp {tp} x pp {pp} x ep {ep}: {exc}")
                         continue
+                    if client is not None:
+                        mine = [serve_sim.simulated(r, eng, isl, osl, client, scheduler)
+                                if r.fits else r for r in mine]
                     rows.extend(mine)
     if not rows:
         raise InferError("no layout of " + model.name + f" runs on {gpus} GPUs: "
@@ -728,38 +745,22 @@ def _pareto(rows: list[InferRow]) -> list[InferRow]:
 
 def too_big(system: System, model: Transformer, result: InferResult, isl: int, osl: int,
             settings: Settings | None = None) -> str:
-    """Why no row fits, with the numbers of the smallest one; or, when the weights and KV cache
-    fit the HBM but the asked concurrency is more than a replica's KV cache (or its engine's
-    batch) holds, of the layout that holds the most requests."""
+    """Why no row fits: the weights of the smallest layout are more than the HBM, or (when some
+    layout's weights leave room for a KV cache) one request is more than the largest KV cache
+    holds. A concurrency past the KV cache is no reason: the engine queues what it cannot run."""
     s = settings or Settings()
     gpu = gpu_of(system, result.gpus)
-    held = [r for r in result.rows if r.memory_per_gpu <= gpu.hbm]
+    held = [r for r in result.rows if r.kv_capacity_tokens > 0]
     if held:
-        def admits(r: InferRow) -> int:
-            return max_concurrency(r.kv_capacity_tokens, isl, osl, s)
-
-        def holders(r: InferRow) -> int:
-            return r.config.replicas - r.config.prefill_replicas
-
-        best = max(held, key=lambda r: (admits(r) * holders(r), r.kv_capacity_tokens,
-                                        -r.config.concurrency))
+        # a layout whose memory holds its weights runs any concurrency (the rest queue) unless
+        # its KV cache cannot hold a single request: say so with the layout holding the most
+        best = max(held, key=lambda r: (r.kv_capacity_tokens, -r.config.concurrency))
         c = best.config
-        n = holders(best)
         kind = "decode replica" if c.prefill_replicas else "replica"
-        layout = f"tp={c.tp}, pp={c.pp}, ep={c.ep}"
-        memory = f"{best.memory_per_gpu / 1e9:.1f} GB per GPU of {gpu.hbm / 1e9:.1f} GB"
-        if admits(best) < 1:
-            return (f"{model.name} does not fit: one request of {isl}+{osl} tokens needs "
-                    f"{isl + osl:,} tokens of KV cache; the layout that holds the most "
-                    f"({layout}) holds {best.kv_capacity_tokens:,} tokens per {kind} ({memory})")
-        why = f"its KV cache: {best.kv_capacity_tokens:,} tokens"
-        if admits(best) < best.kv_capacity_tokens // max(1, isl + osl):
-            why = f"the engine's max_batch; {why}"
-        return (f"{model.name} does not fit at concurrency {c.concurrency}: "
-                f"{math.ceil(c.concurrency / n):,} requests per {kind} of {isl}+{osl} tokens; "
-                f"the layout that holds the most ({layout}, {n} {kind}{'s' if n > 1 else ''}) "
-                f"admits {admits(best):,} request{'s' if admits(best) > 1 else ''} per {kind} "
-                f"({why}; {memory}); give a lower --concurrency, or max")
+        return (f"{model.name} does not fit: one request of {isl}+{osl} tokens needs "
+                f"{isl + osl:,} tokens of KV cache; the layout that holds the most "
+                f"(tp={c.tp}, pp={c.pp}, ep={c.ep}) holds {best.kv_capacity_tokens:,} tokens "
+                f"per {kind} ({gpu.hbm / 1e9:.1f} GB per GPU)")
     best = min(result.rows, key=lambda r: r.memory_per_gpu)
     c = best.config
     return (f"{model.name} does not fit: the smallest layout (tp={c.tp}, pp={c.pp}, ep={c.ep}) "

@@ -76,17 +76,35 @@ def test_a_model_that_does_not_fit_names_the_numbers(capsys):
     assert "llama3_405b does not fit" in err and "GB per GPU" in err and "85.5 GB" in err
 
 
-def test_a_concurrency_past_the_kv_cache_names_the_kv_cache(capsys):
-    """Every layout's memory holds the weights; the asked concurrency is more than the KV
-    cache (or the engine's batch) admits. The message says that, with the numbers, and does
-    not claim that a layout needing less than the HBM is too big."""
-    code = main(["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000",
-                 "--tp", "8", "--pp", "1", "--ep", "1", "--concurrency", "5000"])
+def test_a_concurrency_past_the_kv_cache_runs_and_queues(capsys):
+    """An engine does not refuse a concurrency its KV cache cannot hold at once: its running
+    batch is what fits and the rest wait in its queue (vLLM, TensorRT-LLM and SGLang all
+    admit so). The row fits, every format says running and queued, and TTFT holds the wait."""
+    argv = ["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000",
+            "--tp", "8", "--pp", "1", "--ep", "1", "--concurrency", "5000"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "runs a batch of 1,616 requests per replica" in out     # 3,233,012 / 2,000
+    assert "3,384 per replica wait in the engine's queue" in out
+    assert main([*argv, "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["fits"] and row["running"] == 1616 and row["queued"] == 3384
+    assert row["kv_capacity_tokens"] == 3233012 and row["concurrency"] == 5000
+    assert main([*argv, "--format", "csv"]) == 0
+    line = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))[0]
+    assert line["running"] == "1616.0" and line["queued"] == "3384.0"
+    # the queue's wait: 5,000 clients, each request lasts 5,000 / the request rate
+    assert row["ttft"] > 100 * row["prefill_time"]
+
+
+def test_not_one_request_fits_names_the_kv_cache(capsys):
+    """Only a configuration where not even one request fits in the KV cache is refused."""
+    code = main(["infer", DGX, "--model", "llama3-70b", "--isl", "4000000", "--osl", "1000",
+                 "--tp", "8", "--pp", "1", "--ep", "1", "--concurrency", "1"])
     err = capsys.readouterr().err
     assert code == 1
-    assert "concurrency 5000" in err and "5,000 requests per replica" in err
-    assert "admits 1,616 requests per replica" in err    # 3,233,012 KV tokens / 2,000
-    assert "3,233,012 tokens" in err and "78.1 GB per GPU of 85.5 GB" in err
+    assert "one request of 4000000+1000 tokens needs 4,001,000 tokens of KV cache" in err
+    assert "holds 3,233,012 tokens per replica (85.5 GB per GPU)" in err
 
 
 def test_nothing_fits_leaves_the_output_file_alone(tmp_path, capsys):

@@ -6,8 +6,11 @@ from __future__ import annotations
 from ..backends import infer_table
 import math
 
+import attrs
+
 from ..compiler.analysis.infer import (MAX_COUNT, InferError, Settings, default_precision,
                                        gpu_of, infer, shown_number, too_big)
+from ..compiler.analysis import serve_sim
 from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, MAX_REQUESTS, Arrivals
 from ..compiler.lang.derive import find_model
 from ..compiler.training.serving import PRECISIONS
@@ -42,17 +45,31 @@ def add_parser(sub) -> None:
                    "(the concurrency follows from Little's law; a rate past a layout's "
                    "capacity is marked over capacity), or inf: --requests arriving at once")
     p.add_argument("--requests", type=int, metavar="N", help="requests of the open-loop run "
-                   f"(default {DEFAULT_REQUESTS}, vllm bench serve's --num-prompts; at most "
-                   f"{MAX_REQUESTS:,}): a burst's size, and how long a rate past capacity lasts")
+                   f"or of the simulated client (default {DEFAULT_REQUESTS}, vllm bench serve's "
+                   f"--num-prompts; at most {MAX_REQUESTS:,}): a burst's size, and how long a "
+                   "rate past capacity lasts")
+    p.add_argument("--client", choices=serve_sim.CLIENTS,
+                   help="simulate a benchmark client against the engine's scheduler: closed "
+                        "(--concurrency clients, each sending its next request when one ends) "
+                        "or poisson (--request-rate); TTFT, TPOT and throughput are then the "
+                        "run's means, with median and p90 (default: the analytic steady state)")
+    p.add_argument("--warmup", type=int, metavar="N", help="requests of the simulated run "
+                   f"left out of its figures (default {serve_sim.DEFAULT_WARMUP}, as vllm bench "
+                   "serve and genai-perf)")
+    p.add_argument("--engine", choices=tuple(serve_sim.ENGINES),
+                   default=serve_sim.DEFAULT_ENGINE,
+                   help="the serving engine whose scheduler defaults apply (max batch, tokens "
+                        "per step, chunked prefill, admission, host-work overlap; default "
+                        f"{serve_sim.DEFAULT_ENGINE})")
     p.add_argument("--scheduler-steps", type=int, default=1, metavar="K",
                    help="decode steps the engine schedules at once (vLLM 0.6's "
                         "--num-scheduler-steps; default 1): a new request waits for them")
     p.add_argument("--disaggregate", action="store_true", help="separate prefill and decode "
                    "replicas; the KV cache moves between them")
-    p.add_argument("--overlap-scheduler", choices=("on", "off"), default="on",
+    p.add_argument("--overlap-scheduler", choices=("on", "off"),
                    help="the engine hides its per-step host work behind the GPU's next step "
                         "(TensorRT-LLM's PyTorch backend, SGLang: on; NIM's TensorRT engines, "
-                        "vLLM without --async-scheduling: off; default on)")
+                        "vLLM without --async-scheduling: off; default: the --engine's)")
     p.add_argument("--ttft-limit", type=float, metavar="S", help="rank rows over this TTFT last")
     p.add_argument("--tpot-limit", type=float, metavar="S", help="rank rows over this TPOT last")
     p.add_argument("--top", type=int, default=20, metavar="K", help="rows to show (0: all)")
@@ -78,10 +95,32 @@ def _concurrency(text: str | None):
     return value
 
 
+def _client(args, arrivals: Arrivals | None) -> serve_sim.Client | None:
+    """The simulated client of --client (its load: --concurrency or --request-rate)."""
+    if args.client is None:
+        if args.warmup is not None:
+            raise UsageError("--warmup needs --client (the simulated run's warm-up)")
+        return None
+    if args.disaggregate:
+        raise UsageError("--client simulates aggregated replicas; not with --disaggregate")
+    if args.client == "poisson" and arrivals is None:
+        raise UsageError("--client poisson needs --request-rate R (requests/s, or inf)")
+    if args.client == "closed" and arrivals is not None:
+        raise UsageError("--client closed takes --concurrency, not --request-rate")
+    requests = DEFAULT_REQUESTS if args.requests is None else args.requests
+    if not 1 <= requests <= serve_sim.MAX_REQUESTS:
+        raise UsageError(f"--requests {requests}: give 1 to {serve_sim.MAX_REQUESTS:,}")
+    warmup = serve_sim.DEFAULT_WARMUP if args.warmup is None else args.warmup
+    if not 0 <= warmup < requests:
+        raise UsageError(f"--warmup {warmup}: 0 to {requests - 1:,} (fewer than --requests)")
+    rate = arrivals.rate if arrivals is not None else math.inf
+    return serve_sim.Client(args.client, 1, rate, requests, warmup)
+
+
 def _arrivals(args) -> Arrivals | None:
     """The open-loop arrivals of --request-rate / --requests, or None (a concurrency)."""
     if args.request_rate is None:
-        if args.requests is not None:
+        if args.requests is not None and args.client is None:
             raise UsageError("--requests needs --request-rate (the run's requests)")
         return None
     if args.concurrency is not None:
@@ -118,6 +157,7 @@ def run(args) -> int:
             raise UsageError(f"--{name.replace('_', '-')} {value}: a positive number of seconds")
     concurrency = _concurrency(args.concurrency)
     arrivals = _arrivals(args)
+    client = _client(args, arrivals)
     system = load(args)
     try:
         model = find_model(system, args.model)
@@ -130,16 +170,21 @@ def run(args) -> int:
     try:
         gpus = args.gpus or len(system.gpus)
         precision = args.precision or default_precision(gpu_of(system, gpus))
+        sched = serve_sim.small_gpu(serve_sim.ENGINES[args.engine], gpu_of(system, gpus).hbm)
+        if args.overlap_scheduler is not None:
+            sched = attrs.evolve(sched, overlap=args.overlap_scheduler == "on")
+        settings = serve_sim.settings_for(Settings(scheduler_steps=args.scheduler_steps), sched)
         result = infer(system, model, args.isl, args.osl, gpus, fixed, precision,
                        args.kv_precision, concurrency, args.disaggregate, args.ttft_limit,
-                       args.tpot_limit,
-                       Settings(overlap_scheduler=args.overlap_scheduler == "on",
-                                scheduler_steps=args.scheduler_steps), arrivals)
+                       args.tpot_limit, settings, arrivals, client, sched)
     except InferError as exc:
         return fail(args.file, exc)
     head = {"system": system.name, "model": model.name, "isl": args.isl, "osl": args.osl,
             "gpus": result.gpus, "precision": precision,
             "kv_precision": result.rows[0].kv_precision}
+    head["engine"] = args.engine
+    if client is not None:
+        head.update(client=client.kind, requests=client.requests, warmup=client.warmup)
     if arrivals is not None:
         head.update(arrival="burst" if arrivals.burst else "poisson",
                     request_rate=None if arrivals.burst else arrivals.rate,

@@ -183,13 +183,15 @@ def test_idle_ttft_is_the_prefill_and_loaded_ttft_waits_for_a_step():
 
 def test_requests_beyond_the_kv_cache_queue():
     """Past what the KV cache holds the engine runs at its capacity and the other clients wait:
-    throughput stays, TTFT grows by Little's law, and the row says it does not fit."""
+    throughput stays, TTFT grows by Little's law; the row fits (an engine admits what its KV
+    cache holds and queues the rest, it does not refuse) and says running and queued."""
     node = topoc.load(library_file("dgx_h100.topo"))
     run = dict(gpus=2, tp=2, pp=1, ep=1)
     cap = topoc.infer(node, "llama3-70b", 5000, 500, concurrency="max", **run).rows[0]
     held = cap.config.concurrency
     over = topoc.infer(node, "llama3-70b", 5000, 500, concurrency=2 * held, **run).rows[0]
-    assert cap.fits and not over.fits and dict(over.parts)["queued"] == held
+    assert cap.fits and over.fits and dict(over.parts)["queued"] == held
+    assert dict(over.parts)["running"] == held and dict(cap.parts)["queued"] == 0
     assert over.throughput == pytest.approx(cap.throughput)
     assert over.tpot == pytest.approx(cap.tpot)
     # closed loop: 2 x held clients, each request lasts clients / request rate
@@ -502,3 +504,15 @@ def test_the_python_api_bounds_sizes_as_the_cli_does(kw, words):
     args = {"isl": 10, "osl": 10, **kw}
     with pytest.raises(InferError, match=re.escape(words)):
         topoc.infer(node, "llama3-8b", **args)
+
+
+def test_no_configuration_an_engine_ran_is_refused():
+    """Every measured configuration of tests/serving_runs.csv ran on its engine, so every row
+    fits: 19 of them ask more requests than the KV cache holds (70B TP2 on H100 at 5000/500
+    from concurrency 100, 20000/2000 from 25; DeepSeek-R1 on H200 at 32000/100), which the
+    engine ran as a smaller batch and a queue. They say so (``running``, ``queued``)."""
+    rows = {c.row: S.predicted_row(c) for c in S.checks()}
+    assert all(r.fits for r in rows.values()), [k for k, r in rows.items() if not r.fits]
+    queued = {k for k, r in rows.items() if dict(r.parts)["queued"] > 0}
+    assert len(queued) == 19 and {"r123", "r157", "r229"} <= queued
+    assert dict(rows["r229"].parts)["running"] == 22

@@ -1,0 +1,178 @@
+"""``topoc infer --client``: a benchmark client against an engine's scheduler, simulated event
+by event (compiler/analysis/serve_sim.py)."""
+
+import json
+
+import attrs
+import pytest
+
+import topoc
+from topoc.cli import main
+from topoc.compiler.analysis import serve_sim as M
+from topoc.compiler.analysis.infer import Comm, Engine, InferError, Settings, gpu_of
+from topoc.compiler.lang.derive import find_model
+from topoc.compiler.training.serving import Layout
+
+NODE = "library/nvidia/dgx_h100.topo"
+ONE = dict(gpus=1, tp=1, pp=1, ep=1)
+
+
+@pytest.fixture(scope="module")
+def node():
+    return topoc.load(NODE)
+
+
+def engine(node, model="llama3-8b", gpus=1, tp=1, sched=M.ENGINES["trtllm"], **kw):
+    s = attrs.evolve(M.settings_for(Settings(), sched), **kw)
+    return Engine(node, find_model(node, model), Layout(tp, 1, 1, False), "fp8", "fp8",
+                  gpu_of(node, gpus), s, Comm(node))
+
+
+def test_statistics_are_the_clients():
+    """Mean, median and p90 with linear interpolation between order statistics (numpy's
+    default, which vllm bench serve and genai-perf use)."""
+    st = M.stats([4.0, 1.0, 3.0, 2.0])
+    assert (st.mean, st.median, st.p90) == (2.5, 2.5, pytest.approx(3.7))
+
+
+def test_one_client_sees_the_idle_engine(node):
+    """One client: each request meets an empty engine, so TTFT is the request overhead and the
+    prefill, TPOT the decode step of one sequence, throughput osl over a request's time."""
+    eng = engine(node)
+    run = M.simulate(eng, 1000, 200, M.Client("closed", 1, requests=20), M.ENGINES["trtllm"])
+    assert run.ttft.mean == pytest.approx(eng.s.request_overhead + eng.prefill(1000), rel=1e-9)
+    assert run.ttft.p90 == pytest.approx(run.ttft.mean, rel=1e-9)
+    assert run.tpot.mean == pytest.approx(eng.decode_step(1, 1100)[0], rel=1e-9)
+    # the decoding batch, time-weighted: one sequence, but none during its prefill steps
+    assert 0.9 < run.running < 1.0 and run.queued == 1 and run.preempted == 0
+
+
+def test_the_first_wave_is_in_the_mean_unless_warmed_up(node):
+    """C clients start together: the first wave's prompts queue behind each other, so the
+    mean TTFT over the first C requests is well above the idle one; a warm-up of C requests
+    leaves that wave out and the mean falls."""
+    eng = engine(node)
+    sched = M.ENGINES["vllm"]
+    cold = M.simulate(eng, 2000, 500, M.Client("closed", 64, requests=640), sched)
+    warm = M.simulate(eng, 2000, 500, M.Client("closed", 64, requests=640, warmup=64), sched)
+    idle = eng.s.request_overhead + eng.prefill(2000)
+    assert cold.ttft.mean > 3 * idle
+    assert warm.ttft.mean < cold.ttft.mean and warm.measured == 576
+
+
+def test_past_the_kv_cache_the_batch_is_what_fits_and_the_rest_wait(node):
+    """TensorRT-LLM's GUARANTEED_NO_EVICT admits a request only with room for its whole
+    sequence: with a KV cache of 20 sequences and 60 clients the running batch stays at 20,
+    40 wait, none is preempted; TTFT holds the wait (a whole request's time, about)."""
+    eng = engine(node)
+    eng.kv_capacity = 20 * 1500
+    run = M.simulate(eng, 1000, 500, M.Client("closed", 60, requests=600), M.ENGINES["trtllm"])
+    assert run.running <= 20 + 1e-9 and run.running > 15
+    assert run.queued == 40 and run.preempted == 0
+    assert run.ttft.median > 400 * run.tpot.median
+
+
+def test_vllm_admits_by_the_prompt_and_preempts(node):
+    """vLLM reserves only the prompt: the same small cache runs a larger batch than
+    TensorRT-LLM's rule, and when the decodes fill it the newest request is preempted."""
+    eng = engine(node)
+    eng.kv_capacity = 20 * 1500
+    client = M.Client("closed", 60, requests=600)
+    trt = M.simulate(eng, 1000, 500, client, M.ENGINES["trtllm"])
+    vllm = M.simulate(eng, 1000, 500, client, M.ENGINES["vllm"])
+    assert vllm.preempted > 0 and vllm.running > trt.running
+
+
+def test_sglang_prefills_first_and_pauses_the_decodes(node):
+    """SGLang runs a prefill batch whenever a prompt can be admitted, the running sequences
+    waiting: under a Poisson load its TPOT p90 is above TensorRT-LLM's, which mixes
+    prefills into the decode steps, and its TTFT below."""
+    eng = engine(node)
+    client = M.Client("poisson", rate=8.0, requests=400)
+    trt = M.simulate(eng, 2000, 300, client, M.ENGINES["trtllm"])
+    sgl = M.simulate(eng, 2000, 300, client, M.ENGINES["sglang"])
+    assert sgl.tpot.p90 > trt.tpot.p90 and sgl.ttft.mean < trt.ttft.mean
+
+
+def test_poisson_runs_are_deterministic_and_follow_the_rate(node):
+    """Seeded arrivals: the same run twice gives the same figures; throughput is the offered
+    load below capacity."""
+    eng = engine(node)
+    client = M.Client("poisson", rate=2.0, requests=300)
+    a = M.simulate(eng, 500, 200, client, M.ENGINES["trtllm"])
+    b = M.simulate(eng, 500, 200, client, M.ENGINES["trtllm"])
+    assert a == b
+    assert a.throughput == pytest.approx(2.0 * 200, rel=0.15)
+
+
+def test_the_api_and_the_cli_give_the_same_simulated_rows(node, capsys):
+    """``topoc.infer(..., client=...)`` and ``topoc infer --client`` agree; the row carries
+    the statistics and its TTFT is the simulated mean, not the analytic steady state."""
+    api = topoc.infer(node, "llama3-8b", 1000, 1000, concurrency=50, client="closed",
+                      engine="vllm", **ONE).rows[0]
+    plain = topoc.infer(node, "llama3-8b", 1000, 1000, concurrency=50, **ONE).rows[0]
+    assert main(["infer", NODE, "--model", "llama3-8b", "--isl", "1000", "--osl", "1000",
+                 "--gpus", "1", "--tp", "1", "--pp", "1", "--ep", "1", "--concurrency", "50",
+                 "--client", "closed", "--engine", "vllm", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    row = doc["rows"][0]
+    assert doc["client"] == "closed" and doc["engine"] == "vllm" and doc["requests"] == 1000
+    assert row["ttft"] == api.ttft and row["tpot"] == api.tpot
+    assert row["ttft_median"] <= row["ttft_p90"] and row["sim_requests"] == 1000
+    assert api.ttft != plain.ttft
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["--warmup", "5"], "--warmup needs --client"),
+    (["--client", "poisson"], "--client poisson needs --request-rate"),
+    (["--client", "closed", "--request-rate", "2"], "--client closed takes --concurrency"),
+    (["--client", "closed", "--requests", "10", "--warmup", "10"], "--warmup 10: 0 to 9"),
+    (["--client", "closed", "--disaggregate"], "not with --disaggregate"),
+])
+def test_client_usage_errors(argv, why, capsys):
+    code = main(["infer", NODE, "--model", "llama3-8b", "--isl", "100", "--osl", "100",
+                 "--gpus", "2", *argv])
+    assert code == 2 and why in capsys.readouterr().err
+
+
+def test_the_api_checks_its_client(node):
+    with pytest.raises(InferError, match="engine 'tgi'"):
+        topoc.infer(node, "llama3-8b", 100, 100, engine="tgi", **ONE)
+    with pytest.raises(InferError, match="client 'poisson' needs request_rate"):
+        topoc.infer(node, "llama3-8b", 100, 100, client="poisson", **ONE)
+
+
+@pytest.mark.parametrize("client,kw,why", [
+    (M.Client("open"), {}, "client 'open': one of closed, poisson"),
+    (M.Client("closed", requests=5, warmup=5), {}, "5 requests with 5 warm-up"),
+    (M.Client("closed"), {"disaggregate": True}, "runs aggregated replicas"),
+])
+def test_infer_refuses_a_client_it_cannot_run(node, client, kw, why):
+    from topoc.compiler.analysis.infer import infer
+    with pytest.raises(InferError, match=why):
+        infer(node, find_model(node, "llama3-8b"), 100, 100, 2, {}, "fp8", client=client, **kw)
+
+
+def test_an_overlapping_engine_admits_a_step_later(node):
+    """An engine that plans step n + 1 when it launches step n (TensorRT-LLM's overlap
+    scheduler, SGLang's) takes a request that arrives during step n into step n + 2: under a
+    light Poisson load its TTFT is about one decode step above the same engine's without
+    overlap (whose steps are longer by the host work, which is small here)."""
+    on = M.ENGINES["trtllm"]
+    off = attrs.evolve(on, overlap=False)
+    client = M.Client("poisson", rate=1.0, requests=300)
+    a = M.simulate(engine(node, sched=on), 1000, 500, client, on)
+    b = M.simulate(engine(node, sched=off), 1000, 500, client, off)
+    step = engine(node, sched=on).decode_step(8, 1250)[0]
+    assert 0.5 * step < a.ttft.mean - b.ttft.mean < 1.5 * step
+
+
+def test_itl_is_per_token_and_holds_sglangs_pauses(node):
+    """Inter-token latency counts every decoded token's gap: with SGLang's prefill steps,
+    which decode nothing, most gaps are one decode step (the median) and the pauses are in
+    the tail and the mean, so TPOT (a request's mean gap) is above the median ITL."""
+    sched = M.ENGINES["sglang"]
+    eng = engine(node, sched=sched)
+    run = M.simulate(eng, 2000, 300, M.Client("poisson", rate=8.0, requests=400), sched)
+    assert run.itl.median < run.itl.p90 and run.itl.median < run.tpot.mean
+    assert run.itl.mean == pytest.approx(run.tpot.mean, rel=0.1)
