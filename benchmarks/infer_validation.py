@@ -57,23 +57,7 @@ def loss(settings: Settings, checks) -> float:
 
 def fit(start: Settings, rounds: int = 6) -> Settings:
     """Coordinate search on the fit rows."""
-    checks = [c for c in S.checks() if c.fit]
-    best, score = start, loss(start, checks)
-    for _ in range(rounds):
-        improved = False
-        for name in FREE:
-            lo, hi = LIMITS[name]
-            for m in STEPS:
-                v = getattr(best, name) * m
-                if not lo <= v <= hi:
-                    continue
-                trial = attrs.evolve(best, **{name: v})
-                sc = loss(trial, checks)
-                if sc < score - 1e-9:
-                    best, score, improved = trial, sc, True
-        if not improved:
-            break
-    return best
+    return fit_on(start, [c for c in S.checks() if c.fit], rounds)
 
 
 def earlier(path: str | None) -> dict[tuple[str, str], str]:
@@ -439,7 +423,8 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
 
 
 def fit_on(start: Settings, checks, rounds: int = 6) -> Settings:
-    """``fit`` on the given checks."""
+    """Coordinate search on the given checks: each free constant scaled by each step while the
+    loss falls."""
     best, score = start, loss(start, checks)
     for _ in range(rounds):
         improved = False
