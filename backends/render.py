@@ -27,8 +27,8 @@ from ..compiler.ir.groups import rank_groups
 from ..compiler.ir.summary import scaleout_levels
 from .clos import frame_leaves
 from .layout import natural, parts, stem as _stem, top_levels
-from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, PALETTE, RING_COLOR,  # noqa: F401
-                    TIER, UNIT_TIER, Edge, Node, Options, text_color, unique_suffixes,
+from .style import (CLASS_COLOR, PALETTE, RING_COLOR,  # noqa: F401
+                    UNIT_TIER, kind_name, kind_tier, Edge, Node, Options, text_color, unique_suffixes,
                     box as _box,
                     tier as _tier)
 
@@ -92,11 +92,11 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
             switch = [h for h in sorted(hosts[n.id]) if kind[h] == "pcie_switch"
                       and cluster[h] == n.cluster]
             if switch:
-                n = attrs.evolve(n, tier=TIER["pcie_switch"], anchor=switch[0])
+                n = attrs.evolve(n, tier=kind_tier("pcie_switch"), anchor=switch[0])
             elif any(kind[h] in ("cpu", "gpu") for h in hosts[n.id]):
                 # on a CPU, or on a GPU (GB300's CX8): above the host, never between the
                 # GPUs and their NVLink switches
-                n = attrs.evolve(n, tier=TIER["cpu"] - 1)
+                n = attrs.evolve(n, tier=kind_tier("cpu") - 1)
         out.append(n)
     return out
 
@@ -298,7 +298,7 @@ def _counted(kinds: dict[str, int], per_line: int = 0) -> str:
     """'36 CPUs, 72 GPUs, 18 NVLink switches' in kind order; ``per_line`` kinds a line."""
     out = []
     for k, n in sorted(kinds.items()):
-        name = KIND_NAME.get(k, k)
+        name = kind_name(k)
         plural = name + ("es" if name.endswith(("ch", "s")) else "s")
         out.append(f"{n} {name if n == 1 else plural}")
     if per_line:

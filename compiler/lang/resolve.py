@@ -16,28 +16,15 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, suggest
-from ..ir.system import (DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, NIC_TUNERS, TRANSPORTS,
+from ..ir.kinds import BOOL, INT, KINDS, STRING
+from ..ir.system import (LINK_CLASSES, NIC_ROLES, NIC_TUNERS, TRANSPORTS,
                          DeviceModel, LinkType, Transformer)
 from ..base import reading
 from ..base.limits import LIMITS
 from .parse import parse
-from ..base.units import BYTES, NUMBER, RATE, SECONDS, Dim, describe
-
-STRING, BOOL, INT = "string", "bool", "int"
+from ..base.units import NUMBER, RATE, SECONDS, Dim, describe
 
 LINK_SCHEMA: dict[str, Any] = {"bandwidth": RATE, "latency": SECONDS, "gen": INT, "width": INT}
-_COMMON = {"vendor": STRING, "arch": STRING, "description": STRING}
-DEVICE_SCHEMA: dict[str, dict[str, Any]] = {
-    "gpu": {**_COMMON, "hbm": BYTES, "hbm_bandwidth": RATE, "sm": INT,
-            "tflops_bf16": NUMBER, "tflops_fp8": NUMBER, "tflops_fp4": NUMBER,
-            "gemm_efficiency": NUMBER},
-    "cpu": {**_COMMON, "memory": BYTES, "memory_bandwidth": RATE, "cores": INT},
-    "nic": {**_COMMON, "rate": RATE, "role": STRING, "transport": STRING, "tuner": STRING},
-    "dpu": {**_COMMON, "rate": RATE, "cores": INT, "memory": BYTES},
-    "switch": {**_COMMON, "reduction": BOOL},
-    "pcie_switch": {**_COMMON},
-    "net_switch": {**_COMMON, "rate": RATE, "sharp": BOOL},
-}
 
 
 #: A ``model`` declaration: a decoder-only transformer's shape (``compiler.training``).
@@ -242,13 +229,13 @@ def _device_model(decl: s.DeviceDecl, diags: Collector,
                   parent: DeviceModel | None = None) -> DeviceModel | None:
     """A device model; with ``parent`` (``device H200 : H100 { ... }``) it starts from the
     parent's kind, attributes and ports and the body overrides them one by one."""
-    if parent is None and decl.kind not in DEVICE_KINDS:
+    if parent is None and decl.kind not in KINDS:
         diags.error("E204", f"unknown device kind or model '{decl.kind}'"
-                    + suggest(decl.kind, DEVICE_KINDS)
-                    + f" (a kind is one of {', '.join(DEVICE_KINDS)})", decl.kind_span)
+                    + suggest(decl.kind, KINDS)
+                    + f" (a kind is one of {', '.join(KINDS)})", decl.kind_span)
         return None
     kind = parent.kind if parent is not None else decl.kind
-    values, ports = _attributes(decl, DEVICE_SCHEMA[kind], "device", diags)
+    values, ports = _attributes(decl, KINDS[kind].schema(), "device", diags)
     if parent is not None:
         values = {**dict(parent.attrs), **values}
         ports = {**dict(parent.ports), **ports}
@@ -266,7 +253,7 @@ def _device_models(decls: dict[str, s.DeviceDecl], diags: Collector) -> dict[str
             return done[name]
         decl = decls[name]
         parent = None
-        if decl.kind not in DEVICE_KINDS and decl.kind in decls:
+        if decl.kind not in KINDS and decl.kind in decls:
             if decl.kind in chain or decl.kind == name:
                 diags.error("E141", f"device '{name}' inherits from itself "
                             f"({' : '.join((*chain, name, decl.kind))})", decl.kind_span)
