@@ -622,7 +622,8 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
     diags = Collector()
     if not program.systems:
         raise CompileError([error("E150", "no system declared; add 'system NAME : Group' to "
-                                  "compile this file", program.root_span)])
+                                  "compile this file (a file of declarations only, a library, "
+                                  "is checked by 'topoc lint')", program.root_span)])
     decl = program.systems[0]
     group = program.groups.get(decl.group)
     if group is None:

@@ -132,3 +132,57 @@ def test_plan_flags_that_set_a_parallel_setting_say_what_the_language_server_say
               "dualpipe", "recompute_norms", "fp8_activations", "bf16_moments", "fp8",
               "flash_attention", "attention_kernel", "overlap", "imbalance", "gemm_efficiency")
     assert [k for k in shared if not helps[k].startswith(SETTING_DOCS[k])] == []
+
+
+#: Every verb that needs a system, as it is run on a file (the file's path goes last).
+_NEEDS_SYSTEM = [["compile"], ["compile", "--format", "json"], ["render", "-o", "{out}.svg"],
+                 ["export", "nccl-topo", "-o", "{out}.xml"], ["schedule", "--collective", "allreduce"],
+                 ["cost"], ["report"], ["plan", "--model", "llama3_8b", "--batch", "8"],
+                 ["infer", "--model", "llama3_8b", "--isl", "128", "--osl", "128"]]
+
+
+@pytest.mark.parametrize("verb", _NEEDS_SYSTEM, ids=lambda v: " ".join(v[:1] + v[2:3]))
+def test_a_declarations_only_file_is_e150_pointing_at_lint(verb, tmp_path, capsys):
+    """One behaviour for a library file (issue 40): every verb that needs a system stops with
+    E150 and says lint checks such a file; no output file is left behind."""
+    lib = str(library_file("devices.topo"))
+    argv = [a.replace("{out}", str(tmp_path / "x")) for a in verb]
+    assert main([*argv, lib]) == 1
+    err = capsys.readouterr().err
+    assert "devices.topo:1:1: E150 error: no system declared" in err
+    assert "checked by 'topoc lint'" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_diff_of_a_declarations_only_file_is_e150(capsys):
+    lib = str(library_file("devices.topo"))
+    assert main(["diff", lib, NVL72]) == 2
+    assert "E150 error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_lint_on_a_declarations_only_file_says_what_it_checked(fmt, capsys):
+    lib = str(library_file("devices.topo"))
+    assert main(["lint", "--strict", "--format", fmt, lib]) == 0
+    out = capsys.readouterr().out
+    if fmt == "json":
+        [d] = json.loads(out)["diagnostics"]
+        assert (d["code"], d["severity"], d["line"]) == ("E150", "note", 1)
+        out = d["message"]
+    # the count is the file's own declarations, not the ones it imports
+    models = sum(1 for line in open(lib, encoding="utf-8") if line.startswith("device "))
+    assert f"declares no system: checked {models} declarations ({models} device models)" in out
+    assert main(["fmt", "--check", lib]) == 0
+
+
+def test_lint_on_a_declarations_only_file_still_reports_its_errors(tmp_path, capsys):
+    bad = tmp_path / "lib.topo"
+    bad.write_text('use "nvidia/links.topo"\ndevice X : gpu { hbm = 80 GB/s }\n'
+                   'link l : pcie { bandwidth = 1 GB/s }\n')
+    assert main(["lint", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "E201 error" in out and "E150" not in out
+    bad.write_text('use "nvidia/links.topo"\ndevice X : gpu { hbm = 80 GB }\n'
+                   'link l : pcie { bandwidth = 1 GB/s }\n')
+    assert main(["lint", str(bad)]) == 0
+    assert "checked 2 declarations (1 link type, 1 device model)" in capsys.readouterr().out
