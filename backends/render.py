@@ -23,7 +23,7 @@ import graphviz
 
 from ..compiler.ir.system import System
 from ..compiler.ir.locality import UnionFind, common_prefix
-from ..compiler.ir.groups import rank_groups
+from ..compiler.ir.groups import lone_rank, rank_groups
 from ..compiler.ir.summary import scaleout_levels
 from .clos import frame_leaves
 from .layout import natural, parts, stem as _stem, top_levels
@@ -486,6 +486,10 @@ def dot_source(system: System, opts: Options = Options(),
         raise TooLarge(f"the {view} view would be {pic.width:,.0f} x {pic.height:,.0f} pt; a "
                        f"legible picture is at most {MAX_SIDE:,.0f} pt on a side and between "
                        f"1:4 and 4:1. Draw {instead}, or write the DOT text with -o FILE.dot")
+    if opts.ring and notes is not None:
+        lone = lone_rank(ring_group(system, opts))
+        if lone:
+            notes.append(f"--ring {opts.ring}: {lone}; no ring is drawn")
     if view == "logical" and notes is not None and not nvlink_domains(system):
         notes.append("no NVLink switch domain: the logical view draws every device, as the "
                      "physical one does")
