@@ -56,6 +56,21 @@ def known_units() -> list[str]:
     return sorted([*_TIME, *_AMOUNTS, *(u + "/s" for u in _AMOUNTS)])
 
 
+#: The units the language accepts, as an unknown unit's message lists them.
+ACCEPTED = ("bytes B KB MB GB TB PB or KiB MiB GiB TiB PiB, bits b Kb Mb Gb Tb Pb, a bandwidth "
+            "any of them with /s (GB/s, Gb/s), a time ns us µs ms s")
+#: A word that reads as a unit of bytes, bits, a bandwidth or a time: a prefix of up to two
+#: letters and B or b (EB, ZiB), the same per second (EB/s, GBps), or a time (ps, sec, min).
+_UNITISH = re.compile(r"[A-Za-z]{0,2}[Bb](?:/s|ps)?|[a-zµ]?s|secs?|seconds?|mins?|minutes?|h|"
+                      r"hours?")
+
+
+def unknown_unit(word: str) -> bool:
+    """Whether ``word``, written right after a number, reads as a unit the language has not
+    got ("1 EB", "10 GBps", "5 sec"): the parser would take it for the next name."""
+    return unit_scale(word) is None and _UNITISH.fullmatch(word) is not None
+
+
 @attrs.frozen
 class Quantity:
     """An exact value in base units (bytes, seconds, bytes/s) with its dimension."""

@@ -40,3 +40,15 @@ def test_human_units():
     assert human(13.392e12, BYTES) == "13.392 TB"
     assert human(2**30, BYTES, binary=True) == "1 GiB"
     assert human(5e-6, SECONDS) == "5 us"
+
+
+@pytest.mark.parametrize("word", ["EB", "EiB", "Eb/s", "ZB", "GBps", "ps", "sec", "min", "h"])
+def test_words_that_read_as_units_the_language_lacks(word):
+    from topoc.compiler.base.units import unknown_unit
+    assert unknown_unit(word)
+
+
+@pytest.mark.parametrize("word", ["GB", "GiB/s", "Gb/s", "ms", "s", "x", "dp", "nvlink", "sm"])
+def test_known_units_and_names_are_not_unknown_units(word):
+    from topoc.compiler.base.units import unknown_unit
+    assert not unknown_unit(word)
