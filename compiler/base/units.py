@@ -167,6 +167,25 @@ def human(value: float, dim: Dim, binary: bool = False) -> str:
     return _trim(value)
 
 
+#: Units a size is written in when it is a whole number of them, largest first.
+_EXACT_SIZES = (("TiB", 2**40), ("TB", 10**12), ("GiB", 2**30), ("GB", 10**9), ("MiB", 2**20),
+                ("MB", 10**6), ("KiB", 2**10), ("kB", 10**3))
+
+
+def human_size(n: float) -> str:
+    """Bytes for people, the one formatter of message and table sizes: the largest unit that
+    holds the size exactly in at most four digits ('1 MiB', '2 GB', '1536 MiB', '512 B'),
+    else binary units to three decimals ('16.427 GiB', not '17225026 KiB')."""
+    if float(n).is_integer():
+        n = int(n)
+        for unit, scale in _EXACT_SIZES:
+            if n >= scale and n % scale == 0 and n // scale < 10_000:
+                return f"{n // scale} {unit}"
+        if n < 10_000:
+            return f"{n} B"
+    return human(n, BYTES, binary=True)
+
+
 def _trim(x: float) -> str:
     text = f"{x:.3f}".rstrip("0").rstrip(".")
     return text if text not in ("", "-0") else "0"
