@@ -27,7 +27,10 @@ def test_compile_summary_reports_seed_figures(capsys):
     assert main(["compile", NVL72]) == 0
     out = capsys.readouterr().out
     assert "72 gpu" in out and "36 cpu" in out and "18 switch" in out
-    assert "13.392 TB" in out and "129.6 TB/s" in out
+    # 72 x 189,471 MiB: GB200's B200 as the driver reports it (the marketed 186 GB gave
+    # 13.392 TB), and the summary says which convention it is
+    assert "HBM        14.305 TB over 72 GPUs (as the driver reports)" in out
+    assert "129.6 TB/s" in out
 
 
 def test_compile_json_follows_the_contract(capsys):
@@ -49,7 +52,7 @@ def test_compile_json_follows_the_contract(capsys):
     assert len(nv) == 72 * 18 and all(link["bandwidth"] == 50e9 for link in nv)
     s = doc["summary"]
     assert s["devices"] == {"cpu": 36, "gpu": 72, "nic": 72, "switch": 18}
-    assert s["hbm_bytes"] == 72 * 186 * 10**9 and s["scaleup_bandwidth"] == 129.6e12
+    assert s["hbm_bytes"] == 72 * 189471 * 2**20 and s["scaleup_bandwidth"] == 129.6e12
 
 
 def test_json_is_byte_identical_across_hash_seeds():
