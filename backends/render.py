@@ -24,6 +24,7 @@ import graphviz
 from ..compiler.ir.system import System
 from ..compiler.ir.locality import UnionFind, common_prefix
 from ..compiler.ir.groups import lone_rank, rank_groups
+from ..compiler.ir.kinds import is_endpoint
 from ..compiler.ir.summary import scaleout_levels
 from .clos import frame_leaves
 from .layout import natural, parts, stem as _stem, top_levels
@@ -81,14 +82,14 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
     hosts: dict[str, list[str]] = defaultdict(list)
     for link in system.links:
         for a, b in ((link.src, link.dst), (link.dst, link.src)):
-            if kind.get(a) in ("nic", "dpu") and kind.get(b) in ("pcie_switch", "cpu", "gpu"):
+            if is_endpoint(kind.get(a, "")) and kind.get(b) in ("pcie_switch", "cpu", "gpu"):
                 hosts[a].append(b)
     level = scaleout_levels(system) if any(n.kind == "net_switch" for n in nodes) else {}
     out = []
     for n in nodes:
         if n.kind == "net_switch":      # the fabric above the machines, leaves nearest
             n = attrs.evolve(n, tier=-level.get(n.id, 1))
-        if n.kind in ("nic", "dpu") and hosts.get(n.id):
+        if is_endpoint(n.kind) and hosts.get(n.id):
             switch = [h for h in sorted(hosts[n.id]) if kind[h] == "pcie_switch"
                       and cluster[h] == n.cluster]
             if switch:

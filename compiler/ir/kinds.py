@@ -33,6 +33,9 @@ class DeviceKind:
     draw: tuple[tuple[str, str], ...] = (("shape", "box"), ("fillcolor", "#dddddd"))
     row: int = 3                            # drawing row from the host down
     height: int = 0                         # hierarchy height for routing (GPUs 0)
+    #: A network endpoint of its host (a NIC, a DPU): scale-out levels count from it and a
+    #: drawing puts it by the PCIe switch or CPU it hangs off.
+    endpoint: bool = False
 
     def schema(self) -> dict[str, Any]:
         """Every attribute the kind takes, with its type."""
@@ -55,6 +58,13 @@ def register(kind: DeviceKind) -> DeviceKind:
     return kind
 
 
+def is_endpoint(kind: str) -> bool:
+    """Whether ``kind`` is a registered kind that is a network endpoint of its host (False
+    for a drawn-only box such as a rack)."""
+    found = KINDS.get(kind)
+    return found is not None and found.endpoint
+
+
 def names() -> tuple[str, ...]:
     """The kinds' names in registry order."""
     return tuple(KINDS)
@@ -73,11 +83,12 @@ register(DeviceKind(
 register(DeviceKind(
     "nic", "NIC",
     (("rate", RATE), ("role", STRING), ("transport", STRING), ("tuner", STRING)),
-    (("shape", "hexagon"), ("fillcolor", "#f79646")), row=2, height=3))
+    (("shape", "hexagon"), ("fillcolor", "#f79646")), row=2, height=3, endpoint=True))
 register(DeviceKind(
     "dpu", "DPU",
     (("rate", RATE), ("cores", INT), ("memory", BYTES)),
-    (("shape", "hexagon"), ("fillcolor", "#fac090"), ("style", "filled,bold")), row=2, height=3))
+    (("shape", "hexagon"), ("fillcolor", "#fac090"), ("style", "filled,bold")), row=2, height=3,
+    endpoint=True))
 register(DeviceKind(
     "switch", "NVLink switch",
     (("reduction", BOOL),),

@@ -61,6 +61,35 @@ def test_a_kind_added_to_the_registry_works_in_every_verb(fpga, tmp_path, capsys
         == [900000]
 
 
+#: Two boxes whose only way out is a registered endpoint kind, through one network switch.
+IPU_FILE = """\
+link pcie5 : pcie { bandwidth = 63 GB/s  latency = 1 us }
+link ndr : infiniband { bandwidth = 50 GB/s  latency = 0.3 us }
+device H : gpu { hbm = 80 GB }
+device I : ipu { rate = 400 Gb/s }
+device Q : net_switch { }
+group Box { gpu : H  net : I  gpu <-> net : pcie5 }
+group Pair { box[2] : Box  leaf : Q  box[i].net <-> leaf : ndr }
+system pair : Pair
+"""
+
+
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_a_kinds_endpoint_flag_is_what_the_scale_out_levels_start_from(endpoint, monkeypatch,
+                                                                        tmp_path):
+    """The scale-out levels (and so the summary's tiers and bisection) count from devices
+    whose kind is a network endpoint (the record's ``endpoint``), not from the names 'nic' and
+    'dpu' spelled in each module."""
+    from topoc.compiler.base.units import RATE
+    from topoc.compiler.ir.summary import summarize
+    monkeypatch.setitem(KINDS, "ipu", DeviceKind("ipu", "IPU", (("rate", RATE),),
+                                                 row=2, height=3, endpoint=endpoint))
+    path = tmp_path / "pair.topo"
+    path.write_text(IPU_FILE)
+    tiers = summarize(pipeline.load(path))["scaleout_tiers"]
+    assert (tiers == {"1": 100e9}) if endpoint else (tiers == {})
+
+
 def test_a_kind_attribute_is_checked_against_the_kinds_schema(fpga, tmp_path, capsys):
     path = tmp_path / "fpga.topo"
     path.write_text(FPGA_FILE.replace("luts = 900000", "lut = 900000"))
