@@ -15,6 +15,7 @@ from collections import defaultdict
 
 import attrs
 
+from ..compiler.ir.kinds import is_endpoint
 from ..compiler.ir.summary import scaleout_levels
 from ..compiler.ir.system import System
 from .layout import natural, parts, stem as _stem, top_level
@@ -57,7 +58,7 @@ def frame_leaves(system: System, nodes: list[Node]) -> tuple[list[Node], list[No
             if a in ids and kind.get(b) != "net_switch":
                 serves[a].add(top_level(system.name, b))
                 m = _INDEX.search(parts(b)[-1])
-                rails[a].add(m.group(1) if m and kind.get(b) in ("nic", "dpu") else "?")
+                rails[a].add(m.group(1) if m and is_endpoint(kind.get(b, "")) else "?")
     units: dict[frozenset, list[str]] = defaultdict(list)
     for leaf in sorted(ids, key=natural):
         if serves[leaf]:

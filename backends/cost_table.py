@@ -7,6 +7,7 @@ import io
 import json
 from collections.abc import Sequence
 
+from ..compiler.base.units import human_size
 from ..compiler.collectives.cost import Cost
 from ..compiler.collectives.orders import NOT_NCCL
 
@@ -15,16 +16,6 @@ NVLS_VALID_FROM = 64 * 2**20     # the NVLS start-up fit holds from here (docs/c
 NVLS_NOTE_LATENCY = 100e-6
 FIELDS = ("collective", "group", "ranks", "size", "algorithm", "protocol", "time", "algbw",
           "busbw", "bottleneck")
-
-
-def human_size(n: int) -> str:
-    """8 -> '8 B', 1048576 -> '1 MiB', 2000000000 -> '2 GB': the largest exact unit."""
-    units = (("GiB", 2**30), ("GB", 10**9), ("MiB", 2**20), ("MB", 10**6), ("KiB", 2**10),
-             ("kB", 10**3))
-    for unit, scale in units:
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return f"{n} B"
 
 
 def _row(c: Cost) -> dict:

@@ -19,7 +19,7 @@ from ..compiler.base.units import RATE, human
 from .layout import PAD, TITLE, layout, natural
 from .route import (BAND_H, Band, Labels, Rows, arc, detour, label_size, meshes, overlaps,
                     polyline, rect, route, spline)
-from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, LEGEND_NAME, RING_COLOR, Edge, Node,
+from .style import (CLASS_COLOR, RING_COLOR, kind_name, kind_style, legend_name, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
 
 
@@ -49,7 +49,7 @@ def _figure(e: Edge) -> str:
 
 
 def _plural(kind: str, n: int) -> str:
-    name = KIND_NAME.get(kind, kind)
+    name = kind_name(kind)
     if n == 1:
         return name
     return name + ("es" if name.endswith(("ch", "s")) else "s")
@@ -248,8 +248,8 @@ def _legend(kinds: dict[str, set[str]], figures: dict[str, list[str]], opts: Opt
     rows = [f'<TR><TD COLSPAN="2"><B>{view} view</B></TD></TR>']
     width = 0
     for kind in sorted(kinds):
-        color = KIND_STYLE[kind]["fillcolor"]
-        name = LEGEND_NAME.get(kind, KIND_NAME.get(kind, kind))
+        color = kind_style(kind)["fillcolor"]
+        name = legend_name(kind)
         models = sorted(m for m in kinds[kind] if m)
         text = name + (f": {', '.join(models[:3])}" if models else "")
         width = max(width, len(text))
@@ -327,7 +327,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
 
     def emit(graph, cluster: str) -> None:
         for n in sorted(by_cluster.get(cluster, ()), key=lambda n: n.id):
-            style = dict(KIND_STYLE[n.kind])
+            style = dict(kind_style(n.kind))
             label = n.label
             if n.id in colors:
                 fill, tag = colors[n.id]
@@ -356,7 +356,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
 
     rects = {n: rect(pos[n], sizes[n]) for n in pos}
     for n in nodes:         # a double outline is drawn 4 pt outside the box's size
-        if KIND_STYLE[n.kind]["shape"] == "doubleoctagon":
+        if kind_style(n.kind)["shape"] == "doubleoctagon":
             x0, y0, x1, y1 = rects[n.id]
             rects[n.id] = (x0 - 4, y0 - 4, x1 + 4, y1 + 4)
     band_of = {b.id: b for b in bands}
@@ -373,7 +373,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     for b in bands:
         g.node(b.id, label=b.label, pos=f"{(b.x0 + b.x1) / 2:.1f},{b.y:.1f}!",
                width=f"{(b.x1 - b.x0) / 72:.3f}", height=f"{BAND_H / 72:.3f}", fixedsize="true",
-               **KIND_STYLE["band"])
+               **kind_style("band"))
     labels = Labels([*rects.values(), *titles.values()])
     boxes = Labels([])          # the boxes alone, to count lines that run through one
     ids = list(rects)

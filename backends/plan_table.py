@@ -127,6 +127,10 @@ def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Why a row that runs shows no MFU.
+NO_MFU = "no MFU: the GPU model declares no dense peak (tflops_bf16)"
+
+
 def render_scaling(curve, fmt: str = "text") -> str:
     """``--scaling``: per GPU count, the best strategy of strong and weak scaling with step
     time, throughput, speedup and efficiency, and where adding GPUs stops paying."""
@@ -142,7 +146,9 @@ def render_scaling(curve, fmt: str = "text") -> str:
                          "speedup": curve.speedup(mode, p),
                          "efficiency": curve.efficiency(mode, p),
                          "mfu": r.mfu if r else None,
-                         "tight": r.tight if r else None})
+                         "tight": r.tight if r else None,
+                         "why": p.why(mode) if r is None else
+                         None if r.mfu else NO_MFU})
     knees = {m: curve.knee(m) for m in ("strong", "weak")}
     if fmt == "json":
         return json.dumps({"schema": "topoc.scaling/1", "model": curve.model,
@@ -160,18 +166,23 @@ def render_scaling(curve, fmt: str = "text") -> str:
              f"{curve.batch / curve.points[0].gpus:g} sequences per GPU", ""]
     table = [["GPUs", "mode", "batch", "best strategy", "step", "tokens/s", "speedup",
               "efficiency", "MFU"]]
+    notes: dict[str, int] = {}          # a reason and its footnote, shared by equal reasons
     for r in rows:
+        mark = f" [{notes.setdefault(r['why'], len(notes) + 1)}]" if r["why"] else ""
+        ran = r["strategy"] is not None
         table.append([str(r["gpus"]), r["mode"], str(r["batch"]),
-                      (r["strategy"] or "-") + (" (tight)" if r["tight"] else ""),
+                      (r["strategy"] + (" (tight)" if r["tight"] else "")) if ran else "-" + mark,
                       seconds(r["step_time"]) if r["step_time"] else "-",
                       f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
                       f"{r['speedup']:.2f}" if r["speedup"] else "-",
                       f"{r['efficiency']:.0%}" if r["efficiency"] else "-",
-                      f"{r['mfu']:.1%}" if r["mfu"] else "-"])
+                      f"{r['mfu']:.1%}" if r["mfu"] else "-" + (mark if ran else "")])
     widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
     for t in table:
         lines.append("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
     lines.append("")
+    lines += [f"[{n}] {why}" for why, n in notes.items()]
+    lines += [""] if notes else []
     for mode, n in knees.items():
         lines.append(f"{mode} scaling: " + (f"adding GPUs stops paying at {n} (efficiency under "
                                              "50 % or no more throughput)" if n else

@@ -23,12 +23,13 @@ import graphviz
 
 from ..compiler.ir.system import System
 from ..compiler.ir.locality import UnionFind, common_prefix
-from ..compiler.ir.groups import rank_groups
+from ..compiler.ir.groups import lone_rank, rank_groups
+from ..compiler.ir.kinds import is_endpoint
 from ..compiler.ir.summary import scaleout_levels
 from .clos import frame_leaves
 from .layout import natural, parts, stem as _stem, top_levels
-from .style import (CLASS_COLOR, KIND_NAME, KIND_STYLE, PALETTE, RING_COLOR,  # noqa: F401
-                    TIER, UNIT_TIER, Edge, Node, Options, text_color, unique_suffixes,
+from .style import (CLASS_COLOR, PALETTE, RING_COLOR,  # noqa: F401
+                    UNIT_TIER, kind_name, kind_tier, Edge, Node, Options, text_color, unique_suffixes,
                     box as _box,
                     tier as _tier)
 
@@ -81,22 +82,22 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
     hosts: dict[str, list[str]] = defaultdict(list)
     for link in system.links:
         for a, b in ((link.src, link.dst), (link.dst, link.src)):
-            if kind.get(a) in ("nic", "dpu") and kind.get(b) in ("pcie_switch", "cpu", "gpu"):
+            if is_endpoint(kind.get(a, "")) and kind.get(b) in ("pcie_switch", "cpu", "gpu"):
                 hosts[a].append(b)
     level = scaleout_levels(system) if any(n.kind == "net_switch" for n in nodes) else {}
     out = []
     for n in nodes:
         if n.kind == "net_switch":      # the fabric above the machines, leaves nearest
             n = attrs.evolve(n, tier=-level.get(n.id, 1))
-        if n.kind in ("nic", "dpu") and hosts.get(n.id):
+        if is_endpoint(n.kind) and hosts.get(n.id):
             switch = [h for h in sorted(hosts[n.id]) if kind[h] == "pcie_switch"
                       and cluster[h] == n.cluster]
             if switch:
-                n = attrs.evolve(n, tier=TIER["pcie_switch"], anchor=switch[0])
+                n = attrs.evolve(n, tier=kind_tier("pcie_switch"), anchor=switch[0])
             elif any(kind[h] in ("cpu", "gpu") for h in hosts[n.id]):
                 # on a CPU, or on a GPU (GB300's CX8): above the host, never between the
                 # GPUs and their NVLink switches
-                n = attrs.evolve(n, tier=TIER["cpu"] - 1)
+                n = attrs.evolve(n, tier=kind_tier("cpu") - 1)
         out.append(n)
     return out
 
@@ -298,7 +299,7 @@ def _counted(kinds: dict[str, int], per_line: int = 0) -> str:
     """'36 CPUs, 72 GPUs, 18 NVLink switches' in kind order; ``per_line`` kinds a line."""
     out = []
     for k, n in sorted(kinds.items()):
-        name = KIND_NAME.get(k, k)
+        name = kind_name(k)
         plural = name + ("es" if name.endswith(("ch", "s")) else "s")
         out.append(f"{n} {name if n == 1 else plural}")
     if per_line:
@@ -505,6 +506,10 @@ def dot_source(system: System, opts: Options = Options(),
         raise TooLarge(f"the {view} view would be {pic.width:,.0f} x {pic.height:,.0f} pt; a "
                        f"legible picture is at most {MAX_SIDE:,.0f} pt on a side and between "
                        f"1:4 and 4:1. Draw {instead}, or write the DOT text with -o FILE.dot")
+    if opts.ring and notes is not None:
+        lone = lone_rank(ring_group(system, opts))
+        if lone:
+            notes.append(f"--ring {opts.ring}: {lone}; no ring is drawn")
     if view == "logical" and notes is not None and not nvlink_domains(system):
         notes.append("no NVLink switch domain: the logical view draws every device, as the "
                      "physical one does")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..compiler.analysis.strategy import StepReport, efficiency, speedup
 from ..compiler.training.model import parameters
-from .cost_table import human_size
+from ..compiler.base.units import human_size
 
 
 def seconds(t: float | None) -> str:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 
 from ..compiler.analysis.page import Page
-from ..compiler.base.units import BYTES, human
+from ..compiler.base.units import BYTES, human, human_size
 from . import report as text_report
 
 DIM_COLORS = {"compute": "#76b900", "bubble": "#bbbbbb", "tp": "#1f77b4", "cp": "#17becf",
@@ -114,15 +114,6 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]
 
 
-def binary_size(n: float) -> str:
-    """Bytes in KiB/MiB/GiB: '64 MiB', '1.5 GiB', '512 B'."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            v = n / size
-            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.3g} {unit}"
-    return f"{n:.0f} B"
-
-
 #: The pass a traffic line's overlap window lies in (the overlap column says what hides it).
 PASS = {"forward": "forward", "param_sync": "forward", "backward": "backward",
         "wgrad": "backward", "grad_sync": "backward"}
@@ -192,7 +183,7 @@ def _curve_svg(c) -> str:
         at = min(range(len(c.sizes)), key=lambda i: abs(c.sizes[i] - size))
         ax.axvline(size, color="#555555", linestyle=":", linewidth=1)
         ax.plot([size], [gbs[at]], marker="o", color="black", zorder=4)
-        ax.annotate(f"this strategy: {binary_size(size)}", (size, gbs[at]),
+        ax.annotate(f"this strategy: {human_size(size)}", (size, gbs[at]),
                     textcoords="offset points", xytext=(-6, -14), ha="right", fontsize=8)
     if c.published:
         ax.scatter([s for s, _ in c.published], [b for _, b in c.published], color="black",
@@ -202,7 +193,7 @@ def _curve_svg(c) -> str:
     ticks = [2**k for k in range(10, 34, 3)]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: binary_size(v)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: human_size(v)))
     ax.tick_params(axis="x", labelsize=7, labelrotation=30)
     ax.set_xlabel("size per rank")
     ax.set_ylabel("busbw (GB/s)")

@@ -88,11 +88,14 @@ def section(curve) -> str:
         knees.append(f"{mode} scaling " + (f"stops paying at {k} GPUs" if k else
                                            "pays up to the last count"))
     rows = []
+    notes: dict[str, int] = {}          # why a mode has no row, one footnote per reason
     for p in curve.points:
         for mode in ("strong", "weak"):
             r = getattr(p, mode)
             eff = curve.efficiency(mode, p)
-            cells = [str(p.gpus), mode, r.candidate.key if r else "-",
+            why = p.why(mode)
+            mark = f" [{notes.setdefault(why, len(notes) + 1)}]" if r is None and why else ""
+            cells = [str(p.gpus), mode, r.candidate.key if r else "-" + mark,
                      f"{r.step_time:.3g} s" if r else "-",
                      f"{r.tokens_per_s:,.0f}" if r else "-",
                      f"{eff:.0%}" if eff is not None else "-"]
@@ -101,4 +104,6 @@ def section(curve) -> str:
                                               "tokens/s", "efficiency"))
     return (f"<figure>{plot}</figure><p>{html.escape('; '.join(knees))} (efficiency under "
             f"50 % or throughput no longer growing; strong at batch {curve.batch}).</p>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            + "".join(f"<p class=\"note\">[{n}] {html.escape(why)}</p>"
+                      for why, n in notes.items()))

@@ -7,17 +7,12 @@ import math
 
 import attrs
 
+from ..compiler.ir.kinds import KINDS
 from .layout import box_size, parts
 
-KIND_STYLE = {
-    "gpu": {"shape": "box", "fillcolor": "#76b900", "fontcolor": "black"},
-    "cpu": {"shape": "box", "style": "filled,rounded", "fillcolor": "#4f81bd",
-            "fontcolor": "white"},
-    "nic": {"shape": "hexagon", "fillcolor": "#f79646"},
-    "dpu": {"shape": "hexagon", "fillcolor": "#fac090", "style": "filled,bold"},
-    "switch": {"shape": "octagon", "fillcolor": "#8064a2", "fontcolor": "white"},
-    "pcie_switch": {"shape": "diamond", "fillcolor": "#bfbfbf"},
-    "net_switch": {"shape": "doubleoctagon", "fillcolor": "#c0504d", "fontcolor": "white"},
+#: Boxes that stand for no one device kind (a device kind's style is its record's,
+#: ``compiler.ir.kinds``).
+DRAWN_STYLE = {
     "fabric": {"shape": "box", "style": "filled,bold", "fillcolor": "#8064a2",
                "fontcolor": "white"},
     "unit": {"shape": "box3d", "fillcolor": "#eeeeee"},
@@ -27,18 +22,13 @@ KIND_STYLE = {
 CLASS_COLOR = {"nvlink": "#4e9a06", "nvlink_c2c": "#00a3a3", "pcie": "#555555",
                "infiniband": "#1f4e9a", "ethernet": "#e36c09", "inter_socket": "#c00000"}
 LEGEND_NAME = {"unit": "rack / node / tray (group of devices)", "netunit": "switch group",
-               "fabric": "NVLink fabric (switches of one domain)", "switch": "NVLink switch",
-               "net_switch": "network switch", "pcie_switch": "PCIe switch",
+               "fabric": "NVLink fabric (switches of one domain)",
                "band": "full mesh between two rows, folded"}
-#: Kind names as a person says them, in box labels ("18 network switches").
-KIND_NAME = {"net_switch": "network switch", "switch": "NVLink switch",
-             "pcie_switch": "PCIe switch", "gpu": "GPU", "cpu": "CPU", "nic": "NIC",
-             "dpu": "DPU"}
 # Rows from the host down: NICs on a CPU, CPUs, PCIe switches with their NICs, GPUs, NVLink
-# switches, the network. In the racks view the fabric sits above the racks as a Clos is drawn:
-# cores, spines, leaves, then the racks or nodes (UNIT_TIER - level).
-TIER = {"cpu": 1, "pcie_switch": 2, "gpu": 3, "nic": 2, "dpu": 2, "switch": 4, "fabric": 4,
-        "net_switch": 6, "netunit": 7, "unit": 40, "band": 4}
+# switches, the network (a device kind's row is its record's). In the racks view the fabric
+# sits above the racks as a Clos is drawn: cores, spines, leaves, then the racks or nodes
+# (UNIT_TIER - level).
+DRAWN_TIER = {"fabric": 4, "netunit": 7, "unit": 40, "band": 4}
 UNIT_TIER = 40
 #: A box holding more groups than this shows the first ones' colours and names the count.
 MAX_STRIPES = 24
@@ -135,15 +125,35 @@ def unique_suffixes(ids) -> dict[str, str]:
     return out
 
 
+def kind_style(kind: str) -> dict[str, str]:
+    """The Graphviz attributes of a box of ``kind`` (a device kind or a drawn-only box)."""
+    return KINDS[kind].style() if kind in KINDS else DRAWN_STYLE[kind]
+
+
+def kind_name(kind: str) -> str:
+    """A kind as a person says it ("NVLink switch"); a drawn-only box's own name."""
+    return KINDS[kind].label if kind in KINDS else kind
+
+
+def legend_name(kind: str) -> str:
+    """What the legend calls a box of ``kind``."""
+    return LEGEND_NAME.get(kind) or kind_name(kind)
+
+
+def kind_tier(kind: str) -> int:
+    """The drawing row of a box of ``kind``."""
+    return KINDS[kind].row if kind in KINDS else DRAWN_TIER[kind]
+
+
 def box(n: Node) -> tuple[float, float]:
     """Points a box needs: its label (two more lines room for a group tag), its shape."""
     w, h = box_size(n.label + "\ntp:00")
-    fw, fh = SHAPE_ROOM.get(KIND_STYLE[n.kind]["shape"], (1.0, 1.0))
+    fw, fh = SHAPE_ROOM.get(kind_style(n.kind)["shape"], (1.0, 1.0))
     return w * fw, h * fh
 
 
 def tier(n: Node) -> int:
-    return TIER[n.kind] if n.tier is None else n.tier
+    return kind_tier(n.kind) if n.tier is None else n.tier
 
 
 def penwidth(bandwidth: float) -> float:

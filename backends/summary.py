@@ -22,7 +22,10 @@ def render(system: System) -> str:
             f"{human(per['min'], RATE)}..{human(per['max'], RATE)}"
         lanes_txt = str(lanes["min"]) if lanes["min"] == lanes["max"] else \
             f"{lanes['min']}..{lanes['max']}"
-        lines.append(f"  HBM        {human(s['hbm_bytes'], BYTES)} over {s['gpus']} GPU{'s' if s['gpus'] != 1 else ''}")
+        # the library's GPU memory is the driver's figure (nvidia-smi's memory.total), not
+        # the marketed one: say so, as the totals differ by up to 7 %
+        lines.append(f"  HBM        {human(s['hbm_bytes'], BYTES)} over {s['gpus']} "
+                     f"GPU{'s' if s['gpus'] != 1 else ''} (as the driver reports)")
         lines.append(f"  NVLink     {human(s['scaleup_bandwidth'], RATE)} both directions "
                      f"({per_txt} and {lanes_txt} lanes per GPU)" if s["scaleup_bandwidth"]
                      else "  NVLink     none")

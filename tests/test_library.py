@@ -69,8 +69,22 @@ def test_nvl72_seed_figures():
     s = summarize(topoc.load(library_file("gb200_nvl72.topo")))
     assert s["devices"]["gpu"] == 72 and s["devices"]["cpu"] == 36
     assert s["devices"]["switch"] == 18
-    assert s["hbm_bytes"] == pytest.approx(13.4 * TB, rel=0.01)
+    # the marketed 13.4 TB is 72 x 186 GB; the library keeps the driver's 189,471 MiB per GPU
+    assert s["hbm_bytes"] == pytest.approx(13.4 * TB * 189471 * 2**20 / 186e9, rel=0.01)
     assert s["scaleup_bandwidth"] == pytest.approx(129.6 * TB, rel=0.01)
+
+
+def test_every_library_gpu_declares_the_drivers_memory_figure():
+    """One HBM convention across GPUs (issue 40): nvidia-smi's memory.total, a whole number
+    of MiB, never a marketed decimal figure (H100 was 81,559 MiB while B200 was 180 GB)."""
+    from topoc.compiler.lang import pipeline
+    path = library_file("devices.topo")
+    program = pipeline.front_end(pipeline.read(path), path)
+    gpus = {m.name: m.attr("hbm") for m in program.device_models.values() if m.kind == "gpu"}
+    assert {"H100", "H200", "B200", "B200_GB200", "B300", "B300_GB300", "L40S"} <= set(gpus)
+    for name, hbm in gpus.items():
+        assert hbm is not None and hbm % 2**20 == 0 and hbm % 10**9 != 0, (name, hbm)
+    assert gpus["B200"] == 183359 * 2**20 and gpus["B300_GB300"] == 284208 * 2**20
 
 
 def test_gb200_c2c_is_900_gbs_per_superchip():

@@ -40,11 +40,12 @@ import attrs
 from .compiler.base import reading
 from .compiler.base.diagnostics import CompileError
 from .compiler.base.units import BYTES, NUMBER, RATE, SECONDS
-from .compiler.ir.system import (COLLECTIVES, DEVICE_KINDS, GROUP_KINDS, LINK_CLASSES, NIC_ROLES,
+from .compiler.ir.kinds import KINDS
+from .compiler.ir.system import (COLLECTIVES, GROUP_KINDS, LINK_CLASSES, NIC_ROLES,
                                  NIC_TUNERS, PARALLEL_DIMS, TRANSPORTS)
 from .compiler.lang import syntax as s
 from .compiler.lang.derive import BOOL_SETTINGS, SETTING_CHOICES, bundled_models
-from .compiler.lang.resolve import (BOOL, DEVICE_SCHEMA, DTYPES, INT, LINK_SCHEMA, MODEL_SCHEMA,
+from .compiler.lang.resolve import (BOOL, DTYPES, INT, LINK_SCHEMA, MODEL_SCHEMA,
                                     STRING, Program, library_root)
 from .compiler.training.model import RECOMPUTE_MODULES
 from .lsp_help import COLLECTIVE_DOCS, HIDDEN, SETTING_DOCS, describe
@@ -308,7 +309,7 @@ def names(text: str, programs: list[Program | None], scan: bool = True) -> Names
         if word == "link" and name not in links:
             links[name] = f"link {name} : {target or '?'} (this file)"
         elif word == "device" and name not in devices:
-            kind = target if target in DEVICE_KINDS else devices.get(target or "", ("",))[0]
+            kind = target if target in KINDS else devices.get(target or "", ("",))[0]
             devices[name] = (kind, f"device {name} : {target or '?'} (this file)")
         elif word == "group" and name not in groups:
             groups[name] = (tuple(_PARAM.findall(params or "")), ())
@@ -392,7 +393,7 @@ def _top(words: list[str], known: Names) -> list[Item]:
         if head == "link":
             return [(c, "class", "link class") for c in LINK_CLASSES]
         if head == "device":
-            return ([(k, "kind", "device kind") for k in DEVICE_KINDS]
+            return ([(k, "kind", "device kind") for k in KINDS]
                     + [d for d in _devices(known) if d[0] != words[1]])
         if head == "system":
             return _groups(known)
@@ -402,7 +403,7 @@ def _top(words: list[str], known: Names) -> list[Item]:
         return [(n, "system", f"system {n}") for n in sorted(known.systems)]
     if head == "group" and len(words) > 2 and words[-1] == ":" and "(" in words:
         return [("int", "kind", "a whole number")] + [(k, "kind", f"a {k} model")
-                                                     for k in DEVICE_KINDS]
+                                                     for k in KINDS]
     if head == "system" and len(words) > 4 and words[2] == ":":
         return _arguments(words[3:], known, {}, ())
     return []
@@ -423,7 +424,7 @@ def _arguments(words: list[str], known: Names, params: dict[str, str],
         return [(n, "parameter", f"{n}: {t}") for n, t in declared.items() if n not in given]
     if words[-1] == "=":
         kind = declared.get(words[-2], "int")
-        if kind in DEVICE_KINDS:
+        if kind in KINDS:
             return _devices(known, kind)
         return _expression(params, lets)
     return []
@@ -456,7 +457,7 @@ def _group(ctx: Context, frame: Frame, words: list[str], known: Names) -> list[I
             return _links(known)
         return (_devices(known) + _groups(known)
                 + [(n, "parameter", f"{n}: {t}") for n, t in sorted(params.items())
-                   if t in DEVICE_KINDS])
+                   if t in KINDS])
     if connection and words[-1] == "x":
         return _expression(params, tuple(frame.lets))
     if words[-1] in ("<->", "->"):
@@ -522,7 +523,7 @@ def _ends_value(flat: list[Tok]) -> bool:
 def _kind(frame: Frame, known: Names) -> str | None:
     words = [t.text for t in frame.head]
     target = words[3] if len(words) > 3 and words[2] == ":" else ""
-    return target if target in DEVICE_KINDS else known.devices.get(target, (None,))[0]
+    return target if target in KINDS else known.devices.get(target, (None,))[0]
 
 
 def _keys(frame: Frame, known: Names) -> list[Item]:
@@ -535,8 +536,7 @@ def _keys(frame: Frame, known: Names) -> list[Item]:
         schema = MODEL_SCHEMA
     else:
         kind = _kind(frame, known)
-        schema = DEVICE_SCHEMA.get(kind or "") or {k: v for sch in DEVICE_SCHEMA.values()
-                                                    for k, v in sch.items()}
+        schema = _schema(kind) or {k: v for sch in _schemas().values() for k, v in sch.items()}
         ports = [(f"ports.{c}", "attribute", f"lanes of {c} the device has")
                  for c in LINK_CLASSES]
         return [(k, "attribute", _dim(v)) for k, v in sorted(schema.items())] + ports
@@ -568,7 +568,7 @@ def _values(frame: Frame, key: str, known: Names) -> list[Item]:
             return [("auto", "value", "what the other sizes leave")]
         return []
     schema = (LINK_SCHEMA if frame.kind == "link" else MODEL_SCHEMA if frame.kind == "model"
-              else DEVICE_SCHEMA.get(_kind(frame, known) or "", {}))
+              else _schema(_kind(frame, known)))
     choices = {"role": NIC_ROLES, "transport": TRANSPORTS, "tuner": NIC_TUNERS,
                "dtype": DTYPES}.get(key) if frame.kind in ("device", "model") else None
     if choices:
@@ -612,3 +612,13 @@ def topo_files(folder: Path) -> list[str]:
             continue
         out.update(str(p.relative_to(base)) for p in found[:500])
     return sorted(out)
+
+
+def _schemas() -> dict[str, dict]:
+    """Every device kind's attributes with their types (the registry may grow)."""
+    return {name: kind.schema() for name, kind in KINDS.items()}
+
+
+def _schema(kind: str | None) -> dict:
+    found = KINDS.get(kind or "")
+    return found.schema() if found is not None else {}

@@ -459,6 +459,26 @@ def first_rejection(base: Training, gpus: int, fixed: Mapping[str, object] | Non
     return None
 
 
+def why_empty(base: Training, result: PlanResult,
+              fixed: Mapping[str, object] | None = None) -> str:
+    """Why a search found no row, in one clause (what ``--scaling`` prints for a '-' cell):
+    over GPU memory (the smallest candidate's need), no mapping of the GPU count at all, or
+    every candidate rejected by the model (the first one's reason)."""
+    if result.over_memory and result.smallest is not None:
+        size, key = result.smallest
+        over = f", {(size - result.hbm) / 1e9:.1f} GB over" if result.hbm else ""
+        return (f"over GPU memory: the smallest of {result.over_memory:,} candidates needs "
+                f"{size / 1e9:.1f} GB per GPU{over} ({key})")
+    if not result.considered:
+        gpus = f"{result.gpus} GPU{'s' if result.gpus != 1 else ''}"
+        return (f"no mapping of {gpus}: tp x cp x dp x pp must make {result.gpus}, "
+                f"with tp dividing the heads, dp the batch {base.batch} and pp at most the "
+                "layers (and the sizes fixed)")
+    found = first_rejection(base, result.gpus, fixed)
+    return (f"all {result.considered:,} candidates rejected by the model"
+            + (f" ({found[0]}: {found[1]})" if found else ""))
+
+
 def _prune(base: Training, todo: Sequence[Candidate], gpu: GPUFigures,
            hbm: float | None) -> tuple[list[Candidate], dict[Candidate, float]]:
     """Drop every candidate whose mapping cannot fit even with its lightest options (micro-batch

@@ -14,7 +14,7 @@ import attrs
 from ..ir.system import System, Transformer
 from ..training.memory import MEMORY_MARGIN
 from ..training.model import Training
-from .plan import PlanRow, PlanUsageError, plan
+from .plan import PlanRow, PlanUsageError, plan, why_empty
 
 #: Parallel efficiency under which more GPUs are reported as no longer paying.
 KNEE = 0.5
@@ -28,6 +28,12 @@ class Point:
     strong: PlanRow | None
     weak: PlanRow | None
     weak_batch: int
+    strong_why: str | None = None       # why ``strong`` is None (``plan.why_empty``)
+    weak_why: str | None = None
+
+    def why(self, mode: str) -> str | None:
+        """Why the mode has no row at this count; None when it has one."""
+        return self.strong_why if mode == "strong" else self.weak_why
 
 
 @attrs.frozen
@@ -92,7 +98,7 @@ def scaling(system: System, model: Transformer, base: Training, lo: int, hi: int
     tick = progress or (lambda done, total: None)
     for i, n in enumerate(ladder):
         weak_batch = max(1, base.batch * n // lo)
-        rows = []
+        rows, why = [], []
         for j, batch in enumerate((base.batch, weak_batch)):
             tick(2 * i + j, 2 * len(ladder))
             try:
@@ -102,6 +108,8 @@ def scaling(system: System, model: Transformer, base: Training, lo: int, hi: int
             except PlanUsageError:
                 raise
             rows.append(result.rows[0] if result.rows else None)
-        points.append(Point(n, rows[0], rows[1], weak_batch))
+            why.append(None if result.rows else
+                       why_empty(attrs.evolve(base, batch=batch), result, fixed))
+        points.append(Point(n, rows[0], rows[1], weak_batch, why[0], why[1]))
     tick(2 * len(ladder), 2 * len(ladder))
     return Curve(model.name, base.batch, tuple(points))

@@ -56,6 +56,21 @@ def known_units() -> list[str]:
     return sorted([*_TIME, *_AMOUNTS, *(u + "/s" for u in _AMOUNTS)])
 
 
+#: The units the language accepts, as an unknown unit's message lists them.
+ACCEPTED = ("bytes B KB MB GB TB PB or KiB MiB GiB TiB PiB, bits b Kb Mb Gb Tb Pb, a bandwidth "
+            "any of them with /s (GB/s, Gb/s), a time ns us µs ms s")
+#: A word that reads as a unit of bytes, bits, a bandwidth or a time: a prefix of up to two
+#: letters and B or b (EB, ZiB), the same per second (EB/s, GBps), or a time (ps, sec, min).
+_UNITISH = re.compile(r"[A-Za-z]{0,2}[Bb](?:/s|ps)?|[a-zµ]?s|secs?|seconds?|mins?|minutes?|h|"
+                      r"hours?")
+
+
+def unknown_unit(word: str) -> bool:
+    """Whether ``word``, written right after a number, reads as a unit the language has not
+    got ("1 EB", "10 GBps", "5 sec"): the parser would take it for the next name."""
+    return unit_scale(word) is None and _UNITISH.fullmatch(word) is not None
+
+
 @attrs.frozen
 class Quantity:
     """An exact value in base units (bytes, seconds, bytes/s) with its dimension."""
@@ -150,6 +165,25 @@ def human(value: float, dim: Dim, binary: bool = False) -> str:
                 return f"{_trim(value / scale)} {prefix}B{suffix}"
         return f"{_trim(value)} B{suffix}"
     return _trim(value)
+
+
+#: Units a size is written in when it is a whole number of them, largest first.
+_EXACT_SIZES = (("TiB", 2**40), ("TB", 10**12), ("GiB", 2**30), ("GB", 10**9), ("MiB", 2**20),
+                ("MB", 10**6), ("KiB", 2**10), ("kB", 10**3))
+
+
+def human_size(n: float) -> str:
+    """Bytes for people, the one formatter of message and table sizes: the largest unit that
+    holds the size exactly in at most four digits ('1 MiB', '2 GB', '1536 MiB', '512 B'),
+    else binary units to three decimals ('16.427 GiB', not '17225026 KiB')."""
+    if float(n).is_integer():
+        n = int(n)
+        for unit, scale in _EXACT_SIZES:
+            if n >= scale and n % scale == 0 and n // scale < 10_000:
+                return f"{n // scale} {unit}"
+        if n < 10_000:
+            return f"{n} B"
+    return human(n, BYTES, binary=True)
 
 
 def _trim(x: float) -> str:

@@ -20,6 +20,7 @@ import re
 from collections import defaultdict
 
 from ..base.figures import nvlink_nominal
+from ..ir.kinds import KINDS
 from ..ir.system import SCALEOUT_CLASSES, System
 from . import transports
 from .orders import CHANNELS_PER_NIC
@@ -39,7 +40,6 @@ CLASS_EFFICIENCY = {"pcie": 48 / 63, "infiniband": 0.96, "ethernet": 0.96,
 #: adds the difference to every hop over such a link; less never goes below NCCL's figure.
 REFERENCE_LATENCY = {"nvlink": 0.6e-6, "nvlink_c2c": 0.6e-6, "pcie": 1e-6,
                      "inter_socket": 1e-6, "infiniband": 0.3e-6, "ethernet": 0.3e-6}
-_TIER = {"gpu": 0, "switch": 1, "pcie_switch": 1, "cpu": 2, "nic": 3, "dpu": 3, "net_switch": 4}
 _OUTER = {"nvlink": 0, "nvlink_c2c": 1, "pcie": 2, "inter_socket": 3, "ethernet": 4,
           "infiniband": 4}
 _INDEX = re.compile(r"\d+(?=\.|$)")
@@ -93,10 +93,10 @@ class Resources:
         network switches 4 and up by their distance from the NICs."""
         kind = self.kind[device_id]
         if kind != "net_switch":
-            return _TIER[kind]
+            return KINDS[kind].height
         if self._levels is None:
             self._levels = scaleout_levels(self.system)
-        return _TIER[kind] + self._levels.get(device_id, 0)
+        return KINDS[kind].height + self._levels.get(device_id, 0)
 
     def _efficiency(self, link) -> float:
         """The fraction of a declared link's bandwidth NCCL's kernels reach (an efficiency,

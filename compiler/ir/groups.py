@@ -68,6 +68,16 @@ class RankGroup:
     ranks: tuple[int, ...]
 
 
+def lone_rank(group: RankGroup) -> str | None:
+    """What to say of a group of one rank, which has no ring and whose collectives move no
+    data (``--ring dp:0`` or ``schedule --group dp:0`` where dp = 1); None for a larger group."""
+    if len(group.ranks) != 1:
+        return None
+    who = "the group" if group.name == "ranks" else f"group {group.name}"
+    return (f"{who} is one rank (world rank {group.ranks[0]}): it has no ring, and a "
+            "collective on it moves no data")
+
+
 class GroupError(ValueError):
     """A group request that names no group of the system (a usage problem, not a file one)."""
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from . import system as _system
 from .incidence import arrays_in
+from .kinds import is_endpoint
 from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System
 from ..base.units import exact
 
@@ -40,7 +41,7 @@ def _level_array(system: System):
     devices = system.devices
     level = np.full(len(devices), -1, dtype=np.int64)
     touched = np.unique(np.concatenate((a, b)))
-    starts = [i for i in touched.tolist() if devices[i].kind in ("nic", "dpu")]
+    starts = [i for i in touched.tolist() if is_endpoint(devices[i].kind)]
     level[starts] = 0
     current = 0
     while True:

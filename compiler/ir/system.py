@@ -19,7 +19,6 @@ from ..base.diagnostics import Span
 LINK_CLASSES = ("nvlink", "nvlink_c2c", "pcie", "infiniband", "ethernet", "inter_socket")
 SCALEUP_CLASSES = ("nvlink",)
 SCALEOUT_CLASSES = ("infiniband", "ethernet")
-DEVICE_KINDS = ("gpu", "cpu", "nic", "dpu", "switch", "pcie_switch", "net_switch")
 NIC_ROLES = ("compute", "storage")
 #: Transports a NIC can carry NCCL's traffic over (a NIC model's ``transport``): InfiniBand
 #: verbs, RoCE, AWS EFA (aws-ofi-nccl over SRD), Google's GPUDirect-TCPX and -TCPXO, and
@@ -99,7 +98,7 @@ class Device:
 
     @property
     def kind(self) -> str:
-        """gpu, cpu, nic, switch, pcie_switch or net_switch."""
+        """A name in ``compiler.ir.kinds.KINDS``."""
         return self.model.kind
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import attrs
 
 from . import syntax as s
-from ..ir.system import DEVICE_KINDS, DeviceModel, LinkType, Transformer
+from ..ir.kinds import KINDS
+from ..ir.system import DeviceModel, LinkType, Transformer
 from .parse import parse
 from .resolve import Program, library_root, resolve
 
@@ -189,7 +190,7 @@ def _load(path: Path, root: Path, parsed: dict[Path, s.Module]) -> LibraryFile:
         if isinstance(item, s.DeviceDecl):
             value = program.device_models[item.name]
             what, kind = "device", value.kind
-            parent = None if item.kind in DEVICE_KINDS else item.kind
+            parent = None if item.kind in KINDS else item.kind
         elif isinstance(item, s.LinkDecl):
             value = program.link_types[item.name]
             what, kind = "link", value.cls

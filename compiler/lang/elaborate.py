@@ -23,7 +23,8 @@ from ..base.gcpause import gc_paused
 from .hosts import check_patterns, nested_host
 from ..ir.incidence import Ends
 from ..ir.links import Links
-from ..ir.system import DEVICE_KINDS, Device, DeviceModel, Host, Link, LinkType, System
+from ..ir.kinds import KINDS
+from ..ir.system import Device, DeviceModel, Host, Link, LinkType, System
 from ..base.limits import LIMITS
 from .resolve import Program
 
@@ -151,7 +152,7 @@ class _Elaborator:
         out: dict[str, int | DeviceModel] = {}
         for a in args:
             p = params.get(a.name)
-            if p is not None and p.type in DEVICE_KINDS:
+            if p is not None and p.type in KINDS:
                 out[a.name] = self.model_arg(p, a.value, scope)
             elif isinstance(a.value, s.Var) and a.value.name not in env and (
                     a.value.name in scope or a.value.name in self.program.device_models):
@@ -171,15 +172,15 @@ class _Elaborator:
                                  + suggest(name, names), call)
                 return None
         for p in decl.params:
-            if p.type != "int" and p.type not in DEVICE_KINDS:
+            if p.type != "int" and p.type not in KINDS:
                 self.diags.error("E205", f"parameter '{p.name}' has type '{p.type}'; parameters "
-                                 f"are 'int' or a device kind ({', '.join(DEVICE_KINDS)})"
-                                 + suggest(p.type, ["int", *DEVICE_KINDS]), p.span)
+                                 f"are 'int' or a device kind ({', '.join(KINDS)})"
+                                 + suggest(p.type, ["int", *KINDS]), p.span)
                 return None
             if p.name in env or p.name in model_params:
                 self.diags.error("E120", f"parameter '{p.name}' is declared twice", p.span)
                 return None
-            if p.type in DEVICE_KINDS:
+            if p.type in KINDS:
                 try:
                     if p.name in args:
                         given = args[p.name]
@@ -253,7 +254,7 @@ class _Elaborator:
                 chain = " > ".join([*stack[stack.index(decl.name):], decl.name])
                 raise EvalError(error("E140", f"group '{decl.name}' contains itself ({chain})",
                                       stmt.target_span, Note("group declared here", decl.span)))
-            typed = {p.name for p in decl.params if p.type in DEVICE_KINDS}
+            typed = {p.name for p in decl.params if p.type in KINDS}
             unbound = sorted({v for a in stmt.args if a.name not in typed
                               for v in variables(a.value)} - set(env))
             if unbound and size is not None:
@@ -646,7 +647,8 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
     diags = Collector()
     if not program.systems:
         raise CompileError([error("E150", "no system declared; add 'system NAME : Group' to "
-                                  "compile this file", program.root_span)])
+                                  "compile this file (a file of declarations only, a library, "
+                                  "is checked by 'topoc lint')", program.root_span)])
     decl = program.systems[0]
     group = program.groups.get(decl.group)
     if group is None:

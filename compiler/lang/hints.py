@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from ..base.units import RATE, human
-from ..ir.system import DEVICE_KINDS, DeviceModel, LinkType
+from ..ir.kinds import KINDS
+from ..ir.system import DeviceModel, LinkType
 from . import syntax as s
 from .catalog import GROUP, call, catalog
 from .closest import POINTER, different_hardware, numbered
@@ -43,7 +44,7 @@ class Expect:
 def _switches(kinds: frozenset[str]) -> frozenset[str]:
     """Kinds widened to every switch kind when they are all switches: a member called ``sw``
     may be an NVSwitch though the library's ``sw`` members are network switches."""
-    every = frozenset(k for k in DEVICE_KINDS if k.endswith("switch"))
+    every = frozenset(k for k in KINDS if k.endswith("switch"))
     return every if kinds and kinds <= every else kinds
 
 
@@ -58,7 +59,7 @@ def role_kinds(member: str) -> Expect | None:
         for word in re.split(r"[_\d]+", name):
             if word in roles:
                 found = roles[word]
-            kinds = frozenset(k for k in DEVICE_KINDS if k == word or k.endswith("_" + word))
+            kinds = frozenset(k for k in KINDS if k == word or k.endswith("_" + word))
             if kinds:
                 found = kinds
     if found is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import attrs
@@ -15,7 +16,7 @@ from ..base.diagnostics import CompileError, Note, Source, Span, error
 from ..base.gcpause import gc_paused
 from ..base.limits import LIMITS
 from ..base.reading import strip_bom
-from ..base.units import LiteralRange, literal
+from ..base.units import ACCEPTED, LiteralRange, literal, unknown_unit
 
 # Token names as people know them, for "expected ..." messages.
 _PRETTY = {
@@ -318,8 +319,35 @@ def _missing_brace(source: Source, at: Span, what: str):
                  Span(source, line, col, line, col + 1), Note(f"{what} found here", at))
 
 
+#: A number and the word written after it (``1 EB``, ``10 GBps``): the word unless it is the
+#: next attribute's key (followed by '=' or '.').
+_NUMBER_WORD = re.compile(r"(?<![\w.])\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?[ \t]+"
+                          r"([A-Za-zµ]+(?:/s)?)(?![\w/])(?![ \t]*[=.])")
+
+
+def _unknown_unit(source: Source, line: int, col: int):
+    """E206 when the parser stopped just after a number written with a unit the language has
+    not got: the lexer read the unit as a name, so the error would otherwise land on the
+    token after it. None when no such word precedes the stop (on its line or the one before)."""
+    found = None
+    for n in range(max(1, line - 1), line + 1):
+        for m in _NUMBER_WORD.finditer(source.line(n)):
+            if (n < line or m.start(1) < col - 1) and unknown_unit(m.group(1)):
+                found = Span(source, n, m.start(1) + 1, n, m.end(1) + 1)
+    if found is None:
+        return None
+    word = source.line(found.line)[found.col - 1:found.end_col - 1]
+    return error("E206", f"unknown unit '{word}'; the units are {ACCEPTED}", found)
+
+
 def _syntax_error(exc: lark.exceptions.UnexpectedInput, source: Source):
     line, col = max(1, exc.line or 1), max(1, exc.column or 1)
+    if not isinstance(exc, lark.exceptions.UnexpectedCharacters):
+        at_end = isinstance(exc, lark.exceptions.UnexpectedEOF) or exc.token.type == "$END"
+        unit = (_unknown_unit(source, len(source.lines), len(source.line(len(source.lines))) + 1)
+                if at_end else _unknown_unit(source, line, col))
+        if unit is not None:
+            return unit
     if isinstance(exc, lark.exceptions.UnexpectedCharacters):
         char = source.line(line)[col - 1: col] or "?"
         return error("E101", f"unexpected character '{char}'", Span(source, line, col, line, col + 1))

@@ -18,7 +18,8 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import NOTE, Collector, CompileError, Diagnostic, Note, Span, suggest
-from ..ir.system import (DEVICE_KINDS, LINK_CLASSES, NIC_ROLES, NIC_TUNERS, TRANSPORTS,
+from ..ir.kinds import BOOL, INT, KINDS, STRING
+from ..ir.system import (LINK_CLASSES, NIC_ROLES, NIC_TUNERS, TRANSPORTS,
                          DeviceModel, LinkType, Transformer)
 from ..base import reading
 from ..base.limits import LIMITS
@@ -27,21 +28,7 @@ from .parse import parse
 from .scope import Shadow, scoped
 from ..base.units import BYTES, NUMBER, RATE, SECONDS, Dim, describe, human
 
-STRING, BOOL, INT = "string", "bool", "int"
-
 LINK_SCHEMA: dict[str, Any] = {"bandwidth": RATE, "latency": SECONDS, "gen": INT, "width": INT}
-_COMMON = {"vendor": STRING, "arch": STRING, "description": STRING}
-DEVICE_SCHEMA: dict[str, dict[str, Any]] = {
-    "gpu": {**_COMMON, "hbm": BYTES, "hbm_bandwidth": RATE, "sm": INT,
-            "tflops_bf16": NUMBER, "tflops_fp8": NUMBER, "tflops_fp4": NUMBER,
-            "gemm_efficiency": NUMBER},
-    "cpu": {**_COMMON, "memory": BYTES, "memory_bandwidth": RATE, "cores": INT},
-    "nic": {**_COMMON, "rate": RATE, "role": STRING, "transport": STRING, "tuner": STRING},
-    "dpu": {**_COMMON, "rate": RATE, "cores": INT, "memory": BYTES},
-    "switch": {**_COMMON, "reduction": BOOL},
-    "pcie_switch": {**_COMMON},
-    "net_switch": {**_COMMON, "rate": RATE, "sharp": BOOL},
-}
 
 
 #: A ``model`` declaration: a decoder-only transformer's shape (``compiler.training``).
@@ -254,13 +241,13 @@ def _device_model(decl: s.DeviceDecl, diags: Collector, parent: DeviceModel | No
     """A device model; with ``parent`` (``device H200 : H100 { ... }``) it starts from the
     parent's kind, attributes and ports and the body overrides them one by one. ``kinds``:
     every declared model's kind, for the hint when the parent is unknown."""
-    if parent is None and decl.kind not in DEVICE_KINDS:
+    if parent is None and decl.kind not in KINDS:
         diags.error("E204", f"unknown device kind or model '{decl.kind}'"
                     + _parent_hint(decl, kinds or {})
-                    + f" (a kind is one of {', '.join(DEVICE_KINDS)})" + POINTER, decl.kind_span)
+                    + f" (a kind is one of {', '.join(KINDS)})" + POINTER, decl.kind_span)
         return None
     kind = parent.kind if parent is not None else decl.kind
-    values, ports = _attributes(decl, DEVICE_SCHEMA[kind], "device", diags)
+    values, ports = _attributes(decl, KINDS[kind].schema(), "device", diags)
     if parent is not None:
         values = {**dict(parent.attrs), **values}
         ports = {**dict(parent.ports), **ports}
@@ -273,8 +260,8 @@ def _parent_hint(decl: s.DeviceDecl, kinds: dict[str, str | None]) -> str:
     GPU), said to be other hardware when it is a model with another number (``H200`` for
     ``H20``)."""
     keys = {a.key for a in decl.attrs if not a.key.startswith("ports.")}
-    fits = {k for k in DEVICE_KINDS if keys <= set(DEVICE_SCHEMA[k])}
-    pool = [*(k for k in DEVICE_KINDS if k in fits),
+    fits = {k for k in KINDS if keys <= set(KINDS[k].schema())}
+    pool = [*(k for k in KINDS if k in fits),
             *(n for n, k in kinds.items() if k in fits and n != decl.name)]
     generations = numbered(decl.kind, pool)
     if len(generations) > 1:
@@ -295,7 +282,7 @@ def _declared_kind(name: str, decls: dict[str, s.DeviceDecl]) -> str | None:
     while name in decls and name not in seen:
         seen.add(name)
         name = decls[name].kind
-    return name if name in DEVICE_KINDS else None
+    return name if name in KINDS else None
 
 
 def _device_models(decls: dict[str, s.DeviceDecl], diags: Collector) -> dict[str, DeviceModel]:
@@ -308,7 +295,7 @@ def _device_models(decls: dict[str, s.DeviceDecl], diags: Collector) -> dict[str
             return done[name]
         decl = decls[name]
         parent = None
-        if decl.kind not in DEVICE_KINDS and decl.kind in decls:
+        if decl.kind not in KINDS and decl.kind in decls:
             if decl.kind in chain or decl.kind == name:
                 diags.error("E141", f"device '{name}' inherits from itself "
                             f"({' : '.join((*chain, name, decl.kind))})", decl.kind_span)
@@ -469,7 +456,7 @@ def differences(mine, theirs) -> str:
                     "statements": len(x.body)}
         return {k: v for k, v in attrs.asdict(x, recurse=False).items()
                 if k not in ("name", "span")}
-    dims = {**LINK_SCHEMA, **DEVICE_SCHEMA.get(getattr(mine, "kind", ""), {}), **MODEL_SCHEMA}
+    dims = {**LINK_SCHEMA, **(KINDS[mine.kind].schema() if getattr(mine, "kind", None) in KINDS else {}), **MODEL_SCHEMA}
     a, b = fields(mine), fields(theirs)
     out = [f"{k}: {_show(a.get(k), dims.get(k))} here, {_show(b.get(k), dims.get(k))} there"
            for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

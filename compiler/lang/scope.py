@@ -28,7 +28,7 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, Note, Span, suggest
-from ..ir.system import DEVICE_KINDS
+from ..ir.kinds import KINDS
 
 #: The items that declare a name in the shared namespace.
 DECLS = (s.LinkDecl, s.DeviceDecl, s.ModelDecl, s.GroupDecl)
@@ -233,14 +233,14 @@ class _Scopes:
         return expr if found is None else attrs.evolve(expr, name=found)
 
     def item(self, key: Key, item):
-        if isinstance(item, s.DeviceDecl) and item.kind not in DEVICE_KINDS:
+        if isinstance(item, s.DeviceDecl) and item.kind not in KINDS:
             # ``device H200 : H200 { ... }``: a file's own H200 made from the one it imports
             own = item.kind != item.name
             return attrs.evolve(item, kind=self.ref(key, item.kind, item.kind_span, own=own,
                                                     kinds=(s.DeviceDecl,)))
         if not isinstance(item, s.GroupDecl):
             return item
-        typed = frozenset(p.name for p in item.params if p.type in DEVICE_KINDS)
+        typed = frozenset(p.name for p in item.params if p.type in KINDS)
         local = frozenset([*(p.name for p in item.params),
                            *(st.name for st in item.body if isinstance(st, s.Let))])
         params = tuple(attrs.evolve(p, default=self.var(key, p.default, frozenset()))

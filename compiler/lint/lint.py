@@ -243,12 +243,31 @@ def lint_file(path: str | os.PathLike, config: LintConfig | None = None,
     except CompileError as exc:
         return sorted(exc.diagnostics, key=Diagnostic.sort_key)
     if system is None:     # a file of declarations: what its declarations say
-        found = [attrs.evolve(d, severity=config.level(d.code)) for d in program.notes
-                 if config.level(d.code) != "off"]
-    else:
-        found = lint_system(system, config)
+        shadows = [attrs.evolve(d, severity=config.level(d.code)) for d in program.notes
+                   if config.level(d.code) != "off"]
+        return sorted([library_note(program), *shadows], key=Diagnostic.sort_key)
+    found = lint_system(system, config)
     found = [d for d in found if d.severity == ERROR or config.level(d.code) != "off"]
     return sorted(apply_suppressions(found, root, config), key=Diagnostic.sort_key)
+
+
+#: What a file of declarations only has, in the order the note names them.
+_DECLARED = (("link_types", "link type"), ("device_models", "device model"),
+             ("groups", "group"), ("models", "model"))
+
+
+def library_note(program: pipeline.Program) -> Diagnostic:
+    """E150 as a note: a file with no ``system`` (a library of declarations) is checked as far
+    as its declarations go, and lint says so and how many of the file's own it checked, where
+    the verbs that need a system (compile, render, the analyses) stop with error E150."""
+    path = program.root_span.path
+    counts = [(sum(1 for v in getattr(program, field).values() if v.span is not None
+                   and v.span.path == path), what) for field, what in _DECLARED]
+    total = sum(n for n, _ in counts)
+    said = ", ".join(f"{n} {what}{'s' if n != 1 else ''}" for n, what in counts if n)
+    return Diagnostic("E150", NOTE, f"declares no system: checked {total} declaration"
+                      f"{'s' if total != 1 else ''}{f' ({said})' if said else ''}; compile, "
+                      "render and the analyses need 'system NAME : Group'", program.root_span)
 
 
 

@@ -115,6 +115,23 @@ def test_ring_overlay_follows_the_topology_aware_order():
     assert arrows
 
 
+def test_a_ring_of_one_rank_is_a_note_not_silence(tmp_path, capsys):
+    """``--ring`` on a one-rank group (dp:0 where dp = 1) says it has no ring (issue 40)."""
+    system = topoc.load(GOLDEN.parent.parent / "library/nvidia/pcie_server.topo")
+    notes: list[str] = []
+    source, _ = r.dot_source(system, r.Options(view="physical", ring="3"), notes)
+    assert notes == ["--ring 3: the group is one rank (world rank 3): it has no ring, and a "
+                     "collective on it moves no data; no ring is drawn"]
+    assert f'color="{r.RING_COLOR}"' not in source
+    notes.clear()
+    r.dot_source(system, r.Options(view="physical", ring="2,3"), notes)
+    assert notes == []
+    cluster = str(library_file("nvl72_cluster.topo"))
+    assert main(["render", cluster, "-D", "racks=1", "--parallel", "train", "--ring", "dp:0",
+                 "-o", str(tmp_path / "x.dot")]) == 0
+    assert "note: --ring dp:0: group dp:0 is one rank (world rank 0)" in capsys.readouterr().err
+
+
 def test_huge_racks_view_folds_arrays():
     system = topoc.load(GOLDEN.parent.parent / "library/nvidia/nvl72_superpod.topo",
                         {"racks": 128})

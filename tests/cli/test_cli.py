@@ -27,7 +27,10 @@ def test_compile_summary_reports_seed_figures(capsys):
     assert main(["compile", NVL72]) == 0
     out = capsys.readouterr().out
     assert "72 gpu" in out and "36 cpu" in out and "18 switch" in out
-    assert "13.392 TB" in out and "129.6 TB/s" in out
+    # 72 x 189,471 MiB: GB200's B200 as the driver reports it (the marketed 186 GB gave
+    # 13.392 TB), and the summary says which convention it is
+    assert "HBM        14.305 TB over 72 GPUs (as the driver reports)" in out
+    assert "129.6 TB/s" in out
 
 
 def test_compile_json_follows_the_contract(capsys):
@@ -49,7 +52,7 @@ def test_compile_json_follows_the_contract(capsys):
     assert len(nv) == 72 * 18 and all(link["bandwidth"] == 50e9 for link in nv)
     s = doc["summary"]
     assert s["devices"] == {"cpu": 36, "gpu": 72, "nic": 72, "switch": 18}
-    assert s["hbm_bytes"] == 72 * 186 * 10**9 and s["scaleup_bandwidth"] == 129.6e12
+    assert s["hbm_bytes"] == 72 * 189471 * 2**20 and s["scaleup_bandwidth"] == 129.6e12
 
 
 def test_json_is_byte_identical_across_hash_seeds():
@@ -132,3 +135,57 @@ def test_plan_flags_that_set_a_parallel_setting_say_what_the_language_server_say
               "dualpipe", "recompute_norms", "fp8_activations", "bf16_moments", "fp8",
               "flash_attention", "attention_kernel", "overlap", "imbalance", "gemm_efficiency")
     assert [k for k in shared if not helps[k].startswith(SETTING_DOCS[k])] == []
+
+
+#: Every verb that needs a system, as it is run on a file (the file's path goes last).
+_NEEDS_SYSTEM = [["compile"], ["compile", "--format", "json"], ["render", "-o", "{out}.svg"],
+                 ["export", "nccl-topo", "-o", "{out}.xml"], ["schedule", "--collective", "allreduce"],
+                 ["cost"], ["report"], ["plan", "--model", "llama3_8b", "--batch", "8"],
+                 ["infer", "--model", "llama3_8b", "--isl", "128", "--osl", "128"]]
+
+
+@pytest.mark.parametrize("verb", _NEEDS_SYSTEM, ids=lambda v: " ".join(v[:1] + v[2:3]))
+def test_a_declarations_only_file_is_e150_pointing_at_lint(verb, tmp_path, capsys):
+    """One behaviour for a library file (issue 40): every verb that needs a system stops with
+    E150 and says lint checks such a file; no output file is left behind."""
+    lib = str(library_file("devices.topo"))
+    argv = [a.replace("{out}", str(tmp_path / "x")) for a in verb]
+    assert main([*argv, lib]) == 1
+    err = capsys.readouterr().err
+    assert "devices.topo:1:1: E150 error: no system declared" in err
+    assert "checked by 'topoc lint'" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_diff_of_a_declarations_only_file_is_e150(capsys):
+    lib = str(library_file("devices.topo"))
+    assert main(["diff", lib, NVL72]) == 2
+    assert "E150 error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_lint_on_a_declarations_only_file_says_what_it_checked(fmt, capsys):
+    lib = str(library_file("devices.topo"))
+    assert main(["lint", "--strict", "--format", fmt, lib]) == 0
+    out = capsys.readouterr().out
+    if fmt == "json":
+        [d] = json.loads(out)["diagnostics"]
+        assert (d["code"], d["severity"], d["line"]) == ("E150", "note", 1)
+        out = d["message"]
+    # the count is the file's own declarations, not the ones it imports
+    models = sum(1 for line in open(lib, encoding="utf-8") if line.startswith("device "))
+    assert f"declares no system: checked {models} declarations ({models} device models)" in out
+    assert main(["fmt", "--check", lib]) == 0
+
+
+def test_lint_on_a_declarations_only_file_still_reports_its_errors(tmp_path, capsys):
+    bad = tmp_path / "lib.topo"
+    bad.write_text('use "nvidia/links.topo"\ndevice X : gpu { hbm = 80 GB/s }\n'
+                   'link l : pcie { bandwidth = 1 GB/s }\n')
+    assert main(["lint", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "E201 error" in out and "E150" not in out
+    bad.write_text('use "nvidia/links.topo"\ndevice X : gpu { hbm = 80 GB }\n'
+                   'link l : pcie { bandwidth = 1 GB/s }\n')
+    assert main(["lint", str(bad)]) == 0
+    assert "checked 2 declarations (1 link type, 1 device model)" in capsys.readouterr().out

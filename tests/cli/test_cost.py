@@ -210,3 +210,13 @@ def test_nvls_start_up_is_flagged_outside_its_fit(capsys):
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows[0]["algorithm"] == "ring" and rows[0]["time"] < 200e-6   # auto avoids it
     assert rows[1]["algorithm"] == "nvls"
+
+
+def test_report_writes_an_odd_size_in_a_human_unit(tmp_path, capsys):
+    """The report printed '17225026 KiB' for a traffic size (issue 40)."""
+    path = tmp_path / "t.topo"
+    path.write_text('use "nvidia/dgx_h100.topo"\nsystem dgx : DGXH100\n'
+                    'parallel p on dgx { dp = 8  traffic { dp allreduce 17225026 KiB } }\n')
+    assert main(["report", str(path), "--parallel", "p"]) == 0
+    out = capsys.readouterr().out
+    assert " 16.427 GiB " in out and "KiB" not in out

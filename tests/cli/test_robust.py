@@ -178,9 +178,18 @@ def test_ctrl_c_while_writing_exits_130_quietly_and_leaves_no_temp_file(tmp_path
 
 
 def test_ctrl_c_in_a_process_exits_130_without_a_traceback(tmp_path):
-    code = ("import signal, os, sys\n"
+    """Ctrl-C during a verb exits 130 with no traceback. The stub interrupts the main thread
+    itself (a signal sent to the process may land on another thread, numpy's for one, and
+    reach the interpreter only after the stub returned, so the verb went on with its result:
+    the test failed under load) and then blocks on a pipe nothing is written to, so it returns
+    only by the KeyboardInterrupt: the outcome no longer depends on timing."""
+    code = ("import signal, os, sys, threading\n"
             "from topoc.compiler.lang import pipeline\n"
-            "def slow(*a, **k):\n    os.kill(os.getpid(), signal.SIGINT)\n"
+            "def slow(*a, **k):\n"
+            "    r, w = os.pipe()\n"
+            "    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)\n"
+            "    os.read(r, 1)\n"
+            "    raise AssertionError('the interrupt never arrived')\n"
             "pipeline.load = slow\n"
             "from topoc.cli import run\n"
             f"sys.argv = ['topoc', 'compile', {_small(tmp_path)!r}]\nrun()\n")

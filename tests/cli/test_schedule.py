@@ -74,3 +74,12 @@ def test_python_api_groups_and_schedule():
     sched = topoc.schedule(system, "allreduce", "tp:1", nbytes=2**30, algorithm="nvls")
     assert sched.algorithm == "nvls" and sched.group.ranks == tuple(range(8, 16))
     assert topoc.schedule(system, "alltoall", ranks="0..3").chunks == 4
+
+
+def test_a_one_rank_group_says_it_has_no_ring(capsys):
+    """A schedule on one rank is empty and says why instead of nothing (issue 40)."""
+    assert main(["schedule", DGX, "--ranks", "3", "--collective", "allreduce"]) == 0
+    err = capsys.readouterr().err
+    assert "note: the group is one rank (world rank 3): it has no ring" in err
+    assert main(["schedule", DGX, "--ranks", "3,4", "--collective", "allreduce"]) == 0
+    assert "note:" not in capsys.readouterr().err

@@ -3,10 +3,13 @@ a collective planned on a group, every transfer routed."""
 
 from __future__ import annotations
 
+import sys
+
 from ..backends import nccl_log, schedule_json
 from ..compiler.collectives.orders import ALGORITHMS
 from ..compiler.collectives.paths import NoRoute
 from ..compiler.collectives.schedule import MAX_CHANNELS, ScheduleError, schedule
+from ..compiler.ir.groups import lone_rank
 from ..compiler.ir.system import COLLECTIVES
 from .common import (add_failure_options, EXIT_OK, UsageError, add_common, add_group_options, count, fail, load,
                      parse_size, selected_group, write_output)
@@ -47,5 +50,8 @@ def run(args) -> int:
     except (ScheduleError, NoRoute) as exc:
         # The file is fine but cannot serve this request: an input error (exit 1).
         return fail(args.file, exc)
+    lone = lone_rank(group)
+    if lone:
+        print(f"note: {lone}", file=sys.stderr)
     write_output(text, args.output)
     return EXIT_OK

@@ -276,6 +276,37 @@ def test_scaling_finds_the_best_strategy_per_gpu_count_and_draws_it():
     assert "<polyline" in scaling_plot.svg(curve)
 
 
+def test_scaling_says_why_each_dash_is_a_dash(capsys):
+    """'-' cells of --scaling came with no reason (issue 40): each names one, as a footnote
+    in text and HTML and a ``why`` field in JSON and CSV."""
+    import attrs
+    from topoc.backends import plan_table, scaling_plot
+    from topoc.compiler.analysis.scaling import scaling
+    dgx = topoc.load(DGX)
+    m = find_model(dgx, "llama3-8b")
+    curve = scaling(dgx, m, Training(m, 3), 1, 2, {"tp": 2}, use_cache=False)
+    assert curve.points[0].strong is None and curve.points[1].strong is not None
+    assert curve.points[0].why("strong").startswith("no mapping of 1 GPU: ")
+    assert curve.points[1].why("strong") is None
+    text = plan_table.render_scaling(curve)
+    assert text.count(" - [1] ") == 2 and "\n[1] no mapping of 1 GPU: tp x cp x dp x pp" in text
+    doc = json.loads(plan_table.render_scaling(curve, "json"))
+    assert [p["why"] is None for p in doc["points"]] == [False, False, True, True]
+    assert "why" in plan_table.render_scaling(curve, "csv").splitlines()[0]
+    assert "[1] no mapping of 1 GPU" in scaling_plot.section(curve)
+    # a row with no MFU (a GPU with no declared peak) says so at its MFU cell
+    p = curve.points[1]
+    bare = attrs.evolve(curve, points=(curve.points[0], attrs.evolve(
+        p, strong=attrs.evolve(p.strong, mfu=0.0))))
+    text = plan_table.render_scaling(bare)
+    assert "[2] no MFU: the GPU model declares no dense peak (tflops_bf16)" in text
+    # over memory: the smallest candidate's need
+    big = find_model(dgx, "llama3-70b")
+    curve = scaling(dgx, big, Training(big, 8), 1, 1, use_cache=False)
+    assert curve.points[0].why("weak").startswith("over GPU memory: the smallest of ")
+    assert " GB over (tp1-" in curve.points[0].why("weak")
+
+
 def test_plan_compare_and_scaling_from_the_command_line(capsys):
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--compare",
                  "tp=2,pp=1", "--no-cache", "--jobs", "1"]) == 0

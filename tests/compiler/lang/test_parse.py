@@ -71,3 +71,30 @@ def test_syntax_errors_have_positions(text, code, line, col):
 def test_comments_and_strings():
     mod = parse('# hello\ndevice g : gpu { vendor = "a \\"quoted\\" name" }  # trailing\n')
     assert mod.items[0].attrs[0].value.value == 'a "quoted" name'
+
+
+@pytest.mark.parametrize("text, word", [
+    ("device X : gpu { hbm = 1 EB }", "EB"),
+    ("device X : gpu { hbm = 1.5 EiB\n  sm = 90 }", "EiB"),
+    ("link l : pcie { bandwidth = 10 GBps latency = 1 us }", "GBps"),
+    ("link l : pcie { bandwidth = 1 EB/s }", "EB/s"),
+    ("link l : pcie { bandwidth = 1 GB/s  latency = 5 sec }", "sec"),
+    ("device X : gpu { hbm = 1 EB", "EB"),
+])
+def test_an_unknown_unit_is_a_unit_error_naming_the_units(text, word):
+    """'1 EB' said 'unexpected }' (the lexer read EB as a name); now E206 at the word, with
+    the units the language accepts (issue 40)."""
+    with pytest.raises(CompileError) as info:
+        parse(text)
+    [d] = info.value.diagnostics
+    assert d.code == "E206" and f"unknown unit '{word}'" in d.message
+    assert "KiB" in d.message and "GB/s" in d.message and "ns us" in d.message
+    first = text.splitlines()[0]
+    assert (d.span.line, d.span.col, d.span.end_col) == \
+        (1, first.index(f" {word}") + 2, first.index(f" {word}") + 2 + len(word))
+
+
+def test_a_number_then_the_next_key_is_no_unit_error():
+    with pytest.raises(CompileError) as info:
+        parse("parallel p on s { tp = 8 dp = 2 pp }")
+    assert [d.code for d in info.value.diagnostics] == ["E100"]
