@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 
 from ..compiler.collectives.cost import Cost
-from ..compiler.collectives.orders import NOT_NCCL
+from ..compiler.collectives import algos
 
 SCHEMA = "topoc.cost/1"
 NVLS_VALID_FROM = 64 * 2**20     # the NVLS start-up fit holds from here (docs/cost.md)
@@ -65,7 +65,7 @@ def as_table(rows: Sequence[Cost], title: str = "") -> str:
     if rows:
         worst = max(rows, key=lambda c: c.size)
         lines.append(f"# bottleneck at {human_size(worst.size)}: {worst.bottleneck_link}")
-    for algo in sorted({c.algorithm for c in rows} & NOT_NCCL):
+    for algo in sorted({c.algorithm for c in rows} & algos.not_nccl()):
         lines.append(f"# {algo} is topoc's own algorithm: NCCL does not run it")
     if any(c.algorithm in ("nvls", "nvlstree") and c.latency > NVLS_NOTE_LATENCY and
            c.size < NVLS_VALID_FROM for c in rows):

@@ -43,7 +43,8 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from ..collectives.cost import CostError, auto_algorithms, cost_at, profile
+from ..collectives.cost import CostError
+from ..collectives.coster import Coster
 from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
 from ..ir.system import System, Transformer
@@ -200,27 +201,28 @@ class InferRow:
 # ---- costs on the system ----------------------------------------------------------------------
 
 class Comm:
-    """Collective times on the system. The size-independent part of each algorithm
-    (``cost.profile``: the routed loads of its schedule) is computed once per (collective,
-    ranks) and evaluated at every size, as ``cost.sweep`` does; times are memoised by size."""
+    """Collective times on the system, through the collective model's one door
+    (``collectives.coster``) with NCCL's chooser: the algorithm and protocol NCCL would run,
+    its tuner plugin's where the network names one, as ``topoc cost`` gives them. Each
+    (collective, ranks) is prepared once (``Coster``: routes and loads) and evaluated at every
+    size; times are memoised by size."""
 
-    def __init__(self, system: System):
+    def __init__(self, system: System, chooser: str = "nccl"):
         self.system = system
+        self.chooser = chooser
         self.memo: dict[tuple, float] = {}
-        self.profiles: dict[tuple, list] = {}
+        self.costers: dict[tuple, Coster] = {}
 
-    def _profiles(self, collective: str, ranks: tuple[int, ...]) -> list:
+    def _coster(self, collective: str, ranks: tuple[int, ...]) -> Coster:
         key = (collective, ranks)
-        if key not in self.profiles:
-            group = RankGroup(collective, ranks)
+        if key not in self.costers:
             try:
-                self.profiles[key] = [profile(self.system, group, collective, algo)
-                                      for algo in auto_algorithms(self.system, group,
-                                                                  collective)]
+                self.costers[key] = Coster(self.system, RankGroup(collective, ranks),
+                                           collective, self.chooser)
             except (CostError, NoRoute) as exc:
                 raise InferError(f"{collective} on ranks {ranks[0]}..{ranks[-1]}: {exc}") \
                     from None
-        return self.profiles[key]
+        return self.costers[key]
 
     def time(self, collective: str, ranks: tuple[int, ...], size: float) -> float:
         """Seconds for one collective of ``size`` bytes on ``ranks``; 0 for one rank."""
@@ -228,13 +230,15 @@ class Comm:
             return 0.0
         key = (collective, ranks, int(size))
         if key not in self.memo:
-            group = RankGroup(collective, ranks)
-            times = [cost_at(p, group, collective, max(1, int(size))).time
-                     for p in self._profiles(collective, ranks)]
-            if not times:
+            at = self._coster(collective, ranks)
+            if not at.profiles:
                 raise InferError(f"no algorithm runs {collective} on ranks "
                                  f"{ranks[0]}..{ranks[-1]}")
-            self.memo[key] = min(times)
+            try:
+                self.memo[key] = at(max(1, int(size))).time
+            except CostError as exc:
+                raise InferError(f"{collective} on ranks {ranks[0]}..{ranks[-1]}: {exc}") \
+                    from None
         return self.memo[key]
 
 

@@ -17,9 +17,14 @@ import attrs
 from . import algorithms as alg
 from ..base.gcpause import gc_paused
 from ..ir.system import COLLECTIVES, System
-from .cost import CostError, sweep
-from .orders import SUPPORTED, islands, nvlink_domains, ring_orders, tree_parents
+from . import algos
+from .cost import CostError
+from .coster import sweep
+from .orders import islands, nvlink_domains, ring_orders, tree_parents
 from ..ir.groups import RankGroup
+
+#: The algorithms the schedule stage lays out, per collective (the registry's ``planned``).
+SUPPORTED = {c: algos.planned(c) for c in COLLECTIVES}
 
 #: Steps a schedule materialises at most (about 1 KiB of memory and 280 bytes of JSON each).
 MAX_TRANSFERS = 2_000_000

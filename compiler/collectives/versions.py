@@ -53,13 +53,23 @@ class Nccl:
     ll_max_hopper: tuple[float, float, float]   # llMaxBws[Hopper] N1 / N2 / N4
     blackwell_tables: bool      # Blackwell rows of the per-channel tables (2.25+)
     nvls_tree_ch: tuple[float, float] | None    # perChMaxNVLSTreeBws Hopper N2 / N4 (2.28+)
-    pat: bool                   # PAT for reduce-scatter and all-gather (2.23+)
     ll_channel_cap: bool = True  # the fitted 2.5 GB/s per LL channel (tuning.LL_CHANNEL_GBS)
     #: the release asked for, (2, MINOR[, PATCH]) (``nccl``; by default the profile's own):
     #: what a rule between two profiles reads (NCCL_NVLSTREE_MAX_CHUNKSIZE exists from 2.20,
     #: inside the 2.19 profile)
     release: tuple[int, ...] = attrs.field(
         default=attrs.Factory(lambda self: release(self.version), takes_self=True))
+
+    @property
+    def note(self) -> str:
+        """What the model cannot say of the release asked for: one older than the oldest
+        profile is costed with that profile's tables, and with only the algorithms the
+        release had (algos: each record's releases), never a newer one."""
+        if self.release >= release(OLDEST):
+            return ""
+        asked = ".".join(str(x) for x in self.release[:2])
+        return (f"NCCL {asked} is older than the model's oldest tables ({OLDEST}): its "
+                f"latencies and launch cost are {OLDEST}'s; its algorithms are {asked}'s")
 
     @property
     def nvls_tree_declared(self) -> bool:
@@ -79,31 +89,40 @@ class Nccl:
 #: the model keeps NCCL's own LL figures. Decided after the validation rows were seen
 #: (docs/cost.md says so).
 VERSIONS = {
-    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None, False),
-    "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (141.0, 45.0, 35.0), False, None, False),
-    "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, False,
+    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None),
+    "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (141.0, 45.0, 35.0), False, None),
+    "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
                  ll_channel_cap=False),
-    "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, True,
+    "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
                  ll_channel_cap=False),
-    "2.25": Nccl("2.25", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True,
+    "2.25": Nccl("2.25", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
                  ll_channel_cap=False),
-    "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True,
+    "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
                  ll_channel_cap=False),
     "2.28": Nccl("2.28", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
-                 True, ll_channel_cap=False),
+                 ll_channel_cap=False),
     "2.30": Nccl("2.30", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
-                 True, ll_channel_cap=False),
+                 ll_channel_cap=False),
 }
 LATEST = "2.30"
+OLDEST = "2.18"
+#: The oldest release asked for that is costed at all: the published measurements the model is
+#: checked on ran 2.10 and later. Older ones had a different protocol set (LL128 came in 2.5)
+#: and graph search.
+OLDEST_ACCEPTED = (2, 10)
 
 
 def nccl(version: str | None = None) -> Nccl:
     """The profile of ``version`` ('2.27', '2.27.7', 'latest' or None: the latest), carrying the
-    release asked for; a release between two profiles takes the older one's tables."""
+    release asked for; a release between two profiles takes the older one's tables, one from
+    2.10 to 2.17 the oldest profile's (with ``Nccl.note`` saying so)."""
     if version in (None, "", "latest"):
         return VERSIONS[LATEST]
     asked = release(version)
-    if asked < (2, 18):
-        raise UnknownVersion(f"NCCL {version} is older than the oldest profile (2.18)")
+    if asked < OLDEST_ACCEPTED:
+        raise UnknownVersion(f"NCCL {version} is older than the oldest release the model "
+                             f"covers (2.{OLDEST_ACCEPTED[1]})")
+    if asked < release(OLDEST):     # the oldest tables, the release's own algorithms (note)
+        return attrs.evolve(VERSIONS[OLDEST], release=asked)
     best = max((v for v in VERSIONS.values() if v.release <= asked), key=lambda v: v.release)
     return best if asked == best.release else attrs.evolve(best, release=asked)

@@ -4,8 +4,9 @@ predicted collective times, algbw and busbw over a size sweep."""
 from __future__ import annotations
 
 from ..backends import cost_table
-from ..compiler.collectives.cost import CostError, sweep
-from ..compiler.collectives.orders import COSTED_ALGORITHMS
+from ..compiler.collectives import algos
+from ..compiler.collectives.cost import CostError
+from ..compiler.collectives.coster import sweep
 from ..compiler.collectives.tuning import PROTOCOLS
 from ..compiler.collectives.transports import UnknownPlugin, plugin_release
 from ..compiler.collectives.versions import LATEST, UnknownVersion, nccl as nccl_profile
@@ -24,7 +25,7 @@ def add_parser(sub) -> None:
                    help="default allreduce (with --parallel alone: the traffic's own)")
     p.add_argument("--sizes", metavar="SIZES", help=f"{DEFAULT_SIZES} (doubling; the default) "
                    "or a list 32KiB,1MiB; nccl-tests' 1G, 64M, 8K mean GiB, MiB, KiB")
-    p.add_argument("--algorithm", default="auto", choices=["auto", *COSTED_ALGORITHMS],
+    p.add_argument("--algorithm", default="auto", choices=["auto", "fastest", *algos.REGISTRY],
                    help="default: the fastest of NCCL's; nvlstree is NVLS in each island and a "
                    "tree between; hierarchical is topoc's own")
     p.add_argument("--protocol", choices=list(PROTOCOLS),
