@@ -200,14 +200,21 @@ class InferRow:
 
 # ---- costs on the system ----------------------------------------------------------------------
 
+#: The collective model's chooser infer prices its collectives with (coster.CHOOSERS):
+#: ``fastest``, the least predicted time among the algorithms NCCL has for the group, which
+#: ``topoc cost --algorithm fastest`` gives too. Not NCCL's own pick (``nccl``): serving
+#: engines run their tensor-parallel all-reduces with kernels of their own, not through
+#: NCCL's tuner, and NCCL's pick put the decode rows further off (docs/infer.md).
+CHOOSER = "fastest"
+
+
 class Comm:
     """Collective times on the system, through the collective model's one door
-    (``collectives.coster``) with NCCL's chooser: the algorithm and protocol NCCL would run,
-    its tuner plugin's where the network names one, as ``topoc cost`` gives them. Each
-    (collective, ranks) is prepared once (``Coster``: routes and loads) and evaluated at every
-    size; times are memoised by size."""
+    (``collectives.coster``) with ``chooser`` (``CHOOSER`` unless named). Each (collective,
+    ranks) is prepared once (``Coster``: routes and loads) and evaluated at every size; times
+    are memoised by size."""
 
-    def __init__(self, system: System, chooser: str = "nccl"):
+    def __init__(self, system: System, chooser: str = CHOOSER):
         self.system = system
         self.chooser = chooser
         self.memo: dict[tuple, float] = {}
