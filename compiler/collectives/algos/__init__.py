@@ -108,6 +108,7 @@ def fill_seconds(p: Profile, collective: str, n: int, size: int) -> float:
     return REGISTRY[p.algorithm].fill(p, collective, n, size)
 
 
-__all__ = ["REGISTRY", "Algorithm", "CostError", "PROTOCOLS", "get", "costed", "planned",
+__all__ = ["REGISTRY", "Algorithm", "CostError", "PROTOCOLS", "RING", "TREE", "NVLS",
+           "NVLS_TREE", "PAT", "COLLNET_CHAIN", "DIRECT", "PAIRWISE", "HIERARCHICAL", "get", "costed", "planned",
            "not_nccl", "protocols", "latency_us", "selection_us", "net_steps", "bus_gbs",
            "pipeline_seconds", "fill_seconds"]

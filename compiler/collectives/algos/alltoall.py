@@ -6,10 +6,14 @@ transport's p2p fraction across islands, LL at half the bus."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ...ir.system import System
+from .. import algorithms as alg
 from .. import messages, orders
 from ..loads import Loads
 from ..tuning import Profile, tree_hops
-from .base import Algorithm, CostError, Group, Shape, since
+from .base import Algorithm, CostError, Group, Plan, Shape, since
 
 ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair over two islands
 
@@ -69,11 +73,33 @@ def _pairwise_pipeline(p: Profile, collective: str, n: int, size: int, proto: in
     return messages.alltoall_seconds(p, collective, n, size, proto, ll=False)
 
 
+def layout(system: System, ranks: Sequence[int], collective: str, count: int,
+           root: int) -> tuple[dict, int]:
+    """No orders: a block per peer for all-to-all, one slot a stage for send/recv."""
+    return {}, len(ranks) if collective == "alltoall" else 1
+
+
+def transfers(s) -> int:
+    return (s.n - 1) * s.chunks if s.collective == "sendrecv" else s.n * s.chunks
+
+
+def direct_rounds(s, only: int | None) -> alg.Rounds:
+    if s.collective == "sendrecv":
+        return alg.sendrecv(s.n, s.chunks, only)
+    return alg.alltoall_direct(s.n, s.chunks // s.n, only)
+
+
+DIRECT_PLAN = Plan(layout, lambda n, count, collective, natural:
+                   n if collective == "alltoall" else 1, transfers, direct_rounds)
+PAIRWISE_PLAN = Plan(layout, lambda n, count, collective, natural: n, transfers,
+                     lambda s, only: alg.alltoall_pairwise(s.n, s.chunks // s.n, only))
+
+
 DIRECT = Algorithm(
     "direct", "direct (p2p)",
     collectives=("alltoall", "sendrecv"), protocols=("LL", "Simple"),
     shape=shape, latency=latency, bus=bus, net_steps=lambda p, c: 1.0,
-    planned=("alltoall", "sendrecv"),
+    planned=("alltoall", "sendrecv"), plan=DIRECT_PLAN,
     # ncclSend/ncclRecv arrived in NCCL 2.7; all-to-all is grouped send/recv
     nccl={"alltoall": since((2, 7)), "sendrecv": since((2, 7))},
     pipeline=messages.alltoall_seconds)
@@ -82,4 +108,4 @@ PAIRWISE = Algorithm(
     "pairwise", "pairwise all-to-all",
     collectives=("alltoall",), protocols=("LL", "Simple"),
     shape=shape, latency=latency, bus=bus, net_steps=lambda p, c: 1.0,
-    planned=("alltoall",), pipeline=_pairwise_pipeline)   # NCCL's p2p in another order
+    planned=("alltoall",), plan=PAIRWISE_PLAN, pipeline=_pairwise_pipeline)   # NCCL's p2p in another order

@@ -63,6 +63,31 @@ def _zero(*_args) -> float:
     return 0.0
 
 
+class ScheduleError(ValueError):
+    """A request the system cannot serve (NVLS without a reducing switch, ...)."""
+
+
+#: Chunks per tree or chain, for pipelining (the schedule stage's default).
+PIPELINE = 4
+
+
+@attrs.frozen
+class Plan:
+    """How the schedule stage lays an algorithm out step by step (``schedule.Schedule``):
+    its orders and natural chunk count on a group (``layout``: keyword fields of the schedule,
+    and the chunks), the multiple the chunk count must be (``step``), its channels by default,
+    whether the chunk count is fixed at the natural one (rings), how many steps it has
+    (``transfers``, counted without materialising them) and its rounds (``rounds``: of one
+    position, or of all when None)."""
+
+    layout: Callable[[System, Sequence[int], str, int, int], tuple[dict, int]]
+    step: Callable[[int, int, str, int], int]
+    transfers: Callable[..., int]
+    rounds: Callable[..., list]
+    channels: Callable[[str], int] = lambda collective: 1
+    fixed_chunks: Callable[[str], bool] = lambda collective: False
+
+
 @attrs.frozen
 class Algorithm:
     """One collective algorithm."""
@@ -76,6 +101,7 @@ class Algorithm:
     bus: Callable[[Profile, str, int, int, int, float], float]  # busbw GB/s from the raw one
     net_steps: Callable[[Profile, str], float]            # network steps on the critical path
     planned: tuple[str, ...] = ()       # what the schedule stage lays out step by step
+    plan: Plan | None = None            # how it lays them out (None: priced only)
     #: the collectives NCCL may pick it for, each with the releases that had it; empty: not an
     #: algorithm NCCL picks (topoc's own, a named variant, a serving engine's)
     nccl: dict[str, tuple[Span, ...]] = attrs.Factory(dict)

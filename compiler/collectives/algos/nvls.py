@@ -6,14 +6,17 @@ synchronisation; the pipeline's fill and drain on one host (NVLS_FILL_LOOPS)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ...ir.system import System
+from .. import algorithms as alg
 from .. import orders
 from ..loads import Loads
 from ..tuning import (BUS_FACTOR, NVLS_CHANNELS, NVLS_EFFICIENCY, NVLS_FILL_LOOPS, NVLS_LAT_NET,
                       NVLS_MAX_HEADS, NVLS_NCHANNELS, Profile, nvls_chunk)
-from .base import Algorithm, CostError, Group, Shape, arch_of, hosts, raw_gbs, since
+from .base import (Algorithm, CostError, Group, Plan, ScheduleError, Shape, arch_of, hosts,
+                   raw_gbs, since)
 
 #: Single-island groups this small run rings, not NVLS: NCCL disables NVLS on 2 GPUs or fewer
 #: (nvls.cc: gpuCount <= 2) and its model prefers the ring up to 4 Hopper and 5 Blackwell GPUs
@@ -42,8 +45,7 @@ def nvls_loads(g: Group, agents: Sequence[str]) -> Loads:
 def shape(g: Group) -> Shape:
     agents = g.system.locality.nvlink_agents(g.ranks)
     if agents is None:
-        raise CostError("NVLS needs every rank of the group in one NVLink domain whose "
-                        "switches all have 'reduction = true'")
+        raise CostError(NO_SWITCHES)
     return Shape(((nvls_loads(g, agents), 1.0),))
 
 
@@ -81,12 +83,52 @@ def eligible(g: Group) -> bool:
         g.system.locality.nvlink_agents(g.ranks) is not None
 
 
+NO_SWITCHES = ("NVLS needs every rank of the group in one NVLink domain whose switches all "
+               "have 'reduction = true'")
+
+
+def layout(system: System, ranks: Sequence[int], collective: str, count: int,
+           root: int) -> tuple[dict, int]:
+    """The group's reducing NVLink switches as agents; slots spread over them."""
+    agents = system.locality.nvlink_agents(ranks)
+    if agents is None:
+        raise ScheduleError(NO_SWITCHES)
+    return {"agents": agents}, len(ranks) * math.ceil(len(agents) / len(ranks))
+
+
+def transfers(s) -> int:
+    return s.chunks * (2 * s.n if s.collective == "allreduce" else s.n + 1)
+
+
+def rounds(s, only: int | None) -> alg.Rounds:
+    n = s.n
+    agents = [n + a for a in range(len(s.agents))]
+    everyone, slots = range(n), range(s.chunks)
+    if s.collective == "allreduce":
+        return alg.star(agents, everyone, slots, "reduce", None, only=only)
+    if s.collective == "reducescatter":
+        k = s.chunks // n
+        return alg.star(agents, everyone, slots, "reduce", lambda c: [c // k], only=only)
+    if s.collective == "allgather":
+        k = s.chunks // n
+        steps = alg.star(agents, everyone, slots, "copy", None, only=only)
+        steps[0] = [st for st in steps[0] if st[2] // k == st[0]]   # owners send their slots
+        return steps
+    if s.collective == "broadcast":
+        return alg.star(agents, everyone, slots, "copy", None, src_ranks=[s.root], only=only)
+    return alg.star(agents, everyone, slots, "reduce", lambda c: [s.root], only=only)
+
+
+PLAN = Plan(layout, lambda n, count, collective, natural:
+            n if collective in ("reducescatter", "allgather") else 1, transfers, rounds)
+
+
 NVLS = Algorithm(
     "nvls", "NVLS",
     collectives=("allreduce", "reducescatter", "allgather", "broadcast", "reduce"),
     protocols=("Simple",),
     shape=shape, latency=latency, bus=bus, net_steps=lambda p, c: 1.0,
-    planned=("allreduce", "reducescatter", "allgather", "broadcast", "reduce"),
+    planned=("allreduce", "reducescatter", "allgather", "broadcast", "reduce"), plan=PLAN,
     # NCCL_ALGO_NVLS appears at v2.17.1-1 (src/include/devcomm.h). tuning.cc lets it serve
     # reduce-scatter and all-gather at v2.17.1-1 (lines 143-144) and from v2.19.3-1 (lines
     # 168-169), not at v2.18.x (v2.18.3-1 lines 168-169: ring only); broadcast and reduce

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import math
 
+from collections.abc import Sequence
+
+from ...ir.system import System
+from .. import algorithms as alg
 from .. import messages, orders
 from ..loads import Loads
 from ..tuning import LL128_RING_CH, LL_CHANNEL_GBS, Profile, channels_used, ll_cap, tree_hops
-from .base import Algorithm, Group, Shape, channels, since
+from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, since
 
 #: The share of a transport's per-step cost a ring exposes: an assumption (half), which the fit
 #: rows barely constrain (the 4-node EFA ring at 8 GiB: -1.7 % at 0.5, -1.3 % at 0.25).
@@ -79,12 +83,57 @@ def bus(p: Profile, collective: str, n: int, size: int, proto: int, raw: float) 
     return pipelined_bus(p, collective, n, size, proto, raw, scaled=True)
 
 
+ROOTED = ("broadcast", "reduce")
+
+
+def layout(system: System, ranks: Sequence[int], collective: str, count: int,
+           root: int) -> tuple[dict, int]:
+    """Every channel's ring; a chunk per rank and channel (a pipelined chain for broadcast
+    and reduce)."""
+    rings = tuple(orders.ring_orders(system, ranks, count))
+    natural = PIPELINE * count if collective in ROOTED else len(ranks) * count
+    return {"rings": rings}, natural
+
+
+def transfers(s) -> int:
+    n, k = s.n, s.chunks
+    if s.collective in ROOTED:
+        return (n - 1) * k
+    return s.channels * n * (n - 1) * (2 if s.collective == "allreduce" else 1)
+
+
+def rounds(s, only: int | None) -> alg.Rounds:
+    n, C = s.n, s.channels
+    if s.collective in ROOTED:
+        head = s.rings[0].index(s.root)
+        order = list(s.rings[0][head:] + s.rings[0][:head])
+        slots = range(s.chunks)
+        if s.collective == "broadcast":
+            return alg.chain(order, slots, "copy", only)
+        return alg.chain(order[1:] + order[:1], slots, "reduce", only)
+    phases_rs, phases_ag = [], []
+    for ch, ring in enumerate(s.rings):
+        def block(p: int, ch: int = ch) -> list[int]:
+            return [p * C + ch]
+        if s.collective in ("allreduce", "reducescatter"):
+            phases_rs.append(alg.ring_reduce_scatter(ring, block, only))
+        if s.collective in ("allreduce", "allgather"):
+            phases_ag.append(alg.ring_all_gather(ring, block, only))
+    return alg.merge(*phases_rs) + alg.merge(*phases_ag)
+
+
+PLAN = Plan(layout, lambda n, count, collective, natural:
+            1 if collective in ROOTED else n * count,
+            transfers, rounds, channels=lambda collective: 1 if collective in ROOTED else 2,
+            fixed_chunks=lambda collective: collective not in ROOTED)
+
+
 RING = Algorithm(
     "ring", "ring",
     collectives=("allreduce", "reducescatter", "allgather", "broadcast", "reduce"),
     protocols=("LL", "LL128", "Simple"),
     shape=shape, latency=chain_latency, bus=bus, net_steps=net_steps,
-    planned=("allreduce", "reducescatter", "allgather", "broadcast", "reduce"),
+    planned=("allreduce", "reducescatter", "allgather", "broadcast", "reduce"), plan=PLAN,
     # NCCL has had rings for every collective since before 2.10 (tuning.cc at v2.10.3-1
     # enables NCCL_ALGO_RING everywhere; broadcast and reduce run rings only)
     nccl={c: since((2, 0)) for c in ("allreduce", "reducescatter", "allgather", "broadcast",

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import math
 
+from collections.abc import Sequence
+
+from ...ir.system import System
+from .. import algorithms as alg
 from .. import messages, orders
 from ..loads import Loads
 from ..tuning import (TREE_CH, TREE_CORRECTION, TREE_LL128_CH, Profile, channels_used, ll_cap,
                       tree_hops)
-from .base import Algorithm, Group, Shape, channels, hosts, since
+from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, hosts, since
 
 
 def tree_loads(g: Group) -> Loads:
@@ -74,12 +78,39 @@ def eligible(g: Group) -> bool:
     return len(parts) >= 2 and hosts(g.system, parts[0]) <= 1
 
 
+def layout(system: System, ranks: Sequence[int], collective: str, count: int,
+           root: int) -> tuple[dict, int]:
+    """Every channel's two trees (one, rooted at ``root``, for broadcast and reduce)."""
+    return {"trees": tuple(orders.tree_parents(system, ranks, root, count))}, \
+        2 * PIPELINE * count
+
+
+def transfers(s) -> int:
+    return (s.n - 1) * s.chunks * (2 if s.collective == "allreduce" else 1)
+
+
+def rounds(s, only: int | None) -> alg.Rounds:
+    if s.collective == "allreduce":       # the chunks split evenly over every channel's 2 trees
+        per = s.chunks // len(s.trees)
+        parts = [range(i * per, (i + 1) * per) for i in range(len(s.trees))]
+        up = alg.merge(*(alg.tree_reduce(t, p, only) for t, p in zip(s.trees, parts)))
+        down = alg.merge(*(alg.tree_broadcast(t, p, only) for t, p in zip(s.trees, parts)))
+        return up + down
+    if s.collective == "broadcast":
+        return alg.tree_broadcast(s.trees[0], range(s.chunks), only)
+    return alg.tree_reduce(s.trees[0], range(s.chunks), only)
+
+
+PLAN = Plan(layout, lambda n, count, collective, natural:
+            2 * count if collective == "allreduce" else 1, transfers, rounds)
+
+
 TREE = Algorithm(
     "tree", "tree",
     collectives=("allreduce", "broadcast", "reduce"),
     protocols=("LL", "LL128", "Simple"),
     shape=shape, latency=latency, bus=bus, net_steps=log_steps,
-    planned=("allreduce", "broadcast", "reduce"),
+    planned=("allreduce", "broadcast", "reduce"), plan=PLAN,
     # tuning.cc (v2.10.3-1 .. v2.30.7-1): broadcast and reduce run rings only
     nccl={"allreduce": since((2, 0))},
     eligible=eligible, pipeline=messages.tree_seconds)

@@ -49,6 +49,7 @@ def test_every_record_is_well_formed():
         assert a.collectives and set(a.collectives) <= set(COLLECTIVES), name
         assert a.protocols and set(a.protocols) <= set(PROTOCOLS), name
         assert set(a.planned) <= set(a.collectives), name
+        assert bool(a.planned) == (a.plan is not None), name
         assert set(a.nccl) <= set(a.collectives), name
         for spans in a.nccl.values():
             for first, until in spans:
