@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from ..collectives.cost import CostError
-from ..collectives.coster import Coster
+from ..collectives.coster import CHOOSERS, Coster
 from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
 from ..ir.system import System, Transformer
@@ -55,6 +55,14 @@ from . import infer_rate
 from .infer_rate import MAX_REQUESTS, Arrivals
 
 PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
+
+
+#: The collective model's chooser infer prices its collectives with (coster.CHOOSERS):
+#: ``fastest``, the least predicted time among the algorithms NCCL has for the group, which
+#: ``topoc cost --algorithm fastest`` gives too. Not NCCL's own pick (``nccl``): serving
+#: engines run their tensor-parallel all-reduces with kernels of their own, not through
+#: NCCL's tuner, and NCCL's pick put the decode rows further off (docs/infer.md).
+CHOOSER = "fastest"
 
 
 @attrs.frozen
@@ -86,6 +94,7 @@ class Settings:
     #                                     the wave TTFT (empirical, fitted on the fit rows only)
     scheduler_steps: int = 1            # decode steps an engine schedules at once (vLLM 0.6's
     #                                     --num-scheduler-steps): a new request waits for them
+    collectives: str = CHOOSER          # the collective model's chooser (coster.CHOOSERS)
 
 
 class InferError(ValueError):
@@ -199,14 +208,6 @@ class InferRow:
 
 
 # ---- costs on the system ----------------------------------------------------------------------
-
-#: The collective model's chooser infer prices its collectives with (coster.CHOOSERS):
-#: ``fastest``, the least predicted time among the algorithms NCCL has for the group, which
-#: ``topoc cost --algorithm fastest`` gives too. Not NCCL's own pick (``nccl``): serving
-#: engines run their tensor-parallel all-reduces with kernels of their own, not through
-#: NCCL's tuner, and NCCL's pick put the decode rows further off (docs/infer.md).
-CHOOSER = "fastest"
-
 
 class Comm:
     """Collective times on the system, through the collective model's one door
@@ -640,7 +641,9 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
             raise InferError(f"precision '{p}': one of {', '.join(sv.PRECISIONS)}")
     kvp = kv_precision or ("bf16" if precision == "bf16" else "fp8")
     gpu = gpu_of(system, gpus)
-    comm = Comm(system)
+    if s.collectives not in CHOOSERS:
+        raise InferError(f"collectives '{s.collectives}': one of {', '.join(CHOOSERS)}")
+    comm = Comm(system, s.collectives)
     rows: list[InferRow] = []
     rejected: dict[str, None] = {}
     considered = 0

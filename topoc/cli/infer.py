@@ -6,9 +6,10 @@ from __future__ import annotations
 from ..backends import infer_table
 import math
 
-from ..compiler.analysis.infer import (MAX_COUNT, InferError, Settings, default_precision,
+from ..compiler.analysis.infer import (CHOOSER, MAX_COUNT, InferError, Settings, default_precision,
                                        gpu_of, infer, shown_number, too_big)
 from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, MAX_REQUESTS, Arrivals
+from ..compiler.collectives.coster import CHOOSERS
 from ..compiler.lang.derive import find_model
 from ..compiler.training.serving import PRECISIONS
 from .common import EXIT_OK, UsageError, add_common, fail, load, write_output
@@ -53,6 +54,10 @@ def add_parser(sub) -> None:
                    help="the engine hides its per-step host work behind the GPU's next step "
                         "(TensorRT-LLM's PyTorch backend, SGLang: on; NIM's TensorRT engines, "
                         "vLLM without --async-scheduling: off; default on)")
+    p.add_argument("--collectives", choices=CHOOSERS, default=CHOOSER,
+                   help=f"how collectives are costed (docs/cost.md, 'One coster'): fastest, "
+                   f"the least predicted time among NCCL's algorithms, as engines' own kernels "
+                   f"come near; nccl, what NCCL's tuner would run (default {CHOOSER})")
     p.add_argument("--ttft-limit", type=float, metavar="S", help="rank rows over this TTFT last")
     p.add_argument("--tpot-limit", type=float, metavar="S", help="rank rows over this TPOT last")
     p.add_argument("--top", type=int, default=20, metavar="K", help="rows to show (0: all)")
@@ -133,7 +138,8 @@ def run(args) -> int:
                        args.kv_precision, concurrency, args.disaggregate, args.ttft_limit,
                        args.tpot_limit,
                        Settings(overlap_scheduler=args.overlap_scheduler == "on",
-                                scheduler_steps=args.scheduler_steps), arrivals)
+                                scheduler_steps=args.scheduler_steps,
+                                collectives=args.collectives), arrivals)
     except InferError as exc:
         return fail(args.file, exc)
     head = {"system": system.name, "model": model.name, "isl": args.isl, "osl": args.osl,
