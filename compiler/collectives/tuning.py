@@ -22,7 +22,7 @@ NVLS_LAT_NET = 18.0      # us, hwLat[NET][NVLS][Simple]
 LL_MAX_BW = {1: (87.7, 22.5, 19.0), 2: (141.0, 45.0, 35.0), 3: (282.0, 90.0, 70.0),
              0: (39.0, 39.0, 20.4)}
 #: Per-channel ceilings (GB/s) of LL128 on rings, tuning.cc perChMaxRingLL128Bws, single node.
-LL128_RING_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 40.0}
+LL128_RING_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 40.0}   # Blackwell: v2.30.7-1's (docs/cost.md: not per release)
 NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwell
 #: Fitted: NCCL scales NVLS by (C-1)/C for the channel it keeps for synchronisation; C = 8 fits
 #: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).

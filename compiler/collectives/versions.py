@@ -2,7 +2,8 @@
 of a call as nccl-tests measures it with each.
 
 Every table value is NCCL's own, read from ``src/graph/tuning.cc`` at the release's tag
-(NVIDIA/nccl v2.18.3-1, v2.21.5-1, v2.23.4-1, v2.27.7-1, v2.30.7-1); ``launch`` is *fitted*
+(NVIDIA/nccl v2.18.3-1, v2.19.3-1, v2.20.5-1, v2.21.5-1, v2.23.4-1, v2.25.1-1, v2.27.7-1,
+v2.28.3-1, v2.28.9-1, v2.30.7-1; the lines are cited at ``VERSIONS``); ``launch`` is *fitted*
 (docs/cost.md): NCCL's base latencies are a selection aid, not what a call costs, and the host
 side of a launch got cheaper across releases. ``--cuda-graph`` replays a captured graph
 (nccl-tests ``-G``), which skips most of the host enqueue path (``GRAPH_SAVES_US``).
@@ -88,9 +89,17 @@ class Nccl:
 #: NCCL goes past it (an HGX H100 does 1 MiB at 64 GB/s busbw where it allows 45), so from 2.21
 #: the model keeps NCCL's own LL figures. Decided after the validation rows were seen
 #: (docs/cost.md says so).
+#: The tables, with where tuning.cc holds them (tag: line): tree_simple_nvlink is
+#: hwLat[NVLINK][TREE][SIMPLE] (v2.18.3-1: 67, 4; v2.19.3-1: 67, 28; v2.21.5-1: 67, 28;
+#: v2.23.4-1: 67, 4.0); nvls_lat is NVLS's baseLat at v2.18.3-1 (59, 23.0) and
+#: hwLat[NVLINK][NVLS] from v2.19.3-1 (69, 23; v2.21.5-1: 69, 25); nvls_tree_net is
+#: hwLat[NET][NVLS_TREE] (v2.18.3-1: 77, 19; v2.19.3-1 .. v2.28.7-1: 14, e.g. v2.28.7-1: 165;
+#: v2.28.9-1: 165, 20.9; v2.30.7-1: 173); ll_max_hopper is llMaxBws' Hopper row (v2.18.3-1 ..
+#: v2.20.5-1: 89, 87.7 / 22.5 / 19.0; v2.21.5-1: 89, 141 / 45 / 35); Blackwell rows from
+#: v2.25.1-1 (155); perChMaxNVLSTreeBws' Hopper row from v2.28.3-1 (196, 57.7 / 45.5).
 VERSIONS = {
     "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None),
-    "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (141.0, 45.0, 35.0), False, None),
+    "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (87.7, 22.5, 19.0), False, None),
     "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
                  ll_channel_cap=False),
     "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
@@ -99,8 +108,10 @@ VERSIONS = {
                  ll_channel_cap=False),
     "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
                  ll_channel_cap=False),
-    "2.28": Nccl("2.28", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
+    "2.28": Nccl("2.28", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, (57.7, 45.5),
                  ll_channel_cap=False),
+    "2.28.9": Nccl("2.28.9", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True,
+                   (57.7, 45.5), ll_channel_cap=False),
     "2.30": Nccl("2.30", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
                  ll_channel_cap=False),
 }
@@ -124,5 +135,7 @@ def nccl(version: str | None = None) -> Nccl:
                              f"covers (2.{OLDEST_ACCEPTED[1]})")
     if asked < release(OLDEST):     # the oldest tables, the release's own algorithms (note)
         return attrs.evolve(VERSIONS[OLDEST], release=asked)
-    best = max((v for v in VERSIONS.values() if v.release <= asked), key=lambda v: v.release)
+    # a release named without its patch ('2.28') is the series' last (2.28.9)
+    series = asked if len(asked) > 2 else (*asked, 99)
+    best = max((v for v in VERSIONS.values() if v.release <= series), key=lambda v: v.release)
     return best if asked == best.release else attrs.evolve(best, release=asked)
