@@ -248,13 +248,6 @@ def _tuner_loads(profiles: Sequence[Profile], version: Nccl) -> bool:
     return all(p.transport is None or p.transport.tuner for p in profiles)
 
 
-def cost_at(p: Profile, group: RankGroup, collective: str, size: int,
-            protocol: str | None = None, graph: bool = False) -> Cost:
-    """The cost of one size from a profile: the protocol NCCL would choose unless one is
-    named."""
-    return choose(options(p, group, collective, size, protocol, graph))
-
-
 def auto_algorithms(system: System, group: RankGroup, collective: str,
                     among: Sequence[str] = (), nccl: Nccl | None = None) -> list[str]:
     """The algorithms NCCL may pick for this collective on this group: those whose record
