@@ -93,6 +93,10 @@ def test_a_release_gets_only_the_algorithms_it_had():
     both = RankGroup("world", tuple(range(16)))
     assert "nvlstree" not in auto_algorithms(p5_2, both, "allreduce", nccl=nccl("2.17"))
     assert "nvlstree" in auto_algorithms(p5_2, both, "allreduce", nccl=nccl("2.18"))
+    sharp = system("h100_sharp_cluster.topo", (("nodes", 2),))
+    world = RankGroup("world", tuple(range(16)))
+    assert "collnetchain" not in auto_algorithms(sharp, world, "allreduce", nccl=nccl("2.13"))
+    assert "collnetchain" in auto_algorithms(sharp, world, "allreduce", nccl=nccl("2.14"))
 
 
 def test_an_unknown_release_gets_a_note():
