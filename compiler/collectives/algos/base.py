@@ -125,10 +125,6 @@ class Algorithm:
         return any(first <= release[:len(first)] and (until is None or release < until)
                    for first, until in self.nccl.get(collective, ()))
 
-    def first_release(self, collective: str) -> tuple[int, ...] | None:
-        spans = self.nccl.get(collective, ())
-        return min(first for first, _ in spans) if spans else None
-
 
 # --- what the terms of several algorithms read of a group ---------------------------------
 
