@@ -1,6 +1,8 @@
 """The registry of collective algorithms: one record each (``base.Algorithm``), one module
 each. The cost model, the schedule stage, the CLI and the reports read algorithms from here;
-adding one is a module and a line in ``REGISTRY``.
+adding one is a module and a line in ``REGISTRY``. A serving engine's own all-reduce kernels
+(one-shot and two-shot all-reduce) would be records with ``owner="engine"`` and no NCCL
+releases: selectable by name and by an engine's choice, never NCCL's; none is modelled yet.
 
 The functions below are the terms every algorithm's time is made of, each dispatched to the
 record: the size-independent latency (``latency_us``; the one NCCL's own choice sees,
