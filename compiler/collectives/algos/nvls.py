@@ -54,7 +54,7 @@ def latency(p: Profile, collective: str, n: int, proto: int) -> float:
 
 
 def bus(p: Profile, collective: str, n: int, size: int, proto: int, raw: float) -> float:
-    return raw * NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
+    return raw * (NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS)
 
 
 def fill_seconds(p: Profile, collective: str, n: int, size: int) -> float:
