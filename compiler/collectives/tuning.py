@@ -22,7 +22,7 @@ NVLS_LAT_NET = 18.0      # us, hwLat[NET][NVLS][Simple]
 LL_MAX_BW = {1: (87.7, 22.5, 19.0), 2: (141.0, 45.0, 35.0), 3: (282.0, 90.0, 70.0),
              0: (39.0, 39.0, 20.4)}
 #: Per-channel ceilings (GB/s) of LL128 on rings, tuning.cc perChMaxRingLL128Bws, single node.
-LL128_RING_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 40.0}   # Blackwell: v2.30.7-1's (docs/cost.md: not per release)
+LL128_RING_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 40.0}   # Blackwell: versions.BLACKWELL, per release
 NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwell
 #: Fitted: NCCL scales NVLS by (C-1)/C for the channel it keeps for synchronisation; C = 8 fits
 #: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).
@@ -126,6 +126,18 @@ def ll_cap(p: Profile) -> float:
     nodes = min(p.islands, 3) - 1
     return p.nccl.ll_max_hopper[nodes] * (2 if p.arch == 3 else 1) if p.arch >= 2 \
         else LL_MAX_BW[p.arch][nodes]
+
+
+def per_channel(p: Profile, which: int) -> float:
+    """A per-channel ceiling (GB/s) for the profile's architecture and node count: ``which``
+    0 ring LL128, 1 tree LL128, 2 tree Simple; Blackwell's from the release's own rows
+    (``Nccl.blackwell``)."""
+    nodes = min(p.islands, 3) - 1
+    if p.arch == 3 and p.nccl.blackwell is not None:
+        return p.nccl.blackwell[which][nodes]
+    if which == 0:
+        return LL128_RING_CH[p.arch]
+    return (TREE_LL128_CH if which == 1 else TREE_CH)[p.arch][nodes]
 
 
 def tree_hops(p: Profile, kind: str, proto: int) -> tuple[float, float, float]:

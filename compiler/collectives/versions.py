@@ -55,6 +55,9 @@ class Nccl:
     blackwell_tables: bool      # Blackwell rows of the per-channel tables (2.25+)
     nvls_tree_ch: tuple[float, float] | None    # perChMaxNVLSTreeBws Hopper N2 / N4 (2.28+)
     ll_channel_cap: bool = True  # the fitted 2.5 GB/s per LL channel (tuning.LL_CHANNEL_GBS)
+    #: Blackwell's per-channel ceilings (GB/s) for 1, 2 and 4+ nodes: perChMaxRingLL128Bws,
+    #: perChMaxTreeLL128Bws and perChMaxTreeBws' Blackwell rows (2.25+; None: no Blackwell rows)
+    blackwell: tuple[tuple[float, float, float], ...] | None = None
     #: the release asked for, (2, MINOR[, PATCH]) (``nccl``; by default the profile's own):
     #: what a rule between two profiles reads (NCCL_NVLSTREE_MAX_CHUNKSIZE exists from 2.20,
     #: inside the 2.19 profile)
@@ -97,6 +100,17 @@ class Nccl:
 #: v2.28.9-1: 165, 20.9; v2.30.7-1: 173); ll_max_hopper is llMaxBws' Hopper row (v2.18.3-1 ..
 #: v2.20.5-1: 89, 87.7 / 22.5 / 19.0; v2.21.5-1: 89, 141 / 45 / 35); Blackwell rows from
 #: v2.25.1-1 (155); perChMaxNVLSTreeBws' Hopper row from v2.28.3-1 (196, 57.7 / 45.5).
+#: Blackwell's rows (ring LL128, tree LL128, tree): twice Hopper's at v2.25.1-1 (162, 168, 174)
+#: to v2.27.7-1; at v2.28.3-1 (179, 185, 191) tree LL128 55.6 / 31.67 / 20 and tree 70 / 42.8 /
+#: 24; ring LL128 2 x 36.7 / 34.6 / 2 x 36.7 at v2.28.9-1 (179), 34.5 / 34.6 / 34.5 at
+#: v2.29.2-1 (179), 40 at v2.30.7-1 (189).
+_BW_TREES_2X = ((73.4, 73.4, 58.0), (77.4, 82.8, 72.0))
+_BW_TREES_228 = ((55.6, 31.67, 20.0), (70.0, 42.8, 24.0))
+BLACKWELL = {"2.25": ((73.4, 73.4, 73.4), *_BW_TREES_2X),
+             "2.28": ((73.4, 73.4, 73.4), *_BW_TREES_228),
+             "2.28.9": ((73.4, 34.6, 73.4), *_BW_TREES_228),
+             "2.29": ((34.5, 34.6, 34.5), *_BW_TREES_228),
+             "2.30": ((40.0, 40.0, 40.0), *_BW_TREES_228)}
 VERSIONS = {
     "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None),
     "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (87.7, 22.5, 19.0), False, None),
@@ -105,15 +119,17 @@ VERSIONS = {
     "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
                  ll_channel_cap=False),
     "2.25": Nccl("2.25", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
-                 ll_channel_cap=False),
+                 ll_channel_cap=False, blackwell=BLACKWELL["2.25"]),
     "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
-                 ll_channel_cap=False),
+                 ll_channel_cap=False, blackwell=BLACKWELL["2.25"]),
     "2.28": Nccl("2.28", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, (57.7, 45.5),
-                 ll_channel_cap=False),
+                 ll_channel_cap=False, blackwell=BLACKWELL["2.28"]),
     "2.28.9": Nccl("2.28.9", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True,
-                   (57.7, 45.5), ll_channel_cap=False),
+                   (57.7, 45.5), ll_channel_cap=False, blackwell=BLACKWELL["2.28.9"]),
+    "2.29": Nccl("2.29", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
+                 ll_channel_cap=False, blackwell=BLACKWELL["2.29"]),
     "2.30": Nccl("2.30", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
-                 ll_channel_cap=False),
+                 ll_channel_cap=False, blackwell=BLACKWELL["2.30"]),
 }
 LATEST = "2.30"
 OLDEST = "2.18"

@@ -15,7 +15,7 @@ from ...ir.system import System
 from .. import algorithms as alg
 from .. import messages, orders
 from ..loads import Loads
-from ..tuning import LL128_RING_CH, LL_CHANNEL_GBS, Profile, channels_used, ll_cap, tree_hops
+from ..tuning import LL_CHANNEL_GBS, Profile, channels_used, ll_cap, per_channel, tree_hops
 from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, since
 
 #: The share of a transport's per-step cost a ring exposes: an assumption (half), which the fit
@@ -72,10 +72,10 @@ def pipelined_bus(p: Profile, collective: str, n: int, size: int, proto: int, ra
     raw *= used / p.channels
     if proto == 0:     # tuning.cc: LL moves 8 of every 16 bytes, and more sync for reductions
         ll = 0.25 if p.islands > 1 or collective in ("allreduce", "reduce") else 1 / 3
-        per_channel = used * LL_CHANNEL_GBS if p.nccl.ll_channel_cap else math.inf
-        return min(raw * ll, ll_cap(p), per_channel)
+        ll_channels = used * LL_CHANNEL_GBS if p.nccl.ll_channel_cap else math.inf
+        return min(raw * ll, ll_cap(p), ll_channels)
     if proto == 1:
-        return min(raw * 0.92, used * LL128_RING_CH[p.arch])
+        return min(raw * 0.92, used * per_channel(p, 0))
     return raw
 
 

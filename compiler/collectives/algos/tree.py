@@ -16,8 +16,7 @@ from ...ir.system import System
 from .. import algorithms as alg
 from .. import messages, orders
 from ..loads import Loads
-from ..tuning import (TREE_CH, TREE_CORRECTION, TREE_LL128_CH, Profile, channels_used, ll_cap,
-                      tree_hops)
+from ..tuning import TREE_CORRECTION, Profile, channels_used, ll_cap, per_channel, tree_hops
 from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, hosts, since
 
 
@@ -59,7 +58,6 @@ def log_steps(p: Profile, collective: str) -> float:
 def bus(p: Profile, collective: str, n: int, size: int, proto: int, raw: float) -> float:
     used = channels_used(p, n, size, proto)
     raw *= used / p.channels
-    nodes = min(p.islands, 3) - 1
     log_size = max(0, int(math.log2(max(1, size >> 6))))
     if collective == "allreduce" and log_size < len(TREE_CORRECTION[proto]):
         raw *= TREE_CORRECTION[proto][log_size]
@@ -67,8 +65,8 @@ def bus(p: Profile, collective: str, n: int, size: int, proto: int, raw: float) 
         return min(raw / 3.8, ll_cap(p))
     if proto == 1:
         return min(raw * (7 / 9 if p.islands == 1 else 120 / 128),
-                   used * TREE_LL128_CH[p.arch][nodes])
-    return min(raw * 0.92, used * TREE_CH[p.arch][nodes])
+                   used * per_channel(p, 1))
+    return min(raw * 0.92, used * per_channel(p, 2))
 
 
 def eligible(g: Group) -> bool:
