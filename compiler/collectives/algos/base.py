@@ -21,7 +21,8 @@ from ..loads import Loads, Resources
 from ..tuning import BUS_FACTOR, PROTOCOLS, Profile, arch_index
 from ..versions import Nccl
 
-#: Groups spanning more islands are costed on their first SAMPLE_ISLANDS (cost.py).
+#: Groups spanning more islands are costed on the orders over their first SAMPLE_ISLANDS
+#: islands (cost.py's module docstring says why that suffices).
 SAMPLE_ISLANDS = 4
 #: A span of NCCL releases, (first, first one without) as (2, MINOR) tuples; None: open.
 Span = tuple[tuple[int, ...], "tuple[int, ...] | None"]
@@ -37,7 +38,7 @@ def since(first: tuple[int, ...], until: tuple[int, ...] | None = None) -> tuple
 @attrs.frozen
 class Group:
     """What an algorithm's loads and eligibility read of the group: the system, its ranks,
-    the collective, the routing resources and the islands sampled (``cost.SAMPLE_ISLANDS``)."""
+    the collective, the routing resources and the islands sampled (``SAMPLE_ISLANDS``)."""
 
     system: System
     ranks: tuple[int, ...]
@@ -71,7 +72,7 @@ class ScheduleError(ValueError):
 PIPELINE = 4
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class Plan:
     """How the schedule stage lays an algorithm out step by step (``schedule.Schedule``):
     its orders and natural chunk count on a group (``layout``: keyword fields of the schedule,
@@ -88,9 +89,9 @@ class Plan:
     fixed_chunks: Callable[[str], bool] = lambda collective: False
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class Algorithm:
-    """One collective algorithm."""
+    """One collective algorithm (a registered record: compared by identity)."""
 
     name: str                           # as the CLI and every output name it
     title: str                          # as the docs name it
