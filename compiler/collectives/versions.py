@@ -68,10 +68,14 @@ class Nccl:
     def note(self) -> str:
         """What the model cannot say of the release asked for: one older than the oldest
         profile is costed with that profile's tables, and with only the algorithms the
-        release had (algos: each record's releases), never a newer one."""
+        release had (algos: each record's releases), never a newer one; one newer than the
+        latest profile with the latest's tables and algorithms."""
+        asked = ".".join(str(x) for x in self.release[:2])
+        if self.release[:2] > release(LATEST)[:2]:
+            return (f"NCCL {asked} is newer than the model's latest tables ({LATEST}): its "
+                    f"algorithms, latencies and launch cost are {LATEST}'s")
         if self.release >= release(OLDEST):
             return ""
-        asked = ".".join(str(x) for x in self.release[:2])
         return (f"NCCL {asked} is older than the model's oldest tables ({OLDEST}): its "
                 f"latencies and launch cost are {OLDEST}'s; its algorithms are {asked}'s")
 

@@ -102,7 +102,8 @@ def test_a_release_gets_only_the_algorithms_it_had():
 def test_an_unknown_release_gets_a_note():
     assert nccl("2.17").note and "2.18" in nccl("2.17").note
     assert nccl("2.10").release == (2, 10)
-    assert not nccl("2.18").note and not nccl("2.30").note
+    assert not nccl("2.18").note and not nccl("2.30").note and not nccl("2.30.7").note
+    assert "newer than" in nccl("2.31.2").note and "2.30" in nccl("2.31").note
     with pytest.raises(ValueError):
         nccl("2.9")
 
