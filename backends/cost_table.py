@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ..compiler.base.units import human_size
 from ..compiler.collectives.cost import Cost
-from ..compiler.collectives.orders import NOT_NCCL
+from ..compiler.collectives import algos
 
 SCHEMA = "topoc.cost/1"
 NVLS_VALID_FROM = 64 * 2**20     # the NVLS start-up fit holds from here (docs/cost.md)
@@ -41,7 +41,7 @@ def as_csv(rows: Sequence[Cost]) -> str:
     return out.getvalue()
 
 
-def as_table(rows: Sequence[Cost], title: str = "") -> str:
+def as_table(rows: Sequence[Cost], title: str = "", notes: Sequence[str] = ()) -> str:
     """An nccl-tests-like table: size, algorithm, protocol, time (us), algbw and busbw (GB/s,
     1e9 bytes/s as nccl-tests prints them) and the bottleneck link class."""
     lines = [f"# {title}"] if title else []
@@ -56,18 +56,21 @@ def as_table(rows: Sequence[Cost], title: str = "") -> str:
     if rows:
         worst = max(rows, key=lambda c: c.size)
         lines.append(f"# bottleneck at {human_size(worst.size)}: {worst.bottleneck_link}")
-    for algo in sorted({c.algorithm for c in rows} & NOT_NCCL):
+    for algo in sorted({c.algorithm for c in rows} & algos.not_nccl()):
         lines.append(f"# {algo} is topoc's own algorithm: NCCL does not run it")
-    if any(c.algorithm in ("nvls", "nvlstree") and c.latency > NVLS_NOTE_LATENCY and
+    # NVLS and NVLS-tree pay NVLS's start-up per host (their records' ``hosts``)
+    if any(algos.get(c.algorithm).hosts is not None and c.latency > NVLS_NOTE_LATENCY and
            c.size < NVLS_VALID_FROM for c in rows):
         lines.append("# nvls below 64 MiB across many hosts: its start-up (25 us per host, fitted "
                      "at 512 MiB-8 GiB on NVL72) overstates small messages; docs/cost.md")
+    lines += [f"# {note}" for note in notes]
     return "\n".join(lines) + "\n"
 
 
 FORMATS = {"table": as_table, "json": as_json, "csv": as_csv}
 
 
-def render(rows: Sequence[Cost], fmt: str = "table", title: str = "") -> str:
-    """The rows in ``fmt`` (table, json or csv)."""
-    return as_table(rows, title) if fmt == "table" else FORMATS[fmt](rows)
+def render(rows: Sequence[Cost], fmt: str = "table", title: str = "",
+           notes: Sequence[str] = ()) -> str:
+    """The rows in ``fmt`` (table, json or csv); ``notes`` end a table."""
+    return as_table(rows, title, notes) if fmt == "table" else FORMATS[fmt](rows)

@@ -409,9 +409,7 @@ def ring_hops(system: System, opts: Options, drawn: set[str],
         return []
     from ..compiler.collectives.orders import ring_orders
     group = ring_group(system, opts)
-    if len(group.ranks) < 2:
-        if notes is not None:
-            notes.append(f"--ring {opts.ring}: a group of one rank has no ring to draw")
+    if len(group.ranks) < 2:        # dot_source's note says why
         return []
     order = ring_orders(system, group.ranks, 1)[0]
     unit_of = _units(system)

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.calibration_rows import measured_time, predict, rows, size_of, system  # noqa: E402
 from topoc.compiler.collectives import messages, transports  # noqa: E402
-from topoc.compiler.collectives.cost import cost  # noqa: E402
+from topoc.compiler.collectives.coster import cost  # noqa: E402
 from topoc.compiler.collectives.versions import release  # noqa: E402
 from topoc.compiler.ir.groups import RankGroup  # noqa: E402
 

@@ -59,7 +59,7 @@ def _rss_mb() -> int:
 
 def run_one(path: Path, param: str, size: int, full: bool, graph: bool = False) -> dict:
     """Every stage for one size, in this process."""
-    from topoc.compiler.collectives.cost import cost
+    from topoc.compiler.collectives.coster import cost
     from topoc.compiler.ir.groups import RankGroup
     from topoc.compiler.lang.pipeline import front_end, lower, read
     from topoc.compiler.lang.verify import verify

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import topoc
 from topoc.compiler.collectives import messages, transports
-from topoc.compiler.collectives.cost import BUS_FACTOR, Cost, cost
+from topoc.compiler.collectives.cost import BUS_FACTOR, Cost
+from topoc.compiler.collectives.coster import cost
 from topoc.compiler.ir.groups import RankGroup, parse_rank_list
 from topoc.library import calibration, size_bytes
 

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from ..collectives.cost import CostError, cost
+from ..collectives.cost import CostError
+from ..collectives.coster import cost
 from ..ir.degrade import Faults, degrade
 from ..ir.groups import select_group
 from ..ir.hosts import HostnameError, hosts as host_list

@@ -43,7 +43,8 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from ..collectives.cost import CostError, auto_algorithms, cost_at, profile
+from ..collectives.cost import CostError
+from ..collectives.coster import CHOOSERS, Coster
 from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
 from ..ir.system import System, Transformer
@@ -55,6 +56,14 @@ from .infer_rate import MAX_REQUESTS, Arrivals
 from .serve_sim import Client, Scheduler
 
 PEAK_KEYS = {"bf16": "tflops_bf16", "fp8": "tflops_fp8", "fp4": "tflops_fp4"}
+
+
+#: The collective model's chooser infer prices its collectives with (coster.CHOOSERS):
+#: ``fastest``, the least predicted time among the algorithms NCCL has for the group, which
+#: ``topoc cost --algorithm fastest`` gives too. Not NCCL's own pick (``nccl``): serving
+#: engines run their tensor-parallel all-reduces with kernels of their own, not through
+#: NCCL's tuner, and NCCL's pick put the decode rows further off (docs/infer.md).
+CHOOSER = "fastest"
 
 
 @attrs.frozen
@@ -86,6 +95,7 @@ class Settings:
     #                                     the wave TTFT (empirical, fitted on the fit rows only)
     scheduler_steps: int = 1            # decode steps an engine schedules at once (vLLM 0.6's
     #                                     --num-scheduler-steps): a new request waits for them
+    collectives: str = CHOOSER          # the collective model's chooser (coster.CHOOSERS)
 
 
 class InferError(ValueError):
@@ -201,27 +211,27 @@ class InferRow:
 # ---- costs on the system ----------------------------------------------------------------------
 
 class Comm:
-    """Collective times on the system. The size-independent part of each algorithm
-    (``cost.profile``: the routed loads of its schedule) is computed once per (collective,
-    ranks) and evaluated at every size, as ``cost.sweep`` does; times are memoised by size."""
+    """Collective times on the system, through the collective model's one door
+    (``collectives.coster``) with ``chooser`` (``CHOOSER`` unless named). Each (collective,
+    ranks) is prepared once (``Coster``: routes and loads) and evaluated at every size; times
+    are memoised by size."""
 
-    def __init__(self, system: System):
+    def __init__(self, system: System, chooser: str = CHOOSER):
         self.system = system
+        self.chooser = chooser
         self.memo: dict[tuple, float] = {}
-        self.profiles: dict[tuple, list] = {}
+        self.costers: dict[tuple, Coster] = {}
 
-    def _profiles(self, collective: str, ranks: tuple[int, ...]) -> list:
+    def _coster(self, collective: str, ranks: tuple[int, ...]) -> Coster:
         key = (collective, ranks)
-        if key not in self.profiles:
-            group = RankGroup(collective, ranks)
+        if key not in self.costers:
             try:
-                self.profiles[key] = [profile(self.system, group, collective, algo)
-                                      for algo in auto_algorithms(self.system, group,
-                                                                  collective)]
+                self.costers[key] = Coster(self.system, RankGroup(collective, ranks),
+                                           collective, self.chooser)
             except (CostError, NoRoute) as exc:
                 raise InferError(f"{collective} on ranks {ranks[0]}..{ranks[-1]}: {exc}") \
                     from None
-        return self.profiles[key]
+        return self.costers[key]
 
     def time(self, collective: str, ranks: tuple[int, ...], size: float) -> float:
         """Seconds for one collective of ``size`` bytes on ``ranks``; 0 for one rank."""
@@ -229,13 +239,15 @@ class Comm:
             return 0.0
         key = (collective, ranks, int(size))
         if key not in self.memo:
-            group = RankGroup(collective, ranks)
-            times = [cost_at(p, group, collective, max(1, int(size))).time
-                     for p in self._profiles(collective, ranks)]
-            if not times:
+            at = self._coster(collective, ranks)
+            if not at.profiles:
                 raise InferError(f"no algorithm runs {collective} on ranks "
                                  f"{ranks[0]}..{ranks[-1]}")
-            self.memo[key] = min(times)
+            try:
+                self.memo[key] = at(max(1, int(size))).time
+            except CostError as exc:
+                raise InferError(f"{collective} on ranks {ranks[0]}..{ranks[-1]}: {exc}") \
+                    from None
         return self.memo[key]
 
 
@@ -643,7 +655,9 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
             raise InferError(f"precision '{p}': one of {', '.join(sv.PRECISIONS)}")
     kvp = kv_precision or ("bf16" if precision == "bf16" else "fp8")
     gpu = gpu_of(system, gpus)
-    comm = Comm(system)
+    if s.collectives not in CHOOSERS:
+        raise InferError(f"collectives '{s.collectives}': one of {', '.join(CHOOSERS)}")
+    comm = Comm(system, s.collectives)
     rows: list[InferRow] = []
     rejected: dict[str, None] = {}
     considered = 0

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from ..collectives.cost import CostError, sweep
+from ..collectives.cost import CostError
+from ..collectives.coster import sweep
 from ..ir.groups import RankGroup, rank_groups
 from ..ir.system import System
 from .plan import PlanRow, PlanUsageError, enumerate_candidates, plan

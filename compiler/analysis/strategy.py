@@ -20,7 +20,8 @@ from collections import defaultdict
 
 import attrs
 
-from ..collectives.cost import Cost, CostError, coster, sweep
+from ..collectives.cost import Cost, CostError
+from ..collectives.coster import coster, sweep
 from ..base.diagnostics import plural
 from ..ir.system import SCALEOUT_CLASSES, ParallelStrategy, System
 from ..ir.groups import RankGroup, rank_groups

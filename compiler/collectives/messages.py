@@ -59,50 +59,78 @@ def _tree_ll128_chunk(size: int, channels: int, islands: int, ppn: float) -> flo
     return chunk * LL128_DATA
 
 
-def pipeline_seconds(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
-    """The least time the group's messages across islands take (seconds; 0 where the transport
-    charges nothing per message, inside one island, and for LL, whose latency path the
-    transport's per-operation cost already describes)."""
+def _connection(p: Profile, proto: int, ll: bool = False):
+    """The transport and its per-message figures where the group's messages across islands
+    cost time of their own, else None: no transport or per-message cost, one island, no NIC,
+    and LL (whose latency path the transport's per-operation cost already describes) unless
+    ``ll``."""
     t = p.transport
     if t is None or p.islands < 2 or not (t.msg_us or t.gap_us) or p.nic_bytes_per_s <= 0:
-        return 0.0
-    if proto == 0 and p.algorithm != "direct":
-        return 0.0
-    gap, over = t.gap_us * 1e-6, t.msg_us * 1e-6
+        return None
+    if proto == 0 and not ll:
+        return None
     step = LL128_STEP_LINES * LL128_DATA if proto == 1 else t.buffsize / NCCL_STEPS
-    if p.algorithm in ("direct", "pairwise"):
-        if collective != "alltoall":
-            return 0.0
-        # every peer on another island is its own connection, so the gap does not serialise
-        # them; the GPU's proxy does: each peer's messages cost its per-message work once (a
-        # peer's further pieces pipeline behind the first) and the peers' bytes share the
-        # GPU's NICs at the p2p fraction
-        per_peer = size / n
-        remote = n - p.island_ranks
-        return remote * (over + per_peer / (p.nic_bytes_per_s * t.p2p_efficiency))
-    per_channel_bw = p.nic_bytes_per_s / CHANNELS_PER_NIC    # per (pooled) NIC
+    return t, t.gap_us * 1e-6, t.msg_us * 1e-6, step
 
-    def chunked(share: float, chunk: float, fan: int) -> float:
-        # a channel's share in messages of at most ``chunk``, ``fan`` of them per chunk
-        return max(1, math.ceil(share / chunk)) * fan * max(gap, over + min(chunk, share) /
-                                                              per_channel_bw)
-    if p.algorithm == "ring" and collective in ("allreduce", "allgather", "reducescatter"):
-        used = channels_used(p, n, size, proto)
-        share = size / (n * used)
-        pieces = max(1, math.ceil(share / step))
-        s = share / pieces
-        steps = 2 * (n - 1) if collective == "allreduce" else n - 1
-        return steps * pieces * max(gap, over + s / per_channel_bw)
-    if p.algorithm == "tree" and collective == "allreduce":
-        used = channels_used(p, n, size, proto)
-        chunk = _tree_ll128_chunk(size, used, p.islands, p.island_ranks) if proto == 1 \
-            else step
-        return chunked(size / used, chunk, 1 if p.islands == 2 else 3)
-    if p.algorithm == "nvlstree" and collective == "allreduce":
-        chunk = _nvls_tree_chunk(size, p.channels * p.island_ranks, p.islands, t,
-                                 p.nccl.release)
-        return chunked(size / p.channels, chunk, 1 if p.islands == 2 else NVLS_TREE_FAN)
-    return 0.0
+
+def _chunked(p: Profile, gap: float, over: float, share: float, chunk: float,
+             fan: int) -> float:
+    """A channel's share in messages of at most ``chunk``, ``fan`` of them per chunk."""
+    per_channel_bw = p.nic_bytes_per_s / CHANNELS_PER_NIC    # per (pooled) NIC
+    return max(1, math.ceil(share / chunk)) * fan * max(gap, over + min(chunk, share) /
+                                                         per_channel_bw)
+
+
+def alltoall_seconds(p: Profile, collective: str, n: int, size: int, proto: int,
+                     ll: bool = True) -> float:
+    """All-to-all's least time (seconds): every peer on another island is its own connection,
+    so the gap does not serialise them; the GPU's proxy does: each peer's messages cost its
+    per-message work once (a peer's further pieces pipeline behind the first) and the peers'
+    bytes share the GPU's NICs at the p2p fraction. ``ll``: whether LL's messages count."""
+    found = _connection(p, proto, ll)
+    if found is None or collective != "alltoall":
+        return 0.0
+    t, _, over, _ = found
+    per_peer = size / n
+    remote = n - p.island_ranks
+    return remote * (over + per_peer / (p.nic_bytes_per_s * t.p2p_efficiency))
+
+
+def ring_seconds(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
+    """A ring's least time: every step passes one chunk over every crossing."""
+    found = _connection(p, proto)
+    if found is None or collective not in ("allreduce", "allgather", "reducescatter"):
+        return 0.0
+    _, gap, over, step = found
+    used = channels_used(p, n, size, proto, True)
+    share = size / (n * used)
+    pieces = max(1, math.ceil(share / step))
+    s = share / pieces
+    steps = 2 * (n - 1) if collective == "allreduce" else n - 1
+    return steps * pieces * max(gap, over + s / (p.nic_bytes_per_s / CHANNELS_PER_NIC))
+
+
+def tree_seconds(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
+    """A tree all-reduce's least time: three messages a chunk each way (one on two islands)."""
+    found = _connection(p, proto)
+    if found is None or collective != "allreduce":
+        return 0.0
+    _, gap, over, step = found
+    used = channels_used(p, n, size, proto, False)
+    chunk = _tree_ll128_chunk(size, used, p.islands, p.island_ranks) if proto == 1 else step
+    return _chunked(p, gap, over, size / used, chunk, 1 if p.islands == 2 else 3)
+
+
+def nvls_tree_seconds(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
+    """NVLS-tree's least time: its network part's chunks, ``NVLS_TREE_FAN`` messages each
+    beyond two islands."""
+    found = _connection(p, proto)
+    if found is None or collective != "allreduce":
+        return 0.0
+    t, gap, over, _ = found
+    chunk = _nvls_tree_chunk(size, p.channels * p.island_ranks, p.islands, t, p.nccl.release)
+    return _chunked(p, gap, over, size / p.channels, chunk,
+                    1 if p.islands == 2 else NVLS_TREE_FAN)
 
 
 #: Messages a chunk of NVLS-tree's network part puts on a channel's busiest connection beyond

@@ -21,27 +21,6 @@ from collections.abc import Sequence
 from . import algorithms as alg
 from ..ir.system import System
 
-#: Algorithms topoc plans (schedule) and costs, per collective. All are NCCL's but
-#: ``hierarchical`` (reduce-scatter in each NVLink domain, all-reduce across, all-gather), which
-#: stays selectable by name and is never what ``auto`` picks, since NCCL does not run it.
-ALGORITHMS = ("ring", "tree", "nvls", "hierarchical", "direct", "pairwise")
-NOT_NCCL = frozenset({"hierarchical"})
-SUPPORTED = {
-    "allreduce": ("ring", "tree", "nvls", "hierarchical"),
-    "reducescatter": ("ring", "nvls"),
-    "allgather": ("ring", "nvls"),
-    "broadcast": ("ring", "tree", "nvls"),
-    "reduce": ("ring", "tree", "nvls"),
-    "alltoall": ("direct", "pairwise"),
-    "sendrecv": ("direct",),
-}
-#: What the cost model also prices, which topoc does not plan step by step: NCCL's NVLS-tree
-#: all-reduce (NVLS inside each island, a tree between islands) and PAT (Parallel Aggregated
-#: Trees) for reduce-scatter and all-gather, which NCCL runs with one GPU per node.
-COSTED = {**SUPPORTED, "allreduce": (*SUPPORTED["allreduce"], "nvlstree", "collnetchain"),
-          "reducescatter": (*SUPPORTED["reducescatter"], "pat"),
-          "allgather": (*SUPPORTED["allgather"], "pat")}
-COSTED_ALGORITHMS = (*ALGORITHMS, "nvlstree", "pat", "collnetchain")
 #: NCCL searches at most MAXCHANNELS/2 = 16 channels for a ring or tree graph (graph/search.cc).
 MAX_GRAPH_CHANNELS = 16
 #: Channels NCCL opens per NIC across nodes: its graph search settles on two channels of half a

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 
 from ..ir.system import NIC_TUNERS
+from .algos import REGISTRY
+from .tuning import PROTOCOLS
 
 #: TUNER_MAX_SIZE and TUNER_MAX_RANKS (include/tuner/nccl_ofi_tuner_region.h).
 MAX_SIZE = 100.0 * 1024 ** 3
@@ -104,6 +106,10 @@ TABLES = {
     "aws_p6": {"allreduce": {8: _p6_allreduce()}},
 }
 assert tuple(TABLES) == NIC_TUNERS, "the language's tuner names are the tables'"
+assert all(a in REGISTRY and p in REGISTRY[a].protocols and p in PROTOCOLS
+           for table in TABLES.values() for layouts in table.values()
+           for regions in layouts.values() for a, p, _ in regions), \
+    "every tuner region names a registered algorithm and one of its protocols"
 
 
 def _cross(o, a, b) -> float:

@@ -4,8 +4,6 @@ bandwidth factors. Numbers are NCCL's unless a comment says *fitted* (docs/cost.
 
 from __future__ import annotations
 
-import math
-
 import attrs
 
 from .transports import Transport
@@ -24,7 +22,7 @@ NVLS_LAT_NET = 18.0      # us, hwLat[NET][NVLS][Simple]
 LL_MAX_BW = {1: (87.7, 22.5, 19.0), 2: (141.0, 45.0, 35.0), 3: (282.0, 90.0, 70.0),
              0: (39.0, 39.0, 20.4)}
 #: Per-channel ceilings (GB/s) of LL128 on rings, tuning.cc perChMaxRingLL128Bws, single node.
-LL128_RING_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 40.0}
+LL128_RING_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 40.0}   # Blackwell: versions.BLACKWELL, per release
 NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwell
 #: Fitted: NCCL scales NVLS by (C-1)/C for the channel it keeps for synchronisation; C = 8 fits
 #: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).
@@ -95,94 +93,6 @@ def arch_index(sm: int | None) -> int:
     return 0 if sm < 80 else 1 if sm < 90 else 2 if sm < 100 else 3
 
 
-def latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
-    """The size-independent time in us: NCCL's base latency plus per-hop latencies on the
-    critical path (protocol index ``proto``: 0 LL, 1 LL128, 2 Simple)."""
-    return _latency_us(p, collective, n, proto) + _transport_us(p, collective, proto)
-
-
-#: The share of a transport's per-step cost a ring exposes: an assumption (half), which the fit
-#: rows barely constrain (the 4-node EFA ring at 8 GiB: -1.7 % at 0.5, -1.3 % at 0.25).
-RING_STEP_SHARE = 0.5
-
-
-def net_steps(p: Profile, collective: str) -> float:
-    """Network steps on the critical path: a ring's 2(m-1) (m-1 for one pass), a tree's up and
-    down log2(m), one for all-to-all and send/recv, whose peers NCCL serves at once."""
-    m = p.islands
-    if p.algorithm in ("tree", "nvlstree", "pat"):
-        return (2 if collective == "allreduce" else 1) * math.ceil(math.log2(m))
-    if p.algorithm in ("direct", "pairwise", "collnetchain", "nvls"):
-        return 1.0
-    if p.algorithm == "hierarchical":
-        return 2.0 * (m - 1)
-    return (2 if collective == "allreduce" else 1) * (m - 1)
-
-
-def selection_us(p: Profile, collective: str, n: int, proto: int) -> float:
-    """The latency ``auto`` compares, as NCCL's own choice sees it (ncclTopoGetAlgoTime): the
-    per-hop latencies of ``latency_us`` and, on every network step, the latency the net plugin
-    declares, twice for Simple (tuning.cc: interLat += graphs[a]->latencyInter, "also add the
-    flush extra latency"), in place of what the transport really adds (``_transport_us``:
-    fitted, and unknown to NCCL). So ``auto`` runs what NCCL would choose and reports the time
-    the transport gives it."""
-    lat = _latency_us(p, collective, n, proto)
-    t = p.transport
-    if p.algorithm == "nvlstree" and not p.nccl.nvls_tree_declared:
-        return lat      # NCCL 2.18 charges NVLS-tree no network latency of the plugin's
-    if t is not None and p.islands > 1 and t.declared_us:
-        lat += t.declared_us * net_steps(p, collective) * (2 if proto == 2 else 1)
-    return lat
-
-
-def _transport_us(p: Profile, collective: str, proto: int) -> float:
-    """What the network's transport adds (transports.py): once per operation, and per network
-    step of the bulk protocols (LL128, Simple)."""
-    t = p.transport
-    if t is None or p.islands < 2:
-        return 0.0
-    if proto == 0:
-        return t.op_us
-    # a ring overlaps a step's transport work with the next chunk's: half of it shows (fitted)
-    ring = p.algorithm in ("ring", "hierarchical")
-    return t.op_us + t.step_us * net_steps(p, collective) * (RING_STEP_SHARE if ring else 1.0)
-
-
-def _latency_us(p: Profile, collective: str, n: int, proto: int) -> float:
-    m, algo, v = p.islands, p.algorithm, p.nccl
-    if algo == "nvls":
-        return v.nvls_lat * p.hosts + (NVLS_LAT_NET if m > 1 else 0.0)
-    if algo == "pat":           # Parallel Aggregated Trees: log2(n) network steps
-        return BASE_LAT["ring"][proto] * v.base_scale + \
-            math.ceil(math.log2(n)) * HW_LAT[("net", "ring")][proto]
-    if algo == "nvlstree":      # NVLS in each island, then up and down a tree of islands
-        levels = math.log2(m) if v.nvls_tree_declared else m - 1   # 2.18: 2 (nNodes - 1)
-        return v.nvls_lat * p.hosts + 2 * levels * v.nvls_tree_net
-    if algo == "collnetchain":  # the chain down and up each island, one trip to the switches
-        return 2 * (n // m - 1) * COLLNET_CHAIN_LAT[0] + COLLNET_CHAIN_LAT[1]
-    kind = "tree" if algo == "tree" else "ring"
-    # NCCL's per-hop figure, plus what the file declares beyond the reference links it covers
-    intra = HW_LAT[(p.intra, kind)][proto] + p.intra_declared
-    if (p.intra, kind, proto) == ("nvlink", "tree", 2):
-        intra = v.tree_simple_nvlink + p.intra_declared
-    net = HW_LAT[("net", kind)][proto] + p.net_declared
-    base = BASE_LAT[kind][proto] * v.base_scale
-    if algo == "tree":
-        passes = 2 if collective == "allreduce" else 1
-        return base + passes * ((n // m - 1) * intra + math.log2(m) * net)
-    if algo == "hierarchical":                     # rings inside domains, then across them
-        return base + 2 * (n // m - 1) * intra + 2 * (m - 1) * net
-    if collective in ("allreduce", "reducescatter", "allgather"):
-        steps = 2 * (n - 1) if collective == "allreduce" else n - 1
-        inter = (2 if collective == "allreduce" else 1) * (m - 1)
-        return base + (steps - inter) * intra + inter * net
-    if collective == "alltoall":      # every peer at once (p2p channels): one step each way
-        return base + (net if m > 1 else intra)
-    if collective == "sendrecv":
-        return base + (net if m > 1 else intra)
-    return base + (n - m) * intra + (m - 1) * net       # broadcast, reduce: a chain
-
-
 #: NCCL's NVLS channels on one node (src/transport/nvls.cc: NVLS_NCHANNELS_SM90 16,
 #: NVLS_NCHANNELS_SM100 32), its default NCCL_NVLS_CHUNKSIZE, and NCCL_MAX_NVLS_ARITY, the most
 #: heads an NVLS graph has (search.cc: one a GPU, at most 32).
@@ -204,67 +114,41 @@ def nvls_chunk(size: int, concurrent: int) -> int:
     return chunk
 
 
-def nvls_fill_seconds(p: Profile, collective: str, n: int, size: int) -> float:
-    """What NVLS's pipeline fill and drain add to a one-host NVLS all-reduce: NVLS_FILL_LOOPS
-    loops of channels x heads x chunk bytes (NCCL's chunk shrinks with the size, so the fill
-    does too) at NVLS's bandwidth. Multi-host NVLink domains (NVL72) are left out: their NVLS
-    latency per host was fitted on rows that already hold their fill (docs/cost.md)."""
-    if p.algorithm != "nvls" or collective != "allreduce" or p.hosts != 1 or p.islands != 1:
-        return 0.0
-    concurrent = NVLS_NCHANNELS.get(p.arch, 16) * min(n, NVLS_MAX_HEADS)
-    loop = concurrent * nvls_chunk(size, concurrent)
-    bus = bus_gbs(p, collective, n, size, 2) * 1e9
-    return NVLS_FILL_LOOPS * min(size, loop) * BUS_FACTOR[collective](n) / bus if bus > 0 \
-        else 0.0
-
-
-def channels_used(p: Profile, n: int, size: int, proto: int) -> int:
-    """Channels NCCL keeps busy for ``size`` bytes: fewer for small messages (THREAD_BYTES)."""
-    per = max(THREAD_BYTES[proto] * (n if p.algorithm == "ring" else 1), STEP_BYTES[proto])
+def channels_used(p: Profile, n: int, size: int, proto: int, scaled: bool = False) -> int:
+    """Channels NCCL keeps busy for ``size`` bytes: fewer for small messages (THREAD_BYTES;
+    ``scaled``: the thresholds times the rank count, as NCCL has them for rings)."""
+    per = max(THREAD_BYTES[proto] * (n if scaled else 1), STEP_BYTES[proto])
     return min(p.channels, max(1, size // per))
 
 
-def bus_gbs(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
-    """busbw (GB/s) the bandwidth term gives at this size and protocol, NCCL's refinements
-    applied: protocol efficiency, per-channel ceilings, fewer channels for small messages."""
-    factor = BUS_FACTOR[collective](n)
-    raw = factor / p.seconds_per_byte / 1e9 if p.seconds_per_byte > 0 else math.inf
+def ll_cap(p: Profile) -> float:
+    """NCCL's LL ceiling (llMaxBws, GB/s) for the profile's architecture and node count."""
     nodes = min(p.islands, 3) - 1
-    if p.algorithm in ("nvls", "nvlstree"):
-        raw *= NVLS_EFFICIENCY.get(p.arch, 0.0) * (NVLS_CHANNELS - 1) / NVLS_CHANNELS
-        if p.algorithm == "nvlstree" and p.island_ranks > 1:
-            # Fitted: every GPU's NVLS part moves the whole buffer whatever the node count, so
-            # NVLS-tree reaches its islands' NVLS busbw, not that scaled to n ranks' factor.
-            raw *= BUS_FACTOR[collective](p.island_ranks) / factor
-        if p.algorithm == "nvlstree" and p.net_seconds_per_byte:
-            # the trees between islands at the links' rate: NVLS's efficiency is not theirs
-            # (tuning.cc: bw = min(intraBw x nvlsEfficiency, interBw, perChMaxNVLSTreeBw))
-            raw = min(raw, factor / p.net_seconds_per_byte / 1e9)
-        return raw
-    if p.algorithm == "collnetchain":
-        return raw
-    if p.algorithm in ("direct", "pairwise"):
-        if p.transport is not None and p.islands > 1:
-            raw *= p.transport.p2p_efficiency
-        return raw * (0.5 if proto == 0 else 1.0)
-    used = channels_used(p, n, size, proto)
-    raw *= used / p.channels
-    ll_cap = p.nccl.ll_max_hopper[nodes] * (2 if p.arch == 3 else 1) if p.arch >= 2 \
+    return p.nccl.ll_max_hopper[nodes] * (2 if p.arch == 3 else 1) if p.arch >= 2 \
         else LL_MAX_BW[p.arch][nodes]
-    if p.algorithm == "tree":
-        log_size = max(0, int(math.log2(max(1, size >> 6))))
-        if collective == "allreduce" and log_size < len(TREE_CORRECTION[proto]):
-            raw *= TREE_CORRECTION[proto][log_size]
-        if proto == 0:
-            return min(raw / 3.8, ll_cap)
-        if proto == 1:
-            return min(raw * (7 / 9 if p.islands == 1 else 120 / 128),
-                       used * TREE_LL128_CH[p.arch][nodes])
-        return min(raw * 0.92, used * TREE_CH[p.arch][nodes])
-    if proto == 0:     # tuning.cc: LL moves 8 of every 16 bytes, and more sync for reductions
-        ll = 0.25 if p.islands > 1 or collective in ("allreduce", "reduce") else 1 / 3
-        per_channel = used * LL_CHANNEL_GBS if p.nccl.ll_channel_cap else math.inf
-        return min(raw * ll, ll_cap, per_channel)
-    if proto == 1:
-        return min(raw * 0.92, used * LL128_RING_CH[p.arch])
-    return raw
+
+
+def per_channel(p: Profile, which: int) -> float:
+    """A per-channel ceiling (GB/s) for the profile's architecture and node count: ``which``
+    0 ring LL128, 1 tree LL128, 2 tree Simple; Blackwell's from the release's own rows
+    (``Nccl.blackwell``)."""
+    nodes = min(p.islands, 3) - 1
+    if p.arch == 3 and p.nccl.blackwell is not None:
+        return p.nccl.blackwell[which][nodes]
+    if which == 0:
+        return LL128_RING_CH[p.arch]
+    return (TREE_LL128_CH if which == 1 else TREE_CH)[p.arch][nodes]
+
+
+def tree_hops(p: Profile, kind: str, proto: int) -> tuple[float, float, float]:
+    """NCCL's base latency and per-hop latencies inside and between islands (us) for its
+    ``kind`` of table row ("tree" or "ring"), with what the file declares beyond the reference
+    links NCCL's figures cover."""
+    v = p.nccl
+    intra = HW_LAT[(p.intra, kind)][proto] + p.intra_declared
+    if (p.intra, kind, proto) == ("nvlink", "tree", 2):
+        intra = v.tree_simple_nvlink + p.intra_declared
+    net = HW_LAT[("net", kind)][proto] + p.net_declared
+    return BASE_LAT[kind][proto] * v.base_scale, intra, net
+
+

@@ -2,7 +2,8 @@
 of a call as nccl-tests measures it with each.
 
 Every table value is NCCL's own, read from ``src/graph/tuning.cc`` at the release's tag
-(NVIDIA/nccl v2.18.3-1, v2.21.5-1, v2.23.4-1, v2.27.7-1, v2.30.7-1); ``launch`` is *fitted*
+(NVIDIA/nccl v2.18.3-1, v2.19.3-1, v2.20.5-1, v2.21.5-1, v2.23.4-1, v2.25.1-1, v2.27.7-1,
+v2.28.3-1, v2.28.9-1, v2.30.7-1; the lines are cited at ``VERSIONS``); ``launch`` is *fitted*
 (docs/cost.md): NCCL's base latencies are a selection aid, not what a call costs, and the host
 side of a launch got cheaper across releases. ``--cuda-graph`` replays a captured graph
 (nccl-tests ``-G``), which skips most of the host enqueue path (``GRAPH_SAVES_US``).
@@ -53,13 +54,30 @@ class Nccl:
     ll_max_hopper: tuple[float, float, float]   # llMaxBws[Hopper] N1 / N2 / N4
     blackwell_tables: bool      # Blackwell rows of the per-channel tables (2.25+)
     nvls_tree_ch: tuple[float, float] | None    # perChMaxNVLSTreeBws Hopper N2 / N4 (2.28+)
-    pat: bool                   # PAT for reduce-scatter and all-gather (2.23+)
     ll_channel_cap: bool = True  # the fitted 2.5 GB/s per LL channel (tuning.LL_CHANNEL_GBS)
+    #: Blackwell's per-channel ceilings (GB/s) for 1, 2 and 4+ nodes: perChMaxRingLL128Bws,
+    #: perChMaxTreeLL128Bws and perChMaxTreeBws' Blackwell rows (2.25+; None: no Blackwell rows)
+    blackwell: tuple[tuple[float, float, float], ...] | None = None
     #: the release asked for, (2, MINOR[, PATCH]) (``nccl``; by default the profile's own):
     #: what a rule between two profiles reads (NCCL_NVLSTREE_MAX_CHUNKSIZE exists from 2.20,
     #: inside the 2.19 profile)
     release: tuple[int, ...] = attrs.field(
         default=attrs.Factory(lambda self: release(self.version), takes_self=True))
+
+    @property
+    def note(self) -> str:
+        """What the model cannot say of the release asked for: one older than the oldest
+        profile is costed with that profile's tables, and with only the algorithms the
+        release had (algos: each record's releases), never a newer one; one newer than the
+        latest profile with the latest's tables and algorithms."""
+        asked = ".".join(str(x) for x in self.release[:2])
+        if self.release[:2] > release(LATEST)[:2]:
+            return (f"NCCL {asked} is newer than the model's latest tables ({LATEST}): its "
+                    f"algorithms, latencies and launch cost are {LATEST}'s")
+        if self.release >= release(OLDEST):
+            return ""
+        return (f"NCCL {asked} is older than the model's oldest tables ({OLDEST}): its "
+                f"latencies and launch cost are {OLDEST}'s; its algorithms are {asked}'s")
 
     @property
     def nvls_tree_declared(self) -> bool:
@@ -78,32 +96,66 @@ class Nccl:
 #: NCCL goes past it (an HGX H100 does 1 MiB at 64 GB/s busbw where it allows 45), so from 2.21
 #: the model keeps NCCL's own LL figures. Decided after the validation rows were seen
 #: (docs/cost.md says so).
+#: The tables, with where tuning.cc holds them (tag: line): tree_simple_nvlink is
+#: hwLat[NVLINK][TREE][SIMPLE] (v2.18.3-1: 67, 4; v2.19.3-1: 67, 28; v2.21.5-1: 67, 28;
+#: v2.23.4-1: 67, 4.0); nvls_lat is NVLS's baseLat at v2.18.3-1 (59, 23.0) and
+#: hwLat[NVLINK][NVLS] from v2.19.3-1 (69, 23; v2.21.5-1: 69, 25); nvls_tree_net is
+#: hwLat[NET][NVLS_TREE] (v2.18.3-1: 77, 19; v2.19.3-1 .. v2.28.7-1: 14, e.g. v2.28.7-1: 165;
+#: v2.28.9-1: 165, 20.9; v2.30.7-1: 173); ll_max_hopper is llMaxBws' Hopper row (v2.18.3-1 ..
+#: v2.20.5-1: 89, 87.7 / 22.5 / 19.0; v2.21.5-1: 89, 141 / 45 / 35); Blackwell rows from
+#: v2.25.1-1 (155); perChMaxNVLSTreeBws' Hopper row from v2.28.3-1 (196, 57.7 / 45.5).
+#: Blackwell's rows (ring LL128, tree LL128, tree): twice Hopper's at v2.25.1-1 (162, 168, 174)
+#: to v2.27.7-1; at v2.28.3-1 (179, 185, 191) tree LL128 55.6 / 31.67 / 20 and tree 70 / 42.8 /
+#: 24; ring LL128 2 x 36.7 / 34.6 / 2 x 36.7 at v2.28.9-1 (179), 34.5 / 34.6 / 34.5 at
+#: v2.29.2-1 (179), 40 at v2.30.7-1 (189).
+_BW_TREES_2X = ((73.4, 73.4, 58.0), (77.4, 82.8, 72.0))
+_BW_TREES_228 = ((55.6, 31.67, 20.0), (70.0, 42.8, 24.0))
+BLACKWELL = {"2.25": ((73.4, 73.4, 73.4), *_BW_TREES_2X),
+             "2.28": ((73.4, 73.4, 73.4), *_BW_TREES_228),
+             "2.28.9": ((73.4, 34.6, 73.4), *_BW_TREES_228),
+             "2.29": ((34.5, 34.6, 34.5), *_BW_TREES_228),
+             "2.30": ((40.0, 40.0, 40.0), *_BW_TREES_228)}
 VERSIONS = {
-    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None, False),
-    "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (141.0, 45.0, 35.0), False, None, False),
-    "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, False,
+    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None),
+    "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (87.7, 22.5, 19.0), False, None),
+    "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
                  ll_channel_cap=False),
-    "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None, True,
+    "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
                  ll_channel_cap=False),
-    "2.25": Nccl("2.25", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True,
-                 ll_channel_cap=False),
-    "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None, True,
-                 ll_channel_cap=False),
-    "2.28": Nccl("2.28", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
-                 True, ll_channel_cap=False),
+    "2.25": Nccl("2.25", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
+                 ll_channel_cap=False, blackwell=BLACKWELL["2.25"]),
+    "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
+                 ll_channel_cap=False, blackwell=BLACKWELL["2.25"]),
+    "2.28": Nccl("2.28", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, (57.7, 45.5),
+                 ll_channel_cap=False, blackwell=BLACKWELL["2.28"]),
+    "2.28.9": Nccl("2.28.9", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True,
+                   (57.7, 45.5), ll_channel_cap=False, blackwell=BLACKWELL["2.28.9"]),
+    "2.29": Nccl("2.29", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
+                 ll_channel_cap=False, blackwell=BLACKWELL["2.29"]),
     "2.30": Nccl("2.30", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
-                 True, ll_channel_cap=False),
+                 ll_channel_cap=False, blackwell=BLACKWELL["2.30"]),
 }
 LATEST = "2.30"
+OLDEST = "2.18"
+#: The oldest release asked for that is costed at all: the published measurements the model is
+#: checked on ran 2.10 and later. Older ones had a different protocol set (LL128 came in 2.5)
+#: and graph search.
+OLDEST_ACCEPTED = (2, 10)
 
 
 def nccl(version: str | None = None) -> Nccl:
     """The profile of ``version`` ('2.27', '2.27.7', 'latest' or None: the latest), carrying the
-    release asked for; a release between two profiles takes the older one's tables."""
+    release asked for; a release between two profiles takes the older one's tables, one from
+    2.10 to 2.17 the oldest profile's (with ``Nccl.note`` saying so)."""
     if version in (None, "", "latest"):
         return VERSIONS[LATEST]
     asked = release(version)
-    if asked < (2, 18):
-        raise UnknownVersion(f"NCCL {version} is older than the oldest profile (2.18)")
-    best = max((v for v in VERSIONS.values() if v.release <= asked), key=lambda v: v.release)
+    if asked < OLDEST_ACCEPTED:
+        raise UnknownVersion(f"NCCL {version} is older than the oldest release the model "
+                             f"covers (2.{OLDEST_ACCEPTED[1]})")
+    if asked < release(OLDEST):     # the oldest tables, the release's own algorithms (note)
+        return attrs.evolve(VERSIONS[OLDEST], release=asked)
+    # a release named without its patch ('2.28') is the series' last (2.28.9)
+    series = asked if len(asked) > 2 else (*asked, 99)
+    best = max((v for v in VERSIONS.values() if v.release <= series), key=lambda v: v.release)
     return best if asked == best.release else attrs.evolve(best, release=asked)

@@ -291,14 +291,6 @@ def test_ring_over_folded_machines_draws_on_every_view_of_a_cluster(view):
         assert a in drawn and b in drawn, (a, b)
 
 
-def test_a_one_rank_ring_says_it_has_nothing_to_draw():
-    system = topoc.loads('use "nvidia/dgx_h100.topo"\nsystem s : DGXH100\n'
-                         "parallel p on s { tp = 8  dp = 1 }\n")
-    notes: list[str] = []
-    r.dot_source(system, r.Options(view="physical", parallel="p", ring="dp:0"), notes)
-    assert any("one rank has no ring" in n for n in notes)
-
-
 def test_highlight_by_the_name_a_box_shows(tmp_path, capsys):
     cluster = str(library_file("h100_cluster.topo"))
     assert main(["render", cluster, "--view", "logical", "--highlight", "leaf3",

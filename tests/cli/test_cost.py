@@ -193,7 +193,7 @@ def test_hierarchical_is_labelled_and_never_auto(capsys):
 def test_three_racks_keep_their_rails():
     """An odd island count used to cross rails on every channel's wrap-around (5x slower)."""
     import topoc
-    from topoc.compiler.collectives.cost import cost
+    from topoc.compiler.collectives.coster import cost
     from topoc.compiler.ir.groups import select_group
     busbw = {}
     for racks in (2, 3, 4):

@@ -3,9 +3,12 @@ predicted collective times, algbw and busbw over a size sweep."""
 
 from __future__ import annotations
 
+import sys
+
 from ..backends import cost_table
-from ..compiler.collectives.cost import CostError, sweep
-from ..compiler.collectives.orders import COSTED_ALGORITHMS
+from ..compiler.collectives import algos
+from ..compiler.collectives.cost import CostError
+from ..compiler.collectives.coster import sweep
 from ..compiler.collectives.tuning import PROTOCOLS
 from ..compiler.collectives.transports import UnknownPlugin, plugin_release
 from ..compiler.collectives.versions import LATEST, UnknownVersion, nccl as nccl_profile
@@ -24,14 +27,17 @@ def add_parser(sub) -> None:
                    help="default allreduce (with --parallel alone: the traffic's own)")
     p.add_argument("--sizes", metavar="SIZES", help=f"{DEFAULT_SIZES} (doubling; the default) "
                    "or a list 32KiB,1MiB; nccl-tests' 1G, 64M, 8K mean GiB, MiB, KiB")
-    p.add_argument("--algorithm", default="auto", choices=["auto", *COSTED_ALGORITHMS],
-                   help="default: the fastest of NCCL's; nvlstree is NVLS in each island and a "
-                   "tree between; hierarchical is topoc's own")
+    p.add_argument("--algorithm", default="auto", choices=["auto", "fastest", *algos.REGISTRY],
+                   help="auto (the default): what NCCL would run, its tuner plugin's pick "
+                   "included; fastest: the least predicted time among NCCL's algorithms; or "
+                   "one by name (nvlstree is NVLS in each island and a tree between; "
+                   "hierarchical is topoc's own); docs/cost.md")
     p.add_argument("--protocol", choices=list(PROTOCOLS),
                    help="default: the fastest, as NCCL picks")
     p.add_argument("--nccl", metavar="VERSION", default=LATEST,
-                   help=f"the NCCL release whose tables and launch cost apply: 2.18 and later, "
-                   f"e.g. 2.18, 2.21, 2.23, 2.27 (default {LATEST}, the latest profile)")
+                   help=f"the NCCL release whose algorithms, tables and launch cost apply: 2.10 "
+                   f"and later, e.g. 2.17, 2.21, 2.23, 2.27 (default {LATEST}, the latest "
+                   f"profile; before 2.18 with 2.18's tables and a note)")
     p.add_argument("--net-plugin", metavar="VERSION",
                    help="the net plugin's release (aws-ofi-nccl on EFA: 1.7 and later, e.g. "
                    "1.7.3): its NCCL settings and whether its tuner runs (default: the latest)")
@@ -73,7 +79,11 @@ def run(args) -> int:
     plugin = f", aws-ofi-nccl {args.net_plugin}" if args.net_plugin else ""
     title = (f"topoc cost {args.file}: predicted times (NCCL {nccl_profile(args.nccl).version} "
              f"model{plugin}{', CUDA graphs' if args.cuda_graph else ''}, docs/cost.md)")
-    write_output(cost_table.render(rows, args.format, title), args.output)
+    note = nccl_profile(args.nccl).note
+    if note and args.format != "table":
+        print(f"topoc cost: note: {note}", file=sys.stderr)
+    write_output(cost_table.render(rows, args.format, title, [note] if note else []),
+                 args.output)
     return EXIT_OK
 
 

@@ -8,10 +8,11 @@ import math
 
 import attrs
 
-from ..compiler.analysis.infer import (MAX_COUNT, InferError, Settings, default_precision,
+from ..compiler.analysis.infer import (CHOOSER, MAX_COUNT, InferError, Settings, default_precision,
                                        gpu_of, infer, shown_number, too_big)
 from ..compiler.analysis import serve_sim
 from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, MAX_REQUESTS, Arrivals
+from ..compiler.collectives.coster import CHOOSERS
 from ..compiler.lang.derive import find_model
 from ..compiler.training.serving import PRECISIONS
 from .common import add_failure_options, EXIT_OK, UsageError, add_common, fail, load, write_output
@@ -70,6 +71,10 @@ def add_parser(sub) -> None:
                    help="the engine hides its per-step host work behind the GPU's next step "
                         "(TensorRT-LLM's PyTorch backend, SGLang: on; NIM's TensorRT engines, "
                         "vLLM without --async-scheduling: off; default: the --engine's)")
+    p.add_argument("--collectives", choices=CHOOSERS, default=CHOOSER,
+                   help=f"how collectives are costed (docs/cost.md, 'One coster'): fastest, "
+                   f"the least predicted time among NCCL's algorithms, as engines' own kernels "
+                   f"come near; nccl, what NCCL's tuner would run (default {CHOOSER})")
     p.add_argument("--ttft-limit", type=float, metavar="S", help="rank rows over this TTFT last")
     p.add_argument("--tpot-limit", type=float, metavar="S", help="rank rows over this TPOT last")
     p.add_argument("--top", type=int, default=20, metavar="K", help="rows to show (0: all)")
@@ -173,7 +178,8 @@ def run(args) -> int:
         sched = serve_sim.small_gpu(serve_sim.ENGINES[args.engine], gpu_of(system, gpus).hbm)
         if args.overlap_scheduler is not None:
             sched = attrs.evolve(sched, overlap=args.overlap_scheduler == "on")
-        settings = serve_sim.settings_for(Settings(scheduler_steps=args.scheduler_steps), sched)
+        settings = serve_sim.settings_for(Settings(scheduler_steps=args.scheduler_steps,
+                                                   collectives=args.collectives), sched)
         result = infer(system, model, args.isl, args.osl, gpus, fixed, precision,
                        args.kv_precision, concurrency, args.disaggregate, args.ttft_limit,
                        args.tpot_limit, settings, arrivals, client, sched)

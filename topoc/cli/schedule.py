@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from ..backends import nccl_log, schedule_json
-from ..compiler.collectives.orders import ALGORITHMS
+from ..compiler.collectives import algos
 from ..compiler.collectives.paths import NoRoute
 from ..compiler.collectives.schedule import MAX_CHANNELS, ScheduleError, schedule
 from ..compiler.ir.groups import lone_rank
@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
     add_group_options(p, "the strategy whose groups --group names", "tp:0, dp:3, ... or world")
     p.add_argument("--collective", required=True, choices=list(COLLECTIVES))
     p.add_argument("--size", default="1GiB", help="bytes per rank (default 1GiB)")
-    p.add_argument("--algorithm", default="auto", choices=["auto", *ALGORITHMS],
+    p.add_argument("--algorithm", default="auto", choices=["auto", *(a.name for a in algos.REGISTRY.values() if a.planned)],
                    help="default: the fastest of NCCL's; hierarchical is topoc's own")
     p.add_argument("--channels", type=count(1, MAX_CHANNELS), help="channels side by side: rings (default 2) or "
                    "pairs of trees (default 1)")

@@ -517,3 +517,20 @@ def test_no_configuration_an_engine_ran_is_refused():
     queued = {k for k, r in rows.items() if dict(r.parts)["queued"] > 0}
     assert len(queued) == 19 and {"r123", "r157", "r229"} <= queued
     assert dict(rows["r229"].parts)["running"] == 22
+
+
+def test_the_collectives_chooser_is_named_and_reaches_the_one_door():
+    """infer costs its collectives through collectives.coster with ``Settings.collectives``
+    (default ``fastest``): on four p5 nodes a tensor group of 32 pays NCCL's tuner's pick with
+    ``nccl`` (tree/LL128 for 1 MiB, 507 us, against 137 us), so its TPOT is longer."""
+    from topoc.compiler.analysis.infer import CHOOSER, infer
+    p5 = topoc.load(library_file("aws_p5.topo"), {"nodes": 4})
+    model = S.arch("llama3_70b")
+    assert Settings().collectives == CHOOSER == "fastest"
+    rows = {c: infer(p5, model, 1000, 100, fixed={"tp": 32, "pp": 1, "ep": 1},
+                     concurrency=8, settings=Settings(collectives=c)).rows[0]
+            for c in ("fastest", "nccl")}
+    assert rows["nccl"].tpot > rows["fastest"].tpot
+    with pytest.raises(InferError, match="collectives 'ring'"):
+        infer(p5, model, 1000, 100, fixed={"tp": 8, "pp": 1, "ep": 1}, concurrency=8,
+              settings=Settings(collectives="ring"))

@@ -94,7 +94,7 @@ def test_inverted_mapping_is_warned_about():
 def test_every_kind_of_group_is_costed_and_the_slowest_reported():
     """An H100 node and an A100 node: tp:0 and tp:1 are two kinds; the A100's is slower and
     is the one on the critical path."""
-    from topoc.compiler.collectives.cost import cost
+    from topoc.compiler.collectives.coster import cost
     system = topoc.loads('use "nvidia/dgx_h100.topo"\nuse "nvidia/dgx_a100.topo"\n'
                          "group Mixed {\n  h : DGXH100\n  a : DGXA100\n}\nsystem m : Mixed\n"
                          "parallel p on m { tp = 8  dp = 2  traffic { tp allreduce 256 MiB } }\n")

@@ -7,9 +7,10 @@ import pytest
 
 import topoc
 from topoc.compiler.collectives import cost as cost_model
-from topoc.compiler.collectives import tuning
+from topoc.compiler.collectives.algos import hierarchical, nvls
 from topoc.compiler.collectives.versions import nccl as nccl_profile
-from topoc.compiler.collectives.cost import BUS_FACTOR, CostError, auto_algorithms, cost, sweep
+from topoc.compiler.collectives.cost import BUS_FACTOR, CostError, auto_algorithms
+from topoc.compiler.collectives.coster import cost, sweep
 from topoc.compiler.ir.groups import RankGroup
 
 from ...conftest import library_file
@@ -97,7 +98,7 @@ def test_auto_is_the_fastest_candidate_and_time_grows_with_size(monkeypatch):
     sizes = [2**k for k in range(3, 34, 2)]
     times = [r.time for r in sweep(system, group, "allreduce", sizes)]
     assert times == sorted(times)
-    monkeypatch.setattr(tuning, "NVLS_FILL_LOOPS", 0)
+    monkeypatch.setattr(nvls, "NVLS_FILL_LOOPS", 0)
     auto = sweep(system, group, "allreduce", sizes)
     for algo in auto_algorithms(system, group, "allreduce"):
         for a, b in zip(auto, sweep(system, group, "allreduce", sizes, algo)):
@@ -118,6 +119,7 @@ def test_sampled_orders_match_the_whole_group(monkeypatch):
     world = RankGroup("world", tuple(range(len(system.gpus))))
     sampled = [cost(system, world, "allreduce", GiB, a) for a in ("ring", "hierarchical")]
     monkeypatch.setattr(cost_model, "SAMPLE_ISLANDS", 100)
+    monkeypatch.setattr(hierarchical, "SAMPLE_ISLANDS", 100)
     whole = [cost(system, world, "allreduce", GiB, a) for a in ("ring", "hierarchical")]
     for s, w in zip(sampled, whole):
         assert s.time == pytest.approx(w.time, rel=0.01)

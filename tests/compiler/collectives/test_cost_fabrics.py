@@ -9,7 +9,8 @@ import pytest
 import topoc
 from topoc.compiler.base.diagnostics import CompileError
 from topoc.compiler.collectives import transports
-from topoc.compiler.collectives.cost import CostError, auto_algorithms, cost, sweep
+from topoc.compiler.collectives.cost import CostError, auto_algorithms
+from topoc.compiler.collectives.coster import cost, sweep
 from topoc.compiler.collectives.versions import GRAPH_SAVES_US, VERSIONS, nccl
 from topoc.compiler.ir.groups import RankGroup
 
@@ -194,7 +195,8 @@ def test_nvls_tree_network_part_is_not_charged_nvls_efficiency():
     """tuning.cc bounds NVLS-tree by min(intraBw x nvlsEfficiency, interBw, ...): the trees
     between nodes run at the links' rate. 4 p5en nodes: the bound is the network part's."""
     from topoc.compiler.collectives.cost import profile
-    from topoc.compiler.collectives.tuning import BUS_FACTOR, NVLS_EFFICIENCY, bus_gbs
+    from topoc.compiler.collectives.algos import bus_gbs
+    from topoc.compiler.collectives.tuning import BUS_FACTOR, NVLS_EFFICIENCY
     p5en = topoc.load(library_file("aws_p5en.topo"), {"nodes": 4})
     world = RankGroup("world", tuple(range(32)))
     p = profile(p5en, world, "allreduce", "nvlstree")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 import topoc
-from topoc.compiler.collectives import messages, transports
-from topoc.compiler.collectives.cost import cost, profile
+from topoc.compiler.collectives import algos, messages, transports
+from topoc.compiler.collectives.cost import profile
+from topoc.compiler.collectives.coster import cost
 from topoc.compiler.collectives.tuning import PROTOCOLS
 from topoc.compiler.ir.groups import RankGroup
 
@@ -46,7 +47,7 @@ def test_nccl_nvls_tree_chunk_rule_with_the_plugins_settings():
 def test_infiniband_pays_nothing_per_message():
     h100 = topoc.load(library_file("h100_cluster.topo"), {"nodes": 4})
     p = profile(h100, world(h100), "allgather", "ring")
-    assert messages.pipeline_seconds(p, "allgather", 32, 32 * MiB, 1) == 0.0
+    assert algos.pipeline_seconds(p, "allgather", 32, 32 * MiB, 1) == 0.0
 
 
 def test_small_ring_messages_are_gap_bound_on_efa():
@@ -56,12 +57,12 @@ def test_small_ring_messages_are_gap_bound_on_efa():
     system = p5(32)
     p = profile(system, world(system), "allgather", "ring")
     efa = transports.TRANSPORTS["efa"]
-    small = messages.pipeline_seconds(p, "allgather", 256, 32 * MiB, PROTOCOLS.index("LL128"))
+    small = algos.pipeline_seconds(p, "allgather", 256, 32 * MiB, PROTOCOLS.index("LL128"))
     assert small == pytest.approx(255 * efa.gap_us * 1e-6)
     got = cost(system, world(system), "allgather", 32 * MiB)
     assert (got.algorithm, got.protocol) == ("ring", "LL128")
     assert got.time == pytest.approx(got.latency + small)
-    big = messages.pipeline_seconds(p, "allgather", 256, 2 * GiB, PROTOCOLS.index("LL128"))
+    big = algos.pipeline_seconds(p, "allgather", 256, 2 * GiB, PROTOCOLS.index("LL128"))
     wire = 512 * 1024 / (p.nic_bytes_per_s / 2)
     assert big == pytest.approx(255 * (efa.msg_us * 1e-6 + wire))
 
@@ -93,7 +94,7 @@ def test_all_to_all_peers_cost_the_proxy_their_message_work():
     system = p5(32)
     efa = transports.TRANSPORTS["efa"]
     p = profile(system, world(system), "alltoall", "direct")
-    bound = messages.pipeline_seconds(p, "alltoall", 256, 32 * MiB, 2)
+    bound = algos.pipeline_seconds(p, "alltoall", 256, 32 * MiB, 2)
     per_peer = 32 * MiB / 256
     assert bound == pytest.approx(248 * (efa.msg_us * 1e-6 + per_peer / (
         p.nic_bytes_per_s * efa.p2p_efficiency)))
@@ -118,7 +119,8 @@ def test_nvls_fill_follows_nccls_chunk_rule_on_one_host():
     256 MiB and 128 KiB from 1 GiB (enqueue.cc), and the pipeline's first reduce and last
     broadcast run alone: two loops of channels x heads x chunk (published 16 MiB: 124.0 us;
     without the fill 90.3, -27 %)."""
-    from topoc.compiler.collectives.tuning import bus_gbs, nvls_chunk, nvls_fill_seconds
+    from topoc.compiler.collectives.algos import bus_gbs, fill_seconds as nvls_fill_seconds
+    from topoc.compiler.collectives.tuning import nvls_chunk
     assert [nvls_chunk(s, 128) for s in (16 * MiB, 256 * MiB, GiB)] == [32768, 65536, 131072]
     dgx = topoc.load(library_file("dgx_h100.topo"))
     p = profile(dgx, world(dgx), "allreduce", "nvls")

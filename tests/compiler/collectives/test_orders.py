@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import topoc
-from topoc.compiler.collectives.cost import cost
+from topoc.compiler.collectives.coster import cost
 from topoc.compiler.collectives.orders import net_channels, ring_orders, sample_islands, tree_parents
 from topoc.compiler.ir.groups import select_group
 

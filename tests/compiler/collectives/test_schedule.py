@@ -117,8 +117,9 @@ def test_nvls_has_the_switches_as_agents():
 
 def test_auto_takes_the_fastest_prediction():
     """Among what the schedule stage can plan; NVLS-tree is priced by topoc cost only."""
-    from topoc.compiler.collectives.cost import auto_algorithms, cost
-    from topoc.compiler.collectives.orders import SUPPORTED
+    from topoc.compiler.collectives.cost import auto_algorithms
+    from topoc.compiler.collectives.coster import cost
+    from topoc.compiler.collectives.schedule import SUPPORTED
     dgx = topoc.load(library_file("dgx_h100.topo"))
     a100 = topoc.load(library_file("dgx_a100.topo"))
     racks = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 2})

@@ -8,7 +8,8 @@ import pytest
 import topoc
 from topoc.cli import main
 from topoc.compiler.collectives import messages, transports
-from topoc.compiler.collectives.cost import CostError, cost
+from topoc.compiler.collectives.cost import CostError
+from topoc.compiler.collectives.coster import cost
 from topoc.compiler.collectives.transports import UnknownPlugin, plugin_release, with_plugin
 from topoc.compiler.collectives.versions import nccl
 from topoc.compiler.ir.groups import RankGroup

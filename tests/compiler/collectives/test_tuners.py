@@ -7,7 +7,8 @@ import pytest
 
 import topoc
 from topoc.compiler.collectives import tuners
-from topoc.compiler.collectives.cost import CostError, cost
+from topoc.compiler.collectives.cost import CostError
+from topoc.compiler.collectives.coster import cost
 from topoc.compiler.ir.groups import RankGroup
 
 from ...conftest import library_file

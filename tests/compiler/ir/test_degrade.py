@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import topoc
 from topoc.backends.schedule_json import document
 from topoc.cli import main
-from topoc.compiler.collectives.cost import cost as predict
+from topoc.compiler.collectives.coster import cost as predict
 from topoc.compiler.collectives.replay import check_links, replay
 from topoc.compiler.collectives.schedule import SUPPORTED, ScheduleError, schedule
 from topoc.compiler.ir.degrade import FaultError, Faults, apply, degrade

@@ -5,7 +5,7 @@ pair named as the link that limits it."""
 from __future__ import annotations
 
 import topoc
-from topoc.compiler.collectives.cost import cost
+from topoc.compiler.collectives.coster import cost
 from topoc.compiler.ir.groups import select_group
 from topoc.compiler.lint.lint import LintConfig, lint_file, lint_system
 

@@ -4,7 +4,7 @@ A fabric is SHARP-capable when every network switch a group's NICs attach to dec
 ``sharp = true`` (devices.topo: QM9700SHARP); the declaration says the fabric is set up for it
 (nccl-rdma-sharp-plugins and NCCL_COLLNET_ENABLE=1), so ``auto`` weighs CollNet only then.
 
-CollNet chain (NCCL's collnetchain): inside every island the ranks form a chain that reduces
+CollNet chain (NCCL's COLLNET_CHAIN, from 2.14): inside every island the ranks form a chain that reduces
 towards the channel's head and broadcasts back; each head sends its share of the buffer up
 to the switches, which reduce it across islands and send the result back down. So the network
 carries the buffer once each way (a ring all-reduce carries it twice), spread over the heads:
@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..ir.system import SCALEOUT_CLASSES, System
-from . import orders
-from .loads import Loads, Resources
+from ...ir.system import SCALEOUT_CLASSES, System
+from .. import orders
+from ..loads import Loads, Resources
+from ..tuning import COLLNET_CHAIN_LAT, Profile
+from .base import Algorithm, CostError, Group, Shape, since
 
 
 def sharp_fabric(system: System, ranks: Sequence[int]) -> bool:
@@ -65,3 +67,31 @@ def _switch_of(system: System, nic: str) -> str:
         if system.device(other).kind == "net_switch":
             return other
     return ""
+
+
+def shape(g: Group) -> Shape:
+    if len({g.system.locality.island[r] for r in g.ranks}) < 2 or \
+            not sharp_fabric(g.system, g.ranks):
+        raise CostError("CollNet needs two or more islands on network switches that all "
+                        "declare 'sharp = true'")
+    return Shape(((chain_loads(g.res, g.system, g.sample), 1.0),))
+
+
+def latency(p: Profile, collective: str, n: int, proto: int) -> float:
+    """The chain down and up each island, one trip to the switches (tuning.cc hwLat)."""
+    return 2 * (n // p.islands - 1) * COLLNET_CHAIN_LAT[0] + COLLNET_CHAIN_LAT[1]
+
+
+def eligible(g: Group) -> bool:
+    """CollNet where the fabric declares SHARP, across two or more islands."""
+    return len(orders.islands(g.system, g.ranks)) >= 2 and sharp_fabric(g.system, g.ranks)
+
+
+COLLNET_CHAIN = Algorithm(
+    "collnetchain", "CollNet chain",
+    collectives=("allreduce",), protocols=("Simple",),
+    shape=shape, latency=latency, bus=lambda p, c, n, size, proto, raw: raw,
+    net_steps=lambda p, c: 1.0,
+    # NCCL_ALGO_COLLNET_CHAIN appears in src/include/devcomm.h at v2.14.3-1 (not v2.13.4-1)
+    nccl={"allreduce": since((2, 14))},
+    eligible=eligible)

@@ -1,0 +1,188 @@
+"""The record every collective algorithm is, and what its terms share.
+
+An ``Algorithm`` says which collectives it serves (costed, and planned step by step), its
+protocols, when NCCL may pick it (per release, from NCCL's source, and on which topologies),
+and its terms: the size-independent latency, the bandwidth refinements, the network steps and
+message pipeline, and the link loads its schedule puts on the graph. The cost model
+(``compiler.collectives.cost``) reads nothing else about an algorithm, so adding one is a
+module under ``algos/`` and a line in the registry (``algos/__init__.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from ...ir.system import System
+from .. import orders
+from ..loads import Loads, Resources
+from ..tuning import BUS_FACTOR, PROTOCOLS, Profile, arch_index
+from ..versions import Nccl
+
+#: Groups spanning more islands are costed on the orders over their first SAMPLE_ISLANDS
+#: islands (cost.py's module docstring says why that suffices).
+SAMPLE_ISLANDS = 4
+#: A span of NCCL releases, (first, first one without) as (2, MINOR) tuples; None: open.
+Span = tuple[tuple[int, ...], "tuple[int, ...] | None"]
+#: Loads of one phase (bytes per unit size) and how many rounds of it run.
+Phase = tuple[Loads, float]
+
+
+def since(first: tuple[int, ...], until: tuple[int, ...] | None = None) -> tuple[Span, ...]:
+    """The releases from ``first`` up to (not including) ``until``."""
+    return ((first, until),)
+
+
+@attrs.frozen
+class Group:
+    """What an algorithm's loads and eligibility read of the group: the system, its ranks,
+    the collective, the routing resources and the islands sampled (``SAMPLE_ISLANDS``)."""
+
+    system: System
+    ranks: tuple[int, ...]
+    collective: str
+    res: Resources | None = None
+    sample: tuple[int, ...] = ()
+    nccl: Nccl | None = None
+
+
+@attrs.frozen
+class Shape:
+    """An algorithm's loads on a group: its phases; NVLS-tree also its NVLS part and network
+    part apart (``nvls``, ``net``: seconds per byte) and the network part NCCL charges when it
+    chooses (``select``)."""
+
+    phases: tuple[Phase, ...]
+    nvls: float | None = None
+    net: float | None = None
+    select: float | None = None
+
+
+def _zero(*_args) -> float:
+    return 0.0
+
+
+class ScheduleError(ValueError):
+    """A request the system cannot serve (NVLS without a reducing switch, ...)."""
+
+
+#: Chunks per tree or chain, for pipelining (the schedule stage's default).
+PIPELINE = 4
+
+
+@attrs.frozen(eq=False)
+class Plan:
+    """How the schedule stage lays an algorithm out step by step (``schedule.Schedule``):
+    its orders and natural chunk count on a group (``layout``: keyword fields of the schedule,
+    and the chunks), the multiple the chunk count must be (``step``), its channels by default,
+    whether the chunk count is fixed at the natural one (rings), how many steps it has
+    (``transfers``, counted without materialising them) and its rounds (``rounds``: of one
+    position, or of all when None)."""
+
+    layout: Callable[[System, Sequence[int], str, int, int], tuple[dict, int]]
+    step: Callable[[int, int, str, int], int]
+    transfers: Callable[..., int]
+    rounds: Callable[..., list]
+    channels: Callable[[str], int] = lambda collective: 1
+    fixed_chunks: Callable[[str], bool] = lambda collective: False
+
+
+@attrs.frozen(eq=False)
+class Algorithm:
+    """One collective algorithm (a registered record: compared by identity)."""
+
+    name: str                           # as the CLI and every output name it
+    title: str                          # as the docs name it
+    collectives: tuple[str, ...]        # what the cost model prices it for
+    protocols: tuple[str, ...]          # what it runs with (of tuning.PROTOCOLS)
+    shape: Callable[[Group], Shape]     # its link loads
+    latency: Callable[[Profile, str, int, int], float]   # us: base and per-hop, no transport
+    bus: Callable[[Profile, str, int, int, int, float], float]  # busbw GB/s from the raw one
+    net_steps: Callable[[Profile, str], float]            # network steps on the critical path
+    planned: tuple[str, ...] = ()       # what the schedule stage lays out step by step
+    plan: Plan | None = None            # how it lays them out (None: priced only)
+    #: the collectives NCCL may pick it for, each with the releases that had it; empty: not an
+    #: algorithm NCCL picks (topoc's own, a named variant, a serving engine's)
+    nccl: dict[str, tuple[Span, ...]] = attrs.Factory(dict)
+    #: where NCCL may pick it on this group (topology conditions), given the release
+    eligible: Callable[[Group], bool] = lambda g: True
+    step_share: float = 1.0             # of a transport's per-step cost the pipeline exposes
+    ring_thresholds: bool = False       # NCCL scales its thread thresholds by the rank count
+    pipeline: Callable[[Profile, str, int, int, int], float] = _zero   # seconds, messages.py
+    fill: Callable[[Profile, str, int, int], float] = _zero             # seconds, NVLS
+    #: hosts whose NVLS start-up its latency pays, from the group (None: the islands)
+    hosts: Callable[[System, Sequence[int]], int] | None = None
+    #: whether NCCL's choice adds the net plugin's declared latency on its network steps
+    declares: Callable[[Nccl], bool] = lambda v: True
+    owner: str = "NCCL"                 # whose algorithm it is: NCCL, topoc, an engine
+
+    def protocol_indices(self) -> tuple[int, ...]:
+        return tuple(PROTOCOLS.index(p) for p in self.protocols)
+
+    def nccl_runs(self, collective: str, release: tuple[int, ...]) -> bool:
+        """Whether NCCL ``release`` had this algorithm for ``collective``."""
+        return any(first <= release[:len(first)] and (until is None or release < until)
+                   for first, until in self.nccl.get(collective, ()))
+
+
+# --- what the terms of several algorithms read of a group ---------------------------------
+
+def one_per_island(system: System, ranks: Sequence[int]) -> bool:
+    """Every rank of the group on an island of its own (NCCL's PAT condition, nNodes ==
+    nRanks)."""
+    return len({system.locality.island[r] for r in ranks}) == len(ranks) > 1
+
+
+def island_agents(system: System, ranks: Sequence[int]):
+    """Each island's reducing NVLink switches, or None when some island has none."""
+    found = [system.locality.nvlink_agents(part) for part in orders.islands_ranks(system, ranks)]
+    return None if any(a is None for a in found) else found
+
+
+def hosts(system: System, ranks: Sequence[int]) -> int:
+    """Hosts among the group's GPUs: sets of GPUs joined by PCIe, C2C and socket links (one
+    OS image each: a DGX is one host, an NVL72 rack 36 Grace hosts)."""
+    loc = system.locality
+    seen: dict[str, int] = {}
+    count = 0
+    for r in ranks:
+        start = system.gpus[r].id
+        if start in seen:
+            continue
+        count += 1
+        frontier = [start]
+        seen[start] = count
+        while frontier:
+            node = frontier.pop()
+            for other in loc.host_adj[node]:
+                if other not in seen:
+                    seen[other] = count
+                    frontier.append(other)
+    return count
+
+
+def arch_of(system: System, ranks: Sequence[int]) -> int:
+    """NCCL's compute-capability index of the group's first GPU."""
+    return arch_index(system.gpus[ranks[0]].model.attr("sm"))
+
+
+def channels(system: System, ranks: Sequence[int], inside: int) -> int:
+    """Channels across islands as NCCL opens them (two per NIC), ``inside`` one island."""
+    return orders.net_channels(system, ranks) if len(orders.islands(system, ranks)) > 1 \
+        else inside
+
+
+def log2_islands(p: Profile) -> int:
+    return math.ceil(math.log2(p.islands))
+
+
+class CostError(ValueError):
+    """A request the cost model cannot answer (too large an all-to-all, no algorithm)."""
+
+
+def raw_gbs(p: Profile, collective: str, n: int) -> float:
+    """busbw (GB/s) of the profile's Simple protocol on every channel, before any refinement."""
+    factor = BUS_FACTOR[collective](n)
+    return factor / p.seconds_per_byte / 1e9 if p.seconds_per_byte > 0 else math.inf
