@@ -35,9 +35,10 @@ def add_parser(sub) -> None:
                    "file's (the same GPU in another memory size: A100 40 GB, H200 on an H100 "
                    "fabric)")
     p.add_argument("--memory-margin", type=number(0, 0.99), default=MEMORY_MARGIN,
-                   metavar="FRACTION", help="mark candidates predicted within this fraction "
-                   "of HBM 'tight' and rank them after the rest: they fit, but the memory "
-                   "model's measured uncertainty could push them over (default "
+                   metavar="FRACTION", help="the memory model's uncertainty: candidates "
+                   "predicted above (1 - FRACTION) x HBM and up to HBM / (1 - FRACTION) are "
+                   "'tight', answered and ranked after the rest (those under HBM may not fit, "
+                   "those over it may); only a candidate over by more is refused (default "
                    f"{MEMORY_MARGIN:g}, from benchmarks/memory_validation.py; 0 turns it off)")
     for dim in ("tp", "cp", "ep", "dp", "pp"):
         p.add_argument(f"--{dim}", type=count(1, 10**7), metavar="N", help=f"fix {dim}")
@@ -221,9 +222,12 @@ def run(args) -> int:
         size, key = result.smallest
         cap = head["hbm_per_gpu"] or 0
         key, terms = _terms(system, base, result, fixed, key)
-        print(f"{args.file}: error: no mapping fits in GPU memory: {result.over_memory:,} of "
-              f"{result.considered:,} candidates are over; the smallest needs {size / 1e9:.1f} "
-              f"GB per GPU, {(size - cap) / 1e9:.1f} GB over ({key}){terms}", file=sys.stderr)
+        within = f", even within the memory model's {result.margin:.0%} uncertainty" \
+            if result.margin else ""
+        print(f"{args.file}: error: no mapping fits in GPU memory{within}: "
+              f"{result.over_memory:,} of {result.considered:,} candidates are over; the "
+              f"smallest needs {size / 1e9:.1f} GB per GPU, {(size - cap) / 1e9:.1f} GB over "
+              f"({key}){terms}", file=sys.stderr)
         return EXIT_INPUT
     if not result.considered:
         given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()
