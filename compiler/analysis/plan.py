@@ -30,6 +30,7 @@ from ..lang import pipeline
 from ..ir.gpus import GPUFigures, gpu_figures, hbm_of
 from ..lang.derive import with_training
 from ..ir.system import DEFAULT_ORDER, ParallelStrategy, System, Transformer
+from ..lint.rules import spans_domains
 from . import plan_cache, remote
 from .strategy import StepReport, exposed_by_dim, placement, step
 from ..training.memory import MEMORY_MARGIN, TIGHT, band, fit
@@ -175,14 +176,18 @@ def interleaves(model: Transformer, pp: int) -> list[int]:
 
 
 def enumerate_candidates(model: Transformer, gpus: int, batch: int,
-                         fixed: Mapping[str, object]) -> list[Candidate]:
+                         fixed: Mapping[str, object],
+                         tp_ok: Callable[[int], bool] | None = None) -> list[Candidate]:
     """Every mapping of ``model`` on ``gpus`` GPUs that ``fixed`` allows (keys tp, cp, ep, dp,
     pp, microbatch, recompute, interleave, sequence_parallel, zero), before the model's own
-    checks. Context parallelism stops at ``CP_FLOOR`` tokens per rank unless ``cp`` is fixed."""
+    checks. Context parallelism stops at ``CP_FLOOR`` tokens per rank unless ``cp`` is fixed;
+    tensor parallelism, unless fixed, takes only the sizes ``tp_ok`` admits (``plan``: those
+    whose groups stay in one NVLink domain, ``tp_within_domains``)."""
     def choices(key: str, default: Iterable) -> list:
         return [fixed[key]] if fixed.get(key) is not None else list(default)
     out = []
-    for tp in choices("tp", [t for t in _divisors(gpus) if model.heads % t == 0]):
+    for tp in choices("tp", [t for t in _divisors(gpus) if model.heads % t == 0 and
+                             (tp_ok is None or tp_ok(t))]):
         cps = [c for c in _divisors(gpus // tp) if c == 1 or model.seq // c >= CP_FLOOR] \
             if gpus % tp == 0 else []
         for cp in choices("cp", cps):
@@ -208,6 +213,29 @@ def enumerate_candidates(model: Transformer, gpus: int, batch: int,
                             f"more than {MAX_CANDIDATES:,} candidates: fix some dimensions "
                             "(--tp, --pp, --recompute ...)")
     return out
+
+
+def tp_within_domains(system: System, gpus: int) -> Callable[[int], bool]:
+    """Whether every tp group of a size stays inside one NVLink domain of the GPUs the search
+    runs on (``placement``; tp varies fastest in ``DEFAULT_ORDER``, so a size's groups are
+    consecutive ranks whatever the other sizes): lint's W501 test (``lint.rules.
+    spans_domains``). Tensor parallelism communicates in every layer, on the critical path;
+    Narayanan et al. 2021 (sec. 5.4.1, Figure 13, "Takeaway #1") measured tensor parallelism
+    beyond one server's GPUs losing to pipeline parallelism across servers, and every
+    published run of tests/training_rows.py keeps tp inside one NVLink domain. So the search
+    does not offer what ``topoc lint`` calls a placement mistake (W501, and with it W504's
+    inverted mapping); ``--tp N`` still asks for any size (docs/plan.md, "Search")."""
+    where = placement(system, gpus)
+    gpu_of = (lambda r: where[r]) if where is not None else (lambda r: r)
+    seen: dict[int, bool] = {}
+
+    def ok(tp: int) -> bool:
+        if tp not in seen:
+            seen[tp] = tp <= 1 or all(
+                spans_domains(system, [gpu_of(r) for r in range(start, start + tp)]) == 1
+                for start in range(0, gpus - gpus % tp, tp))
+        return seen[tp]
+    return ok
 
 
 def strategy_for(base: Training, c: Candidate, gpu: GPUFigures) -> ParallelStrategy | None:
@@ -553,7 +581,8 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
                              "below 1")
     hbm = hbm if hbm is not None else hbm_of(system, gpus)
     limit = limit_of(hbm, margin)
-    todo = enumerate_candidates(model, gpus, base.batch, fixed or {})
+    todo = enumerate_candidates(model, gpus, base.batch, fixed or {},
+                                tp_within_domains(system, gpus))
     live, pruned = _prune(base, todo, gpu, limit)
     path = cache_dir() / "plan" / f"{fingerprint(system, base, gpus, hbm)}.json"
     stored = _load_cache(path) if use_cache else {}

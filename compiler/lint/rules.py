@@ -261,7 +261,9 @@ def _spans_islands(system: System, ranks) -> int:
     return len({system.locality.island[r] for r in ranks})
 
 
-def _spans_domains(system: System, ranks) -> int:
+def spans_domains(system: System, ranks) -> int:
+    """How many NVLink domains (an island without NVLink counts as one) the GPUs ``ranks``
+    touch: W501's and W504's test, which ``topoc plan`` applies to the tp sizes it searches."""
     loc = system.locality
     return len({loc.domain_root[r] or ("island", loc.island[r]) for r in ranks})
 
@@ -276,7 +278,7 @@ def _spanning(system: System, dim: str, spans) -> Iterable[tuple]:
 
 @rule("W501", "warning", "tensor-parallel group outside one NVLink domain")
 def tp_outside(system: System, opts) -> Iterable[Finding]:
-    for p, bad in _spanning(system, "tp", _spans_domains):
+    for p, bad in _spanning(system, "tp", spans_domains):
         leave = "leaves" if len(bad) == 1 else "leave"
         yield Finding("W501", f"{plural(len(bad), 'tp group')} of '{p.name}' {leave} one NVLink domain, "
                       f"e.g. tp:{bad[0]}: TP communicates in every layer; keep it on NVLink",
@@ -312,7 +314,7 @@ def inverted(system: System, opts) -> Iterable[Finding]:
     for p in system.parallels:
         tp, dp = rank_groups(p, "tp"), rank_groups(p, "dp")
         if p.size("tp") > 1 and p.size("dp") > 1 and \
-                _spans_domains(system, tp[0]) > 1 and _spans_domains(system, dp[0]) == 1:
+                spans_domains(system, tp[0]) > 1 and spans_domains(system, dp[0]) == 1:
             yield Finding("W504", f"'{p.name}': dp groups sit inside one NVLink domain while tp "
                           "groups cross domains; reorder so tp varies fastest (order = tp, ...)",
                           p.span, strategy=p.name)

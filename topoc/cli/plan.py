@@ -41,7 +41,9 @@ def add_parser(sub) -> None:
                    "those over it may); only a candidate over by more is refused (default "
                    f"{MEMORY_MARGIN:g}, from benchmarks/memory_validation.py; 0 turns it off)")
     for dim in ("tp", "cp", "ep", "dp", "pp"):
-        p.add_argument(f"--{dim}", type=count(1, 10**7), metavar="N", help=f"fix {dim}")
+        p.add_argument(f"--{dim}", type=count(1, 10**7), metavar="N", help=f"fix {dim}" + (
+            " (any size; unfixed, the search keeps tp groups inside one NVLink domain, as "
+            "lint's W501 asks)" if dim == "tp" else ""))
     p.add_argument("--microbatch", type=count(1, 10**6), metavar="N", help="fix the micro-batch size")
     p.add_argument("--recompute", choices=RECOMPUTE, help="fix activation recomputation")
     p.add_argument("--interleave", type=count(1, 1024), metavar="N", help="fix the model chunks per stage")
