@@ -74,11 +74,13 @@ from __future__ import annotations
 import attrs
 
 from ..ir.system import Transformer
+from .constants import value
 from .epilogue import kept_bytes
 from .mapping import Layout, Shape, in_flight
 from .params import attention_matrices, kv_width, layer_parameters, moe_layers, q_width
 
-RUNTIME_RESERVE = 2 * 2**30
+#: The runtime reserve (``constants``: a chosen round figure, with what checks it).
+RUNTIME_RESERVE = value("memory.runtime_reserve")
 GB = 1e9
 #: DeepSpeed ZeRO-3 defaults: parameters gathered at once, gradient elements per reduce bucket.
 ZERO3_LIVE_PARAMS = 1e9
@@ -379,7 +381,7 @@ def margin_from(ratios) -> float:
 #: docs/plan.md "Memory"): measured / predicted reaches 1.30 at the 90th percentile, 1 - 1 / 1.30
 #: = 0.228, rounded up. Nothing in the memory model is fitted, so every row is out of sample;
 #: the margin itself, left one source out (the script's "leave one source out"), is 0.17-0.24.
-MEMORY_MARGIN = 0.23
+MEMORY_MARGIN = value("memory.margin")
 
 #: What ``fit`` calls a prediction against HBM.
 FITS, TIGHT, OVER = "fits", "tight", "over"
