@@ -24,13 +24,11 @@ import statistics
 import sys
 from pathlib import Path
 
-import attrs
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from plan_calibration import LIMITS, STEPS, _loss  # noqa: E402
+from plan_calibration import fit_generation  # noqa: E402
 from tests.training_rows import NOT_A_STEP, _model_cached, predict, rows  # noqa: E402
 from topoc.compiler.training import gemm  # noqa: E402
 
@@ -45,34 +43,12 @@ def source_of(row) -> str:
 
 
 def refit(fit_rows, start: gemm.Curve, gen: str) -> gemm.Curve:
-    """plan_calibration.fit's coordinate descent for one generation on ``fit_rows``, from
+    """plan_calibration's fit for one generation (``fit_generation``) on ``fit_rows``, from
     ``start``; the curve it ends at (``gemm.CURVES`` restored)."""
     saved = gemm.CURVES[gen]
     gemm.CURVES[gen] = start
     try:
-        keys = [k for k in STEPS if (k != "fp8" or any(r.fp8 for r in fit_rows)) and
-                (k != "moe_layer" or any(r.shape.ep > 1 for r in fit_rows))]
-        best = _loss(fit_rows)
-        for _ in range(3):
-            improved = False
-            for key in keys:
-                for sign in (1, -1):
-                    while True:
-                        cur = gemm.CURVES[gen]
-                        lo, hi = LIMITS[key]
-                        value = min(hi, max(lo, getattr(cur, key) + sign * STEPS[key]))
-                        if value == getattr(cur, key):
-                            break
-                        gemm.CURVES[gen] = attrs.evolve(cur, **{key: value})
-                        loss = _loss(fit_rows)
-                        if loss < best - 1e-6:
-                            best, improved = loss, True
-                        else:
-                            gemm.CURVES[gen] = cur
-                            break
-            if not improved:
-                break
-        return gemm.CURVES[gen]
+        return fit_generation(gen, fit_rows)[0]
     finally:
         gemm.CURVES[gen] = saved
 

@@ -8,7 +8,7 @@ import sys
 from ..backends import plan_table
 from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.plan import (PlanUsageError, cache_dir, first_rejection, plan,
-                                      smallest_over)
+                                      smallest_over, tp_within_domains)
 from ..compiler.ir.gpus import gpu_figures, hbm_of, no_fp8
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, sharding_conflict, zero_stage
@@ -201,6 +201,11 @@ def run(args) -> int:
         except ValueError as exc:
             raise UsageError(f"--compare: {exc}") from None
         why = comparison.check_sizes(wanted, args.gpus or len(system.gpus), model.seq, fixed)
+        tp = wanted.get("tp")
+        if not why and tp and fixed.get("tp") is None and \
+                not tp_within_domains(system, args.gpus or len(system.gpus))(tp):
+            why = (f"tp={tp} is not searched: its groups leave one NVLink domain (lint's "
+                   f"W501); --tp {tp} searches tp = {tp} only (#1 is then the best with it)")
         if why:
             raise UsageError(f"--compare {args.compare}: {why}")
     if args.scaling is not None:

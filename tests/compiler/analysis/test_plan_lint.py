@@ -93,3 +93,17 @@ def test_the_check_sees_a_tp_group_across_nodes(tmp_path, monkeypatch):
     result = plan(system, model, base, fixed={**FIXED, "tp": 16}, jobs=1)
     p = strategy_for(base, result.rows[0].candidate, gpu_figures(system))
     assert placement_findings(system, p, result.gpus) == ["W501"]
+
+
+def test_compare_names_a_tp_size_the_search_leaves_out(capsys):
+    from topoc.cli import main
+    cluster = str(LIBRARY / "nvidia" / "h100_cluster.topo")
+    args = ["plan", cluster, "--gpus", "32", "--model", "llama3-70b", "--batch", "64",
+            "--jobs", "1", "--no-cache", "--microbatch", "1", "--recompute", "full"]
+    assert main(args + ["--compare", "tp=16,pp=2"]) == 2
+    err = capsys.readouterr().err
+    assert "tp=16 is not searched: its groups leave one NVLink domain (lint's W501)" in err
+    # fixed with --tp it is searched: ranked among the tp 16 mappings
+    assert main(args + ["--tp", "16", "--compare", "tp=16,pp=2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("pp=2,tp=16: rank ") and "against #1 (tp16-" in out
