@@ -335,7 +335,10 @@ def unused(system: System, opts) -> Iterable[Finding]:
 
 @rule("W506", "warning", "a strategy's model does not fit in GPU memory")
 def out_of_memory(system: System, opts) -> Iterable[Finding]:
+    """Over HBM by more than the memory model's uncertainty (``memory.band``): a strategy a few
+    GB over is 'tight' (it may run; ``topoc plan`` answers it), as runs that happened were."""
     from ..ir.gpus import hbm_of
+    from ..training.memory import MEMORY_MARGIN, OVER, fit
     for p in system.parallels:
         if p.derived is None:
             continue
@@ -343,14 +346,15 @@ def out_of_memory(system: System, opts) -> Iterable[Finding]:
         hbm = hbm_of(system)
         if hbm is None:
             continue
-        if mem.total > hbm:
+        if fit(mem.total, hbm, MEMORY_MARGIN) == OVER:
             gb = 1e9
             yield Finding("W506", f"'{p.name}': {t.model.name} needs {mem.total / gb:.1f} GB per "
                           f"GPU on the {mem.stage} pipeline stage (weights {mem.weights / gb:.1f}, "
                           f"gradients {mem.gradients / gb:.1f}, optimizer "
                           f"{mem.optimizer / gb:.1f}, activations {mem.activations / gb:.1f}), "
                           f"{(mem.total - hbm) / gb:.1f} GB over the {hbm / gb:.0f} GB "
-                          "of HBM; try recompute, distributed_optimizer, more tp or pp "
+                          f"of HBM, more than the memory model's {MEMORY_MARGIN:.0%} "
+                          "uncertainty; try recompute, distributed_optimizer, more tp or pp "
                           "(topoc plan searches them)", p.span, strategy=p.name)
 
 
