@@ -56,11 +56,14 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
              f"{result.considered:,} candidates: {result.invalid:,} rejected by the model "
              f"(layers, heads, batch or experts do not divide, or too few micro-batches for an "
              f"interleaved pipeline), {result.over_memory:,} over "
-             f"GPU memory (not costed), {len(result.rows):,} costed and fit", ""]
+             f"GPU memory{' by more than the uncertainty' if result.margin else ''} (not "
+             f"costed), {len(result.rows):,} costed", ""]
     if result.margin:
-        lines.insert(2, f"{result.tight:,} tight: they fit, within the {result.margin:.0%} "
-                        "memory margin of HBM (the memory model's measured uncertainty; "
-                        "--memory-margin 0 turns it off), ranked after the rest")
+        lines.insert(2, f"{result.tight:,} tight ({result.tight_over:,} of them over HBM): "
+                        f"inside the memory model's measured uncertainty ({result.margin:.0%}) "
+                        "either side of HBM, so they may not fit or may fit though predicted "
+                        "over; answered, ranked after the rest (--memory-margin 0 turns it "
+                        "off)")
     del fitting
     head_row = ["#", "tp", "cp", "ep", "dp", "pp", "mb", "recompute", "v", "sp", "zero", "step",
                 "compute", "exposed comm", "bubble", "memory/GPU", "MFU", "tokens/s",
@@ -70,7 +73,8 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
         c = r.candidate
         over = (r.memory_per_gpu - head["hbm_per_gpu"]) / 1e9 if head.get("hbm_per_gpu") else 0
         memory = f"{r.memory_per_gpu / 1e9:.1f} GB" + ("" if r.fits else
-                                                        f" ({over:.1f} GB over)") + \
+                                                        f" ({over:.1f} GB over; "
+                                                        f"{_largest(r)})") + \
             (" tight" if r.tight else "")
         rows.append([str(i + 1), str(c.tp), str(c.cp), str(c.ep), str(c.dp), str(c.pp),
                      str(c.microbatch), c.recompute, str(c.interleave),
@@ -99,6 +103,11 @@ def _tight(r: PlanRow) -> str:
     return " tight" if r.tight else ""
 
 
+def _largest(r: PlanRow) -> str:
+    """'optimizer 38.3 GB the largest': the term to shrink first of a row over HBM."""
+    return f"{r.largest[0]} {r.largest[1] / 1e9:.1f} GB the largest"
+
+
 def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
     """``--compare``: the strategy's rank and the terms that separate it from #1."""
     wanted = ",".join(f"{k}={v}" for k, v in cmp.wanted)
@@ -110,7 +119,8 @@ def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
         return json.dumps(doc, indent=2) + "\n"
     if cmp.row is None:
         return (f"{wanted}: not among the {head['model']} strategies that run and fit on "
-                f"{head['gpus']} GPUs (rejected by the model, or over GPU memory)\n")
+                f"{head['gpus']} GPUs (rejected by the model, or over GPU memory by more than "
+                "the memory model's uncertainty)\n")
     lines = [f"{wanted}: rank {cmp.rank} ({cmp.row.candidate.key}{_tight(cmp.row)}), step "
              f"{seconds(cmp.row.step_time)}, {cmp.slower:+.1%} against #1 "
              f"({cmp.best.candidate.key}{_tight(cmp.best)}, {seconds(cmp.best.step_time)})",
@@ -120,10 +130,16 @@ def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
         lines.append(f"{name:<18}  {seconds(a):<10}  {seconds(b):<10}  {seconds(a - b)}")
     lines.append(f"{'memory/GPU':<18}  {cmp.row.memory_per_gpu / 1e9:.1f} GB{'':<3}  "
                  f"{cmp.best.memory_per_gpu / 1e9:.1f} GB")
-    if cmp.row.tight:
-        lines.append("this strategy is tight: it fits within the memory margin of HBM, where "
-                     "the memory model's uncertainty could push it over, so it ranks after "
-                     "every candidate that is not")
+    if cmp.row.tight and cmp.row.fits:
+        lines.append("this strategy is tight: it fits, within the memory model's uncertainty "
+                     "of HBM, which could push it over, so it ranks after every candidate "
+                     "that is not")
+    elif cmp.row.tight:
+        over = (cmp.row.memory_per_gpu - head["hbm_per_gpu"]) / 1e9 \
+            if head.get("hbm_per_gpu") else 0.0
+        lines.append(f"this strategy is tight: predicted {over:.1f} GB over HBM "
+                     f"({_largest(cmp.row)}), but within the memory model's uncertainty, so "
+                     "it may run; it ranks after every candidate that fits")
     return "\n".join(lines) + "\n"
 
 

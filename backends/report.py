@@ -4,6 +4,7 @@ Markdown."""
 from __future__ import annotations
 
 from ..compiler.analysis.strategy import StepReport, efficiency, speedup
+from ..compiler.training.memory import MEMORY_MARGIN, OVER, TIGHT, fit
 from ..compiler.training.model import parameters
 from ..compiler.base.units import human_size
 
@@ -69,8 +70,7 @@ def _training(r: StepReport) -> list[str]:
             f"activations {mem.activations / gb:.1f} GB + runtime {mem.reserve / gb:.1f} GB = "
             f"{mem.total / gb:.1f} GB")
     if r.hbm:
-        line += (f" of {r.hbm / gb:.0f} GB: fits ({mem.total / r.hbm:.0%})" if r.fits else
-                 f" of {r.hbm / gb:.0f} GB: does NOT fit, {(mem.total - r.hbm) / gb:.1f} GB over")
+        line += f" of {r.hbm / gb:.0f} GB: " + memory_verdict(mem.total, r.hbm)
     out.append(line)
     if r.mfu is not None:
         out.append(f"MFU {r.mfu:.1%}, {r.tokens_per_s:,.0f} tokens/s "
@@ -147,3 +147,17 @@ def markdown(r: StepReport, system_name: str) -> str:
 def render(r: StepReport, system_name: str, fmt: str = "text") -> str:
     """The report in ``fmt`` (text or markdown)."""
     return markdown(r, system_name) if fmt == "markdown" else text(r, system_name)
+
+
+def memory_verdict(total: float, hbm: float) -> str:
+    """'fits (62%)'; 'fits (94%), tight: ...' or 'tight: 2.7 GB over HBM, ...' inside the memory
+    model's uncertainty either side of HBM (``memory.band``); 'does NOT fit, 40.1 GB over'
+    only beyond it."""
+    kind = fit(total, hbm, MEMORY_MARGIN)
+    within = f"within the memory model's {MEMORY_MARGIN:.0%} uncertainty"
+    if kind == OVER:
+        return (f"does NOT fit, {(total - hbm) / 1e9:.1f} GB over (more than the memory "
+                f"model's {MEMORY_MARGIN:.0%} uncertainty)")
+    if kind == TIGHT and total > hbm:
+        return f"tight: {(total - hbm) / 1e9:.1f} GB over HBM, {within}, so it may run"
+    return f"fits ({total / hbm:.0%})" + (f", tight: {within}" if kind == TIGHT else "")

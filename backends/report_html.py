@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from ..compiler.analysis.page import Page
 from ..compiler.base.units import BYTES, human, human_size
+from ..compiler.training.memory import FITS, MEMORY_MARGIN, TIGHT, fit
 from . import report as text_report
 
 DIM_COLORS = {"compute": "#76b900", "bubble": "#bbbbbb", "tp": "#1f77b4", "cp": "#17becf",
@@ -34,7 +35,8 @@ h1 { font-size: 22px; margin: 4px 0 8px; } h2 { font-size: 18px; margin-top: 28p
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(150px, 1fr)); gap: 8px; }
 .card { background: white; border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 8px; }
 .card b { display: block; font-size: 20px; } .card span { font-size: 12px; color: #555; }
-.bad b { color: #b00020; } .good b { color: #116329; }
+.bad b { color: #b00020; } .good b { color: #116329; } .warn b { color: #9a6700; }
+td.warn { background: #fff8c5; color: #9a6700; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
 td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; white-space: nowrap; }
@@ -206,9 +208,33 @@ def _curve_svg(c) -> str:
 def _table(head: Sequence[str], rows: Sequence[Sequence], mine: int | None = None) -> str:
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join((f'<tr class="mine">' if i == mine else "<tr>")
-                   + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                   + "".join(_cell(c) for c in row) + "</tr>"
                    for i, row in enumerate(rows))
     return f'<div class="scroll"><table><tr>{cells}</tr>{body}</table></div>'
+
+
+def _cell(c) -> str:
+    """A table cell: a value, or (value, class) for a marked one (amber ``warn``)."""
+    if isinstance(c, tuple):
+        return f'<td class="{c[1]}">{html.escape(str(c[0]))}</td>'
+    return f"<td>{html.escape(str(c))}</td>"
+
+
+def _memory_card(total: float, hbm: float) -> str:
+    """Memory against HBM: green when it fits outside the memory model's uncertainty, amber
+    ("tight") inside it either side of HBM (``memory.band``: it may not fit, or may fit though
+    predicted over), red only when over by more than the uncertainty."""
+    kind = fit(total, hbm, MEMORY_MARGIN)
+    head = f"{total / 1e9:.1f} of {hbm / 1e9:.0f} GB"
+    if kind == FITS:
+        return _card("memory per GPU", f"{head} fits", "good")
+    if kind == TIGHT:
+        where = f"{total / hbm:.0%} of HBM" if total <= hbm else \
+            f"{(total - hbm) / 1e9:.1f} GB over HBM"
+        return _card(f"memory per GPU ({where}, within the memory model's "
+                     f"{MEMORY_MARGIN:.0%} uncertainty)", f"{head} tight", "warn")
+    return _card(f"memory per GPU (over by more than the memory model's {MEMORY_MARGIN:.0%} "
+                 "uncertainty)", f"{head} does NOT fit", "bad")
 
 
 def _card(label: str, value: str, tone: str = "") -> str:
@@ -226,9 +252,7 @@ def _summary(page: Page) -> str:
     if r.mfu is not None:
         cards.append(_card("MFU", f"{r.mfu:.1%}"))
     if r.memory is not None and r.hbm:
-        cards.append(_card("memory per GPU", f"{r.memory.total / 1e9:.1f} of {r.hbm / 1e9:.0f} GB"
-                           + (" fits" if r.fits else " does NOT fit"),
-                           "good" if r.fits else "bad"))
+        cards.append(_memory_card(r.memory.total, r.hbm))
     plan = page.plan
     if plan is not None and plan.rows:
         fitting = sum(1 for row in plan.rows if row.fits)
@@ -300,7 +324,8 @@ def _plan_table(page: Page) -> str | None:
                      c.interleave, "yes" if c.sequence_parallel else "no", c.zero,
                      f"{row.step_time:.2f}", f"{row.compute_time:.2f}", f"{row.comm_time:.2f}",
                      f"{row.bubble_time:.2f}", f"{row.memory_per_gpu / 1e9:.1f}",
-                     ("tight" if row.tight else "yes") if row.fits else "no",
+                     (("tight" if row.fits else "tight, over"), "warn") if row.tight else
+                     "yes" if row.fits else "no",
                      f"{row.mfu:.1%}"])
     mine = shown.index(plan.rank - 1) if plan.rank else None
     return (f"<p>{plan.considered:,} candidates, {len(plan.rows):,} costed, "

@@ -48,6 +48,35 @@ def _loss(fit_rows) -> float:
     return math.sqrt(sum(errs) / len(errs)) if errs else 0.0
 
 
+def fit_generation(gen: str, fit_rows) -> tuple[gemm.Curve, float]:
+    """Coordinate descent for one generation on ``fit_rows`` from its current curve: the curve
+    it ends at and its RMS log error (``gemm.CURVES[gen]`` is left at that curve).
+    benchmarks/plan_validation.py runs the same procedure with each source left out."""
+    keys = [k for k in STEPS if (k != "fp8" or any(r.fp8 for r in fit_rows)) and
+            (k != "moe_layer" or any(r.shape.ep > 1 for r in fit_rows))]
+    best = _loss(fit_rows)
+    for _ in range(3):
+        improved = False
+        for key in keys:
+            for sign in (1, -1):
+                while True:
+                    cur = gemm.CURVES[gen]
+                    lo, hi = LIMITS[key]
+                    value = min(hi, max(lo, getattr(cur, key) + sign * STEPS[key]))
+                    if value == getattr(cur, key):
+                        break
+                    gemm.CURVES[gen] = attrs.evolve(cur, **{key: value})
+                    loss = _loss(fit_rows)
+                    if loss < best - 1e-6:
+                        best, improved = loss, True
+                    else:
+                        gemm.CURVES[gen] = cur
+                        break
+        if not improved:
+            break
+    return gemm.CURVES[gen], best
+
+
 def fit() -> dict[str, gemm.Curve]:
     """Coordinate descent per generation over the fit rows of that generation."""
     out = {}
@@ -55,29 +84,7 @@ def fit() -> dict[str, gemm.Curve]:
         fit_rows = [r for r in rows() if r.fit and r.generation == gen]
         if not fit_rows:
             continue
-        keys = [k for k in STEPS if (k != "fp8" or any(r.fp8 for r in fit_rows)) and
-                (k != "moe_layer" or any(r.shape.ep > 1 for r in fit_rows))]
-        best = _loss(fit_rows)
-        for _ in range(3):
-            improved = False
-            for key in keys:
-                for sign in (1, -1):
-                    while True:
-                        cur = gemm.CURVES[gen]
-                        lo, hi = LIMITS[key]
-                        value = min(hi, max(lo, getattr(cur, key) + sign * STEPS[key]))
-                        if value == getattr(cur, key):
-                            break
-                        gemm.CURVES[gen] = attrs.evolve(cur, **{key: value})
-                        loss = _loss(fit_rows)
-                        if loss < best - 1e-6:
-                            best, improved = loss, True
-                        else:
-                            gemm.CURVES[gen] = cur
-                            break
-            if not improved:
-                break
-        out[gen] = gemm.CURVES[gen]
+        out[gen], best = fit_generation(gen, fit_rows)
         print(f"{gen}: {gemm.CURVES[gen]} (RMS log error on {len(fit_rows)} fit rows "
               f"{best:.3f})")
     return out

@@ -48,6 +48,7 @@ from ..collectives.coster import CHOOSERS, Coster
 from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
 from ..ir.system import System, Transformer
+from ..training.constants import value
 from ..training import serving as sv
 from ..training.params import moe_layers
 from ..training.serving import Layout, LayoutError
@@ -68,31 +69,28 @@ CHOOSER = "fastest"
 
 @attrs.frozen
 class Settings:
-    """Efficiencies and engine limits (defaults fitted or documented in docs/infer.md)."""
+    """Efficiencies and engine limits (fitted defaults from ``training.constants``, which
+    names the rows and sources; the engine limits documented in docs/infer.md)."""
 
-    gemm_efficiency: float = 0.509      # decode GEMMs: fraction of the precision's dense peak
-    prefill_efficiency: float = 0.526   # prefill GEMMs and attention
-    hbm_efficiency: float = 0.947       # fraction of HBM bandwidth streaming weights and KV reach
-    layer_overhead: float = 2.30e-5     # s per layer and step: launches, norms, synchronisation
-    step_overhead: float = 1.03e-3      # s per engine step: scheduling, sampling, host work
-    expert_tile: float = 235.6          # rows of a grouped-GEMM tile: an expert with m tokens
-    #                                     runs at m / (m + expert_tile) of the GEMM rate
-    fp4_efficiency: float = 0.557       # FP4 GEMMs: a further fraction of the FP4 peak
-    request_overhead: float = 0.0056    # s per request before its prefill: API, tokenizer, queue
-    gemm_width: float = 44.0            # columns per GPU at which GEMMs run at half speed
-    collective_overhead: float = 2.58e-5  # s per tensor-parallel collective in a step: its
-    #                                     kernel launch and the group's barrier, beyond the wire
+    # fitted figures: their units and meanings are the registry's records (``infer.*``)
+    gemm_efficiency: float = value("infer.gemm_efficiency")         # decode GEMMs
+    prefill_efficiency: float = value("infer.prefill_efficiency")   # prefill GEMMs, attention
+    hbm_efficiency: float = value("infer.hbm_efficiency")           # weights and KV streaming
+    layer_overhead: float = value("infer.layer_overhead")           # s per layer and step
+    step_overhead: float = value("infer.step_overhead")             # s per engine step
+    expert_tile: float = value("infer.expert_tile")                 # grouped-GEMM tile rows
+    fp4_efficiency: float = value("infer.fp4_efficiency")           # of the FP4 peak
+    request_overhead: float = value("infer.request_overhead")       # s per request
+    gemm_width: float = value("infer.gemm_width")                   # half-speed columns
+    collective_overhead: float = value("infer.collective_overhead")  # s per tp collective
     max_batch: int = 2048               # sequences per replica an engine schedules at most
     max_tokens: int = 8192              # tokens per step: prefill runs in chunks of this
     kv_fraction: float = 0.9            # share of the memory left after weights given to KV
-    runtime_reserve: float = 2 * 2**30  # CUDA context, NCCL buffers, CUDA graphs, workspaces
-    sequence_overhead: float = 1.74e-5  # s of host work per running sequence and step:
-    #                                     scheduling, sampling, detokenisation, inputs
+    runtime_reserve: float = value("memory.runtime_reserve")  # context, NCCL, graphs, workspaces
+    sequence_overhead: float = value("infer.sequence_overhead")     # s per sequence and step
     overlap_scheduler: bool = True      # the engine prepares step n+1 while the GPU runs
     #                                     step n: host work hides up to the GPU's time
-    closed_loop_share: float = 0.33     # ``ttft_closed_loop``: the exponent of the wave's TTFT
-    #                                     in the geometric interpolation between the steady and
-    #                                     the wave TTFT (empirical, fitted on the fit rows only)
+    closed_loop_share: float = value("infer.closed_loop_share")     # ``ttft_closed_loop``
     scheduler_steps: int = 1            # decode steps an engine schedules at once (vLLM 0.6's
     #                                     --num-scheduler-steps): a new request waits for them
     collectives: str = CHOOSER          # the collective model's chooser (coster.CHOOSERS)

@@ -12,6 +12,7 @@ here so the backend only formats.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 import attrs
@@ -20,7 +21,10 @@ from ..collectives.cost import CostError
 from ..collectives.coster import sweep
 from ..ir.groups import RankGroup, rank_groups
 from ..ir.system import System
-from .plan import PlanRow, PlanUsageError, enumerate_candidates, plan
+from ..training.memory import sharding
+from ..training.model import Shape
+from .plan import (Candidate, PlanResult, PlanRow, PlanUsageError, enumerate_candidates, is_tight,
+                   plan, row_of)
 from .strategy import StepReport, analyse, exposed_by_dim
 
 SIZES = tuple(2**k for k in range(10, 34))          # 1 KiB .. 8 GiB, as nccl-tests sweeps
@@ -142,14 +146,36 @@ def _plan(system: System, r: StepReport) -> PlanSummary | None:
         result = plan(system, model, t, gpus=r.gpus, jobs=1)
     except PlanUsageError as exc:
         return PlanSummary(note=str(exc))
+    rows, rank = with_own_row(system, r, result)
+    return PlanSummary(rows, result.considered, rank)
+
+
+def own_candidate(r: StepReport) -> Candidate:
+    """The strategy's own mapping as a plan candidate, its ZeRO stage included (a ZeRO-0
+    strategy is not its ZeRO-1 variant: their memory differs by the optimizer's shards)."""
+    p, t = r.strategy, r.strategy.training
+    shape = Shape(p.size("tp"), p.size("cp"), p.size("ep"), p.size("dp"), p.size("pp"))
+    return Candidate(shape, t.microbatch, t.recompute, t.interleave, t.sequence_parallel,
+                     sharding(t) or 0)
+
+
+def with_own_row(system: System, r: StepReport, result: PlanResult) \
+        -> tuple[tuple[PlanRow, ...], int | None]:
+    """The search's rows with the strategy's own row among them, and its 1-based rank: the
+    rank of exactly the strategy the page shows. A mapping the search does not try (ZeRO 0 or
+    2, a micro-batch past ``MICROBATCHES``) or prunes is costed here and placed by the rows'
+    ``rank_key``; None when it does not run at all."""
+    mine = own_candidate(r)
+    for i, row in enumerate(result.rows):
+        if row.candidate == mine:
+            return tuple(result.rows), i + 1
     p = r.strategy
-    mine = (p.size("tp"), p.size("cp"), p.size("ep"), p.size("dp"), p.size("pp"),
-            t.microbatch, t.recompute, t.interleave, t.sequence_parallel)
-    rank = next((i + 1 for i, row in enumerate(result.rows)
-                 if (row.candidate.tp, row.candidate.cp, row.candidate.ep, row.candidate.dp,
-                     row.candidate.pp, row.candidate.microbatch, row.candidate.recompute,
-                     row.candidate.interleave, row.candidate.sequence_parallel) == mine), None)
-    return PlanSummary(tuple(result.rows), result.considered, rank)
+    if p.derived is None or r.memory is None:
+        return tuple(result.rows), None
+    row = row_of(system, mine, p, hbm=result.hbm)
+    row = attrs.evolve(row, tight=is_tight(row.memory_per_gpu, result.hbm, result.margin))
+    at = bisect.bisect_left([x.rank_key for x in result.rows], row.rank_key)
+    return tuple(result.rows[:at]) + (row,) + tuple(result.rows[at:]), at + 1
 
 
 def report_page(system: System, name: str, published: Sequence[dict] = (),

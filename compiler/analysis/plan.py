@@ -31,9 +31,10 @@ from ..ir import degrade
 from ..ir.gpus import GPUFigures, gpu_figures, hbm_of
 from ..lang.derive import with_training
 from ..ir.system import DEFAULT_ORDER, ParallelStrategy, System, Transformer
+from ..lint.rules import spans_domains
 from . import plan_cache, remote
 from .strategy import StepReport, exposed_by_dim, placement, step
-from ..training.memory import MEMORY_MARGIN
+from ..training.memory import MEMORY_MARGIN, TIGHT, band, fit
 from ..training.model import (RECOMPUTE, MappingError, Shape, Training, check, layout, memory,
                               stage_layout)
 
@@ -99,9 +100,11 @@ class PlanRow:
     tokens_per_s: float
     comm_by_dim: tuple[tuple[str, float], ...]     # exposed seconds per group kind
     links_by_dim: tuple[tuple[str, tuple[str, ...]], ...]
-    #: fits, but within the memory margin of HBM (``is_tight``): the memory model's measured
-    #: uncertainty could push it over; ranked after the candidates that are not
+    #: inside the memory model's uncertainty either side of HBM (``is_tight``): it fits but
+    #: could go over, or it is over but could fit; ranked after the candidates that are not
     tight: bool = False
+    #: the largest memory term and its bytes (what is over when the row is)
+    largest: tuple[str, float] = ("", 0.0)
 
     def as_dict(self) -> dict:
         """The JSON row (contract field names first)."""
@@ -114,6 +117,7 @@ class PlanRow:
                 "comm_time": self.comm_time, "bubble_time": self.bubble_time,
                 "memory_per_gpu": self.memory_per_gpu, "fits": self.fits, "mfu": self.mfu,
                 "tokens_per_s": self.tokens_per_s, "tight": self.tight,
+                "largest_memory_term": {"term": self.largest[0], "bytes": self.largest[1]},
                 "comm_by_dim": dict(self.comm_by_dim),
                 "links_by_dim": {k: list(v) for k, v in self.links_by_dim}}
 
@@ -125,20 +129,30 @@ class PlanRow:
         return cls(c, d["step_time"], d["compute_time"], d["comm_time"], d["bubble_time"],
                    d["memory_per_gpu"], d["fits"], d["mfu"], d["tokens_per_s"],
                    tuple(sorted(d["comm_by_dim"].items())),
-                   tuple(sorted((k, tuple(v)) for k, v in d["links_by_dim"].items())))
+                   tuple(sorted((k, tuple(v)) for k, v in d["links_by_dim"].items())),
+                   largest=(d["largest_memory_term"]["term"],
+                            d["largest_memory_term"]["bytes"]))
 
     @property
     def rank_key(self) -> tuple:
-        """Fitting rows first, tight ones after the others (``tight``), then by step time,
-        then by the mapping (deterministic)."""
-        return (not self.fits, self.tight, self.step_time, self.candidate)
+        """Rows that fit and are not tight first, then tight rows that fit, then tight rows
+        over HBM (``fits`` false: answered, not refused), each by step time, then by the
+        mapping (deterministic)."""
+        return (self.tight, not self.fits, self.step_time, self.candidate)
 
 
 def is_tight(memory: float, hbm: float | None, margin: float) -> bool:
-    """Whether ``memory`` bytes per GPU fit ``hbm`` but not ``(1 - margin) x hbm``: inside the
-    memory model's measured uncertainty (``memory.MEMORY_MARGIN``, docs/plan.md "Memory").
-    Never with ``margin`` 0 or an unknown ``hbm``."""
-    return bool(margin > 0 and hbm and (1 - margin) * hbm < memory <= hbm)
+    """Whether ``memory`` bytes per GPU are inside the memory model's measured uncertainty of
+    ``hbm`` (``memory.band``: above (1 - margin) x HBM, at most HBM / (1 - margin); the margin
+    is ``memory.MEMORY_MARGIN``, docs/plan.md "Memory"): it may not fit, or it may fit though
+    predicted over. Never with ``margin`` 0 or an unknown ``hbm``."""
+    return bool(margin > 0 and hbm and fit(memory, hbm, margin) == TIGHT)
+
+
+def limit_of(hbm: float | None, margin: float) -> float | None:
+    """The most bytes per GPU a candidate may be predicted at and still be answered: HBM over
+    ``1 - margin`` (the top of ``memory.band``); HBM itself with margin 0."""
+    return None if hbm is None else band(hbm, margin)[1]
 
 
 class PlanUsageError(ValueError):
@@ -163,14 +177,18 @@ def interleaves(model: Transformer, pp: int) -> list[int]:
 
 
 def enumerate_candidates(model: Transformer, gpus: int, batch: int,
-                         fixed: Mapping[str, object]) -> list[Candidate]:
+                         fixed: Mapping[str, object],
+                         tp_ok: Callable[[int], bool] | None = None) -> list[Candidate]:
     """Every mapping of ``model`` on ``gpus`` GPUs that ``fixed`` allows (keys tp, cp, ep, dp,
     pp, microbatch, recompute, interleave, sequence_parallel, zero), before the model's own
-    checks. Context parallelism stops at ``CP_FLOOR`` tokens per rank unless ``cp`` is fixed."""
+    checks. Context parallelism stops at ``CP_FLOOR`` tokens per rank unless ``cp`` is fixed;
+    tensor parallelism, unless fixed, takes only the sizes ``tp_ok`` admits (``plan``: those
+    whose groups stay in one NVLink domain, ``tp_within_domains``)."""
     def choices(key: str, default: Iterable) -> list:
         return [fixed[key]] if fixed.get(key) is not None else list(default)
     out = []
-    for tp in choices("tp", [t for t in _divisors(gpus) if model.heads % t == 0]):
+    for tp in choices("tp", [t for t in _divisors(gpus) if model.heads % t == 0 and
+                             (tp_ok is None or tp_ok(t))]):
         cps = [c for c in _divisors(gpus // tp) if c == 1 or model.seq // c >= CP_FLOOR] \
             if gpus % tp == 0 else []
         for cp in choices("cp", cps):
@@ -198,6 +216,29 @@ def enumerate_candidates(model: Transformer, gpus: int, batch: int,
     return out
 
 
+def tp_within_domains(system: System, gpus: int) -> Callable[[int], bool]:
+    """Whether every tp group of a size stays inside one NVLink domain of the GPUs the search
+    runs on (``placement``; tp varies fastest in ``DEFAULT_ORDER``, so a size's groups are
+    consecutive ranks whatever the other sizes): lint's W501 test (``lint.rules.
+    spans_domains``). Tensor parallelism communicates in every layer, on the critical path;
+    Narayanan et al. 2021 (sec. 5.4.1, Figure 13, "Takeaway #1") measured tensor parallelism
+    beyond one server's GPUs losing to pipeline parallelism across servers, and every
+    published run of tests/training_rows.py keeps tp inside one NVLink domain. So the search
+    does not offer what ``topoc lint`` calls a placement mistake (W501, and with it W504's
+    inverted mapping); ``--tp N`` still asks for any size (docs/plan.md, "Search")."""
+    where = placement(system, gpus)
+    gpu_of = (lambda r: where[r]) if where is not None else (lambda r: r)
+    seen: dict[int, bool] = {}
+
+    def ok(tp: int) -> bool:
+        if tp not in seen:
+            seen[tp] = tp <= 1 or all(
+                spans_domains(system, [gpu_of(r) for r in range(start, start + tp)]) == 1
+                for start in range(0, gpus - gpus % tp, tp))
+        return seen[tp]
+    return ok
+
+
 def strategy_for(base: Training, c: Candidate, gpu: GPUFigures) -> ParallelStrategy | None:
     """The ParallelStrategy of one candidate, its step derived; None when the model cannot run
     it."""
@@ -222,18 +263,21 @@ def row_of(system: System, c: Candidate, p: ParallelStrategy, cache: dict | None
     return PlanRow(c, r.total, r.compute, r.comm, r.idle or 0.0, r.memory.total, fits,
                    r.mfu or 0.0, r.tokens_per_s or 0.0,
                    tuple(sorted(by_dim.items())),
-                   tuple(sorted((k, tuple(sorted(v))) for k, v in links.items())))
+                   tuple(sorted((k, tuple(sorted(v))) for k, v in links.items())),
+                   largest=r.memory.largest)
 
 
 def cost_candidate(system: System, base: Training, c: Candidate, cache: dict | None = None,
-                   hbm: float | None = None) -> PlanRow | float | None:
-    """One candidate's row; its bytes per GPU (a float) when it is over ``hbm`` (not costed);
-    None when the model cannot run it."""
+                   hbm: float | None = None, limit: float | None = None) \
+        -> PlanRow | float | None:
+    """One candidate's row, its verdict against ``hbm``; its bytes per GPU (a float) when it is
+    over ``limit`` (default ``hbm``: not costed); None when the model cannot run it."""
     gpu = (cache or {}).get("gpu") or gpu_figures(system)
     p = strategy_for(base, c, gpu)
     if p is None:
         return None
-    if hbm is not None and p.derived.memory.total > hbm:
+    limit = hbm if limit is None else limit
+    if limit is not None and p.derived.memory.total > limit:
         return p.derived.memory.total
     if cache is not None and ("where", c.shape.world) not in cache:
         cache["where", c.shape.world] = placement(system, c.shape.world)
@@ -254,7 +298,8 @@ def _run_chunk(chunk: Sequence[Candidate]) -> list[tuple[Candidate, PlanRow | fl
     if "gpu" not in cache:
         cache["gpu"] = gpu_figures(system)
         cache["hbm"] = hbm_of(system)
-    return [(c, cost_candidate(system, base, c, cache, _WORK.get("limit"))) for c in chunk]
+    return [(c, cost_candidate(system, base, c, cache, _WORK.get("hbm"), _WORK.get("limit")))
+            for c in chunk]
 
 
 def _chunks(items: Sequence, n: int) -> list[Sequence]:
@@ -277,12 +322,13 @@ def pool_size(jobs: int, chunks: int) -> int:
 
 
 def run_local(system: System, base: Training, todo: Sequence[Candidate], jobs: int,
-              progress: Callable[[int], None], limit: float | None = None) \
-        -> dict[Candidate, Outcome]:
+              progress: Callable[[int], None], limit: float | None = None,
+              hbm: float | None = None) -> dict[Candidate, Outcome]:
     """Cost ``todo`` in this process (jobs = 1) or a pool of forked processes; candidates over
-    ``limit`` bytes per GPU are not costed."""
+    ``limit`` bytes per GPU are not costed, the rest judged against ``hbm`` (default
+    ``limit``)."""
     import multiprocessing
-    _WORK.update(system=system, base=base, limit=limit)
+    _WORK.update(system=system, base=base, limit=limit, hbm=limit if hbm is None else hbm)
     _WORK.pop("cache", None)
     out: dict[Candidate, Outcome] = {}
     chunks = _chunks(todo, max(1, min(64, len(todo) // (4 * max(1, jobs)) or 1)))
@@ -300,7 +346,7 @@ def run_local(system: System, base: Training, todo: Sequence[Candidate], jobs: i
 
 
 def _ray_chunk(source: dict, base: Training, chunk: Sequence[Candidate],
-               limit: float | None = None) -> list:
+               limit: float | None = None, hbm: float | None = None) -> list:
     """A Ray task: compile the system where it runs (once per worker) and cost a chunk."""
     key = json.dumps(source, sort_keys=True)
     if _WORK.get("ray_key") != key:
@@ -312,13 +358,13 @@ def _ray_chunk(source: dict, base: Training, chunk: Sequence[Candidate],
             system = degrade.apply(system, source.get("fail", ()), source.get("degrade", ()),
                                    scenario).system
         _WORK.update(ray_key=key, system=system, base=base, cache={})
-    _WORK.update(base=base, limit=limit)
+    _WORK.update(base=base, limit=limit, hbm=limit if hbm is None else hbm)
     return _run_chunk(chunk)
 
 
 def run_ray(address: str, source: dict, base: Training, todo: Sequence[Candidate],
-            progress: Callable[[int], None], limit: float | None = None) \
-        -> dict[Candidate, Outcome]:
+            progress: Callable[[int], None], limit: float | None = None,
+            hbm: float | None = None) -> dict[Candidate, Outcome]:
     """Cost ``todo`` as Ray tasks on the cluster at ``address``."""
     try:
         import ray
@@ -332,7 +378,7 @@ def run_ray(address: str, source: dict, base: Training, todo: Sequence[Candidate
              logging_level="ERROR")
     try:
         task = ray.remote(_ray_chunk)
-        pending = [task.remote(source, base, chunk, limit) for chunk in _chunks(todo, 64)]
+        pending = [task.remote(source, base, chunk, limit, hbm) for chunk in _chunks(todo, 64)]
         out: dict[Candidate, Outcome] = {}
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
@@ -412,15 +458,20 @@ class PlanResult:
     cached: int                # outcomes read from the disk cache
     gpus: int
     runner: str = "cache"      # what costed the rest: "process", "pool", "ray" or "cache"
-    over_memory: int = 0       # over the GPUs' HBM: counted, not costed
-    smallest: tuple[float, str] | None = None   # the least memory seen and its candidate key
+    over_memory: int = 0       # over HBM by more than the margin: counted, not costed
+    smallest: tuple[float, str] | None = None   # the least memory over and its candidate key
     margin: float = 0.0        # the memory margin the rows were marked tight with
     hbm: float | None = None   # the memory per GPU the search ran at
 
     @property
     def tight(self) -> int:
-        """Rows that fit within the margin of HBM."""
+        """Rows inside the margin either side of HBM."""
         return sum(1 for r in self.rows if r.tight)
+
+    @property
+    def tight_over(self) -> int:
+        """Tight rows predicted over HBM (answered, not refused: ``memory.band``)."""
+        return sum(1 for r in self.rows if r.tight and not r.fits)
 
 
 def lightest(c: Candidate) -> Candidate:
@@ -532,9 +583,12 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
     (``base.model``, the model the training options are for) on ``system``. ``hbm`` (bytes
     per GPU) replaces the GPUs' declared memory: the same GPU in another memory size (an
     A100 40 GB on a file that declares the 80 GB part, an H200 on the H100's fabric).
-    ``margin`` (a fraction of HBM, 0 turns it off) marks the rows that fit within it of HBM
-    ``tight`` and ranks them after the others: they are neither pruned nor called out of
-    memory (``is_tight``; the default is the memory validation's ``MEMORY_MARGIN``)."""
+    ``margin`` (the memory model's uncertainty, a fraction of HBM; 0 turns it off) marks the
+    rows inside it either side of HBM ``tight`` and ranks them after the others, those that fit
+    first: a candidate predicted over HBM by less than the uncertainty (at most HBM /
+    (1 - margin), ``memory.band``) is costed and answered, ``fits`` false and ``tight``; only
+    one over by more is pruned and counted over memory (``is_tight``; the default is the
+    memory validation's ``MEMORY_MARGIN``)."""
     if model != base.model:
         raise PlanUsageError(f"the training options are for '{base.model.name}', not "
                              f"'{model.name}'")
@@ -552,14 +606,19 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
         raise PlanUsageError(f"--memory-margin {margin}: a fraction of HBM from 0 (off) to "
                              "below 1")
     hbm = hbm if hbm is not None else hbm_of(system, gpus)
-    todo = enumerate_candidates(model, gpus, base.batch, fixed or {})
-    live, pruned = _prune(base, todo, gpu, hbm)
+    limit = limit_of(hbm, margin)
+    todo = enumerate_candidates(model, gpus, base.batch, fixed or {},
+                                tp_within_domains(system, gpus))
+    live, pruned = _prune(base, todo, gpu, limit)
     path = cache_dir() / "plan" / f"{fingerprint(system, base, gpus, hbm)}.json"
     stored = _load_cache(path) if use_cache else {}
     done: dict[Candidate, Outcome] = {}
     for c in live:
         if c.key in stored:
-            done[c] = _stored(stored[c.key])
+            found = _stored(stored[c.key])
+            # a bare size was over the limit of the run that stored it: a wider margin costs it
+            if not (isinstance(found, float) and limit is not None and found <= limit):
+                done[c] = found
     cached = len(done)
     rest = [c for c in live if c not in done]
     tick = (lambda n: progress(len(pruned) + cached + n, len(todo))) if progress else \
@@ -569,17 +628,20 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
         if ray:
             if source is None:
                 raise PlanUsageError("--ray needs the system's file (its path and -D values)")
-            done.update(run_ray(ray, source, base, rest, tick, hbm))
+            done.update(run_ray(ray, source, base, rest, tick, limit, hbm))
             runner = "ray"
         else:
-            done.update(run_local(system, base, rest, jobs, tick, hbm))
+            done.update(run_local(system, base, rest, jobs, tick, limit, hbm))
             runner = "pool" if jobs > 1 and len(rest) >= POOL_MIN else "process"
         if use_cache:
             stored.update({c.key: _storable(r) for c, r in done.items()})
             _save_cache(path, stored)
     elif progress:
         progress(len(todo), len(todo))
-    rows = sorted((attrs.evolve(r, tight=r.fits and is_tight(r.memory_per_gpu, hbm, margin))
+    # a row stored by a run with a wider margin is over this run's limit: counted, not shown
+    done = {c: r.memory_per_gpu if isinstance(r, PlanRow) and limit is not None and
+            r.memory_per_gpu > limit else r for c, r in done.items()}
+    rows = sorted((attrs.evolve(r, tight=is_tight(r.memory_per_gpu, hbm, margin))
                    for r in done.values() if isinstance(r, PlanRow)), key=lambda r: r.rank_key)
     over = {c: r for c, r in done.items() if isinstance(r, float)}
     over.update(pruned)

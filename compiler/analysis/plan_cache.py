@@ -50,7 +50,10 @@ def valid_row(row) -> bool:
         links = isinstance(row["links_by_dim"], dict) and all(
             isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
             for k, v in row["links_by_dim"].items())
-        return ints and times and dims and links and row["recompute"] in _RECOMPUTE \
+        term = row["largest_memory_term"]
+        largest = isinstance(term, dict) and set(term) == {"term", "bytes"} and \
+            isinstance(term["term"], str) and _number(term["bytes"])
+        return ints and times and dims and links and largest and row["recompute"] in _RECOMPUTE \
             and isinstance(row["sequence_parallel"], bool) and isinstance(row["fits"], bool) \
             and _number(row["memory_per_gpu"]) and _number(row["mfu"], 0.0, 1.0) \
             and _number(row["tokens_per_s"])

@@ -7,23 +7,6 @@ import attrs
 
 from .system import System
 
-#: The fraction of dense peak GEMMs reach when a GPU model does not say (fitted, docs/plan.md).
-GEMM_EFFICIENCY = 0.54
-
-
-def gpu_rates(system: System, dtype: str) -> tuple[float, float, float] | None:
-    """(peak FLOP/s, HBM bytes/s, GEMM efficiency) of the slowest GPU: the step waits for it.
-    None when a GPU model declares no peak."""
-    key = "tflops_fp8" if dtype == "fp8" else "tflops_bf16"
-    worst = None
-    for model in system.gpu_models.values():
-        peak, bw = model.attr(key), model.attr("hbm_bandwidth")
-        if peak is None or bw is None:
-            return None
-        if worst is None or peak * 1e12 < worst[0]:
-            worst = (peak * 1e12, bw, model.attr("gemm_efficiency", GEMM_EFFICIENCY))
-    return worst
-
 
 def hbm_of(system: System, gpus: int | None = None) -> float | None:
     """Bytes of the smallest GPU memory among the first ``gpus`` GPUs (all by default); None
@@ -32,8 +15,6 @@ def hbm_of(system: System, gpus: int | None = None) -> float | None:
         {g.model.name: g.model for g in system.gpus[:gpus]}.values()
     sizes = [m.attr("hbm") for m in models]
     return min(sizes) if sizes and all(sizes) else None
-
-
 
 
 @attrs.frozen

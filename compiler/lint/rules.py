@@ -269,7 +269,9 @@ def _spans_islands(system: System, ranks) -> int:
     return len({system.locality.island[r] for r in ranks})
 
 
-def _spans_domains(system: System, ranks) -> int:
+def spans_domains(system: System, ranks) -> int:
+    """How many NVLink domains (an island without NVLink counts as one) the GPUs ``ranks``
+    touch: W501's and W504's test, which ``topoc plan`` applies to the tp sizes it searches."""
     loc = system.locality
     return len({loc.domain_root[r] or ("island", loc.island[r]) for r in ranks})
 
@@ -284,7 +286,7 @@ def _spanning(system: System, dim: str, spans) -> Iterable[tuple]:
 
 @rule("W501", "warning", "tensor-parallel group outside one NVLink domain")
 def tp_outside(system: System, opts) -> Iterable[Finding]:
-    for p, bad in _spanning(system, "tp", _spans_domains):
+    for p, bad in _spanning(system, "tp", spans_domains):
         leave = "leaves" if len(bad) == 1 else "leave"
         yield Finding("W501", f"{plural(len(bad), 'tp group')} of '{p.name}' {leave} one NVLink domain, "
                       f"e.g. tp:{bad[0]}: TP communicates in every layer; keep it on NVLink",
@@ -320,7 +322,7 @@ def inverted(system: System, opts) -> Iterable[Finding]:
     for p in system.parallels:
         tp, dp = rank_groups(p, "tp"), rank_groups(p, "dp")
         if p.size("tp") > 1 and p.size("dp") > 1 and \
-                _spans_domains(system, tp[0]) > 1 and _spans_domains(system, dp[0]) == 1:
+                spans_domains(system, tp[0]) > 1 and spans_domains(system, dp[0]) == 1:
             yield Finding("W504", f"'{p.name}': dp groups sit inside one NVLink domain while tp "
                           "groups cross domains; reorder so tp varies fastest (order = tp, ...)",
                           p.span, strategy=p.name)
@@ -341,7 +343,10 @@ def unused(system: System, opts) -> Iterable[Finding]:
 
 @rule("W506", "warning", "a strategy's model does not fit in GPU memory")
 def out_of_memory(system: System, opts) -> Iterable[Finding]:
+    """Over HBM by more than the memory model's uncertainty (``memory.band``): a strategy a few
+    GB over is 'tight' (it may run; ``topoc plan`` answers it), as runs that happened were."""
     from ..ir.gpus import hbm_of
+    from ..training.memory import MEMORY_MARGIN, OVER, fit
     for p in system.parallels:
         if p.derived is None:
             continue
@@ -349,14 +354,15 @@ def out_of_memory(system: System, opts) -> Iterable[Finding]:
         hbm = hbm_of(system)
         if hbm is None:
             continue
-        if mem.total > hbm:
+        if fit(mem.total, hbm, MEMORY_MARGIN) == OVER:
             gb = 1e9
             yield Finding("W506", f"'{p.name}': {t.model.name} needs {mem.total / gb:.1f} GB per "
                           f"GPU on the {mem.stage} pipeline stage (weights {mem.weights / gb:.1f}, "
                           f"gradients {mem.gradients / gb:.1f}, optimizer "
                           f"{mem.optimizer / gb:.1f}, activations {mem.activations / gb:.1f}), "
                           f"{(mem.total - hbm) / gb:.1f} GB over the {hbm / gb:.0f} GB "
-                          "of HBM; try recompute, distributed_optimizer, more tp or pp "
+                          f"of HBM, more than the memory model's {MEMORY_MARGIN:.0%} "
+                          "uncertainty; try recompute, distributed_optimizer, more tp or pp "
                           "(topoc plan searches them)", p.span, strategy=p.name)
 
 

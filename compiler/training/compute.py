@@ -31,6 +31,7 @@ import attrs
 
 from ..ir.gpus import GPUFigures
 from ..ir.system import Transformer
+from .constants import value
 from . import ep_overlap, epilogue
 from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
@@ -116,7 +117,7 @@ def _layer_gemms(m: Transformer, t, sh: Shape, tokens: float, moe: bool):
 #: Host seconds to issue one kernel from an eager PyTorch module (Python, the dispatcher, the
 #: autograd bookkeeping and cudaLaunchKernel): an order-of-magnitude figure, not fitted
 #: (benchmarks/README.md reports the rows at 10 and 30 us as well).
-HOST_LAUNCH = 20e-6
+HOST_LAUNCH = value("compute.host_launch")
 #: Kernels of an MoE layer's dispatch segment per micro-batch that do not scale with the local
 #: experts (router scores, top-k, the token-count exchange, permute, sort by expert, the
 #: activation, unpermute): about ten forward and twenty backward.

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import attrs
 
+from .constants import REGISTRY, value
+
 
 @attrs.frozen
 class Curve:
@@ -42,7 +44,18 @@ class Curve:
     attention_fa2: float | None = None
 
 
-#: By GPU generation, fitted by benchmarks/plan_calibration.py --fit on the rows marked fit in
+def _curve(gen: str, like: str | None = None) -> Curve:
+    """A generation's curve from the registry (``constants``: values, fit rows, sources)."""
+    g = like or gen
+    moe = value(f"gemm.{g}.moe_layer")
+    fa2 = f"gemm.{g}.attention_fa2"
+    return Curve(e_max=value(f"gemm.{g}.e_max"),
+                 fp8=value(f"gemm.{g}.fp8") if f"gemm.{g}.fp8" in REGISTRY else 0.0,
+                 c=value(f"gemm.{g}.c"), attention=value(f"gemm.{g}.attention"), moe_layer=moe,
+                 attention_fa2=value(fa2) if fa2 in REGISTRY else None)
+
+
+#: By GPU generation (values in ``constants.REGISTRY``, with their rows and sources), fitted by benchmarks/plan_calibration.py --fit on the rows marked fit in
 #: tests/training_rows.py (docs/plan.md reports every row). The fit drives ``c`` to its lower
 #: bound on every generation: on these runs GEMM shapes explain little of the spread. Blackwell
 #: was refitted (a fixed point of --fit, RMS log error 0.012 on its 3 fit rows) when its fit
@@ -51,16 +64,8 @@ class Curve:
 #: DeepSeek-V3 row was costed with a full recompute it did not run. Ampere and Hopper are from
 #: an earlier fit (today's gives Hopper fp8 0.60). Ada has no published run and takes Hopper's
 #: figures.
-CURVES = {
-    "ampere": Curve(e_max=0.80, fp8=0.0, c=16.0, attention=0.23, moe_layer=0.002),
-    # FlashAttention-2 reaches 35 % of an H100's bf16 peak (Shah et al. 2024, FlashAttention-3,
-    # sec. 1), against the fused kernels' (cuDNN, FlashAttention-3) fitted plateau
-    "hopper": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0,
-                    attention_fa2=0.35),
-    "blackwell": Curve(e_max=0.53, fp8=0.63, c=16.0, attention=0.38, moe_layer=0.0),
-    "ada": Curve(e_max=0.52, fp8=0.56, c=16.0, attention=0.90, moe_layer=0.0,
-                 attention_fa2=0.35),
-}
+CURVES = {"ampere": _curve("ampere"), "hopper": _curve("hopper"),
+          "blackwell": _curve("blackwell"), "ada": _curve("ada", like="hopper")}
 #: GPU model name prefixes and their generation (the library's device names).
 GENERATIONS = (("A100", "ampere"), ("A800", "ampere"), ("A10", "ampere"), ("H100", "hopper"),
                ("H200", "hopper"), ("H800", "hopper"), ("H20", "hopper"), ("GH200", "hopper"),

@@ -15,6 +15,7 @@ import attrs
 
 from ..ir.gpus import GPUFigures
 from ..ir.system import Transformer, TrafficFlow
+from .constants import value
 from .compute import Compute, compute
 from .mapping import Layout, MappingError, Shape, bubble, check, idle_time, layout, shape_of
 from .epilogue import EXPERT_EPILOGUES
@@ -54,7 +55,7 @@ CROSS_ENTROPY = ("auto", "megatron", "eager", "compiled", "fused")
 #: (and gradients), 3 (and weights).
 ZERO = (0, 1, 2, 3)
 #: The element-wise kernels reach this fraction of the HBM bandwidth: a round figure, not a fit.
-HBM_EFFICIENCY = 0.5
+HBM_EFFICIENCY = value("compute.hbm_efficiency")
 
 
 @attrs.frozen

@@ -234,3 +234,49 @@ def test_a_tight_row_says_tight_in_the_plan_table():
     cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
              for row in _plan_table(page).split("<tr")[2:]]
     assert [c[-2] for c in cells] == ["yes", "tight", "yes"]
+    assert _plan_table(page).count('<td class="warn">tight</td>') == 1
+
+
+H200 = """use "nvidia/hgx_h200.topo"
+use "models/llama3.topo"
+system node : HGXH200
+parallel train on node {
+  tp = 2  pp = 1  dp = 4
+  model = llama3_8b  batch = 64  microbatch = MB  recompute = RC
+  sequence_parallel = true  zero = 0
+}
+"""
+
+
+@pytest.mark.parametrize("mb, rc, kind", [(2, "selective", "tight"), (4, "full", "fits")])
+def test_memory_is_amber_inside_the_uncertainty_and_the_rank_is_the_strategys_own(
+        tmp_path, mb, rc, kind):
+    """Issue 42: the page showed a green 'fits' at 94 % of HBM while the memory model's
+    uncertainty is 23 %, and a 'rank' that belonged to the ZeRO-1 variant of the ZeRO-0
+    strategy it showed (the search tries ZeRO 1 and 3 only)."""
+    import topoc
+    from topoc.compiler.analysis.page import report_page
+    from topoc.compiler.training.memory import fit
+    src = tmp_path / "h200.topo"
+    src.write_text(H200.replace("MB", str(mb)).replace("RC", rc))
+    system = topoc.load(src)
+    p = report_page(system, system.parallels[0].name)
+    total, hbm = p.report.memory.total, p.report.hbm
+    assert fit(total, hbm) == kind                       # the case is what it is meant to be
+    out = tmp_path / "r.html"
+    assert main(["report", str(src), "--format", "html", "-o", str(out)]) == 0
+    text = out.read_text()
+    card = re.search(r'<div class="card (\w+)"><span>memory per GPU[^<]*</span><b>([^<]*)</b>',
+                     text)
+    assert card.groups() == (("warn", f"{total / 1e9:.1f} of {hbm / 1e9:.0f} GB tight")
+                             if kind == "tight" else
+                             ("good", f"{total / 1e9:.1f} of {hbm / 1e9:.0f} GB fits"))
+    # the rank is that of exactly this strategy: ZeRO 0, its memory, highlighted in the table
+    mine = p.plan.rows[p.plan.rank - 1]
+    assert mine.candidate.zero == 0 and mine.candidate.microbatch == mb
+    assert mine.memory_per_gpu == pytest.approx(total)
+    row = re.search(r'<tr class="mine">(.*?)</tr>', text).group(1)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+    assert cells[0] == str(p.plan.rank) and cells[10] == "0" and \
+        cells[15] == f"{total / 1e9:.1f}"
+    assert re.search(rf"#{p.plan.rank} of {len(p.plan.rows):,}", text)

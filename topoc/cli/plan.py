@@ -8,7 +8,7 @@ import sys
 from ..backends import plan_table
 from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.plan import (PlanUsageError, cache_dir, first_rejection, plan,
-                                      smallest_over)
+                                      smallest_over, tp_within_domains)
 from ..compiler.ir.gpus import gpu_figures, hbm_of, no_fp8
 from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, sharding_conflict, zero_stage
@@ -35,12 +35,15 @@ def add_parser(sub) -> None:
                    "file's (the same GPU in another memory size: A100 40 GB, H200 on an H100 "
                    "fabric)")
     p.add_argument("--memory-margin", type=number(0, 0.99), default=MEMORY_MARGIN,
-                   metavar="FRACTION", help="mark candidates predicted within this fraction "
-                   "of HBM 'tight' and rank them after the rest: they fit, but the memory "
-                   "model's measured uncertainty could push them over (default "
+                   metavar="FRACTION", help="the memory model's uncertainty: candidates "
+                   "predicted above (1 - FRACTION) x HBM and up to HBM / (1 - FRACTION) are "
+                   "'tight', answered and ranked after the rest (those under HBM may not fit, "
+                   "those over it may); only a candidate over by more is refused (default "
                    f"{MEMORY_MARGIN:g}, from benchmarks/memory_validation.py; 0 turns it off)")
     for dim in ("tp", "cp", "ep", "dp", "pp"):
-        p.add_argument(f"--{dim}", type=count(1, 10**7), metavar="N", help=f"fix {dim}")
+        p.add_argument(f"--{dim}", type=count(1, 10**7), metavar="N", help=f"fix {dim}" + (
+            " (any size; unfixed, the search keeps tp groups inside one NVLink domain, as "
+            "lint's W501 asks)" if dim == "tp" else ""))
     p.add_argument("--microbatch", type=count(1, 10**6), metavar="N", help="fix the micro-batch size")
     p.add_argument("--recompute", choices=RECOMPUTE, help="fix activation recomputation")
     p.add_argument("--interleave", type=count(1, 1024), metavar="N", help="fix the model chunks per stage")
@@ -199,6 +202,11 @@ def run(args) -> int:
         except ValueError as exc:
             raise UsageError(f"--compare: {exc}") from None
         why = comparison.check_sizes(wanted, args.gpus or len(system.gpus), model.seq, fixed)
+        tp = wanted.get("tp")
+        if not why and tp and fixed.get("tp") is None and \
+                not tp_within_domains(system, args.gpus or len(system.gpus))(tp):
+            why = (f"tp={tp} is not searched: its groups leave one NVLink domain (lint's "
+                   f"W501); --tp {tp} searches tp = {tp} only (#1 is then the best with it)")
         if why:
             raise UsageError(f"--compare {args.compare}: {why}")
     if args.scaling is not None:
@@ -224,9 +232,12 @@ def run(args) -> int:
         size, key = result.smallest
         cap = head["hbm_per_gpu"] or 0
         key, terms = _terms(system, base, result, fixed, key)
-        print(f"{args.file}: error: no mapping fits in GPU memory: {result.over_memory:,} of "
-              f"{result.considered:,} candidates are over; the smallest needs {size / 1e9:.1f} "
-              f"GB per GPU, {(size - cap) / 1e9:.1f} GB over ({key}){terms}", file=sys.stderr)
+        within = f", even within the memory model's {result.margin:.0%} uncertainty" \
+            if result.margin else ""
+        print(f"{args.file}: error: no mapping fits in GPU memory{within}: "
+              f"{result.over_memory:,} of {result.considered:,} candidates are over; the "
+              f"smallest needs {size / 1e9:.1f} GB per GPU, {(size - cap) / 1e9:.1f} GB over "
+              f"({key}){terms}", file=sys.stderr)
         return EXIT_INPUT
     if not result.considered:
         given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()

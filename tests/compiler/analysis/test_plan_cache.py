@@ -63,8 +63,9 @@ def test_invalid_rows_are_dropped_one_by_one():
             "interleave": 1, "sequence_parallel": False, "step_time": 1.0, "compute_time": 0.5,
             "comm_time": 0.1, "bubble_time": 0.0, "memory_per_gpu": 1e9, "fits": True,
             "mfu": 0.4, "tokens_per_s": 1e5, "comm_by_dim": {"dp": 0.1},
-            "links_by_dim": {"dp": ["nvlink4"]}}
-    rows = {"good": good, "none": None, "nan": {**good, "mfu": float("inf")},
+            "links_by_dim": {"dp": ["nvlink4"]},
+            "largest_memory_term": {"term": "optimizer", "bytes": 5e8}}
+    rows = {"good": good, "term": {**good, "largest_memory_term": {"term": 3, "bytes": 1.0}}, "none": None, "nan": {**good, "mfu": float("inf")},
             "mfu": {**good, "mfu": 9.99}, "neg": {**good, "tp": -3}, "str": {**good, "dp": "8"},
             "moved": good}
     rows = {k: v for k, v in rows.items() if k != "nan"}

@@ -163,3 +163,17 @@ def test_implausible_figures_name_the_likely_meant_value(change, needle):
     messages = [d.message for d in lint_system(topoc.loads(text), LintConfig())
                 if d.code == "W408"]
     assert any(needle in m for m in messages), messages
+
+
+def test_w506_leaves_a_tight_strategy_alone():
+    """Issue 42: a strategy predicted a few GB over HBM, inside the memory model's uncertainty,
+    is 'tight' (topoc plan answers it; runs like it happened), not out of memory."""
+    from topoc.compiler.ir.gpus import hbm_of
+    from topoc.compiler.training.memory import TIGHT, fit
+    src = ('use "nvidia/dgx_h100.topo"\nuse "models/llama3.topo"\nsystem dgx : DGXH100\n'
+           "parallel p on dgx { dp = 8  model = llama3_8b  batch = 128  microbatch = 2\n"
+           "  recompute = full  fp8 = true  distributed_optimizer = true }\n")
+    system = topoc.compile(src, "tight.topo")
+    mem, hbm = system.parallels[0].derived.memory.total, hbm_of(system)
+    assert hbm < mem and fit(mem, hbm) == TIGHT          # over HBM, inside the band
+    assert "W506" not in [d.code for d in lint_system(system)]

@@ -1,0 +1,200 @@
+"""Every fitted or chosen constant of the training, memory and serving models in one registry:
+its value, unit, physical meaning, how it was obtained, and the rows and sources behind it.
+
+Code reads these records (``value``); nothing else in compiler/training or compiler/analysis
+holds a fitted figure. ``how`` says what a value is:
+
+- ``fitted``: searched on published runs by a script (``rows`` are the row ids, ``sources`` the
+  documents they come from); a figure fitted on one run, or on the runs of one source, carries a
+  ``caveat`` saying so, as does a figure the fit drove to a limit of its search;
+- ``derived``: computed from measurements by a stated rule (a percentile), not searched;
+- ``chosen``: a round or order-of-magnitude figure, not fitted; its ``sources`` are what
+  bounds or checks it, and its ``caveat`` says that nothing fixes the value itself.
+
+Figures read from a datasheet, a paper's table or a framework's source (peaks, SM counts,
+default bucket sizes, DeepSpeed's ZeRO-3 defaults, Megatron-Core's kernels) stay next to the
+code that uses them with their citation: they are inputs, not fits. ``tests/compiler/training/
+test_constants.py`` walks the registry (every record has a unit, a meaning and a source, and
+is read by code outside the tests) and checks the GEMM fit rows against tests/training_rows.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+#: The published-run sources of the GEMM fit rows (tests/fixtures/training/SOURCES.md).
+MBRIDGE = "NVIDIA Megatron-Bridge performance summary archive, 25.11 (docs/performance-summary-archive.md)"
+TORCHTITAN_H100 = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md"
+TORCHTITAN_A100 = "pytorch/torchtitan docs/performance.md (A100)"
+NEMO = "NVIDIA NeMo docs/source/performance/performance_summary.md (24.07)"
+FOUNDRY = "MosaicML llm-foundry scripts/train/benchmarking/README.md"
+NARAYANAN = "Narayanan et al. 2021, Efficient Large-Scale Language Model Training (SC'21), Table 1"
+AUTOMODEL = "NVIDIA NeMo AutoModel performance summary"
+PLAN_FIT = "benchmarks/plan_calibration.py --fit (coordinate descent on the RMS log error)"
+
+AMPERE_ROWS = ("narayanan21-t1-18.4b-256gpu", "narayanan21-t1-145.6b-1536gpu",
+               "tt24a100-llama3-8b-64gpu-selop", "llmfoundry-a100-80gb-mpt-7b-s2048-8gpu-bf16")
+HOPPER_ROWS = ("mbridge-2511-h100-llama370b-64-fp8-cs", "mbridge-2511-h100-gptoss-64-bf16",
+               "tt24-t1-8b-8gpu-fsdp-bf16", "nemo2407-h100-gpt3-175b-128gpu-fp8",
+               "llmfoundry-h100-sxm-mpt-7b-s2048-8gpu-bf16",
+               "automodel-h100-qwen3-30b-a3b-8gpu-bf16", "automodel-h100-llama3-70b-64gpu-bf16")
+HOPPER_FP8_ROWS = ("mbridge-2511-h100-llama370b-64-fp8-cs", "nemo2407-h100-gpt3-175b-128gpu-fp8")
+BLACKWELL_ROWS = ("mbridge-2511-gb200-llama31405b-256-fp8-cs", "mbridge-2511-gb200-dsv3-256-bf16",
+                  "mbridge-2511-b200-llama38b-8-fp8-cs")
+BLACKWELL_FP8_ROWS = ("mbridge-2511-gb200-llama31405b-256-fp8-cs",
+                      "mbridge-2511-b200-llama38b-8-fp8-cs")
+
+
+@attrs.frozen
+class Constant:
+    """One constant: what it is, what it is worth, and what it rests on."""
+
+    name: str
+    value: Any
+    unit: str
+    meaning: str
+    how: str                         # "fitted", "derived" or "chosen" (the module's docstring)
+    sources: tuple[str, ...]
+    rows: tuple[str, ...] = ()       # the published rows it was fitted or derived on
+    caveat: str = ""                 # one run, one source, at a search limit, not fixed by data
+    #: how many published rows the fit used, when ``rows`` describes them rather than lists them
+    row_count: int | None = None
+
+    @property
+    def documents(self) -> tuple[str, ...]:
+        """The published sources among ``sources`` (not the scripts that fit or check it)."""
+        return tuple(s for s in self.sources if not s.startswith("benchmarks/"))
+
+    @property
+    def one_source(self) -> bool:
+        """Fitted on a single run or on the runs of a single source: the issue-42 flag."""
+        count = self.row_count if self.row_count is not None else len(self.rows)
+        return self.how == "fitted" and (count <= 1 or len(self.documents) <= 1)
+
+
+def _gemm(gen: str, key: str, value: float, unit: str, meaning: str, rows: tuple[str, ...],
+          sources: tuple[str, ...], caveat: str = "") -> Constant:
+    return Constant(f"gemm.{gen}.{key}", value, unit, meaning, "fitted", sources + (PLAN_FIT,),
+                    rows, caveat)
+
+
+_E_MAX = "plateau a large bf16 GEMM reaches, as a fraction of the dense bf16 peak"
+_FP8 = "plateau a large fp8 GEMM reaches, as a fraction of the dense fp8 peak"
+_C = ("GEMM dimension at which efficiency halves along that axis (tile quantisation, wave "
+      "tails, launch overhead)")
+_ATT = "flash-attention plateau on long sequences, as a fraction of the dense bf16 peak"
+_MOE = ("seconds per MoE layer and micro-batch (forward and backward) the GPU waits on the host "
+        "(the all-to-all dispatcher's token-count synchronisation, the router's and "
+        "permutation's small kernels)")
+_LIMIT_C = ("the fit drives it to the lower limit of its search (16) on every generation: GEMM "
+            "shapes explain little of the spread of these runs, so the data do not fix it")
+_ONE_SOURCE = "fitted on the rows of one source (Megatron-Bridge 25.11's performance table)"
+
+_RECORDS = (
+    _gemm("ampere", "e_max", 0.80, "fraction", _E_MAX, AMPERE_ROWS,
+          (NARAYANAN, TORCHTITAN_A100, FOUNDRY), "an earlier fit than Blackwell's (gemm.py)"),
+    _gemm("ampere", "c", 16.0, "elements", _C, AMPERE_ROWS, (NARAYANAN, TORCHTITAN_A100, FOUNDRY),
+          _LIMIT_C),
+    _gemm("ampere", "attention", 0.23, "fraction", _ATT, AMPERE_ROWS,
+          (NARAYANAN, TORCHTITAN_A100, FOUNDRY)),
+    Constant("gemm.ampere.moe_layer", 0.002, "s", _MOE, "chosen",
+             ("compiler/training/gemm.py Curve's default; no Ampere fit row has experts",),
+             caveat="no Ampere fit row is an MoE run, so the fit never moved it: nothing fixes "
+                    "it on Ampere"),
+    _gemm("hopper", "e_max", 0.52, "fraction", _E_MAX, HOPPER_ROWS,
+          (MBRIDGE, TORCHTITAN_H100, NEMO, FOUNDRY, AUTOMODEL),
+          "an earlier fit (gemm.py: today's --fit moves Hopper fp8 to 0.60)"),
+    _gemm("hopper", "fp8", 0.56, "fraction", _FP8, HOPPER_FP8_ROWS, (MBRIDGE, NEMO),
+          "fitted on two fp8 runs, one per source; an earlier fit (today's --fit gives 0.60)"),
+    _gemm("hopper", "c", 16.0, "elements", _C, HOPPER_ROWS,
+          (MBRIDGE, TORCHTITAN_H100, NEMO, FOUNDRY, AUTOMODEL), _LIMIT_C),
+    _gemm("hopper", "attention", 0.90, "fraction", _ATT, HOPPER_ROWS,
+          (MBRIDGE, TORCHTITAN_H100, NEMO, FOUNDRY, AUTOMODEL)),
+    _gemm("hopper", "moe_layer", 0.0, "s", _MOE, ("mbridge-2511-h100-gptoss-64-bf16",
+                                                   "automodel-h100-qwen3-30b-a3b-8gpu-bf16"),
+          (MBRIDGE, AUTOMODEL), "at the lower limit of its search (0) on the two MoE fit rows"),
+    Constant("gemm.hopper.attention_fa2", 0.35, "fraction",
+             "FlashAttention-2's plateau on an H100 (PyTorch SDPA's flash backend, the flash-attn "
+             "2 package), as a fraction of the dense bf16 peak", "chosen",
+             ("Shah et al. 2024, FlashAttention-3, sec. 1: FlashAttention-2 reaches 35 % of an "
+              "H100's peak",), caveat="a published kernel figure, not a fit"),
+    _gemm("blackwell", "e_max", 0.53, "fraction", _E_MAX, BLACKWELL_ROWS, (MBRIDGE,),
+          _ONE_SOURCE),
+    _gemm("blackwell", "fp8", 0.63, "fraction", _FP8, BLACKWELL_FP8_ROWS, (MBRIDGE,),
+          _ONE_SOURCE),
+    _gemm("blackwell", "c", 16.0, "elements", _C, BLACKWELL_ROWS, (MBRIDGE,),
+          _LIMIT_C + "; " + _ONE_SOURCE),
+    _gemm("blackwell", "attention", 0.38, "fraction", _ATT, BLACKWELL_ROWS, (MBRIDGE,),
+          _ONE_SOURCE),
+    _gemm("blackwell", "moe_layer", 0.0, "s", _MOE, ("mbridge-2511-gb200-dsv3-256-bf16",),
+          (MBRIDGE,), "fitted on one MoE run, at the lower limit of its search (0)"),
+    Constant("memory.margin", 0.23, "fraction of HBM",
+             "the memory model's measured uncertainty: 1 - 1 / the 90th percentile of measured "
+             "over predicted peak memory; the tight band either side of HBM (memory.band)",
+             "derived", ("tests/fixtures/training/memory_runs.csv: torchtitan (2 documents) and "
+                         "torchao (4 documents), 38 scored rows",
+                         "benchmarks/memory_validation.py (margin_from, and left one source out: "
+                         "0.166-0.239)"),
+             ("every scored row of tests/memory_rows.py",)),
+    Constant("memory.runtime_reserve", 2 * 2**30, "bytes",
+             "memory per GPU the model does not count byte by byte: the CUDA context, NCCL's "
+             "buffers, workspaces, the caching allocator's slack", "chosen",
+             ("benchmarks/memory_validation.py: the whole footprint it is part of against 38 "
+              "measured peaks",),
+             caveat="a round figure; no measurement fixes it apart from the rest of the "
+                    "footprint"),
+    Constant("compute.hbm_efficiency", 0.5, "fraction",
+             "the share of HBM bandwidth element-wise kernels (norms, activations, casts, "
+             "eager epilogues) reach", "chosen",
+             ("benchmarks/plan_calibration.py: the step times it is part of against the "
+              "published runs",), caveat="a round figure, not a fit"),
+    Constant("compute.host_launch", 20e-6, "s",
+             "host time to issue one kernel from an eager PyTorch module (Python, the "
+             "dispatcher, autograd bookkeeping, cudaLaunchKernel)", "chosen",
+             ("benchmarks/README.md: the host-bound rows reported at 10 and 30 us as well",),
+             caveat="an order-of-magnitude figure, not fitted"),
+)
+
+#: Serving (``topoc infer``): fitted by ``benchmarks/infer_validation.py --fit`` on its fit rows
+#: (every third usable row of tests/serving_rows.py, in file order), docs/infer.md.
+INFER_FIT = ("benchmarks/infer_validation.py --fit on the fit third of tests/serving_rows.py "
+             "(docs/infer.md lists the rows and their sources)",)
+_INFER = (
+    ("gemm_efficiency", 0.509, "fraction", "decode GEMMs' share of the precision's dense peak"),
+    ("prefill_efficiency", 0.526, "fraction", "prefill GEMMs' and attention's share of the "
+                                              "precision's dense peak"),
+    ("hbm_efficiency", 0.947, "fraction", "share of HBM bandwidth streaming weights and the KV "
+                                          "cache reaches"),
+    ("layer_overhead", 2.30e-5, "s", "time per layer and engine step outside GEMMs and "
+                                     "streaming: launches, norms, synchronisation"),
+    ("step_overhead", 1.03e-3, "s", "time per engine step on the host: scheduling, sampling"),
+    ("expert_tile", 235.6, "rows", "rows of a grouped-GEMM tile: an expert with m tokens runs at "
+                                   "m / (m + expert_tile) of the GEMM rate"),
+    ("fp4_efficiency", 0.557, "fraction", "FP4 GEMMs' further share of the FP4 peak"),
+    ("request_overhead", 0.0056, "s", "time per request before its prefill: API, tokenizer, "
+                                      "queue"),
+    ("gemm_width", 44.0, "columns", "columns per GPU at which a GEMM runs at half speed"),
+    ("collective_overhead", 2.58e-5, "s", "time per tensor-parallel collective in a step beyond "
+                                          "the wire: its kernel launch and the group's barrier"),
+    ("sequence_overhead", 1.74e-5, "s", "host work per running sequence and step: scheduling, "
+                                        "sampling, detokenisation, inputs"),
+    ("closed_loop_share", 0.33, "exponent", "the wave's TTFT's weight in the geometric "
+                                            "interpolation between the steady and the wave TTFT "
+                                            "of a closed-loop benchmark (empirical; "
+                                            "--fit-closed-loop)"),
+)
+SERVING = ("NVIDIA NIM LLM benchmarking 1.0.0", "NVIDIA TensorRT-LLM performance overview",
+           "MLCommons inference results v4", "gpustack benchmarks", "LMSYS SGLang blog posts")
+_RECORDS += tuple(Constant(f"infer.{k}", v, unit, meaning, "fitted", SERVING + INFER_FIT,
+                           ("the fit third of tests/serving_rows.py (68 rows, 96 checks)",),
+                           row_count=68)
+                  for k, v, unit, meaning in _INFER)
+
+REGISTRY: dict[str, Constant] = {c.name: c for c in _RECORDS}
+
+
+def value(name: str) -> Any:
+    """The value of constant ``name`` (KeyError for a name the registry does not hold)."""
+    return REGISTRY[name].value

@@ -1,0 +1,19 @@
+"""The text report's memory verdict (``backends.report.memory_verdict``): green 'fits' only
+outside the memory model's uncertainty, 'tight' inside it either side of HBM, 'does NOT fit'
+only beyond it (issue 42: a run predicted a few GB over HBM ran)."""
+
+from __future__ import annotations
+
+from topoc.backends.report import memory_verdict
+from topoc.compiler.training.memory import MEMORY_MARGIN
+
+
+def test_the_verdict_follows_the_band():
+    hbm = 80e9
+    assert memory_verdict(40e9, hbm) == "fits (50%)"
+    assert memory_verdict(75e9, hbm) == \
+        f"fits (94%), tight: within the memory model's {MEMORY_MARGIN:.0%} uncertainty"
+    assert memory_verdict(88.2e9, hbm) == (f"tight: 8.2 GB over HBM, within the memory model's "
+                                           f"{MEMORY_MARGIN:.0%} uncertainty, so it may run")
+    over = hbm / (1 - MEMORY_MARGIN) + 1e9
+    assert memory_verdict(over, hbm).startswith(f"does NOT fit, {(over - hbm) / 1e9:.1f} GB over")
