@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..compiler.base.figures import PCIE_X16
+from ..compiler.base.text import visible
+from ..compiler.lang import emit
 
 MAX_DEVICES = 4096
 #: nvidia-smi product names -> the library's device model with its cited figures.
@@ -57,7 +58,7 @@ class Build:
     def group(self, name: str) -> str:
         """The group declaration holding every instance and wire."""
         lines = [f"group {name} {{"]
-        lines += [f"  # {c}" for c in self.comments]
+        lines += [f"  # {emit.comment(c)}" for c in self.comments]
         for array, models in self.instances.items():
             if len(set(models)) == 1:
                 lines.append(f"  {array}[{len(models)}] : {models[0]}")
@@ -80,16 +81,15 @@ def gbs(value: float) -> str:
     return f"{value / 1e9:g} GB/s"
 
 
-def ident(text: str) -> str:
-    """``text`` as a .topo identifier."""
-    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+def ident(text: str, prefix: str = "n_") -> str:
+    """``text`` as a .topo identifier (``compiler.lang.emit.ident``); '' for ''."""
+    return emit.ident(text, prefix) if text else ""
 
 
 def printable(text: str) -> str:
     """``text`` with every control or unprintable character escaped (``\\n``, ``\\x1b``):
     a file name goes into messages and comments as one line, never as code."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
+    return visible(text)
 
 
 def finish(lines: list[str]) -> str:
@@ -100,7 +100,7 @@ def finish(lines: list[str]) -> str:
 
 def header(path: str, source: str) -> list[str]:
     """The comment lines every imported file starts with (the input's name escaped)."""
-    return [f"# Imported by topoc from {printable(path)}, {source}.",
+    return [f"# Imported by topoc from {emit.comment(path)}, {emit.comment(source)}.",
             "# Defaults for what the input does not say are listed in docs/nccl.md.", ""]
 
 

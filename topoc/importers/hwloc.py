@@ -17,13 +17,15 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..compiler.base.figures import nvlink_nominal
-from .base import Build, ImportFailure, ident, require_gpus
+from ..compiler.lang import emit
+from .base import Build, ImportFailure, ident, printable, require_gpus
 from .guids import normalize
 from .smi import GPU_SM
 
 #: hwloc 2 XML osdev_type values (hwloc 3 writes a bitmask instead: GPU 4, COPROC 8,
 #: NETWORK 16, OPENFABRICS 32).
 V2_GPU, V2_NETWORK, V2_OPENFABRICS, V2_COPROC = 1, 2, 3, 5
+_TOKEN = re.compile(r"[!-\"$-~]+")    # printable ASCII but space and "#": one field of a line
 _SM_MODEL = re.compile(r"\b(" + "|".join(sorted(GPU_SM, key=len, reverse=True)) + r")\b")
 
 
@@ -209,6 +211,7 @@ def from_hwloc(text: str, path: str = "<lstopo.xml>",
                guids: dict[str, tuple[str, int]] | None = None) -> tuple[str, list[str]]:
     """The .topo text (and notes) of one lstopo XML export; ``guids``, when given, is filled
     with each HCA's node GUID -> (hostname, NIC index) (``topoc.importers.guids``)."""
+    path = printable(path)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -239,20 +242,26 @@ def from_hwloc(text: str, path: str = "<lstopo.xml>",
             for j in range(i + 1, len(cpus)):
                 r.b.wires.append(f"cpu[{i}] <-> cpu[{j}] : {sock}")
     hostname = _infos(machine).get("HostName", "")
-    if guids is not None:
+    if guids is not None and hostname and not _TOKEN.fullmatch(hostname):
+        # the --guids file is '<GUID> <hostname> <index>' lines: a space or newline in the name
+        # would be a second field or a second line
+        r.notes.append(f"{path}: HostName '{printable(hostname)}' is not one word; its HCAs "
+                       "are left out of --guids")
+    elif guids is not None:
         for guid, idx in r.guids:
             try:
                 guids[normalize(guid)] = (hostname or "node", idx)
             except ImportFailure:
                 r.notes.append(f"{path}: NodeGUID '{guid}' is not a GUID; left out")
     product = _infos(machine).get("DMIProductName", "")
-    out = [f"# Imported by topoc from {path}, an hwloc XML topology"
-           + (f" of {product}" if product else "") + ".",
+    out = [f"# Imported by topoc from {emit.comment(path)}, an hwloc XML topology"
+           + (f" of {emit.comment(product)}" if product else "") + ".",
            "# Defaults for what the input does not say are listed in docs/drift.md.", ""]
     out += sorted(r.b.links.values()) + [""] + sorted(r.b.models.values()) + [""]
     out.append(_group(r.b))
     if hostname:
-        out += ["", f'group Machine {{ host {_inst(hostname)} : Node "{hostname}" }}', "",
+        out += ["", f"group Machine {{ host {ident(hostname, 'h_')} : Node "
+                f"{emit.pattern(hostname)} }}", "",
                 "system node : Machine", ""]
     else:
         out += ["", "system node : Node", ""]
@@ -271,8 +280,3 @@ def _group(b: Build) -> str:
         rest = re.sub(r"cpu\[(\d+)\]", r"cpu\1", rest)
     b.instances["cpu"] = cpus
     return "\n".join([head, *members, rest])
-
-
-def _inst(hostname: str) -> str:
-    name = ident(hostname)
-    return name if not name[0].isdigit() else "h_" + name

@@ -18,22 +18,24 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 
-from ..compiler.lang import pipeline
-from .base import ImportFailure, ident
+from ..compiler.lang import emit, pipeline
+from .base import ImportFailure, ident, printable
 
 #: Per-lane signalling, Gb/s, as IBTA names it (nominal: 4xNDR is 400 Gb/s).
 LANE_GBPS = {"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50,
              "NDR": 100, "XDR": 200}
 MAX_NODES = 100_000
+MAX_LINE = 4096
 #: HCA PCI device ids (``devid=`` in the default format) -> library NIC models.
 HCA_DEVID = {0x101B: "CX6", 0x1021: "CX7", 0x1023: "CX8"}
 
-_NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR]-[0-9A-Fa-f]+)"\s*#\s*"(.*?)"')
+# The description runs to the line's last quote: a node description may hold quotes itself.
+_NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR]-[0-9A-Fa-f]+)"\s*#\s*"(.*)"')
 _PORT = re.compile(r'^\[(\d+)\](?:\([0-9A-Fa-f]+\))?\s+"([SHR]-[0-9A-Fa-f]+)"\[(\d+)\]'
                    r'(?:\([0-9A-Fa-f]+\))?\s*#.*?(\d+)x\s*([A-Z]+\d*)\s*$')
 _PLINE = re.compile(r"^(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+(\d+)x\s*([A-Z]+\d*)\s+-\s+"
                     r"(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+"
-                    r"\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)")
+                    r"\(\s*'(.*)'\s+-\s+'(.*)'\s*\)\s*$")
 _MANAGED = re.compile(r"^MF0;([^:]+):([^/]+)(?:/.*)?$")
 _HCA = re.compile(r"^(\S+)\s+(?:mlx\d+_|HCA-)(\d+)$")
 
@@ -47,7 +49,13 @@ def parse(text: str, path: str = "<dump>"):
     cables: dict[tuple, tuple] = {}
     current = None
     devid = 0
-    for number, raw in enumerate(text.splitlines(), 1):
+    # Lines end at '\n' only, as ibnetdiscover writes them: a node description may hold any
+    # other character (a form feed, U+2028) and still be one description.
+    for number, raw in enumerate(text.split("\n"), 1):
+        if len(raw) > MAX_LINE:
+            raise ImportFailure(f"{path}:{number}: a line of {len(raw):,} characters; "
+                                f"ibnetdiscover's are under {MAX_LINE} (node descriptions are "
+                                "64 bytes)")
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -112,6 +120,7 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
     """The .topo text (and notes) of one ibnetdiscover dump; ``guids`` (node GUID ->
     (hostname, NIC index), as ``topoc import hwloc --guids`` writes them) places HCAs by GUID
     before their descriptions are read."""
+    path = printable(path)
     nodes, cables, devids = parse(text, path)
     library = pipeline.front_end('use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n')
     lib_links = {lt.bandwidth * 8: name for name, lt in library.link_types.items()
@@ -181,13 +190,11 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
         shape = tuple(nic_model[g] for _, g in items)
         if shape not in shapes:
             shapes[shape] = f"IBHost{len(shapes)}"
-        inst = ident(host)
-        if inst[0].isdigit():
-            inst = "h_" + inst
+        inst = ident(host, "h_")
         while inst in used:
             inst += "_"
         used.add(inst)
-        host_lines.append(f'  host {inst} : {shapes[shape]} "{host}"')
+        host_lines.append(f"  host {inst} : {shapes[shape]} {emit.pattern(host)}")
         uniform = len(set(shape)) == 1
         for n, (_, g) in enumerate(items):
             end_of[g] = f"{inst}.nic[{n}]" if uniform else f"{inst}.nic{n}"
@@ -199,7 +206,7 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
             continue
         x, y = sorted((end_of[a], end_of[b]), key=_natural)
         wires[(x, y, link_type(rate))] += 1
-    out = [f"# Imported by topoc from {path}, an ibnetdiscover dump: {len(switches)} switches, "
+    out = [f"# Imported by topoc from {emit.comment(path)}, an ibnetdiscover dump: {len(switches)} switches, "
            f"{sum(len(v) for v in hosts.values())} HCAs in {len(hosts)} hosts, "
            f"{len(cables)} cables.", 'use "nvidia/links.topo"', 'use "nvidia/devices.topo"', ""]
     out += [links[k] for k in sorted(links)] + [models[k] for k in sorted(models)]

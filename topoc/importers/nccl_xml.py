@@ -20,6 +20,7 @@ from .base import Build, ImportFailure, finish, gbs, header, ident, printable, r
 MAX_ELEMENTS = 100_000    # a real dump of one node has a few hundred
 MAX_DEPTH = 64            # PCIe trees are a handful of switches deep
 _DIGITS = re.compile(r"[0-9]{1,9}")
+_BUSID = re.compile(r"[0-9a-f]{1,8}:[0-9a-f]{1,2}:[0-9a-f]{1,2}\.[0-7]")
 
 # NCCL's CPU-to-CPU figures (src/graph/topo.h): by (vendor, familyid, modelid) prefix.
 SOCKET_BW = [(("GenuineIntel", "6", "143"), 22e9), (("GenuineIntel", "6", "207"), 40e9),
@@ -105,8 +106,12 @@ def from_nccl_xml(text: str, path: str = "<dump>",
         _sockets(b, host_cpus, path)
         external += [(h, *e) for e in host.nvlinks()]
         if bus_ids is not None:
-            bus_ids.update({f"node.host{h}.{sel.replace('[', '').rstrip(']')}": busid
-                            for sel, busid in host.bus.items()})
+            for sel, busid in host.bus.items():
+                if _BUSID.fullmatch(busid):
+                    bus_ids[f"node.host{h}.{sel.replace('[', '').rstrip(']')}"] = busid
+                else:       # one token per line in the --bus-ids file, never two lines
+                    notes.append(f"{path}: bus id '{printable(busid)}' of {sel} is not a PCI "
+                                 "bus id; left out of --bus-ids")
         notes += b.notes
         groups.append((f"Host{h}", b))
     require_gpus(sum(b.count("gpu") for _, b in groups), path, "the dump")
