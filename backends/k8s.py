@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 
 from ..compiler.analysis.fabric import Fabric
+from ..compiler.base.text import visible
+from . import names
 
 TIER = "fabric.topograph.run/tier-{}"
 DOMAIN = "accelerator.topograph.run/domain"
@@ -57,8 +59,10 @@ def labels(fab: Fabric) -> dict[str, dict[str, str]]:
 
 def render(fab: Fabric, source: str = "", topology_name: str = "default") -> str:
     """A multi-document YAML: one Node metadata patch per host (``kubectl apply``-able labels),
-    then the Kueue Topology. Values are JSON strings, which YAML reads as they are."""
-    lines = [f"# Kubernetes topology labels written by topoc from {source or fab.name}"]
+    then the Kueue Topology. Values are JSON strings, which YAML reads as they are. Hostnames
+    must be RFC 1123 subdomains and switch names label values (``names.InvalidName``)."""
+    names.check(fab, names.K8S_NODE, names.K8S_LABEL)
+    lines = [f"# Kubernetes topology labels written by topoc from {visible(source or fab.name)}"]
     all_labels = labels(fab)
     for host, lab in all_labels.items():
         lines += ["---", "apiVersion: v1", "kind: Node", "metadata:",

@@ -14,6 +14,8 @@ import re
 from collections.abc import Sequence
 
 from ..compiler.analysis.fabric import Fabric
+from ..compiler.base.text import visible
+from . import names
 
 _TAIL = re.compile(r"^(.*?)(\d+)$")
 
@@ -75,13 +77,6 @@ def _fits(first: str, d: str) -> bool:
     return not _padded(d)
 
 
-def _check_names(names: Sequence[str]) -> None:
-    for n in names:
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", n):
-            raise ExportError(f"'{n}' is not a valid Slurm node or switch name (letters, "
-                              "digits, '-', '_' and '.' only)")
-
-
 def tree_lines(fab: Fabric) -> list[tuple[str, str, str]]:
     """(switch, 'Nodes' or 'Switches', hostlist) per switch, leaves first."""
     if not fab.switches:
@@ -102,7 +97,6 @@ def tree_lines(fab: Fabric) -> list[tuple[str, str, str]]:
             out.append((s.name, "Nodes", hostlist(hosts)))
         else:
             out.append((s.name, "Switches", hostlist([c for c in below if "/" not in c])))
-    _check_names([s.name for s in fab.switches] + [h.name for h in fab.hosts])
     return out
 
 
@@ -122,8 +116,10 @@ def block_sizes(fab: Fabric) -> tuple[list[tuple[str, ...]], list[int]]:
 
 def render(fab: Fabric, topology: str, fmt: str = "conf", source: str = "") -> str:
     """The file text: ``topology`` tree or block, ``fmt`` conf or yaml (yaml holds both,
-    ``topology`` naming the cluster default)."""
-    head = f"# Slurm topology written by topoc from {source or fab.name}; do not edit by hand."
+    ``topology`` naming the cluster default). Every host and switch name is checked first
+    (``names.InvalidName``)."""
+    names.check(fab, names.SLURM)
+    head = f"# Slurm topology written by topoc from {visible(source or fab.name)}; do not edit by hand."
     if fmt == "yaml":
         return _yaml(fab, topology, head)
     lines = [head]

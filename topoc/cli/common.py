@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..compiler.base.diagnostics import CompileError, Diagnostic, render_all, suggest
 from ..compiler.base.limits import LIMITS
+from ..compiler.base.text import visible
 from ..compiler.base.units import BYTES, Quantity
 from ..compiler.ir.groups import GroupError, RankGroup, select_group
 from ..compiler.ir.system import System
@@ -59,7 +60,7 @@ def report(diagnostics: Sequence[Diagnostic], stream=None) -> None:
 
 def fail(file: str, message: object) -> int:
     """An input the file cannot serve: ``FILE: error: message`` on stderr, exit 1."""
-    print(f"{file}: error: {message}", file=sys.stderr)
+    print(f"{visible(file)}: error: {visible(str(message))}", file=sys.stderr)
     return EXIT_INPUT
 
 

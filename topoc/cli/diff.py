@@ -8,6 +8,7 @@ import sys
 from ..backends import diff_report
 from ..compiler.analysis.diff import DiffError, diff
 from ..compiler.base.diagnostics import CompileError
+from ..compiler.base.text import visible
 from ..compiler.base.version import VERSION
 from ..compiler.ir.hosts import HostnameError
 from ..importers import ImportFailure
@@ -40,13 +41,16 @@ def _load(path: str, args, defines):
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from None
     except ImportFailure as exc:
-        print(f"topoc: error: {exc}", file=sys.stderr)
+        print(f"topoc: error: {visible(str(exc))}", file=sys.stderr)
         return None
     except CompileError as exc:
         report(exc.diagnostics)
         return None
+    except RecursionError:          # bad input, not drift: exit 2 like any other (docs/drift.md)
+        print(f"topoc: error: {visible(path)}: input nested too deeply", file=sys.stderr)
+        return None
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {visible(note)}", file=sys.stderr)
     return system
 
 

@@ -7,6 +7,7 @@ import difflib
 import sys
 
 from ..compiler.base.diagnostics import CompileError
+from ..compiler.base.text import visible
 from ..compiler.lang.fmt import fmt
 from .common import EXIT_INPUT, EXIT_OK, EXIT_USAGE, UsageError, read_stdin, read_text, report, write_output
 
@@ -29,7 +30,7 @@ def run(args) -> int:
         try:
             text = read_stdin() if file == "-" else read_text(file)
         except UsageError as exc:           # one unreadable file: say so, go on with the rest
-            print(f"topoc: error: {exc}", file=sys.stderr)
+            print(f"topoc: error: {visible(str(exc))}", file=sys.stderr)
             unreadable += 1
             continue
         name = "<stdin>" if file == "-" else file
@@ -53,7 +54,7 @@ def run(args) -> int:
         verb = "would reformat" if args.check or args.diff else "reformatted"
         for name in changed:
             if name != "<stdin>" or args.check:
-                print(f"{verb} {name}", file=sys.stderr)
+                print(f"{verb} {visible(name)}", file=sys.stderr)
     if unreadable:
         return EXIT_USAGE
     if failed or (args.check and changed):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..backends.nccl_topo import write_bus_ids
+from ..compiler.base.text import visible
 from ..compiler.lang import pipeline
 from ..importers import ImportFailure, from_nccl_xml, from_smi
 from ..importers.guids import read_guids, write_guids
@@ -56,10 +57,10 @@ def run(args) -> int:
             topo, notes = from_smi(text, args.input, gpu=args.gpu)
         pipeline.compile(topo)                 # what we write must compile
     except ImportFailure as exc:
-        print(f"topoc: error: {exc}", file=sys.stderr)
+        print(f"topoc: error: {visible(str(exc))}", file=sys.stderr)
         return EXIT_INPUT
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {visible(note)}", file=sys.stderr)
     write_output(topo, args.output)
     if args.bus_ids:
         write_output(write_bus_ids(bus_ids), args.bus_ids)
