@@ -31,11 +31,15 @@ HCA_DEVID = {0x101B: "CX6", 0x1021: "CX7", 0x1023: "CX8"}
 
 # The description runs to the line's last quote: a node description may hold quotes itself.
 _NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR]-[0-9A-Fa-f]+)"\s*#\s*"(.*)"')
+# Every pattern is linear in the line: a lane count is 1-3 digits after a non-digit (a lazy
+# '.*?' before an unbounded '\d+' retried the digits from every position), and a -p line's two
+# quoted descriptions are split at the last "' - '" in Python, not by backtracking.
 _PORT = re.compile(r'^\[(\d+)\](?:\([0-9A-Fa-f]+\))?\s+"([SHR]-[0-9A-Fa-f]+)"\[(\d+)\]'
-                   r'(?:\([0-9A-Fa-f]+\))?\s*#.*?(\d+)x\s*([A-Z]+\d*)\s*$')
+                   r'(?:\([0-9A-Fa-f]+\))?\s*#')
+_RATE = re.compile(r"(?<![0-9])([0-9]{1,3})x\s*([A-Z]{1,8}[0-9]{0,3})\s*$")
 _PLINE = re.compile(r"^(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+(\d+)x\s*([A-Z]+\d*)\s+-\s+"
-                    r"(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+"
-                    r"\(\s*'(.*)'\s+-\s+'(.*)'\s*\)\s*$")
+                    r"(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+\(\s*'")
+_BETWEEN = re.compile(r"'\s+-\s+'")
 _MANAGED = re.compile(r"^MF0;([^:]+):([^/]+)(?:/.*)?$")
 _HCA = re.compile(r"^(\S+)\s+(?:mlx\d+_|HCA-)(\d+)$")
 
@@ -75,18 +79,20 @@ def parse(text: str, path: str = "<dump>"):
             devid = 0
             continue
         m = _PORT.match(line)
-        if m:
+        rate = _RATE.search(line, m.end()) if m else None
+        if m and rate:
             if current is None:
                 raise ImportFailure(f"{path}:{number}: a port line before any Switch/Ca line")
             peer = m.group(2)[2:].lower().lstrip("0") or "0"
-            _cable(cables, current, int(m.group(1)), peer, int(m.group(3)), int(m.group(4)),
-                   m.group(5), path, number)
+            _cable(cables, current, int(m.group(1)), peer, int(m.group(3)), int(rate.group(1)),
+                   rate.group(2), path, number)
             continue
         m = _PLINE.match(line)
-        if m:
+        descs = _descriptions(line[m.end():]) if m else None
+        if m and descs:
             a, b = _guid(m.group(3)[2:]), _guid(m.group(8)[2:])
-            nodes.setdefault(a, (m.group(1), m.group(9)))
-            nodes.setdefault(b, (m.group(6), m.group(10)))
+            nodes.setdefault(a, (m.group(1), descs[0]))
+            nodes.setdefault(b, (m.group(6), descs[1]))
             _cable(cables, a, int(m.group(2)), b, int(m.group(7)), int(m.group(4)), m.group(5),
                    path, number)
         if len(nodes) > MAX_NODES:
@@ -99,6 +105,24 @@ def parse(text: str, path: str = "<dump>"):
         raise ImportFailure(f"{path}: no cabled port found; is this ibnetdiscover output "
                             "(default or -p format)?")
     return nodes, list(cables.values()), devids
+
+
+def _descriptions(tail: str) -> tuple[str, str] | None:
+    """The two descriptions of a -p line from what follows its "( '": ``a' - 'b' )``, split at
+    the last "' - '" (a description may hold quotes and dashes itself); None when malformed."""
+    tail = tail.rstrip()
+    if not tail.endswith(")"):
+        return None
+    inner = tail[:-1].rstrip()
+    if not inner.endswith("'"):
+        return None
+    inner = inner[:-1]
+    split = None
+    for split in _BETWEEN.finditer(inner):
+        pass
+    if split is None:
+        return None
+    return inner[:split.start()], inner[split.end():]
 
 
 def _guid(hex_digits: str) -> str:
