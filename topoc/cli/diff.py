@@ -46,8 +46,10 @@ def _load(path: str, args, defines):
     except CompileError as exc:
         report(exc.diagnostics)
         return None
-    except RecursionError:          # bad input, not drift: exit 2 like any other (docs/drift.md)
-        print(f"topoc: error: {visible(path)}: input nested too deeply", file=sys.stderr)
+    except (RecursionError, ValueError) as exc:
+        # bad input, not drift: exit 2 like any other (docs/drift.md), never 1 ("different")
+        why = "input nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        print(f"topoc: error: {visible(path)}: {visible(why)}", file=sys.stderr)
         return None
     for note in notes:
         print(f"note: {visible(note)}", file=sys.stderr)
@@ -63,6 +65,8 @@ def run(args) -> int:
         d = diff(a, b, args.host)
     except (HostnameError, DiffError) as exc:
         raise UsageError(str(exc)) from None
+    except RecursionError:
+        raise UsageError("an input is nested too deeply to compare") from None
     if args.format == "json":
         text = diff_report.as_json(d, args.a, args.b)
     elif args.format == "github":
