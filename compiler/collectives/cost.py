@@ -35,6 +35,7 @@ import attrs
 from . import algorithms as alg
 from . import orders
 from ..base.gcpause import gc_paused
+from ..base.units import byte_count
 from ..ir.system import COLLECTIVES, SCALEOUT_CLASSES, System
 from .loads import Loads, Resources
 from ..ir.groups import RankGroup
@@ -551,7 +552,9 @@ def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int
     ``among`` when given: the schedule stage asks only for what it can plan). ``nccl`` names
     the release whose tables apply (versions.py; the latest when None); ``graph`` costs
     CUDA-graph launches (nccl-tests -G); ``plugin`` the net plugin's release (aws-ofi-nccl,
-    transports.with_plugin; the latest when None)."""
+    transports.with_plugin; the latest when None). A size that is not a finite, positive
+    whole number of bytes is ValueError (TypeError when no number), before any work."""
+    sizes = [byte_count(size, "a size") for size in sizes]
     try:
         version = nccl_profile(nccl)
         if plugin not in (None, "", "latest"):

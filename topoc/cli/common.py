@@ -25,14 +25,14 @@ from pathlib import Path
 from ..compiler.base.diagnostics import CompileError, Diagnostic, render_all, suggest
 from ..compiler.base.limits import LIMITS
 from ..compiler.base.text import visible
-from ..compiler.base.units import BYTES, Quantity
+from ..compiler.base.units import BYTES, MAX_MESSAGE, Quantity
 from ..compiler.ir.groups import GroupError, RankGroup, select_group
 from ..compiler.ir.system import System
 from ..compiler.lang import pipeline
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
 MAX_SIZES = 64
-MAX_SIZE = 2**50          # bytes in one collective (1 PiB): far past any real buffer
+MAX_SIZE = MAX_MESSAGE    # bytes in one collective (1 PiB): far past any real buffer
 
 
 class UsageError(Exception):
