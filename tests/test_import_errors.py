@@ -66,3 +66,34 @@ def test_a_use_of_a_symlink_loop_is_a_diagnostic(tmp_path, capsys, verb):
     assert code == (2 if verb[0] == "diff" else 1)
     captured = capsys.readouterr()
     assert "E130 error: cannot read 'a': a symbolic link loop" in captured.out + captured.err
+
+
+def test_an_import_that_does_not_compile_names_the_input_file(tmp_path, capsys):
+    lines = ['Switch\t80 "S-00000000000a0000"\t# "MF0;leaf0:QM9700/U1" base port 0 lid 1 lmc 0']
+    lines += [f'[{p}]\t"H-{0x100000 + p:016x}"[1]\t# "x" lid 2 4xNDR' for p in range(1, 71)]
+    for p in range(1, 71):
+        g = f"{0x100000 + p:016x}"
+        lines += ["", f'Ca\t1 "H-{g}"\t# "node{p} mlx5_0"',
+                  f'[1]({g})\t"S-00000000000a0000"[{p}]\t# lid 2 4xNDR']
+    dump = tmp_path / "fabric.txt"
+    dump.write_text("\n".join(lines) + "\n")
+    assert main(["import", "ibnetdiscover", str(dump), "-o", str(tmp_path / "o.topo")]) == 1
+    assert main(["diff", str(dump), str(dump)]) == 2
+    err = capsys.readouterr().err
+    assert err.count(f"{dump}: this ibnetdiscover") == 3 and "E220" in err
+    assert "<input>" not in err and "leaf0 : QM9700" in err
+
+
+@pytest.mark.parametrize("side", ["--bus-ids", "--guids"])
+def test_an_unwritable_side_output_leaves_o_alone(tmp_path, capsys, side):
+    kind, source = (("nccl-topo", FIX / "nccl" / "hgx_h200_topo.xml") if side == "--bus-ids"
+                    else ("hwloc", DGX2))
+    out = tmp_path / "node.topo"
+    out.write_text("# mine\n")
+    (tmp_path / "plain").write_text("")
+    # a folder, and a path below a file: refused for root too (permissions are not)
+    for bad in (tmp_path, tmp_path / "plain" / "x.txt"):
+        code = main(["import", kind, str(source), "-o", str(out), side, str(bad)])
+        assert code == 2 and out.read_text() == "# mine\n"
+    err = capsys.readouterr().err
+    assert "it is a folder" in err and "Not a directory" in err

@@ -76,6 +76,31 @@ def write_output(text: str | bytes, out: str | None) -> None:
     safe_write(out, text if isinstance(text, bytes) else text.encode("utf-8"))
 
 
+def check_writable(out: str | None) -> None:
+    """UsageError now when ``safe_write`` would refuse ``out`` (a folder, a read-only file, a
+    missing or read-only folder): a verb that writes several files checks them all before it
+    replaces any."""
+    if out in (None, "-"):
+        return
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"cannot write {out}: it is a folder")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return                                  # a pipe or device: written into
+    if st is not None and not st.st_mode & 0o222:
+        raise UsageError(f"cannot write {out}: the file is read-only (make it writable first)")
+    folder = Path(os.path.realpath(out)).parent
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {out}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {out}: folder {folder} is not writable")
+
+
 def safe_write(out: str, data: bytes, refuse_read_only: bool = True) -> None:
     """Write ``data`` to the file ``out`` as its kind asks:
 

@@ -125,3 +125,28 @@ def library_gpu(product: str) -> tuple[str, str] | None:
         first -= 1
     body = lines[first:decl.span.end_line]
     return name, "# From the library (library/nvidia/devices.topo):\n" + "\n".join(body)
+
+
+#: The display path of an importer's generated text, so diagnostics can tell it apart.
+GENERATED = "<imported>"
+
+
+def compile_imported(topo: str, path: str, kind: str):
+    """The System of an importer's text; when it does not compile (a switch cabled past its
+    ports, a limit), ImportFailure naming the user's input file ``path``, each error with the
+    generated line it is about, never ``<input>:L:C`` of text the user never saw."""
+    from ..compiler.base.diagnostics import ERROR, CompileError
+    from ..compiler.lang import pipeline
+    try:
+        return pipeline.compile(topo, GENERATED)
+    except CompileError as exc:
+        errors = [d for d in exc.diagnostics if d.severity == ERROR] or list(exc.diagnostics)
+        said = []
+        for d in errors[:5]:
+            where = ""
+            if d.span.path == GENERATED and d.span.line:
+                where = f" (at '{d.span.source.line(d.span.line).strip()}' in the imported text)"
+            said.append(f"{d.code} {d.message}{where}")
+        more = f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
+        raise ImportFailure(f"{printable(path)}: this {kind} describes a system topoc refuses: "
+                            + "; ".join(said) + more) from None

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from ..compiler.ir.system import System
 from ..compiler.lang import pipeline
-from .base import ImportFailure
+from .base import ImportFailure, compile_imported
 
 _XML_ROOT = re.compile(r"<(topology|system)\b")
 # Within a line only ([ \t], never \s, which crosses newlines): over a run of blank lines a
@@ -64,4 +64,4 @@ def load_any(path: str, defines: Mapping[str, int] | None = None,
         return pipeline.compile(text, path, defines, import_roots), kind, notes
     if defines:
         raise ImportFailure(f"{path}: -D applies to .topo files, not to a {kind} dump")
-    return pipeline.compile(topo), kind, notes
+    return compile_imported(topo, path, f"{kind} dump"), kind, notes
