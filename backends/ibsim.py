@@ -11,6 +11,7 @@ survive the round trip even when the lane count cannot.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 
 from ..compiler.analysis.fabric import Fabric, Wire, wiring
@@ -28,6 +29,7 @@ class ExportError(ValueError):
     """The fabric cannot be written (the message says why)."""
 
 
+@functools.lru_cache(maxsize=64)       # a fabric has a handful of rates and many cables
 def width_speed(rate: float) -> tuple[int, tuple[float, str, str, int], bool]:
     """(lanes, speed, exact) for a cable of ``rate`` bits/s: 4 lanes when a speed fits, else
     the fewest lanes of the fastest speed that carry the rate (exact False)."""
