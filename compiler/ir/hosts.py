@@ -108,22 +108,25 @@ def format_hostname(pattern: str, indices, ordinal: int) -> str:
 
 def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
     """(id, device ids) per host when the file marks none: CPU-local components."""
-    parent = {d.id: d.id for d in system.devices}
+    # One pass over the local links' arrays (System.ends), no Link object made for them; a
+    # union-find on device indices.
+    devices = system.devices
+    parent = list(range(len(devices)))
 
-    def find(x: str) -> str:
+    def find(x: int) -> int:
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
         return x
 
-    for link in system.links:
-        if link.cls in LOCAL_CLASSES:
-            a, b = find(link.src), find(link.dst)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    members: dict[str, list[str]] = {}
-    for d in system.devices:
-        members.setdefault(find(d.id), []).append(d.id)
+    src, dst = system.ends.arrays(lambda t: t.cls in LOCAL_CLASSES)
+    for s, t in zip(src.tolist(), dst.tolist()):
+        a, b = find(s), find(t)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    members: dict[int, list[str]] = {}
+    for i, d in enumerate(devices):
+        members.setdefault(find(i), []).append(d.id)
     merged: dict[str, list[str]] = {}
     for ids in members.values():
         if not any(system.device(i).kind == "cpu" for i in ids):
@@ -139,13 +142,18 @@ def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
         # CPU islands under one instance (a GB200 tray's two Graces) are one host.
         merged.setdefault(host_id, []).extend(ids)
     # Devices no CPU reaches over local links (a DGX's NVSwitches) belong to the host whose
-    # instance holds them; switches outside every host (a leaf, an NVL72 switch tray) to none.
+    # instance holds them (the longest host id that prefixes theirs, found by walking the id's
+    # own prefixes: a scan of every host per device was quadratic); switches outside every
+    # host (a leaf, an NVL72 switch tray) to none.
     taken = {i for ids in merged.values() for i in ids}
-    for d in system.devices:
+    for d in devices:
         if d.id not in taken:
-            owner = max((h for h in merged if d.id.startswith(h + ".")), key=len, default=None)
-            if owner is not None:
-                merged[owner].append(d.id)
+            prefix = d.id
+            while "." in prefix:
+                prefix = prefix.rsplit(".", 1)[0]
+                if prefix in merged:
+                    merged[prefix].append(d.id)
+                    break
     position = device_indices(system)
     out = [(h, tuple(sorted(ids, key=position.__getitem__))) for h, ids in merged.items()]
     out.sort(key=lambda h: position[h[1][0]])
