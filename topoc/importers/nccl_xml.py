@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict, deque
 
 from ..compiler.base.figures import GT_GEN, nvlink_nominal
+from ..compiler.lang import emit
 from .base import Build, ImportFailure, finish, gbs, header, ident, printable, require_gpus
 
 MAX_ELEMENTS = 100_000    # a real dump of one node has a few hundred
@@ -143,8 +144,8 @@ class _Host:
         family, modelid = cpu.get("familyid"), cpu.get("modelid")
         name = ident("CPU_" + "_".join(x for x in (vendor, family, modelid) if x))
         arch = cpu.get("arch", "x86_64")
-        self.b.model(name, f'device {name} : cpu {{ arch = "{ident(arch)}"  '
-                           f'vendor = "{ident(vendor)}" }}')
+        self.b.model(name, f"device {name} : cpu {{ arch = {emit.string(ident(arch))}  "
+                           f"vendor = {emit.string(ident(vendor))} }}")
         cpu_sel = self.b.add("cpu", name)
         stack = deque((cpu_sel, child) for child in cpu)   # depth first, in document order
         while stack:
