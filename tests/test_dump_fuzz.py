@@ -60,15 +60,31 @@ LINES = {
 }
 
 
+_ATTRIBUTE = re.compile(r'=\s*"([^"<]{0,200})"')
+
+
+def _xml_escape(value: str) -> str:
+    """``value`` as an XML attribute's text (what XML 1.0 cannot carry dropped)."""
+    value = "".join(c for c in value if c in "\t\n\r" or ord(c) >= 0x20)
+    return (value.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
+            .replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;"))
+
+
 def mutate(text: str, rng: random.Random) -> str:
     """One to four edits: a hostile string inserted, a line duplicated, deleted or truncated,
-    a run of bytes flipped, a number replaced by text or a huge value."""
+    a run of bytes flipped, a number replaced by text or a huge value, an XML attribute's value
+    replaced by hostile text (escaped, so the XML stays well-formed)."""
     for _ in range(rng.randint(1, 4)):
         if not text:
             break
         at = rng.randrange(len(text))
-        kind = rng.randrange(6)
-        if kind == 0:
+        kind = rng.randrange(8)
+        values = list(_ATTRIBUTE.finditer(text)) if kind >= 6 else []
+        if values:                           # an XML attribute's value, still well-formed XML
+            m = rng.choice(values)
+            value = "".join(rng.choice(HOSTILE + ["a", "9", "-", "."]) for _ in range(6))
+            text = text[:m.start(1)] + _xml_escape(value) + text[m.end(1):]
+        elif kind == 0:
             text = text[:at] + rng.choice(HOSTILE) * rng.randint(1, 3) + text[at:]
         elif kind == 1:
             lines = text.split("\n")
