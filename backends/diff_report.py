@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from ..compiler.analysis.diff import Diff
+from ..compiler.base.text import visible
 from .lint_report import SARIF_SCHEMA, _escape_data, _escape_property
 
 #: SARIF rule ids per finding category.
@@ -22,9 +23,11 @@ SUMMARY = {"hosts": "a host is missing on one side", "devices": "devices differ 
 
 
 def text(d: Diff, a: str, b: str) -> str:
-    """One line per difference, then the notes and a verdict."""
-    lines = [f"{CODES[f.category]} {f.category}: {f.message}" for f in d.findings]
-    lines += [f"note: {n}" for n in d.notes]
+    """One line per difference, then the notes and a verdict (hostnames and file names with
+    control characters escaped: one line each, nothing for a terminal to obey)."""
+    a, b = visible(a), visible(b)
+    lines = [f"{CODES[f.category]} {f.category}: {visible(f.message)}" for f in d.findings]
+    lines += [f"note: {visible(n)}" for n in d.notes]
     if d.equal:
         lines.append(f"no differences between {a} and {b} (compared: "
                      f"{', '.join(d.compared) or 'nothing in common'})")

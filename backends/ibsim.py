@@ -11,9 +11,12 @@ survive the round trip even when the lane count cannot.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 
 from ..compiler.analysis.fabric import Fabric, Wire, wiring
+from ..compiler.base.text import visible
+from .names import IBDIAGNET, IBSIM, check as check_names
 
 #: ibsim width codes (PortInfo LinkWidthEnabled bits) by lanes.
 WIDTH = {1: 1, 4: 2, 8: 4, 12: 8, 2: 16}
@@ -26,6 +29,7 @@ class ExportError(ValueError):
     """The fabric cannot be written (the message says why)."""
 
 
+@functools.lru_cache(maxsize=64)       # a fabric has a handful of rates and many cables
 def width_speed(rate: float) -> tuple[int, tuple[float, str, str, int], bool]:
     """(lanes, speed, exact) for a cable of ``rate`` bits/s: 4 lanes when a speed fits, else
     the fewest lanes of the fastest speed that carry the rate (exact False)."""
@@ -58,7 +62,9 @@ def _names(fab: Fabric) -> dict[str, str]:
 
 
 def render_ibsim(fab: Fabric, source: str = "") -> str:
-    """The ibsim net file; switches first (ibsim's SM port is the first port in the file)."""
+    """The ibsim net file; switches first (ibsim's SM port is the first port in the file).
+    Host and switch names are checked first (``names.InvalidName``)."""
+    check_names(fab, IBSIM)
     if not fab.switches:
         raise ExportError("the system has no scale-out switches to simulate")
     wires = wiring(fab)
@@ -67,7 +73,7 @@ def render_ibsim(fab: Fabric, source: str = "") -> str:
         ports[w.a].append((w.a_port, w.b, w.b_port, w))
         ports[w.b].append((w.b_port, w.a, w.a_port, w))
     names = _names(fab)
-    lines = [f"# ibsim network written by topoc from {source or fab.name}", ""]
+    lines = [f"# ibsim network written by topoc from {visible(source or fab.name)}", ""]
     inexact = sorted({w.rate for w in wires if not width_speed(w.rate)[2]})
     for rate in inexact:
         lanes, speed, _ = width_speed(rate)
@@ -94,7 +100,9 @@ def render_ibsim(fab: Fabric, source: str = "") -> str:
 def render_ibdiagnet(fab: Fabric, source: str = "") -> str:
     """The cabling plan as an IBDM topology file (ibdm-topo-file(1)), which ``ibdiagnet -t``
     checks the discovered fabric against: one section per system (a switch, or one HCA of a
-    host named ``<hostname>/U<n+1>``), ``P<port> -> <type> <peer> P<peer port>`` per cable."""
+    host named ``<hostname>/U<n+1>``), ``P<port> -> <type> <peer> P<peer port>`` per cable.
+    Host and switch names are checked first (``names.InvalidName``)."""
+    check_names(fab, IBDIAGNET)
     if not fab.switches:
         raise ExportError("the system has no scale-out switches")
     wires = wiring(fab)
@@ -111,7 +119,7 @@ def render_ibdiagnet(fab: Fabric, source: str = "") -> str:
     for w in wires:
         ports[w.a].append((w.a_port, w.b, w.b_port))
         ports[w.b].append((w.b_port, w.a, w.a_port))
-    lines = [f"# IBDM topology file written by topoc from {source or fab.name}", ""]
+    lines = [f"# IBDM topology file written by topoc from {visible(source or fab.name)}", ""]
     ends = [s.name for s in fab.switches] + [f"{h.host}/{h.index}" for h in fab.hcas]
     for end in ends:
         if end not in ports:

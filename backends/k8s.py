@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 
 from ..compiler.analysis.fabric import Fabric
+from ..compiler.base.text import visible
+from . import names
 
 TIER = "fabric.topograph.run/tier-{}"
 DOMAIN = "accelerator.topograph.run/domain"
@@ -66,11 +68,13 @@ def render(fab: Fabric, source: str = "", topology_name: str = "default",
            kueue_api: str = KUEUE_APIS[0], clique: bool = False) -> str:
     """A multi-document YAML: one Node metadata patch per host (``kubectl apply``-able labels),
     then the Kueue Topology at ``kueue.x-k8s.io/<kueue_api>``. Values are JSON strings, which
-    YAML reads as they are."""
+    YAML reads as they are. Hostnames must be RFC 1123 subdomains and switch names label values
+    (``names.InvalidName``)."""
     if kueue_api not in KUEUE_APIS:
         raise ValueError(f"Kueue API version '{kueue_api}' is not one of "
                          f"{', '.join(KUEUE_APIS)}")
-    lines = [f"# Kubernetes topology labels written by topoc from {source or fab.name}"]
+    names.check(fab, names.K8S_NODE, names.K8S_LABEL)
+    lines = [f"# Kubernetes topology labels written by topoc from {visible(source or fab.name)}"]
     all_labels = labels(fab, clique)
     for host, lab in all_labels.items():
         lines += ["---", "apiVersion: v1", "kind: Node", "metadata:",

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 from ..compiler.analysis.fabric import Fabric
 from ..compiler.ir.locality import natural
+from ..compiler.base.text import visible
+from . import names
 
 _TAIL = re.compile(r"^(.*?)(\d+)$")
 
@@ -104,13 +106,6 @@ def _fits(first: str, d: str) -> bool:
     return not _padded(d)
 
 
-def _check_names(names: Sequence[str]) -> None:
-    for n in names:
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", n):
-            raise ExportError(f"'{n}' is not a valid Slurm node or switch name (letters, "
-                              "digits, '-', '_' and '.' only)")
-
-
 def tree_lines(fab: Fabric) -> list[tuple[str, str, str]]:
     """(switch, 'Nodes' or 'Switches', hostlist) per switch, leaves first, with switches that
     hold the same hosts (or, above the leaves, the same children) merged into the first by
@@ -130,8 +125,8 @@ def _tree(fab: Fabric) -> tuple[list[tuple[str, str, str]], dict[str, tuple[str,
     if not fab.switches:
         raise ExportError("the system has no scale-out switches; topology/tree needs at least "
                           "one (a single node needs no topology.conf)")
-    unplaced = [h.name for h in fab.hosts
-                if not any(x.host == h.name for x in fab.hcas)]
+    cabled = {x.host for x in fab.hcas}     # a set: a scan of every HCA per host was quadratic
+    unplaced = [h.name for h in fab.hosts if h.name not in cabled]
     if unplaced:
         raise ExportError(f"host '{unplaced[0]}' has no compute NIC cabled to a switch; Slurm "
                           "needs every node under one (topology.conf(5))")
@@ -153,13 +148,12 @@ def _tree(fab: Fabric) -> tuple[list[tuple[str, str, str]], dict[str, tuple[str,
                 key = tuple(sorted({rename.get(c, c) for c in below if "/" not in c},
                                    key=natural))
             kept.setdefault(key, []).append(s.name)
-        for key, names in kept.items():
-            for n in names:
-                rename[n] = names[0]
-            if len(names) > 1:
-                merged[names[0]] = tuple(names)
-            out.append((names[0], "Nodes" if tier == 1 else "Switches", hostlist(list(key))))
-    _check_names([s.name for s in fab.switches] + [h.name for h in fab.hosts])
+        for key, members in kept.items():
+            for n in members:
+                rename[n] = members[0]
+            if len(members) > 1:
+                merged[members[0]] = tuple(members)
+            out.append((members[0], "Nodes" if tier == 1 else "Switches", hostlist(list(key))))
     return out, merged
 
 
@@ -189,8 +183,11 @@ def render(fab: Fabric, topology: str, fmt: str = "conf", source: str = "",
            version: tuple[int, int] | None = None) -> str:
     """The file text: ``topology`` tree or block, ``fmt`` conf or yaml (yaml holds both,
     ``topology`` naming the cluster default), for Slurm ``version`` (None: any Slurm with the
-    plugin; see ``block_sizes``)."""
-    head = f"# Slurm topology written by topoc from {source or fab.name}; do not edit by hand."
+    plugin; see ``block_sizes``). Every host and switch name is checked first
+    (``names.InvalidName``)."""
+    names.check(fab, names.SLURM)
+    head = (f"# Slurm topology written by topoc from {visible(source or fab.name)}; do not "
+            "edit by hand.")
     if fmt == "yaml":
         if version is not None and version < YAML_FILE:
             raise ExportError(f"Slurm {_version_text(version)} reads no topology.yaml (it "

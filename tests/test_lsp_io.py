@@ -93,6 +93,7 @@ def test_request_before_initialize_is_32002(raw, tmp_path):
     (b"Content-Length: 8\r\n\r\nnot json", -32700),
     (b"Content-Length: 2\r\n\r\n[]", -32600),
     (b"no header here\r\n\r\n", -32600),
+    (b"Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}", -32600),      # two lengths
 ])
 def test_a_malformed_frame_is_answered_and_the_server_keeps_serving(raw, tmp_path, frame, code):
     raw.initialize(tmp_path)
@@ -224,3 +225,15 @@ def test_exit_without_shutdown_ends_with_code_1(raw, tmp_path, params):
     raw.initialize(tmp_path)
     raw.send({"method": "exit", **params})
     assert raw.proc.wait(timeout=20) == 1
+
+
+def test_conflicting_lengths_are_refused_and_a_repeated_one_is_read():
+    """Issue 44: two Content-Length headers that disagree were accepted (the last won)."""
+    good = lsp_io.encode({"jsonrpc": "2.0", "method": "x"})
+    reader = lsp_io.Reader(io.BytesIO(b"Content-Length: 2\r\ncontent-length: 9\r\n\r\n{}"
+                                      + good + b"Content-Length: 2\r\nContent-Length: 2\r\n"
+                                      b"\r\n[]"))
+    with pytest.raises(lsp_io.FrameError, match="disagree"):
+        reader.frame()
+    assert json.loads(reader.frame())["method"] == "x"
+    assert reader.frame() == b"[]"

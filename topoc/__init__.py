@@ -88,9 +88,16 @@ def groups(system: System, kind: str, parallel: str | None = None):
 def schedule(system: System, collective: str, group=None, *, ranks: str | None = None,
              algorithm: str = "auto", nbytes: int = 2**30, **options):
     """Plan ``collective`` on ``group`` (a RankGroup, a spec like ``'dp:0'`` or ``'world'``)
-    or on ``ranks`` (``'0..7,16'``); see ``compiler.schedule.schedule`` for the options."""
-    from .compiler.ir.groups import select_group
+    or on ``ranks`` (``'0..7,16'``); see ``compiler.schedule.schedule`` for the options.
+    ``nbytes`` is a finite whole number of bytes, 1 to 2**50 (ValueError otherwise; TypeError
+    for arguments of the wrong type)."""
+    from .compiler.ir.groups import RankGroup, select_group
     from .compiler.collectives.schedule import schedule as plan
+    if not isinstance(system, System):
+        raise TypeError(f"schedule needs a System (from topoc.load), not {type(system).__name__}")
+    if not (group is None or isinstance(group, (str, RankGroup))):
+        raise TypeError(f"group is a RankGroup or a spec such as 'dp:0', not "
+                        f"{type(group).__name__}")
     if group is None or isinstance(group, str):
         group = select_group(system, group, options.pop("parallel", None), ranks)
     return plan(system, group, collective, algorithm, nbytes, **options)

@@ -2,7 +2,7 @@
 way and the server keeps serving.
 
 - Framing: header lines may end in CRLF or LF; ``Content-Length`` must be a whole number up
-  to ``MAX_FRAME``; a frame that breaks these rules gets a JSON-RPC error (id null) and the
+  to ``MAX_FRAME``, and given twice, the same both times; a frame that breaks these rules gets a JSON-RPC error (id null) and the
   reader finds the next ``Content-Length`` header, so one bad frame costs one message.
 - Messages: a body that is not JSON gets -32700 (parse error); JSON that is not a request,
   notification or response gets -32600 (invalid request); a request before ``initialize``
@@ -105,6 +105,11 @@ class Reader:
                 elif int(value) > MAX_FRAME:
                     bad = bad or (f"Content-Length {int(value)} is larger than the limit of "
                                   f"{MAX_FRAME} bytes")
+                elif length is not None and int(value) != length:
+                    # two lengths: either could be the frame's; reading by one would smuggle
+                    # a message inside the other's body (a repeat of one value is fine)
+                    bad = bad or (f"two Content-Length headers that disagree ({length} and "
+                                  f"{int(value)})")
                 else:
                     length = int(value)
         if bad is None and length is None:

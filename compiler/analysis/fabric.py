@@ -11,6 +11,7 @@ one more than the lowest tier it is cabled to.
 from __future__ import annotations
 
 import re
+import functools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
@@ -76,11 +77,13 @@ class Fabric:
     blocks: tuple[tuple[str, ...], ...]
 
     def switch(self, name: str) -> Switch:
-        """The switch called ``name`` (KeyError if none)."""
-        for s in self.switches:
-            if s.name == name:
-                return s
-        raise KeyError(name)
+        """The switch called ``name`` (KeyError if none); a dictionary built once, so a pass
+        over every switch stays linear."""
+        return self._by_name[name]
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, Switch]:
+        return {s.name: s for s in self.switches}
 
     def tiers(self) -> int:
         """How many switch tiers the fabric has (0: no switches)."""
@@ -138,8 +141,15 @@ def fabric(system: System, pattern: str | None = None,
     ``compiler.ir.hosts``)."""
     host_infos = host_list(system, pattern, mapping)
     host_of = {d: h for h in host_infos for d in h.devices}
-    scaleout = [ln for ln in system.links if ln.cls in SCALEOUT_CLASSES]
-    net = {ln.src for ln in scaleout} | {ln.dst for ln in scaleout}
+    # The scale-out links read from the link arrays (System.ends), no Link object made for
+    # the millions of NVLink and PCIe links around them: (source id, destination id, link
+    # type, lanes) per link, in declaration order.
+    src, dst, codes, lanes = system.ends.arrays(lambda t: t.cls in SCALEOUT_CLASSES,
+                                                ("src", "dst", "type", "lanes"))
+    devices, types = system.devices, system.ends.types
+    scaleout = [(devices[a].id, devices[b].id, types[t], n) for a, b, t, n in
+                zip(src.tolist(), dst.tolist(), codes.tolist(), lanes.tolist())]
+    net = {a for a, _, _, _ in scaleout} | {b for _, b, _, _ in scaleout}
     hcas: list[Hca] = []
     ends: dict[str, str] = {}
     per_host: dict[str, list] = defaultdict(list)
@@ -153,23 +163,24 @@ def fabric(system: System, pattern: str | None = None,
     order = {d.id: i for i, d in enumerate(system.devices)}
     hcas.sort(key=lambda x: order[x.device])
     switch_ids = [d.id for d in system.devices if d.kind == "net_switch" and d.id in net]
+    is_switch = set(switch_ids)             # membership per cable end: a list was quadratic
     for s in switch_ids:
         ends[s] = end_name(system, s)
     # Keep what compute HCAs reach through switches only.
     adj: dict[str, set[str]] = defaultdict(set)
-    for ln in scaleout:
-        if ln.src in ends and ln.dst in ends:
-            adj[ln.src].add(ln.dst)
-            adj[ln.dst].add(ln.src)
+    for a, b, _, _ in scaleout:
+        if a in ends and b in ends:
+            adj[a].add(b)
+            adj[b].add(a)
     tier: dict[str, int] = {}
-    frontier = sorted({n for h in hcas for n in adj[h.device] if n in switch_ids})
+    frontier = sorted({n for h in hcas for n in adj[h.device] if n in is_switch})
     for s in frontier:
         tier[s] = 1
     while frontier:
         nxt = set()
         for s in frontier:
             for n in adj[s]:
-                if n in switch_ids and n not in tier:
+                if n in is_switch and n not in tier:
                     tier[n] = tier[s] + 1
                     nxt.add(n)
         frontier = sorted(nxt)
@@ -179,10 +190,10 @@ def fabric(system: System, pattern: str | None = None,
                      for s in switch_ids if s in tier)
     kept = {h.device for h in hcas} | {s.device for s in switches}
     cables: dict[tuple, int] = defaultdict(int)
-    for ln in scaleout:
-        if ln.src in kept and ln.dst in kept:
-            a, b = sorted((ends[ln.src], ends[ln.dst]), key=natural)
-            cables[(a, b, ln.cls, ln.type.bandwidth * 8, ln.type.name)] += ln.lanes
+    for x, y, t, n in scaleout:
+        if x in kept and y in kept:
+            a, b = sorted((ends[x], ends[y]), key=natural)
+            cables[(a, b, t.cls, t.bandwidth * 8, t.name)] += n
     cable_list = tuple(Cable(a, b, cls, rate, n, lt)
                        for (a, b, cls, rate, lt), n in sorted(
                            cables.items(), key=lambda kv: (natural(kv[0][0]), natural(kv[0][1]),

@@ -433,10 +433,10 @@ def cache_dir() -> Path:
     return Path(base) / "topoc"
 
 
-def _load_cache(path: Path) -> dict[str, dict | None]:
-    """The cache's valid rows (``plan_cache``: shape, code hash and checksum checked; anything
-    else is recomputed)."""
-    return plan_cache.load(path, _code_hash(), lambda d: (
+def _load_cache(path: Path) -> tuple[dict[str, dict | None], str | None]:
+    """The cache's valid rows (``plan_cache``: a regular file, shape, code hash and checksum
+    checked; anything else is recomputed) and a note when a bad file was ignored."""
+    return plan_cache.load_noted(path, _code_hash(), lambda d: (
         f"tp{d['tp']}-cp{d['cp']}-ep{d['ep']}-dp{d['dp']}-pp{d['pp']}-mb{d['microbatch']}"
         f"-{d['recompute']}-v{d['interleave']}-sp{int(d['sequence_parallel'])}"
         f"-z{d.get('zero', 1)}"))
@@ -462,6 +462,7 @@ class PlanResult:
     smallest: tuple[float, str] | None = None   # the least memory over and its candidate key
     margin: float = 0.0        # the memory margin the rows were marked tight with
     hbm: float | None = None   # the memory per GPU the search ran at
+    cache_note: str | None = None   # why a cache file that was there was ignored
 
     @property
     def tight(self) -> int:
@@ -611,7 +612,7 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
                                 tp_within_domains(system, gpus))
     live, pruned = _prune(base, todo, gpu, limit)
     path = cache_dir() / "plan" / f"{fingerprint(system, base, gpus, hbm)}.json"
-    stored = _load_cache(path) if use_cache else {}
+    stored, cache_note = _load_cache(path) if use_cache else ({}, None)
     done: dict[Candidate, Outcome] = {}
     for c in live:
         if c.key in stored:
@@ -647,4 +648,4 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
     over.update(pruned)
     smallest = min(((m, c.key) for c, m in over.items()), default=None)
     return PlanResult(tuple(rows), len(todo), sum(1 for r in done.values() if r is None),
-                      cached, gpus, runner, len(over), smallest, margin, hbm)
+                      cached, gpus, runner, len(over), smallest, margin, hbm, cache_note)

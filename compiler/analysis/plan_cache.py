@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -61,31 +62,88 @@ def valid_row(row) -> bool:
         return False
 
 
-def load(path: Path, code: str, key_of: Callable[[dict], str]) -> dict[str, dict | None]:
-    """The valid rows of the cache at ``path`` (``{}`` when the file is missing, damaged, of
-    another format or code, or fails its checksum); ``key_of`` gives a row's candidate key,
-    which must be the key it is stored under."""
+MAX_BYTES = 256 * 2**20
+
+
+def _read(path: Path) -> bytes | None:
+    """The cache file's bytes, opened only as a regular file: not through a symbolic link
+    (O_NOFOLLOW), never blocking on a FIFO (O_NONBLOCK), its kind and size checked with fstat
+    on the descriptor just opened (no race with a swap after a stat), at most ``MAX_BYTES``
+    read. None when there is no file; ``_Bad`` when there is one that is not a cache."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        if path.stat().st_size > 256 * 2**20:
-            return {}
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("code") != code:
-        return {}
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _Bad(f"cannot open it ({exc.strerror or exc}; a symbolic link is not followed)")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _Bad("it is not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise _Bad(f"it is larger than {MAX_BYTES // 2**20} MiB")
+        parts, size = [], 0
+        while size <= MAX_BYTES:
+            part = os.read(fd, min(1 << 20, MAX_BYTES + 1 - size))
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+        if size > MAX_BYTES:
+            raise _Bad(f"it is larger than {MAX_BYTES // 2**20} MiB")
+        return b"".join(parts)
+    except OSError as exc:
+        raise _Bad(f"cannot read it ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+class _Bad(Exception):
+    """A cache file that is there but cannot be used (the message says why)."""
+
+
+def load(path: Path, code: str, key_of: Callable[[dict], str]) -> dict[str, dict | None]:
+    """The valid rows of the cache at ``path`` (``load_noted`` without its note)."""
+    return load_noted(path, code, key_of)[0]
+
+
+def load_noted(path: Path, code: str,
+               key_of: Callable[[dict], str]) -> tuple[dict[str, dict | None], str | None]:
+    """(the valid rows of the cache at ``path``, a note when a file was there but ignored).
+    Rows are ``{}`` when the file is missing, not a regular file, damaged, nested past the
+    JSON parser's depth bound, of another format or code, or fails its checksum; ``key_of``
+    gives a row's candidate key, which must be the key it is stored under. A file of another
+    format or code is ignored without a note (an upgrade), anything else with one."""
+    def bad(why: str):
+        return {}, f"plan cache {path} ignored and rewritten: {why}"
+    try:
+        raw = _read(path)
+    except _Bad as exc:
+        return bad(str(exc))
+    if raw is None:
+        return {}, None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):    # not JSON, not UTF-8, or nested past the bound
+        return bad("it is not a cache (damaged JSON, or nested too deeply)")
+    if not isinstance(data, dict):
+        return bad("it is not a cache (no JSON object)")
+    if data.get("format") != FORMAT or data.get("code") != code:
+        return {}, None
     rows = data.get("rows")
     if not isinstance(rows, dict):
-        return {}
+        return bad("it has no rows")
     try:
         if data.get("checksum") != checksum(code, rows):
-            return {}
-    except ValueError:                      # NaN or infinity: not what save writes
-        return {}
+            return bad("its checksum does not match (edited by hand?)")
+    except (ValueError, RecursionError):      # NaN or infinity: not what save writes
+        return bad("it holds values save never writes")
     out = {}
     for key, row in rows.items():
         if valid_row(row) and (row is None or set(row) == {"memory"} or key_of(row) == key):
             out[key] = row
-    return out
+    return out, None
 
 
 def save(path: Path, rows: dict[str, dict | None], code: str) -> None:

@@ -2,6 +2,9 @@
 
 A diagnostic renders as ``path:line:col: CODE severity: message``, then the source line with
 carets under the offending text, then notes that cite other spans ("first declared here").
+Rendered text never holds a control character from the input: ESC, BEL, CR, NUL or a Unicode
+line separator in a file, its name or a message is shown as an escape (``\x1b``), so a file
+cannot retitle or clear the terminal of whoever lints it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import functools
 from collections.abc import Iterable, Sequence
 
 import attrs
+
+from .text import visible
 
 ERROR = "error"
 WARNING = "warning"
@@ -55,8 +60,8 @@ class Span:
         return self.source.path
 
     def location(self) -> str:
-        """``path:line:col``."""
-        return f"{self.source.path}:{self.line}:{self.col}"
+        """``path:line:col`` (the path with control characters escaped)."""
+        return f"{visible(self.source.path)}:{self.line}:{self.col}"
 
     def excerpt(self) -> str:
         """The source line with carets under the span (multi-line spans mark the first line)."""
@@ -67,9 +72,12 @@ class Span:
         width = max(1, end - self.col) if end else max(1, len(text) - self.col + 1)
         gutter = f"{self.line:>5} | "
         pad = " " * (len(gutter) - 2) + "| "
-        # Tabs keep their width so the carets line up under the text.
-        prefix = "".join(c if c == "\t" else " " for c in text[: self.col - 1])
-        return f"{gutter}{text}\n{pad}{prefix}{'^' * width}"
+        # Control characters are shown escaped (several columns each); tabs keep their width:
+        # either way the carets line up under the text as displayed.
+        shown = [c if c == "\t" else visible(c) for c in text]
+        prefix = "".join(c if c == "\t" else " " * len(c) for c in shown[: self.col - 1])
+        width += sum(len(c) - 1 for c in shown[self.col - 1: self.col - 1 + width])
+        return f"{gutter}{''.join(shown)}\n{pad}{prefix}{'^' * width}"
 
 
 @attrs.frozen
@@ -92,15 +100,15 @@ class Diagnostic:
 
     def render(self) -> str:
         """The full text form: header line, source excerpt with carets, then the notes."""
-        out = [f"{self.span.location()}: {self.code} {self.severity}: {self.message}"]
+        out = [f"{self.span.location()}: {self.code} {self.severity}: {visible(self.message)}"]
         excerpt = self.span.excerpt()
         if excerpt:
             out.append(excerpt)
         for note in self.notes:
             if note.span is None:
-                out.append(f"  = note: {note.message}")
+                out.append(f"  = note: {visible(note.message)}")
             else:
-                out.append(f"{note.span.location()}: note: {note.message}")
+                out.append(f"{note.span.location()}: note: {visible(note.message)}")
                 ex = note.span.excerpt()
                 if ex:
                     out.append(ex)

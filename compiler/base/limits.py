@@ -22,6 +22,8 @@ class Limits:
     number_fraction: int = 30            # ... and, when not zero, at least 10^-(this)
     lanes: int = 100_000                 # E298: lanes in one connection
     enumeration: int = 20_000_000        # E299: selector combinations in one connection
+    hostname: int = 253                  # E217: characters in one hostname (DNS's limit), its
+    #                                      pattern's field widths included, checked before filling
 
 
 LIMITS = Limits()

@@ -7,6 +7,8 @@ Values are exact fractions until they reach the IR.
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from fractions import Fraction
 
@@ -189,3 +191,27 @@ def human_size(n: float) -> str:
 def _trim(x: float) -> str:
     text = f"{x:.3f}".rstrip("0").rstrip(".")
     return text if text not in ("", "-0") else "0"
+
+
+#: Bytes in one collective: 1 PiB, far past any real buffer (the CLI's --size and the API's
+#: ``nbytes`` both stop here).
+MAX_MESSAGE = 2**50
+
+
+def byte_count(value, what: str = "the size") -> int:
+    """``value`` as a whole number of bytes in 1..``MAX_MESSAGE``: TypeError for what is no
+    number (a string, None, a bool), ValueError for NaN, infinity, a fraction or a value out
+    of range, each naming ``what``. The planners loop over sizes, so an infinite one never
+    returned."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a number of bytes, not {type(value).__name__}")
+    if not isinstance(value, numbers.Integral):
+        f = float(value)
+        if not math.isfinite(f):
+            raise ValueError(f"{what} must be a finite number of bytes, not {f}")
+        if f != math.floor(f):
+            raise ValueError(f"{what} must be a whole number of bytes, not {f:g}")
+        value = int(f)
+    if not 1 <= value <= MAX_MESSAGE:
+        raise ValueError(f"{what} must be 1 to {MAX_MESSAGE:,} bytes (1 PiB), not {value:,}")
+    return int(value)

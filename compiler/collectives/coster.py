@@ -25,6 +25,7 @@ from ..base.gcpause import gc_paused
 from ..ir.groups import RankGroup
 from ..ir.system import COLLECTIVES, System
 from . import algos, transports
+from ..base.units import byte_count
 from .cost import (Cost, CostError, _gpu_facts, _tuner, _tuner_loads, auto_algorithms, choose,
                    options, profile)
 from .loads import Resources
@@ -109,10 +110,14 @@ def cost_collective(system: System, group: RankGroup, collective: str,
     docstring); ``protocol``: force one; ``graph``: CUDA-graph launches (nccl-tests -G);
     ``among``: narrow the chooser's algorithms (the schedule stage asks only for what it
     plans)."""
+    # a size that is not a finite, positive whole number of bytes is refused before any work
+    # (TypeError or ValueError): the planners loop over sizes, an infinite one never returned
+    one = not isinstance(sizes, Iterable) or isinstance(sizes, (str, bytes))
+    checked = [byte_count(s, "a size") for s in ([sizes] if one else sizes)]
     at = Coster(system, group, collective, chooser, protocol, nccl, plugin, graph, among)
-    if isinstance(sizes, int):
-        return at(sizes)
-    return [at(size) for size in sizes]
+    if one:
+        return at(checked[0])
+    return [at(size) for size in checked]
 
 
 def sweep(system: System, group: RankGroup, collective: str, sizes: Iterable[int],

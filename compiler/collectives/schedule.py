@@ -13,6 +13,7 @@ import attrs
 
 from . import algorithms as alg
 from ..base.gcpause import gc_paused
+from ..base.units import byte_count
 from ..ir.system import COLLECTIVES, System
 from . import algos
 from .cost import CostError
@@ -119,7 +120,18 @@ def choose_algorithm(system: System, group: RankGroup, collective: str, nbytes: 
 def schedule(system: System, group: RankGroup, collective: str, algorithm: str = "auto",
              nbytes: int = 2**30, channels: int | None = None, chunks: int | None = None,
              root: int = 0) -> Schedule:
-    """Plan ``collective`` over ``group``; raises ScheduleError for impossible requests."""
+    """Plan ``collective`` over ``group``; raises ScheduleError for impossible requests,
+    TypeError for arguments of the wrong type and ValueError for a size that is not a finite,
+    positive whole number of bytes."""
+    if not isinstance(system, System) or not isinstance(group, RankGroup):
+        raise TypeError(f"schedule needs a System and a RankGroup, not "
+                        f"{type(system).__name__} and {type(group).__name__}")
+    for name, value in (("channels", channels), ("chunks", chunks), ("root", root)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{name} must be a whole number, not {type(value).__name__}")
+    if not isinstance(collective, str) or not isinstance(algorithm, str):
+        raise TypeError("collective and algorithm are names (strings)")
+    nbytes = byte_count(nbytes, "nbytes")
     n = len(group.ranks)
     if collective not in COLLECTIVES:
         raise ScheduleError(f"unknown collective '{collective}' (one of {', '.join(COLLECTIVES)})")

@@ -18,11 +18,18 @@ from collections.abc import Mapping
 
 import attrs
 
+from ..base.limits import LIMITS
+from ..base.text import visible
 from .system import System, device_indices
 
 #: Link classes that stay inside one host when hosts are inferred.
 LOCAL_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
 _STEP = re.compile(r"^(.*?)(\d+)$")
+#: The width of a format spec (``[[fill]align][sign][#][0][width]...``): the digits after the
+#: optional fill/align, sign, '#' and '0'.
+_WIDTH = re.compile(r"(?:.?[<>=^])?[+\- ]?#?0?([0-9]*)")
+#: Characters of the widest index a pattern fills in (an array holds at most 1,000,000).
+_INDEX_DIGITS = 20
 
 
 class HostnameError(ValueError):
@@ -48,11 +55,34 @@ def _steps(system: System, host_id: str) -> tuple[tuple[str, int | None], ...]:
 
 
 def pattern_fields(pattern: str) -> list[str]:
-    """The field names a pattern reads (``{rack:02}`` -> ``rack``)."""
+    """The field names a pattern reads (``{rack:02}`` -> ``rack``); ``HostnameError`` for a
+    pattern whose longest name (literal text plus field widths) could pass
+    ``LIMITS.hostname``, or whose spec holds a nested field, before any name is built (a width
+    of ``02900000000`` asked for gigabytes per name)."""
+    shown = visible(pattern[:80] + ("..." if len(pattern) > 80 else ""))
     try:
-        return [f for _, f, _, _ in string.Formatter().parse(pattern) if f is not None]
+        parts = list(string.Formatter().parse(pattern))
     except ValueError as exc:
-        raise HostnameError(f"hostname pattern '{pattern}': {exc}") from None
+        raise HostnameError(f"hostname pattern '{shown}': {exc}") from None
+    longest = 0
+    for literal, field, spec, conversion in parts:
+        longest += len(literal)
+        if field is None:
+            continue
+        if "{" in (spec or "") or conversion:
+            raise HostnameError(f"hostname pattern '{shown}': field '{field}' has a nested field "
+                                "or a conversion; write an index with a format such as "
+                                "{node:02}")
+        width = _WIDTH.match(spec or "")
+        digits = width.group(1) if width else ""
+        wide = len(digits) > 5 or (digits and int(digits) > LIMITS.hostname)
+        longest += (LIMITS.hostname + 1 if wide else int(digits or 0)) + _INDEX_DIGITS
+        if longest > LIMITS.hostname:
+            break
+    if longest > LIMITS.hostname:
+        raise HostnameError(f"hostname pattern '{shown}' can make names longer than "
+                            f"{LIMITS.hostname} characters, the longest a hostname can be")
+    return [f for _, f, _, _ in parts if f is not None]
 
 
 def format_hostname(pattern: str, indices, ordinal: int) -> str:
@@ -78,22 +108,25 @@ def format_hostname(pattern: str, indices, ordinal: int) -> str:
 
 def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
     """(id, device ids) per host when the file marks none: CPU-local components."""
-    parent = {d.id: d.id for d in system.devices}
+    # One pass over the local links' arrays (System.ends), no Link object made for them; a
+    # union-find on device indices.
+    devices = system.devices
+    parent = list(range(len(devices)))
 
-    def find(x: str) -> str:
+    def find(x: int) -> int:
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
         return x
 
-    for link in system.links:
-        if link.cls in LOCAL_CLASSES:
-            a, b = find(link.src), find(link.dst)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    members: dict[str, list[str]] = {}
-    for d in system.devices:
-        members.setdefault(find(d.id), []).append(d.id)
+    src, dst = system.ends.arrays(lambda t: t.cls in LOCAL_CLASSES)
+    for s, t in zip(src.tolist(), dst.tolist()):
+        a, b = find(s), find(t)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    members: dict[int, list[str]] = {}
+    for i, d in enumerate(devices):
+        members.setdefault(find(i), []).append(d.id)
     merged: dict[str, list[str]] = {}
     for ids in members.values():
         if not any(system.device(i).kind == "cpu" for i in ids):
@@ -109,13 +142,18 @@ def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
         # CPU islands under one instance (a GB200 tray's two Graces) are one host.
         merged.setdefault(host_id, []).extend(ids)
     # Devices no CPU reaches over local links (a DGX's NVSwitches) belong to the host whose
-    # instance holds them; switches outside every host (a leaf, an NVL72 switch tray) to none.
+    # instance holds them (the longest host id that prefixes theirs, found by walking the id's
+    # own prefixes: a scan of every host per device was quadratic); switches outside every
+    # host (a leaf, an NVL72 switch tray) to none.
     taken = {i for ids in merged.values() for i in ids}
-    for d in system.devices:
+    for d in devices:
         if d.id not in taken:
-            owner = max((h for h in merged if d.id.startswith(h + ".")), key=len, default=None)
-            if owner is not None:
-                merged[owner].append(d.id)
+            prefix = d.id
+            while "." in prefix:
+                prefix = prefix.rsplit(".", 1)[0]
+                if prefix in merged:
+                    merged[prefix].append(d.id)
+                    break
     position = device_indices(system)
     out = [(h, tuple(sorted(ids, key=position.__getitem__))) for h, ids in merged.items()]
     out.sort(key=lambda h: position[h[1][0]])
@@ -131,12 +169,21 @@ def hosts(system: System, pattern: str | None = None,
     """
     if system.hosts:
         groups = []
-        by_prefix = {h.id: [] for h in system.hosts}
+        by_prefix: dict[str, list[str]] = {h.id: [] for h in system.hosts}
+        # Hosts do not nest, so a device belongs to the host whose id is a prefix of its id
+        # (or is its id): one dictionary probe per dot of the id, linear in devices (a scan of
+        # every host per device took minutes at 18,432 hosts).
         for d in system.devices:
-            for h in system.hosts:
-                if d.id == h.id or d.id.startswith(h.id + "."):
-                    by_prefix[h.id].append(d.id)
+            prefix = d.id
+            while True:
+                members = by_prefix.get(prefix)
+                if members is not None:
+                    members.append(d.id)
                     break
+                cut = prefix.rfind(".")
+                if cut < 0:
+                    break
+                prefix = prefix[:cut]
         for h in system.hosts:
             groups.append((h.id, h.indices, h.pattern, tuple(by_prefix[h.id])))
     else:

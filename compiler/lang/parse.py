@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import string
 from fractions import Fraction
 
 import attrs
@@ -261,11 +262,26 @@ def _digits(token, span: Span) -> Fraction:
         raise CompileError([error("E297", str(exc), span)]) from None
 
 
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+
+
 def _unescape(raw: str) -> str:
+    """A string literal's text: ``\\n``, ``\\t``, ``\\r``, ``\\xHH``, ``\\uHHHH`` and
+    ``\\UHHHHHHHH`` are those characters (what ``compiler.lang.emit.string`` writes); a
+    backslash before anything else is that character (``\\"``, ``\\\\``)."""
     out, i = [], 0
     while i < len(raw):
         if raw[i] == "\\" and i + 1 < len(raw):
-            out.append({"n": "\n", "t": "\t"}.get(raw[i + 1], raw[i + 1]))
+            c = raw[i + 1]
+            width = _HEX_ESCAPES.get(c)
+            digits = raw[i + 2:i + 2 + width] if width else ""
+            if width and len(digits) == width and all(d in string.hexdigits for d in digits) \
+                    and int(digits, 16) <= 0x10FFFF:
+                out.append(chr(int(digits, 16)))
+                i += 2 + width
+                continue
+            out.append(_SIMPLE_ESCAPES.get(c, c))
             i += 2
         else:
             out.append(raw[i])

@@ -80,7 +80,13 @@ class _Loader:
         """The file ``use`` names, next to the importing file or in the library. A path that
         leaves the allowed roots gets E132 whether or not a file is there: the answer must
         not tell what exists outside the project."""
-        candidates = [(folder / use.path).resolve() for folder in (base, library_root())]
+        try:
+            candidates = [(folder / use.path).resolve() for folder in (base, library_root())]
+        except (RuntimeError, OSError) as exc:    # Python < 3.13 says a symlink loop this way
+            self.diags.error("E130", f"cannot read '{use.path}': "
+                             + ("a symbolic link loop" if isinstance(exc, RuntimeError)
+                                else str(exc.strerror or exc)), use.span)
+            return None
         inside = [c for c in candidates if any(c.is_relative_to(r) for r in self.roots)]
         if not inside:
             self.diags.error("E132", f"import '{use.path}' leaves the importing file's "

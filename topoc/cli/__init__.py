@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from ..compiler.base.diagnostics import CompileError
+from ..compiler.base.text import visible
 from ..compiler.base.version import VERSION
 from . import (blast, compile, cost, diff, export, fmt, imports, infer, library, lint, lsp, plan, render,
                report, schedule)
@@ -52,13 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_diagnostics(exc.diagnostics)
         return EXIT_INPUT
     except UsageError as exc:
-        print(f"topoc: error: {exc}", file=sys.stderr)
+        print(f"topoc: error: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
     except OSError as exc:                  # an I/O error no verb foresaw: a message, exit 2
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"topoc: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"topoc: error: {visible(where + str(exc.strerror or exc))}", file=sys.stderr)
         return EXIT_USAGE
     except RecursionError:
         print("topoc: error: input nested too deeply", file=sys.stderr)

@@ -25,14 +25,15 @@ from pathlib import Path
 from ..compiler.base import reading
 from ..compiler.base.diagnostics import CompileError, Diagnostic, render_all, suggest
 from ..compiler.base.limits import LIMITS
-from ..compiler.base.units import BYTES, Quantity
+from ..compiler.base.text import visible
+from ..compiler.base.units import BYTES, MAX_MESSAGE, Quantity
 from ..compiler.ir.groups import GroupError, RankGroup, select_group
 from ..compiler.ir.system import System
 from ..compiler.lang import pipeline
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
 MAX_SIZES = 64
-MAX_SIZE = 2**50          # bytes in one collective (1 PiB): far past any real buffer
+MAX_SIZE = MAX_MESSAGE    # bytes in one collective (1 PiB): far past any real buffer
 
 
 class UsageError(Exception):
@@ -60,7 +61,7 @@ def report(diagnostics: Sequence[Diagnostic], stream=None) -> None:
 
 def fail(file: str, message: object) -> int:
     """An input the file cannot serve: ``FILE: error: message`` on stderr, exit 1."""
-    print(f"{file}: error: {message}", file=sys.stderr)
+    print(f"{visible(file)}: error: {visible(str(message))}", file=sys.stderr)
     return EXIT_INPUT
 
 
@@ -74,6 +75,31 @@ def write_output(text: str | bytes, out: str | None) -> None:
             sys.stdout.write(text)
         return
     safe_write(out, text if isinstance(text, bytes) else text.encode("utf-8"))
+
+
+def check_writable(out: str | None) -> None:
+    """UsageError now when ``safe_write`` would refuse ``out`` (a folder, a read-only file, a
+    missing or read-only folder): a verb that writes several files checks them all before it
+    replaces any."""
+    if out in (None, "-"):
+        return
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"cannot write {out}: it is a folder")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return                                  # a pipe or device: written into
+    if st is not None and not st.st_mode & 0o222:
+        raise UsageError(f"cannot write {out}: the file is read-only (make it writable first)")
+    folder = Path(os.path.realpath(out)).parent
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {out}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {out}: folder {folder} is not writable")
 
 
 def safe_write(out: str, data: bytes, refuse_read_only: bool = True) -> None:

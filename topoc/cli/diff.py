@@ -11,6 +11,7 @@ from ..backends import diff_report, impact_report
 from ..compiler.analysis.impact import impact
 from ..compiler.analysis.diff import DiffError, diff
 from ..compiler.base.diagnostics import CompileError
+from ..compiler.base.text import visible
 from ..compiler.base.version import VERSION
 from ..compiler.ir.hosts import HostnameError
 from ..importers import ImportFailure
@@ -49,13 +50,19 @@ def _load(path: str, args, defines):
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from None
     except ImportFailure as exc:
-        print(f"topoc: error: {exc}", file=sys.stderr)
+        print(f"topoc: error: {visible(str(exc))}", file=sys.stderr)
         return None
     except CompileError as exc:
         report(exc.diagnostics)
         return None
+    except (RecursionError, ValueError) as exc:
+        # bad input, not drift: exit 2 like any other (docs/drift.md), never 1 ("different")
+        why = "input nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        print(f"topoc: error: {visible(path)}: {visible(why)}", file=sys.stderr)
+        return None
     for note in notes:      # an importer's warnings say so themselves
-        print(note if note.startswith("warning: ") else f"note: {note}", file=sys.stderr)
+        print(visible(note) if note.startswith("warning: ") else f"note: {visible(note)}",
+              file=sys.stderr)
     return system
 
 
@@ -80,6 +87,8 @@ def run(args) -> int:
         d = diff(a, b, args.host)
     except (HostnameError, DiffError) as exc:
         raise UsageError(str(exc)) from None
+    except RecursionError:
+        raise UsageError("an input is nested too deeply to compare") from None
     if args.format == "json":
         text = diff_report.as_json(d, args.a, args.b,
                                    None if found is None else impact_report.as_dict(found))

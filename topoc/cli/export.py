@@ -3,7 +3,7 @@ cluster tools' files: ``topoc export slurm|k8s|ibdiagnet|ibsim FILE -o OUT`` (do
 
 from __future__ import annotations
 
-from ..backends import ibsim, k8s, nccl_graph, nccl_topo, slurm
+from ..backends import ibsim, k8s, names, nccl_graph, nccl_topo, slurm
 from ..compiler.collectives.orders import MAX_GRAPH_CHANNELS
 from .cluster import add_hostnames, fabric_of
 from .common import (EXIT_OK, UsageError, add_common, add_group_options, count, fail, load, read_text,
@@ -67,7 +67,7 @@ def _cluster(system, args) -> str:
         if args.format == "ibsim":
             return ibsim.render_ibsim(fab, args.file)
         return ibsim.render_ibdiagnet(fab, args.file)
-    except (slurm.ExportError, ibsim.ExportError) as exc:
+    except (slurm.ExportError, ibsim.ExportError, names.InvalidName) as exc:
         raise _Unservable(str(exc)) from None
 
 

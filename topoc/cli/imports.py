@@ -5,12 +5,13 @@ from __future__ import annotations
 import sys
 
 from ..backends.nccl_topo import write_bus_ids
-from ..compiler.lang import pipeline
+from ..compiler.base.text import visible
 from ..importers import ImportFailure, from_nccl_xml, from_smi
+from ..importers.base import compile_imported
 from ..importers.guids import read_guids, write_guids
 from ..importers.hwloc import from_hwloc
 from ..importers.ibnetdiscover import from_ibnetdiscover
-from .common import EXIT_INPUT, EXIT_OK, UsageError, read_text, write_output
+from .common import EXIT_INPUT, EXIT_OK, UsageError, check_writable, read_text, write_output
 
 
 def add_parser(sub) -> None:
@@ -54,15 +55,21 @@ def run(args) -> int:
             topo, notes = from_ibnetdiscover(text, args.input, guids)
         else:
             topo, notes = from_smi(text, args.input, gpu=args.gpu)
-        pipeline.compile(topo)                 # what we write must compile
+        compile_imported(topo, args.input, f"{args.format} input")   # what we write compiles
     except ImportFailure as exc:
-        print(f"topoc: error: {exc}", file=sys.stderr)
+        print(f"topoc: error: {visible(str(exc))}", file=sys.stderr)
         return EXIT_INPUT
     for note in notes:      # an importer's warnings say so themselves
-        print(note if note.startswith("warning: ") else f"note: {note}", file=sys.stderr)
-    write_output(topo, args.output)
+        print(visible(note) if note.startswith("warning: ") else f"note: {visible(note)}",
+              file=sys.stderr)
+    side = args.bus_ids or (args.guids if args.format == "hwloc" else None)
+    # Every output checked before any is replaced, the side file written before -o: an
+    # unwritable --bus-ids or --guids leaves the old -o as it was.
+    check_writable(args.output)
+    check_writable(side)
     if args.bus_ids:
         write_output(write_bus_ids(bus_ids), args.bus_ids)
     if args.guids and args.format == "hwloc":
         write_output(write_guids(guids), args.guids)
+    write_output(topo, args.output)
     return EXIT_OK

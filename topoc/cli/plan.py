@@ -14,6 +14,7 @@ from ..compiler.lang.derive import find_model
 from ..compiler.training.memory import MEMORY_MARGIN, sharding_conflict, zero_stage
 from ..compiler.base.diagnostics import suggest
 from ..compiler.base.limits import LIMITS
+from ..compiler.base.text import visible
 from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
                                        RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training)
 from ..lsp_help import SETTING_DOCS as DOCS
@@ -221,6 +222,8 @@ def run(args) -> int:
                       hbm=hbm, margin=args.memory_margin)
     except PlanUsageError as exc:
         raise UsageError(str(exc)) from None
+    if result.cache_note:
+        print(f"plan: note: {visible(result.cache_note)}", file=sys.stderr)
     if result.cached:
         # stderr, so that a cached rerun writes the same bytes as the first run
         print(f"plan: {result.cached:,} of {result.considered:,} candidates from the cache "

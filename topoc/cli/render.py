@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..backends import render as r
 from ..compiler.base.diagnostics import suggest
+from ..compiler.base.text import visible
 from ..compiler.ir.groups import GroupError
 from ..compiler.ir.system import GROUP_KINDS, LINK_CLASSES, System
 from .common import add_failure_options, EXIT_OK, UsageError, add_common, load, strategy_name, write_output
@@ -55,7 +56,7 @@ def run(args) -> int:
     except (r.DotMissing, r.TooLarge) as exc:
         raise UsageError(str(exc)) from None
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {visible(note)}", file=sys.stderr)
     if args.view is None:
         print(f"topoc: render: drew the {view} view ({len(system.devices)} devices, "
               f"{len(system.links)} links); --view {'|'.join(r.VIEWS)} picks another",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..compiler.base.figures import PCIE_X16
+from ..compiler.base.text import visible
+from ..compiler.lang import emit
 
 MAX_DEVICES = 4096
 #: nvidia-smi product names -> the library's device model with its cited figures.
@@ -57,7 +58,7 @@ class Build:
     def group(self, name: str) -> str:
         """The group declaration holding every instance and wire."""
         lines = [f"group {name} {{"]
-        lines += [f"  # {c}" for c in self.comments]
+        lines += [f"  # {emit.comment(c)}" for c in self.comments]
         for array, models in self.instances.items():
             if len(set(models)) == 1:
                 lines.append(f"  {array}[{len(models)}] : {models[0]}")
@@ -80,16 +81,15 @@ def gbs(value: float) -> str:
     return f"{value / 1e9:g} GB/s"
 
 
-def ident(text: str) -> str:
-    """``text`` as a .topo identifier."""
-    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+def ident(text: str, prefix: str = "n_") -> str:
+    """``text`` as a .topo identifier (``compiler.lang.emit.ident``); '' for ''."""
+    return emit.ident(text, prefix) if text else ""
 
 
 def printable(text: str) -> str:
     """``text`` with every control or unprintable character escaped (``\\n``, ``\\x1b``):
     a file name goes into messages and comments as one line, never as code."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
+    return visible(text)
 
 
 def finish(lines: list[str]) -> str:
@@ -100,7 +100,7 @@ def finish(lines: list[str]) -> str:
 
 def header(path: str, source: str) -> list[str]:
     """The comment lines every imported file starts with (the input's name escaped)."""
-    return [f"# Imported by topoc from {printable(path)}, {source}.",
+    return [f"# Imported by topoc from {emit.comment(path)}, {emit.comment(source)}.",
             "# Defaults for what the input does not say are listed in docs/nccl.md.", ""]
 
 
@@ -125,3 +125,28 @@ def library_gpu(product: str) -> tuple[str, str] | None:
         first -= 1
     body = lines[first:decl.span.end_line]
     return name, "# From the library (library/nvidia/devices.topo):\n" + "\n".join(body)
+
+
+#: The display path of an importer's generated text, so diagnostics can tell it apart.
+GENERATED = "<imported>"
+
+
+def compile_imported(topo: str, path: str, kind: str):
+    """The System of an importer's text; when it does not compile (a switch cabled past its
+    ports, a limit), ImportFailure naming the user's input file ``path``, each error with the
+    generated line it is about, never ``<input>:L:C`` of text the user never saw."""
+    from ..compiler.base.diagnostics import ERROR, CompileError
+    from ..compiler.lang import pipeline
+    try:
+        return pipeline.compile(topo, GENERATED)
+    except CompileError as exc:
+        errors = [d for d in exc.diagnostics if d.severity == ERROR] or list(exc.diagnostics)
+        said = []
+        for d in errors[:5]:
+            where = ""
+            if d.span.path == GENERATED and d.span.line:
+                where = f" (at '{d.span.source.line(d.span.line).strip()}' in the imported text)"
+            said.append(f"{d.code} {d.message}{where}")
+        more = f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
+        raise ImportFailure(f"{printable(path)}: this {kind} describes a system topoc refuses: "
+                            + "; ".join(said) + more) from None

@@ -11,11 +11,14 @@ from collections.abc import Mapping
 
 from ..compiler.ir.system import System
 from ..compiler.lang import pipeline
-from .base import ImportFailure
+from .base import ImportFailure, compile_imported
 
 _XML_ROOT = re.compile(r"<(topology|system)\b")
-_IB = re.compile(r'^\s*(Switch|Ca)\s+\d+\s+"[SH]-|^\s*(SW|CA)\s+\d+\s+\d+\s+0x', re.M)
-_SMI = re.compile(r"^\s*GPU0\b", re.M)
+# Within a line only ([ \t], never \s, which crosses newlines): over a run of blank lines a
+# leading \s* restarts at every line and backtracks to the end, quadratic in the input.
+_IB = re.compile(r'^[ \t]*(Switch|Ca)[ \t]+\d+[ \t]+"[SH]-|^[ \t]*(SW|CA)[ \t]+\d+[ \t]+\d+[ \t]+0x',
+                 re.M)
+_SMI = re.compile(r"^[ \t]*GPU0\b", re.M)
 
 
 def kind_of(text: str) -> str:
@@ -61,4 +64,4 @@ def load_any(path: str, defines: Mapping[str, int] | None = None,
         return pipeline.compile(text, path, defines, import_roots), kind, notes
     if defines:
         raise ImportFailure(f"{path}: -D applies to .topo files, not to a {kind} dump")
-    return pipeline.compile(topo), kind, notes
+    return compile_imported(topo, path, f"{kind} dump"), kind, notes

@@ -18,7 +18,8 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..compiler.base.figures import nvlink_nominal
-from .base import Build, ImportFailure, ident, require_gpus
+from ..compiler.lang import emit
+from .base import Build, ImportFailure, ident, printable, require_gpus
 from .guids import normalize
 from .smi import GPU_SM
 
@@ -30,6 +31,10 @@ V2_GPU, V2_NETWORK, V2_OPENFABRICS, V2_COPROC = 1, 2, 3, 5
 NVIDIA_VENDOR = "10de"
 GPU_CLASSES = ("0302", "0300")
 _PCI_TYPE = re.compile(r"^([0-9a-fA-F]{4})\s+\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
+MAX_DEPTH = 128
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+_DECIMAL = re.compile(r"[0-9]{1,6}(?:\.[0-9]{1,12})?")
+_TOKEN = re.compile(r"[!-\"$-~]+")    # printable ASCII but space and "#": one field of a line
 _SM_MODEL = re.compile(r"\b(" + "|".join(sorted(GPU_SM, key=len, reverse=True)) + r")\b")
 
 
@@ -70,7 +75,7 @@ class _Reader:
                               for o in root.iter("object"))
 
     def os_kind(self, osdev: ET.Element) -> str:
-        t = int(osdev.get("osdev_type", "-1"))
+        t = self.number(osdev, "osdev_type", -1, 2**32)
         name = osdev.get("name", "")
         backend = _infos(osdev).get("Backend", "")
         if self.v3:
@@ -83,6 +88,25 @@ class _Reader:
             return "nic"
         return ""
 
+    def number(self, el: ET.Element, name: str, default: int, high: int) -> int:
+        """Attribute ``name`` of ``el`` as a whole number in [-1, high] (``default`` when
+        absent); ImportFailure naming the element and the text when it is anything else."""
+        value = el.get(name)
+        if value is None:
+            return default
+        return _integer(value, f"{self.path}: <{el.tag} type=\"{printable(el.get('type', ''))}\">"
+                               f" attribute {name}", high)
+
+    def speed(self, el: ET.Element) -> float:
+        """A PCI object's ``pci_link_speed`` (GB/s, hwloc writes it as a decimal); 16 when
+        absent or 0."""
+        text = (el.get("pci_link_speed") or "0").strip()
+        if not _DECIMAL.fullmatch(text) or float(text) > 4096:
+            raise ImportFailure(f"{self.path}: <{el.tag} pci_busid=\"{printable(el.get('pci_busid', ''))}\"> "
+                                f"pci_link_speed '{printable(text[:40])}' is not a speed in "
+                                "GB/s (hwloc writes a number such as 15.753846)")
+        return float(text) or 16.0
+
     def pcie(self, gbps: float) -> str:
         if gbps not in self.speeds:
             name = f"pcie_{gbps:.1f}".replace(".", "_")
@@ -92,7 +116,7 @@ class _Reader:
     def package(self, pkg: ET.Element) -> None:
         info = _infos(pkg)
         model = _cpu_model(info.get("CPUModel", "CPU"))
-        memory = sum(int(n.get("local_memory", "0")) for n in pkg.iter("object")
+        memory = sum(self.number(n, "local_memory", 0, 2**60) for n in pkg.iter("object")
                      if n.get("type") == "NUMANode")
         decl = f"device {model} : cpu {{" + (f" memory = {memory} B" if memory else "") + " }"
         self.b.model(model, decl)
@@ -128,7 +152,7 @@ class _Reader:
             self.b.model("PCIeSwitch", "device PCIeSwitch : pcie_switch { }")
             sel = self.b.add("sw", "PCIeSwitch")
             self.b.wires.append(f"{sel} <-> {parent} : "
-                                f"{self.pcie(float(el.get('pci_link_speed', '0')) or 16)}")
+                                f"{self.pcie(self.speed(el))}")
             for c in el:
                 self.io(c, sel, this, cpu)
             return
@@ -141,7 +165,7 @@ class _Reader:
                     self.io(c, parent, chip, cpu)
 
     def pci(self, el: ET.Element, parent: str) -> None:
-        speed = float(el.get("pci_link_speed", "0")) or 16.0
+        speed = self.speed(el)
         if el.get("subtype") == "NVSwitch":
             self.b.model("NVSwitch", "device NVSwitch : switch { }")
             sel = self.b.add("nvswitch", "NVSwitch")
@@ -220,9 +244,9 @@ class _Reader:
                     dist.get("name") != "NVLinkBandwidth":
                 continue
             idx = " ".join(i.text or "" for i in dist.findall("indexes")).split()
-            vals = [int(v) for v in " ".join(u.text or "" for u in
-                                             dist.findall("u64values")).split()]
-            n = int(dist.get("nbobjs", "0"))
+            vals = [_integer(v, f"{self.path}: NVLinkBandwidth value", 2**40) for v in
+                    " ".join(u.text or "" for u in dist.findall("u64values")).split()]
+            n = self.number(dist, "nbobjs", 0, 4096)
             if dist.tag == "distances2":
                 kind = dist.get("type", "")
                 idx = [f"{kind}:{i}" for i in idx]
@@ -247,14 +271,37 @@ class _Reader:
                               f"{lane_bw / 1e9:g} GB/s per lane")
 
 
+def _check_depth(root: ET.Element, path: str) -> None:
+    """ImportFailure past ``MAX_DEPTH`` levels: the reader walks the I/O tree recursively, and
+    a real machine's tree is a dozen levels deep."""
+    stack = [(root, 1)]
+    while stack:
+        el, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ImportFailure(f"{path}: XML nested more than {MAX_DEPTH} deep; an hwloc "
+                                "topology is a few dozen levels at most")
+        stack.extend((c, depth + 1) for c in el)
+
+
+def _integer(text: str, what: str, high: int) -> int:
+    """``text`` as a whole number in [-1, high], else ImportFailure saying ``what`` it was."""
+    text = text.strip()
+    if not _INTEGER.fullmatch(text) or not -1 <= int(text) <= high:
+        raise ImportFailure(f"{what} is '{printable(text[:40])}', not a whole number "
+                            f"between 0 and {high:,}")
+    return int(text)
+
+
 def from_hwloc(text: str, path: str = "<lstopo.xml>",
                guids: dict[str, tuple[str, int]] | None = None) -> tuple[str, list[str]]:
     """The .topo text (and notes) of one lstopo XML export; ``guids``, when given, is filled
     with each HCA's node GUID -> (hostname, NIC index) (``topoc.importers.guids``)."""
+    path = printable(path)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
         raise ImportFailure(f"{path}: not XML: {exc}") from None
+    _check_depth(root, path)
     if root.tag != "topology":
         raise ImportFailure(f"{path}: not an hwloc topology (the root element is "
                             f"<{root.tag}>, lstopo writes <topology>)")
@@ -295,20 +342,26 @@ def from_hwloc(text: str, path: str = "<lstopo.xml>",
             for j in range(i + 1, len(cpus)):
                 r.b.wires.append(f"cpu[{i}] <-> cpu[{j}] : {sock}")
     hostname = _infos(machine).get("HostName", "")
-    if guids is not None:
+    if guids is not None and hostname and not _TOKEN.fullmatch(hostname):
+        # the --guids file is '<GUID> <hostname> <index>' lines: a space or newline in the name
+        # would be a second field or a second line
+        r.notes.append(f"{path}: HostName '{printable(hostname)}' is not one word; its HCAs "
+                       "are left out of --guids")
+    elif guids is not None:
         for guid, idx in r.guids:
             try:
                 guids[normalize(guid)] = (hostname or "node", idx)
             except ImportFailure:
                 r.notes.append(f"{path}: NodeGUID '{guid}' is not a GUID; left out")
     product = _infos(machine).get("DMIProductName", "")
-    out = [f"# Imported by topoc from {path}, an hwloc XML topology"
-           + (f" of {product}" if product else "") + ".",
+    out = [f"# Imported by topoc from {emit.comment(path)}, an hwloc XML topology"
+           + (f" of {emit.comment(product)}" if product else "") + ".",
            "# Defaults for what the input does not say are listed in docs/drift.md.", ""]
     out += sorted(r.b.links.values()) + [""] + sorted(r.b.models.values()) + [""]
     out.append(_group(r.b))
     if hostname:
-        out += ["", f'group Machine {{ host {_inst(hostname)} : Node "{hostname}" }}', "",
+        out += ["", f"group Machine {{ host {ident(hostname, 'h_')} : Node "
+                f"{emit.pattern(hostname)} }}", "",
                 "system node : Machine", ""]
     else:
         out += ["", "system node : Node", ""]
@@ -334,8 +387,3 @@ def _span(indices: list[int]) -> str:
     if indices == list(range(indices[0], indices[-1] + 1)) and len(indices) > 1:
         return f"gpu{indices[0]}-{indices[-1]}"
     return "gpu" + ",".join(map(str, indices))
-
-
-def _inst(hostname: str) -> str:
-    name = ident(hostname)
-    return name if not name[0].isdigit() else "h_" + name

@@ -22,22 +22,28 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 
-from ..compiler.lang import pipeline
-from .base import ImportFailure, ident
+from ..compiler.lang import emit, pipeline
+from .base import ImportFailure, ident, printable
 
 #: Per-lane signalling, Gb/s, as IBTA names it (nominal: 4xNDR is 400 Gb/s).
 LANE_GBPS = {"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50,
              "NDR": 100, "XDR": 200}
 MAX_NODES = 100_000
+MAX_LINE = 4096
 #: HCA PCI device ids (``devid=`` in the default format) -> library NIC models.
 HCA_DEVID = {0x101B: "CX6", 0x1021: "CX7", 0x1023: "CX8"}
 
-_NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR]-[0-9A-Fa-f]+)"\s*#\s*"(.*?)"')
+# The description runs to the line's last quote: a node description may hold quotes itself.
+_NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR]-[0-9A-Fa-f]+)"\s*#\s*"(.*)"')
+# Every pattern is linear in the line: a lane count is 1-3 digits after a non-digit (a lazy
+# '.*?' before an unbounded '\d+' retried the digits from every position), and a -p line's two
+# quoted descriptions are split at the last "' - '" in Python, not by backtracking.
 _PORT = re.compile(r'^\[(\d+)\](?:\([0-9A-Fa-f]+\))?\s+"([SHR]-[0-9A-Fa-f]+)"\[(\d+)\]'
-                   r'(?:\([0-9A-Fa-f]+\))?\s*#.*?(\d+)x\s*([A-Z]+\d*)\s*$')
+                   r'(?:\([0-9A-Fa-f]+\))?\s*#')
+_RATE = re.compile(r"(?<![0-9])([0-9]{1,3})x\s*([A-Z]{1,8}[0-9]{0,3})\s*$")
 _PLINE = re.compile(r"^(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+(\d+)x\s*([A-Z]+\d*)\s+-\s+"
-                    r"(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+"
-                    r"\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)")
+                    r"(SW|CA|RT)\s+\d+\s+(\d+)\s+(0x[0-9A-Fa-f]+)\s+\(\s*'")
+_BETWEEN = re.compile(r"'\s+-\s+'")
 _MANAGED = re.compile(r"^MF0;([^:]+):([^/]+)(?:/.*)?$")
 _HCA = re.compile(r"^(\S+)\s+(?:mlx\d+_|HCA-)(\d+)$")
 #: A SHARP aggregation node: the switch's in-network reduction engine, seen as a CA.
@@ -56,7 +62,13 @@ def parse(text: str, path: str = "<dump>"):
     cables: dict[tuple, tuple] = {}
     current = None
     devid = 0
-    for number, raw in enumerate(text.splitlines(), 1):
+    # Lines end at '\n' only, as ibnetdiscover writes them: a node description may hold any
+    # other character (a form feed, U+2028) and still be one description.
+    for number, raw in enumerate(text.split("\n"), 1):
+        if len(raw) > MAX_LINE:
+            raise ImportFailure(f"{path}:{number}: a line of {len(raw):,} characters; "
+                                f"ibnetdiscover's are under {MAX_LINE} (node descriptions are "
+                                "64 bytes)")
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -76,18 +88,20 @@ def parse(text: str, path: str = "<dump>"):
             devid = 0
             continue
         m = _PORT.match(line)
-        if m:
+        rate = _RATE.search(line, m.end()) if m else None
+        if m and rate:
             if current is None:
                 raise ImportFailure(f"{path}:{number}: a port line before any Switch/Ca line")
             peer = m.group(2)[2:].lower().lstrip("0") or "0"
-            _cable(cables, current, int(m.group(1)), peer, int(m.group(3)), int(m.group(4)),
-                   m.group(5), path, number)
+            _cable(cables, current, int(m.group(1)), peer, int(m.group(3)), int(rate.group(1)),
+                   rate.group(2), path, number)
             continue
         m = _PLINE.match(line)
-        if m:
+        descs = _descriptions(line[m.end():]) if m else None
+        if m and descs:
             a, b = _guid(m.group(3)[2:]), _guid(m.group(8)[2:])
-            nodes.setdefault(a, (m.group(1), m.group(9)))
-            nodes.setdefault(b, (m.group(6), m.group(10)))
+            nodes.setdefault(a, (m.group(1), descs[0]))
+            nodes.setdefault(b, (m.group(6), descs[1]))
             _cable(cables, a, int(m.group(2)), b, int(m.group(7)), int(m.group(4)), m.group(5),
                    path, number)
         if len(nodes) > MAX_NODES:
@@ -100,6 +114,24 @@ def parse(text: str, path: str = "<dump>"):
         raise ImportFailure(f"{path}: no cabled port found; is this ibnetdiscover output "
                             "(default or -p format)?")
     return nodes, list(cables.values()), devids
+
+
+def _descriptions(tail: str) -> tuple[str, str] | None:
+    """The two descriptions of a -p line from what follows its "( '": ``a' - 'b' )``, split at
+    the last "' - '" (a description may hold quotes and dashes itself); None when malformed."""
+    tail = tail.rstrip()
+    if not tail.endswith(")"):
+        return None
+    inner = tail[:-1].rstrip()
+    if not inner.endswith("'"):
+        return None
+    inner = inner[:-1]
+    split = None
+    for split in _BETWEEN.finditer(inner):
+        pass
+    if split is None:
+        return None
+    return inner[:split.start()], inner[split.end():]
 
 
 def _guid(hex_digits: str) -> str:
@@ -121,6 +153,7 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
     """The .topo text (and notes) of one ibnetdiscover dump; ``guids`` (node GUID ->
     (hostname, NIC index), as ``topoc import hwloc --guids`` writes them) places HCAs by GUID
     before their descriptions are read."""
+    path = printable(path)
     nodes, cables, devids = parse(text, path)
     library = pipeline.front_end('use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n')
     lib_links = {lt.bandwidth * 8: name for name, lt in library.link_types.items()
@@ -203,15 +236,13 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
         shape = tuple((None if dense else i, nic_model[g]) for i, g in items)
         if shape not in shapes:
             shapes[shape] = f"IBHost{len(shapes)}"
-        inst = ident(host)
-        if inst[0].isdigit():
-            inst = "h_" + inst
+        inst = ident(host, "h_")
         while inst in used:
             inst += "_"
         used.add(inst)
-        host_lines.append(f"  # {host} HCA node GUIDs: " + " ".join(
+        host_lines.append(f"  # {emit.comment(host)} HCA node GUIDs: " + " ".join(
             f"mlx5_{i}=0x{g.zfill(16)}" for i, g in items))
-        host_lines.append(f'  host {inst} : {shapes[shape]} "{host}"')
+        host_lines.append(f"  host {inst} : {shapes[shape]} {emit.pattern(host)}")
         uniform = len({m for _, m in shape}) == 1
         for n, (i, g) in enumerate(items):
             if not dense:
@@ -227,7 +258,7 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
             continue
         x, y = sorted((end_of[a], end_of[b]), key=_natural)
         wires[(x, y, link_type(rate))] += 1
-    out = [f"# Imported by topoc from {path}, an ibnetdiscover dump: {len(switches)} switches, "
+    out = [f"# Imported by topoc from {emit.comment(path)}, an ibnetdiscover dump: {len(switches)} switches, "
            f"{sum(len(v) for v in hosts.values())} HCAs in {len(hosts)} hosts, "
            + (f"{len(unnamed)} unnamed HCAs, " if unnamed else "")
            + (f"{len(sharp)} SHARP aggregation nodes, " if sharp else "")
@@ -267,7 +298,7 @@ def _pseudo_hosts(nodes, cables, switches, sharp, unnamed, nic_model, end_of, no
             sw, port = port_of.get(g, (None, 0))
             where.append(f"{switches[sw][0]} port {port}" if sw in switches else f"0x{g}")
         lines.append("  # SHARP aggregation nodes (in-network reduction inside the switch, not "
-                     "hosts): " + ", ".join(where))
+                     "hosts): " + emit.comment(", ".join(where)))
         notes.append(f"{len(sharp)} SHARP aggregation node(s) ('{nodes[sharp[0]][1]}') "
                      "recognised: the switches' reduction engines, not hosts; listed in a "
                      "comment, not cabled")
@@ -299,4 +330,6 @@ def _dup(indices: list[int]) -> int:
 
 
 def _natural(text: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+    """Natural order over ASCII digit runs only: a hostname may hold any character, and
+    '2'.isdigit() is also true of '²', which int() refuses."""
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(re.split(r"([0-9]+)", text)))

@@ -15,11 +15,13 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict, deque
 
 from ..compiler.base.figures import GT_GEN, nvlink_nominal
+from ..compiler.lang import emit
 from .base import Build, ImportFailure, finish, gbs, header, ident, printable, require_gpus
 
 MAX_ELEMENTS = 100_000    # a real dump of one node has a few hundred
 MAX_DEPTH = 64            # PCIe trees are a handful of switches deep
 _DIGITS = re.compile(r"[0-9]{1,9}")
+_BUSID = re.compile(r"[0-9a-f]{1,8}:[0-9a-f]{1,2}:[0-9a-f]{1,2}\.[0-7]")
 
 # NCCL's CPU-to-CPU figures (src/graph/topo.h): by (vendor, familyid, modelid) prefix.
 SOCKET_BW = [(("GenuineIntel", "6", "143"), 22e9), (("GenuineIntel", "6", "207"), 40e9),
@@ -105,8 +107,12 @@ def from_nccl_xml(text: str, path: str = "<dump>",
         _sockets(b, host_cpus, path)
         external += [(h, *e) for e in host.nvlinks()]
         if bus_ids is not None:
-            bus_ids.update({f"node.host{h}.{sel.replace('[', '').rstrip(']')}": busid
-                            for sel, busid in host.bus.items()})
+            for sel, busid in host.bus.items():
+                if _BUSID.fullmatch(busid):
+                    bus_ids[f"node.host{h}.{sel.replace('[', '').rstrip(']')}"] = busid
+                else:       # one token per line in the --bus-ids file, never two lines
+                    notes.append(f"{path}: bus id '{printable(busid)}' of {sel} is not a PCI "
+                                 "bus id; left out of --bus-ids")
         notes += b.notes
         groups.append((f"Host{h}", b))
     require_gpus(sum(b.count("gpu") for _, b in groups), path, "the dump")
@@ -138,8 +144,8 @@ class _Host:
         family, modelid = cpu.get("familyid"), cpu.get("modelid")
         name = ident("CPU_" + "_".join(x for x in (vendor, family, modelid) if x))
         arch = cpu.get("arch", "x86_64")
-        self.b.model(name, f'device {name} : cpu {{ arch = "{ident(arch)}"  '
-                           f'vendor = "{ident(vendor)}" }}')
+        self.b.model(name, f"device {name} : cpu {{ arch = {emit.string(ident(arch))}  "
+                           f"vendor = {emit.string(ident(vendor))} }}")
         cpu_sel = self.b.add("cpu", name)
         stack = deque((cpu_sel, child) for child in cpu)   # depth first, in document order
         while stack:

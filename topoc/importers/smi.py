@@ -27,6 +27,7 @@ _LABELS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID", "NUMA")
 _HEADER_TOKEN = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID|NUMA\b|GPU\d+|NIC\d+|\S+")
 _DEVICE = re.compile(r"^(GPU\d+|NIC\d+|[A-Za-z][A-Za-z0-9]*_\d+)$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_LEGEND = re.compile(r"[ \t]*(NIC\d+):[ \t]*(\S+)\s*")
 # GPU product names as nvidia-smi prints them ("NVIDIA H100 80GB HBM3", "NVIDIA GB200") -> sm.
 GPU_SM = {"GB300": 103, "B300": 103, "GB200": 100, "B200": 100, "B100": 100, "GH200": 90,
           "H200": 90, "H100": 90, "H800": 90, "H20": 90, "A100": 80, "A800": 80, "A30": 80,
@@ -60,7 +61,8 @@ def from_smi(text: str, path: str = "<topo>", gpu: str | None = None) -> tuple[s
     sm, model = _gpu_model(gpu, lines, path, notes)
 
     b = Build()
-    legend = dict(re.findall(r"^\s*(NIC\d+):\s*(\S+)\s*$", "\n".join(lines[start:]), re.M))
+    # One line at a time: a multi-line pattern's \s* crossed blank lines, quadratic in them.
+    legend = dict(m.groups() for m in map(_LEGEND.fullmatch, lines[start:]) if m)
     domains = _numa_domains(devices, rel, numa_label)
     if len(domains) > MAX_NUMA:
         raise ImportFailure(f"{path}: the matrix puts its devices on {len(domains)} NUMA nodes; "

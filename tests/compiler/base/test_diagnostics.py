@@ -1,0 +1,33 @@
+"""Rendered diagnostics hold no control character from the input (issue 44: raw ESC/BEL/CR in
+a .topo were echoed, so a file could retitle or clear the terminal of whoever lints it)."""
+
+from __future__ import annotations
+
+import re
+
+from topoc.cli import main
+from topoc.compiler.base.diagnostics import Source, Span, error
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\r\u202e\x00"
+
+
+def test_message_path_and_excerpt_are_escaped():
+    src = Source(f"a{HOSTILE}.topo", f"device X{HOSTILE} : gpu {{ }}\n")
+    col = src.text.index(" :") + 3
+    d = error("E100", f"bad '{HOSTILE}'", Span(src, 1, 8, 1, col))
+    out = d.render()
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f\u202e]", out)
+    assert "\\x1b]0;pwned\\x07" in out and "\\u202e" in out
+    line, carets = out.splitlines()[1:3]
+    # the carets still sit under "X ... :" as displayed, escapes included
+    start = carets.index("^")
+    assert line[start] == "X" and line[start + carets.count("^") - 1] == ":"
+
+
+def test_lint_of_a_hostile_file_prints_no_control_character(tmp_path, capsys):
+    path = tmp_path / "evil.topo"
+    path.write_text(f'device X : gpu {{ }}\nsystem s : Nope{HOSTILE}\n'.replace("\x00", ""))
+    assert main(["lint", str(path)]) == 1
+    captured = capsys.readouterr()
+    err = captured.out + captured.err
+    assert "E1" in err and not re.search(r"[\x00-\x08\x0b-\x1f\x7f\u202e]", err)
