@@ -21,6 +21,11 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.3g} days"
 
 
+def _sig(x: float) -> str:
+    """Three significant digits, trailing zeros kept (6.00, 0.121, 233)."""
+    return f"{x:#.3g}".rstrip(".")
+
+
 def text(est: Estimate, title: str) -> str:
     """The human-readable report."""
     job, first = est.exposure, est.rates.first
@@ -47,8 +52,8 @@ def text(est: Estimate, title: str) -> str:
                      f"{t.per_day:>9.4f}")
     lines.append(f"{'total':<{width}}  {'':>9}  {'':>14}  {est.per_day:>9.4f}")
     lines.append("")
-    lines.append(f"expected interruptions: {est.per_day:#.3g} a day "
-                 f"({est.hardware_per_day:#.3g} hardware), {est.per_day * 30:#.3g} in 30 days")
+    lines.append(f"expected interruptions: {_sig(est.per_day)} a day "
+                 f"({_sig(est.hardware_per_day)} hardware), {_sig(est.per_day * 30)} in 30 days")
     lines.append(f"MTBF: {_duration(est.mtbf)}" if est.per_day else
                  "MTBF: no failure rate applies to this job")
     if est.checkpoint is None:

@@ -196,3 +196,14 @@ def test_cli_bad_input(capsys, tmp_path):
     no_gpu.write_text('use "nvidia/devices.topo"\ngroup G { sw : QM9700 }\nsystem s : G\n')
     assert main(["reliability", str(no_gpu)]) == 1
     assert "no GPU" in capsys.readouterr().err
+
+
+def test_the_docs_example_is_the_cli_output(capsys, monkeypatch):
+    """docs/reliability.md shows what the command prints, byte for byte."""
+    import re
+    monkeypatch.chdir(ROOT)
+    doc = (ROOT / "docs" / "reliability.md").read_text()
+    command, shown = re.search(r"```sh\n(topoc reliability [^\n]+)\n```\n\n```text\n(.*?)```",
+                               doc, re.S).groups()
+    assert main(command.split()[1:]) == 0
+    assert capsys.readouterr().out == shown
