@@ -8,6 +8,7 @@ import json
 from ..compiler.analysis.reliability import KINDS, Estimate
 
 FORMATS = ("text", "json")
+SCHEMA = "topoc.reliability/1"
 
 
 def _duration(seconds: float) -> str:
@@ -71,5 +72,6 @@ def text(est: Estimate, title: str) -> str:
 def render(est: Estimate, fmt: str, title: str) -> str:
     """``fmt`` is one of FORMATS."""
     if fmt == "json":
-        return json.dumps(est.to_json(), indent=2, sort_keys=True) + "\n"
+        doc = {"schema": SCHEMA, "format": SCHEMA, **est.to_json()}
+        return json.dumps(doc, indent=2, sort_keys=True) + "\n"
     return text(est, title)

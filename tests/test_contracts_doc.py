@@ -87,6 +87,9 @@ def _documents(tmp_path) -> dict[str, set[str]]:
     notes = [n for d in lint["diagnostics"] for n in d["notes"]]
     assert notes                                  # E120 cites the first declaration
     out["topoc.lint/1"] = _keys(lint, *lint["diagnostics"], *notes)
+    rel = _run(tmp_path, "reliability", CLUSTER, "--checkpoint-cost", "60", "--format", "json")
+    out["topoc.reliability/1"] = _keys(rel, rel["rates"], rel["rates"]["fleet"], rel["job"],
+                                       *rel["terms"])
     return out
 
 
@@ -96,7 +99,8 @@ def documents(tmp_path_factory):
 
 
 SCHEMAS = ("topoc.system/1", "topoc.cost/1", "topoc.schedule/1", "topoc.infer/1",
-           "topoc.plan/1", "topoc.scaling/1", "topoc.diff/1", "topoc.lint/1")
+           "topoc.plan/1", "topoc.scaling/1", "topoc.diff/1", "topoc.lint/1",
+           "topoc.reliability/1")
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
