@@ -76,6 +76,13 @@ def format_hostname(pattern: str, indices, ordinal: int) -> str:
         raise HostnameError(f"hostname pattern '{pattern}': {exc}") from None
 
 
+def _prefixes(device_id: str, itself: bool) -> list[str]:
+    """The id's dotted prefixes, longest first (the id itself first when ``itself``)."""
+    parts = device_id.split(".")
+    top = len(parts) if itself else len(parts) - 1
+    return [".".join(parts[:n]) for n in range(top, 0, -1)]
+
+
 def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
     """(id, device ids) per host when the file marks none: CPU-local components."""
     parent = {d.id: d.id for d in system.devices}
@@ -113,8 +120,8 @@ def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
     taken = {i for ids in merged.values() for i in ids}
     for d in system.devices:
         if d.id not in taken:
-            owner = max((h for h in merged if d.id.startswith(h + ".")), key=len, default=None)
-            if owner is not None:
+            owner = next((p for p in _prefixes(d.id, False) if p in merged), None)
+            if owner is not None:                      # the longest: the innermost instance
                 merged[owner].append(d.id)
     position = device_indices(system)
     out = [(h, tuple(sorted(ids, key=position.__getitem__))) for h, ids in merged.items()]
@@ -132,11 +139,14 @@ def hosts(system: System, pattern: str | None = None,
     if system.hosts:
         groups = []
         by_prefix = {h.id: [] for h in system.hosts}
+        order = {h.id: n for n, h in enumerate(system.hosts)}
         for d in system.devices:
-            for h in system.hosts:
-                if d.id == h.id or d.id.startswith(h.id + "."):
-                    by_prefix[h.id].append(d.id)
-                    break
+            # the first declared host whose id is the device's or a dotted prefix of it,
+            # found among the id's prefixes (a cluster has thousands of hosts)
+            owner = min((p for p in _prefixes(d.id, True) if p in order), key=order.__getitem__,
+                        default=None)
+            if owner is not None:
+                by_prefix[owner].append(d.id)
         for h in system.hosts:
             groups.append((h.id, h.indices, h.pattern, tuple(by_prefix[h.id])))
     else:
