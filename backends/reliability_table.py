@@ -22,6 +22,11 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.3g} days"
 
 
+def _n(count: int, noun: str) -> str:
+    """``1 host``, ``2,048 hosts``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def _sig(x: float) -> str:
     """Three significant digits, trailing zeros kept (6.00, 0.121, 233)."""
     return f"{x:#.3g}".rstrip(".")
@@ -33,10 +38,11 @@ def text(est: Estimate, title: str) -> str:
     fleet = first.fleet
     lines = [title]
     scope = (f"more GPUs than the file's {est.file_gpus:,}: counted at its ratios"
-             if job.extrapolated else f"the file's first {job.gpus:,} GPUs")
-    switches = f", {job.switches:,} fabric switches next to its NICs" if job.switches else ""
-    lines.append(f"job: {job.gpus:,} GPUs, {job.nics:,} compute NICs, {job.hosts:,} hosts "
-                 f"({scope}{switches})")
+             if job.extrapolated else f"the file's first {_n(job.gpus, 'GPU')}")
+    switches = (f", {job.switches:,} fabric switch{'' if job.switches == 1 else 'es'} next to "
+                "its NICs") if job.switches else ""
+    lines.append(f"job: {_n(job.gpus, 'GPU')}, {_n(job.nics, 'compute NIC')}, "
+                 f"{_n(job.hosts, 'host')} ({scope}{switches})")
     lines.append(f"rates: {est.rates.study}: {first.source}, {first.where}, {first.url}")
     lines.append(f"  measured on {fleet.gpus:,} {first.gpu_model} GPUs ({fleet.hosts:,} hosts) "
                  f"over {first.days:g} days; {est.rates.count():g} failures counted")
