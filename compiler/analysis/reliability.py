@@ -156,7 +156,8 @@ def rate_set(study: str) -> RateSet:
 
 def job_exposure(system: System, gpus: int | None = None) -> Exposure:
     """What a job on the first ``gpus`` GPUs (all by default) of the system runs on: those
-    GPUs, the hosts that hold them, the compute NICs of those hosts and the switches the NICs
+    GPUs, the hosts that hold them, the compute NICs its GPUs drive (none when the job stays
+    inside one machine: NCCL then never touches the network) and the fabric switches those NICs
     plug into. More GPUs than the file has are counted at the file's ratios of NICs and hosts
     per GPU (``extrapolated``)."""
     total = len(system.gpus)
@@ -165,12 +166,16 @@ def job_exposure(system: System, gpus: int | None = None) -> Exposure:
     n = total if gpus is None else gpus
     if n < 1:
         raise ReliabilityError("a job needs at least one GPU")
-    chosen = {g.id for g in system.gpus[:n]}
+    ranks = range(min(n, total))
+    chosen = {system.gpus[r].id for r in ranks}
     job_hosts = [h for h in hosts(system) if any(d in chosen for d in h.devices)]
-    nics = [d for h in job_hosts for d in h.devices if system.device(d).compute_nic]
+    loc = system.locality
+    nics = sorted({nic for r in ranks for nic in loc.nics(r)})
     if n > total:
         return Exposure(n, round(len(nics) * n / total), math.ceil(len(job_hosts) * n / total),
                         extrapolated=True)
+    if len({loc.island[r] for r in ranks}) == 1:
+        nics = []                               # one machine: NVLink and PCIe only
     switches = {end for nic in nics for link in system.links_of(nic)
                 for end in (link.src, link.dst) if system.device(end).kind == "net_switch"}
     return Exposure(n, len(nics), len(job_hosts), len(switches))

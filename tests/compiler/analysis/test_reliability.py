@@ -127,16 +127,22 @@ def test_llama3_predicts_the_other_fleets():
 def test_job_exposure_counts_hosts_nics_and_leaves_of_the_first_gpus():
     system = topoc.load(LIB / "h100_cluster.topo")               # 32 DGX H100, 8 rails
     assert job_exposure(system) == Exposure(256, 256, 32, 8)
-    assert job_exposure(system, 12) == Exposure(12, 16, 2, 8)   # 2 hosts: all their 16 NICs
+    assert job_exposure(system, 12) == Exposure(12, 12, 2, 8)   # each GPU's own rail NIC
+    assert job_exposure(system, 8) == Exposure(8, 0, 1, 0)      # one node: no network
     big = job_exposure(system, 16384)
     assert big == Exposure(16384, 16384, 2048, 0, True)
+    p5 = topoc.load(LIB / "aws_p5.topo")                          # 4 EFA devices per GPU
+    assert job_exposure(p5).nics == 4 * job_exposure(p5).gpus
 
 
-def test_a_single_node_has_no_fabric_and_an_nvl72_rack_has_eighteen_hosts():
-    est = estimate(topoc.load(LIB / "gb200_nvl72.topo"))
-    assert (est.exposure.gpus, est.exposure.hosts) == (72, 18)
-    pcie = topoc.load(LIB / "pcie_server.topo")
-    assert job_exposure(pcie).switches == 0
+def test_a_job_inside_one_nvlink_domain_uses_no_nic():
+    """A GB200 NVL72 rack is 18 hosts but one machine: NCCL stays on NVLink, so no NIC,
+    cable or switch can stop it; two racks need the fabric."""
+    rack = estimate(topoc.load(LIB / "gb200_nvl72.topo"))
+    assert (rack.exposure.gpus, rack.exposure.nics, rack.exposure.hosts) == (72, 0, 18)
+    assert {t.kind for t in rack.terms if t.devices == 0} == {"nic", "network"}
+    cluster = topoc.load(LIB / "nvl72_cluster.topo")
+    assert job_exposure(cluster, 72).nics == 0 and job_exposure(cluster, 144).nics == 144
 
 
 def test_estimate_of_a_16k_job_reproduces_the_rates_it_was_given():
@@ -176,6 +182,7 @@ def test_cli_json_is_deterministic_and_matches_the_api(capsys):
     data = json.loads(first)
     assert data["interruptions_per_day"] == pytest.approx(18 * 6.5e-3)
     assert data["rates"]["study"] == "rsc1" and data["job"]["hosts"] == 18
+    assert data["job"]["nics"] == 0                   # one NVLink domain
     assert data["daly_interval_seconds"] == pytest.approx(
         daly_interval(60, DAY / (18 * 6.5e-3)), rel=1e-6)
 
