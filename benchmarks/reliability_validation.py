@@ -28,11 +28,12 @@ def main() -> None:
         print(f"| {study} | {first.fleet.gpus:,} {first.gpu_model}, {first.fleet.hosts:,} hosts "
               f"| {first.days:g} | {rates.count():g} | {kinds} |")
     print()
-    print("| check | causes | predicted | observed | error |")
-    print("|---|---|---:|---:|---:|")
+    print("| check | causes | predicted | observed | observed, 95 % Poisson | error |")
+    print("|---|---|---:|---:|---:|---:|")
     for c in checks():
+        band = "{:,.1f} to {:,.1f}".format(*c.interval) if c.interval else "a rate"
         print(f"| {c.label} | {', '.join(c.kinds)} | {c.predicted:,.1f} | {c.observed:,.1f} "
-              f"| {c.error:+.1%} |")
+              f"| {band} | {c.error:+.1%} |")
     print()
     whole = [c for c in independent("llama3") if len(c.kinds) > 1]
     best = min(whole, key=lambda c: abs(c.error))

@@ -14,7 +14,7 @@ from topoc.compiler.analysis.reliability import (DAY, KINDS, Estimate, Exposure,
                                                  ReliabilityError, best_interval, daly_interval,
                                                  estimate, goodput, job_exposure, rate_set,
                                                  rate_sets, young_interval)
-from topoc.compiler.analysis.reliability_check import checks, independent
+from topoc.compiler.analysis.reliability_check import checks, independent, poisson_interval
 
 from ...conftest import ROOT
 
@@ -120,6 +120,16 @@ def test_llama3_predicts_the_other_fleets():
     rsc1 = _check("Llama 3 hardware rates -> RSC-1")
     assert rsc1.predicted == pytest.approx(324 / (2048 * 54) * 1000, rel=1e-9)
     assert -0.6 < rsc1.error < -0.5                                          # -55 %
+
+
+def test_poisson_interval_against_garwood_table_values():
+    """Exact 95 % bounds (chi-square quantiles / 2): 10 events 4.7954 to 18.3904; 419 events
+    about 380 to 461, so even a perfect prediction of Llama 3 can miss by 10 %."""
+    lo, hi = poisson_interval(10)
+    assert lo == pytest.approx(4.7954, rel=0.003) and hi == pytest.approx(18.3904, rel=0.003)
+    lo, hi = poisson_interval(419)
+    assert 379 < lo < 381 and 460 < hi < 462
+    assert _check("Llama 3 hardware rates -> RSC-1").interval is None   # a published rate
 
 
 # --- the job's devices ----------------------------------------------------------------------
