@@ -27,6 +27,12 @@ def calibration() -> list[dict]:
     return list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
 
 
+def reliability() -> list[dict]:
+    """The published failure counts of reliability.csv (comments skipped), as dicts of text."""
+    text = (ROOT / "reliability.csv").read_text(encoding="utf-8")
+    return list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+
+
 def size_bytes(text: str) -> int:
     """A calibration row's size ('64MiB', '8GiB', '1KiB') in bytes."""
     from ..compiler.base.units import Quantity

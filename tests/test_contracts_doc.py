@@ -90,6 +90,9 @@ def _documents(tmp_path) -> dict[str, set[str]]:
     blast = _run(tmp_path, "blast", CLUSTER, "-D", "nodes=2", "--parallel", "train",
                  "--format", "json")
     out["topoc.blast/1"] = _keys(blast, *blast["domains"])
+    rel = _run(tmp_path, "reliability", CLUSTER, "--checkpoint-cost", "60", "--format", "json")
+    out["topoc.reliability/1"] = _keys(rel, rel["rates"], rel["rates"]["fleet"], rel["job"],
+                                       *rel["terms"])
     return out
 
 
@@ -99,7 +102,8 @@ def documents(tmp_path_factory):
 
 
 SCHEMAS = ("topoc.system/1", "topoc.cost/1", "topoc.schedule/1", "topoc.infer/1",
-           "topoc.plan/1", "topoc.scaling/1", "topoc.diff/1", "topoc.lint/1", "topoc.blast/1")
+           "topoc.plan/1", "topoc.scaling/1", "topoc.diff/1", "topoc.lint/1", "topoc.blast/1",
+           "topoc.reliability/1")
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)

@@ -21,7 +21,7 @@ from .compiler.lang import pipeline
 
 __version__ = VERSION
 __all__ = ["CompileError", "Diagnostic", "System", "check", "compile", "infer", "library_reference",
-           "load", "loads", "lint", "replay", "__version__"]
+           "load", "loads", "lint", "reliability", "replay", "__version__"]
 
 PathLike = str | os.PathLike
 
@@ -168,3 +168,16 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
         settings = serve_sim.settings_for(Settings(), sched)
     return run(system, model, isl, osl, gpus, fixed, precision, kv_precision, concurrency,
                disaggregate, ttft_limit, tpot_limit, settings, arrivals, sim, sched)
+
+
+def reliability(system: System, *, gpus: int | None = None, checkpoint: float | None = None,
+                restart: float = 0.0, rates: str = "llama3"):
+    """A job on the first ``gpus`` GPUs of ``system`` under a published study's failure rates
+    (``rates``: a study of library/reliability.csv): an ``Estimate`` with ``per_day``
+    (expected interruptions), ``mtbf`` (seconds), ``young`` and ``daly`` (checkpoint
+    intervals, seconds, for a checkpoint of ``checkpoint`` seconds) and ``goodput`` (with a
+    restart of ``restart`` seconds); the figures ``topoc reliability`` prints
+    (docs/reliability.md). Raises ``compiler.analysis.reliability.ReliabilityError`` for an
+    unknown study, a system without GPUs or a negative time."""
+    from .compiler.analysis.reliability import estimate
+    return estimate(system, gpus, checkpoint, restart, rates)

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from ..compiler.base.diagnostics import CompileError
 from ..compiler.base.text import visible
 from ..compiler.base.version import VERSION
-from . import (blast, compile, cost, diff, export, fmt, imports, infer, library, lint, lsp, plan, render,
-               report, schedule)
+from . import (blast, compile, cost, diff, export, fmt, imports, infer, library, lint, lsp, plan,
+               reliability, render, report, schedule)
 from .common import EXIT_INPUT, EXIT_OK, EXIT_USAGE, UsageError, parse_size, report as print_diagnostics
 
 __all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "parse_size", "run"]
@@ -24,7 +24,7 @@ __all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "parse
 EXIT_INTERRUPTED = 130
 
 VERBS = (compile, lint, export, imports, diff, fmt, render, schedule, cost, report, plan, infer,
-         blast, library, lsp)
+         blast, reliability, library, lsp)
 
 
 def build_parser() -> argparse.ArgumentParser:
