@@ -225,16 +225,22 @@ class RailRouter:
     """Paths as NCCL takes them. Between islands a GPU sends through its own NIC (its rail, as
     NCCL assigns them) to the receiver's own NIC; when the fabric joins no path between those
     two NICs (separate rail planes), PXN: over NVLink to the sender's island GPU whose NIC
-    reaches the receiver's (the receiver's mirror among equals), then through that NIC. All
-    else is the least-cost path. The route stage and the cost model's loads both use it, so
-    what is costed is what is routed."""
+    reaches the receiver's (the receiver's mirror among equals), then through that NIC. A GPU
+    whose own NIC is reached only through a CPU (its PCIe switch's NIC failed or excluded)
+    crosses NVLink to a GPU under that NIC's switch instead, as NCCL's PXN does (paths.cc:
+    a NIC farther than PXB from the GPU, an NVLink peer at PXB or closer); the receiving side
+    alike, as NCCL's ring search puts a GPU next to the NIC at the ring's entry. All else is
+    the least-cost path. The route stage and the cost model's loads both use it, so what is
+    costed is what is routed."""
 
     def __init__(self, system: System):
         self.system = system
         self.any = Router(system)
         self.host = Router(system, ("pcie", "nvlink_c2c", "inter_socket"))
         self.fabric = Router(system, SCALEOUT_CLASSES)
+        self.nvlink = Router(system, ("nvlink", "nvlink_c2c"))
         self.kind = self.any.kind
+        self._local: dict[tuple[str, str], tuple[str, ...]] = {}   # (GPU, NIC) -> host path
         self.graph = self.any.graph
         self._proxies: dict[tuple[int, str], tuple | None] = {}     # (rank, NIC) -> PXN hop
         self._hops: dict[str, dict[str, int]] = {}
@@ -247,8 +253,8 @@ class RailRouter:
             a, b = loc.nic(ranks[src]), loc.nic(ranks[dst])
             if a and b:
                 try:
-                    return (self.host.path(src, a) + self.fabric.path(a, b, flow)
-                            + self.host.path(b, dst))
+                    return (self._near(src, a) + self.fabric.path(a, b, flow)
+                            + self._reverse(self._near(dst, b)))
                 except NoRoute:
                     proxy = self._pxn(ranks[src], ranks[dst], b)
                     if proxy is not None:
@@ -259,6 +265,45 @@ class RailRouter:
                         except NoRoute:
                             pass
         return self.any.path(src, dst, flow)
+
+    def _near(self, gpu: str, nic: str) -> tuple[str, ...]:
+        """Links from ``gpu`` to ``nic``: over PCIe when no CPU is crossed; else (PXN) over
+        NVLink to the island GPU nearest ``gpu`` whose PCIe path to ``nic`` crosses no CPU, then
+        down that path; the host path through the CPU when no such GPU exists."""
+        key = (gpu, nic)
+        found = self._local.get(key)
+        if found is None:
+            found = self.host.path(gpu, nic)
+            if self._crosses_cpu(gpu, found):
+                loc = self.system.locality
+                rank = loc.rank_of[gpu]
+                for r in sorted(loc.island_ranks[loc.island[rank]], key=lambda r: abs(r - rank)):
+                    peer = self.system.gpus[r].id
+                    if r == rank or loc.nic(r) != nic:
+                        continue
+                    down = self.host.path(peer, nic)
+                    if self._crosses_cpu(peer, down):
+                        continue
+                    try:
+                        found = self.nvlink.path(gpu, peer) + down
+                    except NoRoute:
+                        continue
+                    break
+            self._local[key] = found
+        return found
+
+    def _crosses_cpu(self, src: str, links: tuple[str, ...]) -> bool:
+        """Whether the path ``links`` from ``src`` passes through a CPU."""
+        node, graph = src, self.graph
+        for link in links[:-1]:
+            node = next(v for v, edges in graph[node].items() if link in edges)
+            if self.kind[node] == "cpu":
+                return True
+        return False
+
+    @staticmethod
+    def _reverse(links: tuple[str, ...]) -> tuple[str, ...]:
+        return links[::-1]
 
     def _pxn(self, rank: int, dst: int, nic: str):
         """The (GPU, its NIC, fabric path) of ``rank``'s island whose NIC is fewest fabric hops
