@@ -221,6 +221,34 @@ def bidirectional_dijkstra(adj, source: str, target: str, weight) -> list[str]:
     raise NoRoute(f"no path from {source} to {target}")
 
 
+def crosses_cpu(graph, kind, src: str, links: tuple[str, ...]) -> bool:
+    """Whether the path ``links`` from ``src`` passes through a CPU (host memory staging)."""
+    node = src
+    for link in links[:-1]:
+        node = next(v for v, edges in graph[node].items() if link in edges)
+        if kind[node] == "cpu":
+            return True
+    return False
+
+
+def nic_through_cpu(system: System, rank: int) -> bool:
+    """Whether GPU ``rank`` reaches its own NIC only through a CPU (no NIC under its PCIe
+    switch: that NIC failed or is excluded, or the NICs hang off the CPUs); cached per system."""
+    memo = system.memo.setdefault("nic_through_cpu", {})
+    if rank not in memo:
+        nic = system.locality.nic(rank)
+        if not nic:
+            memo[rank] = False
+        else:
+            router = system.memo.get("host_router")
+            if router is None:
+                router = system.memo["host_router"] = Router(
+                    system, ("pcie", "nvlink_c2c", "inter_socket"))
+            gpu = system.gpus[rank].id
+            memo[rank] = crosses_cpu(router.graph, router.kind, gpu, router.path(gpu, nic))
+    return memo[rank]
+
+
 class RailRouter:
     """Paths as NCCL takes them. Between islands a GPU sends through its own NIC (its rail, as
     NCCL assigns them) to the receiver's own NIC; when the fabric joins no path between those
@@ -293,13 +321,7 @@ class RailRouter:
         return found
 
     def _crosses_cpu(self, src: str, links: tuple[str, ...]) -> bool:
-        """Whether the path ``links`` from ``src`` passes through a CPU."""
-        node, graph = src, self.graph
-        for link in links[:-1]:
-            node = next(v for v, edges in graph[node].items() if link in edges)
-            if self.kind[node] == "cpu":
-                return True
-        return False
+        return crosses_cpu(self.graph, self.kind, src, links)
 
     @staticmethod
     def _reverse(links: tuple[str, ...]) -> tuple[str, ...]:
