@@ -221,31 +221,29 @@ def bidirectional_dijkstra(adj, source: str, target: str, weight) -> list[str]:
     raise NoRoute(f"no path from {source} to {target}")
 
 
-def crosses_cpu(graph, kind, src: str, links: tuple[str, ...]) -> bool:
-    """Whether the path ``links`` from ``src`` passes through a CPU (host memory staging)."""
-    node = src
-    for link in links[:-1]:
-        node = next(v for v, edges in graph[node].items() if link in edges)
-        if kind[node] == "cpu":
-            return True
-    return False
-
-
 def nic_through_cpu(system: System, rank: int) -> bool:
     """Whether GPU ``rank`` reaches its own NIC only through a CPU (no NIC under its PCIe
-    switch: that NIC failed or is excluded, or the NICs hang off the CPUs); cached per system."""
+    switches: that NIC failed or is excluded, or the NICs hang off the CPUs): a search over PCIe
+    and C2C links that crosses no CPU or GPU; cached per system."""
     memo = system.memo.setdefault("nic_through_cpu", {})
     if rank not in memo:
         nic = system.locality.nic(rank)
-        if not nic:
-            memo[rank] = False
-        else:
-            router = system.memo.get("host_router")
-            if router is None:
-                router = system.memo["host_router"] = Router(
-                    system, ("pcie", "nvlink_c2c", "inter_socket"))
-            gpu = system.gpus[rank].id
-            memo[rank] = crosses_cpu(router.graph, router.kind, gpu, router.path(gpu, nic))
+        graph, kind = system.adjacency, device_kinds(system)
+        seen, frontier, found = {system.gpus[rank].id}, [system.gpus[rank].id], not nic
+        while frontier and not found:
+            nxt = []
+            for u in frontier:
+                for v, edges in graph[u].items():
+                    if v in seen or not any(d["cls"] in ("pcie", "nvlink_c2c")
+                                            for d in edges.values()):
+                        continue
+                    if v == nic:
+                        found = True
+                    elif kind[v] not in ("cpu", "gpu"):
+                        nxt.append(v)
+                    seen.add(v)
+            frontier = nxt
+        memo[rank] = not found
     return memo[rank]
 
 
@@ -295,33 +293,27 @@ class RailRouter:
         return self.any.path(src, dst, flow)
 
     def _near(self, gpu: str, nic: str) -> tuple[str, ...]:
-        """Links from ``gpu`` to ``nic``: over PCIe when no CPU is crossed; else (PXN) over
-        NVLink to the island GPU nearest ``gpu`` whose PCIe path to ``nic`` crosses no CPU, then
-        down that path; the host path through the CPU when no such GPU exists."""
+        """Links from ``gpu`` to its own ``nic``: over PCIe when no CPU is crossed; else (PXN)
+        over NVLink to the island GPU nearest ``gpu`` that has ``nic`` under its own PCIe
+        switches, then down to it; the host path through the CPU when no such GPU exists."""
         key = (gpu, nic)
         found = self._local.get(key)
         if found is None:
             found = self.host.path(gpu, nic)
-            if self._crosses_cpu(gpu, found):
-                loc = self.system.locality
-                rank = loc.rank_of[gpu]
+            loc, system = self.system.locality, self.system
+            rank = loc.rank_of[gpu]
+            if nic_through_cpu(system, rank):
                 for r in sorted(loc.island_ranks[loc.island[rank]], key=lambda r: abs(r - rank)):
-                    peer = self.system.gpus[r].id
-                    if r == rank or loc.nic(r) != nic:
+                    if r == rank or loc.nic(r) != nic or nic_through_cpu(system, r):
                         continue
-                    down = self.host.path(peer, nic)
-                    if self._crosses_cpu(peer, down):
-                        continue
+                    peer = system.gpus[r].id
                     try:
-                        found = self.nvlink.path(gpu, peer) + down
+                        found = self.nvlink.path(gpu, peer) + self.host.path(peer, nic)
                     except NoRoute:
                         continue
                     break
             self._local[key] = found
         return found
-
-    def _crosses_cpu(self, src: str, links: tuple[str, ...]) -> bool:
-        return crosses_cpu(self.graph, self.kind, src, links)
 
     @staticmethod
     def _reverse(links: tuple[str, ...]) -> tuple[str, ...]:
