@@ -10,8 +10,11 @@ per channel. Here channel ``c`` of a ring enters every island at a local index a
 neighbouring one, alternating direction from island to island so that the GPU that leaves and the
 GPU that enters the next island share a local index, hence a rail. With an odd island count the
 wrap-around cannot also align; the cost model carries that one crossing over PXN (NVLink to the
-GPU on the right rail, then its NIC), as NCCL does. Trees: channel ``c`` heads every island at
-local index ``c * size / channels``, so channels spread over the islands' GPUs and NICs.
+GPU on the right rail, then its NIC), as NCCL does. When NICs are gone (some GPUs reach theirs
+only through a CPU) the channels' entries are picked so that the crossings spread evenly over
+the NICs that are left, as NCCL's ring search does (``_entries``). Trees: channel ``c`` heads
+every island at local index ``c * size / channels``, so channels spread over the islands' GPUs
+and NICs.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import algorithms as alg
+from .paths import nic_through_cpu
 from ..ir.system import System
 
 #: NCCL searches at most MAXCHANNELS/2 = 16 channels for a ring or tree graph (graph/search.cc).
@@ -82,12 +86,14 @@ def ring_orders(system: System, ranks: Sequence[int], channels: int) -> list[tup
     the crossings keep their rail (module docstring). Channel ``c`` starts at local index
     ``c * size / channels`` so that channels spread over the NICs."""
     parts = islands(system, ranks)
+    entries = _entries(system, ranks, parts, channels)
     rings = []
     for c in range(channels):
         order: list[int] = []
         for k, part in enumerate(parts):
             size = len(part)
-            at = c * size // channels if channels <= size else c
+            at = entries[c] if size == len(parts[0]) else (
+                c * size // channels if channels <= size else c)
             if len(parts) == 1:
                 order += [part[(at + i) % size] for i in range(size)]
             elif k % 2 == 0:
@@ -96,6 +102,40 @@ def ring_orders(system: System, ranks: Sequence[int], channels: int) -> list[tup
                 order += [part[(at + 1 + i) % size] for i in range(size)]
         rings.append(tuple(order))
     return rings
+
+
+def _entries(system: System, ranks: Sequence[int], parts: list[list[int]],
+             channels: int) -> list[int]:
+    """Each channel's local index ``at`` (its crossings leave from ``at`` and ``at + 1``):
+    ``c * size / channels``; but when some GPUs of the first island reach their NIC only
+    through a CPU and others have one under their own PCIe switch (a NIC failed or excluded),
+    the indices that spread the crossings' NICs evenly, as NCCL's ring search spreads its
+    channels over the NICs that are left (docs/failures.md, Validation)."""
+    size = len(parts[0])
+    default = [c * size // channels if channels <= size else c for c in range(channels)]
+    if len(parts) < 2 or size < 2:
+        return default
+    first = [ranks[p] for p in parts[0]]
+    far = [nic_through_cpu(system, r) for r in first]
+    if all(far) or not any(far):
+        return default
+    nic = [system.locality.nic(r) for r in first]
+    # per direction: the first island sends from ``at + 1`` and receives at ``at`` (the next
+    # island the other way round), so a NIC's load one way counts one of the two
+    sends: dict[str, int] = {}
+    receives: dict[str, int] = {}
+    out = []
+    for want in default:
+        def key(at: int) -> tuple[int, int, int]:
+            up, down = nic[(at + 1) % size], nic[at]
+            worst = max(sends.get(up, 0) + 1, receives.get(down, 0) + 1)
+            return (worst, far[at] + far[(at + 1) % size], abs(at - want % size))
+        at = min(range(size), key=key)
+        up, down = nic[(at + 1) % size], nic[at]
+        sends[up] = sends.get(up, 0) + 1
+        receives[down] = receives.get(down, 0) + 1
+        out.append(at)
+    return out
 
 
 def tree_parents(system: System, ranks: Sequence[int], root: int = 0,

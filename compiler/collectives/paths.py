@@ -221,20 +221,52 @@ def bidirectional_dijkstra(adj, source: str, target: str, weight) -> list[str]:
     raise NoRoute(f"no path from {source} to {target}")
 
 
+def nic_through_cpu(system: System, rank: int) -> bool:
+    """Whether GPU ``rank`` reaches its own NIC only through a CPU (no NIC under its PCIe
+    switches: that NIC failed or is excluded, or the NICs hang off the CPUs): a search over PCIe
+    and C2C links that crosses no CPU or GPU; cached per system."""
+    memo = system.memo.setdefault("nic_through_cpu", {})
+    if rank not in memo:
+        nic = system.locality.nic(rank)
+        graph, kind = system.adjacency, device_kinds(system)
+        seen, frontier, found = {system.gpus[rank].id}, [system.gpus[rank].id], not nic
+        while frontier and not found:
+            nxt = []
+            for u in frontier:
+                for v, edges in graph[u].items():
+                    if v in seen or not any(d["cls"] in ("pcie", "nvlink_c2c")
+                                            for d in edges.values()):
+                        continue
+                    if v == nic:
+                        found = True
+                    elif kind[v] not in ("cpu", "gpu"):
+                        nxt.append(v)
+                    seen.add(v)
+            frontier = nxt
+        memo[rank] = not found
+    return memo[rank]
+
+
 class RailRouter:
     """Paths as NCCL takes them. Between islands a GPU sends through its own NIC (its rail, as
     NCCL assigns them) to the receiver's own NIC; when the fabric joins no path between those
     two NICs (separate rail planes), PXN: over NVLink to the sender's island GPU whose NIC
-    reaches the receiver's (the receiver's mirror among equals), then through that NIC. All
-    else is the least-cost path. The route stage and the cost model's loads both use it, so
-    what is costed is what is routed."""
+    reaches the receiver's (the receiver's mirror among equals), then through that NIC. A GPU
+    whose own NIC is reached only through a CPU (its PCIe switch's NIC failed or excluded)
+    crosses NVLink to a GPU under that NIC's switch instead, as NCCL's PXN does (paths.cc:
+    a NIC farther than PXB from the GPU, an NVLink peer at PXB or closer); the receiving side
+    alike, as NCCL's ring search puts a GPU next to the NIC at the ring's entry. All else is
+    the least-cost path. The route stage and the cost model's loads both use it, so what is
+    costed is what is routed."""
 
     def __init__(self, system: System):
         self.system = system
         self.any = Router(system)
         self.host = Router(system, ("pcie", "nvlink_c2c", "inter_socket"))
         self.fabric = Router(system, SCALEOUT_CLASSES)
+        self.nvlink = Router(system, ("nvlink", "nvlink_c2c"))
         self.kind = self.any.kind
+        self._local: dict[tuple[str, str], tuple[str, ...]] = {}   # (GPU, NIC) -> host path
         self.graph = self.any.graph
         self._proxies: dict[tuple[int, str], tuple | None] = {}     # (rank, NIC) -> PXN hop
         self._hops: dict[str, dict[str, int]] = {}
@@ -247,8 +279,8 @@ class RailRouter:
             a, b = loc.nic(ranks[src]), loc.nic(ranks[dst])
             if a and b:
                 try:
-                    return (self.host.path(src, a) + self.fabric.path(a, b, flow)
-                            + self.host.path(b, dst))
+                    return (self._near(src, a) + self.fabric.path(a, b, flow)
+                            + self._reverse(self._near(dst, b)))
                 except NoRoute:
                     proxy = self._pxn(ranks[src], ranks[dst], b)
                     if proxy is not None:
@@ -259,6 +291,33 @@ class RailRouter:
                         except NoRoute:
                             pass
         return self.any.path(src, dst, flow)
+
+    def _near(self, gpu: str, nic: str) -> tuple[str, ...]:
+        """Links from ``gpu`` to its own ``nic``: over PCIe when no CPU is crossed; else (PXN)
+        over NVLink to the island GPU nearest ``gpu`` that has ``nic`` under its own PCIe
+        switches, then down to it; the host path through the CPU when no such GPU exists."""
+        key = (gpu, nic)
+        found = self._local.get(key)
+        if found is None:
+            found = self.host.path(gpu, nic)
+            loc, system = self.system.locality, self.system
+            rank = loc.rank_of[gpu]
+            if nic_through_cpu(system, rank):
+                for r in sorted(loc.island_ranks[loc.island[rank]], key=lambda r: abs(r - rank)):
+                    if r == rank or loc.nic(r) != nic or nic_through_cpu(system, r):
+                        continue
+                    peer = system.gpus[r].id
+                    try:
+                        found = self.nvlink.path(gpu, peer) + self.host.path(peer, nic)
+                    except NoRoute:
+                        continue
+                    break
+            self._local[key] = found
+        return found
+
+    @staticmethod
+    def _reverse(links: tuple[str, ...]) -> tuple[str, ...]:
+        return links[::-1]
 
     def _pxn(self, rank: int, dst: int, nic: str):
         """The (GPU, its NIC, fabric path) of ``rank``'s island whose NIC is fewest fabric hops

@@ -7,7 +7,9 @@ import pytest
 
 import topoc
 from topoc.compiler.collectives.coster import cost
-from topoc.compiler.collectives.orders import net_channels, ring_orders, sample_islands, tree_parents
+from topoc.compiler.collectives.orders import (_entries, islands, net_channels, ring_orders,
+                                               sample_islands, tree_parents)
+from topoc.compiler.ir.groups import RankGroup
 from topoc.compiler.ir.groups import select_group
 
 from ...conftest import library_file
@@ -62,3 +64,35 @@ def test_sampling_keeps_parity():
     system = topoc.load(library_file("nvl72_cluster.topo"), {"racks": 5})
     islands = {system.locality.island[r] for r in sample_islands(system, range(360), 4)}
     assert len(islands) == 3
+
+
+def test_rings_spread_their_crossings_over_the_nics_a_job_is_left_with():
+    """NICs 2 and 3 of a 4-NIC HGX A100 pair excluded, the job on GPUs 0, 2, 4, 6 of each node:
+    NCCL puts two of its four channels on each NIC left; the rings' crossings do the same each
+    way (by the order alone, GPUs 4 and 6 would both send through NIC 0)."""
+    from pathlib import Path
+
+    from topoc.compiler.collectives.paths import RailRouter
+    from topoc.compiler.ir.degrade import apply
+
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "degraded" / "hgx_a100_4nic.topo"
+    system = apply(topoc.load(fixture), ["pair.node*.nic[23]"]).system
+    ranks = (0, 2, 4, 6, 8, 10, 12, 14)
+    channels = net_channels(system, ranks)
+    assert channels == 4
+    router, sends = RailRouter(system), {}
+    for ring in ring_orders(system, ranks, channels):
+        order = [ranks[p] for p in ring]
+        for a, b in zip(order, order[1:] + order[:1]):
+            if (a < 8) != (b < 8):
+                path = router.path(system.gpus[a].id, system.gpus[b].id)
+                out = next(link.split("<->")[0] for link in path if link.endswith(":hdr"))
+                sends[out] = sends.get(out, 0) + 1
+    assert sends == {"pair.node0.nic0": 2, "pair.node0.nic1": 2, "pair.node1.nic0": 2,
+                     "pair.node1.nic1": 2}
+    # the healthy pair keeps the default entries (channel c from local index c)
+    healthy = topoc.load(fixture)
+    parts = islands(healthy, ranks)
+    assert _entries(healthy, ranks, parts, 8) == list(range(8))
+    group = RankGroup("ranks", ranks)
+    assert cost(system, group, "allreduce", 1 << 30, "ring").busbw > 40e9   # two NICs' worth

@@ -57,3 +57,22 @@ def test_schedule_routes_cross_islands_on_the_rails_the_cost_model_charges():
                     pxn += 1
                     assert "nvlink" in t.links[0], t.links      # PXN: NVLink to the proxy first
         assert (pxn > 0) == (name.startswith("nvl72"))
+
+
+def test_a_gpu_whose_nic_is_gone_crosses_nvlink_to_a_peer_next_to_a_working_nic():
+    """PXN: with NICs 2 and 3 excluded (NCCL_IB_HCA=mlx5_0,mlx5_1) GPU 4 of a 4-NIC HGX A100
+    reaches the network through GPU 0 or 1 over NVLink, never through the CPUs."""
+    from pathlib import Path
+
+    from topoc.compiler.collectives.paths import RailRouter
+    from topoc.compiler.ir.degrade import apply
+
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "degraded" / "hgx_a100_4nic.topo"
+    healthy = topoc.load(fixture)
+    system = apply(healthy, ["pair.node*.nic[23]"]).system
+    path = RailRouter(system).path("pair.node0.gpu4", "pair.node1.gpu4")
+    assert not any("cpu" in link for link in path)
+    assert "nvlink3" in path[0] and any("nic0" in link or "nic1" in link for link in path)
+    # the healthy system keeps each GPU on its own switch's NIC, no NVLink hop
+    direct = RailRouter(healthy).path("pair.node0.gpu4", "pair.node1.gpu4")
+    assert direct[0] == "pair.node0.gpu4<->pair.node0.pcie2:pcie4"
