@@ -11,6 +11,8 @@ import topoc
 from topoc.cli import main
 from topoc.compiler.analysis.diff import diff
 
+from .conftest import LIBRARY
+
 HWLOC = Path(__file__).parent / "fixtures" / "hwloc"
 
 NODE = """use "nvidia/links.topo"
@@ -81,3 +83,29 @@ def test_alignment_drops_the_device_that_explains_the_rest():
     assert (None, 3) in _align_items(b, a, ("k",))
     # a side with none: every device is missing, found without a search
     assert _align_items(a, [], ("k",)) == [(i, None) for i in range(8)]
+
+
+def test_a_renamed_host_is_a_difference_when_both_sides_name_their_hosts(tmp_path, capsys):
+    """Issue 47: one host renamed ('alpha' -> 'beta') exited 0 without a word."""
+    from topoc.cli import main
+    a, b = tmp_path / "a.topo", tmp_path / "b.topo"
+    text = 'use "nvidia/dgx_h100.topo"\ngroup One {{ host node : DGXH100 "{}" }}\nsystem one : One\n'
+    a.write_text(text.format("alpha"))
+    b.write_text(text.format("beta"))
+    assert main(["diff", str(a), str(b)]) == 1
+    assert "host 'alpha' in A is named 'beta' in B" in capsys.readouterr().out
+    # a design that names hosts by their path pairs them by position, and says so
+    design = str(LIBRARY / "nvidia/dgx_h100.topo")
+    assert main(["diff", str(a), design]) == 0
+    assert "A's 'alpha' is B's 'dgx'" in capsys.readouterr().out
+
+
+def test_a_design_against_its_own_nccl_export_has_no_difference(tmp_path, capsys):
+    """Issue 47: the NCCL XML names CPUs and NICs by family and speed (CPU_GenuineIntel_6_143,
+    NIC_400000M): two false 'devices differ' findings."""
+    from topoc.cli import main
+    design = str(LIBRARY / "nvidia/dgx_h100.topo")
+    xml = tmp_path / "dgx.xml"
+    assert main(["export", "nccl-topo", design, "-o", str(xml)]) == 0
+    assert main(["diff", design, str(xml)]) == 0
+    assert "no differences" in capsys.readouterr().out

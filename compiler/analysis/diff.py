@@ -31,7 +31,10 @@ from .fabric import Fabric, Hca, fabric
 
 #: Model names an importer writes when the input does not say the model (nvidia-smi matrices,
 #: NCCL dumps without a GPU name, ibnetdiscover HCAs without a device id): not compared.
-_PLACEHOLDER = re.compile(r"^(GPU(_sm\d+)?|CPU|NIC|HCA(_[\d_]+G)?|PCIeSwitch|Switch)$")
+#: The NCCL XML importer's CPUs and NICs (``CPU_GenuineIntel_6_143``, ``NIC_400000M``: the
+#: dump gives a CPU's family and a NIC's speed, not the product) are placeholders too.
+_PLACEHOLDER = re.compile(r"^(GPU(_sm\d+)?|CPU(_[A-Za-z0-9]+(_\d+)*)?|NIC(_\d+M)?|HCA(_[\d_]+G)?|"
+                          r"PCIeSwitch|Switch)$")
 
 
 def known(model: str) -> bool:
@@ -80,6 +83,12 @@ def _align(ha: tuple[HostInfo, ...], hb: tuple[HostInfo, ...], notes: list[str])
     a_names = set(names_a)
     only_b = [h for h in hb if h.name not in a_names]
     return pairs, only_a, only_b
+
+
+def _named(system: System) -> bool:
+    """Whether the system names its hosts (a hostname pattern in the file, or the hostnames a
+    dump reported), rather than by their path."""
+    return any(h.pattern for h in system.hosts)
 
 
 def _by_kind(system: System, host: HostInfo) -> dict[str, list]:
@@ -140,6 +149,17 @@ def diff(a: System, b: System, host: str | None = None) -> Diff:
     fabrics = bool(fa.switches and fb.switches and host is None)
     if fa.hosts and fb.hosts:
         compared.append("hosts")
+        renamed = [(x, y) for x, y in pairs if x.name != y.name]
+        if renamed and host is None:
+            if _named(a) and _named(b):     # both name their hosts: a rename is drift
+                for x, y in renamed:
+                    found.append(Finding("hosts", f"{x.name}|{y.name}", x.name, y.name,
+                                         f"host '{x.name}' in A is named '{y.name}' in B"))
+            else:
+                notes.append("hosts paired by position, a side names them by their path: "
+                             + ", ".join(f"A's '{x.name}' is B's '{y.name}'"
+                                         for x, y in renamed[:3])
+                             + (f" and {len(renamed) - 3} more" if len(renamed) > 3 else ""))
         for h in only_a:
             found.append(Finding("hosts", h.name, "present", "missing",
                                  f"host '{h.name}' is in A but not in B"
