@@ -90,6 +90,53 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
     return "\n".join(lines) + "\n"
 
 
+GOODPUT_CSV_FIELDS = CSV_FIELDS + ("goodput", "goodput_tokens_per_s")
+
+
+def _goodput_head(ranking, checkpoint: float, restart: float) -> list[str]:
+    """One line per GPU count: the interruptions, MTBF, Daly interval and goodput behind it."""
+    lines = []
+    for n, est in ranking.estimates:
+        daly = f"checkpoint every {est.daly / 60:.1f} min of work (Daly)" \
+            if est.daly is not None else "no interruption expected"
+        mtbf = f"MTBF {est.mtbf / 3600:.2f} h" if est.per_day else "MTBF infinite"
+        lines.append(f"goodput on {n:,} GPUs ({est.rates.study} rates): {est.per_day:.2f} "
+                     f"interruptions a day, {mtbf}; checkpoint {checkpoint:g} s, restart "
+                     f"{restart:g} s: {daly}, {est.goodput:.1%} of wall time useful")
+    return lines
+
+
+def render_goodput(result: PlanResult, ranking, head: dict, fmt: str = "text", top: int = 20,
+                   checkpoint: float = 0.0, restart: float = 0.0) -> str:
+    """``--goodput``: the rows of ``ranking`` (``analysis.goodput``) with the goodput fraction
+    and goodput tokens/s, ranked by the latter."""
+    shown = ranking.rows[:top] if top else ranking.rows
+    if fmt == "csv":
+        return ranked_csv(shown, GOODPUT_CSV_FIELDS)
+    if fmt == "json":
+        doc = json.loads(as_json(result, head, top))
+        doc["ranked_by"] = "goodput_tokens_per_s"
+        doc["goodput"] = {"checkpoint_seconds": checkpoint, "restart_seconds": restart,
+                          "estimates": [{"gpus": n, **est.to_json()}
+                                        for n, est in ranking.estimates]}
+        doc["rows"] = [{"rank": i + 1, **g.as_dict()} for i, g in enumerate(shown)]
+        return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+    plain = PlanResult(tuple(g.row for g in ranking.rows), result.considered, result.invalid,
+                       result.cached, result.gpus, result.runner, result.over_memory,
+                       result.smallest, result.margin, result.hbm, result.cache_note)
+    text = as_text(plain, head, top).split("\n")
+    start = next(i for i, line in enumerate(text) if line.startswith("#"))
+    table = text[start:start + len(shown) + 1]      # the head row and one line per row shown
+    extra = [["goodput", "goodput tokens/s"]] + [
+        [f"{g.fraction:.1%}", f"{g.tokens_per_s:,.0f}"] for g in shown]
+    width = max(len(line) for line in table)
+    w0 = max(len(e[0]) for e in extra)
+    merged = [line.ljust(width) + "  " + e[0].ljust(w0) + "  " + e[1]
+              for line, e in zip(table, extra)]
+    return "\n".join(text[:start] + _goodput_head(ranking, checkpoint, restart) + [""]
+                     + merged + text[start + len(table):])
+
+
 def render(result: PlanResult, head: dict, fmt: str = "text", top: int = 20) -> str:
     """The plan in ``fmt`` (text, json or csv); ``top`` rows, 0 for all."""
     if fmt == "json":
