@@ -6,7 +6,9 @@ GPU count (``reliability.estimate``: the published failure rates, Daly's checkpo
 for the stated checkpoint cost, the restart time). The fraction depends on what the job runs
 on (GPUs, hosts, compute NICs), so every candidate of one search, which all use the same GPUs,
 shares it: the ranking by goodput then keeps the step-time order and says what each row is
-worth after failures. Rows keep ``plan``'s bands (tight rows after the rest).
+worth after failures. Rows keep ``plan``'s bands (tight rows after the rest). Across GPU counts
+(``plan --scaling``) the fraction falls as the job grows, so speedup, efficiency and where
+adding GPUs stops paying change (``GoodputCurve``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import attrs
 from ..ir.system import System
 from .plan import PlanResult, PlanRow
 from .reliability import DEFAULT_RATES, Estimate, estimate
+from .scaling import KNEE, Curve, Point
 
 
 @attrs.frozen
@@ -72,3 +75,51 @@ def rank_by_goodput(system: System, result: PlanResult, checkpoint: float,
     rows = sorted((GoodputRow(r, found[gpus_of(r)].goodput) for r in result.rows),
                   key=lambda g: g.rank_key)
     return GoodputRanking(tuple(rows), tuple(sorted(found.items())))
+
+
+@attrs.frozen
+class GoodputCurve:
+    """A scaling curve with the goodput of a job at each of its GPU counts: throughput,
+    efficiency and the knee in goodput tokens/s."""
+
+    curve: Curve
+    estimates: tuple[tuple[int, Estimate], ...]
+
+    def fraction(self, gpus: int) -> float:
+        """The goodput fraction of a job on ``gpus`` GPUs."""
+        return dict(self.estimates)[gpus].goodput
+
+    def tokens_per_s(self, mode: str, p: Point) -> float | None:
+        """The mode's best row's goodput tokens/s at ``p`` (None when nothing runs there)."""
+        row = getattr(p, mode)
+        return None if row is None else row.tokens_per_s * self.fraction(p.gpus)
+
+    def efficiency(self, mode: str, p: Point) -> float | None:
+        """The curve's efficiency in goodput tokens/s: its efficiency times the goodput at
+        ``p`` over the goodput at the first point with a row."""
+        first = next((q for q in self.curve.points if getattr(q, mode)), None)
+        e = self.curve.efficiency(mode, p)
+        return None if e is None else e * self.fraction(p.gpus) / self.fraction(first.gpus)
+
+    def knee(self, mode: str) -> int | None:
+        """The first GPU count whose goodput efficiency is under ``scaling.KNEE`` or whose
+        goodput tokens/s do not grow; None when scaling pays all the way."""
+        prev = None
+        for p in self.curve.points:
+            now = self.tokens_per_s(mode, p)
+            if now is None:
+                continue
+            e = self.efficiency(mode, p)
+            if e is not None and e < KNEE or prev is not None and now <= prev:
+                return p.gpus
+            prev = now
+        return None
+
+
+def scaling_goodput(system: System, curve: Curve, checkpoint: float, restart: float = 0.0,
+                    rates: str = DEFAULT_RATES) -> GoodputCurve:
+    """``curve`` with the goodput of a job at each of its GPU counts (``estimate``)."""
+    if checkpoint is None or not checkpoint > 0:
+        raise ValueError("a goodput curve needs a checkpoint cost above 0 seconds")
+    return GoodputCurve(curve, tuple((p.gpus, estimate(system, p.gpus, checkpoint, restart,
+                                                       rates)) for p in curve.points))

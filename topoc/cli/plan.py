@@ -7,7 +7,7 @@ import sys
 
 from ..backends import plan_table
 from ..compiler.analysis import comparison, scaling
-from ..compiler.analysis.goodput import rank_by_goodput
+from ..compiler.analysis.goodput import rank_by_goodput, scaling_goodput
 from ..compiler.analysis.reliability import DEFAULT_RATES, ReliabilityError, rate_sets
 from ..compiler.analysis.plan import (PlanUsageError, cache_dir, first_rejection, plan,
                                       smallest_over, tp_within_domains)
@@ -291,8 +291,8 @@ def run(args) -> int:
 
 
 def _check_goodput(args) -> None:
-    """--goodput's flags: a checkpoint cost with it, its own flags only with it, and none of
-    the views it does not rank (--compare, --scaling)."""
+    """--goodput's flags: a checkpoint cost with it, its own flags only with it, and not with
+    --compare (which ranks by step time)."""
     given = [f for f, v in (("--checkpoint-cost", args.checkpoint_cost is not None),
                             ("--restart", args.restart != 0.0),
                             ("--rates", args.rates != DEFAULT_RATES)) if v]
@@ -307,9 +307,8 @@ def _check_goodput(args) -> None:
     if args.rates not in rate_sets():
         raise UsageError(f"--rates: no failure rates for '{args.rates}'; there are: "
                          f"{', '.join(rate_sets())}")
-    for flag, value in (("--compare", args.compare), ("--scaling", args.scaling)):
-        if value is not None:
-            raise UsageError(f"--goodput and {flag}: --goodput ranks the plan's table; give one")
+    if args.compare is not None:
+        raise UsageError("--goodput and --compare: --compare ranks by step time; give one")
 
 
 def _first_reason(base, gpus, fixed) -> str:
@@ -352,5 +351,11 @@ def _scaling(args, system, model, base, fixed, hbm=None) -> int:
               "heads, batch or experts do not divide, or GPU memory is too small",
               file=sys.stderr)
         return EXIT_INPUT
-    write_output(plan_table.render_scaling(curve, args.format), args.output)
+    good = None
+    if args.goodput:
+        try:
+            good = scaling_goodput(system, curve, args.checkpoint_cost, args.restart, args.rates)
+        except ReliabilityError as exc:
+            raise UsageError(f"--goodput: {exc}") from None
+    write_output(plan_table.render_scaling(curve, args.format, good), args.output)
     return EXIT_OK

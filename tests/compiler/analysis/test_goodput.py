@@ -81,9 +81,42 @@ def test_plan_goodput_json_and_text(capsys):
     (["--goodput"], "--goodput needs --checkpoint-cost"),
     (["--checkpoint-cost", "300"], "--checkpoint-cost is for --goodput"),
     (["--goodput", "--checkpoint-cost", "300", "--rates", "nope"], "no failure rates for 'nope'"),
-    (["--goodput", "--checkpoint-cost", "300", "--scaling", "8..16"], "--goodput and --scaling"),
+    (["--goodput", "--checkpoint-cost", "300", "--compare", "tp=8,dp=2"], "--goodput and --compare"),
 ])
 def test_plan_goodput_refuses_what_it_cannot_answer(extra, message, capsys):
     assert main([*ARGS, *extra]) == 2
     out = capsys.readouterr()
     assert message in out.err and "Traceback" not in out.err and not out.out
+
+
+def test_a_scaling_curve_in_goodput_keeps_less_at_more_gpus_and_finds_its_own_knee(cluster):
+    from topoc.compiler.analysis.goodput import scaling_goodput
+    from topoc.compiler.analysis.scaling import scaling
+
+    model = find_model(cluster, "llama3-8b")
+    curve = scaling(cluster, model, Training(model, batch=16), 8, 16, {"tp": 8},
+                    use_cache=False)
+    eight, sixteen = curve.points
+    good = scaling_goodput(cluster, curve, 300, 600)
+    assert good.fraction(8) == estimate(cluster, 8, 300, 600).goodput > good.fraction(16)
+    assert good.tokens_per_s("strong", sixteen) == pytest.approx(
+        sixteen.strong.tokens_per_s * good.fraction(16))
+    assert good.efficiency("strong", sixteen) == pytest.approx(
+        curve.efficiency("strong", sixteen) * good.fraction(16) / good.fraction(8))
+    assert curve.knee("strong") is None and good.knee("strong") is None
+    # restarts so slow (an MTBF's worth) that doubling the job more than halves its goodput:
+    # the step-time curve still pays, the goodput curve stops at 16
+    slow = scaling_goodput(cluster, curve, 1e5, 2e7)
+    assert slow.efficiency("strong", sixteen) < 0.5
+    assert curve.knee("strong") is None and slow.knee("strong") == 16
+
+
+def test_plan_scaling_goodput_json(capsys):
+    assert main([*ARGS, "--scaling", "8..16", "--goodput", "--checkpoint-cost", "300",
+                 "--restart", "600", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["goodput_stops_paying"] == {"strong": None, "weak": None}
+    by = {(p["gpus"], p["mode"]): p for p in doc["points"]}
+    assert by[8, "strong"]["goodput"] > by[16, "strong"]["goodput"] > 0.9
+    p = by[16, "weak"]
+    assert p["goodput_tokens_per_s"] == pytest.approx(p["tokens_per_s"] * p["goodput"])
