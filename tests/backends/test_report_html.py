@@ -312,3 +312,12 @@ def test_blast_is_a_section_of_the_html_report_only(page, capsys):
     assert main(["report", str(page.parent / "train.topo"), "--blast"]) == 2
     out = capsys.readouterr()
     assert "--blast draws a section of the HTML report" in out.err and not out.out
+
+
+def test_the_blast_section_loads_in_headless_chromium(chromium, page, tmp_path):
+    out = tmp_path / "blast.html"
+    assert main(["report", str(page.parent / "train.topo"), "--format", "html", "--blast",
+                 "-o", str(out)]) == 0
+    done = _chromium("--dump-dom", out.as_uri())
+    assert done.returncode == 0 and _console(done.stderr) == []
+    assert 'id="blast"' in done.stdout and 'class="heat4"' in done.stdout
