@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Sequence
 
@@ -30,6 +31,70 @@ def document(system_name: str, gpus: int, size: int, parallel: str | None,
     return json.dumps(doc, indent=1) + "\n"
 
 
+def _allreduce(d: Domain) -> str:
+    """The reference all-reduce after the failure: 'x1.042', 'partitioned', 'no GPU left'."""
+    if d.gpus_total and d.gpus_lost == d.gpus_total:
+        return "no GPU left"
+    if not d.connected:
+        return "partitioned"
+    return "-" if d.slowdown is None else f"x{d.slowdown:.3f}"
+
+
+def _step(d: Domain) -> str:
+    """The strategy's step before and after, or 'replan' when it lost GPUs."""
+    if d.replan:
+        return "replan"
+    if d.step_after is not None and d.step_before is not None:
+        return f"{d.step_before:.3f}->{d.step_after:.3f} s"
+    return "-"
+
+
+def _lost(d: Domain) -> str:
+    return ", ".join(f"{cls} {human(v, RATE)}" for cls, v in d.bandwidth_lost) or "none"
+
+
+#: The heat scale: a class's impact as a share of the largest, in five steps from none to the
+#: worst (light to dark red; text dark enough to read on each).
+HEAT = ("", "#fde0dd", "#fcbba1", "#fb6a4a", "#cb181d")
+
+
+def heat(impact: float, worst: float) -> int:
+    """The step of ``HEAT`` for an impact against the worst class's: 0 for none, 4 for the
+    worst quarter."""
+    if impact <= 0 or worst <= 0:
+        return 0
+    return min(4, 1 + int(4 * impact / worst - 1e-9))
+
+
+def html_section(found: Sequence[Domain], size: int, parallel: str | None) -> str:
+    """The HTML report's blast radius section (``topoc report --format html --blast``): the
+    ranked classes as ``topoc blast`` prints them, each row coloured by its impact against the
+    worst class's (the heat scale), with a legend."""
+    worst = max((d.impact for d in found), default=0.0)
+    head = ("#", "domain", "members", "example", "GPUs lost", "all-reduce", "step",
+            "bandwidth lost", "impact")
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = []
+    for i, d in enumerate(found, 1):
+        step = heat(d.impact, worst)
+        tone = f' style="background:{HEAT[step]}{";color:#fff" if step == 4 else ""}"' \
+            if step else ""
+        row = (str(i), d.what, f"{d.members:,}", d.example, f"{d.gpus_lost:,}", _allreduce(d),
+               _step(d), _lost(d), f"{d.impact:.3f}")
+        body.append(f'<tr class="heat{step}"{tone}>'
+                    + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
+    legend = " ".join(f'<span style="background:{c}{";color:#fff" if n == 4 else ""};'
+                      f'padding:0 .5em">{label}</span>' for n, (c, label) in enumerate(zip(
+                          HEAT[1:], ("up to 25 %", "to 50 %", "to 75 %", "to 100 %")), 1))
+    what = f"; step time of '{html.escape(parallel)}' before and after" if parallel else ""
+    return (f"<p>Every class of failure domains the file implies (alike domains evaluated once), "
+            f"ranked by impact: the share of a world all-reduce of "
+            f"{html.escape(human(size, BYTES, binary=True))} one failure takes away (1 when the "
+            f"survivors are partitioned) plus the share of GPUs lost, times the members{what}. "
+            f"Colour: impact against the worst class's. {legend}</p>"
+            f'<div class="scroll"><table><tr>{cells}</tr>{"".join(body)}</table></div>')
+
+
 def table(system_name: str, gpus: int, size: int, parallel: str | None,
           found: Sequence[Domain]) -> str:
     """The ranked text table."""
@@ -40,21 +105,6 @@ def table(system_name: str, gpus: int, size: int, parallel: str | None,
              f"{'#':<3} {'domain':<14} {'members':>7}  {'example':<34} {'GPUs lost':>9}  "
              f"{'all-reduce':>12}  {'step':>16}  bandwidth lost"]
     for i, d in enumerate(found, 1):
-        if d.gpus_total and d.gpus_lost == d.gpus_total:
-            ar = "no GPU left"
-        elif not d.connected:
-            ar = "partitioned"
-        elif d.slowdown is None:
-            ar = "-"
-        else:
-            ar = f"x{d.slowdown:.3f}"
-        if d.replan:
-            st = "replan"
-        elif d.step_after is not None and d.step_before is not None:
-            st = f"{d.step_before:.3f}->{d.step_after:.3f} s"
-        else:
-            st = "-"
-        lost = ", ".join(f"{cls} {human(v, RATE)}" for cls, v in d.bandwidth_lost) or "none"
         lines.append(f"{i:<3} {d.what:<14} {d.members:>7}  {d.example:<34} {d.gpus_lost:>9}  "
-                     f"{ar:>12}  {st:>16}  {lost}")
+                     f"{_allreduce(d):>12}  {_step(d):>16}  {_lost(d)}")
     return "\n".join(lines) + "\n"

@@ -90,6 +90,54 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
     return "\n".join(lines) + "\n"
 
 
+GOODPUT_CSV_FIELDS = CSV_FIELDS + ("goodput", "goodput_tokens_per_s")
+
+
+def _goodput_head(ranking, checkpoint: float, restart: float) -> list[str]:
+    """One line per GPU count of ``ranking.estimates`` (a ranking's or a goodput curve's):
+    the interruptions, MTBF, Daly interval and goodput behind it."""
+    lines = []
+    for n, est in ranking.estimates:
+        daly = f"checkpoint every {est.daly / 60:.1f} min of work (Daly)" \
+            if est.daly is not None else "no interruption expected"
+        mtbf = f"MTBF {est.mtbf / 3600:.2f} h" if est.per_day else "MTBF infinite"
+        lines.append(f"goodput on {n:,} GPUs ({est.rates.study} rates): {est.per_day:.3g} "
+                     f"interruptions a day, {mtbf}; checkpoint {checkpoint:g} s, restart "
+                     f"{restart:g} s: {daly}, {est.goodput:.1%} of wall time useful")
+    return lines
+
+
+def render_goodput(result: PlanResult, ranking, head: dict, fmt: str = "text", top: int = 20,
+                   checkpoint: float = 0.0, restart: float = 0.0) -> str:
+    """``--goodput``: the rows of ``ranking`` (``analysis.goodput``) with the goodput fraction
+    and goodput tokens/s, ranked by the latter."""
+    shown = ranking.rows[:top] if top else ranking.rows
+    if fmt == "csv":
+        return ranked_csv(shown, GOODPUT_CSV_FIELDS)
+    if fmt == "json":
+        doc = json.loads(as_json(result, head, top))
+        doc["ranked_by"] = "goodput_tokens_per_s"
+        doc["goodput"] = {"checkpoint_seconds": checkpoint, "restart_seconds": restart,
+                          "estimates": [{"gpus": n, **est.to_json()}
+                                        for n, est in ranking.estimates]}
+        doc["rows"] = [{"rank": i + 1, **g.as_dict()} for i, g in enumerate(shown)]
+        return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+    plain = PlanResult(tuple(g.row for g in ranking.rows), result.considered, result.invalid,
+                       result.cached, result.gpus, result.runner, result.over_memory,
+                       result.smallest, result.margin, result.hbm, result.cache_note)
+    text = as_text(plain, head, top).split("\n")
+    start = next(i for i, line in enumerate(text) if line.startswith("#"))
+    table = text[start:start + len(shown) + 1]      # the head row and one line per row shown
+    extra = [["goodput", "goodput tokens/s"]] + [
+        [f"{g.fraction:.1%}", f"{g.tokens_per_s:,.0f}"] for g in shown]
+    width = max(len(line) for line in table)
+    w0 = max(len(e[0]) for e in extra)
+    merged = [line.ljust(width) + "  " + e[0].ljust(w0) + "  " + e[1]
+              for line, e in zip(table, extra)]
+    return "\n".join(text[:start] + _goodput_head(ranking, checkpoint, restart) + [""]
+                     + merged + text[start + len(table):])
+
+
 def render(result: PlanResult, head: dict, fmt: str = "text", top: int = 20) -> str:
     """The plan in ``fmt`` (text, json or csv); ``top`` rows, 0 for all."""
     if fmt == "json":
@@ -147,9 +195,11 @@ def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
 NO_MFU = "no MFU: the GPU model declares no dense peak (tflops_bf16)"
 
 
-def render_scaling(curve, fmt: str = "text") -> str:
+def render_scaling(curve, fmt: str = "text", goodput=None) -> str:
     """``--scaling``: per GPU count, the best strategy of strong and weak scaling with step
-    time, throughput, speedup and efficiency, and where adding GPUs stops paying."""
+    time, throughput, speedup and efficiency, and where adding GPUs stops paying; with
+    ``goodput`` (``analysis.goodput.GoodputCurve``) also the goodput fraction, goodput tokens/s
+    and efficiency at each count and where adding GPUs stops paying in goodput."""
     rows = []
     for p in curve.points:
         for mode in ("strong", "weak"):
@@ -163,12 +213,19 @@ def render_scaling(curve, fmt: str = "text") -> str:
                          "efficiency": curve.efficiency(mode, p),
                          "mfu": r.mfu if r else None,
                          "tight": r.tight if r else None,
+                         **({"goodput": goodput.fraction(p.gpus),
+                             "goodput_tokens_per_s": goodput.tokens_per_s(mode, p),
+                             "goodput_efficiency": goodput.efficiency(mode, p)}
+                            if goodput else {}),
                          "why": p.why(mode) if r is None else
                          None if r.mfu else NO_MFU})
     knees = {m: curve.knee(m) for m in ("strong", "weak")}
+    good_knees = {m: goodput.knee(m) for m in ("strong", "weak")} if goodput else {}
     if fmt == "json":
         return json.dumps({"schema": "topoc.scaling/1", "model": curve.model,
-                           "batch": curve.batch, "stops_paying": knees, "points": rows},
+                           "batch": curve.batch, "stops_paying": knees,
+                           **({"goodput_stops_paying": good_knees} if goodput else {}),
+                           "points": rows},
                           indent=2) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
@@ -181,7 +238,8 @@ def render_scaling(curve, fmt: str = "text") -> str:
     lines = [f"scaling of {curve.model}: strong at batch {curve.batch}, weak at "
              f"{curve.batch / curve.points[0].gpus:g} sequences per GPU", ""]
     table = [["GPUs", "mode", "batch", "best strategy", "step", "tokens/s", "speedup",
-              "efficiency", "MFU"]]
+              "efficiency", "MFU"] + (["goodput", "goodput tokens/s", "goodput eff."]
+                                      if goodput else [])]
     notes: dict[str, int] = {}          # a reason and its footnote, shared by equal reasons
     for r in rows:
         mark = f" [{notes.setdefault(r['why'], len(notes) + 1)}]" if r["why"] else ""
@@ -192,7 +250,11 @@ def render_scaling(curve, fmt: str = "text") -> str:
                       f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
                       f"{r['speedup']:.2f}" if r["speedup"] else "-",
                       f"{r['efficiency']:.0%}" if r["efficiency"] else "-",
-                      f"{r['mfu']:.1%}" if r["mfu"] else "-" + (mark if ran else "")])
+                      f"{r['mfu']:.1%}" if r["mfu"] else "-" + (mark if ran else "")]
+                     + ([f"{r['goodput']:.1%}",
+                         f"{r['goodput_tokens_per_s']:,.0f}" if ran else "-",
+                         f"{r['goodput_efficiency']:.0%}" if r["goodput_efficiency"] else "-"]
+                        if goodput else []))
     widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
     for t in table:
         lines.append("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
@@ -203,4 +265,10 @@ def render_scaling(curve, fmt: str = "text") -> str:
         lines.append(f"{mode} scaling: " + (f"adding GPUs stops paying at {n} (efficiency under "
                                              "50 % or no more throughput)" if n else
                                              "pays all the way"))
+    for mode, n in good_knees.items():
+        lines.append(f"{mode} scaling in goodput tokens/s: " + (
+            f"adding GPUs stops paying at {n}" if n else "pays all the way"))
+    if goodput and goodput.estimates:
+        first = goodput.estimates[0][1]
+        lines += [""] + _goodput_head(goodput, first.checkpoint, first.restart)
     return "\n".join(lines) + "\n"

@@ -436,3 +436,28 @@ def domain_margin(system: System, opts) -> Iterable[Finding]:
                           f"one host's failure leaves {size[root] - largest[root]}, too few: the "
                           "job cannot go on in that domain until the repair (a smaller TP x EP "
                           "keeps a spare host)", p.span, strategy=p.name)
+
+
+@rule("W411", "note", "single point of failure: every leaf's uplinks on one spine switch")
+def one_spine(system: System, opts) -> Iterable[Finding]:
+    import numpy as np
+
+    devices = system.devices
+    a, b, _ = arrays_in(system, SCALEOUT_CLASSES)
+    lv = level_array(system)
+    # a leaf is a tier-1 switch (one hop above the NICs), its uplinks its links to tier 2
+    up = ((lv[a] == 1) & (lv[b] == 2)) | ((lv[a] == 2) & (lv[b] == 1))
+    low, high = np.where(lv[a] == 1, a, b)[up], np.where(lv[a] == 1, b, a)[up]
+    switch = [i for i in np.unique(low).tolist() if devices[i].kind == "net_switch"]
+    spines = {i for i in high.tolist() if devices[i].kind == "net_switch"}
+    if len(switch) < 2 or len(spines) != 1:
+        return
+    spine = devices[spines.pop()]
+    # a switch without a port budget stands for a whole fabric (a cloud's), not one box
+    if not spine.model.ports:
+        return
+    leaves = [devices[i].id for i in switch]
+    yield Finding("W411", f"all {plural(len(leaves), 'leaf', 'leaves')}, e.g. {_many(leaves)}, "
+                  f"uplink only to {spine.id}: its failure partitions the leaves from each other "
+                  "(uplink each leaf to two spines or more; topoc blast ranks what each failure "
+                  "costs)", spine.span, spine.id)

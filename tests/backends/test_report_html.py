@@ -280,3 +280,44 @@ def test_memory_is_amber_inside_the_uncertainty_and_the_rank_is_the_strategys_ow
     assert cells[0] == str(p.plan.rank) and cells[10] == "0" and \
         cells[15] == f"{total / 1e9:.1f}"
     assert re.search(rf"#{p.plan.rank} of {len(p.plan.rows):,}", text)
+
+
+def test_blast_adds_the_ranked_failure_domains_coloured_by_impact(page, tmp_path):
+    from topoc import load
+    from topoc.backends.blast_table import HEAT, heat
+    from topoc.compiler.analysis.blast import blast
+
+    out = tmp_path / "blast.html"
+    src = page.parent / "train.topo"
+    assert main(["report", str(src), "--format", "html", "--blast", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert '<section id="blast">' not in page.read_text()       # only when asked for
+    section = text.split('<section id="blast">')[1].split("</section>")[0]
+    found = blast(load(str(src)), "train")
+    rows = re.findall(r'<tr class="heat(\d)"[^>]*><td>(\d+)</td><td>([^<]*)</td>', section)
+    assert [(int(n), what) for _, n, what in rows] == [(i, d.what) for i, d in
+                                                        enumerate(found, 1)]
+    worst = found[0].impact
+    assert worst > 0 and rows[0][0] == "4" and f"background:{HEAT[4]}" in section
+    assert [int(s) for s, _, _ in rows] == [heat(d.impact, worst) for d in found]
+    assert "nvswitch tray" in section and "replan" in section
+    # the colour steps: none, then quarters of the worst
+    assert [heat(x, 1.0) for x in (0, 0.1, 0.25, 0.26, 0.5, 0.74, 1.0)] == [0, 1, 1, 2, 2, 3, 4]
+    again = tmp_path / "again.html"
+    assert main(["report", str(src), "--format", "html", "--blast", "-o", str(again)]) == 0
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_blast_is_a_section_of_the_html_report_only(page, capsys):
+    assert main(["report", str(page.parent / "train.topo"), "--blast"]) == 2
+    out = capsys.readouterr()
+    assert "--blast draws a section of the HTML report" in out.err and not out.out
+
+
+def test_the_blast_section_loads_in_headless_chromium(chromium, page, tmp_path):
+    out = tmp_path / "blast.html"
+    assert main(["report", str(page.parent / "train.topo"), "--format", "html", "--blast",
+                 "-o", str(out)]) == 0
+    done = _chromium("--dump-dom", out.as_uri())
+    assert done.returncode == 0 and _console(done.stderr) == []
+    assert 'id="blast"' in done.stdout and 'class="heat4"' in done.stdout

@@ -7,6 +7,8 @@ import sys
 
 from ..backends import plan_table
 from ..compiler.analysis import comparison, scaling
+from ..compiler.analysis.goodput import rank_by_goodput, scaling_goodput
+from ..compiler.analysis.reliability import DEFAULT_RATES, ReliabilityError, rate_sets
 from ..compiler.analysis.plan import (PlanUsageError, cache_dir, first_rejection, plan,
                                       smallest_over, tp_within_domains)
 from ..compiler.ir.gpus import gpu_figures, hbm_of, no_fp8
@@ -98,6 +100,18 @@ def add_parser(sub) -> None:
     # no smaller than a .topo file's smallest number (E297): 1e-320 overflowed every time to inf
     p.add_argument("--gemm-efficiency", type=number(10.0 ** -LIMITS.number_fraction, 1),
                    help=DOCS["gemm_efficiency"])
+    p.add_argument("--goodput", action="store_true", help="rank by goodput tokens/s: "
+                   "tokens/s times the expected useful share of wall time of a job on the "
+                   "strategy's GPUs, from published failure rates and Daly's checkpoint "
+                   "interval (docs/reliability.md); needs --checkpoint-cost")
+    p.add_argument("--checkpoint-cost", type=number(0, 10**7, low_open=True), metavar="S",
+                   help="with --goodput: seconds the job stops to write a checkpoint")
+    p.add_argument("--restart", type=number(0, 10**7), default=0.0, metavar="S",
+                   help="with --goodput: seconds from an interruption to running again "
+                   "(default 0)")
+    p.add_argument("--rates", default=DEFAULT_RATES, metavar="STUDY",
+                   help=f"with --goodput: the published failure rates, {', '.join(rate_sets())} "
+                   f"(default {DEFAULT_RATES})")
     p.add_argument("--top", type=count(0, 10**6), default=20, metavar="K", help="rows to show (0: all)")
     p.add_argument("--format", choices=["text", "json", "csv"], default="text")
     p.add_argument("--jobs", type=count(1, 1024), default=os.cpu_count() or 1,
@@ -157,6 +171,7 @@ def run(args) -> int:
     if conflict:
         raise UsageError(f"--{conflict[0].replace('_', '-')} and --zero {args.zero}: "
                          f"{conflict[1]}; give one")
+    _check_goodput(args)
     if args.scaling is not None and args.gpus is not None:
         raise UsageError("--gpus and --scaling: --scaling LO..HI sets the GPU counts; give one")
     modules = tuple(x.strip() for x in args.recompute_modules.split(",") if x.strip())
@@ -258,12 +273,42 @@ def run(args) -> int:
               f"pipeline needs{_first_reason(base, result.gpus, fixed)}); try --gpus or another "
               "--batch", file=sys.stderr)
         return EXIT_INPUT
-    text = plan_table.render(result, head, args.format, args.top)
+    if args.goodput:
+        try:
+            ranking = rank_by_goodput(system, result, args.checkpoint_cost, args.restart,
+                                      args.rates)
+        except ReliabilityError as exc:
+            raise UsageError(f"--goodput: {exc}") from None
+        text = plan_table.render_goodput(result, ranking, head, args.format, args.top,
+                                         args.checkpoint_cost, args.restart)
+    else:
+        text = plan_table.render(result, head, args.format, args.top)
     if wanted is not None:
         text = plan_table.render_comparison(comparison.compare(result, wanted), head,
                                             args.format)
     write_output(text, args.output)
     return EXIT_OK
+
+
+def _check_goodput(args) -> None:
+    """--goodput's flags: a checkpoint cost with it, its own flags only with it, and not with
+    --compare (which ranks by step time)."""
+    given = [f for f, v in (("--checkpoint-cost", args.checkpoint_cost is not None),
+                            ("--restart", args.restart != 0.0),
+                            ("--rates", args.rates != DEFAULT_RATES)) if v]
+    if not args.goodput:
+        if given:
+            raise UsageError(f"{given[0]} is for --goodput (or topoc reliability): give "
+                             "--goodput too")
+        return
+    if args.checkpoint_cost is None:
+        raise UsageError("--goodput needs --checkpoint-cost S: the seconds a checkpoint stops "
+                         "the job")
+    if args.rates not in rate_sets():
+        raise UsageError(f"--rates: no failure rates for '{args.rates}'; there are: "
+                         f"{', '.join(rate_sets())}")
+    if args.compare is not None:
+        raise UsageError("--goodput and --compare: --compare ranks by step time; give one")
 
 
 def _first_reason(base, gpus, fixed) -> str:
@@ -306,5 +351,11 @@ def _scaling(args, system, model, base, fixed, hbm=None) -> int:
               "heads, batch or experts do not divide, or GPU memory is too small",
               file=sys.stderr)
         return EXIT_INPUT
-    write_output(plan_table.render_scaling(curve, args.format), args.output)
+    good = None
+    if args.goodput:
+        try:
+            good = scaling_goodput(system, curve, args.checkpoint_cost, args.restart, args.rates)
+        except ReliabilityError as exc:
+            raise UsageError(f"--goodput: {exc}") from None
+    write_output(plan_table.render_scaling(curve, args.format, good), args.output)
     return EXIT_OK

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..backends import render as r
-from ..backends import infer_plot, report, report_html, scaling_plot
+from ..backends import blast_table, infer_plot, report, report_html, scaling_plot
+from ..compiler.analysis.blast import blast
 from ..compiler.analysis.strategy import analyse
 from ..compiler.ir.system import System
 from ..compiler.analysis.infer import serving_view
@@ -23,6 +24,8 @@ def add_parser(sub) -> None:
                    help="html: one self-contained page with the diagram and plots")
     p.add_argument("--scaling", metavar="LO..HI", help="html: add the scaling section (topoc "
                    "plan --scaling for the strategy's model and batch from LO to HI GPUs)")
+    p.add_argument("--blast", action="store_true", help="html: add the blast radius section "
+                   "(topoc blast's ranked failure domains for the strategy, coloured by impact)")
     add_common(p)
     add_failure_options(p)
     p.set_defaults(func=run)
@@ -35,20 +38,25 @@ def run(args) -> int:
     if span and args.format != "html":
         raise UsageError("--scaling draws a section of the HTML report: add --format html "
                          "(or run topoc plan --scaling for a table)")
+    if args.blast and args.format != "html":
+        raise UsageError("--blast draws a section of the HTML report: add --format html "
+                         "(or run topoc blast for a table)")
     if args.format == "html":
-        write_output(_html_report(system, name, span), args.output)
+        write_output(_html_report(system, name, span, args.blast), args.output)
     else:
         write_output(report.render(analyse(system, name), system.name, args.format), args.output)
     return EXIT_OK
 
 
-def _html_report(system: System, name: str, span: tuple[int, int] | None = None) -> str:
+def _html_report(system: System, name: str, span: tuple[int, int] | None = None,
+                 with_blast: bool = False) -> str:
     """The self-contained page: the diagram (GPUs coloured by tp group), plots, tables; with
-    ``span`` (LO, HI) also the scaling section."""
+    ``span`` (LO, HI) also the scaling section, with ``with_blast`` the blast radius."""
     try:
         svg, _ = r.render(system, "svg", r.Options(parallel=name, color="tp"))
         page = report_page(system, name, published_rows())
-        extra = _serving(system, page) + (_scaling(system, page, span) if span else ())
+        extra = _serving(system, page) + (_scaling(system, page, span) if span else ()) \
+            + (_blast(system, name) if with_blast else ())
         return report_html.document(page, svg, extra)
     except (r.DotMissing, r.TooLarge, report_html.ReportUnavailable) as exc:
         raise UsageError(str(exc)) from None
@@ -63,6 +71,13 @@ def _serving(system: System, page) -> tuple[tuple[str, str, str], ...]:
     if not html:
         return ()
     return (("serving", heading, html),)
+
+
+def _blast(system: System, name: str) -> tuple[tuple[str, str, str], ...]:
+    """The blast radius section: ``topoc blast FILE --parallel NAME``'s ranked classes."""
+    size = 2**30
+    return (("blast", f"Blast radius (topoc blast --parallel {name})",
+             blast_table.html_section(blast(system, name, size), size, name)),)
 
 
 def _scaling(system: System, page, span: tuple[int, int]) -> tuple[tuple[str, str, str], ...]:

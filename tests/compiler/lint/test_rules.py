@@ -51,6 +51,15 @@ CASES = {
              + "group Two { node[2] : Node  leaf : Q  node[*].nic[*] <-> leaf : ib }\n"
              "system two : Two\n", BASE + NODE + "group Two { node[2] : Node  leaf : L  "
              "node[*].nic[*] <-> leaf : ib }\nsystem two : Two\n"),
+    # two leaves (rails) whose uplinks all land on one spine, against two spines
+    "W411": (BASE + "device Q : net_switch { ports.infiniband = 64 }\n" + NODE
+             + "group Two { node[2] : Node  leaf[2] : Q  spine : Q\n"
+             "  node[*].nic[n] <-> leaf[n / 2] : ib  leaf[*] <-> spine : ib x 4 }\n"
+             "system two : Two\n",
+             BASE + "device Q : net_switch { ports.infiniband = 64 }\n" + NODE
+             + "group Two { node[2] : Node  leaf[2] : Q  spine[2] : Q\n"
+             "  node[*].nic[n] <-> leaf[n / 2] : ib  leaf[*] <-> spine[*] : ib x 2 }\n"
+             "system two : Two\n"),
     "W410": (TRAYS + "parallel p on r { tp = 8 }\n", TRAYS + "parallel p on r { tp = 4  dp = 2 }\n"),
     # the file's own H100 hides the library's: a note, and the library's groups keep theirs
     "W120": ('use "nvidia/devices.topo"\n' + BASE.replace("device G :", "device H100 :")
