@@ -13,13 +13,27 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .compiler.base.diagnostics import CompileError, Diagnostic
-from .compiler.base.version import VERSION
-from .compiler.collectives.replay import replay
-from .compiler.ir.system import System
-from .compiler.lang import pipeline
+# Nothing of the compiler is imported until it is used (PEP 562 below): the ``topoc`` command
+# starts in ``topoc.launch``, which must be able to catch a Ctrl-C from its first instruction,
+# and importing the compiler (networkx, numpy, the grammar) takes half a second.
+_LAZY = {"CompileError": ("compiler.base.diagnostics", "CompileError"),
+         "Diagnostic": ("compiler.base.diagnostics", "Diagnostic"),
+         "System": ("compiler.ir.system", "System"),
+         "replay": ("compiler.collectives.replay", "replay"),
+         "pipeline": ("compiler.lang", "pipeline"),
+         "VERSION": ("compiler.base.version", "VERSION"),
+         "__version__": ("compiler.base.version", "VERSION")}
 
-__version__ = VERSION
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'topoc' has no attribute '{name}'")
+    import importlib
+    module, attr = _LAZY[name]
+    value = getattr(importlib.import_module(f".{module}", __name__), attr)
+    globals()[name] = value
+    return value
+
 __all__ = ["CompileError", "Diagnostic", "System", "check", "compile", "infer", "library_reference",
            "load", "loads", "lint", "reliability", "replay", "__version__"]
 
@@ -34,18 +48,21 @@ def compile(text: str, path: PathLike | None = None, defines: Mapping[str, int] 
     parameters of the file's system (``-D racks=20``), ``import_roots`` allows more folders for
     imports. Raises ``CompileError`` carrying the diagnostics when the input has errors.
     """
+    from .compiler.lang import pipeline
     return pipeline.compile(text, path, defines, import_roots)
 
 
 def load(path: PathLike, defines: Mapping[str, int] | None = None,
          import_roots: Sequence[PathLike] = ()) -> System:
     """Read and compile one .topo file (see ``compile``)."""
+    from .compiler.lang import pipeline
     return pipeline.load(path, defines, import_roots)
 
 
 def loads(text: str, defines: Mapping[str, int] | None = None,
           import_roots: Sequence[PathLike] = ()) -> System:
     """Compile .topo text that has no file; imports resolve from the current folder."""
+    from .compiler.lang import pipeline
     return pipeline.compile(text, None, defines, import_roots)
 
 
@@ -53,6 +70,7 @@ def check(path: PathLike, defines: Mapping[str, int] | None = None,
           import_roots: Sequence[PathLike] = ()) -> list[Diagnostic]:
     """Every error diagnostic for one file, [] when it is clean. A file with no ``system``
     (a library of declarations) is checked as far as its declarations go."""
+    from .compiler.lang import pipeline
     return pipeline.check(path, defines, import_roots)
 
 
@@ -93,6 +111,7 @@ def schedule(system: System, collective: str, group=None, *, ranks: str | None =
     for arguments of the wrong type)."""
     from .compiler.ir.groups import RankGroup, select_group
     from .compiler.collectives.schedule import schedule as plan
+    from .compiler.ir.system import System
     if not isinstance(system, System):
         raise TypeError(f"schedule needs a System (from topoc.load), not {type(system).__name__}")
     if not (group is None or isinstance(group, (str, RankGroup))):

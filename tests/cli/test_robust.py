@@ -191,11 +191,34 @@ def test_ctrl_c_in_a_process_exits_130_without_a_traceback(tmp_path):
             "    os.read(r, 1)\n"
             "    raise AssertionError('the interrupt never arrived')\n"
             "pipeline.load = slow\n"
-            "from topoc.cli import run\n"
+            "from topoc.launch import run\n"
             f"sys.argv = ['topoc', 'compile', {_small(tmp_path)!r}]\nrun()\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 130 and "Traceback" not in proc.stderr
+
+
+def test_ctrl_c_while_the_command_line_is_imported_exits_130(tmp_path):
+    """Issue 44: Ctrl-C during start-up printed a KeyboardInterrupt traceback and died by the
+    signal: the console script imported the whole command line (half a second) before any of
+    topoc's code could catch it. The entry point (topoc.launch) imports it inside its ``try``;
+    the interrupt is delivered exactly when that import starts."""
+    code = ("import builtins, signal, sys, threading\n"
+            "real = builtins.__import__\n"
+            "def hook(name, globals=None, locals=None, fromlist=(), level=0):\n"
+            "    if name == 'cli' and level == 1:\n"
+            "        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)\n"
+            "    return real(name, globals, locals, fromlist, level)\n"
+            "builtins.__import__ = hook\n"
+            "from topoc.launch import run\n"
+            f"sys.argv = ['topoc', 'compile', {_small(tmp_path)!r}]\nrun()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr
+    light = subprocess.run([sys.executable, "-c", "import sys, topoc.launch; "
+                            "print(any(m.startswith('topoc.compiler') for m in sys.modules))"],
+                           capture_output=True, text=True, timeout=60)
+    assert light.stdout.strip() == "False"       # nothing heavy before the try
 
 
 # ---- numbers ----------------------------------------------------------------------------------

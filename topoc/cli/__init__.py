@@ -18,10 +18,12 @@ from . import (blast, compile, cost, diff, export, fmt, imports, infer, library,
                reliability, render, report, schedule)
 from .common import EXIT_INPUT, EXIT_OK, EXIT_USAGE, UsageError, parse_size, report as print_diagnostics
 
-__all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "parse_size", "run"]
+__all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "parse_size"]
+
+#: Ctrl-C: quietly, as a shell expects (128 + 2); topoc.launch, the entry point, exits so too.
+EXIT_INTERRUPTED = 130
 
 #: The verbs in the order ``topoc --help`` lists them.
-EXIT_INTERRUPTED = 130
 
 VERBS = (compile, lint, export, imports, diff, fmt, render, schedule, cost, report, plan, infer,
          blast, reliability, library, lsp)
@@ -64,13 +66,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RecursionError:
         print("topoc: error: input nested too deeply", file=sys.stderr)
         return EXIT_INPUT
-
-
-def run() -> None:
-    """Console-script entry point; Ctrl-C anywhere (even while importing) exits 130 without a
-    traceback."""
-    try:
-        code = main()
-    except KeyboardInterrupt:
-        code = EXIT_INTERRUPTED
-    sys.exit(code)
