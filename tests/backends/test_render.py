@@ -300,3 +300,24 @@ def test_highlight_by_the_name_a_box_shows(tmp_path, capsys):
     assert "32 instances of that name" in capsys.readouterr().err
     assert main(["render", cluster, "--highlight", "leaf33", "-o", str(tmp_path / "x.dot")]) == 2
     assert "did you mean 'leaf3'?" in capsys.readouterr().err
+
+
+def _highlighted_boxes(source: str) -> set[str]:
+    """The boxes drawn with the highlight's red outline (a box's attributes span lines)."""
+    return {m.group(1) for m in re.finditer(r'^\s*"([^"]+)" \[(.*?)\]$', source, re.M | re.S)
+            if re.search(r"(^|\s)penwidth=4\b", m.group(2))
+            and re.search(r"(^|\s)color=red\b", m.group(2))}
+
+
+@pytest.mark.parametrize("view, name, box", [
+    ("physical", "node5.gpu3", "cluster.node[1..31]"),
+    ("logical", "cluster.node5", "cluster.node[1..31]"),
+    ("physical", "cluster.node0.gpu3", "cluster.node0.gpu3"),
+])
+def test_highlighting_a_folded_device_highlights_its_box(tmp_path, view, name, box):
+    """Issue 46: a device (or instance) drawn inside a summary box showed nothing; the box
+    that draws it is highlighted, as --ring maps its GPUs (a device drawn itself stays so)."""
+    out = tmp_path / "h.dot"
+    assert main(["render", str(library_file("h100_cluster.topo")), "--view", view,
+                 "--highlight", name, "-o", str(out)]) == 0
+    assert _highlighted_boxes(out.read_text()) == {box}
