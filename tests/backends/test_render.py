@@ -321,3 +321,28 @@ def test_highlighting_a_folded_device_highlights_its_box(tmp_path, view, name, b
     assert main(["render", str(library_file("h100_cluster.topo")), "--view", view,
                  "--highlight", name, "-o", str(out)]) == 0
     assert _highlighted_boxes(out.read_text()) == {box}
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz dot not installed")
+def test_the_group_colour_bar_has_equal_cells(tmp_path):
+    """Issue 46: the keyed bar of a box holding several groups had unequal cells (Graphviz
+    spread the text's width over them unevenly): every cell of a box's bar is as wide as
+    every other in the SVG."""
+    out = tmp_path / "dp.svg"
+    assert main(["render", str(library_file("h100_cluster.topo")), "--view", "racks",
+                 "--parallel", "train", "--color", "dp", "-o", str(out)]) == 0
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    checked = 0
+    for g in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}g"):
+        if g.get("class") != "node":
+            continue
+        cells = []
+        for poly in g.findall(".//s:polygon", ns):
+            if poly.get("fill") in (None, "none", "#f4f4f4", "white", "transparent"):
+                continue
+            xs = [float(p.split(",")[0]) for p in poly.get("points").split()]
+            cells.append(max(xs) - min(xs))
+        if len(cells) > 2:
+            checked += 1
+            assert max(cells) - min(cells) < 0.6, (g.find("s:title", ns).text, cells)
+    assert checked >= 8
