@@ -502,9 +502,11 @@ def _unit_colors(system: System, gpu_colors: dict[str, tuple[str, str]],
 
 def dot_source(system: System, opts: Options = Options(),
                notes: list[str] | None = None, check: bool = False) -> tuple[str, str]:
-    """The DOT text for ``system`` and the view it shows; what the drawing cannot show goes to
-    ``notes``. With ``check``, a picture beyond MAX_SIDE or MIN_RATIO..MAX_RATIO raises
-    ``TooLarge`` naming the view to draw instead."""
+    """The DOT text for ``system`` and the view it shows, laid out as the picture is drawn
+    (rows wrapped, the racks view when the default one does not fit), so that a .dot file
+    is the picture the SVG/PNG shows; what the drawing cannot show goes to ``notes``. With
+    ``check``, a picture still beyond MAX_SIDE or MIN_RATIO..MAX_RATIO raises ``TooLarge``
+    naming the view to draw instead; without, its DOT text is returned all the same."""
     view, nodes, edges = _view(system, opts)
     nodes, plain = frame_leaves(system, nodes)
     pic = _picture(system, view, nodes, edges, opts, notes)
@@ -513,10 +515,10 @@ def dot_source(system: System, opts: Options = Options(),
         if not _fits(pic) or pic.titles_crossed > bare.titles_crossed:
             nodes, pic = plain, bare
     for widest in (4.0, 3.0, 2.0):          # too wide: wrap the top level's rows sooner
-        if not check or _fits(pic) or pic.width < pic.height:
+        if _fits(pic) or pic.width < pic.height:
             break
         pic = _picture(system, view, nodes, edges, opts, notes, widest)
-    if check and not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
+    if not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
         view, (nodes, edges) = "racks", racks(system)
         nodes, _ = frame_leaves(system, nodes)
         pic = _picture(system, view, nodes, edges, opts, notes)
