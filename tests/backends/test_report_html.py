@@ -349,3 +349,18 @@ def test_the_scaling_plot_has_axes_and_both_lines_show(chromium, scaling_page):
     left = max(sum(1 for y in range(h) if dark(px[x, y])) for x in range(w // 4))
     bottom = max(sum(1 for x in range(w) if dark(px[x, y])) for y in range(h // 2, h))
     assert left > h / 2 and bottom > w / 2, (left, bottom)
+
+
+def test_the_traffic_table_writes_every_size_in_one_family_of_units(tmp_path):
+    """Issue 46 reported '128 MiB' beside '159331256 B' in the traffic table: a size that no
+    unit holds exactly is written in binary units like its neighbours (human_size), never as
+    a raw byte count."""
+    src = tmp_path / "t.topo"
+    src.write_text('use "nvidia/dgx_h100.topo"\nsystem s : DGXH100\nparallel p on s { tp = 8  '
+                   "traffic { tp allreduce 128 MiB x 10  tp allgather 159331256 B x 4 } }\n")
+    out = tmp_path / "t.html"
+    assert main(["report", str(src), "--format", "html", "-o", str(out)]) == 0
+    table = out.read_text().split('<section id="traffic">')[1].split("</table>")[0]
+    sizes = [row[2] for row in (re.findall(r"<td[^>]*>([^<]*)</td>", tr)
+                                for tr in table.split("<tr")[2:])]
+    assert sizes == ["128 MiB", "151.95 MiB"]
