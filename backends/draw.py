@@ -288,8 +288,8 @@ def _unit_label(n: Node, name: str, colors: Sequence[str]) -> str:
     # Graphviz spread the text's extra width over them unevenly (128 pt to 8 pt)
     cells = "".join(f'<TD BGCOLOR="{c}" WIDTH="6" HEIGHT="8" FIXEDSIZE="TRUE"></TD>'
                     for c in shown)
-    more = (f'<TD WIDTH="16" FIXEDSIZE="TRUE"><FONT POINT-SIZE="7">+{len(colors) - len(shown)}'
-            "</FONT></TD>") if len(colors) > len(shown) else ""
+    more = ('<TD WIDTH="16" HEIGHT="8" FIXEDSIZE="TRUE"><FONT POINT-SIZE="7">'
+            f"+{len(colors) - len(shown)}</FONT></TD>") if len(colors) > len(shown) else ""
     return (f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR><TD>{text}</TD></TR>'
             '<TR><TD><TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0" FIXEDSIZE="TRUE" '
             f'WIDTH="{6 * len(shown) + (16 if more else 0)}" HEIGHT="8"><TR>'
