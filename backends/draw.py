@@ -284,12 +284,16 @@ def _unit_label(n: Node, name: str, colors: Sequence[str]) -> str:
     from .style import MAX_STRIPES
     text = "<BR/>".join(_html(line) for line in f"{n.label}\n{name}".split("\n"))
     shown = list(colors[:MAX_STRIPES])
-    cells = "".join(f'<TD BGCOLOR="{c}" WIDTH="6" HEIGHT="8"></TD>' for c in shown)
-    more = f'<TD BORDER="0"><FONT POINT-SIZE="7">+{len(colors) - len(shown)}</FONT></TD>' \
-        if len(colors) > len(shown) else ""
-    span = len(shown) + (1 if more else 0)
-    return (f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR><TD COLSPAN="{span}">'
-            f'{text}</TD></TR><TR>{cells}{more}</TR></TABLE>>')
+    # the bar is a table of its own with fixed-size cells: as cells of the text's table,
+    # Graphviz spread the text's extra width over them unevenly (128 pt to 8 pt)
+    cells = "".join(f'<TD BGCOLOR="{c}" WIDTH="6" HEIGHT="8" FIXEDSIZE="TRUE"></TD>'
+                    for c in shown)
+    more = ('<TD WIDTH="16" HEIGHT="8" FIXEDSIZE="TRUE"><FONT POINT-SIZE="7">'
+            f"+{len(colors) - len(shown)}</FONT></TD>") if len(colors) > len(shown) else ""
+    return (f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR><TD>{text}</TD></TR>'
+            '<TR><TD><TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0" FIXEDSIZE="TRUE" '
+            f'WIDTH="{6 * len(shown) + (16 if more else 0)}" HEIGHT="8"><TR>'
+            f'{cells}{more}</TR></TABLE></TD></TR></TABLE>>')
 
 
 def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Options,

@@ -400,6 +400,43 @@ def ring_group(system: System, opts: Options):
     return select_group(system, spec, opts.parallel)
 
 
+def box_finder(system: System, drawn: set[str]):
+    """device id -> the box a view that draws ``drawn`` shows it in: itself, its folded
+    machine, its NVLink fabric bar, its rack or block, or the nearest drawn box that holds it
+    (None when no drawn box does). The one mapping --ring and --highlight share."""
+    unit_of = _units(system)
+    folded = machines_folded(system)
+    box_of = folded[1] if folded is not None else {}
+    fabric_of = _fabrics(system)[1]
+
+    def box(dev: str) -> str | None:
+        for candidate in (dev, box_of.get(dev), fabric_of.get(dev), unit_of.get(dev)):
+            if candidate in drawn:
+                return candidate
+        while "." in dev:
+            dev = _parent(dev)
+            if dev in drawn:
+                return dev
+        return None
+    return box
+
+
+def highlight_boxes(system: System, highlight: tuple[str, ...],
+                    drawn: set[str]) -> tuple[str, ...]:
+    """``highlight`` with, for each id none of whose own boxes is drawn (a device or instance
+    inside a folded machine, rack block or fabric bar), the boxes that draw its devices, so
+    highlighting what a summary box holds outlines that box."""
+    out = list(highlight)
+    box = None
+    for h in highlight:
+        if any(n == h or n.startswith(h + ".") for n in drawn):
+            continue
+        box = box or box_finder(system, drawn)
+        under = {box(d.id) for d in system.devices if d.id == h or d.id.startswith(h + ".")}
+        out += sorted(b for b in under if b is not None and b not in out)
+    return tuple(out)
+
+
 def ring_hops(system: System, opts: Options, drawn: set[str],
               notes: list[str] | None = None) -> list[tuple[str, str]]:
     """Channel 0 of the group's ring as (box, next box), one per step, each GPU mapped to the
@@ -412,20 +449,10 @@ def ring_hops(system: System, opts: Options, drawn: set[str],
     if len(group.ranks) < 2:        # dot_source's note says why
         return []
     order = ring_orders(system, group.ranks, 1)[0]
-    unit_of = _units(system)
-    folded = machines_folded(system)
-    box_of = folded[1] if folded is not None else {}
+    drawn_box = box_finder(system, drawn)
 
     def box(position: int) -> str | None:
-        dev = system.gpus[group.ranks[position]].id
-        for candidate in (dev, box_of.get(dev), unit_of.get(dev)):
-            if candidate in drawn:
-                return candidate
-        while "." in dev:
-            dev = _parent(dev)
-            if dev in drawn:
-                return dev
-        return None
+        return drawn_box(system.gpus[group.ranks[position]].id)
     hops = [(box(a), box(b)) for a, b in zip(order, order[1:] + order[:1])]
     if notes is not None and any(a is None or b is None for a, b in hops):
         notes.append(f"--ring {opts.ring}: some GPUs of the ring are in no box this view draws; "
@@ -475,9 +502,11 @@ def _unit_colors(system: System, gpu_colors: dict[str, tuple[str, str]],
 
 def dot_source(system: System, opts: Options = Options(),
                notes: list[str] | None = None, check: bool = False) -> tuple[str, str]:
-    """The DOT text for ``system`` and the view it shows; what the drawing cannot show goes to
-    ``notes``. With ``check``, a picture beyond MAX_SIDE or MIN_RATIO..MAX_RATIO raises
-    ``TooLarge`` naming the view to draw instead."""
+    """The DOT text for ``system`` and the view it shows, laid out as the picture is drawn
+    (rows wrapped, the racks view when the default one does not fit), so that a .dot file
+    is the picture the SVG/PNG shows; what the drawing cannot show goes to ``notes``. With
+    ``check``, a picture still beyond MAX_SIDE or MIN_RATIO..MAX_RATIO raises ``TooLarge``
+    naming the view to draw instead; without, its DOT text is returned all the same."""
     view, nodes, edges = _view(system, opts)
     nodes, plain = frame_leaves(system, nodes)
     pic = _picture(system, view, nodes, edges, opts, notes)
@@ -486,10 +515,10 @@ def dot_source(system: System, opts: Options = Options(),
         if not _fits(pic) or pic.titles_crossed > bare.titles_crossed:
             nodes, pic = plain, bare
     for widest in (4.0, 3.0, 2.0):          # too wide: wrap the top level's rows sooner
-        if not check or _fits(pic) or pic.width < pic.height:
+        if _fits(pic) or pic.width < pic.height:
             break
         pic = _picture(system, view, nodes, edges, opts, notes, widest)
-    if check and not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
+    if not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
         view, (nodes, edges) = "racks", racks(system)
         nodes, _ = frame_leaves(system, nodes)
         pic = _picture(system, view, nodes, edges, opts, notes)
@@ -537,6 +566,8 @@ def _picture(system: System, view: str, nodes, edges, opts: Options, notes,
     models: dict[str, set[str]] = defaultdict(set)
     for d in system.devices:
         models[d.kind].add(d.model.name)
+    if opts.highlight:
+        opts = attrs.evolve(opts, highlight=highlight_boxes(system, opts.highlight, ids))
     return picture(system.name, view, nodes, edges, opts, colors,
                    ring_hops(system, opts, ids, notes), dict(models), widest,
                    len(rank_groups(system.parallel(opts.parallel), opts.color))

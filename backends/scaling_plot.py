@@ -45,15 +45,29 @@ def svg(curve) -> str:
            f'{html.escape(curve.model)}">',
            f'<text x="{WIDTH / 2}" y="16" text-anchor="middle" font-size="13">'
            f'{html.escape(curve.model)}: tokens/s against GPUs</text>']
-    for name, series in (("ideal", sorted(set(ideal))), ("strong", pts["strong"]),
-                         ("weak", pts["weak"])):
+    # the axes: the plot's left and bottom edges, a tick at each labelled value
+    out.append(f'<line class="axis" x1="{PAD}" y1="{PAD - 8}" x2="{PAD}" y2="{HEIGHT - PAD}" '
+               'stroke="#333" stroke-width="1.5"/>')
+    out.append(f'<line class="axis" x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD + 8}" '
+               f'y2="{HEIGHT - PAD}" stroke="#333" stroke-width="1.5"/>')
+    for g in sorted(set(xs)):
+        out.append(f'<line x1="{x(g):.1f}" y1="{HEIGHT - PAD}" x2="{x(g):.1f}" '
+                   f'y2="{HEIGHT - PAD + 4}" stroke="#333"/>')
+    for t in sorted({min(ys), max(ys)}):
+        out.append(f'<line x1="{PAD - 4}" y1="{y(t):.1f}" x2="{PAD}" y2="{y(t):.1f}" '
+                   'stroke="#333"/>')
+    # strong and weak often coincide (always at the first count): strong is drawn wide
+    # underneath, weak narrow and dashed on top, so both colours show along the whole curve
+    for name, series, width, dash in (("ideal", sorted(set(ideal)), 1.5, "4 3"),
+                                      ("strong", pts["strong"], 5, ""),
+                                      ("weak", pts["weak"], 2, "6 3")):
         if len(series) < 1:
             continue
         path = " ".join(f"{x(g):.1f},{y(t):.1f}" for g, t in series)
-        dash = ' stroke-dasharray="4 3"' if name == "ideal" else ""
-        out.append(f'<polyline fill="none" stroke="{COLOURS[name]}" stroke-width="2"{dash} '
-                   f'points="{path}"><title>{name}</title></polyline>')
-    for name, series, r in (("strong", pts["strong"], 4), ("weak", pts["weak"], 2.5)):
+        dashes = f' stroke-dasharray="{dash}"' if dash else ""
+        out.append(f'<polyline fill="none" stroke="{COLOURS[name]}" stroke-width="{width}"'
+                   f'{dashes} points="{path}"><title>{name}</title></polyline>')
+    for name, series, r in (("strong", pts["strong"], 5), ("weak", pts["weak"], 2.5)):
         for g, t in series:         # a mark per count: a single count draws no line
             out.append(f'<circle cx="{x(g):.1f}" cy="{y(t):.1f}" r="{r}" '
                        f'fill="{COLOURS[name]}"><title>{name}, {g} GPUs: {t:,.0f} tokens/s'
@@ -104,6 +118,8 @@ def section(curve) -> str:
                                               "tokens/s", "efficiency"))
     return (f"<figure>{plot}</figure><p>{html.escape('; '.join(knees))} (efficiency under "
             f"50 % or throughput no longer growing; strong at batch {curve.batch}).</p>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            # in a scroll box like every table of the page: wider than a phone's screen
+            f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>"
             + "".join(f"<p class=\"note\">[{n}] {html.escape(why)}</p>"
                       for why, n in notes.items()))

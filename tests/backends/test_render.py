@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -300,3 +301,68 @@ def test_highlight_by_the_name_a_box_shows(tmp_path, capsys):
     assert "32 instances of that name" in capsys.readouterr().err
     assert main(["render", cluster, "--highlight", "leaf33", "-o", str(tmp_path / "x.dot")]) == 2
     assert "did you mean 'leaf3'?" in capsys.readouterr().err
+
+
+def _highlighted_boxes(source: str) -> set[str]:
+    """The boxes drawn with the highlight's red outline (a box's attributes span lines)."""
+    return {m.group(1) for m in re.finditer(r'^\s*"([^"]+)" \[(.*?)\]$', source, re.M | re.S)
+            if re.search(r"(^|\s)penwidth=4\b", m.group(2))
+            and re.search(r"(^|\s)color=red\b", m.group(2))}
+
+
+@pytest.mark.parametrize("view, name, box", [
+    ("physical", "node5.gpu3", "cluster.node[1..31]"),
+    ("logical", "cluster.node5", "cluster.node[1..31]"),
+    ("physical", "cluster.node0.gpu3", "cluster.node0.gpu3"),
+])
+def test_highlighting_a_folded_device_highlights_its_box(tmp_path, view, name, box):
+    """Issue 46: a device (or instance) drawn inside a summary box showed nothing; the box
+    that draws it is highlighted, as --ring maps its GPUs (a device drawn itself stays so)."""
+    out = tmp_path / "h.dot"
+    assert main(["render", str(library_file("h100_cluster.topo")), "--view", view,
+                 "--highlight", name, "-o", str(out)]) == 0
+    assert _highlighted_boxes(out.read_text()) == {box}
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz dot not installed")
+@pytest.mark.parametrize("file, more", [("h100_cluster", ["--color", "dp"]),
+                                        ("h100_superpod", ["-D", "nodes=512", "--color", "tp"])])
+def test_the_group_colour_bar_has_equal_cells(tmp_path, capsys, file, more):
+    """Issue 46: the keyed bar of a box holding several groups had unequal cells (Graphviz
+    spread the text's width over them unevenly): every cell of a box's bar is as wide as
+    every other in the SVG, with no Graphviz warning (the second case has 32 groups a box,
+    past the bar's 24 cells: its '+8' cell)."""
+    out = tmp_path / "dp.svg"
+    assert main(["render", str(library_file(f"{file}.topo")), "--view", "racks",
+                 "--parallel", "train", *more, "-o", str(out)]) == 0
+    assert "layout warning" not in capsys.readouterr().err
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    checked = 0
+    for g in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}g"):
+        if g.get("class") != "node":
+            continue
+        cells = []
+        for poly in g.findall(".//s:polygon", ns):
+            if poly.get("fill") in (None, "none", "#f4f4f4", "white", "transparent"):
+                continue
+            xs = [float(p.split(",")[0]) for p in poly.get("points").split()]
+            cells.append(max(xs) - min(xs))
+        if len(cells) > 2:
+            checked += 1
+            assert max(cells) - min(cells) < 0.6, (g.find("s:title", ns).text, cells)
+    assert checked >= 8
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz dot not installed")
+@pytest.mark.parametrize("view", [None, "racks"])
+def test_the_dot_file_is_the_picture(tmp_path, view):
+    """Issue 46: once rows wrapped (the NVL72 cluster's racks view is too wide in one row)
+    the .dot file held the unwrapped layout while the SVG showed the wrapped one. Graphviz
+    drawing the .dot as docs/render.md says gives topoc's own SVG, byte for byte."""
+    src = str(library_file("nvl72_cluster.topo"))
+    more = ["--view", view] if view else []
+    assert main(["render", src, *more, "-o", str(tmp_path / "p.dot")]) == 0
+    assert main(["render", src, *more, "-o", str(tmp_path / "p.svg")]) == 0
+    again = subprocess.run([shutil.which("dot"), "-Kneato", "-n2", "-Tsvg",
+                            str(tmp_path / "p.dot")], capture_output=True, check=True).stdout
+    assert again == (tmp_path / "p.svg").read_bytes()

@@ -321,3 +321,87 @@ def test_the_blast_section_loads_in_headless_chromium(chromium, page, tmp_path):
     done = _chromium("--dump-dom", out.as_uri())
     assert done.returncode == 0 and _console(done.stderr) == []
     assert 'id="blast"' in done.stdout and 'class="heat4"' in done.stdout
+
+
+@pytest.fixture(scope="module")
+def scaling_page(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("scaling")
+    src = folder / "train.topo"
+    src.write_text(TRAIN)
+    out = folder / "report.html"
+    assert main(["report", str(src), "--format", "html", "--scaling", "8..16",
+                 "-o", str(out)]) == 0
+    return out
+
+
+def test_the_scaling_page_fits_a_phone(chromium, scaling_page):
+    """Issue 46: with --scaling the page was 580 px wide on a 390 px phone, the scaling table
+    being the only one outside a scroll box. Every table scrolls inside its own box and the
+    document is no wider than the screen."""
+    from . import cdp
+    text = scaling_page.read_text()
+    assert text.count("<table") == text.count('<div class="scroll"><table')
+    with cdp.Browser(chromium, scaling_page.as_uri(), 390, 800) as b:
+        widths = b.eval("[document.documentElement.scrollWidth, document.body.scrollWidth,"
+                        " window.innerWidth]")
+        assert widths[2] == 390 and max(widths[:2]) <= 390, widths
+        wide = b.eval("[...document.querySelectorAll('body *')].filter(e => "
+                      "!e.closest('.scroll') && !e.closest('.diagram') && "
+                      "e.getBoundingClientRect().right > 391).map(e => e.tagName)")
+        assert wide == [], wide
+
+
+def _shot(b, selector: str):
+    """A screenshot of one element as a PIL image (CSS px)."""
+    import base64
+    import io
+
+    from PIL import Image
+    r = b.eval(f"(function () {{ var r = document.querySelector('{selector}')"
+               ".getBoundingClientRect(); return [r.left + scrollX, r.top + scrollY, r.width,"
+               " r.height]; })()")     # the clip is in page coordinates
+    data = b.send("Page.captureScreenshot", {"format": "png", "clip": {
+        "x": r[0], "y": r[1], "width": r[2], "height": r[3], "scale": 1},
+        "captureBeyondViewport": True}, b.session)["data"]
+    return Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
+
+
+def test_the_scaling_plot_has_axes_and_both_lines_show(chromium, scaling_page):
+    """Issue 46: the plot had no axes and its 'strong' line hid under 'weak' where the two
+    coincide (both at the first count, often further). The axes are drawn (two dark lines
+    along the plot's left and bottom edges) and the strong colour shows along the whole
+    curve, not only at its marks."""
+    from topoc.backends.scaling_plot import COLOURS
+    from . import cdp
+    svg = scaling_page.read_text().split('<section id="scaling">')[1].split("</svg>")[0]
+    assert svg.count('class="axis"') == 2
+    with cdp.Browser(chromium, scaling_page.as_uri(), 1400, 900) as b:
+        img = _shot(b, "#scaling svg")
+    w, h = img.size
+    px = img.load()
+
+    def near(p, hexcolour):
+        rgb = tuple(int(hexcolour[i:i + 2], 16) for i in (1, 3, 5))
+        return all(abs(a - c) < 40 for a, c in zip(p, rgb))
+    strong = sum(1 for x in range(w) for y in range(h) if near(px[x, y], COLOURS["strong"]))
+    weak = sum(1 for x in range(w) for y in range(h) if near(px[x, y], COLOURS["weak"]))
+    assert strong > 300 and weak > 300, (strong, weak)
+    dark = lambda p: sum(p) < 400          # noqa: E731  (anti-aliased #333)
+    left = max(sum(1 for y in range(h) if dark(px[x, y])) for x in range(w // 4))
+    bottom = max(sum(1 for x in range(w) if dark(px[x, y])) for y in range(h // 2, h))
+    assert left > h / 2 and bottom > w / 2, (left, bottom)
+
+
+def test_the_traffic_table_writes_every_size_in_one_family_of_units(tmp_path):
+    """Issue 46 reported '128 MiB' beside '159331256 B' in the traffic table: a size that no
+    unit holds exactly is written in binary units like its neighbours (human_size), never as
+    a raw byte count."""
+    src = tmp_path / "t.topo"
+    src.write_text('use "nvidia/dgx_h100.topo"\nsystem s : DGXH100\nparallel p on s { tp = 8  '
+                   "traffic { tp allreduce 128 MiB x 10  tp allgather 159331256 B x 4 } }\n")
+    out = tmp_path / "t.html"
+    assert main(["report", str(src), "--format", "html", "-o", str(out)]) == 0
+    table = out.read_text().split('<section id="traffic">')[1].split("</table>")[0]
+    sizes = [row[2] for row in (re.findall(r"<td[^>]*>([^<]*)</td>", tr)
+                                for tr in table.split("<tr")[2:])]
+    assert sizes == ["128 MiB", "151.95 MiB"]
