@@ -149,28 +149,35 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
                    n // islands, nccl,
                    transports.with_plugin(_transport(system, ranks), plugin)
                    if islands > 1 else None, shape.select, shape.net,
-                   _nic_bytes_per_s(system, ranks[0]) if islands > 1 else 0.0)
+                   _nic_bytes_per_s(system, ranks[0]) if islands > 1 else 0.0,
+                   record.credit(system, ranks))
 
 
 def _transfer_seconds(p: Profile, collective: str, n: int, size: int, proto: int,
                       factor: float) -> float:
     """The size-dependent part of a call's time: the bandwidth term, or the network's message
     pipeline where the plugin's per-message costs bound it (messages.py); and never less than
-    for half the size, a quarter, ... (down to 4 KiB). NCCL's per-size refinements (fewer
-    channels for small messages, the tree correction factor rising from 0.6 at 2 MiB to 0.8 at
-    4 MiB for LL128) would otherwise let a 4 MiB tree all-reduce finish before a 2 MiB one
-    (h100_cluster, 256 ranks: 165 us against 185), which no run does: it could send the
-    larger message as the smaller one's channels would."""
-    worst, at = 0.0, size
-    while True:
-        bus = algos.bus_gbs(p, collective, n, at, proto) * 1e9
-        t = at * factor / bus if bus > 0 else math.inf
-        t = max(t, algos.pipeline_seconds(p, collective, n, at, proto)) + \
-            algos.fill_seconds(p, collective, n, at)
-        worst = max(worst, t)
-        at //= 2
-        if at < 4096:
-            return worst
+    for any smaller size (from 4 KiB): it could send the larger message as the smaller one's
+    channels would. NCCL's per-size refinements would otherwise let a larger message finish
+    first: the tree correction factor, a step in log2 of the size, rising from 0.6 at 2 MiB to
+    0.8 at 4 MiB for LL128 (h100_cluster, 256 ranks: a tree all-reduce at 4 MiB in 165 us, at
+    2 MiB in 185). Between two powers of two every refinement is constant or grows with the
+    size (channels_used), so the worst smaller size is the size itself or one just under a
+    power of two: those are the sizes weighed (and, as before, the size halved down to 4 KiB)."""
+    def at(bytes_: int) -> float:
+        bus = algos.bus_gbs(p, collective, n, bytes_, proto) * 1e9
+        t = bytes_ * factor / bus if bus > 0 else math.inf
+        return max(t, algos.pipeline_seconds(p, collective, n, bytes_, proto)) + \
+            algos.fill_seconds(p, collective, n, bytes_)
+    worst, half = at(size), size // 2
+    while half >= 4096:
+        worst = max(worst, at(half))
+        half //= 2
+    edge = 8192
+    while edge <= size:
+        worst = max(worst, at(edge - 1))
+        edge *= 2
+    return worst
 
 
 def options(p: Profile, group: RankGroup, collective: str, size: int,
@@ -202,7 +209,7 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
         if n > 1:
             latency = launch + algos.latency_us(p, collective, n, proto) * 1e-6
             chosen_lat = launch + algos.selection_us(p, collective, n, proto) * 1e-6
-            chosen_bus = algos.bus_gbs(charged, collective, n, size, proto) * 1e9
+            chosen_bus = algos.bus_gbs(charged, collective, n, size, proto) * 1e9 * p.credit
         else:       # one rank: no bytes move (factor 0)
             latency = chosen_lat = launch
             chosen_bus = math.inf
