@@ -62,6 +62,12 @@ class Cost:
     bottleneck_link: str     # one link of that bundle
     latency: float           # the part of ``time`` that does not depend on the size
     classes: tuple[str, ...] = ()   # link classes the transfers cross
+    #: how the row was chosen: ``nccl`` (NCCL's model), ``tuner`` (the net plugin's table),
+    #: ``fastest`` or ``forced`` (an algorithm named); empty where no chooser ran
+    choice: str = ""
+    #: what the chooser weighed: (algorithm, protocol, the time NCCL's model gives it, the
+    #: predicted time), by NCCL's time; empty for a forced algorithm with its protocol named
+    weighed: tuple[tuple[str, str, float, float], ...] = ()
 
 
 def _sample(system: System, ranks: Sequence[int]) -> tuple[int, ...]:
@@ -223,19 +229,28 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
     return out
 
 
+def weighed(found: Iterable[tuple[float, Cost]]) -> tuple[tuple[str, str, float, float], ...]:
+    """``options`` as ``Cost.weighed`` records them: by NCCL's time, ties by name."""
+    return tuple(sorted(((c.algorithm, c.protocol, t, c.time) for t, c in found),
+                        key=lambda w: (w[2], w[0], w[1])))
+
+
 def choose(found: Iterable[tuple[float, Cost]], tuner: tuple[str, int] | None = None,
            collective: str = "") -> Cost:
     """What NCCL runs among ``options``: the tuner plugin's pick where its table covers the
     call (``tuner``: its name and the group's node count, from ``_tuner``), else the least time
-    by NCCL's own model (ties by name)."""
+    by NCCL's own model (ties by name); the row says which (``choice``) and what was weighed."""
     found = list(found)
+    why = weighed(found)
     if tuner is not None and found:
         first = found[0][1]
         picked = tuners.choice(tuner[0], collective, first.size, first.ranks, tuner[1],
                                {(c.algorithm, c.protocol) for _, c in found})
         if picked is not None:
-            return next(c for _, c in found if (c.algorithm, c.protocol) == picked)
-    return min(found, key=lambda o: (o[0], o[1].algorithm, o[1].protocol))[1]
+            return attrs.evolve(next(c for _, c in found if (c.algorithm, c.protocol) == picked),
+                                choice="tuner", weighed=why)
+    best = min(found, key=lambda o: (o[0], o[1].algorithm, o[1].protocol))[1]
+    return attrs.evolve(best, choice="nccl", weighed=why)
 
 
 def _tuner(system: System, ranks: Sequence[int]) -> tuple[str, int] | None:
