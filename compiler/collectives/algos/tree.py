@@ -51,7 +51,8 @@ def shape(g: Group) -> Shape:
 def latency(p: Profile, collective: str, n: int, proto: int) -> float:
     base, intra, net = tree_hops(p, "tree", proto)
     passes = 2 if collective == "allreduce" else 1
-    return base + passes * ((n // p.islands - 1) * intra + math.log2(p.islands) * net)
+    # tuning.cc: 2 ((nRanks/nNodes - 1) intraLat + log2i(nNodes) interLat), log2i rounding down
+    return base + passes * ((n // p.islands - 1) * intra + int(math.log2(p.islands)) * net)
 
 
 def log_steps(p: Profile, collective: str) -> float:
