@@ -87,6 +87,20 @@ class Profile:
                                                   # its NVLS part)
     nic_bytes_per_s: float = 0.0  # one GPU's (pooled) NICs at the transport's fraction
     credit: float = 1.0           # of the bandwidth NCCL's own choice credits (Algorithm.credit)
+    net_overhead: float = 1.0     # us, tuning.cc getNetOverhead for the group's host CPU
+
+
+#: tuning.cc getNetOverhead (us, v2.18 to 2.30): what a ring step across nodes costs the host at
+#: least, by CPU vendor (x86 AMD 2, x86 Intel and every other CPU 1), three times for Simple;
+#: a multi-node ring's steps inside a node take the larger of it and their hop
+#: (``intraLat = std::max(intraLat, netOverhead)``).
+NET_OVERHEAD_US = {"amd": 2.0}
+
+
+def net_overhead_us(vendor: str | None, arch: str | None) -> float:
+    """getNetOverhead for a host CPU's vendor and architecture."""
+    x86 = (arch or "").startswith("x86")
+    return NET_OVERHEAD_US.get((vendor or "").lower(), 1.0) if x86 else 1.0
 
 
 def arch_index(sm: int | None) -> int:

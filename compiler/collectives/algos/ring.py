@@ -52,6 +52,8 @@ def chain_latency(p: Profile, collective: str, n: int, proto: int) -> float:
     base, intra, net = tree_hops(p, "ring", proto)
     m = p.islands
     if collective in ("allreduce", "reducescatter", "allgather"):
+        if m > 1:     # tuning.cc: intraLat = max(intraLat, netOverhead), x3 for Simple
+            intra = max(intra, p.net_overhead * (3 if proto == 2 else 1))
         steps = 2 * (n - 1) if collective == "allreduce" else n - 1
         inter = (2 if collective == "allreduce" else 1) * (m - 1)
         return base + (steps - inter) * intra + inter * net
