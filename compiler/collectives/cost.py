@@ -223,7 +223,8 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
     for proto in allowed:
         if n > 1:
             latency = launch + algos.latency_us(p, collective, n, proto) * 1e-6
-            chosen_lat = launch + algos.selection_us(p, collective, n, proto) * 1e-6
+            chosen_lat = launch + algos.selection_us(p, collective, n, proto) * 1e-6 * \
+                algos.plateau(p, collective, n, size, proto)
             chosen_bus = algos.bus_gbs(charged, collective, n, size, proto) * 1e9 * p.credit
         else:       # one rank: no bytes move (factor 0)
             latency = chosen_lat = launch
