@@ -22,6 +22,10 @@ def _row(c: Cost) -> dict:
     row = {k: getattr(c, k) for k in FIELDS}
     row["bottleneck_link"] = c.bottleneck_link
     row["latency"] = c.latency
+    # why this algorithm and protocol: the chooser and what it weighed (issue 45)
+    row["choice"] = c.choice
+    row["weighed"] = [{"algorithm": a, "protocol": p, "nccl_time": t, "time": time}
+                      for a, p, t, time in c.weighed]
     return row
 
 

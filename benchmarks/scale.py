@@ -81,12 +81,36 @@ def run_one(path: Path, param: str, size: int, full: bool, graph: bool = False) 
     out["total_s"] = round(sum(out[k] for k in TOTAL), 3)
     out["total_cpu_s"] = round(time.process_time() - cpu, 3)
     out["peak_rss_mb"] = _rss_mb()
+    _choice(system, world, out)
     if graph:
         _stage(out, "graph_s", lambda: system.graph)
         out["rss_with_graph_mb"] = _rss_mb()
     if full:
         _extras(system, world, out)
     return out
+
+
+def _choice(system, world, out: dict) -> None:
+    """Issue 45, after the timed stages: NCCL's choice for the world all-reduce against the
+    best algorithm topoc prices at 1 GiB (every one forced by name), and whether NCCL's choice
+    is monotonic from 256 MiB to 8 GiB."""
+    from topoc.compiler.collectives import algos
+    from topoc.compiler.collectives.coster import CostError, cost_collective
+
+    rows = cost_collective(system, world, "allreduce", [2**k for k in range(28, 34)])
+    out["world_allreduce_monotonic"] = all(a.time <= b.time for a, b in zip(rows, rows[1:]))
+    chosen = rows[2]                                    # 1 GiB
+    best = None
+    for name in algos.costed("allreduce"):
+        try:
+            row = cost_collective(system, world, "allreduce", 2**30, chooser=name)
+        except CostError:
+            continue
+        best = row if best is None or row.time < best.time else best
+    out["world_allreduce_choice"] = f"{chosen.algorithm}/{chosen.protocol}"
+    out["world_allreduce_best_1gib_ms"] = round(best.time * 1e3, 2)
+    out["world_allreduce_best"] = best.algorithm
+    out["world_allreduce_vs_best"] = round(chosen.time / best.time, 2)
 
 
 def _extras(system, world, out: dict) -> None:
@@ -165,7 +189,9 @@ def growth(rows: list[dict], key: str) -> float | None:
 
 def table(rows: list[dict], param: str) -> None:
     keys = ["gpus", "links", *[k[:-2] + "_cpu_s" for k in STAGES], "total_s", "total_cpu_s", "floor_s", "floor_cpu_s", "peak_rss_mb", "floor_rss_mb",
-            "world_allreduce_1gib_ms", "findings", "world_ring_s", "rank_steps_s",
+            "world_allreduce_1gib_ms", "world_allreduce_choice", "world_allreduce_best",
+            "world_allreduce_best_1gib_ms", "world_allreduce_vs_best",
+            "world_allreduce_monotonic", "findings", "world_ring_s", "rank_steps_s",
             "dp_rings_s", "render_s"]
     keys = [k for k in keys if any(k in r for r in rows)]
     print("\n| " + param + " | " + " | ".join(keys) + " |")

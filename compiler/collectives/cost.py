@@ -39,7 +39,7 @@ from .loads import Resources
 from ..ir.groups import RankGroup
 from .algos.base import SAMPLE_ISLANDS, CostError, Group
 from .versions import GRAPH_SAVES_US, Nccl, nccl as nccl_profile
-from .tuning import BUS_FACTOR, PROTOCOLS, Profile, arch_index
+from .tuning import BUS_FACTOR, PROTOCOLS, Profile, arch_index, net_overhead_us
 
 __all__ = ["SAMPLE_ISLANDS", "BUS_FACTOR", "Cost", "CostError", "profile", "options", "choose",
            "auto_algorithms"]
@@ -62,6 +62,12 @@ class Cost:
     bottleneck_link: str     # one link of that bundle
     latency: float           # the part of ``time`` that does not depend on the size
     classes: tuple[str, ...] = ()   # link classes the transfers cross
+    #: how the row was chosen: ``nccl`` (NCCL's model), ``tuner`` (the net plugin's table),
+    #: ``fastest`` or ``forced`` (an algorithm named); empty where no chooser ran
+    choice: str = ""
+    #: what the chooser weighed: (algorithm, protocol, the time NCCL's model gives it, the
+    #: predicted time), by NCCL's time; empty for a forced algorithm with its protocol named
+    weighed: tuple[tuple[str, str, float, float], ...] = ()
 
 
 def _sample(system: System, ranks: Sequence[int]) -> tuple[int, ...]:
@@ -100,6 +106,15 @@ def _nic_bytes_per_s(system: System, rank: int) -> float:
                 total += link.bandwidth * transports.of_nic(model, link.cls).efficiency
                 break
     return total
+
+
+def _net_overhead(system: System, rank: int) -> float:
+    """tuning.cc's getNetOverhead for the CPU the rank's GPU hangs off (1 us without one)."""
+    cpu = system.locality.socket(rank)
+    if not cpu:
+        return net_overhead_us(None, None)
+    model = system.device(cpu).model
+    return net_overhead_us(model.attr("vendor"), model.attr("arch"))
 
 
 def profile(system: System, group: RankGroup, collective: str, algorithm: str,
@@ -149,28 +164,35 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
                    n // islands, nccl,
                    transports.with_plugin(_transport(system, ranks), plugin)
                    if islands > 1 else None, shape.select, shape.net,
-                   _nic_bytes_per_s(system, ranks[0]) if islands > 1 else 0.0)
+                   _nic_bytes_per_s(system, ranks[0]) if islands > 1 else 0.0,
+                   record.credit(system, ranks), _net_overhead(system, ranks[0]))
 
 
 def _transfer_seconds(p: Profile, collective: str, n: int, size: int, proto: int,
                       factor: float) -> float:
     """The size-dependent part of a call's time: the bandwidth term, or the network's message
     pipeline where the plugin's per-message costs bound it (messages.py); and never less than
-    for half the size, a quarter, ... (down to 4 KiB). NCCL's per-size refinements (fewer
-    channels for small messages, the tree correction factor rising from 0.6 at 2 MiB to 0.8 at
-    4 MiB for LL128) would otherwise let a 4 MiB tree all-reduce finish before a 2 MiB one
-    (h100_cluster, 256 ranks: 165 us against 185), which no run does: it could send the
-    larger message as the smaller one's channels would."""
-    worst, at = 0.0, size
-    while True:
-        bus = algos.bus_gbs(p, collective, n, at, proto) * 1e9
-        t = at * factor / bus if bus > 0 else math.inf
-        t = max(t, algos.pipeline_seconds(p, collective, n, at, proto)) + \
-            algos.fill_seconds(p, collective, n, at)
-        worst = max(worst, t)
-        at //= 2
-        if at < 4096:
-            return worst
+    for any smaller size (from 4 KiB): it could send the larger message as the smaller one's
+    channels would. NCCL's per-size refinements would otherwise let a larger message finish
+    first: the tree correction factor, a step in log2 of the size, rising from 0.6 at 2 MiB to
+    0.8 at 4 MiB for LL128 (h100_cluster, 256 ranks: a tree all-reduce at 4 MiB in 165 us, at
+    2 MiB in 185). Between two powers of two every refinement is constant or grows with the
+    size (channels_used), so the worst smaller size is the size itself or one just under a
+    power of two: those are the sizes weighed (and, as before, the size halved down to 4 KiB)."""
+    def at(bytes_: int) -> float:
+        bus = algos.bus_gbs(p, collective, n, bytes_, proto) * 1e9
+        t = bytes_ * factor / bus if bus > 0 else math.inf
+        return max(t, algos.pipeline_seconds(p, collective, n, bytes_, proto)) + \
+            algos.fill_seconds(p, collective, n, bytes_)
+    worst, half = at(size), size // 2
+    while half >= 4096:
+        worst = max(worst, at(half))
+        half //= 2
+    edge = 8192
+    while edge <= size:
+        worst = max(worst, at(edge - 1))
+        edge *= 2
+    return worst
 
 
 def options(p: Profile, group: RankGroup, collective: str, size: int,
@@ -201,8 +223,9 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
     for proto in allowed:
         if n > 1:
             latency = launch + algos.latency_us(p, collective, n, proto) * 1e-6
-            chosen_lat = launch + algos.selection_us(p, collective, n, proto) * 1e-6
-            chosen_bus = algos.bus_gbs(charged, collective, n, size, proto) * 1e9
+            chosen_lat = launch + algos.selection_us(p, collective, n, proto) * 1e-6 * \
+                algos.plateau(p, collective, n, size, proto)
+            chosen_bus = algos.bus_gbs(charged, collective, n, size, proto) * 1e9 * p.credit
         else:       # one rank: no bytes move (factor 0)
             latency = chosen_lat = launch
             chosen_bus = math.inf
@@ -216,19 +239,28 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
     return out
 
 
+def weighed(found: Iterable[tuple[float, Cost]]) -> tuple[tuple[str, str, float, float], ...]:
+    """``options`` as ``Cost.weighed`` records them: by NCCL's time, ties by name."""
+    return tuple(sorted(((c.algorithm, c.protocol, t, c.time) for t, c in found),
+                        key=lambda w: (w[2], w[0], w[1])))
+
+
 def choose(found: Iterable[tuple[float, Cost]], tuner: tuple[str, int] | None = None,
            collective: str = "") -> Cost:
     """What NCCL runs among ``options``: the tuner plugin's pick where its table covers the
     call (``tuner``: its name and the group's node count, from ``_tuner``), else the least time
-    by NCCL's own model (ties by name)."""
+    by NCCL's own model (ties by name); the row says which (``choice``) and what was weighed."""
     found = list(found)
+    why = weighed(found)
     if tuner is not None and found:
         first = found[0][1]
         picked = tuners.choice(tuner[0], collective, first.size, first.ranks, tuner[1],
                                {(c.algorithm, c.protocol) for _, c in found})
         if picked is not None:
-            return next(c for _, c in found if (c.algorithm, c.protocol) == picked)
-    return min(found, key=lambda o: (o[0], o[1].algorithm, o[1].protocol))[1]
+            return attrs.evolve(next(c for _, c in found if (c.algorithm, c.protocol) == picked),
+                                choice="tuner", weighed=why)
+    best = min(found, key=lambda o: (o[0], o[1].algorithm, o[1].protocol))[1]
+    return attrs.evolve(best, choice="nccl", weighed=why)
 
 
 def _tuner(system: System, ranks: Sequence[int]) -> tuple[str, int] | None:

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import attrs
+
 from ..base.gcpause import gc_paused
 from ..ir.groups import RankGroup
 from ..ir.system import COLLECTIVES, System
 from . import algos, transports
 from ..base.units import byte_count
 from .cost import (Cost, CostError, _gpu_facts, _tuner, _tuner_loads, auto_algorithms, choose,
-                   options, profile)
+                   options, profile, weighed)
 from .loads import Resources
 from .paths import NoRoute
 from .tuning import PROTOCOLS
@@ -93,7 +95,12 @@ class Coster:
             raise CostError(f"no algorithm runs {self.collective} with the {self.protocol} "
                             "protocol")
         if self.chooser == "fastest":
-            return min(found, key=lambda o: (o[1].time, o[1].algorithm, o[1].protocol))[1]
+            best = min(found, key=lambda o: (o[1].time, o[1].algorithm, o[1].protocol))[1]
+            return attrs.evolve(best, choice="fastest", weighed=weighed(found))
+        if self.chooser not in CHOOSERS:       # an algorithm named: its protocol by NCCL's model
+            best = min(found, key=lambda o: (o[0], o[1].algorithm, o[1].protocol))[1]
+            return attrs.evolve(best, choice="forced",
+                                weighed=weighed(found) if self.protocol is None else ())
         return choose(found, self.tuner, self.collective)
 
 

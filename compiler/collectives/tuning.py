@@ -30,7 +30,8 @@ NVLS_CHANNELS = 8
 #: Channels a message keeps busy, as NCCL's enqueue.cc picks them: it drops channels while
 #: bytes < channels x threads x threshold (src/include/device.h: NCCL_{LL,LL128,SIMPLE}_
 #: THREAD_THRESHOLD 8, 8, 64 bytes; NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS 512, 640, 512), the
-#: ring's thresholds multiplied by the rank count (tuning.cc).
+#: ring's LL threshold, and only that one, multiplied by the rank count (tuning.cc:
+#: ``comm->threadThresholds[NCCL_ALGO_RING][NCCL_PROTO_LL] *= nRanks``).
 THREAD_BYTES = (8 * 512, 8 * 640, 64 * 512)
 #: ... and a channel pipelines in buffer steps (NCCL_BUFFSIZE 4 MiB over NCCL_STEPS 8 = 512 KiB
 #: for Simple; LL128's buffer steps hold about as much), so Simple and LL128 open one channel
@@ -85,6 +86,21 @@ class Profile:
     net_seconds_per_byte: float | None = None     # NVLS-tree's network part (seconds_per_byte:
                                                   # its NVLS part)
     nic_bytes_per_s: float = 0.0  # one GPU's (pooled) NICs at the transport's fraction
+    credit: float = 1.0           # of the bandwidth NCCL's own choice credits (Algorithm.credit)
+    net_overhead: float = 1.0     # us, tuning.cc getNetOverhead for the group's host CPU
+
+
+#: tuning.cc getNetOverhead (us, v2.18 to 2.30): what a ring step across nodes costs the host at
+#: least, by CPU vendor (x86 AMD 2, x86 Intel and every other CPU 1), three times for Simple;
+#: a multi-node ring's steps inside a node take the larger of it and their hop
+#: (``intraLat = std::max(intraLat, netOverhead)``).
+NET_OVERHEAD_US = {"amd": 2.0}
+
+
+def net_overhead_us(vendor: str | None, arch: str | None) -> float:
+    """getNetOverhead for a host CPU's vendor and architecture."""
+    x86 = (arch or "").startswith("x86")
+    return NET_OVERHEAD_US.get((vendor or "").lower(), 1.0) if x86 else 1.0
 
 
 def arch_index(sm: int | None) -> int:
@@ -114,11 +130,19 @@ def nvls_chunk(size: int, concurrent: int) -> int:
     return chunk
 
 
-def channels_used(p: Profile, n: int, size: int, proto: int, scaled: bool = False) -> int:
+def channels_used(p: Profile, n: int, size: int, proto: int, scaled: bool = False) -> float:
     """Channels NCCL keeps busy for ``size`` bytes: fewer for small messages (THREAD_BYTES;
-    ``scaled``: the thresholds times the rank count, as NCCL has them for rings)."""
-    per = max(THREAD_BYTES[proto] * (n if scaled else 1), STEP_BYTES[proto])
-    return min(p.channels, max(1, size // per))
+    ``scaled``: a ring, whose LL threshold NCCL multiplies by the rank count, tuning.cc).
+
+    NCCL drops whole channels (enqueue.cc: ``while (nBytes < nc * nt * threadThreshold)
+    nc--``); the model takes the fraction ``size / per`` instead, which equals NCCL's count
+    wherever the size is a whole number of thresholds and lies below it in between, so that
+    the bytes per channel, and the bandwidth term, never fall as the size grows. With whole
+    channels a ring all-reduce on 9,216 ranks ran 384 MiB faster than 256 MiB (7 and 10
+    channels for LL), and a size just under two thresholds took twice as long per byte as
+    one at two."""
+    per = max(THREAD_BYTES[proto] * (n if scaled and proto == 0 else 1), STEP_BYTES[proto])
+    return min(float(p.channels), max(1.0, size / per))
 
 
 def ll_cap(p: Profile) -> float:

@@ -88,6 +88,11 @@ def selection_us(p: Profile, collective: str, n: int, proto: int) -> float:
     return lat
 
 
+def plateau(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
+    """The factor NCCL's choice puts on the profile's latency at this size (1 for most)."""
+    return REGISTRY[p.algorithm].plateau(p, collective, n, size, proto)
+
+
 def net_steps(p: Profile, collective: str) -> float:
     """Network steps on the critical path of the profile's algorithm."""
     return REGISTRY[p.algorithm].net_steps(p, collective)

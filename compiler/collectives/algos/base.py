@@ -116,6 +116,11 @@ class Algorithm:
     hosts: Callable[[System, Sequence[int]], int] | None = None
     #: whether NCCL's choice adds the net plugin's declared latency on its network steps
     declares: Callable[[Nccl], bool] = lambda v: True
+    #: the share of its bandwidth NCCL's own choice credits it with on this group (1: all;
+    #: the time reported keeps the whole bandwidth)
+    credit: Callable[[System, Sequence[int]], float] = lambda system, ranks: 1.0
+    #: the factor NCCL's own choice puts on its latency at this size (ring's plateau)
+    plateau: Callable[[Profile, str, int, int, int], float] = lambda p, c, n, size, proto: 1.0
     owner: str = "NCCL"                 # whose algorithm it is: NCCL, topoc, an engine
 
     def protocol_indices(self) -> tuple[int, ...]:

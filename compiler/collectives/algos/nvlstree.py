@@ -78,7 +78,8 @@ def shape(g: Group) -> Shape:
 
 def latency(p: Profile, collective: str, n: int, proto: int) -> float:
     v = p.nccl
-    levels = math.log2(p.islands) if v.nvls_tree_declared else p.islands - 1  # 2.18: 2(m-1)
+    # tuning.cc: 2 log2i(nNodes) interLat, log2i rounding down; 2.18: 2(m-1)
+    levels = int(math.log2(p.islands)) if v.nvls_tree_declared else p.islands - 1
     return v.nvls_lat * p.hosts + 2 * levels * v.nvls_tree_net
 
 

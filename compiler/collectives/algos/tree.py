@@ -20,6 +20,10 @@ from ..tuning import TREE_CORRECTION, Profile, channels_used, ll_cap, per_channe
 from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, hosts, since
 
 
+#: Sizes (log2 of bytes / 64) below which NCCL corrects a tree's bandwidth (tuning.cc).
+TREE_CORRECTED = 23
+
+
 def tree_loads(g: Group) -> Loads:
     """Every channel's two trees, each carrying its share of the data up and down."""
     system, ranks, collective = g.system, g.sample, g.collective
@@ -47,7 +51,8 @@ def shape(g: Group) -> Shape:
 def latency(p: Profile, collective: str, n: int, proto: int) -> float:
     base, intra, net = tree_hops(p, "tree", proto)
     passes = 2 if collective == "allreduce" else 1
-    return base + passes * ((n // p.islands - 1) * intra + math.log2(p.islands) * net)
+    # tuning.cc: 2 ((nRanks/nNodes - 1) intraLat + log2i(nNodes) interLat), log2i rounding down
+    return base + passes * ((n // p.islands - 1) * intra + int(math.log2(p.islands)) * net)
 
 
 def log_steps(p: Profile, collective: str) -> float:
@@ -58,8 +63,10 @@ def log_steps(p: Profile, collective: str) -> float:
 def bus(p: Profile, collective: str, n: int, size: int, proto: int, raw: float) -> float:
     used = channels_used(p, n, size, proto)
     raw *= used / p.channels
-    log_size = max(0, int(math.log2(max(1, size >> 6))))
-    if collective == "allreduce" and log_size < len(TREE_CORRECTION[proto]):
+    # tuning.cc ncclTopoGetAlgoTime applies the correction for logSize = log2i(nBytes >> 6) in
+    # [0, 23) only: not under 64 B, nor from 512 MiB (the table's 24th entry is NVLS-tree's)
+    log_size = int(math.log2(size >> 6)) if size >> 6 else -1
+    if collective == "allreduce" and 0 <= log_size < TREE_CORRECTED:
         raw *= TREE_CORRECTION[proto][log_size]
     if proto == 0:
         return min(raw / 3.8, ll_cap(p))
@@ -70,10 +77,32 @@ def bus(p: Profile, collective: str, n: int, size: int, proto: int, raw: float) 
 
 
 def eligible(g: Group) -> bool:
-    """NCCL builds trees across nodes only (NVIDIA/nccl#211); over multi-host NVLink islands
-    (NVL72) it runs rings (docs/cost.md)."""
+    """NCCL builds trees across nodes only (NVIDIA/nccl#211), multi-host NVLink islands
+    (NVL72 racks) included: with MNNVL a node is an NVLink domain (init.cc counts nNodes by the
+    ring's first rank per domain) and tuning.cc disables no algorithm for MNNVL (its only
+    disables: NVLS-tree on one node, CollNet without the plugin, CollNet-direct without
+    NVSwitch). How NCCL weighs it there: ``credit``."""
     parts = orders.islands_ranks(g.system, g.ranks)
-    return len(parts) >= 2 and hosts(g.system, parts[0]) <= 1
+    return len(parts) >= 2
+
+
+#: Fitted: the share of the tree's bandwidth NCCL's own choice credits across multi-host NVLink
+#: islands. Published NVL72 runs at 20 racks (CoreWeave, 512 MiB to 8 GiB) have a ring's fixed
+#: cost (about 4.6 ms, NCCL's LL128 ring latency on 1,440 ranks is 5.6), where topoc's tree
+#: would take a third to a half of their time: NCCL's model there prices the tree lower than
+#: the links do (its tree graph inside a 72-GPU domain is not modelled). A ring is chosen at
+#: every one of those sizes while the credit is under 0.36 (the 512 MiB row); a third is
+#: taken. The ring's latency grows with the rank count (tuning.cc: (nsteps - nInterSteps) x
+#: intraLat, nsteps = 2 (nRanks - 1)), the tree's with log2 of the racks, so from about 100
+#: racks the tree wins below a few GiB and from a few hundred at every size.
+MNNVL_TREE_CREDIT = 1 / 3
+
+
+def credit(system: System, ranks: Sequence[int]) -> float:
+    """NCCL's credit to the tree's bandwidth when it chooses: ``MNNVL_TREE_CREDIT`` across
+    multi-host NVLink islands, else all of it."""
+    parts = orders.islands_ranks(system, ranks)
+    return MNNVL_TREE_CREDIT if len(parts) >= 2 and hosts(system, parts[0]) > 1 else 1.0
 
 
 def layout(system: System, ranks: Sequence[int], collective: str, count: int,
@@ -111,4 +140,4 @@ TREE = Algorithm(
     planned=("allreduce", "broadcast", "reduce"), plan=PLAN,
     # tuning.cc (v2.10.3-1 .. v2.30.7-1): broadcast and reduce run rings only
     nccl={"allreduce": since((2, 0))},
-    eligible=eligible, pipeline=messages.tree_seconds)
+    eligible=eligible, credit=credit, pipeline=messages.tree_seconds)

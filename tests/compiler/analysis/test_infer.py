@@ -472,7 +472,11 @@ def test_the_replica_costed_is_the_one_astride_two_racks():
     """Two NVL72 racks, tp 16: replicas are 16 consecutive ranks, so the fifth (ranks 64..79)
     has 8 GPUs in each rack and its every all-reduce crosses InfiniBand. It is the one costed
     (its requests see the slower TPOT, which a limit must hold for), not replica 0 inside a
-    rack; tp 8 divides a rack, so replica 0 stands for all."""
+    rack; tp 8 divides a rack, so replica 0 stands for all. From 32 requests its all-reduces are
+    the slower; at a few requests NCCL's tree across the two racks (two chains of 8 and one
+    network hop, eligible across NVL72 racks since issue 45) has less latency than the ring of 16
+    inside a rack, so there the replica astride is not the slower one (slowest_replica goes by
+    the topology, not by the cost)."""
     from topoc.compiler.analysis.infer import Comm, Engine, gpu_of, slowest_replica
     from topoc.compiler.training.serving import Layout
     sysm = topoc.load(S.ROOT / "library" / "nvidia" / "nvl72_cluster.topo", {"racks": 2})
@@ -484,11 +488,12 @@ def test_the_replica_costed_is_the_one_astride_two_racks():
     inside, astride = (Engine(sysm, a, Layout(16, 1, 1, False), "fp8", "fp8", gpu, s, comm,
                               first)
                        for first in (0, 64))
-    assert astride.decode_step(32, 1500)[0] > 1.1 * inside.decode_step(32, 1500)[0]
+    assert astride.decode_step(32, 1500)[0] > inside.decode_step(32, 1500)[0]
+    assert astride.decode_step(64, 1500)[0] > 1.1 * inside.decode_step(64, 1500)[0]
     row = topoc.infer(sysm, "llama3-70b", isl=1000, osl=1000, tp=16, pp=1, ep=1,
                       concurrency=64).rows[0]
     # 64 requests on 9 replicas: 8 on the busiest, at a mean context of 1,500 tokens
-    assert row.tpot >= astride.decode_step(8, 1500)[0] > 1.1 * inside.decode_step(8, 1500)[0]
+    assert row.tpot >= astride.decode_step(8, 1500)[0]
 
 
 @pytest.mark.parametrize("kw, words", [

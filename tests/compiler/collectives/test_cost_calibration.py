@@ -22,10 +22,10 @@ EARLIER = rows()[:46]
 #: Those still fit rows: three of Azure's single-process (-g 8) runs under 1 ms are excluded
 #: since (library/calibration.csv notes why).
 LEGACY = [r for r in EARLIER if r["role"] == "fit"]
-#: The worst validation row today (docs/cost.md: p5 on NCCL 2.18.5 over EKS, 64 MiB, +129 %:
-#: NVLS-tree, which NCCL 2.18.5 runs there, costs it 436 us against 996 measured);
-#: issue 27 asks for 40 %, not yet met.
-WORST_RECORDED = 1.29
+#: The worst validation row today (docs/cost.md: p5 on NCCL 2.18.5 over EKS, 256 MiB, +116 %;
+#: its 64 MiB row, +129 % until issue 45 made time monotonic in size, is +44 %); issue 27 asks
+#: for 40 %, not yet met.
+WORST_RECORDED = 1.17
 
 
 def test_every_published_row_is_here():
@@ -106,9 +106,11 @@ def test_the_forced_flush_cannot_make_what_the_eks_rows_miss():
     NCCL's 8-deep receive window, so a flush adds its latency to the two legs of the tree's path
     (2F), not to every chunk. F is at most the 15 us a flushed Simple step costs on p4de
     (efa_sendrecv's fitted step), or loosely half the p4de 8 B all-reduce over the p5 one. Even
-    at the loose bound every row over 40 % stays over 40 %; charged on every chunk of both legs
-    (not what NCCL does) each would need more than twice the 15 us, and the run's 2 GiB row less
-    than it: no one per-flush figure fits the run."""
+    at the loose bound the 256 MiB and 1 GiB rows stay over 40 % (64 MiB, which the model prices
+    as the 32 KiB chunks just under it run since time is monotonic in size, issue 45, is 26 %
+    short); charged on every chunk of both legs (not what NCCL does) each would need more than
+    twice the 15 us, and the run's 2 GiB row less than it: no one per-flush figure fits the
+    run."""
     from topoc.compiler.collectives import transports
     flush = transports.TRANSPORTS["efa_sendrecv"].step_us
     assert flush <= 15.0
@@ -126,10 +128,12 @@ def test_the_forced_flush_cannot_make_what_the_eks_rows_miss():
         needed[row["size"]] = (took - model) / (2 * chunks)
         pipelined[row["size"]] = took / (model + 2 * loose) - 1
     assert set(needed) == {"64MiB", "256MiB", "1GiB", "2GiB"}
+    assert pipelined["64MiB"] > 0.25, pipelined["64MiB"]
     for size in ("64MiB", "256MiB", "1GiB"):
-        assert pipelined[size] > 0.40, (size, pipelined[size])
+        if size != "64MiB":
+            assert pipelined[size] > 0.40, (size, pipelined[size])
         assert needed[size] > 2 * flush, (size, needed[size])
-    assert needed["2GiB"] < flush < needed["64MiB"] / 4
+    assert needed["2GiB"] < flush
 
 
 def test_no_other_nvls_tree_run_over_efa_pays_what_the_eks_run_does():
@@ -137,7 +141,8 @@ def test_no_other_nvls_tree_run_over_efa_pays_what_the_eks_run_does():
     of NVLS-tree over EFA from 64 MiB (NCCL 2.19.1 to 2.27.7, 2 to 32 nodes, fit or validation)
     is within 12 % of the model's busbw (the worst, NVIDIA/nccl#1112 on 2.19.1, +11.0 %), while
     the EKS run (NCCL 2.18.5, aws-ofi-nccl 1.7.3) is more than twice as slow at its 128 KiB
-    chunks and back within 10 % at 512 KiB. That is why no per-chunk cost is fitted for its
+    chunks (64 MiB, priced since issue 45 as the smaller chunks just under it run, 44 % slower)
+    and back within 10 % at 512 KiB. That is why no per-chunk cost is fitted for its
     stack: there is no second run of it to fit one on."""
     others, eks = [], {}
     for row in rows():
@@ -153,5 +158,5 @@ def test_no_other_nvls_tree_run_over_efa_pays_what_the_eks_run_does():
             others.append((error(row, got), row["source"][-45:]))
     assert len(others) >= 10
     assert max(abs(e) for e, _ in others) <= 0.12, others
-    assert eks["64MiB"] > 1.0 and eks["256MiB"] > 1.0
+    assert eks["64MiB"] > 0.4 and eks["256MiB"] > 1.0
     assert eks["2GiB"] < 0.10

@@ -116,7 +116,10 @@ def test_nvls_has_the_switches_as_agents():
 
 
 def test_auto_takes_the_fastest_prediction():
-    """Among what the schedule stage can plan; NVLS-tree is priced by topoc cost only."""
+    """Among what the schedule stage can plan; NVLS-tree is priced by topoc cost only. Across
+    NVL72 racks NCCL's choice credits the tree with a third of its bandwidth (algos/tree.py),
+    so there the ring it runs may be slower than the tree topoc predicts."""
+    from topoc.compiler.collectives import algos
     from topoc.compiler.collectives.cost import auto_algorithms
     from topoc.compiler.collectives.coster import cost
     from topoc.compiler.collectives.schedule import SUPPORTED
@@ -129,7 +132,9 @@ def test_auto_takes_the_fastest_prediction():
             picked = schedule(system, world, "allreduce", nbytes=size).algorithm
             times = {a: cost(system, world, "allreduce", size, a).time
                      for a in auto_algorithms(system, world, "allreduce", SUPPORTED["allreduce"])}
-            assert times[picked] == min(times.values())
+            credits = {a: algos.get(a).credit(system, world.ranks) for a in times}
+            if times[picked] != min(times.values()):
+                assert credits["tree"] < 1.0 and picked == "ring", (size, times)
             assert "hierarchical" not in times
     assert schedule(dgx, select_group(dgx), "allreduce").algorithm == "nvls"
     assert schedule(a100, select_group(a100), "allreduce", nbytes=2**30).algorithm == "ring"
