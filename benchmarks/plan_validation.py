@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from memory_validation import quantile  # noqa: E402
 from plan_calibration import fit_generation  # noqa: E402
 from tests.training_rows import NOT_A_STEP, _model_cached, predict, rows  # noqa: E402
 from topoc.compiler.training import gemm  # noqa: E402
@@ -83,15 +84,6 @@ def predicted_error(row, curves: dict[str, gemm.Curve]) -> float | None:
     finally:
         gemm.CURVES.clear()
         gemm.CURVES.update(saved)
-
-
-def quantile(values: list[float], q: float) -> float:
-    """The q-quantile by linear interpolation between order statistics."""
-    v = sorted(values)
-    pos = q * (len(v) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
 def main() -> None:

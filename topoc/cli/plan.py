@@ -9,6 +9,7 @@ from ..backends import plan_table
 from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.goodput import rank_by_goodput, scaling_goodput
 from ..compiler.analysis.reliability import DEFAULT_RATES, ReliabilityError, rate_sets
+from .reliability import add_rate_options
 from ..compiler.analysis.plan import (PlanUsageError, cache_dir, first_rejection, plan,
                                       smallest_over, tp_within_domains)
 from ..compiler.ir.gpus import gpu_figures, hbm_of, no_fp8
@@ -104,14 +105,7 @@ def add_parser(sub) -> None:
                    "tokens/s times the expected useful share of wall time of a job on the "
                    "strategy's GPUs, from published failure rates and Daly's checkpoint "
                    "interval (docs/reliability.md); needs --checkpoint-cost")
-    p.add_argument("--checkpoint-cost", type=number(0, 10**7, low_open=True), metavar="S",
-                   help="with --goodput: seconds the job stops to write a checkpoint")
-    p.add_argument("--restart", type=number(0, 10**7), default=0.0, metavar="S",
-                   help="with --goodput: seconds from an interruption to running again "
-                   "(default 0)")
-    p.add_argument("--rates", default=DEFAULT_RATES, metavar="STUDY",
-                   help=f"with --goodput: the published failure rates, {', '.join(rate_sets())} "
-                   f"(default {DEFAULT_RATES})")
+    add_rate_options(p, "with --goodput: ")
     p.add_argument("--top", type=count(0, 10**6), default=20, metavar="K", help="rows to show (0: all)")
     p.add_argument("--format", choices=["text", "json", "csv"], default="text")
     p.add_argument("--jobs", type=count(1, 1024), default=os.cpu_count() or 1,

@@ -11,6 +11,20 @@ from .common import (EXIT_OK, UsageError, add_common, add_failure_options, count
                      number, write_output)
 
 
+def add_rate_options(p, when: str = "") -> None:
+    """``--checkpoint-cost``, ``--restart`` and ``--rates``, declared once (``plan --goodput``
+    takes them too, ``when`` saying so in their help)."""
+    p.add_argument("--checkpoint-cost", type=number(0, 10**7, low_open=True), metavar="S",
+                   help=f"{when}seconds the job stops to write a checkpoint: gives the interval "
+                   "(Young 1974, Daly 2006) and the goodput")
+    p.add_argument("--restart", type=number(0, 10**7), default=0.0, metavar="S",
+                   help=f"{when}seconds from an interruption to running again from the last "
+                   "checkpoint (default 0)")
+    p.add_argument("--rates", default=DEFAULT_RATES, metavar="STUDY",
+                   help=f"{when}the published failure rates: {', '.join(rate_sets())} "
+                   f"(default {DEFAULT_RATES}; library/reliability.csv)")
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("reliability", help="expected interruptions, MTBF, checkpoint interval "
                        "and goodput of a job from published failure rates")
@@ -18,15 +32,7 @@ def add_parser(sub) -> None:
     p.add_argument("--gpus", type=count(1, 10**8), metavar="N",
                    help="the job: the first N GPUs with their hosts, NICs and cables (default: "
                    "every GPU; more than the file has are counted at its ratios)")
-    p.add_argument("--checkpoint-cost", type=number(0, 10**7, low_open=True), metavar="S",
-                   help="seconds the job stops to write a checkpoint: gives the interval "
-                   "(Young 1974, Daly 2006) and the goodput")
-    p.add_argument("--restart", type=number(0, 10**7), default=0.0, metavar="S",
-                   help="seconds from an interruption to running again from the last "
-                   "checkpoint (default 0)")
-    p.add_argument("--rates", default=DEFAULT_RATES, metavar="STUDY",
-                   help=f"the published rates: {', '.join(rate_sets())} (default "
-                   f"{DEFAULT_RATES}; library/reliability.csv)")
+    add_rate_options(p)
     p.add_argument("--format", choices=reliability_table.FORMATS, default="text")
     add_common(p)
     add_failure_options(p)
