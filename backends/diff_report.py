@@ -43,7 +43,8 @@ def as_json(d: Diff, a: str, b: str, impact: dict | None = None) -> str:
            "compared": list(d.compared), "notes": list(d.notes),
            "differences": [{"code": CODES[f.category], "category": f.category,
                             "where": f.where, "a": f.a, "b": f.b,
-                            "message": f.message} for f in d.findings]}
+                            "message": f.message, **({"plane": f.plane} if f.plane else {})}
+                           for f in d.findings]}
     if impact is not None:
         doc["impact"] = impact
     return json.dumps(doc, indent=1) + "\n"

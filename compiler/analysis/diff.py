@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 
 import attrs
 
@@ -55,6 +56,8 @@ class Finding:
     a: str
     b: str
     message: str
+    #: which subnet's dump (plane) of B the finding's switch came from, when B is several
+    plane: str = ""
 
 
 @attrs.frozen
@@ -126,10 +129,13 @@ def _gpu_facts(system: System, host: HostInfo) -> list[dict]:
     return out
 
 
-def diff(a: System, b: System, host: str | None = None) -> Diff:
+def diff(a: System, b: System, host: str | None = None,
+         planes: Mapping[str, str] | None = None) -> Diff:
     """The differences between ``a`` (say, the declared design) and ``b`` (what was found).
     ``host`` compares one host of ``a`` (by hostname) with ``b``'s only host: a node's dump
-    against the cluster's design."""
+    against the cluster's design. ``planes`` (switch name -> label, say ``plane 2:
+    dump2.txt``), for a B imported from several subnets' dumps: each switch, cabling and HCA
+    finding says the plane of its switch (an HCA's: of the switches it is cabled to)."""
     fa, fb = fabric(a), fabric(b)
     notes: list[str] = []
     found: list[Finding] = []
@@ -228,7 +234,34 @@ def diff(a: System, b: System, host: str | None = None) -> Diff:
     elif (fa.switches or fb.switches) and host is None:
         notes.append(f"only {'A' if fa.switches else 'B'} has a scale-out fabric: cabling not "
                      "compared")
+    if planes:
+        found = _on_planes(found, planes, fa, fb)
     return Diff(tuple(found), tuple(notes), tuple(dict.fromkeys(compared)))
+
+
+def _on_planes(found: list[Finding], planes: Mapping[str, str], fa: Fabric,
+               fb: Fabric) -> list[Finding]:
+    """Each finding on a switch, a cable or an HCA with the plane(s) of B its switches came
+    from: ``(plane 2: dump2.txt)`` after the message, and in ``plane``."""
+    near: dict[str, set[str]] = defaultdict(set)   # HCA end -> switches cabled to it
+    for fab in (fa, fb):
+        for c in fab.cables:
+            for x, y in ((c.a, c.b), (c.b, c.a)):
+                if y in planes:
+                    near[x.lstrip("\0")].add(y)
+    out = []
+    for f in found:
+        if f.category in ("switches", "cabling"):
+            ends = f.where.split(" <-> ")
+        elif f.category == "devices" and " mlx5_" in f.where:
+            host, _, idx = f.where.rpartition(" mlx5_")
+            ends = sorted(near.get(f"{host}/{idx}", ()), key=natural)
+        else:
+            ends = []
+        label = "; ".join(dict.fromkeys(planes[e] for e in ends if e in planes))
+        out.append(attrs.evolve(f, message=f"{f.message} ({label})", plane=label)
+                   if label else f)
+    return out
 
 
 def _count(c: Counter) -> str:

@@ -1,8 +1,10 @@
-"""``topoc diff A B [--format text|json|github|sarif]``: drift between a declared design and
-what the machines report (any .topo or importable dump on either side)."""
+"""``topoc diff A B [B2 ...] [--format text|json|github|sarif]``: drift between a declared
+design and what the machines report (any .topo or importable dump on either side; several B
+ibnetdiscover dumps, one per subnet, are one fabric whose findings name their plane)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import argparse
@@ -15,9 +17,11 @@ from ..compiler.base.text import visible
 from ..compiler.base.version import VERSION
 from ..compiler.ir.hosts import HostnameError
 from ..importers import ImportFailure
-from ..importers.detect import load_any
+from ..importers.base import compile_imported
+from ..importers.detect import kind_of, load_any
+from ..importers.ibnetdiscover import from_ibnetdiscover, merge
 from .common import EXIT_INPUT, EXIT_OK, UsageError, add_failure_options, degraded, \
-    parse_defines, report, strategy_name, unreadable, write_output
+    parse_defines, read_text, report, strategy_name, unreadable, write_output
 
 FORMATS = ("text", "json", "github", "sarif")
 
@@ -25,8 +29,10 @@ FORMATS = ("text", "json", "github", "sarif")
 def add_parser(sub) -> None:
     p = sub.add_parser("diff", help="compare two topologies (.topo files or dumps): drift")
     p.add_argument("a", metavar="A", help="the declared design (.topo) or any dump")
-    p.add_argument("b", metavar="B", help="what was found: hwloc XML, ibnetdiscover, NCCL "
-                   "XML, nvidia-smi topo -m, or a .topo")
+    p.add_argument("b", metavar="B", nargs="+",
+                   help="what was found: hwloc XML, ibnetdiscover, NCCL XML, nvidia-smi topo "
+                   "-m, or a .topo; several ibnetdiscover dumps (one per subnet: rail or "
+                   "plane) are one fabric, each finding naming the plane of its switch")
     p.add_argument("--format", choices=FORMATS, default="text")
     p.add_argument("--host", metavar="HOSTNAME",
                    help="compare this host of A with B's only host (a node's dump against the "
@@ -66,9 +72,44 @@ def _load(path: str, args, defines):
     return system
 
 
+def _load_planes(paths: list[str]):
+    """B from several subnets' ibnetdiscover dumps: their union as one system, and each
+    switch's plane label (``plane 2: dump2.txt``, planes counted from 0 in argument order)."""
+    dumps = []
+    for path in paths:
+        text = read_text(path)
+        kind = kind_of(text)
+        if kind != "ibnetdiscover":
+            raise UsageError(f"{path}: several B files are ibnetdiscover dumps (one per "
+                             f"subnet), not a {kind} file")
+        dumps.append((text, path))
+    label = " + ".join(paths)
+    try:
+        joined, where = merge(dumps)
+        topo, notes = from_ibnetdiscover(joined, label)
+        system = compile_imported(topo, label, "ibnetdiscover dumps")
+    except ImportFailure as exc:
+        print(f"topoc: error: {visible(str(exc))}", file=sys.stderr)
+        return None, {}
+    except CompileError as exc:
+        report(exc.diagnostics)
+        return None, {}
+    for note in notes:
+        print(visible(note) if note.startswith("warning: ") else f"note: {visible(note)}",
+              file=sys.stderr)
+    planes = {name: "; ".join(f"plane {n}: {os.path.basename(paths[n])}" for n in ns)
+              for name, ns in where.items()}
+    return system, planes
+
+
 def run(args) -> int:
     a = _load(args.a, args, parse_defines(args.define))
-    b = _load(args.b, args, None)
+    planes = None
+    if len(args.b) > 1:
+        b, planes = _load_planes(args.b)
+    else:
+        b = _load(args.b[0], args, None)
+    args.b = " + ".join(args.b)
     if a is None or b is None:
         raise _BadInput()
     if args.fail or args.degrade or args.faults:    # B with parts out: what a failure costs
@@ -84,7 +125,7 @@ def run(args) -> int:
         strategy_name(a, args.a, args.parallel)
         found = impact(a, b, args.parallel)
     try:
-        d = diff(a, b, args.host)
+        d = diff(a, b, args.host, planes)
     except (HostnameError, DiffError) as exc:
         raise UsageError(str(exc)) from None
     except RecursionError:

@@ -1,4 +1,5 @@
-"""``topoc import nccl-topo|nvidia-smi INPUT -o node.topo [--bus-ids FILE] [--gpu MODEL]``."""
+"""``topoc import nccl-topo|nvidia-smi|hwloc|ibnetdiscover INPUT -o node.topo [--bus-ids FILE]
+[--gpu MODEL]``; ``ibnetdiscover`` takes several dumps (one per subnet) as one fabric."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ..importers import ImportFailure, from_nccl_xml, from_smi
 from ..importers.base import compile_imported
 from ..importers.guids import read_guids, write_guids
 from ..importers.hwloc import from_hwloc
-from ..importers.ibnetdiscover import from_ibnetdiscover
+from ..importers.ibnetdiscover import from_ibnetdiscover, merge
 from .common import EXIT_INPUT, EXIT_OK, UsageError, check_writable, read_text, write_output
 
 
@@ -27,7 +28,9 @@ def add_parser(sub) -> None:
                    help="hwloc: also write each HCA's node GUID with its hostname and NIC index "
                    "to FILE; ibnetdiscover: place HCAs in hosts by the GUIDs in FILE "
                    "(docs/drift.md)")
-    p.add_argument("input")
+    p.add_argument("input", nargs="+",
+                   help="the dump; ibnetdiscover: several dumps (one per subnet: rail or "
+                   "plane) are imported as one fabric, their union")
     p.add_argument("-o", "--output", metavar="PATH", required=True)
     p.set_defaults(func=run)
 
@@ -41,7 +44,12 @@ def run(args) -> int:
         raise UsageError(f"--gpu is for nvidia-smi matrices; {args.format} input names models")
     if args.guids and args.format not in ("hwloc", "ibnetdiscover"):
         raise UsageError("--guids is for hwloc (written) and ibnetdiscover (read)")
-    text = read_text(args.input)
+    if len(args.input) > 1 and args.format != "ibnetdiscover":
+        raise UsageError(f"several inputs are for ibnetdiscover dumps (one per subnet); "
+                         f"{args.format} takes one")
+    dumps = [(read_text(path), path) for path in args.input]
+    args.input = " + ".join(args.input)
+    text = dumps[0][0]
     bus_ids: dict[str, str] = {}
     guids: dict = {}
     try:
@@ -52,6 +60,8 @@ def run(args) -> int:
         elif args.format == "ibnetdiscover":
             if args.guids:
                 guids = read_guids(read_text(args.guids), args.guids)
+            if len(dumps) > 1:      # the subnets' union, each dump checked on its own first
+                text = merge(dumps)[0]
             topo, notes = from_ibnetdiscover(text, args.input, guids)
         else:
             topo, notes = from_smi(text, args.input, gpu=args.gpu)

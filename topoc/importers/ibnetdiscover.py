@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..compiler.lang import emit, pipeline
 from .base import ImportFailure, ident, printable
@@ -116,6 +116,31 @@ def parse(text: str, path: str = "<dump>"):
     return nodes, list(cables.values()), devids
 
 
+def switch_name(guid: str, desc: str) -> tuple[str, str]:
+    """A switch's (name, model): from a managed switch's description ``MF0;leaf0:QM9700/U1``,
+    else ``sw_<guid>`` and the description as the model."""
+    m = _MANAGED.match(desc)
+    return (m.group(1), m.group(2)) if m else (f"sw_{guid}", desc or "Switch")
+
+
+def merge(dumps: Sequence[tuple[str, str]]) -> tuple[str, dict[str, tuple[int, ...]]]:
+    """Several subnets' dumps (text, path), one per rail or plane, as one dump (their
+    concatenation: ibnetdiscover sees one subnet, the fabric is their union), and per switch
+    (its .topo instance name) the positions of the dumps that hold it, so ``diff`` can say
+    which plane a difference is on. Each dump is parsed on its own first, so a bad line is
+    reported with its own file and line."""
+    where: dict[str, list[int]] = defaultdict(list)
+    for n, (text, path) in enumerate(dumps):
+        nodes, _, _ = parse(text, printable(path))
+        for guid, (kind, desc) in sorted(nodes.items()):
+            if kind == "SW":
+                name = ident(switch_name(guid, desc)[0])
+                if n not in where[name]:
+                    where[name].append(n)
+    joined = "".join(t if not t or t.endswith("\n") else t + "\n" for t, _ in dumps)
+    return joined, {k: tuple(v) for k, v in where.items()}
+
+
 def _descriptions(tail: str) -> tuple[str, str] | None:
     """The two descriptions of a -p line from what follows its "( '": ``a' - 'b' )``, split at
     the last "' - '" (a description may hold quotes and dashes itself); None when malformed."""
@@ -168,8 +193,7 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
     unnamed: list[str] = []         # GUIDs of HCAs with the adapter's default description
     for guid, (kind, desc) in sorted(nodes.items(), key=lambda kv: kv[0]):
         if kind == "SW":
-            m = _MANAGED.match(desc)
-            name, model = (m.group(1), m.group(2)) if m else (f"sw_{guid}", desc or "Switch")
+            name, model = switch_name(guid, desc)
             model_id = ident(model)
             if model_id not in lib_models or lib_models[model_id].kind != "net_switch":
                 models.setdefault(model_id, f"device {model_id} : net_switch {{ }}")
