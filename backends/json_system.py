@@ -7,6 +7,7 @@ from typing import Any
 
 from ..compiler.ir.system import System
 from ..compiler.ir.summary import summarize
+from ..compiler.base.limits import LIMITS
 from ..compiler.base.units import exact
 
 SCHEMA = "topoc.system/1"
@@ -36,6 +37,16 @@ def document(system: System) -> dict[str, Any]:
             "parallel": parallel}
 
 
+class TooLarge(ValueError):
+    """A system past the JSON document's limit (``LIMITS.json_links``): refused before any of
+    it is built, where building it would exhaust the memory."""
+
+
 def render(system: System) -> str:
-    """The JSON text, one stable layout (same input, same bytes)."""
+    """The JSON text, one stable layout (same input, same bytes); TooLarge past the limit."""
+    if len(system.links) > LIMITS.json_links:
+        raise TooLarge(f"the JSON document holds every link as an object: {len(system.links):,} "
+                       f"links is past its limit of {LIMITS.json_links:,} (about 450 NVL72 "
+                       "racks); the summary, lint, cost, export and blast work at any size, "
+                       "or compile a smaller size with -D")
     return json.dumps(document(system), indent=1, ensure_ascii=False) + "\n"

@@ -11,6 +11,8 @@ import topoc
 from topoc.compiler.base.diagnostics import CompileError
 from topoc.compiler.base.limits import LIMITS
 
+from .conftest import ROOT
+
 H = 'use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n'
 CASES = {
     "E291": H + "group R { gpu[1000] : H100 }\ngroup C { r[1000] : R }\ngroup W { c[1000] : C }\n"
@@ -57,3 +59,19 @@ def test_import_depth_limit(tmp_path):
     with pytest.raises(CompileError) as info:
         topoc.load(tmp_path / "f0.topo")
     assert "E294" in [d.code for d in info.value.diagnostics]
+
+
+def test_compile_json_past_its_link_limit_is_refused_before_the_work(tmp_path, capsys):
+    """Issue 45: `compile --format json` of 4,096 NVL72 racks died with a MemoryError
+    traceback; past LIMITS.json_links it is refused up front, exit 1, -o untouched."""
+    from topoc.cli import main
+    out = tmp_path / "keep.json"
+    out.write_text("keep")
+    racks = LIMITS.json_links // 1440 + 20          # an NVL72 rack is 1,440 links, plus fabric
+    f = str(ROOT / "library/nvidia/nvl72_fourtier.topo")
+    assert main(["compile", f, "-D", f"racks={racks}", "--format", "json", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"past its limit of {LIMITS.json_links:,}" in err and "Traceback" not in err
+    assert out.read_text() == "keep"
+    assert main(["compile", f, "-D", "racks=4", "--format", "json", "-o", str(out)]) == 0
+    assert out.read_text().startswith("{")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from ..backends import REGISTRY
-from .common import add_failure_options, EXIT_OK, add_common, load, write_output
+from ..backends import REGISTRY, json_system
+from .common import EXIT_OK, add_common, add_failure_options, fail, load, write_output
 
 
 def add_parser(sub) -> None:
@@ -23,5 +23,9 @@ def run(args) -> int:
         print(diag.render(), file=sys.stderr)
     for _, diag in system.skipped:          # W507: a -D size the example block does not fit
         print(diag.render(), file=sys.stderr)
-    write_output(REGISTRY[args.format](system), args.output)
+    try:
+        text = REGISTRY[args.format](system)
+    except json_system.TooLarge as exc:     # nothing written, -o left as it was
+        return fail(args.file, exc)
+    write_output(text, args.output)
     return EXIT_OK
