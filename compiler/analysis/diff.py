@@ -463,7 +463,7 @@ def _plane_hint(fa: Fabric, pairs, only) -> list[str]:
     kept = ", ".join(f"mlx5_{i}" for i in sorted(next(iter(have))))
     return [f"B holds only {kept} of every host: the dump of one subnet? ibnetdiscover sees "
             "the subnet of the HCA it runs on; dump each subnet (ibnetdiscover -C mlx5_N) and "
-            "concatenate the dumps into one B (docs/drift.md)"]
+            "give every dump as B: topoc diff A plane0.txt plane1.txt ... (docs/drift.md)"]
 
 
 def _hca_finding(side: str, h: Hca, fab: Fabric) -> Finding:
