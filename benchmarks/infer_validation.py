@@ -212,15 +212,7 @@ def waves(settings: Settings, markdown: bool = False) -> dict:
 def fit_closed_loop(settings: Settings) -> Settings:
     """``closed_loop_share`` on the fit rows only: the exponent (0..1, steps of 0.01) that
     minimises the mean |log error| of ``ttft_closed_loop`` over the loaded-TTFT fit checks."""
-    checks = [c for c in S.checks() if c.fit and S.kind(c) == "ttft loaded"]
-    best, score = settings, math.inf
-    for i in range(101):
-        trial = attrs.evolve(settings, closed_loop_share=i / 100)
-        sc = sum(abs(math.log(S.closed_loop_ttft(c, trial) / c.measured))
-                 for c in checks) / len(checks)
-        if sc < score - 1e-12:
-            best, score = trial, sc
-    return best
+    return fit_closed_loop_on(settings, [c for c in S.checks() if c.fit])
 
 
 def closed_loop(settings: Settings, markdown: bool = False) -> dict:
@@ -444,7 +436,8 @@ def fit_on(start: Settings, checks, rounds: int = 6) -> Settings:
 
 
 def fit_closed_loop_on(settings: Settings, checks) -> Settings:
-    """``fit_closed_loop`` on the given checks' loaded TTFT (unchanged without any)."""
+    """``closed_loop_share`` on the given checks' loaded TTFT (unchanged without any): the
+    exponent (0..1, steps of 0.01) with the least mean |log error| of ``ttft_closed_loop``."""
     loaded = [c for c in checks if S.kind(c) == "ttft loaded"]
     if not loaded:
         return settings
