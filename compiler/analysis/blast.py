@@ -18,13 +18,12 @@ such failures the fabric has: the expected share of the damage).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 
 import attrs
 
 from ..collectives.cost import CostError
 from ..collectives.coster import cost
-from ..ir.degrade import Faults, degrade
+from ..ir.degrade import Faults, degrade, holders_of
 from ..ir.groups import select_group
 from ..ir.hosts import HostnameError, hosts as host_list
 from ..ir.system import System
@@ -69,7 +68,7 @@ class Domain:
             share = 0.0
         else:
             share = max(0.0, 1 - 1 / self.slowdown)
-        lost = self.gpus_lost / max(1, self.gpus_total) if self.gpus_total else 0.0
+        lost = self.gpus_lost / self.gpus_total if self.gpus_total else 0.0
         return (share + lost) * self.members
 
     gpus_total: int = 0
@@ -79,15 +78,14 @@ def _holders(system: System) -> dict[str, list[str]]:
     """Instance id -> its devices' ids, for every instance below the system."""
     out: dict[str, list[str]] = defaultdict(list)
     for d in system.devices:
-        parts = d.id.split(".")
-        for k in range(2, len(parts)):
-            out[".".join(parts[:k])].append(d.id)
+        for inst in holders_of(d.id):
+            out[inst].append(d.id)
     return out
 
 
 def domains(system: System) -> list[tuple[str, str, tuple]]:
     """Every failure domain as (what, id, signature): alike domains share the signature."""
-    kinds = {d.id: d for d in system.devices}
+    kinds = _Devices(system)
     level = system.levels
     degree: dict[str, int] = defaultdict(int)
     for link in system.links:
@@ -107,9 +105,8 @@ def domains(system: System) -> list[tuple[str, str, tuple]]:
         out.append(("host", h, ("host", tuple(sorted(_shape(kinds, found[h]))))))
     held: dict[str, int] = defaultdict(int)     # instance -> hosts inside it
     for h in hosts:
-        parts = h.split(".")
-        for k in range(2, len(parts)):
-            held[".".join(parts[:k])] += 1
+        for inst in holders_of(h):
+            held[inst] += 1
     for inst, inside in holders.items():
         if inst in hosts:
             continue
@@ -118,6 +115,17 @@ def domains(system: System) -> list[tuple[str, str, tuple]]:
         elif held[inst] > 1:
             out.append(("rack", inst, ("rack", tuple(sorted(_shape(kinds, inside))))))
     return out
+
+
+class _Devices:
+    """``system.device`` by subscript: the index the system keeps, no second dict of every
+    device."""
+
+    def __init__(self, system: System):
+        self.device = system.device
+
+    def __getitem__(self, device_id: str):
+        return self.device(device_id)
 
 
 def _shape(kinds, ids) -> dict[str, int]:
@@ -144,8 +152,7 @@ def _step(system: System, name: str | None) -> float | None:
         report = step(system, system.parallel(name))
     except (KeyError, CostError):
         return None
-    # a block of written traffic lines gives no compute: its exposed communication per step
-    return report.total if report.total is not None else report.comm
+    return report.per_step
 
 
 def blast(system: System, parallel: str | None = None, size: int = 2**30,
@@ -166,11 +173,8 @@ def blast(system: System, parallel: str | None = None, size: int = 2**30,
         lost = total - len(after.gpus)
         time_after, connected = _reference(after, size)
         gone = defaultdict(float)
-        alive = {d.id for d in after.devices}
-        for link in system.links:
-            if link.src not in alive or link.dst not in alive:
-                gone[link.type.cls] += link.type.bandwidth * link.lanes * (2 if link.duplex
-                                                                             else 1)
+        for link in result.lost:
+            gone[link.type.cls] += link.type.bandwidth * link.lanes * (2 if link.duplex else 1)
         replan = parallel is not None and lost > 0
         out.append(Domain(what, example, len(members), lost, tuple(sorted(gone.items())),
                           connected, before, time_after, step_before,

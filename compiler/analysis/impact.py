@@ -16,7 +16,7 @@ import attrs
 from ..collectives.cost import CostError
 from ..ir.groups import rank_groups
 from ..ir.system import ParallelStrategy, System
-from .strategy import StepReport, step
+from .strategy import step
 
 #: Group kinds that must stay inside one NVLink domain for a mapping to hold.
 NVLINK_BOUND = ("tp", "ep")
@@ -69,10 +69,6 @@ def _broken(system: System, p: ParallelStrategy) -> str:
     return ""
 
 
-def _total(report: StepReport) -> float | None:
-    return report.total if report.total is not None else report.comm
-
-
 def _link(flow) -> str:
     return flow.cost.bottleneck_link if flow.cost is not None else "-"
 
@@ -89,5 +85,5 @@ def impact(design: System, live: System, name: str) -> Impact:
         return Impact(name, False, f"the live system cannot carry it: {exc}")
     lines = tuple(LineImpact(a.dim, a.collective, a.bytes, a.per_step, b.per_step, _link(a),
                              _link(b)) for a, b in zip(before.flows, after.flows))
-    return Impact(name, True, "", lines, _total(before), _total(after),
+    return Impact(name, True, "", lines, before.per_step, after.per_step,
                   before.tokens_per_s, after.tokens_per_s)

@@ -132,6 +132,12 @@ class StepReport:
         return step_time(self.compute, self.comm, self.idle or 0.0)
 
     @property
+    def per_step(self) -> float | None:
+        """T_total, or for a block of written traffic lines (no compute time) its exposed
+        communication per step: what a failure or drift adds to each step either way."""
+        return self.total if self.total is not None else self.comm
+
+    @property
     def mfu(self) -> float | None:
         """Model FLOPs utilisation: model FLOPs per second over the GPUs' dense peak."""
         if self.model_flops is None or not self.total or not self.peak:

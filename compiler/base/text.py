@@ -3,7 +3,7 @@
 A ``.topo`` file, a dump or a hostname can hold ESC, BEL, CR, NUL, Unicode line separators or
 bidirectional overrides; echoed raw, they retitle or clear the terminal of whoever reads the
 message, or start a new line in a file another tool loads. Everything topoc prints from its
-input goes through ``visible`` (one line) or ``visible_lines`` (newlines kept).
+input goes through ``visible`` (``keep="\n\t"`` for a multi-line message).
 """
 
 from __future__ import annotations
@@ -31,7 +31,3 @@ def visible(text: str, keep: str = "") -> str:
         return text
     return "".join(c if c.isprintable() or c in keep else escape_char(c) for c in text)
 
-
-def visible_lines(text: str) -> str:
-    """``visible`` keeping newlines and tabs: for multi-line messages."""
-    return visible(text, "\n\t")

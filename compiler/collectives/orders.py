@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from . import algorithms as alg
 from .paths import nic_through_cpu
+from ..ir.degrade import holders_of
 from ..ir.system import System
 
 #: NCCL searches at most MAXCHANNELS/2 = 16 channels for a ring or tree graph (graph/search.cc).
@@ -186,14 +187,9 @@ def sample_islands(system: System, ranks: Sequence[int], keep: int) -> tuple[int
         # cost sees the NIC that is gone or the cable that is slow
         gpus = system.gpus
         hit = [i for i, part in enumerate(parts) if i >= keep and any(
-            q in touched for p in part for q in _prefixes(gpus[ranks[p]].id))]
+            q in touched for p in part for q in holders_of(gpus[ranks[p]].id))]
         hit = hit[:max(1, keep // 2)]
         picked = picked[:keep - len(hit)] + hit
     chosen = sorted(p for i in picked for p in parts[i])
     return tuple(ranks[p] for p in chosen)
 
-
-def _prefixes(device_id: str) -> list[str]:
-    """The instances that hold a device below the system (``c.node5.gpu3`` -> ``c.node5``)."""
-    parts = device_id.split(".")
-    return [".".join(parts[:k]) for k in range(2, len(parts))]

@@ -29,7 +29,7 @@ import attrs
 
 from ..base.diagnostics import CompileError, Source, Span, error, plural, suggest
 from ..base.units import RATE, Quantity, human
-from .system import Link, System
+from .system import Link, LinkType, System, device_indices
 
 #: A degrade selector's rate: '50%' or a rate with its unit.
 _RATE = re.compile(r"^\s*(.+?)\s*=\s*(.+?)\s*$")
@@ -65,8 +65,7 @@ class Faults:
             col = raw.index(verb) + 1
             if verb == "fail" and rest and "=" not in rest:
                 fail.append(rest)
-            elif verb == "degrade" and _RATE.match(rest):
-                m = _RATE.match(rest)
+            elif verb == "degrade" and (m := _RATE.match(rest)):
                 slow.append((m.group(1), m.group(2)))
             else:
                 errors.append(error(
@@ -98,11 +97,16 @@ class Degraded:
 
     system: System
     failed_devices: tuple[str, ...]
-    failed_links: int
+    #: the original system's links the faults removed (blast sums what they carried)
+    lost: tuple[Link, ...]
     degraded_links: int
     #: parallel blocks left out: (name, why)
     dropped: tuple[tuple[str, str], ...]
     gpus_before: int
+
+    @property
+    def failed_links(self) -> int:
+        return len(self.lost)
 
     def summary(self) -> list[str]:
         """One line per effect, for a note on stderr or a report."""
@@ -146,9 +150,9 @@ def _link_pairs(system: System, selector: str, flag: str):
     return set(_select(system, selector, flag)), None
 
 
-def _touches(index: dict[str, int], link: Link, ends) -> bool:
+def _touches(s: int, d: int, ends) -> bool:
+    """Whether a link between device indices ``s`` and ``d`` is one ``ends`` names."""
     a, b = ends
-    s, d = index[link.src], index[link.dst]
     if b is None:
         return s in a or d in a
     return (s in a and d in b) or (s in b and d in a)
@@ -186,7 +190,7 @@ def _rate(text: str, link: Link, flag: str) -> float:
 def degrade(system: System, faults: Faults) -> Degraded:
     """The system with ``faults`` applied (see the module docstring); FaultError for a
     selector that names nothing."""
-    index = {d.id: i for i, d in enumerate(system.devices)}
+    index = device_indices(system)
     gone: set[int] = set()
     cut: list = []
     for selector in faults.fail:
@@ -196,21 +200,23 @@ def degrade(system: System, faults: Faults) -> Degraded:
             gone.update(_select(system, selector, "--fail"))
     slow = [(_link_pairs(system, sel, "--degrade"), rate) for sel, rate in faults.degrade]
     links: list[Link] = []
-    failed_links = degraded = 0
-    types: dict[tuple[str, float], object] = {}
+    lost: list[Link] = []
+    degraded = 0
+    # (rate text, link type) -> the slowed type: each rate parsed and checked once per type
+    types: dict[tuple[str, str], LinkType] = {}
     changed: list[tuple[str, str]] = []
     for link in system.links:
-        if index[link.src] in gone or index[link.dst] in gone or \
-                any(_touches(index, link, ends) for ends in cut):
-            failed_links += 1
+        s, d = index[link.src], index[link.dst]
+        if s in gone or d in gone or any(_touches(s, d, ends) for ends in cut):
+            lost.append(link)
             changed.append((link.src, link.dst))
             continue
         for ends, rate in slow:
-            if _touches(index, link, ends):
-                value = _rate(rate, link, "--degrade " + rate)
-                key = (link.type.name, value)
+            if _touches(s, d, ends):
+                key = (rate, link.type.name)
                 if key not in types:
-                    types[key] = attrs.evolve(link.type, bandwidth=value)
+                    types[key] = attrs.evolve(link.type,
+                                              bandwidth=_rate(rate, link, "--degrade " + rate))
                 link = attrs.evolve(link, type=types[key])
                 degraded += 1
                 changed.append((link.src, link.dst))
@@ -224,24 +230,23 @@ def degrade(system: System, faults: Faults) -> Degraded:
         else:
             dropped.append((p.name, f"it maps {p.world} GPUs and {survivors} survive; plan "
                                     "again on what is left (topoc plan --fail ...)"))
-    holders = set()         # every instance that still holds a device
-    for d in devices:
-        parts = d.id.split(".")
-        holders.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
-    hosts = tuple(h for h in system.hosts if h.id in holders)
+    hosts = system.hosts
+    if gone:                # the hosts that still hold a device
+        holding = {p for d in devices for p in (*holders_of(d.id), d.id)}
+        hosts = tuple(h for h in system.hosts if h.id in holding or h.id == system.name)
     out = attrs.evolve(system, devices=devices, links=tuple(links), parallels=tuple(kept),
                        hosts=hosts, skipped=())
     # The instances that hold a fault (a failed device, an end of a failed or slow link): the
     # cost model samples a few islands of a large group as alike, and must sample these too.
     touched = [system.devices[i].id for i in gone] + [e for link in changed for e in link]
-    out.memo["faults"] = frozenset(p for d in touched for p in _holders(d))
-    return Degraded(out, tuple(system.devices[i].id for i in sorted(gone)), failed_links,
+    out.memo["faults"] = frozenset(p for d in touched for p in holders_of(d))
+    return Degraded(out, tuple(system.devices[i].id for i in sorted(gone)), tuple(lost),
                     degraded, tuple(dropped), len(system.gpus))
 
 
-def _holders(device_id: str) -> list[str]:
-    """The instances below the system that hold a device, the device's own id last but not
-    its kind's siblings (``c.node5.nic3`` -> ``c.node5``; a top-level ``c.leaf3`` -> none)."""
+def holders_of(device_id: str) -> list[str]:
+    """The instances below the system that hold a device, outermost first, not the device
+    itself (``c.node5.nic3`` -> ``c.node5``; a top-level ``c.leaf3`` -> none)."""
     parts = device_id.split(".")
     return [".".join(parts[:k]) for k in range(2, len(parts))]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..base.text import escape_char
+from ..base.text import escape_char, visible
 from .fastlines import KEYWORDS
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
 
@@ -38,7 +38,7 @@ def pattern(name: str) -> str:
 def comment(text: str) -> str:
     """``text`` as the body of one ``#`` comment line: newlines, other controls and Unicode
     line separators escaped, so it cannot end the comment."""
-    return "".join(c if c.isprintable() else escape_char(c) for c in text)
+    return visible(text)
 
 
 def ident(text: str, prefix: str = "n_") -> str:

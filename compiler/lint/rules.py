@@ -375,33 +375,39 @@ def misfit(system: System, opts) -> Iterable[Finding]:
 # ---- single points of failure ---------------------------------------------------------------
 
 def _host_devices(system: System) -> list[tuple[str, tuple[str, ...]]]:
-    """(host id, its devices) as the exports name hosts: marked ``host`` or inferred."""
-    from ..ir.hosts import HostnameError, hosts
-    try:
-        return [(h.id, h.devices) for h in hosts(system)]
-    except HostnameError:
-        return []
+    """(host id, its devices) as the exports name hosts: marked ``host`` or inferred; made once
+    per system (W409 and W410 both ask)."""
+    found = system.memo.get("lint_hosts")
+    if found is None:
+        from ..ir.hosts import HostnameError, hosts
+        try:
+            found = [(h.id, h.devices) for h in hosts(system)]
+        except HostnameError:
+            found = []
+        system.memo["lint_hosts"] = found
+    return found
 
 
 @rule("W409", "note", "single point of failure: every compute NIC of a host on one switch")
 def one_switch_host(system: System, opts) -> Iterable[Finding]:
-    kind = {d.id: d for d in system.devices}
+    device = system.device
     by_switch: dict[str, list[str]] = defaultdict(list)
     for host, devices in _host_devices(system):
-        nics = [i for i in devices if kind[i].compute_nic]
+        nics = [i for i in devices if device(i).compute_nic]
         if len(nics) < 2:
             continue
         switches = {link.dst if link.src == n else link.src
                     for n in nics for link in system.incidence.get(n, ())}
         # a switch without a port budget stands for a whole fabric (a cloud's), not one box
-        switches = {s for s in switches if kind[s].kind == "net_switch" and kind[s].model.ports}
+        switches = {s for s in switches
+                    if device(s).kind == "net_switch" and device(s).model.ports}
         if len(switches) == 1:
             by_switch[switches.pop()].append(host)
     for switch, hosts_ in sorted(by_switch.items()):
         yield Finding("W409", f"{plural(len(hosts_), 'host')}, e.g. {_many(hosts_)}, reach the "
                       f"network only through {switch}: its failure cuts them off (spread the "
                       "NICs over several leaves, as a rail-optimised fabric does; topoc blast "
-                      "ranks what each failure costs)", kind[switch].span, switch)
+                      "ranks what each failure costs)", device(switch).span, switch)
 
 
 @rule("W410", "note", "an NVLink domain that one host's failure leaves too small for TP x EP")

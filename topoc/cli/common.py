@@ -285,9 +285,10 @@ def add_failure_options(p: argparse.ArgumentParser) -> None:
                         "for a scenario kept beside the design")
 
 
-def degraded(system: System, args) -> System:
-    """The system with the command line's ``--fail``/``--degrade`` applied (a note on stderr
-    says what they did); the system itself without them."""
+def degraded(system: System, args, file: str | None = None) -> System:
+    """The system with the command line's ``--fail``/``--degrade``/``--faults`` applied (a note
+    on stderr says what they did); the system itself without them. ``file`` names the input
+    in errors (``args.file`` when None)."""
     from ..compiler.ir.degrade import FaultError, Faults, apply
     fails, slows = getattr(args, "fail", None) or (), getattr(args, "degrade", None) or ()
     path = getattr(args, "faults", None)
@@ -302,7 +303,7 @@ def degraded(system: System, args) -> System:
     try:
         result = apply(system, fails, slows, scenario)
     except FaultError as exc:
-        raise UsageError(f"{args.file}: {exc}") from None
+        raise UsageError(f"{file or args.file}: {exc}") from None
     for line in result.summary():
         print(f"note: {line}", file=sys.stderr)
     return result.system

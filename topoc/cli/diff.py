@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import sys
 
-import argparse
-
 from ..backends import diff_report, impact_report
 from ..compiler.analysis.impact import impact
 from ..compiler.analysis.diff import DiffError, diff
@@ -112,9 +110,7 @@ def run(args) -> int:
     args.b = " + ".join(args.b)
     if a is None or b is None:
         raise _BadInput()
-    if args.fail or args.degrade or args.faults:    # B with parts out: what a failure costs
-        b = degraded(b, argparse.Namespace(file=args.b, fail=args.fail, degrade=args.degrade,
-                                           faults=args.faults))
+    b = degraded(b, args, file=args.b)      # B with parts out: what a failure would cost
     found = None
     if args.impact or args.parallel:
         if not (args.impact and args.parallel):

@@ -179,10 +179,6 @@ def channels(system: System, ranks: Sequence[int], inside: int) -> int:
         else inside
 
 
-def log2_islands(p: Profile) -> int:
-    return math.ceil(math.log2(p.islands))
-
-
 class CostError(ValueError):
     """A request the cost model cannot answer (too large an all-to-all, no algorithm)."""
 
