@@ -148,12 +148,21 @@ def render_all(diagnostics: Iterable[Diagnostic], cap: int = MAX_REPORTED) -> st
     return "\n".join(shown)
 
 
+CLOSE_CUTOFF = 0.6  # difflib's ratio below which a candidate is not offered
+
+
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The one closest candidate to a mistyped name, or None when nothing is close. Every
+    'did you mean' in topoc goes through here, so they all judge closeness alike."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=CLOSE_CUTOFF)
+    return close[0] if close else None
+
+
 def suggest(name: str, candidates: Iterable[str]) -> str:
     """'; did you mean 'x'?' for the closest candidate, or '' when nothing is close."""
     # 'H200@nvidia/devices.topo' names a shadowed declaration internally: never typed
-    close = difflib.get_close_matches(name, sorted({c for c in candidates if "@" not in c}),
-                                      n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    close = closest(name, (c for c in candidates if "@" not in c))
+    return f"; did you mean '{close}'?" if close else ""
 
 
 class Collector:

@@ -13,12 +13,12 @@ hardware: the hint says so and shows the parameterised form the library declares
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 
 import attrs
 
+from ..base.diagnostics import closest
 from ..base.units import RATE, human
 from ..ir.kinds import KINDS
 from ..ir.system import DeviceModel, LinkType
@@ -27,7 +27,6 @@ from .catalog import GROUP, call, catalog
 from .closest import POINTER, different_hardware, numbered
 from .resolve import Program
 
-_CUTOFF = 0.6
 #: The library's namespaces a name is looked for in: device models and groups, or link types.
 DEVICES, LINKS = ("device", "group"), ("link",)
 
@@ -110,8 +109,8 @@ def nearest(name: str, kinds: Mapping[str, str], allowed: frozenset[str] | None,
     mentioned = [e.name for e in catalog().mentions(name) if e.name in pool]
     if len(mentioned) == 1:
         return mentioned[0], True
-    close = difflib.get_close_matches(name, sorted(pool), n=1, cutoff=_CUTOFF)
-    return (close[0], False) if close else None
+    close = closest(name, pool)
+    return (close, False) if close else None
 
 
 def _family(name: str, pool: Mapping[str, str], space: tuple[str, ...]) -> frozenset[str]:

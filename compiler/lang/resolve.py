@@ -8,7 +8,6 @@ attributes are checked against their schemas here, with units.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,7 +16,8 @@ from typing import Any
 import attrs
 
 from . import syntax as s
-from ..base.diagnostics import NOTE, Collector, CompileError, Diagnostic, Note, Span, suggest
+from ..base.diagnostics import (NOTE, Collector, CompileError, Diagnostic, Note, Span,
+                                closest, suggest)
 from ..ir.kinds import BOOL, INT, KINDS, STRING
 from ..ir.system import (LINK_CLASSES, NIC_ROLES, NIC_TUNERS, TRANSPORTS,
                          DeviceModel, LinkType, Transformer)
@@ -273,12 +273,12 @@ def _parent_hint(decl: s.DeviceDecl, kinds: dict[str, str | None]) -> str:
     if len(generations) > 1:
         return (f"; '{decl.kind}' names no one model: "
                 + ", ".join(f"'{n}'" for n in generations[:-1]) + f" or '{generations[-1]}'")
-    close = difflib.get_close_matches(decl.kind, sorted(pool), n=1, cutoff=0.6)
+    close = closest(decl.kind, pool)
     if not close:
         return ""
-    if close[0] in kinds and different_hardware(decl.kind, close[0]):
-        return f"; '{close[0]}' is different hardware (a {kinds[close[0]]} model)"
-    return f"; did you mean '{close[0]}'?"
+    if close in kinds and different_hardware(decl.kind, close):
+        return f"; '{close}' is different hardware (a {kinds[close]} model)"
+    return f"; did you mean '{close}'?"
 
 
 def _declared_kind(name: str, decls: dict[str, s.DeviceDecl]) -> str | None:
