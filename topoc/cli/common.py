@@ -77,14 +77,11 @@ def write_output(text: str | bytes, out: str | None) -> None:
     safe_write(out, text if isinstance(text, bytes) else text.encode("utf-8"))
 
 
-def check_writable(out: str | None) -> None:
-    """UsageError now when ``safe_write`` would refuse ``out`` (a folder, a read-only file, a
-    missing or read-only folder): a verb that writes several files checks them all before it
-    replaces any."""
-    if out in (None, "-"):
-        return
+def _target(out: str, refuse_read_only: bool = True) -> os.stat_result | None:
+    """What ``out`` is now (None when it does not exist), after the refusals every write
+    shares: a folder, a read-only regular file, a regular file in a folder that is missing."""
     try:
-        st = os.stat(out)
+        st = os.stat(out)                       # follows symbolic links
     except FileNotFoundError:
         st = None
     except OSError as exc:
@@ -92,12 +89,25 @@ def check_writable(out: str | None) -> None:
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise UsageError(f"cannot write {out}: it is a folder")
     if st is not None and not stat.S_ISREG(st.st_mode):
-        return                                  # a pipe or device: written into
-    if st is not None and not st.st_mode & 0o222:
+        return st                               # a pipe or device: written into
+    if st is not None and refuse_read_only and not st.st_mode & 0o222:
         raise UsageError(f"cannot write {out}: the file is read-only (make it writable first)")
     folder = Path(os.path.realpath(out)).parent
     if not folder.is_dir():
         raise UsageError(f"cannot write {out}: folder {folder} does not exist")
+    return st
+
+
+def check_writable(out: str | None) -> None:
+    """UsageError now when ``safe_write`` would refuse ``out`` (a folder, a read-only file, a
+    missing or read-only folder): a verb that writes several files checks them all before it
+    replaces any."""
+    if out in (None, "-"):
+        return
+    st = _target(out)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return
+    folder = Path(os.path.realpath(out)).parent
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"cannot write {out}: folder {folder} is not writable")
 
@@ -116,14 +126,7 @@ def safe_write(out: str, data: bytes, refuse_read_only: bool = True) -> None:
     """
     def problem(exc: OSError) -> UsageError:
         return UsageError(f"cannot write {out}: {exc.strerror or exc}")
-    try:
-        st = os.stat(out)                       # follows symbolic links
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise problem(exc) from None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"cannot write {out}: it is a folder")
+    st = _target(out, refuse_read_only)
     if st is not None and not stat.S_ISREG(st.st_mode):
         try:
             with open(out, "wb") as f:          # a pipe, a terminal, /dev/null: write into it
@@ -131,12 +134,8 @@ def safe_write(out: str, data: bytes, refuse_read_only: bool = True) -> None:
         except OSError as exc:
             raise problem(exc) from None
         return
-    if st is not None and refuse_read_only and not st.st_mode & 0o222:
-        raise UsageError(f"cannot write {out}: the file is read-only (make it writable first)")
     target = Path(os.path.realpath(out))
     folder = target.parent
-    if not folder.is_dir():
-        raise UsageError(f"cannot write {out}: folder {folder} does not exist")
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
