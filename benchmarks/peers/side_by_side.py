@@ -18,11 +18,11 @@ why. Every peer gets the row's published strategy, and the recompute mode topoc 
 source does not publish one (the lightest that fits, tests/training_rows.predict).
 
     benchmarks/peers/setup.sh
-    .venv/bin/python benchmarks/peers/side_by_side.py [--rows]
+    .venv/bin/python benchmarks/peers/side_by_side.py
 
-Prints the medians and 90th percentiles of |error| per GPU generation (each tool on the rows
-it models, then on the rows all three model) and which is ahead; ``--rows`` first prints
-every row.
+Prints every row (each tool's error, and what a peer could not model), then the medians and
+90th percentiles of |error| per GPU generation (each tool on the rows it models, then on the
+rows all three model) and which is closest row by row.
 """
 
 from __future__ import annotations
@@ -151,20 +151,17 @@ def summary(out, label: str, picked) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", action="store_true", help="print every row first")
-    args = ap.parse_args()
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     out = gather()
-    if args.rows:
-        print("| run | generation | kind | topoc held out | llm-analysis 50 % | "
-              "llm-analysis fitted (e) | Calculon | what a peer could not model |")
-        print("|---|---|---|---|---|---|---|---|")
-        for r, _src, kind, t, la50, lafit, e, c, notes, _full in out:
-            why = "; ".join(f"{k}: {v}" for k, v in notes.items() if v)
-            fitted = f"{pct(lafit)} ({e:.2f})" if lafit is not None else "-"
-            print(f"| {r.id} | {r.generation} | {kind} | {pct(t)} | {pct(la50)} | {fitted} | "
-                  f"{pct(c)} | {why} |")
-        print()
+    print("| run | generation | kind | topoc held out | llm-analysis 50 % | "
+          "llm-analysis fitted (e) | Calculon | what a peer could not model |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r, _src, kind, t, la50, lafit, e, c, notes, _full in out:
+        why = "; ".join(f"{k}: {v}" for k, v in notes.items() if v)
+        fitted = f"{pct(lafit)} ({e:.2f})" if lafit is not None else "-"
+        print(f"| {r.id} | {r.generation} | {kind} | {pct(t)} | {pct(la50)} | {fitted} | "
+              f"{pct(c)} | {why} |")
+    print()
     print("| rows | tool | n | median abs error | 90th pct |")
     print("|---|---|---|---|---|")
     groups = [("all", lambda x: True)] + \
