@@ -25,6 +25,8 @@ FIXED = {"microbatch": 1, "recompute": "selective", "cp": 1, "sequence_parallel"
          "zero": 1}
 #: Every bundled file of more than one node or rack, with a model and batch its GPUs train.
 CLUSTERS = [("a100_cluster.topo", {}, "llama3-70b", 320),
+            # two pods, so the core tier is crossed
+            ("a100_superpod.topo", {"nodes": 240}, "llama3-70b", 1920),
             ("aws_p4de.topo", {}, "llama3-70b", 64),
             ("aws_p5.topo", {}, "llama3-70b", 64),
             ("aws_p5en.topo", {}, "llama3-70b", 64),
