@@ -21,9 +21,6 @@ import logging
 import os
 import sys
 
-from calculon.llm import Llm
-from calculon.system import System
-
 #: Calculon's system file for each GPU of the rows (its systems/ folder).
 SYSTEMS = {"A100-80GB": "a100_80g.json", "A100-40GB": "a100_80g.json",
            "H100-SXM": "h100_80g_nvl8.json", "H800": "h100_80g_nvl8.json",
@@ -73,6 +70,8 @@ def execution(row: dict) -> tuple[dict, list[str]]:
 
 
 def run(row: dict, systems: str) -> dict:
+    from calculon.llm import Llm
+    from calculon.system import System
     if row["experts"]:
         return {"error": "no mixture of experts in Calculon"}
     if row["cp"] > 1:
@@ -95,6 +94,7 @@ def run(row: dict, systems: str) -> dict:
 
 
 def main() -> None:
+    from calculon.llm import Llm
     logging.disable(logging.CRITICAL)
     req = json.load(sys.stdin)
     out, sys.stdout = sys.stdout, sys.stderr

@@ -18,9 +18,12 @@ import json
 import logging
 import sys
 
-from llm_analysis.analysis import ActivationRecomputation, DSZeRO, LLMAnalysis
-from llm_analysis.config import (DtypeConfig, GPUConfig, ModelConfig, ParallelismConfig,
-                                 get_dtype_config_by_name, get_gpu_config_by_name)
+try:  # absent where topoc's tests import the adapters alone
+    from llm_analysis.analysis import ActivationRecomputation, DSZeRO, LLMAnalysis
+    from llm_analysis.config import (GPUConfig, ModelConfig, ParallelismConfig,
+                                     get_dtype_config_by_name, get_gpu_config_by_name)
+except ImportError:
+    ActivationRecomputation = None
 
 #: The rows' GPUs as llm-analysis's GPU configs: its own files where it has the part
 #: (llm_analysis/gpu_configs/*.json), else the same fields with the figures of topoc's library
@@ -49,10 +52,8 @@ MADE = {
                   intra_node_bandwidth_in_GB_per_sec=900, peak_fp16_TFLOPS=2500,
                   peak_i8_TFLOPS=5000, inter_node_bandwidth_in_GB_per_sec=400),
 }
-RECOMPUTE = {"none": ActivationRecomputation.NONE, "": ActivationRecomputation.NONE,
-             # Megatron's selective recompute is the core attention (QK^T, softmax, x V)
-             "selective": ActivationRecomputation.ATTN_COMPUTE,
-             "full": ActivationRecomputation.FULL}
+#: Megatron's selective recompute is the core attention (QK^T, softmax, x V).
+RECOMPUTE = {"none": "NONE", "": "NONE", "selective": "ATTN_COMPUTE", "full": "FULL"}
 
 
 def gpu(name: str) -> GPUConfig:
@@ -62,17 +63,23 @@ def gpu(name: str) -> GPUConfig:
     return GPUConfig(name=name.lower(), intra_node_min_message_latency=8e-06, **fig)
 
 
-def model(row: dict) -> tuple[ModelConfig, list[str]]:
-    """The row's model in llm-analysis's fields, and what had to be approximated."""
+def active_ffn(row: dict) -> float:
+    """The MLP width a token passes through, averaged over the layers: llm-analysis's MLP
+    FLOPs are one MLP of ``expansion_ratio`` x hidden per token, so a MoE layer is given as
+    the experts a token runs (top-k plus shared) and averaged with the dense layers."""
+    if not row["experts"]:
+        return row["ffn"]
+    moe = row["layers"] - row["dense_layers"]
+    return (moe * (row["top_k"] + row["shared_experts"]) * row["expert_ffn"] +
+            row["dense_layers"] * row["ffn"]) / row["layers"]
+
+
+def model(row: dict):
+    """The row's model in llm-analysis's fields (a ModelConfig), and what had to be
+    approximated."""
     notes = []
-    ffn = row["ffn"]
+    ffn = active_ffn(row)
     if row["experts"]:
-        # llm-analysis's MLP FLOPs are one MLP of ``expansion_ratio`` x hidden per token: a
-        # MoE layer as the experts a token passes through (top-k plus shared), averaged with
-        # the dense layers
-        moe = row["layers"] - row["dense_layers"]
-        ffn = (moe * (row["top_k"] + row["shared_experts"]) * row["expert_ffn"] +
-               row["dense_layers"] * row["ffn"]) / row["layers"]
         notes.append("MoE as its active experts (one MLP of top-k x expert width); no "
                      "expert-parallel all-to-all")
     if row["head_dim"] * row["heads"] != row["hidden"]:
@@ -101,7 +108,8 @@ def run(row: dict, efficiencies: list[float]) -> dict:
         a = LLMAnalysis(cfg, gpu(row["gpu"]), dtype, par, flops_efficiency=e)
         summary = a.training(batch_size_per_gpu=row["microbatch"],
                              global_batch_size=row["batch"], seq_len=row["seq"],
-                             activation_recomputation=RECOMPUTE[row["recompute"]],
+                             activation_recomputation=ActivationRecomputation[
+                                 RECOMPUTE[row["recompute"]]],
                              ds_zero=zero, flash_attn=row["flash"])
         out[str(e)] = summary["latency_per_iter_using_flops"]
         full[str(e)] = summary["latency_per_iter"]
