@@ -97,6 +97,15 @@ def test_the_check_sees_a_tp_group_across_nodes(tmp_path, monkeypatch):
     assert placement_findings(system, p, result.gpus) == ["W501"]
 
 
+def test_the_issues_8000_gpu_case_cannot_rank_tp_across_nodes_first():
+    """Issue 42: for Llama 3 405B on 8,000 H100s the #1 mapping was TP32 across four nodes over
+    InfiniBand (W501). On the superpod at 1,000 nodes the search's tp sizes stop at one NVLink
+    domain (8 GPUs): 16 and 32 are not offered, so no such mapping can rank first."""
+    system = topoc.load(LIBRARY / "nvidia" / "h100_superpod.topo", {"nodes": 1000})
+    ok = tp_within_domains(system, 8000)
+    assert [ok(t) for t in (1, 2, 4, 8, 16, 32)] == [True] * 4 + [False] * 2
+
+
 def test_compare_names_a_tp_size_the_search_leaves_out(capsys):
     from topoc.cli import main
     cluster = str(LIBRARY / "nvidia" / "h100_cluster.topo")
