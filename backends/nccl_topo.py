@@ -32,6 +32,7 @@ CPU_IDS = {
     "Xeon8480C": ("GenuineIntel", 6, 143),     # Sapphire Rapids
     "Xeon8570": ("GenuineIntel", 6, 207),      # Emerald Rapids (as in the HGX H200 dump)
     "EPYC7742": ("AuthenticAMD", 143, 49),     # Rome (as in NVIDIA/nccl issue 1505)
+    "XeonE52698v4": ("GenuineIntel", 6, 79),   # Broadwell-EP (as in the DGX-1V dump of issue 671)
 }
 #: The vendor strings NCCL reads (src/graph/topo.cc), by a model's ``vendor`` attribute or
 #: the start of its name.

@@ -86,8 +86,10 @@ def predicted_error(row, curves: dict[str, gemm.Curve]) -> float | None:
         gemm.CURVES.update(saved)
 
 
-def main() -> None:
-    """The per-row table, then the summaries."""
+def held_out() -> tuple[list[tuple], dict[str, gemm.Curve]]:
+    """Every scored row's (row, source, "dense" or "MoE", held-out error, in-sample error,
+    which curve predicted it held out), by source, and the in-sample curves
+    (benchmarks/peers/side_by_side.py sets the peers beside these rows)."""
     start = {gen: gemm.CURVES[gen] for gen in GENERATIONS}
     cache: dict = {}
     inside, _ = curves_without(None, start, cache)
@@ -95,9 +97,6 @@ def main() -> None:
     by_source: dict[str, list] = {}
     for r in scored:
         by_source.setdefault(source_of(r), []).append(r)
-    print("| run | source | generation | kind | precision | role | held-out error | "
-          "in-sample error | curve |")
-    print("|---|---|---|---|---|---|---|---|---|")
     results = []
     for src in sorted(by_source):
         held, borrowed = curves_without(src, start, cache)
@@ -108,10 +107,20 @@ def main() -> None:
             kind = "MoE" if _model_cached(r.id).experts else "dense"
             curve = f"{borrowed[r.generation]}'s (no {r.generation} fit row left)" \
                 if r.generation in borrowed else "refitted without the source"
-            results.append((r, src, kind, out, inn))
-            print(f"| {r.id} | {src[:48]} | {r.generation} | {kind} | "
-                  f"{'fp8' if r.fp8 else 'bf16'} | {'fit' if r.fit else 'validation'} | "
-                  f"{out:+.1%} | {inn:+.1%} | {curve} |")
+            results.append((r, src, kind, out, inn, curve))
+    return results, inside
+
+
+def main() -> None:
+    """The per-row table, then the summaries."""
+    results, inside = held_out()
+    print("| run | source | generation | kind | precision | role | held-out error | "
+          "in-sample error | curve |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r, src, kind, out, inn, curve in results:
+        print(f"| {r.id} | {src[:48]} | {r.generation} | {kind} | "
+              f"{'fp8' if r.fp8 else 'bf16'} | {'fit' if r.fit else 'validation'} | "
+              f"{out:+.1%} | {inn:+.1%} | {curve} |")
     print()
     print("| rows | n | held-out median | held-out 90th pct | in-sample median | "
           "in-sample 90th pct |")
@@ -134,8 +143,8 @@ def main() -> None:
     for prec in ("bf16", "fp8"):
         line(prec, lambda x, p=prec: ("fp8" if x[0].fp8 else "bf16") == p)
     print()
-    print(f"{len(by_source)} sources; the in-sample fit from the registry's values: " +
-          "; ".join(f"{g} {inside[g]}" for g in GENERATIONS))
+    print(f"{len({x[1] for x in results})} sources; the in-sample fit from the registry's "
+          "values: " + "; ".join(f"{g} {inside[g]}" for g in GENERATIONS))
 
 
 if __name__ == "__main__":

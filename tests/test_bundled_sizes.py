@@ -15,6 +15,7 @@ SIZES = [("a100_cluster.topo", "nodes", (1, 3, 7, 20, 35, 99, 100)),
          ("h100_cluster.topo", "nodes", (1, 3, 5, 33, 129, 255)),
          ("nvl72_cluster.topo", "racks", (1, 3, 64)),
          ("h100_superpod.topo", "nodes", (1, 3, 257)),
+         ("a100_superpod.topo", "nodes", (1, 3, 101, 201)),
          ("nvl72_superpod.topo", "racks", (1, 3, 65))]
 
 

@@ -33,6 +33,8 @@ EXPECTED = {
     "hgx_b300.topo": ({"cpu": 2, "gpu": 8, "nic": 8, "switch": 2}, 18, 1.8 * TB),
     "gb300_nvl72.topo": ({"cpu": 36, "gpu": 72, "nic": 72, "switch": 18}, 18, 1.8 * TB),
     "h100_nvl_server.topo": ({"cpu": 2, "gpu": 8, "nic": 4, "pcie_switch": 4}, 12, 600 * GB),
+    # the DGX-1 whitepaper's hybrid cube mesh: 6 NVLink 2 links of 25 GB/s per GPU, no NVSwitch
+    "dgx1_v100.topo": ({"cpu": 2, "gpu": 8, "nic": 4, "pcie_switch": 4}, 6, 300 * GB),
 }
 
 
@@ -159,6 +161,7 @@ def test_every_library_file_checks_clean():
 
 
 @pytest.mark.parametrize("name,param", [("a100_cluster.topo", "nodes"),
+                                        ("a100_superpod.topo", "nodes"),
                                         ("h100_cluster.topo", "nodes"),
                                         ("h100_superpod.topo", "nodes"),
                                         ("nvl72_cluster.topo", "racks"),

@@ -141,7 +141,7 @@ def signature(system, members):
     return inside, sorted(external.values())
 
 
-@pytest.mark.parametrize("name", ["dgx_h100.topo", "hgx_b200.topo", "dgx_a100.topo",
+@pytest.mark.parametrize("name", ["dgx_h100.topo", "hgx_b200.topo", "dgx_a100.topo", "dgx1_v100.topo",
                                   "pcie_server.topo", "gb200_superchip.topo", "gb200_tray.topo",
                                   "gb200_nvl72.topo", "h100_cluster.topo"])
 def test_round_trip_keeps_the_link_graph(name):

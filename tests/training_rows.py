@@ -164,6 +164,10 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         {}),
     "narayanan21-t2-zero3-529.6b-640gpu": (
         "unexplained, as the 174.6B ZeRO-3 row", {}),
+    "narayanan21-t2-zero3-174.6b-1536gpu": (
+        "unexplained, as the 384-GPU ZeRO-3 row (scored since a100_superpod.topo hosts 1,536 "
+        "A100s): measured at 44 TFLOP/s against PTD-P's 141 on the same GPUs, predicted "
+        "faster than that PTD-P row", {}),
     "narayanan21-t2-zero3-174.6b-768gpu": (
         "unexplained, as the 384-GPU ZeRO-3 row, and it decides a ranking: at 768 GPUs topoc "
         "predicts ZeRO-3 (27.4 s) faster than the paper's PTD-P (37.7 s, -4 %), which was "
@@ -413,7 +417,11 @@ def system_of(row: Row):
     if row.gpu.startswith("A100"):
         if n == 8:
             return "nvidia/dgx_a100.topo", {}
-        return ("nvidia/a100_cluster.topo", {"nodes": n // 8}) if n <= 800 else None
+        if n <= 800:
+            return "nvidia/a100_cluster.topo", {"nodes": n // 8}
+        # Selene's sizes (Narayanan et al. 2021 ran up to 3,072 A100s): the SuperPOD fabric
+        # with a core tier
+        return ("nvidia/a100_superpod.topo", {"nodes": n // 8}) if n <= 16000 else None
     if row.gpu.startswith(("H100", "H200", "H800")):
         if n == 8:
             return "nvidia/dgx_h100.topo", {}

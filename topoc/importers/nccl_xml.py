@@ -27,6 +27,9 @@ _BUSID = re.compile(r"[0-9a-f]{1,8}:[0-9a-f]{1,2}:[0-9a-f]{1,2}\.[0-7]")
 SOCKET_BW = [(("GenuineIntel", "6", "143"), 22e9), (("GenuineIntel", "6", "207"), 40e9),
              (("GenuineIntel", "6", None), 10e9), (("AuthenticAMD", "143", None), 16e9),
              (("AuthenticAMD", "23", None), 16e9), (("AuthenticAMD", "175", None), 24e9)]
+#: Intel family 6 below model 0x55 is Broadwell to NCCL (topo.cc: "modelId >= 0x55 ? SKL :
+#: BDW"), whose socket link it takes at BDW_QPI_BW, 6 GB/s (topo.h).
+BROADWELL_BELOW, BROADWELL_BW = 0x55, 6e9
 DEFAULT_SOCKET_BW = 20e9
 DEFAULT_NET_MBPS = 100000
 
@@ -263,6 +266,9 @@ def _sockets(b: Build, host_cpus: list[ET.Element], path: str) -> None:
             key = (cpu.get("vendor"), cpu.get("familyid"), cpu.get("modelid"))
             bw = next((v for k, v in SOCKET_BW if k[0] == key[0] and k[1] == key[1] and
                        (k[2] is None or k[2] == key[2])), None)
+            if key[:2] == ("GenuineIntel", "6") and _DIGITS.fullmatch(key[2] or "") and \
+                    int(key[2]) < BROADWELL_BELOW:
+                bw = BROADWELL_BW
             if bw is None and cpu.get("arch") == "arm64":
                 b.notes.append(f"{path}: NCCL's dump does not say how its arm64 CPUs connect; "
                                "no CPU-to-CPU link assumed (GPUs meet over NVLink or C2C)")

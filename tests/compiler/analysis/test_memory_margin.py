@@ -190,3 +190,29 @@ def test_the_band_is_one_figure_either_side_of_hbm():
     assert [fit(x * 1e9, 100e9, 0.2) for x in (80, 81, 100, 125, 126)] == \
         [FITS, TIGHT, TIGHT, TIGHT, OVER]
     assert fit(500e9, None) == FITS and band(100e9, 0.0) == (100e9, 100e9)
+
+
+def test_a_configuration_measured_out_of_memory_is_over_or_tight():
+    """A run that measured out of memory is never called a fit: NVIDIA-NeMo/Automodel PR 2673
+    ("reduce pp_microbatch_size to fit 70b squad on h100", 2026-06-20), Llama 3.3 70B
+    fine-tuned on 32 H100 80 GB at pp 8, dp 4 (FSDP), 1,024-token packed sequences, four a
+    micro-batch, without activation checkpointing (its ~52 GB of activations), ran out of
+    memory on every rank in the first backward (73.15 GiB allocated by PyTorch, 1.96 GiB asked
+    for, 79.11 GiB capacity); the recipe's fix was two sequences a micro-batch."""
+    import attrs
+
+    from topoc.compiler.analysis.plan import Candidate, strategy_for
+    from topoc.compiler.ir.gpus import gpu_figures, hbm_of
+    from topoc.compiler.lang.derive import bundled_models
+    from topoc.compiler.training.memory import FITS, fit
+    from topoc.compiler.training.model import Shape
+
+    cluster = topoc.load(LIBRARY / "nvidia" / "h100_cluster.topo", {"nodes": 4})
+    gpu, hbm = gpu_figures(cluster), hbm_of(cluster)
+    llama = attrs.evolve(bundled_models()["llama3_70b"], seq=1024)
+    ran = Training(llama, 4 * 4 * 8, microbatch=4, fsdp=True, bf16_moments=True, overlap=True)
+    oom = strategy_for(ran, Candidate(Shape(1, 1, 1, 4, 8), 4, "none", 1, False, 3), gpu)
+    assert fit(oom.derived.memory.total, hbm) != FITS
+    # its activations alone pass the 52 GB the PR backs out of the 73 GiB it saw
+    assert oom.derived.memory.activations > 52e9
+

@@ -25,6 +25,8 @@ FIXED = {"microbatch": 1, "recompute": "selective", "cp": 1, "sequence_parallel"
          "zero": 1}
 #: Every bundled file of more than one node or rack, with a model and batch its GPUs train.
 CLUSTERS = [("a100_cluster.topo", {}, "llama3-70b", 320),
+            # two pods, so the core tier is crossed
+            ("a100_superpod.topo", {"nodes": 240}, "llama3-70b", 1920),
             ("aws_p4de.topo", {}, "llama3-70b", 64),
             ("aws_p5.topo", {}, "llama3-70b", 64),
             ("aws_p5en.topo", {}, "llama3-70b", 64),
@@ -93,6 +95,15 @@ def test_the_check_sees_a_tp_group_across_nodes(tmp_path, monkeypatch):
     result = plan(system, model, base, fixed={**FIXED, "tp": 16}, jobs=1)
     p = strategy_for(base, result.rows[0].candidate, gpu_figures(system))
     assert placement_findings(system, p, result.gpus) == ["W501"]
+
+
+def test_the_issues_8000_gpu_case_cannot_rank_tp_across_nodes_first():
+    """Issue 42: for Llama 3 405B on 8,000 H100s the #1 mapping was TP32 across four nodes over
+    InfiniBand (W501). On the superpod at 1,000 nodes the search's tp sizes stop at one NVLink
+    domain (8 GPUs): 16 and 32 are not offered, so no such mapping can rank first."""
+    system = topoc.load(LIBRARY / "nvidia" / "h100_superpod.topo", {"nodes": 1000})
+    ok = tp_within_domains(system, 8000)
+    assert [ok(t) for t in (1, 2, 4, 8, 16, 32)] == [True] * 4 + [False] * 2
 
 
 def test_compare_names_a_tp_size_the_search_leaves_out(capsys):
