@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from . import algorithms as alg
 from .paths import nic_through_cpu
+from ..ir.incidence import arrays_in
 from ..ir.degrade import holders_of
 from ..ir.system import System
 
@@ -31,6 +32,11 @@ MAX_GRAPH_CHANNELS = 16
 #: Channels NCCL opens per NIC across nodes: its graph search settles on two channels of half a
 #: NIC's bandwidth each (docs/cost.md: 16 channels on 8-NIC DGX nodes, 8 on 4-NIC nodes).
 CHANNELS_PER_NIC = 2
+#: Hamiltonian cycles of an NVLink mesh looked at when choosing its rings (DGX-1's 8-GPU hybrid
+#: cube mesh has a few dozen; the bound keeps a 16-GPU mesh's search short).
+MESH_CYCLES = 2048
+#: Largest island searched as a mesh: NCCL's own graph search is exhaustive only this far.
+MESH_GPUS = 16
 
 
 def _by_locality(loc, ranks: Sequence[int]) -> list[int]:
@@ -83,16 +89,21 @@ def net_channels(system: System, ranks: Sequence[int]) -> int:
 
 def ring_orders(system: System, ranks: Sequence[int], channels: int) -> list[tuple[int, ...]]:
     """One ring per channel. Inside an island the ring follows locality (switch pairs, then
-    sockets, so a two-socket box crosses the socket link twice, the minimum); across islands
-    the crossings keep their rail (module docstring). Channel ``c`` starts at local index
-    ``c * size / channels`` so that channels spread over the NICs."""
+    sockets, so a two-socket box crosses the socket link twice, the minimum), or, where the
+    island's GPUs are an NVLink mesh without switches (DGX-1), one of the mesh's Hamiltonian
+    cycles per channel (``mesh_cycles``); across islands the crossings keep their rail (module
+    docstring). Channel ``c`` starts at local index ``c * size / channels`` so that channels
+    spread over the NICs."""
     parts = islands(system, ranks)
     entries = _entries(system, ranks, parts, channels)
+    cycles = mesh_cycles(system, ranks, parts[0], channels)
     rings = []
     for c in range(channels):
         order: list[int] = []
         for k, part in enumerate(parts):
             size = len(part)
+            if cycles and size == len(parts[0]):   # identical islands take the same cycle
+                part = [part[i] for i in cycles[c]]
             at = entries[c] if size == len(parts[0]) else (
                 c * size // channels if channels <= size else c)
             if len(parts) == 1:
@@ -103,6 +114,108 @@ def ring_orders(system: System, ranks: Sequence[int], channels: int) -> list[tup
                 order += [part[(at + 1 + i) % size] for i in range(size)]
         rings.append(tuple(order))
     return rings
+
+
+def _mesh_edges(system: System, members: Sequence[int]) -> dict[tuple[int, int], float] | None:
+    """Bandwidth (GB/s one way) of the direct NVLinks between the island's GPUs, by pair of
+    local indices; None when the GPUs reach each other through NVLink switches (every pair
+    is then one hop, and locality order is as good a ring as any) or share no domain."""
+    loc = system.locality
+    roots = {loc.domain_root[r] for r in members}
+    if len(roots) != 1 or None in roots or loc.domain_switches.get(next(iter(roots))):
+        return None
+    local = {int(loc.gpu_index[r]): i for i, r in enumerate(members)}
+    src, dst, bw = arrays_in(system, ("nvlink",))
+    edges: dict[tuple[int, int], float] = {}
+    for a, b, w in zip(src.tolist(), dst.tolist(), bw.tolist()):
+        i, j = local.get(a), local.get(b)
+        if i is not None and j is not None and i != j:
+            key = (min(i, j), max(i, j))
+            edges[key] = edges.get(key, 0.0) + w
+    return edges
+
+
+def mesh_lanes(system: System, ranks: Sequence[int]) -> int:
+    """Rings NCCL runs inside an island that is an NVLink mesh without switches: one per
+    NVLink of a GPU (its graph search found 6 rings on a 4-GPU V100 mesh of 6 links per GPU,
+    NVIDIA/nccl#713; 4 on DGX-1 with P100's 4 links, NVIDIA/nccl#299); 2 anywhere else."""
+    parts = islands(system, ranks)
+    part = [ranks[p] for p in parts[0]]
+    if len(parts[0]) < 3 or len(parts[0]) > MESH_GPUS or _mesh_edges(system, part) is None:
+        return 2
+    first = system.gpus[part[0]].id
+    return max(2, sum(link.lanes for link in system.links_of(first) if link.cls == "nvlink"))
+
+
+def mesh_cycles(system: System, ranks: Sequence[int], part: Sequence[int],
+                channels: int) -> list[tuple[int, ...]] | None:
+    """Per channel, the island's local indices in the order of a directed Hamiltonian cycle
+    over direct NVLinks, chosen one channel at a time so that the busiest link, relative to
+    its bandwidth, is as little loaded as it can be (NCCL's ring search keeps adding rings
+    while links have bandwidth left: graph/search.cc). None when the island is not such a
+    mesh, is complete (every pair linked: locality order already runs on NVLink), or has no
+    NVLink cycle through every GPU."""
+    n = len(part)
+    if n < 3 or n > MESH_GPUS:
+        return None
+    members = [ranks[p] for p in part]
+    cache = system.locality.memo.setdefault("orders.mesh", {})
+    key = (tuple(members), channels)
+    if key in cache:
+        return cache[key]
+    edges = _mesh_edges(system, members)
+    found = None
+    if edges is not None and len(edges) < n * (n - 1) // 2:
+        cycles = _hamiltonian(n, edges)
+        if cycles:
+            found = _spread(cycles, edges, channels)
+    cache[key] = found
+    return found
+
+
+def _hamiltonian(n: int, edges: dict[tuple[int, int], float]) -> list[tuple[int, ...]]:
+    """Hamiltonian cycles from local index 0 (each undirected cycle once), depth first in
+    index order, at most MESH_CYCLES."""
+    adj = [sorted(j for j in range(n) if (min(i, j), max(i, j)) in edges) for i in range(n)]
+    out: list[tuple[int, ...]] = []
+    path, seen = [0], [False] * n
+    seen[0] = True
+
+    def walk() -> None:
+        if len(out) >= MESH_CYCLES:
+            return
+        if len(path) == n:
+            if 0 in adj[path[-1]] and path[1] < path[-1]:     # one direction per cycle
+                out.append(tuple(path))
+            return
+        for j in adj[path[-1]]:
+            if not seen[j]:
+                seen[j] = True
+                path.append(j)
+                walk()
+                path.pop()
+                seen[j] = False
+    walk()
+    return out
+
+
+def _spread(cycles: list[tuple[int, ...]], edges: dict[tuple[int, int], float],
+            channels: int) -> list[tuple[int, ...]]:
+    """``channels`` directed cycles, each the one that leaves the busiest directed link least
+    loaded per GB/s (then the least total, then the first), both directions of every cycle."""
+    load: dict[tuple[int, int], float] = {}
+    options = [c for cycle in cycles for c in (cycle, (cycle[0],) + cycle[:0:-1])]
+    chosen = []
+    for _ in range(channels):
+        def cost(cycle: tuple[int, ...]) -> tuple[float, float]:
+            hops = list(zip(cycle, cycle[1:] + cycle[:1]))
+            worst = max((load.get(h, 0.0) + 1) / edges[(min(h), max(h))] for h in hops)
+            return worst, sum((load.get(h, 0.0) + 1) / edges[(min(h), max(h))] for h in hops)
+        best = min(options, key=cost)
+        for h in zip(best, best[1:] + best[:1]):
+            load[h] = load.get(h, 0.0) + 1
+        chosen.append(best)
+    return chosen
 
 
 def _entries(system: System, ranks: Sequence[int], parts: list[list[int]],

@@ -33,7 +33,7 @@ def ring_loads(g: Group, n: int) -> tuple[Loads, float]:
         for a, b in zip(ring, ring[1:]):
             loads.add(gpu[ranks[a]], gpu[ranks[b]], 1.0)
         return loads, 1.0
-    count = channels(system, ranks, 2)
+    count = channels(system, ranks, orders.mesh_lanes(system, ranks))
     for ch, ring in enumerate(orders.ring_orders(system, ranks, count)):
         for i, a in enumerate(ring):
             loads.add(gpu[ranks[a]], gpu[ranks[ring[(i + 1) % len(ring)]]],

@@ -96,3 +96,28 @@ def test_rings_spread_their_crossings_over_the_nics_a_job_is_left_with():
     assert _entries(healthy, ranks, parts, 8) == list(range(8))
     group = RankGroup("ranks", ranks)
     assert cost(system, group, "allreduce", 1 << 30, "ring").busbw > 40e9   # two NICs' worth
+
+
+def test_a_switchless_nvlink_mesh_rings_over_its_nvlinks_only():
+    """DGX-1's hybrid cube mesh: GPU 3 and 4 share no NVLink, so the locality order (0..7)
+    would cross the CPUs twice per ring; NCCL's search finds NVLink-only rings, one per link
+    of a GPU, and so must the model: every hop a direct NVLink, the links evenly used, and
+    the all-reduce limited by NVLink, not the socket link."""
+    system = topoc.load(library_file("dgx1_v100.topo"))
+    ranks = list(range(8))
+    linked = {frozenset((l.src, l.dst)) for l in system.links if l.cls == "nvlink"}
+    gpu = [g.id for g in system.gpus]
+    rings = ring_orders(system, ranks, 6)
+    assert len(set(rings)) > 1                        # channels take different cycles
+    for ring in rings:
+        assert sorted(ring) == ranks
+        for a, b in zip(ring, ring[1:] + ring[:1]):
+            assert frozenset((gpu[a], gpu[b])) in linked
+    big = cost(system, select_group(system), "allreduce", 1 << 30, "ring")
+    assert "nvlink" in str(big.bottleneck)
+    assert big.busbw > 100e9                          # six links of 25 GB/s; over the CPUs: 6
+
+
+def test_a_complete_or_switched_island_keeps_locality_order():
+    system = topoc.load(library_file("dgx_h100.topo"))
+    assert ring_orders(system, list(range(8)), 2)[0] == tuple(range(8))
