@@ -12,10 +12,18 @@ without the source (Blackwell with Hopper's, as Ada takes Hopper's figures), and
 says so. The in-sample figure beside it is the same fit on every fit row, each row predicted
 by curves fitted with its own source in.
 
-    .venv/bin/python benchmarks/plan_validation.py [--markdown]
+    .venv/bin/python benchmarks/plan_validation.py [--rows] [--orderings]
 
-Prints every scored row's held-out and in-sample errors, then the medians and 90th
-percentiles of |error| overall and per GPU generation, dense / MoE and BF16 / FP8.
+Prints (``--rows``) every scored row's held-out and in-sample errors, then the medians and
+90th percentiles of |error| overall and per GPU generation, dense / MoE and BF16 / FP8; and
+(``--orderings``) the orderings check: for every group of measured alternatives of one
+training work (tests/training_orderings.py), the curves are refitted without the group's
+source and every alternative predicted, per sequence of its batch; each pair whose measured
+gap is over 10 % is ordered right when the faster-measured alternative is predicted faster,
+and a group's winner is right when the alternative measured fastest is predicted fastest. An
+alternative topoc refuses counts as ordered wrong in each pair it is in (and its group's
+winner wrong when it is the measured winner). Every pair is listed, then the fractions per
+source and overall. With neither flag, both.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from memory_validation import quantile  # noqa: E402
 from plan_calibration import fit_generation  # noqa: E402
+from tests.training_orderings import groups  # noqa: E402
 from tests.training_rows import NOT_A_STEP, _model_cached, predict, rows  # noqa: E402
 from topoc.compiler.training import gemm  # noqa: E402
 
@@ -74,22 +83,117 @@ def curves_without(source: str | None, start: dict[str, gemm.Curve],
     return out, borrowed
 
 
-def predicted_error(row, curves: dict[str, gemm.Curve]) -> float | None:
-    """The row's error with ``curves`` in place (Ada keeps Hopper's, as gemm.CURVES does)."""
+def predicted_with(row, curves: dict[str, gemm.Curve]):
+    """The row's Prediction with ``curves`` in place (Ada keeps Hopper's, as gemm.CURVES
+    does)."""
     saved = dict(gemm.CURVES)
     gemm.CURVES.update(curves)
     gemm.CURVES["ada"] = curves["hopper"]
     try:
-        return predict(row).error
+        return predict(row)
     finally:
         gemm.CURVES.clear()
         gemm.CURVES.update(saved)
 
 
+def predicted_error(row, curves: dict[str, gemm.Curve]) -> float | None:
+    """The row's error with ``curves`` in place."""
+    return predicted_with(row, curves).error
+
+
+#: A pair counts when its measured gap (slower over faster, minus one) is over this.
+PAIR_GAP = 0.10
+
+
+def ordering_results(start: dict, cache: dict) -> list[dict]:
+    """Per group: its source, every alternative's measured and held-out predicted seconds per
+    sequence (None: refused or out of memory), its pairs over ``PAIR_GAP`` and its winner."""
+    out = []
+    for g in groups():
+        ran = [a for a in g.alternatives if not a.oom]
+        src = source_of(ran[0].row)
+        held, _ = curves_without(src, start, cache)
+        times = []
+        for a in ran:
+            p = predicted_with(a.row, held)
+            pred = p.predicted / a.row.batch if p.predicted else None
+            times.append((a.label, p.measured / a.row.batch, pred))
+        pairs = []
+        for i in range(len(times)):
+            for j in range(i + 1, len(times)):
+                (la, ma, pa), (lb, mb, pb) = times[i], times[j]
+                gap = max(ma, mb) / min(ma, mb) - 1
+                if gap <= PAIR_GAP:
+                    continue
+                fast, slow = ((la, pa), (lb, pb)) if ma < mb else ((lb, pb), (la, pa))
+                right = fast[1] is not None and slow[1] is not None and fast[1] < slow[1]
+                pairs.append((fast[0], slow[0], gap, fast[1], slow[1], right))
+        best = min(times, key=lambda t: t[1])
+        known = [t for t in times if t[2] is not None]
+        top = min(known, key=lambda t: t[2]) if known else None
+        out.append(dict(group=g, source=src, times=times, pairs=pairs,
+                        winner=best[0], predicted_winner=top[0] if top else None,
+                        winner_right=top is not None and top[0] == best[0]))
+    return out
+
+
+def _short(src: str) -> str:
+    return src[:40]
+
+
+def orderings(start: dict, cache: dict) -> tuple[float, float]:
+    """Print the orderings check (every pair, then per source and overall); return the
+    overall fractions (pairs ordered right, groups whose winner is predicted first)."""
+    res = ordering_results(start, cache)
+    print("| group | source | faster measured | slower measured | measured gap | "
+          "predicted (s/seq) faster, slower | ordered |")
+    print("|---|---|---|---|---|---|---|")
+    for r in res:
+        for fast, slow, gap, pf, ps, right in r["pairs"]:
+            fmt = (lambda x: "refused" if x is None else f"{x:.4f}")
+            print(f"| {r['group'].id} | {_short(r['source'])} | {fast} | {slow} | {gap:.1%} | "
+                  f"{fmt(pf)}, {fmt(ps)} | {'right' if right else 'WRONG'} |")
+    print()
+    print("| group | source | alternatives | measured winner | predicted winner | winner |")
+    print("|---|---|---|---|---|---|")
+    for r in res:
+        print(f"| {r['group'].id} | {_short(r['source'])} | {len(r['times'])} | "
+              f"{r['winner']} | {r['predicted_winner'] or 'none'} | "
+              f"{'right' if r['winner_right'] else 'WRONG'} |")
+    print()
+    print("| source | groups | pairs over 10 % | ordered right | winner first |")
+    print("|---|---|---|---|---|")
+
+    def line(label, sel):
+        picked = [r for r in res if sel(r)]
+        pairs = [p for r in picked for p in r["pairs"]]
+        right = sum(p[5] for p in pairs)
+        won = sum(r["winner_right"] for r in picked)
+        pf = right / len(pairs) if pairs else float("nan")
+        print(f"| {label} | {len(picked)} | {len(pairs)} | {right} ({pf:.0%}) | "
+              f"{won} ({won / len(picked):.0%}) |")
+        return pf, won / len(picked)
+    for src in sorted({r["source"] for r in res}):
+        line(_short(src), lambda r, s=src: r["source"] == s)
+    overall = line("all", lambda r: True)
+    print()
+    print(f"{len(res)} groups from {len({r['source'] for r in res})} sources; each predicted "
+          "with the curves refitted without its source (targets: 85 % of pairs, 80 % of "
+          "winners)")
+    return overall
+
+
 def main() -> None:
-    """The per-row table, then the summaries."""
+    """The per-row table and its summaries, and/or the orderings check."""
+    args = sys.argv[1:]
     start = {gen: gemm.CURVES[gen] for gen in GENERATIONS}
     cache: dict = {}
+    want_rows = "--rows" in args or "--orderings" not in args
+    if "--orderings" in args or "--rows" not in args:
+        orderings(start, cache)
+        print()
+    if not want_rows:
+        return
     inside, _ = curves_without(None, start, cache)
     scored = [r for r in rows() if r.id not in NOT_A_STEP]
     by_source: dict[str, list] = {}
