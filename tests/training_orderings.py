@@ -21,7 +21,8 @@ Sources (each group says which table):
   that a PCIe/NUMA fix on 02-25 and the bf16 optimizer from 02-28 move every figure). The page
   names the heads of its first tables "all NHEADS=64 (above too)"; the 02-20 tables name the
   size, not the layers: 80 layers where the page states it, else the count whose parameters
-  (with the 250k embedding) give the size printed (183B: 72 layers of 14,400; 195B: 77).
+  (with the 250k embedding) give the size printed (183B: 72 layers of 14,400; 195B: 77; 194B:
+  78, which gives 194B without the embedding: an assumption).
 - FOUNDRY: MosaicML llm-foundry ``scripts/train/benchmarking/README.md``, tables "H100 80GB
   BF16" and "H100 80GB FP8": the same MPT model, sequence, GPUs and micro-batch in both
   precisions (Composer FSDP FULL_SHARD, flash-attn).
@@ -120,6 +121,9 @@ def _bloom_groups() -> list[Group]:
     g.append(_bloom("195b-0220", "02-20", 14400, 77, 64, 352, (
         (8, 11, 4, 1, 2048, 197.15), (8, 11, 4, 2, 2048, 186.65), (8, 11, 4, 4, 2048, 185.79),
         (8, 11, 4, 8, 2048, 206.62)), "Choosing the fastest 3D Topology, MBS tables"))
+    g.append(_bloom("194b-0220", "02-20", 14400, 78, 64, 384, (
+        (8, 6, 8, 1, 2048, 183.64), (8, 6, 8, 2, 2048, 172.36), (8, 6, 8, 4, 2048, 173.92),
+        (8, 6, 8, 8, 2048, 192.42)), "Choosing the fastest 3D Topology, MBS tables"))
     g.append(_bloom("183b-0220", "02-20", 14400, 72, 64, 384, (
         (8, 12, 4, 1, 2048, 172.40), (8, 12, 4, 2, 2048, 161.96), (8, 12, 4, 4, 2048, 163.32)),
         "Choosing the fastest 3D Topology, MBS tables"))
@@ -150,6 +154,9 @@ def _bloom_groups() -> list[Group]:
         (2, 24, 8, 2, 2048, 122.75), (4, 24, 4, 1, 2048, 130.60)),
         "GBS Variations (GBS 2,016 and 2,048 rows; the GBS 1,568 rows left out; the second "
         "tp4 pp12 mb2 run, 113.54 s at 38 GB, left out as a repeat)"))
+    g.append(_bloom("181b-0225-gbs1568", "02-25", 14336, 72, 64, 384, (
+        (8, 6, 8, 4, 1568, 113.01), (8, 12, 4, 4, 1568, 92.75), (8, 12, 4, 2, 1568, 99.93)),
+        "GBS Variations (the GBS 1,568 rows)"))
     g.append(_bloom("182b-a64-0226", "02-26", 13824, 78, 64, 384, (
         (4, 12, 8, 1, 2048, 148.24), (4, 12, 8, 2, 2048, 103.51), (4, 12, 8, 4, 2048, 106.72)),
         "Another round of NHEADS"))
