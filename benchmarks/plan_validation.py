@@ -22,7 +22,8 @@ source and every alternative predicted, per sequence of its batch; each pair who
 gap is over 10 % is ordered right when the faster-measured alternative is predicted faster,
 and a group's winner is right when the alternative measured fastest is predicted fastest. An
 alternative topoc refuses counts as ordered wrong in each pair it is in (and its group's
-winner wrong when it is the measured winner). Every pair is listed, then the fractions per
+winner wrong when it is the measured winner); a pair predicted a tie is ordered wrong, and a
+group whose first place is a predicted tie names no winner. Every pair is listed, then the fractions per
 source and overall. With neither flag, both.
 """
 
@@ -131,9 +132,11 @@ def ordering_results(start: dict, cache: dict) -> list[dict]:
         best = min(times, key=lambda t: t[1])
         known = [t for t in times if t[2] is not None]
         top = min(known, key=lambda t: t[2]) if known else None
+        # a tie for first (two fp8 recipes topoc cannot tell apart) names no winner
+        tied = top is not None and sum(1 for t in known if t[2] <= top[2] * (1 + 1e-9)) > 1
         out.append(dict(group=g, source=src, times=times, pairs=pairs,
-                        winner=best[0], predicted_winner=top[0] if top else None,
-                        winner_right=top is not None and top[0] == best[0]))
+                        winner=best[0], predicted_winner=top[0] if top and not tied else None,
+                        winner_right=top is not None and not tied and top[0] == best[0]))
     return out
 
 

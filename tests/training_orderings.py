@@ -35,6 +35,12 @@ Sources (each group says which table):
 - TORCHTITAN: ``benchmarks/llama3_h100_202412_torchtitan.md`` Tables 1, 3 and 5: bf16 FSDP
   against float8 with torch.compile (8 and 128 GPUs), 1F1B against interleaved 1F1B for 405B on
   512 GPUs (runs.csv rows).
+- TORCHAO: pytorch/ao ``torchao/float8/README.md`` ("Training benchmarks", NVIDIA H100) and
+  the torchao README's "Training e2e benchmarks on NVIDIA B200" (power-limited B200s): Llama 3
+  8B on 8 GPUs with torchtitan (FSDP2, per-op SAC, torch.compile, batch 1 of 8,192 tokens per
+  GPU) in bf16 and float8 recipes. topoc has one fp8: its recipes (tensorwise, rowwise, MX) are
+  the same to it, so a pair of two fp8 recipes more than 10 % apart is predicted a tie, which
+  counts as ordered wrong.
 - PAI: alibaba/Pai-Megatron-Patch issue 658 (2025-09-02): Qwen3-235B-A22B on 256 H800, the
   same recipe at tp 1 and tp 2 (ep 8, pp 32, vpp 3, four sequences a micro-batch, full
   recompute).
@@ -46,7 +52,7 @@ import functools
 
 import attrs
 
-from tests.training_rows import MODELS, Row, rows
+from tests.training_rows import MODELS, OPTIONS, Row, rows
 from topoc.compiler.ir.system import Transformer
 from topoc.compiler.lang.derive import bundled_models
 from topoc.compiler.training.model import Shape
@@ -301,6 +307,41 @@ def _runs_groups() -> list[Group]:
     return out
 
 
+TORCHAO = "pytorch/ao torchao float8 training benchmarks"
+TORCHAO_URL = "https://github.com/pytorch/ao/blob/main/torchao/float8/README.md"
+
+
+def _torchao_groups() -> list[Group]:
+    """torchao's float8 recipes against bf16 on torchtitan's Llama 3 8B (8 GPUs, batch 1)."""
+    base = _by_id()["tt24-t1-8b-8gpu-fsdp-bf16"]
+    out = []
+    for gpu, where, runs in (
+            ("H100-SXM", "torchao/float8/README.md, Training benchmarks, NVIDIA H100 (torchao "
+             "0.10, torch 2.7)", (("bf16", False, 6150.0), ("tensorwise", True, 7689.5),
+                                  ("rowwise", True, 6768.0))),
+            ("B200", "README.md, Training e2e benchmarks on NVIDIA B200 (power limited; torchao "
+             "0.13, torch 2.9)", (("bf16", False, 8307.5), ("tensorwise", True, 10417.0),
+                                  ("mxfp8_cublas", True, 9969.0),
+                                  ("mxfp8_cublas_rceil", True, 9642.0),
+                                  ("rowwise", True, 8640.5)))):
+        alts = []
+        for label, fp8, value in runs:
+            rid = f"torchao-{gpu.lower()}-llama3-8b-8gpu-{label}"
+            MODELS[rid] = MODELS.get(base.id) or _model_of(base.id)
+            OPTIONS[rid] = dict(cross_entropy="compiled")      # torch.compile, as tt25 rows
+            alts.append(Alternative(attrs.evolve(
+                base, id=rid, source=TORCHAO, gpu=gpu, batch=8, microbatch=1, fp8=fp8,
+                value=value, memory_gb=None), label))
+        out.append(Group(f"torchao-{gpu.lower()}-llama3-8b-8", TORCHAO, TORCHAO_URL, where,
+                         tuple(alts)))
+    return out
+
+
+def _model_of(rid: str):
+    from tests.training_rows import _model_cached
+    return _model_cached(rid)
+
+
 def _pai_groups() -> list[Group]:
     m = attrs.evolve(bundled_models()["qwen3_235b_a22b"], seq=4096)
     alts = []
@@ -319,4 +360,4 @@ def _pai_groups() -> list[Group]:
 def groups() -> tuple[Group, ...]:
     """Every group, in a fixed order."""
     return tuple(_bloom_groups() + _foundry_groups() + _mbridge_groups() + _runs_groups() +
-                 _pai_groups())
+                 _torchao_groups() + _pai_groups())
