@@ -110,6 +110,10 @@ def _bloom(gid: str, day: str, hidden: int, layers: int, heads: int, gpus: int, 
             continue
         rid = f"bloom-{gid}-tp{tp}-pp{pp}-mb{mb}-gbs{gbs}"
         MODELS[rid] = m
+        # the page: fp16 until 02-27 (gradients accumulated in fp16 by autograd: the fork's
+        # layers call plain F.linear), DeepSpeed's BF16 optimizer from 02-28 ("accumulate
+        # gradients in fp32")
+        OPTIONS[rid] = dict(grad_accumulation="fp32_copy" if day >= "02-28" else "autograd")
         alts.append(Alternative(Row(
             rid, BLOOM, "A100-80GB", gpus, m.name, gbs, Shape(tp, 1, 1, dp, pp), mb, 1, "full",
             False, False, False, 1, False, False, "iter_time_s", sec, None, "narayanan"),

@@ -36,8 +36,25 @@ from . import ep_overlap, epilogue
 from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
 from .memory import modules, op_policy
-from .params import attention_matrices, matrices, qk_dim
+from .params import attention_matrices, matrices, qk_dim, stage_parameters
 
+#: How each micro-batch's weight gradients reach the gradient buffer, and the HBM bytes per
+#: local weight that costs per micro-batch (``Training.grad_accumulation``), with how many
+#: micro-batches of a step skip it:
+#: - "fused": the weight-gradient GEMM accumulates into the buffer itself (Megatron-Core's
+#:   ``gradient_accumulation_fusion``, on in Megatron-LM's and NeMo's defaults; FSDP reduces
+#:   each micro-batch's gradients instead): no pass of its own, 0 bytes.
+#: - "autograd": PyTorch's AccumulateGrad adds each micro-batch's gradient into ``param.grad``
+#:   in the weights' 16-bit type (the layers call plain ``F.linear``, as
+#:   bigscience-workshop/Megatron-DeepSpeed's ``megatron/mpu/layers.py`` of 2022 does): it
+#:   reads both and writes one, 3 x 2 bytes, on every micro-batch after the first (the first's
+#:   gradient is taken as it is, not added).
+#: - "fp32_copy": DeepSpeed's ``BF16_Optimizer.backward`` then ``update_hp_grads`` on every
+#:   micro-batch: ``hp_grad.add_(lp.grad.to(fp32))`` reads the bf16 gradient (2) and writes its
+#:   fp32 copy (4), reads the copy and the fp32 accumulator (4 + 4) and writes the sum (4):
+#:   18 bytes.
+#: The pass runs at ``hbm_efficiency`` of HBM bandwidth, as the other element-wise work.
+GRAD_ACCUMULATION = {"fused": (0.0, 0), "autograd": (6.0, 1), "fp32_copy": (18.0, 0)}
 #: Flash attention's backward over its forward (five matrix products against two).
 ATTENTION_BACKWARD = 2.5
 
@@ -58,6 +75,7 @@ class Compute:
     # seconds on one micro-batch, and the share of SMs the hidden all-to-alls take from them
     ep_segments: tuple[float, ...] = ()
     ep_sm_share: float = 0.0
+    accumulation_time: float = 0.0  # of ``memory_time``: the gradient-accumulation passes
 
 
 @attrs.frozen
@@ -295,6 +313,21 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
     return gemm + ew + att, flops, gemm, ew, att, segments
 
 
+def accumulation(m: Transformer, t, sh: Shape, lay: Layout, stage: str, r: _Rates,
+                 microbatches: int, per_weight: float, skipped: int) -> float:
+    """Seconds per micro-batch (averaged over the step's) of the gradient-accumulation pass
+    over the weights one GPU of ``stage`` holds, its embedding or output layer included at the
+    ends of a pipeline (``GRAD_ACCUMULATION``)."""
+    layers = {"last": lay.last, "first": lay.first, "middle": lay.middle}[stage]
+    weights = sum(stage_parameters(m, sh, layers))
+    if sh.pp == 1:
+        weights += (1 if m.tied else 2) * m.vocab * m.hidden / sh.tp
+    elif stage != "middle":
+        weights += m.vocab * m.hidden / sh.tp
+    passes = max(0, microbatches - skipped)
+    return per_weight * weights / (r.hbm * t.hbm_efficiency) * passes / microbatches
+
+
 def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
             microbatches: int) -> Compute:
     """Seconds of compute per step on one GPU of the slowest pipeline stage: its micro-batch
@@ -315,10 +348,15 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
         if best is None or got[0] > best[1][0]:
             best = (name, got)
     name, (time, flops, gemm, ew, att, segments) = best
+    per_weight, skipped = GRAD_ACCUMULATION[t.grad_accumulation]
+    acc = accumulation(m, t, sh, lay, name, r, microbatches, per_weight, skipped) \
+        if per_weight else 0.0
+    time, ew = time + acc, ew + acc
     peak_used = r.fp8 if r.fp8 != r.peak else r.peak
     eff = flops / (gemm + att) / peak_used if gemm + att else 0.0
     on = ep_overlap.applies(t, sh)
     return Compute(time * microbatches, flops * microbatches, gemm * microbatches,
                    ew * microbatches, eff, att * microbatches, time, name,
                    segments if on else (),
-                   ep_overlap.sm_share(generation(gpu.name)) if on else 0.0)
+                   ep_overlap.sm_share(generation(gpu.name)) if on else 0.0,
+                   acc * microbatches)

@@ -1,0 +1,49 @@
+"""The gradient-accumulation pass (``compute.GRAD_ACCUMULATION``): what each framework's way of
+adding a micro-batch's weight gradients into its buffer costs, per micro-batch, in HBM bytes
+over the stage's weights."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from topoc.compiler.ir.gpus import GPUFigures
+from topoc.compiler.lang.derive import bundled_models
+from topoc.compiler.training.compute import GRAD_ACCUMULATION
+from topoc.compiler.training.model import MappingError, Shape, Training, derive
+from topoc.compiler.training.params import stage_parameters
+
+A100 = GPUFigures("A100-80GB", 312e12, 0.0, 2.039e12)
+
+
+def _step(t: Training, sh: Shape) -> float:
+    return derive(t, sh, A100).compute.time
+
+
+@pytest.mark.parametrize("mode", ["autograd", "fp32_copy"])
+def test_each_micro_batch_pays_a_pass_over_the_stage_weights(mode):
+    m = bundled_models()["llama3_8b"]
+    sh = Shape(tp=2, cp=1, ep=1, dp=4, pp=2)
+    fused = Training(m, 64, microbatch=1, recompute="full")
+    other = attrs.evolve(fused, grad_accumulation=mode)
+    d = derive(other, sh, A100)
+    micro = d.microbatches                      # 64 / 4 = 16 a pipeline
+    per_weight, skipped = GRAD_ACCUMULATION[mode]
+    stage = {"first": d.layout.first, "last": d.layout.last}[d.compute.stage]
+    weights = sum(stage_parameters(m, sh, stage)) + m.vocab * m.hidden / sh.tp
+    extra = per_weight * weights * (micro - skipped) / (A100.hbm_bandwidth * fused.hbm_efficiency)
+    assert d.compute.time - _step(fused, sh) == pytest.approx(extra, rel=1e-6)
+    # larger micro-batches, fewer passes: the gap to the fused step shrinks with the count
+    big = attrs.evolve(other, microbatch=4)
+    assert _step(big, sh) - _step(attrs.evolve(fused, microbatch=4), sh) == \
+        pytest.approx(per_weight * weights * (micro // 4 - skipped) /
+                      (A100.hbm_bandwidth * fused.hbm_efficiency), rel=1e-6)
+
+
+def test_fused_accumulation_is_free_and_an_unknown_mode_is_refused():
+    m = bundled_models()["llama3_8b"]
+    sh = Shape(tp=1, cp=1, ep=1, dp=8, pp=1)
+    t = Training(m, 64)
+    assert GRAD_ACCUMULATION["fused"][0] == 0
+    with pytest.raises(MappingError, match="grad accumulation 'sum': one of fused"):
+        derive(attrs.evolve(t, grad_accumulation="sum"), sh, A100)
