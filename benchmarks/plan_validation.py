@@ -172,8 +172,9 @@ def orderings(start: dict, cache: dict) -> tuple[float, float]:
         pairs = [p for r in picked for p in r["pairs"]]
         right = sum(p[5] for p in pairs)
         won = sum(r["winner_right"] for r in picked)
-        pf = right / len(pairs) if pairs else float("nan")
-        print(f"| {label} | {len(picked)} | {len(pairs)} | {right} ({pf:.0%}) | "
+        pf = right / len(pairs) if pairs else None
+        shown = f"{right} ({pf:.0%})" if pairs else "no pair"
+        print(f"| {label} | {len(picked)} | {len(pairs)} | {shown} | "
               f"{won} ({won / len(picked):.0%}) |")
         return pf, won / len(picked)
     for src in sorted({r["source"] for r in res}):
