@@ -52,7 +52,7 @@ import functools
 
 import attrs
 
-from tests.training_rows import MODELS, OPTIONS, Row, rows
+from tests.training_rows import DEGRADE, MODELS, OPTIONS, Row, rows
 from topoc.compiler.ir.system import Transformer
 from topoc.compiler.lang.derive import bundled_models
 from topoc.compiler.training.model import Shape
@@ -92,6 +92,14 @@ class Group:
     note: str = ""
 
 
+#: Jean Zay's A100 nodes: "8 GPUs per node Using NVLink 4 inter-gpu connects, 4 OmniPath
+#: links", "Inter-node connect: Omni-Path Architecture (OPA)" (the BLOOM model card,
+#: huggingface.co/bigscience/bloom, Hardware): four 100 Gb/s OPA ports a node where the
+#: library's A100 cluster (DGX A100 SuperPOD) has eight 200 Gb/s HDR rails, so each rail runs
+#: at a quarter of its rate (the same 400 Gb/s a node, 50 Gb/s a GPU).
+JEAN_ZAY = ("cluster.node*.nic*<->cluster.leaf*=25%",)
+
+
 def _bloom_model(hidden: int, layers: int, heads: int) -> Transformer:
     return Transformer(f"bloom_h{hidden}_l{layers}_a{heads}", layers, hidden, heads, 2048,
                        250880, 4 * hidden, heads, tied=True, dropout=False, dtype="bf16")
@@ -114,6 +122,7 @@ def _bloom(gid: str, day: str, hidden: int, layers: int, heads: int, gpus: int, 
         # layers call plain F.linear), DeepSpeed's BF16 optimizer from 02-28 ("accumulate
         # gradients in fp32")
         OPTIONS[rid] = dict(grad_accumulation="fp32_copy" if day >= "02-28" else "autograd")
+        DEGRADE[rid] = JEAN_ZAY
         alts.append(Alternative(Row(
             rid, BLOOM, "A100-80GB", gpus, m.name, gbs, Shape(tp, 1, 1, dp, pp), mb, 1, "full",
             False, False, False, 1, False, False, "iter_time_s", sec, None, "narayanan"),

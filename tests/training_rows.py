@@ -428,9 +428,25 @@ def system_of(row: Row):
 
 
 @functools.lru_cache(maxsize=None)
-def system(file: str, defines: tuple):
-    """A compiled library system (cached)."""
-    return topoc.load(LIBRARY / file, dict(defines))
+def system(file: str, defines: tuple, slow: tuple = ()):
+    """A compiled library system (cached), with ``slow`` links (``--degrade`` words,
+    ``SELECTOR=RATE``) at the rate the row's own cluster ran them."""
+    s = topoc.load(LIBRARY / file, dict(defines))
+    if slow:
+        from topoc.compiler.ir.degrade import apply
+        s = apply(s, (), slow).system
+    return s
+
+
+#: Rows whose cluster's links run slower than the library file that hosts them: the row id ->
+#: ``--degrade`` words (tests/training_orderings.py: BLOOM's Jean Zay nodes).
+DEGRADE: dict[str, tuple[str, ...]] = {}
+
+
+def system_for(row: Row, where) -> tuple:
+    """(the compiled system a row runs on, its collective-cost memo key)."""
+    key = (where[0], tuple(sorted(where[1].items())), DEGRADE.get(row.id, ()))
+    return system(*key), key
 
 
 def training(row: Row, recompute: str = "none", **overrides) -> Training:
@@ -525,7 +541,7 @@ def predict(row: Row, derate: bool = True, **overrides) -> Prediction:
     if where is None:
         return Prediction(row, None, None, None, None, f"no library fabric hosts {row.gpus} "
                           f"{row.gpu} GPUs")
-    sys_ = system(where[0], tuple(sorted(where[1].items())))
+    sys_, key = system_for(row, where)
     gpu = gpu_figures(sys_)
     measured = measured_time(row, gpu.bf16)
     if row.gpu.startswith("H100-96GB") and derate:
@@ -541,7 +557,7 @@ def predict(row: Row, derate: bool = True, **overrides) -> Prediction:
     if p is None:
         return Prediction(row, None, measured, None, None,
                           "the model refuses the published mapping")
-    step = row_of(sys_, c, p, _costs(where), placement(sys_, row.gpus))
+    step = row_of(sys_, c, p, _costs(key), placement(sys_, row.gpus))
     note = "" if row.recompute else f"recompute {c.recompute} (not published)"
     return Prediction(row, step.step_time, measured, p.derived.memory.total, hbm, note)
 
