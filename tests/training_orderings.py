@@ -121,7 +121,11 @@ def _bloom(gid: str, day: str, hidden: int, layers: int, heads: int, gpus: int, 
         # the page: fp16 until 02-27 (gradients accumulated in fp16 by autograd: the fork's
         # layers call plain F.linear), DeepSpeed's BF16 optimizer from 02-28 ("accumulate
         # gradients in fp32")
-        OPTIONS[rid] = dict(grad_accumulation="fp32_copy" if day >= "02-28" else "autograd")
+        # and reduced as kept: fp16 by DeepSpeed's ZeRO-1 until 02-27, the BF16 optimizer's
+        # fp32 buffer (``get_grads_for_reduction``) from 02-28
+        bf16 = day >= "02-28"
+        OPTIONS[rid] = dict(grad_accumulation="fp32_copy" if bf16 else "autograd",
+                            bf16_grads=not bf16)
         DEGRADE[rid] = JEAN_ZAY
         alts.append(Alternative(Row(
             rid, BLOOM, "A100-80GB", gpus, m.name, gbs, Shape(tp, 1, 1, dp, pp), mb, 1, "full",
