@@ -106,9 +106,38 @@ def predicted_error(row, curves: dict[str, gemm.Curve]) -> float | None:
 PAIR_GAP = 0.10
 
 
+def _judged(times: list, at: int) -> tuple[list, str | None, bool]:
+    """(pairs over ``PAIR_GAP`` as (faster, slower, gap, its key, the other's key, right),
+    the predicted winner, whether it is the measured one), ordering ``times`` (label,
+    measured, step, rank key) by their entry ``at``: 2 the predicted step, 3 plan's rank key."""
+    pairs = []
+    for i in range(len(times)):
+        for j in range(i + 1, len(times)):
+            a, b = times[i], times[j]
+            gap = max(a[1], b[1]) / min(a[1], b[1]) - 1
+            if gap <= PAIR_GAP:
+                continue
+            fast, slow = (a, b) if a[1] < b[1] else (b, a)
+            right = fast[at] is not None and slow[at] is not None and fast[at] < slow[at]
+            pairs.append((fast[0], slow[0], gap, fast[2], slow[2], right))
+    best = min(times, key=lambda t: t[1])
+    known = [t for t in times if t[at] is not None]
+    if not known:
+        return pairs, None, False
+    top = min(known, key=lambda t: t[at])
+    # a tie for first (two fp8 recipes topoc cannot tell apart) names no winner
+    if sum(1 for t in known if t[at] == top[at] or at == 2 and t[2] <= top[2] * (1 + 1e-9)) > 1:
+        return pairs, None, False
+    return pairs, top[0], top[0] == best[0]
+
+
 def ordering_results(start: dict, cache: dict) -> list[dict]:
     """Per group: its source, every alternative's measured and held-out predicted seconds per
-    sequence (None: refused or out of memory), its pairs over ``PAIR_GAP`` and its winner."""
+    sequence (None: refused), and, ordered by the predicted step and as ``plan`` ranks them
+    (``PlanRow.rank_key``: tight rows, inside the memory model's uncertainty of HBM, after the
+    rest), its pairs over ``PAIR_GAP`` and its winner."""
+    from topoc.compiler.analysis.plan import is_tight
+    from topoc.compiler.training.memory import MEMORY_MARGIN
     out = []
     for g in groups():
         ran = [a for a in g.alternatives if not a.oom]
@@ -118,25 +147,16 @@ def ordering_results(start: dict, cache: dict) -> list[dict]:
         for a in ran:
             p = predicted_with(a.row, held)
             pred = p.predicted / a.row.batch if p.predicted else None
-            times.append((a.label, p.measured / a.row.batch, pred))
-        pairs = []
-        for i in range(len(times)):
-            for j in range(i + 1, len(times)):
-                (la, ma, pa), (lb, mb, pb) = times[i], times[j]
-                gap = max(ma, mb) / min(ma, mb) - 1
-                if gap <= PAIR_GAP:
-                    continue
-                fast, slow = ((la, pa), (lb, pb)) if ma < mb else ((lb, pb), (la, pa))
-                right = fast[1] is not None and slow[1] is not None and fast[1] < slow[1]
-                pairs.append((fast[0], slow[0], gap, fast[1], slow[1], right))
+            rank = None if pred is None else \
+                (is_tight(p.memory, p.hbm, MEMORY_MARGIN), p.memory > p.hbm, pred)
+            times.append((a.label, p.measured / a.row.batch, pred, rank))
         best = min(times, key=lambda t: t[1])
-        known = [t for t in times if t[2] is not None]
-        top = min(known, key=lambda t: t[2]) if known else None
-        # a tie for first (two fp8 recipes topoc cannot tell apart) names no winner
-        tied = top is not None and sum(1 for t in known if t[2] <= top[2] * (1 + 1e-9)) > 1
-        out.append(dict(group=g, source=src, times=times, pairs=pairs,
-                        winner=best[0], predicted_winner=top[0] if top and not tied else None,
-                        winner_right=top is not None and not tied and top[0] == best[0]))
+        pairs, top, won = _judged(times, 2)
+        ranked, top_r, won_r = _judged(times, 3)
+        out.append(dict(group=g, source=src, times=times, pairs=pairs, winner=best[0],
+                        predicted_winner=top, winner_right=won,
+                        rank_right=[p[5] for p in ranked], ranked_winner=top_r,
+                        ranked_winner_right=won_r))
     return out
 
 
@@ -146,44 +166,55 @@ def _short(src: str) -> str:
 
 def orderings(start: dict, cache: dict) -> tuple[float, float]:
     """Print the orderings check (every pair, then per source and overall); return the
-    overall fractions (pairs ordered right, groups whose winner is predicted first)."""
+    overall fractions by the predicted step (pairs ordered right, groups whose winner is
+    predicted first)."""
     res = ordering_results(start, cache)
+    fmt = (lambda x: "refused" if x is None else f"{x:.4f}")
     print("| group | source | faster measured | slower measured | measured gap | "
-          "predicted (s/seq) faster, slower | ordered |")
-    print("|---|---|---|---|---|---|---|")
+          "predicted (s/seq) faster, slower | by step | as plan ranks |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in res:
-        for fast, slow, gap, pf, ps, right in r["pairs"]:
-            fmt = (lambda x: "refused" if x is None else f"{x:.4f}")
+        for (fast, slow, gap, pf, ps, right), rr in zip(r["pairs"], r["rank_right"]):
             print(f"| {r['group'].id} | {_short(r['source'])} | {fast} | {slow} | {gap:.1%} | "
-                  f"{fmt(pf)}, {fmt(ps)} | {'right' if right else 'WRONG'} |")
+                  f"{fmt(pf)}, {fmt(ps)} | {'right' if right else 'WRONG'} | "
+                  f"{'right' if rr else 'WRONG'} |")
     print()
-    print("| group | source | alternatives | measured winner | predicted winner | winner |")
-    print("|---|---|---|---|---|---|")
+    print("| group | source | alternatives | measured winner | predicted winner | winner | "
+          "plan's first | winner as plan ranks |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in res:
         print(f"| {r['group'].id} | {_short(r['source'])} | {len(r['times'])} | "
-              f"{r['winner']} | {r['predicted_winner'] or 'none'} | "
-              f"{'right' if r['winner_right'] else 'WRONG'} |")
+              f"{r['winner']} | {r['predicted_winner'] or 'none (a tie)'} | "
+              f"{'right' if r['winner_right'] else 'WRONG'} | "
+              f"{r['ranked_winner'] or 'none (a tie)'} | "
+              f"{'right' if r['ranked_winner_right'] else 'WRONG'} |")
     print()
-    print("| source | groups | pairs over 10 % | ordered right | winner first |")
-    print("|---|---|---|---|---|")
+    print("| source | groups | pairs over 10 % | ordered right by step | winner first by step | "
+          "ordered right as plan ranks | winner first as plan ranks |")
+    print("|---|---|---|---|---|---|---|")
 
     def line(label, sel):
         picked = [r for r in res if sel(r)]
         pairs = [p for r in picked for p in r["pairs"]]
         right = sum(p[5] for p in pairs)
+        ranked = sum(x for r in picked for x in r["rank_right"])
         won = sum(r["winner_right"] for r in picked)
-        pf = right / len(pairs) if pairs else None
-        shown = f"{right} ({pf:.0%})" if pairs else "no pair"
-        print(f"| {label} | {len(picked)} | {len(pairs)} | {shown} | "
-              f"{won} ({won / len(picked):.0%}) |")
-        return pf, won / len(picked)
+        won_r = sum(r["ranked_winner_right"] for r in picked)
+        n = len(picked)
+
+        def share(k):
+            return f"{k} ({k / len(pairs):.0%})" if pairs else "no pair"
+        print(f"| {label} | {n} | {len(pairs)} | {share(right)} | {won} ({won / n:.0%}) | "
+              f"{share(ranked)} | {won_r} ({won_r / n:.0%}) |")
+        return (right / len(pairs) if pairs else None), won / n
     for src in sorted({r["source"] for r in res}):
         line(_short(src), lambda r, s=src: r["source"] == s)
     overall = line("all", lambda r: True)
     print()
     print(f"{len(res)} groups from {len({r['source'] for r in res})} sources; each predicted "
           "with the curves refitted without its source (targets: 85 % of pairs, 80 % of "
-          "winners)")
+          "winners); 'as plan ranks': tight rows (within the memory model's uncertainty of "
+          "HBM) after the rest, as topoc plan orders them")
     return overall
 
 

@@ -124,8 +124,11 @@ def _bloom(gid: str, day: str, hidden: int, layers: int, heads: int, gpus: int, 
         # and reduced as kept: fp16 by DeepSpeed's ZeRO-1 until 02-27, the BF16 optimizer's
         # fp32 buffer (``get_grads_for_reduction``) from 02-28
         bf16 = day >= "02-28"
+        # and every launch synchronous: "do not remove or the training will hang"
+        # (tr11-176B-ml.slurm's CUDA_LAUNCH_BLOCKING=1; the page: at 320 GPUs without it
+        # "always hangs")
         OPTIONS[rid] = dict(grad_accumulation="fp32_copy" if bf16 else "autograd",
-                            bf16_grads=not bf16)
+                            bf16_grads=not bf16, launch_blocking=True)
         DEGRADE[rid] = JEAN_ZAY
         alts.append(Alternative(Row(
             rid, BLOOM, "A100-80GB", gpus, m.name, gbs, Shape(tp, 1, 1, dp, pp), mb, 1, "full",

@@ -55,6 +55,9 @@ SETTING_DOCS = {
     "expert_epilogue": "how a GPT-OSS-style expert's clamp and biases run: megatron "
                        "(Megatron-Core's eager clamp and per-expert fc2 bias; default), "
                        "eager_bias (NeMo AutoModel's: clamp fused, both biases eager) or fused",
+    "launch_blocking": "every kernel launch waits for the one before (CUDA_LAUNCH_BLOCKING=1): "
+                       "the host's issue time per kernel is paid on the GPU, per layer and "
+                       "micro-batch",
     "grad_accumulation": "how each micro-batch's weight gradients reach the gradient buffer: "
                          "fused (into the weight-gradient GEMM: Megatron-Core's "
                          "gradient_accumulation_fusion, FSDP; default), autograd (param.grad "

@@ -1,7 +1,7 @@
 """``topoc plan --compare``: where a given strategy ranks in the search and which terms of its
 step separate it from the best (compute, bubble, exposed communication by group kind, memory).
 ``detail`` splits the compute term into what the model adds up for it (GEMMs, attention
-kernels, element-wise work, the gradient-accumulation passes) and gives both strategies'
+kernels, element-wise work, the gradient-accumulation passes, synchronous launches) and gives both strategies'
 micro-batches a step: a smaller micro-batch shortens the bubble, and pays its per-micro-batch
 passes and smaller GEMMs more often.
 """
@@ -129,7 +129,8 @@ def compute_parts(base: Training, row: PlanRow, gpu: GPUFigures) -> tuple[dict[s
     c = p.derived.compute
     parts = {"compute: GEMMs": c.gemm_time, "compute: attention": c.attention_time,
              "compute: element-wise": c.memory_time - c.accumulation_time,
-             "compute: grad accumulation": c.accumulation_time}
+             "compute: grad accumulation": c.accumulation_time,
+             "compute: launches": c.launch_time}
     other = row.compute_time - sum(parts.values())
     if abs(other) > 1e-9 * max(row.compute_time, 1e-9):
         parts["compute: other"] = other

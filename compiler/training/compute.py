@@ -76,6 +76,7 @@ class Compute:
     ep_segments: tuple[float, ...] = ()
     ep_sm_share: float = 0.0
     accumulation_time: float = 0.0  # of ``memory_time``: the gradient-accumulation passes
+    launch_time: float = 0.0    # of ``time``: the GPU idle between synchronous launches
 
 
 @attrs.frozen
@@ -175,6 +176,29 @@ def host_bound(m: Transformer, sh: Shape, fp8: bool, experts_fwd: float, layer_b
     bwd = HOST_LAUNCH * (LAYER_BACKWARD_LAUNCHES + MOE_SEGMENT_LAUNCHES[1] +
                          4 * local * per_gemm + extra[1])
     return forwards * max(0.0, fwd - experts_fwd) + max(0.0, bwd - layer_bwd)
+
+
+#: Kernels of one dense layer and micro-batch as Megatron's eager ``ParallelTransformerLayer``
+#: issues them (bigscience-workshop/Megatron-DeepSpeed ``megatron/model/transformer.py``,
+#: 2022): forward about 20 (two fused layer norms, the QKV, attention-output and two MLP
+#: GEMMs, the score and context batched GEMMs, the fused scale-mask-softmax, the fused
+#: bias-GeLU, two bias-dropout-adds, the copies around the head split and the two tensor
+#: all-reduces); backward about 50 (two GEMMs per forward GEMM, a backward kernel per other
+#: op, and AccumulateGrad's add per weight and bias, twelve). Counted from the code, not fitted.
+LAYER_LAUNCHES = (20, 50)
+
+
+def blocking(m: Transformer, t, layers: int, microbatches: int) -> float:
+    """Seconds a step's GPU idles between launches on a stage of ``layers`` layers when every
+    launch waits for the one before to finish (``CUDA_LAUNCH_BLOCKING=1``,
+    ``Training.launch_blocking``): the host's issue time per kernel (``HOST_LAUNCH``) is no
+    longer hidden behind the kernels in flight, so each of the layer's kernels (forward, the
+    full recompute's second forward, backward) adds it, per micro-batch."""
+    if not t.launch_blocking:
+        return 0.0
+    forwards = 2 if t.recompute == "full" else 1
+    return layers * microbatches * HOST_LAUNCH * \
+        (LAYER_LAUNCHES[0] * forwards + LAYER_LAUNCHES[1])
 
 
 #: Bytes an fp8 cast moves per element of a GEMM input (Transformer Engine): a bf16 read, an
@@ -352,6 +376,9 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
     acc = accumulation(m, t, sh, lay, name, r, microbatches, per_weight, skipped) \
         if per_weight else 0.0
     time, ew = time + acc, ew + acc
+    layers = {"last": lay.last, "first": lay.first, "middle": lay.middle}[name]
+    launch = blocking(m, t, layers, microbatches) / microbatches
+    time += launch
     peak_used = r.fp8 if r.fp8 != r.peak else r.peak
     eff = flops / (gemm + att) / peak_used if gemm + att else 0.0
     on = ep_overlap.applies(t, sh)
@@ -359,4 +386,4 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
                    ew * microbatches, eff, att * microbatches, time, name,
                    segments if on else (),
                    ep_overlap.sm_share(generation(gpu.name)) if on else 0.0,
-                   acc * microbatches)
+                   acc * microbatches, launch * microbatches)

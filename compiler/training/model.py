@@ -82,7 +82,8 @@ class Training:
     (``CROSS_ENTROPY``, ``memory.LOGIT_BYTES``); ``grad_accumulation`` names how each
     micro-batch's weight gradients reach the gradient buffer (``compute.GRAD_ACCUMULATION``:
     fused into the weight-gradient GEMM, or an element-wise pass over the stage's weights per
-    micro-batch)."""
+    micro-batch); ``launch_blocking`` runs every kernel launch synchronously
+    (``CUDA_LAUNCH_BLOCKING=1``, ``compute.blocking``)."""
 
     model: Transformer
     batch: int                          # global batch, in sequences
@@ -118,6 +119,7 @@ class Training:
     expert_epilogue: str = "megatron"   # clamp and expert biases: ``epilogue.EXPERT_EPILOGUES``
     cross_entropy: str = "auto"         # the loss kernel: ``CROSS_ENTROPY``
     grad_accumulation: str = "fused"    # ``compute.GRAD_ACCUMULATION``
+    launch_blocking: bool = False       # CUDA_LAUNCH_BLOCKING=1: ``compute.blocking``
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     pipeline_slots: bool | None = None

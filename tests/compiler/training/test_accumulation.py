@@ -47,3 +47,19 @@ def test_fused_accumulation_is_free_and_an_unknown_mode_is_refused():
     assert GRAD_ACCUMULATION["fused"][0] == 0
     with pytest.raises(MappingError, match="grad accumulation 'sum': one of fused"):
         derive(attrs.evolve(t, grad_accumulation="sum"), sh, A100)
+
+
+def test_synchronous_launches_cost_the_host_issue_time_per_kernel_layer_and_micro_batch():
+    """CUDA_LAUNCH_BLOCKING=1 (BLOOM's runs): each of a layer's kernels waits for the host, so
+    the step grows by kernels x HOST_LAUNCH per layer and micro-batch, twice the forward's
+    with a full recompute; the micro-batch's size does not enter it."""
+    from topoc.compiler.training.compute import HOST_LAUNCH, LAYER_LAUNCHES
+    m = bundled_models()["llama3_8b"]
+    sh = Shape(tp=8, cp=1, ep=1, dp=1, pp=1)
+    for recompute, forwards in (("full", 2), ("none", 1)):
+        for mb in (1, 4):
+            t = Training(m, 16, microbatch=mb, recompute=recompute)
+            d = derive(attrs.evolve(t, launch_blocking=True), sh, A100)
+            per = m.layers * HOST_LAUNCH * (LAYER_LAUNCHES[0] * forwards + LAYER_LAUNCHES[1])
+            assert d.compute.launch_time == pytest.approx(per * (16 // mb))
+            assert d.compute.time - _step(t, sh) == pytest.approx(per * (16 // mb))
