@@ -259,6 +259,10 @@ def _by_id() -> dict[str, Row]:
 
 def _mbridge_groups() -> list[Group]:
     have = _by_id()
+    # the GB200 FP8 Megatron-FSDP recipe offloads 40 layers' activations (training_rows'
+    # _MBRIDGE_OFFLOAD)
+    for rid in ("mbridge-2509-gb200-l70-fsdp", "mbridge-2602-gb200-l70-fsdp-fp8"):
+        OPTIONS[rid] = dict(offload_layers=40)
     g = []
     r = _mbridge_row
     g.append(Group("mbridge-2509-gb200-llama370b-64", MBRIDGE, MBRIDGE_URL,

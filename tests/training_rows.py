@@ -248,10 +248,17 @@ _FOUNDRY_LARGE = dict(fsdp_prefetch="pre", cross_entropy="fused")
 #: 2025 rows (Trainy's H200 runs at e7c0cae, the AsyncTP benchmark at 820504e, both compiled)
 #: run torch.compile's cross entropy (``cross_entropy = "compiled"``).
 _TITAN_COMPILED_LOSS = dict(cross_entropy="compiled")
+#: Megatron-Bridge's GB200 FP8-CS recipe for Llama 3 70B (scripts/performance/configs/llama3/
+#: workload_base_configs.py, LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG, and its successor
+#: configs/llama/llama3_workload_base_configs.py ..._GB200_FP8_CS_V1/V2): micro-batch 2,
+#: Megatron-FSDP and ``cpu_offloading_num_layers=40``, no recompute (Megatron-Core refuses
+#: offloading with one).
+_MBRIDGE_OFFLOAD = dict(offload_layers=40)
 OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
                 first_stage_layers=3, last_stage_layers=2, ep_overlap=True, **_DSV3_EP),
            "nemo2407-h100-nemotron4-340b-128gpu-fp8": _NEMOTRON,
+           "mbridge-2511-gb200-llama370b-64-fp8-cs": _MBRIDGE_OFFLOAD,
            "mbridge-2511-h100-q235-256-fp8-cs": _OVERLAP,
            **{rid: _TITAN_COMPILED_LOSS for rid in (
                "tt25-trainy-h200-8b-32gpu-fsdp-fp8", "tt25-trainy-h200-8b-64gpu-fsdp-fp8",

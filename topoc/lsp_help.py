@@ -55,6 +55,9 @@ SETTING_DOCS = {
     "expert_epilogue": "how a GPT-OSS-style expert's clamp and biases run: megatron "
                        "(Megatron-Core's eager clamp and per-expert fc2 bias; default), "
                        "eager_bias (NeMo AutoModel's: clamp fused, both biases eager) or fused",
+    "offload_layers": "layers whose activations wait in CPU memory between forward and "
+                      "backward (Megatron-Core's cpu_offloading_num_layers; pp 1 and no "
+                      "recompute only)",
     "launch_blocking": "every kernel launch waits for the one before (CUDA_LAUNCH_BLOCKING=1): "
                        "the host's issue time per kernel is paid on the GPU, per layer and "
                        "micro-batch",

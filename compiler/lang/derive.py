@@ -27,7 +27,7 @@ from ..training.memory import sharding_conflict
 from ..base.units import NUMBER
 
 _WHOLE = ("batch", "microbatch", "interleave")
-_COUNTS = ("zero", "first_stage_layers", "last_stage_layers", "route_nodes")     # whole numbers from 0
+_COUNTS = ("zero", "first_stage_layers", "last_stage_layers", "route_nodes", "offload_layers")     # whole numbers from 0
 #: Settings that take true or false (public: the language server completes their values).
 BOOL_SETTINGS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention",
                  "fsdp", "fp8", "pure_bf16", "pipeline_slots", "dualpipe", "recompute_norms",

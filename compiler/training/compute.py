@@ -35,7 +35,7 @@ from .constants import value
 from . import ep_overlap, epilogue
 from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
-from .memory import modules, op_policy
+from .memory import activation_per_layer, modules, op_policy
 from .params import attention_matrices, matrices, qk_dim, stage_parameters
 
 #: How each micro-batch's weight gradients reach the gradient buffer, and the HBM bytes per
@@ -77,6 +77,7 @@ class Compute:
     ep_sm_share: float = 0.0
     accumulation_time: float = 0.0  # of ``memory_time``: the gradient-accumulation passes
     launch_time: float = 0.0    # of ``time``: the GPU idle between synchronous launches
+    offload_time: float = 0.0   # of ``time``: CPU offloading's transfers left exposed
 
 
 @attrs.frozen
@@ -199,6 +200,38 @@ def blocking(m: Transformer, t, layers: int, microbatches: int) -> float:
     forwards = 2 if t.recompute == "full" else 1
     return layers * microbatches * HOST_LAUNCH * \
         (LAYER_LAUNCHES[0] * forwards + LAYER_LAUNCHES[1])
+
+
+#: Bytes per second per direction between a GPU and its CPU's memory, for CPU offloading: a
+#: Grace CPU's NVLink-C2C, 900 GB/s both ways (NVIDIA GB200 NVL72 and GH200 datasheets), and
+#: otherwise a PCIe x16 slot, Gen5 on Hopper and Blackwell HGX boards and Gen4 on Ampere
+#: (library/nvidia/links.topo's pcie5 and pcie4).
+HOST_LINK = {"GB200": 450e9, "GB300": 450e9, "GH200": 450e9}
+HOST_PCIE = {"ampere": 31.5e9}
+HOST_PCIE_DEFAULT = 63e9
+
+
+def host_link(gpu_name: str) -> float:
+    """Bytes per second per direction a GPU of that name moves to or from its CPU's memory."""
+    for chip, rate in HOST_LINK.items():
+        if chip in gpu_name.upper():        # the library's "B200_GB200"
+            return rate
+    return HOST_PCIE.get(generation(gpu_name), HOST_PCIE_DEFAULT)
+
+
+def offload(m: Transformer, t, sh: Shape, gpu_name: str, layer_time: float) -> float:
+    """Seconds per micro-batch CPU offloading (``Training.offload_layers``) adds: each offloaded
+    layer's activations go to host memory during the next layer's forward and come back during
+    the backward of the layer after it (Megatron-Core's group offload handler, one layer
+    ahead), so only a transfer longer than the compute it overlaps shows: per layer,
+    max(0, transfer - forward) + max(0, transfer - backward), with the forward a third of the
+    layer's ``layer_time`` (forward, and a backward of two) and the transfer its activations
+    over ``host_link``."""
+    if not t.offload_layers:
+        return 0.0
+    move = activation_per_layer(m, t, sh) * m.seq * t.microbatch / sh.cp / host_link(gpu_name)
+    forward = layer_time / 3
+    return t.offload_layers * (max(0.0, move - forward) + max(0.0, move - 2 * forward))
 
 
 #: Bytes an fp8 cast moves per element of a GEMM input (Transformer Engine): a bf16 read, an
@@ -378,7 +411,8 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
     time, ew = time + acc, ew + acc
     layers = {"last": lay.last, "first": lay.first, "middle": lay.middle}[name]
     launch = blocking(m, t, layers, microbatches) / microbatches
-    time += launch
+    moved = offload(m, t, sh, gpu.name, time / max(1, layers))
+    time += launch + moved
     peak_used = r.fp8 if r.fp8 != r.peak else r.peak
     eff = flops / (gemm + att) / peak_used if gemm + att else 0.0
     on = ep_overlap.applies(t, sh)
@@ -386,4 +420,4 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
                    ew * microbatches, eff, att * microbatches, time, name,
                    segments if on else (),
                    ep_overlap.sm_share(generation(gpu.name)) if on else 0.0,
-                   acc * microbatches, launch * microbatches)
+                   acc * microbatches, launch * microbatches, moved * microbatches)

@@ -83,7 +83,9 @@ class Training:
     micro-batch's weight gradients reach the gradient buffer (``compute.GRAD_ACCUMULATION``:
     fused into the weight-gradient GEMM, or an element-wise pass over the stage's weights per
     micro-batch); ``launch_blocking`` runs every kernel launch synchronously
-    (``CUDA_LAUNCH_BLOCKING=1``, ``compute.blocking``)."""
+    (``CUDA_LAUNCH_BLOCKING=1``, ``compute.blocking``); ``offload_layers`` keeps the activations
+    of that many layers in CPU memory between their forward and backward (Megatron-Core's
+    ``cpu_offloading_num_layers``: ``memory`` and ``compute.offload``)."""
 
     model: Transformer
     batch: int                          # global batch, in sequences
@@ -120,6 +122,7 @@ class Training:
     cross_entropy: str = "auto"         # the loss kernel: ``CROSS_ENTROPY``
     grad_accumulation: str = "fused"    # ``compute.GRAD_ACCUMULATION``
     launch_blocking: bool = False       # CUDA_LAUNCH_BLOCKING=1: ``compute.blocking``
+    offload_layers: int = 0             # layers whose activations go to CPU memory (``compute``)
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     pipeline_slots: bool | None = None
@@ -177,6 +180,18 @@ def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
     if t.grad_accumulation not in GRAD_ACCUMULATION:
         raise MappingError(f"grad accumulation '{t.grad_accumulation}': one of "
                            f"{', '.join(GRAD_ACCUMULATION)}")
+    if t.offload_layers:
+        # Megatron-Core's TransformerConfig refuses these (megatron/core/transformer/
+        # transformer_config.py, __post_init__)
+        if not 0 < t.offload_layers < t.model.layers:
+            raise MappingError(f"offload layers {t.offload_layers}: CPU offloading can be done "
+                               f"only for layers less than {t.model.layers}")
+        if sh.pp > 1:
+            raise MappingError("offload layers: there is no support for pipeline parallelism "
+                               "with CPU offloading (pp must be 1)")
+        if t.recompute != "none":
+            raise MappingError("offload layers: CPU offloading does not work when activation "
+                               "recomputation is enabled (recompute must be none)")
     if t.zero not in ZERO:
         raise MappingError(f"zero {t.zero}: one of 0, 1, 2, 3")
     m = t.model

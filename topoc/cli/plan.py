@@ -93,6 +93,8 @@ def add_parser(sub) -> None:
     p.add_argument("--grad-accumulation", choices=tuple(GRAD_ACCUMULATION), default="fused",
                    help=DOCS["grad_accumulation"])
     p.add_argument("--launch-blocking", action="store_true", help=DOCS["launch_blocking"])
+    p.add_argument("--offload-layers", type=count(0, 10**6), default=0, metavar="N",
+                   help=DOCS["offload_layers"])
     p.add_argument("--compare", metavar="SIZES", help="where a strategy ranks and which terms "
                    "separate it from #1, e.g. tp=8,pp=4,dp=2[,cp=1,ep=1,microbatch=1,"
                    "recompute=selective,interleave=1,sequence_parallel=1,zero=1]")
@@ -194,7 +196,8 @@ def run(args) -> int:
                     expert_epilogue=args.expert_epilogue,
                     cross_entropy=args.cross_entropy,
                     grad_accumulation=args.grad_accumulation,
-                    launch_blocking=args.launch_blocking)
+                    launch_blocking=args.launch_blocking,
+                    offload_layers=args.offload_layers)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}

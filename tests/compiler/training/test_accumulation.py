@@ -63,3 +63,30 @@ def test_synchronous_launches_cost_the_host_issue_time_per_kernel_layer_and_micr
             per = m.layers * HOST_LAUNCH * (LAYER_LAUNCHES[0] * forwards + LAYER_LAUNCHES[1])
             assert d.compute.launch_time == pytest.approx(per * (16 // mb))
             assert d.compute.time - _step(t, sh) == pytest.approx(per * (16 // mb))
+
+
+def test_cpu_offloading_keeps_the_offloaded_layers_activations_off_the_gpu():
+    """Megatron-Core's cpu_offloading_num_layers (Megatron-Bridge's GB200 FP8 Llama 3 70B
+    recipe offloads 40): the offloaded layers' activations leave the GPU, one layer's stay in
+    flight; Megatron-Core refuses it with a pipeline or a recompute; the transfer shows in the
+    step only where it outlasts the compute it overlaps (a PCIe host link, not a Grace C2C)."""
+    from topoc.compiler.training.compute import host_link
+    from topoc.compiler.training.memory import activation_per_layer
+    m = bundled_models()["llama3_70b"]
+    sh = Shape(tp=1, cp=1, ep=1, dp=64, pp=1)
+    t = Training(m, 128, microbatch=2, fsdp=True, zero=0, fp8=True)
+    gb200 = GPUFigures("B200_GB200", 2.5e15, 5e15, 8e12)
+    base, off = derive(t, sh, gb200), derive(attrs.evolve(t, offload_layers=40), sh, gb200)
+    per_layer = activation_per_layer(m, t, sh) * m.seq * 2
+    assert base.memory.activations - off.memory.activations == pytest.approx(39 * per_layer)
+    assert host_link("B200_GB200") == 450e9 and host_link("H100-SXM") == 63e9
+    assert off.compute.offload_time == 0      # 450 GB/s: hidden behind the layers' compute
+    # over an H100's PCIe Gen5 slot the same transfers outlast the fp8 layers they overlap
+    h100 = GPUFigures("H100-SXM", 989e12, 1979e12, 3.35e12)
+    assert derive(attrs.evolve(t, offload_layers=40), sh, h100).compute.offload_time > 0
+    for bad, message in ((dict(offload_layers=80), "less than 80"),
+                         (dict(offload_layers=4, recompute="full"), "recompute must be none")):
+        with pytest.raises(MappingError, match=message):
+            derive(attrs.evolve(t, **bad), sh, gb200)
+    with pytest.raises(MappingError, match="pp must be 1"):
+        derive(attrs.evolve(t, offload_layers=4), Shape(tp=1, cp=1, ep=1, dp=32, pp=2), gb200)
