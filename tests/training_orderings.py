@@ -22,7 +22,10 @@ Sources (each group says which table):
   names the heads of its first tables "all NHEADS=64 (above too)"; the 02-20 tables name the
   size, not the layers: 80 layers where the page states it, else the count whose parameters
   (with the 250k embedding) give the size printed (183B: 72 layers of 14,400; 195B: 77; 194B:
-  78, which gives 194B without the embedding: an assumption).
+  78, which gives 194B without the embedding: an assumption). The runs' framework and cluster
+  as their sources state them: Jean Zay's four 100 Gb/s Omni-Path ports a node (``JEAN_ZAY``),
+  ``CUDA_LAUNCH_BLOCKING=1`` (``launch_blocking``), gradients accumulated by autograd in fp16
+  and reduced in fp16 until 02-27, by DeepSpeed's BF16 optimizer in fp32 from 02-28.
 - FOUNDRY: MosaicML llm-foundry ``scripts/train/benchmarking/README.md``, tables "H100 80GB
   BF16" and "H100 80GB FP8": the same MPT model, sequence, GPUs and micro-batch in both
   precisions (Composer FSDP FULL_SHARD, flash-attn).
