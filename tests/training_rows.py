@@ -852,10 +852,6 @@ RANK_MISSES: dict[str, str] = {
         margin="23 %", mem="70 %", own=" (tp 2 without recompute, where the best was at 92 % "
         "without the margin), while the published cp 2 at 87 % is itself tight") +
         "; with full recompute kept it is within 1 %; not explained further",
-    "mbridge-2511-gb200-llama370b-64-fp8-cs": _MARGIN.format(
-        margin="23 %", mem="54 %", own=" (tp 2 without recompute; 99 % without the margin)") +
-        "; with full recompute kept it is within 1 %; why the recipe checkpoints every layer "
-        "where topoc fits tp 2 without it is not explained",
     "mbridge-2511-h100-llama370b-64-fp8-cs": _MARGIN.format(
         margin="23 %", mem="93 %", own="") +
         " without the margin, and the published pp 8 x v 5 at 83 % is itself tight; with the "
