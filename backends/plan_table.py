@@ -163,7 +163,9 @@ def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
         doc = {"schema": SCHEMA, "format": SCHEMA, **head, "compare": dict(cmp.wanted),
                "rank": cmp.rank, "row": cmp.row.as_dict() if cmp.row else None,
                "best": cmp.best.as_dict() if cmp.best else None, "slower": cmp.slower,
-               "terms": [{"term": n, "this": a, "best": b} for n, a, b in cmp.terms]}
+               "terms": [{"term": n, "this": a, "best": b} for n, a, b in cmp.terms],
+               **({"microbatches": {"this": cmp.microbatches[0], "best": cmp.microbatches[1]}}
+                  if cmp.microbatches else {})}
         return json.dumps(doc, indent=2) + "\n"
     if cmp.row is None:
         return (f"{wanted}: not among the {head['model']} strategies that run and fit on "
@@ -173,11 +175,16 @@ def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
              f"{seconds(cmp.row.step_time)}, {cmp.slower:+.1%} against #1 "
              f"({cmp.best.candidate.key}{_tight(cmp.best)}, {seconds(cmp.best.step_time)})",
              "",
-             "term                this        #1          difference"]
+             ""]
+    w = max([18] + [len(n) for n, _, _ in cmp.terms])
+    lines[-1] = f"{'term':<{w}}  {'this':<10}  {'#1':<10}  difference"
     for name, a, b in cmp.terms:
-        lines.append(f"{name:<18}  {seconds(a):<10}  {seconds(b):<10}  {seconds(a - b)}")
-    lines.append(f"{'memory/GPU':<18}  {cmp.row.memory_per_gpu / 1e9:.1f} GB{'':<3}  "
+        lines.append(f"{name:<{w}}  {seconds(a):<10}  {seconds(b):<10}  {seconds(a - b)}")
+    lines.append(f"{'memory/GPU':<{w}}  {cmp.row.memory_per_gpu / 1e9:.1f} GB{'':<3}  "
                  f"{cmp.best.memory_per_gpu / 1e9:.1f} GB")
+    if cmp.microbatches:
+        lines.append(f"{'micro-batches':<{w}}  {cmp.microbatches[0]:<10,}  "
+                     f"{cmp.microbatches[1]:<10,}  (a step, per pipeline)")
     if cmp.row.tight and cmp.row.fits:
         lines.append("this strategy is tight: it fits, within the memory model's uncertainty "
                      "of HBM, which could push it over, so it ranks after every candidate "

@@ -55,6 +55,18 @@ SETTING_DOCS = {
     "expert_epilogue": "how a GPT-OSS-style expert's clamp and biases run: megatron "
                        "(Megatron-Core's eager clamp and per-expert fc2 bias; default), "
                        "eager_bias (NeMo AutoModel's: clamp fused, both biases eager) or fused",
+    "offload_layers": "layers whose activations wait in CPU memory between forward and "
+                      "backward (Megatron-Core's cpu_offloading_num_layers; pp 1 and no "
+                      "recompute only)",
+    "launch_blocking": "every kernel launch waits for the one before (CUDA_LAUNCH_BLOCKING=1): "
+                       "the host's issue time per kernel is paid on the GPU, per layer and "
+                       "micro-batch",
+    "grad_accumulation": "how each micro-batch's weight gradients reach the gradient buffer: "
+                         "fused (into the weight-gradient GEMM: Megatron-Core's "
+                         "gradient_accumulation_fusion, FSDP; default), autograd (param.grad "
+                         "+= in 16 bits after each micro-batch: 6 bytes a weight) or fp32_copy "
+                         "(DeepSpeed's BF16 optimizer: an fp32 copy added each micro-batch, 18 "
+                         "bytes a weight)",
     "cross_entropy": "the loss kernel, for the logits' memory: auto (the framework's; "
                      "default), megatron (Megatron-Core's vocabulary-parallel one, 6 bytes a logit), eager (PyTorch's fp32 upcast, 12 bytes a logit at its "
                      "backward peak), compiled (torch.compile'd, 4) or fused (flash-attn's "

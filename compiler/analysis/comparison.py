@@ -1,13 +1,18 @@
 """``topoc plan --compare``: where a given strategy ranks in the search and which terms of its
 step separate it from the best (compute, bubble, exposed communication by group kind, memory).
+``detail`` splits the compute term into what the model adds up for it (GEMMs, attention
+kernels, element-wise work, the gradient-accumulation passes, synchronous launches) and gives both strategies'
+micro-batches a step: a smaller micro-batch shortens the bubble, and pays its per-micro-batch
+passes and smaller GEMMs more often.
 """
 
 from __future__ import annotations
 
 import attrs
 
-from ..training.model import RECOMPUTE, ZERO
-from .plan import CP_FLOOR, MICROBATCHES, ZERO_STAGES, PlanResult, PlanRow
+from ..ir.gpus import GPUFigures
+from ..training.model import RECOMPUTE, ZERO, Training
+from .plan import CP_FLOOR, MICROBATCHES, ZERO_STAGES, PlanResult, PlanRow, strategy_for
 
 #: What ``--compare`` accepts, with the type of each value.
 KEYS = {"tp": int, "cp": int, "ep": int, "dp": int, "pp": int, "microbatch": int,
@@ -96,6 +101,8 @@ class Comparison:
     rank: int | None
     best: PlanRow | None
     terms: tuple[tuple[str, float, float], ...]     # (term, this row, the best), seconds
+    #: micro-batches a step of this row and of the best (``detail``; None before it)
+    microbatches: tuple[int, int] | None = None
 
     @property
     def slower(self) -> float | None:
@@ -110,6 +117,39 @@ def _terms(r: PlanRow) -> dict[str, float]:
     for dim, t in r.comm_by_dim:
         out[f"exposed {dim}"] = t
     return out
+
+
+def compute_parts(base: Training, row: PlanRow, gpu: GPUFigures) -> tuple[dict[str, float], int]:
+    """The row's compute split as the model adds it up (seconds per step on the slowest
+    stage), what the step report adds on top of it (EP overlap's SM share) as "other", and the
+    row's micro-batches a step."""
+    p = strategy_for(base, row.candidate, gpu)
+    if p is None:
+        return {"compute": row.compute_time}, 0
+    c = p.derived.compute
+    parts = {"compute: GEMMs": c.gemm_time, "compute: attention": c.attention_time,
+             "compute: element-wise": c.memory_time - c.accumulation_time,
+             "compute: grad accumulation": c.accumulation_time,
+             "compute: launches": c.launch_time, "compute: CPU offload": c.offload_time}
+    other = row.compute_time - sum(parts.values())
+    if abs(other) > 1e-9 * max(row.compute_time, 1e-9):
+        parts["compute: other"] = other
+    return parts, p.derived.microbatches
+
+
+def detail(cmp: Comparison, base: Training, gpu: GPUFigures | None) -> Comparison:
+    """``cmp`` with its compute term split into ``compute_parts`` and both rows' micro-batches
+    a step (unchanged when there is no row, or no GPU figures to derive it on)."""
+    if cmp.row is None or cmp.best is None or gpu is None:
+        return cmp
+    mine, mb_mine = compute_parts(base, cmp.row, gpu)
+    top, mb_top = compute_parts(base, cmp.best, gpu)
+    rest = {n: (a, b) for n, a, b in cmp.terms if n != "compute"}
+    for n in set(mine) | set(top):
+        rest[n] = (mine.get(n, 0.0), top.get(n, 0.0))
+    names = sorted(rest, key=lambda n: (-abs(rest[n][0] - rest[n][1]), n))
+    terms = tuple((n, *rest[n]) for n in names if rest[n][0] or rest[n][1])
+    return attrs.evolve(cmp, terms=terms, microbatches=(mb_mine, mb_top))
 
 
 def compare(result: PlanResult, wanted: dict[str, object]) -> Comparison:

@@ -19,21 +19,23 @@ from ..ir.gpus import GPUFigures, gpu_figures, no_fp8
 from ..ir.system import ParallelStrategy, System, Transformer
 from .closest import POINTER
 from .resolve import Program, library_root
-from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH, RECOMPUTE,
+from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
+                              GRAD_ACCUMULATION, RECOMPUTE,
                               RECOMPUTE_MODULES, MappingError, Training,
                               derive as derive_step, shape_of)
 from ..training.memory import sharding_conflict
 from ..base.units import NUMBER
 
 _WHOLE = ("batch", "microbatch", "interleave")
-_COUNTS = ("zero", "first_stage_layers", "last_stage_layers", "route_nodes")     # whole numbers from 0
+_COUNTS = ("zero", "first_stage_layers", "last_stage_layers", "route_nodes", "offload_layers")     # whole numbers from 0
 #: Settings that take true or false (public: the language server completes their values).
 BOOL_SETTINGS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention",
                  "fsdp", "fp8", "pure_bf16", "pipeline_slots", "dualpipe", "recompute_norms",
-                 "fp8_activations", "bf16_moments", "bf16_grads", "deepep", "ep_overlap")
+                 "fp8_activations", "bf16_moments", "bf16_grads", "deepep", "ep_overlap",
+                 "launch_blocking")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
 TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules", "attention_kernel",
-                     "expert_epilogue", "cross_entropy",
+                     "expert_epilogue", "cross_entropy", "grad_accumulation",
                      "fsdp_prefetch", *BOOL_SETTINGS, "bucket", "imbalance",
                      *_FRACTIONS)
 
@@ -42,6 +44,7 @@ TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules
 #: completes them).
 SETTING_CHOICES = {"attention_kernel": ATTENTION_KERNELS, "expert_epilogue": EXPERT_EPILOGUES,
                    "cross_entropy": CROSS_ENTROPY,
+                   "grad_accumulation": tuple(GRAD_ACCUMULATION),
                    "recompute": RECOMPUTE, "fsdp_prefetch": FSDP_PREFETCH}
 
 

@@ -35,9 +35,26 @@ from .constants import value
 from . import ep_overlap, epilogue
 from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
-from .memory import modules, op_policy
-from .params import attention_matrices, matrices, qk_dim
+from .memory import activation_per_layer, modules, op_policy
+from .params import attention_matrices, matrices, qk_dim, stage_parameters
 
+#: How each micro-batch's weight gradients reach the gradient buffer, and the HBM bytes per
+#: local weight that costs per micro-batch (``Training.grad_accumulation``), with how many
+#: micro-batches of a step skip it:
+#: - "fused": the weight-gradient GEMM accumulates into the buffer itself (Megatron-Core's
+#:   ``gradient_accumulation_fusion``, on in Megatron-LM's and NeMo's defaults; FSDP reduces
+#:   each micro-batch's gradients instead): no pass of its own, 0 bytes.
+#: - "autograd": PyTorch's AccumulateGrad adds each micro-batch's gradient into ``param.grad``
+#:   in the weights' 16-bit type (the layers call plain ``F.linear``, as
+#:   bigscience-workshop/Megatron-DeepSpeed's ``megatron/mpu/layers.py`` of 2022 does): it
+#:   reads both and writes one, 3 x 2 bytes, on every micro-batch after the first (the first's
+#:   gradient is taken as it is, not added).
+#: - "fp32_copy": DeepSpeed's ``BF16_Optimizer.backward`` then ``update_hp_grads`` on every
+#:   micro-batch: ``hp_grad.add_(lp.grad.to(fp32))`` reads the bf16 gradient (2) and writes its
+#:   fp32 copy (4), reads the copy and the fp32 accumulator (4 + 4) and writes the sum (4):
+#:   18 bytes.
+#: The pass runs at ``hbm_efficiency`` of HBM bandwidth, as the other element-wise work.
+GRAD_ACCUMULATION = {"fused": (0.0, 0), "autograd": (6.0, 1), "fp32_copy": (18.0, 0)}
 #: Flash attention's backward over its forward (five matrix products against two).
 ATTENTION_BACKWARD = 2.5
 
@@ -58,6 +75,9 @@ class Compute:
     # seconds on one micro-batch, and the share of SMs the hidden all-to-alls take from them
     ep_segments: tuple[float, ...] = ()
     ep_sm_share: float = 0.0
+    accumulation_time: float = 0.0  # of ``memory_time``: the gradient-accumulation passes
+    launch_time: float = 0.0    # of ``time``: the GPU idle between synchronous launches
+    offload_time: float = 0.0   # of ``time``: CPU offloading's transfers left exposed
 
 
 @attrs.frozen
@@ -157,6 +177,61 @@ def host_bound(m: Transformer, sh: Shape, fp8: bool, experts_fwd: float, layer_b
     bwd = HOST_LAUNCH * (LAYER_BACKWARD_LAUNCHES + MOE_SEGMENT_LAUNCHES[1] +
                          4 * local * per_gemm + extra[1])
     return forwards * max(0.0, fwd - experts_fwd) + max(0.0, bwd - layer_bwd)
+
+
+#: Kernels of one dense layer and micro-batch as Megatron's eager ``ParallelTransformerLayer``
+#: issues them (bigscience-workshop/Megatron-DeepSpeed ``megatron/model/transformer.py``,
+#: 2022): forward about 20 (two fused layer norms, the QKV, attention-output and two MLP
+#: GEMMs, the score and context batched GEMMs, the fused scale-mask-softmax, the fused
+#: bias-GeLU, two bias-dropout-adds, the copies around the head split and the two tensor
+#: all-reduces); backward about 50 (two GEMMs per forward GEMM, a backward kernel per other
+#: op, and AccumulateGrad's add per weight and bias, twelve). Counted from the code, not fitted.
+LAYER_LAUNCHES = (20, 50)
+
+
+def blocking(m: Transformer, t, layers: int, microbatches: int) -> float:
+    """Seconds a step's GPU idles between launches on a stage of ``layers`` layers when every
+    launch waits for the one before to finish (``CUDA_LAUNCH_BLOCKING=1``,
+    ``Training.launch_blocking``): the host's issue time per kernel (``HOST_LAUNCH``) is no
+    longer hidden behind the kernels in flight, so each of the layer's kernels (forward, the
+    full recompute's second forward, backward) adds it, per micro-batch."""
+    if not t.launch_blocking:
+        return 0.0
+    forwards = 2 if t.recompute == "full" else 1
+    return layers * microbatches * HOST_LAUNCH * \
+        (LAYER_LAUNCHES[0] * forwards + LAYER_LAUNCHES[1])
+
+
+#: Bytes per second per direction between a GPU and its CPU's memory, for CPU offloading: a
+#: Grace CPU's NVLink-C2C, 900 GB/s both ways (NVIDIA GB200 NVL72 and GH200 datasheets), and
+#: otherwise a PCIe x16 slot, Gen5 on Hopper and Blackwell HGX boards and Gen4 on Ampere
+#: (library/nvidia/links.topo's pcie5 and pcie4).
+HOST_LINK = {"GB200": 450e9, "GB300": 450e9, "GH200": 450e9}
+HOST_PCIE = {"ampere": 31.5e9}
+HOST_PCIE_DEFAULT = 63e9
+
+
+def host_link(gpu_name: str) -> float:
+    """Bytes per second per direction a GPU of that name moves to or from its CPU's memory."""
+    for chip, rate in HOST_LINK.items():
+        if chip in gpu_name.upper():        # the library's "B200_GB200"
+            return rate
+    return HOST_PCIE.get(generation(gpu_name), HOST_PCIE_DEFAULT)
+
+
+def offload(m: Transformer, t, sh: Shape, gpu_name: str, layer_time: float) -> float:
+    """Seconds per micro-batch CPU offloading (``Training.offload_layers``) adds: each offloaded
+    layer's activations go to host memory during the next layer's forward and come back during
+    the backward of the layer after it (Megatron-Core's group offload handler, one layer
+    ahead), so only a transfer longer than the compute it overlaps shows: per layer,
+    max(0, transfer - forward) + max(0, transfer - backward), with the forward a third of the
+    layer's ``layer_time`` (forward, and a backward of two) and the transfer its activations
+    over ``host_link``."""
+    if not t.offload_layers:
+        return 0.0
+    move = activation_per_layer(m, t, sh) * m.seq * t.microbatch / sh.cp / host_link(gpu_name)
+    forward = layer_time / 3
+    return t.offload_layers * (max(0.0, move - forward) + max(0.0, move - 2 * forward))
 
 
 #: Bytes an fp8 cast moves per element of a GEMM input (Transformer Engine): a bf16 read, an
@@ -295,6 +370,21 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
     return gemm + ew + att, flops, gemm, ew, att, segments
 
 
+def accumulation(m: Transformer, t, sh: Shape, lay: Layout, stage: str, r: _Rates,
+                 microbatches: int, per_weight: float, skipped: int) -> float:
+    """Seconds per micro-batch (averaged over the step's) of the gradient-accumulation pass
+    over the weights one GPU of ``stage`` holds, its embedding or output layer included at the
+    ends of a pipeline (``GRAD_ACCUMULATION``)."""
+    layers = {"last": lay.last, "first": lay.first, "middle": lay.middle}[stage]
+    weights = sum(stage_parameters(m, sh, layers))
+    if sh.pp == 1:
+        weights += (1 if m.tied else 2) * m.vocab * m.hidden / sh.tp
+    elif stage != "middle":
+        weights += m.vocab * m.hidden / sh.tp
+    passes = max(0, microbatches - skipped)
+    return per_weight * weights / (r.hbm * t.hbm_efficiency) * passes / microbatches
+
+
 def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
             microbatches: int) -> Compute:
     """Seconds of compute per step on one GPU of the slowest pipeline stage: its micro-batch
@@ -315,10 +405,19 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
         if best is None or got[0] > best[1][0]:
             best = (name, got)
     name, (time, flops, gemm, ew, att, segments) = best
+    per_weight, skipped = GRAD_ACCUMULATION[t.grad_accumulation]
+    acc = accumulation(m, t, sh, lay, name, r, microbatches, per_weight, skipped) \
+        if per_weight else 0.0
+    time, ew = time + acc, ew + acc
+    layers = {"last": lay.last, "first": lay.first, "middle": lay.middle}[name]
+    launch = blocking(m, t, layers, microbatches) / microbatches
+    moved = offload(m, t, sh, gpu.name, time / max(1, layers))
+    time += launch + moved
     peak_used = r.fp8 if r.fp8 != r.peak else r.peak
     eff = flops / (gemm + att) / peak_used if gemm + att else 0.0
     on = ep_overlap.applies(t, sh)
     return Compute(time * microbatches, flops * microbatches, gemm * microbatches,
                    ew * microbatches, eff, att * microbatches, time, name,
                    segments if on else (),
-                   ep_overlap.sm_share(generation(gpu.name)) if on else 0.0)
+                   ep_overlap.sm_share(generation(gpu.name)) if on else 0.0,
+                   acc * microbatches, launch * microbatches, moved * microbatches)

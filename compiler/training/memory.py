@@ -324,8 +324,11 @@ def memory(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) -> Memo
         if sh.pp > 2:
             stages["middle"] = (2 * lay.middle, 0.0, lay.middle * per_layer * held)
     elif sh.pp == 1:
+        # CPU offloading (``offload_layers``, pp 1 only) keeps that many layers' activations in
+        # host memory; one layer's are in flight to or from it (Megatron-Core's double buffer)
+        kept = lay.first - t.offload_layers + 1 if t.offload_layers else lay.first
         stages = {"only": (lay.first, embed * (1 if m.tied else 2),
-                           lay.first * per_layer + drop_embed + logits)}
+                           kept * per_layer + drop_embed + logits)}
     elif sh.pp > 2 and lay.middle > lay.first:
         stages["middle"] = (lay.middle, 0.0, lay.middle * per_layer *
                             in_flight(sh.pp - 1, microbatches, t.interleave))

@@ -17,6 +17,7 @@ from ..ir.gpus import GPUFigures
 from ..ir.system import Transformer, TrafficFlow
 from .constants import value
 from .compute import Compute, compute
+from .compute import GRAD_ACCUMULATION
 from .mapping import Layout, MappingError, Shape, bubble, check, idle_time, layout, shape_of
 from .epilogue import EXPERT_EPILOGUES
 from .memory import Memory, activation_per_layer, bytes_per_param, memory, sharding
@@ -24,7 +25,7 @@ from .params import model_flops, moe_layers, parameters, stage_parameters
 from .traffic import traffic
 
 __all__ = ["RECOMPUTE", "RECOMPUTE_MODULES", "ATTENTION_KERNELS", "EXPERT_EPILOGUES", "FSDP_PREFETCH",
-           "CROSS_ENTROPY",
+           "CROSS_ENTROPY", "GRAD_ACCUMULATION",
            "ZERO", "Training",
            "Derived",
            "derive", "Compute", "Memory", "Shape",
@@ -78,7 +79,13 @@ class Training:
     ``expert_epilogue`` names how the framework runs a GPT-OSS-style expert's clamp and biases
     (``epilogue``'s docstring: Megatron-Core's eager clamp and fc2 bias by default);
     ``cross_entropy`` names the loss kernel, whose buffers decide the last stage's memory
-    (``CROSS_ENTROPY``, ``memory.LOGIT_BYTES``)."""
+    (``CROSS_ENTROPY``, ``memory.LOGIT_BYTES``); ``grad_accumulation`` names how each
+    micro-batch's weight gradients reach the gradient buffer (``compute.GRAD_ACCUMULATION``:
+    fused into the weight-gradient GEMM, or an element-wise pass over the stage's weights per
+    micro-batch); ``launch_blocking`` runs every kernel launch synchronously
+    (``CUDA_LAUNCH_BLOCKING=1``, ``compute.blocking``); ``offload_layers`` keeps the activations
+    of that many layers in CPU memory between their forward and backward (Megatron-Core's
+    ``cpu_offloading_num_layers``: ``memory`` and ``compute.offload``)."""
 
     model: Transformer
     batch: int                          # global batch, in sequences
@@ -113,6 +120,9 @@ class Training:
     attention_kernel: str = "fused"     # "fused" (cuDNN, FlashAttention-3) or "fa2"
     expert_epilogue: str = "megatron"   # clamp and expert biases: ``epilogue.EXPERT_EPILOGUES``
     cross_entropy: str = "auto"         # the loss kernel: ``CROSS_ENTROPY``
+    grad_accumulation: str = "fused"    # ``compute.GRAD_ACCUMULATION``
+    launch_blocking: bool = False       # CUDA_LAUNCH_BLOCKING=1: ``compute.blocking``
+    offload_layers: int = 0             # layers whose activations go to CPU memory (``compute``)
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     pipeline_slots: bool | None = None
@@ -167,6 +177,21 @@ def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
     if t.fsdp_prefetch not in FSDP_PREFETCH:
         raise MappingError(f"fsdp prefetch '{t.fsdp_prefetch}': one of "
                            f"{', '.join(FSDP_PREFETCH)}")
+    if t.grad_accumulation not in GRAD_ACCUMULATION:
+        raise MappingError(f"grad accumulation '{t.grad_accumulation}': one of "
+                           f"{', '.join(GRAD_ACCUMULATION)}")
+    if t.offload_layers:
+        # Megatron-Core's TransformerConfig refuses these (megatron/core/transformer/
+        # transformer_config.py, __post_init__)
+        if not 0 < t.offload_layers < t.model.layers:
+            raise MappingError(f"offload layers {t.offload_layers}: CPU offloading can be done "
+                               f"only for layers less than {t.model.layers}")
+        if sh.pp > 1:
+            raise MappingError("offload layers: there is no support for pipeline parallelism "
+                               "with CPU offloading (pp must be 1)")
+        if t.recompute != "none":
+            raise MappingError("offload layers: CPU offloading does not work when activation "
+                               "recomputation is enabled (recompute must be none)")
     if t.zero not in ZERO:
         raise MappingError(f"zero {t.zero}: one of 0, 1, 2, 3")
     m = t.model

@@ -174,3 +174,27 @@ def test_options_that_would_be_ignored_are_usage_errors(extra, words, capsys):
     accepted and did nothing."""
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", *extra]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_compare_splits_compute_into_its_terms_and_counts_micro_batches(capsys):
+    """--compare names what makes one strategy win (issue 42): the compute term split into
+    GEMMs, attention, element-wise work and the gradient-accumulation passes, which add up to
+    it, and both strategies' micro-batches; --grad-accumulation puts a pass per micro-batch."""
+    import json
+    args = ["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--no-cache", "--jobs", "1",
+            "--compare", "tp=1,pp=1,dp=8,microbatch=1,recompute=full", "--format", "json"]
+    runs = {}
+    for mode in ("fused", "autograd"):
+        assert main(args + ["--grad-accumulation", mode]) == 0
+        runs[mode] = json.loads(capsys.readouterr().out)
+    doc = runs["autograd"]
+    terms = {t["term"]: t for t in doc["terms"]}
+    parts = [n for n in terms if n.startswith("compute")]
+    assert "compute" not in terms and "compute: GEMMs" in parts
+    for who, key in (("this", "row"), ("best", "best")):
+        assert sum(terms[n][who] for n in parts) == pytest.approx(doc[key]["compute_time"])
+    assert doc["microbatches"]["this"] == 64 // 8
+    assert terms["compute: grad accumulation"]["this"] > 0
+    fused = {t["term"]: t for t in runs["fused"]["terms"]}
+    assert fused.get("compute: grad accumulation", {"this": 0.0})["this"] == 0.0
+    assert doc["row"]["step_time"] > runs["fused"]["row"]["step_time"]

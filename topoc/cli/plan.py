@@ -19,6 +19,7 @@ from ..compiler.base.diagnostics import suggest
 from ..compiler.base.limits import LIMITS
 from ..compiler.base.text import visible
 from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
+                                       GRAD_ACCUMULATION,
                                        RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training)
 from ..lsp_help import SETTING_DOCS as DOCS
 from .common import (add_failure_options, EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
@@ -89,6 +90,11 @@ def add_parser(sub) -> None:
                    help=DOCS["expert_epilogue"])
     p.add_argument("--cross-entropy", choices=CROSS_ENTROPY, default="auto",
                    help=DOCS["cross_entropy"])
+    p.add_argument("--grad-accumulation", choices=tuple(GRAD_ACCUMULATION), default="fused",
+                   help=DOCS["grad_accumulation"])
+    p.add_argument("--launch-blocking", action="store_true", help=DOCS["launch_blocking"])
+    p.add_argument("--offload-layers", type=count(0, 10**6), default=0, metavar="N",
+                   help=DOCS["offload_layers"])
     p.add_argument("--compare", metavar="SIZES", help="where a strategy ranks and which terms "
                    "separate it from #1, e.g. tp=8,pp=4,dp=2[,cp=1,ep=1,microbatch=1,"
                    "recompute=selective,interleave=1,sequence_parallel=1,zero=1]")
@@ -188,7 +194,10 @@ def run(args) -> int:
                     flash_attention=args.flash_attention == "on",
                     attention_kernel=args.attention_kernel,
                     expert_epilogue=args.expert_epilogue,
-                    cross_entropy=args.cross_entropy)
+                    cross_entropy=args.cross_entropy,
+                    grad_accumulation=args.grad_accumulation,
+                    launch_blocking=args.launch_blocking,
+                    offload_layers=args.offload_layers)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}
@@ -278,8 +287,9 @@ def run(args) -> int:
     else:
         text = plan_table.render(result, head, args.format, args.top)
     if wanted is not None:
-        text = plan_table.render_comparison(comparison.compare(result, wanted), head,
-                                            args.format)
+        text = plan_table.render_comparison(
+            comparison.detail(comparison.compare(result, wanted), base, gpu_figures(system)),
+            head, args.format)
     write_output(text, args.output)
     return EXIT_OK
 
