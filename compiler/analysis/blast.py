@@ -72,6 +72,7 @@ class Domain:
         return (share + lost) * self.members
 
     gpus_total: int = 0
+    ids: tuple[str, ...] = ()   # every member's id (the example first)
 
 
 def _holders(system: System) -> dict[str, list[str]]:
@@ -178,7 +179,8 @@ def blast(system: System, parallel: str | None = None, size: int = 2**30,
         replan = parallel is not None and lost > 0
         out.append(Domain(what, example, len(members), lost, tuple(sorted(gone.items())),
                           connected, before, time_after, step_before,
-                          None if replan else _step(after, parallel), replan, total))
+                          None if replan else _step(after, parallel), replan, total,
+                          tuple(i for _, i in members)))
     out.sort(key=lambda d: (-d.impact, d.what, d.example))
     return out[:limit] if limit > 0 else out
 
