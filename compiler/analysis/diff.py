@@ -177,7 +177,8 @@ def diff(a: System, b: System, host: str | None = None,
     loose = _loose_nics(b, fb)
     if loose:
         notes.append(f"B has {loose} NIC(s) cabled to the fabric outside any host (HCAs "
-                     "without a hostname in their node description): not compared")
+                     "without a hostname in their node description, or of management and "
+                     "storage hosts): not compared")
     gone: dict[str, Counter] = defaultdict(Counter)     # host -> models of HCAs only A has
     new: dict[str, Counter] = defaultdict(Counter)      # host -> models of HCAs only B has
     if fabrics:

@@ -175,6 +175,34 @@ def test_slurmctld_loads_the_tree(tmp_path, capsys, file, defines, hosts):
     assert "topology" in log.lower()
 
 
+def test_slurmctld_loads_the_tree_of_a_real_dump(tmp_path, capsys):
+    """A real cluster's dump (topograph's, with SHARP nodes, unnamed HCAs, a UFM host and
+    hosts named localhost/ubuntu): its tree names only the GPU hosts, and slurmctld loads it
+    with every switch and without complaint."""
+    _need("slurmctld", "scontrol", "munged", "mungekey")
+    from topoc import loads
+    from topoc.compiler.analysis.fabric import fabric
+    dump = ROOT / "tests" / "fixtures" / "ibnetdiscover" / "topograph_example.out"
+    imported = tmp_path / "fabric.topo"
+    assert main(["import", "ibnetdiscover", str(dump), "-o", str(imported)]) == 0
+    conf = tmp_path / "topology.conf"
+    assert main(["export", "slurm", str(imported), "--topology", "tree", "-o", str(conf)]) == 0
+    capsys.readouterr()
+    names = [h.name for h in fabric(loads(imported.read_text())).hosts]
+    assert len(names) == 119 and not any(n in ("localhost", "ubuntu") for n in names)
+    shown, log = _run_slurmctld(tmp_path, names, "topology/tree", ["show", "topology"],
+                                "SwitchName=")
+    back = {}
+    for m in re.finditer(r"^SwitchName=(\S+) Level=(\d+).*?(?:Nodes=(\S+))?(?: Switches=(\S+))?$",
+                         shown, re.M):
+        name, level, nodes_, switches = m.groups()
+        back[name] = switches if int(level) > 0 else nodes_
+    assert back == _topo_switch_lines(conf.read_text())
+    assert "Multiple leaf switches contain nodes" not in log
+    assert not [ln for ln in log.splitlines()
+                if re.search(r"error|fatal", ln, re.I) and re.search(r"topolog|switch", ln, re.I)]
+
+
 def test_slurmctld_loads_blocks(tmp_path):
     """topology/block (Slurm 23.11+), where the installed Slurm has it: a 16-tray rack among
     18-tray racks, written for this Slurm's version, loads and keeps every block."""
@@ -261,11 +289,13 @@ system cluster : C
     assert out.count("D08") == 1 and "D02" not in out and "1 difference between" in out
 
 
-def test_ibsim_round_trip_of_a_dump_with_sharp_nodes_is_idempotent(tmp_path, capsys):
-    """A dump with SHARP aggregation nodes and unnamed HCAs (tests/fixtures/ibnetdiscover):
+@pytest.mark.parametrize("name", ["h100_cluster_8_sharp.txt", "topograph_example.out"])
+def test_ibsim_round_trip_of_a_dump_with_sharp_nodes_is_idempotent(name, tmp_path, capsys):
+    """A dump with SHARP aggregation nodes and unnamed HCAs (tests/fixtures/ibnetdiscover; the
+    second a real cluster's, with a UFM host and hosts that never set a hostname too):
     imported, exported to ibsim, rediscovered and imported again, it shows no difference."""
     _need("ibsim", "ibsim-run", "ibnetdiscover")
-    dump = ROOT / "tests" / "fixtures" / "ibnetdiscover" / "h100_cluster_8_sharp.txt"
+    dump = ROOT / "tests" / "fixtures" / "ibnetdiscover" / name
     first = tmp_path / "first.topo"
     assert main(["import", "ibnetdiscover", str(dump), "-o", str(first)]) == 0
     net = tmp_path / "net"
