@@ -203,6 +203,47 @@ def test_slurmctld_loads_the_tree_of_a_real_dump(tmp_path, capsys):
                 if re.search(r"error|fatal", ln, re.I) and re.search(r"topolog|switch", ln, re.I)]
 
 
+def test_ibsim_round_trip_keeps_a_real_dumps_ports(tmp_path, capsys):
+    """topograph's real dump imported with --ports, exported to ibsim with them, rediscovered
+    by ibnetdiscover: the same cables on the same ports (diff compares ports, no
+    difference); without --ports the export numbers each end's cables from 1, and diff then
+    names every cable whose ports moved."""
+    _need("ibsim", "ibsim-run", "ibnetdiscover")
+    dump = ROOT / "tests" / "fixtures" / "ibnetdiscover" / "topograph_example.out"
+    topo, ports = tmp_path / "fabric.topo", tmp_path / "ports.txt"
+    assert main(["import", "ibnetdiscover", str(dump), "-o", str(topo), "--ports",
+                 str(ports)]) == 0
+    again = {}
+    for label, flags in (("kept", ["--ports", str(ports)]), ("renumbered", [])):
+        net = tmp_path / f"net-{label}"
+        assert main(["export", "ibsim", str(topo), *flags, "-o", str(net)]) == 0
+        env = {**os.environ, "IBSIM_SOCKNAME": f"topoc-test-{os.getpid()}-{time.monotonic_ns()}"}
+        sim = subprocess.Popen(["ibsim", "-s", str(net), "--no-console"], cwd=tmp_path, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(50):
+                r = subprocess.run(["ibsim-run", "ibnetdiscover"], env=env, cwd=tmp_path,
+                                   capture_output=True, text=True, timeout=30)
+                if r.returncode == 0 and "mlx5_" in r.stdout:
+                    again[label] = tmp_path / f"again-{label}.txt"
+                    again[label].write_text(r.stdout)
+                    break
+                time.sleep(0.2)
+        finally:
+            _stop(sim)
+    assert set(again) == {"kept", "renumbered"}
+    capsys.readouterr()
+    import json
+    assert main(["diff", str(topo), str(again["kept"]), "--ports", str(ports), "--format",
+                 "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["equal"] and "ports" in doc["compared"]
+    assert main(["diff", str(topo), str(again["renumbered"]), "--ports", str(ports),
+                 "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["differences"] and {d["code"] for d in doc["differences"]} == {"D09"}
+
+
 def test_slurmctld_loads_blocks(tmp_path):
     """topology/block (Slurm 23.11+), where the installed Slurm has it: a 16-tray rack among
     18-tray racks, written for this Slurm's version, loads and keeps every block."""

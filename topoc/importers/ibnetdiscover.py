@@ -210,11 +210,14 @@ def _cable(cables, a, pa, b, pb, lanes, speed, path, number):
 
 
 def from_ibnetdiscover(text: str, path: str = "<dump>",
-                       guids: Mapping[str, tuple[str, int]] | None = None
+                       guids: Mapping[str, tuple[str, int]] | None = None,
+                       ports: list[tuple[str, int, str, int]] | None = None
                        ) -> tuple[str, list[str]]:
     """The .topo text (and notes) of one ibnetdiscover dump; ``guids`` (node GUID ->
     (hostname, NIC index), as ``topoc import hwloc --guids`` writes them) places HCAs by GUID
-    before their descriptions are read."""
+    before their descriptions are read. A ``ports`` list gets every cable between a switch or
+    a GPU host's HCA as (end, port, end, port), the ends named as the fabric view names them
+    (switch name, ``<hostname>/<NIC index>``): ``topoc.importers.ports``."""
     path = printable(path)
     nodes, cables, devids = parse(text, path)
     library = pipeline.front_end('use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n')
@@ -285,6 +288,7 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
     shapes: dict[tuple, str] = {}
     host_lines, end_of = [], {}
     roles: dict[str, list[str]] = defaultdict(list)     # role -> its hostnames
+    fabric_end: dict[str, str] = {}     # GUID -> the fabric view's end name (ports)
     used = set(names)
     for host in sorted(hosts, key=_natural):
         items = sorted(hosts[host])
@@ -313,12 +317,18 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
                               f"{emit.comment(host)}, not a GPU host")
         uniform = len({m for _, m in shape}) == 1
         for n, (i, g) in enumerate(items):
+            if role is None:
+                fabric_end[g] = f"{host}/{n if dense else i}"
             if not dense:
                 end_of[g] = f"{inst}.mlx5_{i}"
             else:
                 end_of[g] = f"{inst}.nic[{n}]" if uniform else f"{inst}.nic{n}"
     for g, (inst, _) in switches.items():
         end_of[g] = inst
+        fabric_end[g] = inst
+    if ports is not None:
+        ports += [(fabric_end[a], pa, fabric_end[b], pb) for a, pa, b, pb, _, _ in cables
+                  if a in fabric_end and b in fabric_end]
     pseudo = _pseudo_hosts(nodes, cables, switches, sharp, unnamed, nic_model, end_of, notes)
     for role in ROLES:
         found = roles.get(role.name)
