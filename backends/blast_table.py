@@ -40,6 +40,14 @@ def _allreduce(d: Domain) -> str:
     return "-" if d.slowdown is None else f"x{d.slowdown:.3f}"
 
 
+def short_cost(d: Domain) -> str:
+    """What one failure of the class costs, in a few characters for a box of the diagram:
+    the GPUs it takes ('-8 GPUs'), else the all-reduce after it ('x1.969', 'partitioned')."""
+    if d.gpus_lost and d.connected:
+        return f"-{d.gpus_lost:,} GPU{'s' if d.gpus_lost != 1 else ''}"
+    return _allreduce(d)
+
+
 def _step(d: Domain) -> str:
     """The strategy's step before and after, or 'replan' when it lost GPUs."""
     if d.replan:

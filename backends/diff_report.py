@@ -14,12 +14,13 @@ from .lint_report import SARIF_SCHEMA, _escape_data, _escape_property
 
 #: SARIF rule ids per finding category.
 CODES = {"hosts": "D01", "devices": "D02", "nvlink": "D03", "nic": "D04", "pcie": "D05",
-         "numa": "D06", "switches": "D07", "cabling": "D08"}
+         "numa": "D06", "switches": "D07", "cabling": "D08", "ports": "D09"}
 SUMMARY = {"hosts": "a host is missing on one side", "devices": "devices differ in kind or "
            "model", "nvlink": "NVLink lanes differ", "nic": "a GPU's local NIC differs",
            "pcie": "a GPU's PCIe switch differs", "numa": "a GPU's NUMA node differs",
            "switches": "a fabric switch is missing or of another model",
-           "cabling": "fabric cables or their rates differ"}
+           "cabling": "fabric cables or their rates differ",
+           "ports": "a cable is on other switch or HCA ports"}
 
 
 def text(d: Diff, a: str, b: str) -> str:

@@ -265,12 +265,16 @@ def _legend(kinds: dict[str, set[str]], figures: dict[str, list[str]], opts: Opt
              "line width: 1 pt up to 25 GB/s, +1 pt per doubling"]
     if banded:
         notes.append("grey bar: a full mesh folded, one stub per member")
-    if opts.parallel and shown:
+    if opts.parallel and shown and not opts.heat:
         notes.append(f"fill and tag: {opts.color} group ({groups} groups; a bar of colours: "
                      "several)")
     for note in notes:
         width = max(width, len(note))
         rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT">{_html(note)}</TD></TR>')
+    if opts.heat:
+        from .heat import legend_rows
+        rows += legend_rows()
+        width = max(width, 70)
     if opts.ring:
         rows.append(f'<TR><TD><FONT COLOR="{RING_COLOR}"><B>&#8594;</B></FONT></TD>'
                     f'<TD ALIGN="LEFT">ring of {_html(opts.ring)}, step numbers in order</TD>'

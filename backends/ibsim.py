@@ -61,13 +61,14 @@ def _names(fab: Fabric) -> dict[str, str]:
     return names
 
 
-def render_ibsim(fab: Fabric, source: str = "") -> str:
+def render_ibsim(fab: Fabric, source: str = "", ports=None) -> str:
     """The ibsim net file; switches first (ibsim's SM port is the first port in the file).
-    Host and switch names are checked first (``names.InvalidName``)."""
+    Host and switch names are checked first (``names.InvalidName``). ``ports`` numbers the
+    cables as a dump reported them (``fabric.wiring``)."""
     check_names(fab, IBSIM)
     if not fab.switches:
         raise ExportError("the system has no scale-out switches to simulate")
-    wires = wiring(fab)
+    wires = wiring(fab, ports)
     ports: dict[str, list[tuple[int, str, int, Wire]]] = defaultdict(list)
     for w in wires:
         ports[w.a].append((w.a_port, w.b, w.b_port, w))
@@ -85,7 +86,7 @@ def render_ibsim(fab: Fabric, source: str = "") -> str:
         if not mine:
             continue
         is_switch = "/" not in end
-        radix = max(len(mine), fab.switch(end).radix or 0) if is_switch else len(mine)
+        radix = max(len(mine), mine[-1][0], fab.switch(end).radix or 0 if is_switch else 0)
         if radix > 254:
             raise ExportError(f"switch '{end}' needs {radix} ports; ibsim takes at most 254")
         lines.append(f"{'Switch' if is_switch else 'Hca'}\t{radix} \"{names[end]}\"")
@@ -97,15 +98,16 @@ def render_ibsim(fab: Fabric, source: str = "") -> str:
     return "\n".join(lines)
 
 
-def render_ibdiagnet(fab: Fabric, source: str = "") -> str:
+def render_ibdiagnet(fab: Fabric, source: str = "", ports=None) -> str:
     """The cabling plan as an IBDM topology file (ibdm-topo-file(1)), which ``ibdiagnet -t``
     checks the discovered fabric against: one section per system (a switch, or one HCA of a
     host named ``<hostname>/U<n+1>``), ``P<port> -> <type> <peer> P<peer port>`` per cable.
-    Host and switch names are checked first (``names.InvalidName``)."""
+    Host and switch names are checked first (``names.InvalidName``); ``ports`` numbers the
+    cables as a dump reported them (``fabric.wiring``)."""
     check_names(fab, IBDIAGNET)
     if not fab.switches:
         raise ExportError("the system has no scale-out switches")
-    wires = wiring(fab)
+    wires = wiring(fab, ports)
     model = {s.name: s.model for s in fab.switches}
     model.update({f"{h.host}/{h.index}": h.model for h in fab.hcas})
 

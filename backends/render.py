@@ -554,10 +554,13 @@ def _fits(pic) -> bool:
 def _picture(system: System, view: str, nodes, edges, opts: Options, notes,
              widest: float = 6.0):
     from .draw import picture
-    colors = _group_colors(system, opts)
+    colors = _group_colors(system, opts) if not opts.heat else {}
     ids = {n.id for n in nodes}
     shown = any(n in colors for n in ids)
-    if opts.parallel and not shown:
+    if opts.heat:
+        from .heat import heat_colors
+        colors = heat_colors(box_finder(system, ids), opts.heat)
+    elif opts.parallel and not shown:
         colors = _unit_colors(system, colors, nodes)
         shown = bool(colors)
     if opts.parallel and not shown and notes is not None:
@@ -571,7 +574,7 @@ def _picture(system: System, view: str, nodes, edges, opts: Options, notes,
     return picture(system.name, view, nodes, edges, opts, colors,
                    ring_hops(system, opts, ids, notes), dict(models), widest,
                    len(rank_groups(system.parallel(opts.parallel), opts.color))
-                   if opts.parallel else 0)
+                   if opts.parallel and not opts.heat else 0)
 
 def render(system: System, fmt: str = "dot", opts: Options = Options(),
            notes: list[str] | None = None) -> tuple[bytes, str]:

@@ -97,6 +97,10 @@ class Options:
     color: str = "tp"
     highlight: tuple[str, ...] = ()
     ring: str | None = None      # a group (dp:3, world, or a rank list 0..7) whose ring to draw
+    #: a heat map over the boxes: (failure domain id, cost of one failure, tag), as
+    #: backends.heat.heat_map makes it from topoc blast's classes; it fills the boxes instead
+    #: of the groups' colours
+    heat: tuple[tuple[str, float, str], ...] = ()
 
 
 def short(device_id: str) -> str:

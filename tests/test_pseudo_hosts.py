@@ -7,6 +7,7 @@ themselves as ``MT4129 ConnectX7 Mellanox Technologies`` (tests/fixtures/ibnetdi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import topoc
@@ -71,3 +72,100 @@ def test_guids_place_the_unnamed_hcas(tmp_path, capsys):
     capsys.readouterr()
     assert "hca_" not in out.read_text()
     assert main(["diff", CLUSTER, str(out), "-D", "nodes=8"]) == 0
+
+
+#: A real cluster's dump (NVIDIA/topograph's test fixture): SHARP nodes, unnamed HCAs, a UFM
+#: host, one subnet of a multi-rail fabric (tests/fixtures/ibnetdiscover/README.md).
+REAL = Path(__file__).parent / "fixtures" / "ibnetdiscover" / "topograph_example.out"
+
+
+def _real():
+    text, notes = from_ibnetdiscover(REAL.read_text(), "example.out")
+    return text, notes, fabric(topoc.loads(text))
+
+
+def test_a_real_dump_imports_with_its_special_nodes_recognised():
+    text, notes, fab = _real()
+    assert text.splitlines()[0].endswith(
+        "40 switches, 473 HCAs in 122 hosts (1 management, 2 unnamed), 69 unnamed HCAs, "
+        "40 SHARP aggregation nodes, 1114 cables.")
+    assert any(n.startswith("1 management host(s) recognised by name ('B11-P1-CUFM-02'")
+               for n in notes)
+    assert any(n.startswith("40 SHARP aggregation node(s)") for n in notes)
+    assert any(n.startswith("69 HCA(s) report the adapter's default node description")
+               for n in notes)
+    assert any(n.startswith("2 unnamed host(s) recognised by name ('localhost', 'ubuntu'")
+               for n in notes)
+    # the UFM host keeps its HCAs and cables, but is no host, nor are 'localhost' and
+    # 'ubuntu' (hostnames never set): 119 GPU hosts
+    assert "  B11_P1_CUFM_02 : IBHost0  # management host B11-P1-CUFM-02, not a GPU host" in text
+    assert "B09_P1_IBLEAF_03_08 <-> B11_P1_CUFM_02.nic[0] : ndr" in text
+    names = [h.name for h in fab.hosts]
+    assert len(names) == 119 and "B11-P1-CUFM-02" not in names
+    assert all(re.match(r"^[ab]\d\d-p1-dgx-\d\d-c\d\d$", n) for n in names)
+    # one subnet of each host's rails, kept as the hosts name them: HCA-1, 2, 5, 6 on most,
+    # mlx5_0, 1, 4, 5 on the a08 row
+    rails = {h: {x.index for x in fab.hcas if x.host == h} for h in names}
+    assert {frozenset(v) for k, v in rails.items() if not k.startswith("a08")} <= {
+        frozenset(s) for s in ({1, 2, 5, 6}, {1, 2, 6}, {1, 2, 5}, {2, 5, 6}, {1, 5, 6})}
+    assert rails["a08-p1-dgx-04-c01"] == {0, 1, 4, 5}
+    assert len(fab.switches) == 40 and fab.tiers() == 2
+
+
+def test_a_real_dump_exports_to_slurm_and_kubernetes():
+    _, _, fab = _real()
+    tree = slurm.render(fab, "tree")
+    assert "CUFM" not in tree and "MT4129" not in tree and "hca_" not in tree
+    listed = set()
+    for ln in tree.splitlines():
+        m = re.match(r"SwitchName=\S+ Nodes=(\S+)$", ln)
+        if m:
+            listed |= set(_expand(m.group(1)))
+    assert listed == {h.name for h in fab.hosts}
+    labels = k8s.labels(fab)
+    assert sorted(labels) == sorted(h.name for h in fab.hosts)
+    assert all(re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", n) for n in labels)
+    doc = k8s.render(fab)
+    assert "CUFM" not in doc and "kueue.x-k8s.io/v1beta2" in doc
+
+
+def _expand(hostlist: str) -> list[str]:
+    out = []
+    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?", hostlist):
+        prefix, ranges = m.groups()
+        if not ranges:
+            out.append(prefix)
+            continue
+        for r in ranges.split(","):
+            lo, _, hi = r.partition("-")
+            out += [f"{prefix}{i:0{len(lo)}d}" for i in range(int(lo), int(hi or lo) + 1)]
+    return out
+
+
+def test_one_removed_hca_of_a_real_dump_is_one_difference(tmp_path, capsys):
+    from tests.test_hca_identity import carve
+    first = tmp_path / "fabric.topo"
+    assert main(["import", "ibnetdiscover", str(REAL), "-o", str(first)]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(first), str(REAL)]) == 0
+    dead = tmp_path / "dead.txt"
+    dead.write_text(carve(REAL.read_text(), lambda d: d == "a06-p1-dgx-02-c01 HCA-5"))
+    capsys.readouterr()
+    assert main(["diff", str(first), str(dead), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [(d["category"], d["where"]) for d in doc["differences"]] == [
+        ("devices", "a06-p1-dgx-02-c01 mlx5_5")]
+
+
+def test_role_names():
+    from topoc.importers.ibnetdiscover import role_of
+    for name, role in (("B11-P1-CUFM-02", "management"), ("ufm01", "management"),
+                       ("mgmt-3", "management"), ("headnode", "management"),
+                       ("login01", "management"), ("storage07", "storage"),
+                       ("ddn-sfa-1", "storage"), ("lustre-oss3", "storage"),
+                       ("weka_12", "storage"), ("localhost", "unnamed"),
+                       ("ubuntu", "unnamed")):
+        assert role_of(name).name == role, name
+    for name in ("a05-p1-dgx-01-c01", "node3", "gb-00-01", "headless7", "boss1", "dgx-h100-17",
+                 "storm3", "ubuntu-gpu-3"):
+        assert role_of(name) is None, name

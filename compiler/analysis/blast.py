@@ -72,6 +72,7 @@ class Domain:
         return (share + lost) * self.members
 
     gpus_total: int = 0
+    ids: tuple[str, ...] = ()   # every member's id (the example first)
 
 
 def _holders(system: System) -> dict[str, list[str]]:
@@ -145,6 +146,28 @@ def _reference(system: System, size: int) -> tuple[float | None, bool]:
         return None, False
 
 
+def _seed_routes(healthy: System, after: System, lost) -> None:
+    """Give the degraded system's routers the healthy system's least-cost paths that keep
+    clear of what failed. Exact: a surviving path's links cost what they did (a hop's cost is
+    its link class, the transit devices' kinds and a per-link tie-break, none of which a
+    failure elsewhere changes), and taking links away makes no other path cheaper, so the
+    path the search would find on the degraded system is the same one. The searches the
+    world all-reduce makes on every degraded system are most of ``blast``'s time; the
+    rail-level choices (each GPU's NIC, PXN proxies) depend on the surviving ranks and are
+    made again."""
+    from ..collectives.loads import Resources
+    gone = {link.id for link in lost}
+    for key, res in list(healthy.memo.items()):
+        if not (isinstance(key, tuple) and len(key) == 2 and key[0] is Resources):
+            continue
+        fresh = Resources.of(after, key[1])
+        for name in ("any", "host", "fabric", "nvlink"):
+            mine, theirs = getattr(fresh.router, name).cache, getattr(res.router, name).cache
+            for k, path in theirs.items():
+                if k not in mine and gone.isdisjoint(path):
+                    mine[k] = path
+
+
 def _step(system: System, name: str | None) -> float | None:
     if name is None:
         return None
@@ -170,6 +193,7 @@ def blast(system: System, parallel: str | None = None, size: int = 2**30,
         example = members[0][1]
         result = degrade(system, Faults((example,)))
         after = result.system
+        _seed_routes(system, after, result.lost)
         lost = total - len(after.gpus)
         time_after, connected = _reference(after, size)
         gone = defaultdict(float)
@@ -178,7 +202,8 @@ def blast(system: System, parallel: str | None = None, size: int = 2**30,
         replan = parallel is not None and lost > 0
         out.append(Domain(what, example, len(members), lost, tuple(sorted(gone.items())),
                           connected, before, time_after, step_before,
-                          None if replan else _step(after, parallel), replan, total))
+                          None if replan else _step(after, parallel), replan, total,
+                          tuple(i for _, i in members)))
     out.sort(key=lambda d: (-d.impact, d.what, d.example))
     return out[:limit] if limit > 0 else out
 

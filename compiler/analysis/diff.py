@@ -51,7 +51,7 @@ class DiffError(ValueError):
 class Finding:
     """One difference: its category, where (host, device or cable) and the two values."""
 
-    category: str       # hosts | devices | nvlink | nic | pcie | numa | switches | cabling
+    category: str       # hosts | devices | nvlink | nic | pcie | numa | switches | cabling | ports
     where: str
     a: str
     b: str
@@ -130,12 +130,16 @@ def _gpu_facts(system: System, host: HostInfo) -> list[dict]:
 
 
 def diff(a: System, b: System, host: str | None = None,
-         planes: Mapping[str, str] | None = None) -> Diff:
+         planes: Mapping[str, str] | None = None,
+         ports: tuple[Mapping, Mapping] | None = None) -> Diff:
     """The differences between ``a`` (say, the declared design) and ``b`` (what was found).
     ``host`` compares one host of ``a`` (by hostname) with ``b``'s only host: a node's dump
     against the cluster's design. ``planes`` (switch name -> label, say ``plane 2:
     dump2.txt``), for a B imported from several subnets' dumps: each switch, cabling and HCA
-    finding says the plane of its switch (an HCA's: of the switches it is cabled to)."""
+    finding says the plane of its switch (an HCA's: of the switches it is cabled to).
+    ``ports`` (A's and B's cable ports, ``topoc.importers.ports`` maps, as dumps report them)
+    compares the ports of the cables both sides have: one moved to another port is a
+    difference."""
     fa, fb = fabric(a), fabric(b)
     notes: list[str] = []
     found: list[Finding] = []
@@ -177,7 +181,8 @@ def diff(a: System, b: System, host: str | None = None,
     loose = _loose_nics(b, fb)
     if loose:
         notes.append(f"B has {loose} NIC(s) cabled to the fabric outside any host (HCAs "
-                     "without a hostname in their node description): not compared")
+                     "without a hostname in their node description, or of management and "
+                     "storage hosts): not compared")
     gone: dict[str, Counter] = defaultdict(Counter)     # host -> models of HCAs only A has
     new: dict[str, Counter] = defaultdict(Counter)      # host -> models of HCAs only B has
     if fabrics:
@@ -231,6 +236,9 @@ def diff(a: System, b: System, host: str | None = None,
             [f"{x.host}/{x.index}" for side, x in only if side == "a"]
             + [f"{x.host}/{x.index}" for x in fa.hcas if x.host in gone_hosts]),
             frozenset(f"{x.host}/{x.index}" for x in fb.hcas if x.host in new_hosts))
+        if ports is not None:
+            compared.append("ports")
+            _compare_ports(*ports, found)
     elif (fa.switches or fb.switches) and host is None:
         notes.append(f"only {'A' if fa.switches else 'B'} has a scale-out fabric: cabling not "
                      "compared")
@@ -251,7 +259,7 @@ def _on_planes(found: list[Finding], planes: Mapping[str, str], fa: Fabric,
                     near[x.lstrip("\0")].add(y)
     out = []
     for f in found:
-        if f.category in ("switches", "cabling"):
+        if f.category in ("switches", "cabling", "ports"):
             ends = f.where.split(" <-> ")
         elif f.category == "devices" and " mlx5_" in f.where:
             host, _, idx = f.where.rpartition(" mlx5_")
@@ -543,6 +551,20 @@ def _compare_fabric(fa: Fabric, fb: Fabric, found: list[Finding],
         found.append(Finding("cabling", where, f"{na} x {rate / 1e9:g} Gb/s",
                              f"{nb} x {rate / 1e9:g} Gb/s",
                              f"{where}: {na} cable(s) of {rate / 1e9:g} Gb/s in A, {nb} in B"))
+
+
+def _compare_ports(pa: Mapping, pb: Mapping, found: list[Finding]) -> None:
+    """Cables both sides have, as many on each, on other ports: one finding per pair of ends
+    (the cabling findings already count cables one side lacks)."""
+    for x, y in sorted(pa.keys() & pb.keys()):
+        a, b = pa[(x, y)], pb[(x, y)]
+        if a == b or len(a) != len(b):
+            continue
+        where = f"{x} <-> {y}"
+        show_a = ", ".join(f"{x} port {p} - {y} port {q}" for p, q in a if (p, q) not in b)
+        show_b = ", ".join(f"{x} port {p} - {y} port {q}" for p, q in b if (p, q) not in a)
+        found.append(Finding("ports", where, show_a, show_b,
+                             f"{where}: cabled {show_a} in A, {show_b} in B"))
 
 
 def _rates(fab: Fabric, x: str, y: str) -> str:

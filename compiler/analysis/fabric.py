@@ -229,15 +229,42 @@ class Wire:
     cls: str
 
 
-def wiring(fab: Fabric) -> tuple[Wire, ...]:
+def wiring(fab: Fabric, ports: Mapping[tuple[str, str], Sequence[tuple[int, int]]] | None = None
+           ) -> tuple[Wire, ...]:
     """Every cable of ``fab`` on numbered ports: each end numbers its cables from 1 in the
-    fabric's cable order (down-links of a switch in end-name order come with it)."""
+    fabric's cable order (down-links of a switch in end-name order come with it). ``ports``
+    ((end, end) in sorted order -> port pairs in that order, as a dump reported them:
+    ``topoc.importers.ports``) numbers the cables it lists so; the others take each end's
+    lowest free ports."""
+    given: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    used: dict[str, set[int]] = defaultdict(set)
+    for (x, y), pairs in (ports or {}).items():
+        given[(x, y)] = list(pairs)
+        for px, py in pairs:
+            used[x].add(px)
+            used[y].add(py)
     next_port: dict[str, int] = defaultdict(lambda: 1)
+
+    def free(end: str) -> int:
+        while next_port[end] in used[end]:
+            next_port[end] += 1
+        port = next_port[end]
+        used[end].add(port)
+        return port
     out = []
     for c in fab.cables:
+        flip = (c.b, c.a) in given and (c.a, c.b) not in given
+        listed = given.get((c.b, c.a) if flip else (c.a, c.b), [])
         for _ in range(c.count):
-            pa, pb = next_port[c.a], next_port[c.b]
-            next_port[c.a] += 1
-            next_port[c.b] += 1
+            if listed:
+                pa, pb = listed.pop(0)
+                if flip:
+                    pa, pb = pb, pa
+            elif ports is None:
+                pa, pb = next_port[c.a], next_port[c.b]
+                next_port[c.a] += 1
+                next_port[c.b] += 1
+            else:
+                pa, pb = free(c.a), free(c.b)
             out.append(Wire(c.a, pa, c.b, pb, c.rate, c.cls))
     return tuple(out)

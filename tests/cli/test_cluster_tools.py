@@ -175,6 +175,75 @@ def test_slurmctld_loads_the_tree(tmp_path, capsys, file, defines, hosts):
     assert "topology" in log.lower()
 
 
+def test_slurmctld_loads_the_tree_of_a_real_dump(tmp_path, capsys):
+    """A real cluster's dump (topograph's, with SHARP nodes, unnamed HCAs, a UFM host and
+    hosts named localhost/ubuntu): its tree names only the GPU hosts, and slurmctld loads it
+    with every switch and without complaint."""
+    _need("slurmctld", "scontrol", "munged", "mungekey")
+    from topoc import loads
+    from topoc.compiler.analysis.fabric import fabric
+    dump = ROOT / "tests" / "fixtures" / "ibnetdiscover" / "topograph_example.out"
+    imported = tmp_path / "fabric.topo"
+    assert main(["import", "ibnetdiscover", str(dump), "-o", str(imported)]) == 0
+    conf = tmp_path / "topology.conf"
+    assert main(["export", "slurm", str(imported), "--topology", "tree", "-o", str(conf)]) == 0
+    capsys.readouterr()
+    names = [h.name for h in fabric(loads(imported.read_text())).hosts]
+    assert len(names) == 119 and not any(n in ("localhost", "ubuntu") for n in names)
+    shown, log = _run_slurmctld(tmp_path, names, "topology/tree", ["show", "topology"],
+                                "SwitchName=")
+    back = {}
+    for m in re.finditer(r"^SwitchName=(\S+) Level=(\d+).*?(?:Nodes=(\S+))?(?: Switches=(\S+))?$",
+                         shown, re.M):
+        name, level, nodes_, switches = m.groups()
+        back[name] = switches if int(level) > 0 else nodes_
+    assert back == _topo_switch_lines(conf.read_text())
+    assert "Multiple leaf switches contain nodes" not in log
+    assert not [ln for ln in log.splitlines()
+                if re.search(r"error|fatal", ln, re.I) and re.search(r"topolog|switch", ln, re.I)]
+
+
+def test_ibsim_round_trip_keeps_a_real_dumps_ports(tmp_path, capsys):
+    """topograph's real dump imported with --ports, exported to ibsim with them, rediscovered
+    by ibnetdiscover: the same cables on the same ports (diff compares ports, no
+    difference); without --ports the export numbers each end's cables from 1, and diff then
+    names every cable whose ports moved."""
+    _need("ibsim", "ibsim-run", "ibnetdiscover")
+    dump = ROOT / "tests" / "fixtures" / "ibnetdiscover" / "topograph_example.out"
+    topo, ports = tmp_path / "fabric.topo", tmp_path / "ports.txt"
+    assert main(["import", "ibnetdiscover", str(dump), "-o", str(topo), "--ports",
+                 str(ports)]) == 0
+    again = {}
+    for label, flags in (("kept", ["--ports", str(ports)]), ("renumbered", [])):
+        net = tmp_path / f"net-{label}"
+        assert main(["export", "ibsim", str(topo), *flags, "-o", str(net)]) == 0
+        env = {**os.environ, "IBSIM_SOCKNAME": f"topoc-test-{os.getpid()}-{time.monotonic_ns()}"}
+        sim = subprocess.Popen(["ibsim", "-s", str(net), "--no-console"], cwd=tmp_path, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(50):
+                r = subprocess.run(["ibsim-run", "ibnetdiscover"], env=env, cwd=tmp_path,
+                                   capture_output=True, text=True, timeout=30)
+                if r.returncode == 0 and "mlx5_" in r.stdout:
+                    again[label] = tmp_path / f"again-{label}.txt"
+                    again[label].write_text(r.stdout)
+                    break
+                time.sleep(0.2)
+        finally:
+            _stop(sim)
+    assert set(again) == {"kept", "renumbered"}
+    capsys.readouterr()
+    import json
+    assert main(["diff", str(topo), str(again["kept"]), "--ports", str(ports), "--format",
+                 "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["equal"] and "ports" in doc["compared"]
+    assert main(["diff", str(topo), str(again["renumbered"]), "--ports", str(ports),
+                 "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["differences"] and {d["code"] for d in doc["differences"]} == {"D09"}
+
+
 def test_slurmctld_loads_blocks(tmp_path):
     """topology/block (Slurm 23.11+), where the installed Slurm has it: a 16-tray rack among
     18-tray racks, written for this Slurm's version, loads and keeps every block."""
@@ -261,11 +330,13 @@ system cluster : C
     assert out.count("D08") == 1 and "D02" not in out and "1 difference between" in out
 
 
-def test_ibsim_round_trip_of_a_dump_with_sharp_nodes_is_idempotent(tmp_path, capsys):
-    """A dump with SHARP aggregation nodes and unnamed HCAs (tests/fixtures/ibnetdiscover):
+@pytest.mark.parametrize("name", ["h100_cluster_8_sharp.txt", "topograph_example.out"])
+def test_ibsim_round_trip_of_a_dump_with_sharp_nodes_is_idempotent(name, tmp_path, capsys):
+    """A dump with SHARP aggregation nodes and unnamed HCAs (tests/fixtures/ibnetdiscover; the
+    second a real cluster's, with a UFM host and hosts that never set a hostname too):
     imported, exported to ibsim, rediscovered and imported again, it shows no difference."""
     _need("ibsim", "ibsim-run", "ibnetdiscover")
-    dump = ROOT / "tests" / "fixtures" / "ibnetdiscover" / "h100_cluster_8_sharp.txt"
+    dump = ROOT / "tests" / "fixtures" / "ibnetdiscover" / name
     first = tmp_path / "first.topo"
     assert main(["import", "ibnetdiscover", str(dump), "-o", str(first)]) == 0
     net = tmp_path / "net"

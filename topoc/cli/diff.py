@@ -18,6 +18,7 @@ from ..importers import ImportFailure
 from ..importers.base import compile_imported
 from ..importers.detect import kind_of, load_any
 from ..importers.ibnetdiscover import from_ibnetdiscover, merge
+from ..importers.ports import port_map, read_ports
 from .common import EXIT_INPUT, EXIT_OK, UsageError, add_failure_options, degraded, \
     parse_defines, read_text, report, strategy_name, unreadable, write_output
 
@@ -43,6 +44,10 @@ def add_parser(sub) -> None:
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
                    help="override a parameter of A's system (A must be a .topo file)")
     p.add_argument("--import-root", action="append", metavar="DIR")
+    p.add_argument("--ports", metavar="FILE",
+                   help="A's cable ports ('<end> <port> <end> <port>' lines, as topoc import "
+                   "ibnetdiscover --ports writes them), compared with an ibnetdiscover B's: a "
+                   "cable moved to another port is a difference (a dump A gives its own)")
     add_failure_options(p)
     p.add_argument("-o", "--output", metavar="PATH", help="write here (atomically); '-' is stdout")
     p.set_defaults(func=run)
@@ -100,6 +105,40 @@ def _load_planes(paths: list[str]):
     return system, planes
 
 
+def _dump_ports(paths: list[str]):
+    """The cable ports of ibnetdiscover dumps (their union), None for any other input."""
+    dumps = []
+    for path in paths:
+        text = read_text(path)
+        if kind_of(text) != "ibnetdiscover":
+            return None
+        dumps.append((text, path))
+    records: list = []
+    try:
+        text = merge(dumps)[0] if len(dumps) > 1 else dumps[0][0]
+        from_ibnetdiscover(text, paths[0], None, records)
+    except ImportFailure:
+        return None             # _load said why
+    return port_map(records)
+
+
+def _ports(args, b_paths: list[str]):
+    """(A's ports, B's ports) when both are known: a dump gives its own, A's --ports file
+    A's; None otherwise."""
+    pb = _dump_ports(b_paths)
+    if args.ports:
+        if pb is None:
+            raise UsageError("--ports compares A's cable ports with an ibnetdiscover B's; B "
+                             "is not an ibnetdiscover dump")
+        try:
+            pa = read_ports(read_text(args.ports), args.ports)
+        except ImportFailure as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        pa = _dump_ports([args.a])
+    return (pa, pb) if pa is not None and pb is not None else None
+
+
 def run(args) -> int:
     a = _load(args.a, args, parse_defines(args.define))
     planes = None
@@ -107,9 +146,11 @@ def run(args) -> int:
         b, planes = _load_planes(args.b)
     else:
         b = _load(args.b[0], args, None)
+    b_paths = list(args.b)
     args.b = " + ".join(args.b)
     if a is None or b is None:
         raise _BadInput()
+    ports = _ports(args, b_paths) if not args.host else None
     b = degraded(b, args, file=args.b)      # B with parts out: what a failure would cost
     found = None
     if args.impact or args.parallel:
@@ -121,7 +162,7 @@ def run(args) -> int:
         strategy_name(a, args.a, args.parallel)
         found = impact(a, b, args.parallel)
     try:
-        d = diff(a, b, args.host, planes)
+        d = diff(a, b, args.host, planes, ports)
     except (HostnameError, DiffError) as exc:
         raise UsageError(str(exc)) from None
     except RecursionError:

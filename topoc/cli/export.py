@@ -39,6 +39,10 @@ def add_parser(sub) -> None:
     p.add_argument("--gpu-clique", action="store_true",
                    help="k8s: also write nvidia.com/gpu.clique (GPU Feature Discovery owns it "
                    "and sets <ClusterUUID>.<CliqueID>; only for clusters without GFD)")
+    p.add_argument("--ports", metavar="FILE",
+                   help="ibsim, ibdiagnet: number the cables' ports as this file gives them "
+                        "('<end> <port> <end> <port>' lines, as topoc import ibnetdiscover "
+                        "--ports writes them); the rest take each end's lowest free ports")
     add_hostnames(p)
     add_common(p, output_required=True)
     p.set_defaults(func=run)
@@ -64,11 +68,33 @@ def _cluster(system, args) -> str:
                                 version)
         if args.format == "k8s":
             return k8s.render(fab, args.file, kueue_api=args.kueue_api, clique=args.gpu_clique)
+        ports = _ports(fab, args.ports) if args.ports else None
         if args.format == "ibsim":
-            return ibsim.render_ibsim(fab, args.file)
-        return ibsim.render_ibdiagnet(fab, args.file)
+            return ibsim.render_ibsim(fab, args.file, ports)
+        return ibsim.render_ibdiagnet(fab, args.file, ports)
     except (slurm.ExportError, ibsim.ExportError, names.InvalidName) as exc:
         raise _Unservable(str(exc)) from None
+
+
+def _ports(fab, path: str):
+    """The --ports file, each end one the fabric has (a usage error names the first that is
+    not)."""
+    from ..importers import ImportFailure
+    from ..importers.ports import read_ports
+    try:
+        ports = read_ports(read_text(path), path)
+    except ImportFailure as exc:
+        raise UsageError(str(exc)) from None
+    ends = {s.name for s in fab.switches} | {f"{h.host}/{h.index}" for h in fab.hcas}
+    cabled = {tuple(sorted((c.a, c.b))): c.count for c in fab.cables}
+    for (a, b), pairs in ports.items():
+        for end in (a, b):
+            if end not in ends:
+                raise UsageError(f"--ports {path}: '{end}' is no switch or HCA of the fabric")
+        if len(pairs) > cabled.get((a, b), 0):
+            raise UsageError(f"--ports {path}: {len(pairs)} cable(s) between '{a}' and '{b}'; "
+                             f"the fabric has {cabled.get((a, b), 0)}")
+    return ports
 
 
 class _Unservable(Exception):
@@ -83,6 +109,8 @@ def run(args) -> int:
     if args.format != "slurm" and (args.topology or args.file_format != "conf" or
                                    args.slurm_version):
         raise UsageError("--topology, --format and --slurm-version are for export slurm")
+    if args.ports and args.format not in ("ibsim", "ibdiagnet"):
+        raise UsageError("--ports is for export ibsim and ibdiagnet")
     if args.format != "k8s" and (args.kueue_api != k8s.KUEUE_APIS[0] or args.gpu_clique):
         raise UsageError("--kueue-api and --gpu-clique are for export k8s")
     system = load(args)

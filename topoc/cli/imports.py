@@ -12,6 +12,7 @@ from ..importers.base import compile_imported
 from ..importers.guids import read_guids, write_guids
 from ..importers.hwloc import from_hwloc
 from ..importers.ibnetdiscover import from_ibnetdiscover, merge
+from ..importers.ports import port_map, write_ports
 from .common import EXIT_INPUT, EXIT_OK, UsageError, check_writable, read_text, write_output
 
 
@@ -28,6 +29,9 @@ def add_parser(sub) -> None:
                    help="hwloc: also write each HCA's node GUID with its hostname and NIC index "
                    "to FILE; ibnetdiscover: place HCAs in hosts by the GUIDs in FILE "
                    "(docs/drift.md)")
+    p.add_argument("--ports", metavar="FILE",
+                   help="ibnetdiscover: also write every cable's port numbers to FILE, for "
+                   "export ibsim/ibdiagnet --ports and diff --ports (docs/drift.md)")
     p.add_argument("input", nargs="+",
                    help="the dump; ibnetdiscover: several dumps (one per subnet: rail or "
                    "plane) are imported as one fabric, their union")
@@ -44,6 +48,9 @@ def run(args) -> int:
         raise UsageError(f"--gpu is for nvidia-smi matrices; {args.format} input names models")
     if args.guids and args.format not in ("hwloc", "ibnetdiscover"):
         raise UsageError("--guids is for hwloc (written) and ibnetdiscover (read)")
+    if args.ports and args.format != "ibnetdiscover":
+        raise UsageError(f"--ports is for ibnetdiscover dumps; {args.format} input has no "
+                         "switch ports")
     if len(args.input) > 1 and args.format != "ibnetdiscover":
         raise UsageError(f"several inputs are for ibnetdiscover dumps (one per subnet); "
                          f"{args.format} takes one")
@@ -52,6 +59,7 @@ def run(args) -> int:
     text = dumps[0][0]
     bus_ids: dict[str, str] = {}
     guids: dict = {}
+    ports: list = []
     try:
         if args.format == "nccl-topo":
             topo, notes = from_nccl_xml(text, args.input, bus_ids)
@@ -62,7 +70,7 @@ def run(args) -> int:
                 guids = read_guids(read_text(args.guids), args.guids)
             if len(dumps) > 1:      # the subnets' union, each dump checked on its own first
                 text = merge(dumps)[0]
-            topo, notes = from_ibnetdiscover(text, args.input, guids)
+            topo, notes = from_ibnetdiscover(text, args.input, guids, ports)
         else:
             topo, notes = from_smi(text, args.input, gpu=args.gpu)
         compile_imported(topo, args.input, f"{args.format} input")   # what we write compiles
@@ -73,10 +81,13 @@ def run(args) -> int:
         print(visible(note) if note.startswith("warning: ") else f"note: {visible(note)}",
               file=sys.stderr)
     side = args.bus_ids or (args.guids if args.format == "hwloc" else None)
-    # Every output checked before any is replaced, the side file written before -o: an
-    # unwritable --bus-ids or --guids leaves the old -o as it was.
+    # Every output checked before any is replaced, the side files written before -o: an
+    # unwritable --bus-ids, --guids or --ports leaves the old -o as it was.
     check_writable(args.output)
     check_writable(side)
+    check_writable(args.ports)
+    if args.ports:
+        write_output(write_ports(port_map(ports)), args.ports)
     if args.bus_ids:
         write_output(write_bus_ids(bus_ids), args.bus_ids)
     if args.guids and args.format == "hwloc":

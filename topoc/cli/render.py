@@ -1,9 +1,11 @@
 """``topoc render FILE -o OUT.{svg,png,pdf,dot} [--view V] [--parallel P --color D]
-[--highlight ID|CLASS] [--ring GROUP]``."""
+[--highlight ID|CLASS] [--ring GROUP] [--heat blast]``."""
 
 from __future__ import annotations
 
 import sys
+
+import attrs
 from pathlib import Path
 
 from ..backends import render as r
@@ -28,6 +30,9 @@ def add_parser(sub) -> None:
     p.add_argument("--highlight", action="append", metavar="ID|CLASS|TYPE",
                    help="emphasise a device (or everything under an id), a link class "
                         "(nvlink) or a link type (ndr)")
+    p.add_argument("--heat", choices=["blast"],
+                   help="fill each box by what the worst single failure in it costs (topoc "
+                        "blast; with --parallel, for that strategy)")
     add_common(p, output_required=True)
     add_failure_options(p)
     p.set_defaults(func=run)
@@ -45,6 +50,12 @@ def run(args) -> int:
         raise UsageError("--color needs --parallel NAME")
     highlight = tuple(full for h in args.highlight or () for full in _check_highlight(system, h))
     opts = r.Options(args.view, args.parallel, args.color or "tp", highlight, args.ring)
+    if args.heat:
+        if args.color:
+            raise UsageError("--heat fills the boxes instead of --color's groups: give one")
+        from ..backends.heat import heat_map
+        from ..compiler.analysis.blast import blast
+        opts = attrs.evolve(opts, heat=heat_map(blast(system, args.parallel)))
     if args.ring:
         try:
             r.ring_group(system, opts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..backends import render as r
 from ..backends import blast_table, infer_plot, report, report_html, scaling_plot
+from ..backends.heat import heat_map
 from ..compiler.analysis.blast import blast
 from ..compiler.analysis.strategy import analyse
 from ..compiler.ir.system import System
@@ -53,10 +54,13 @@ def _html_report(system: System, name: str, span: tuple[int, int] | None = None,
     """The self-contained page: the diagram (GPUs coloured by tp group), plots, tables; with
     ``span`` (LO, HI) also the scaling section, with ``with_blast`` the blast radius."""
     try:
-        svg, _ = r.render(system, "svg", r.Options(parallel=name, color="tp"))
+        found = blast(system, name, BLAST_SIZE) if with_blast else None
+        # with the blast radius the diagram is its heat map, else the tp groups
+        opts = r.Options(parallel=name, color="tp", heat=heat_map(found) if found else ())
+        svg, _ = r.render(system, "svg", opts)
         page = report_page(system, name, published_rows())
         extra = _serving(system, page) + (_scaling(system, page, span) if span else ()) \
-            + (_blast(system, name) if with_blast else ())
+            + (_blast(found, name) if with_blast else ())
         return report_html.document(page, svg, extra)
     except (r.DotMissing, r.TooLarge, report_html.ReportUnavailable) as exc:
         raise UsageError(str(exc)) from None
@@ -73,11 +77,14 @@ def _serving(system: System, page) -> tuple[tuple[str, str, str], ...]:
     return (("serving", heading, html),)
 
 
-def _blast(system: System, name: str) -> tuple[tuple[str, str, str], ...]:
+#: The blast radius section's reference all-reduce, as ``topoc blast``'s default.
+BLAST_SIZE = 2**30
+
+
+def _blast(found, name: str) -> tuple[tuple[str, str, str], ...]:
     """The blast radius section: ``topoc blast FILE --parallel NAME``'s ranked classes."""
-    size = 2**30
     return (("blast", f"Blast radius (topoc blast --parallel {name})",
-             blast_table.html_section(blast(system, name, size), size, name)),)
+             blast_table.html_section(found, BLAST_SIZE, name)),)
 
 
 def _scaling(system: System, page, span: tuple[int, int]) -> tuple[tuple[str, str, str], ...]:

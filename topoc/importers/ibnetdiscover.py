@@ -22,6 +22,8 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+import attrs
+
 from ..compiler.lang import emit, pipeline
 from .base import ImportFailure, ident, printable
 
@@ -48,6 +50,41 @@ _MANAGED = re.compile(r"^MF0;([^:]+):([^/]+)(?:/.*)?$")
 _HCA = re.compile(r"^(\S+)\s+(?:mlx\d+_|HCA-)(\d+)$")
 #: A SHARP aggregation node: the switch's in-network reduction engine, seen as a CA.
 _SHARP = re.compile(r"\baggregation node\b", re.I)
+
+
+@attrs.frozen
+class Role:
+    """A kind of host a GPU fabric carries that is no GPU host, recognised by its hostname
+    (the only thing a dump says about a host besides its HCAs): kept with its HCAs and cables
+    but not marked ``host``, so the exports (Slurm, Kubernetes, ibsim) and diff's hosts leave
+    it out, and reported as what it is."""
+
+    name: str
+    pattern: re.Pattern
+    what: str
+
+
+#: Hosts that are no GPU host, by hostname; a name part (between dashes, dots or underscores)
+#: that starts so; or an OS's default hostname. ``B11-P1-CUFM-02`` is a UFM host in
+#: topograph's real dump (tests/fixtures/ibnetdiscover/topograph_example.out), which also holds
+#: HCAs of ``localhost`` and ``ubuntu``.
+ROLES = (
+    Role("management", re.compile(r"(?i)(?:^|[^a-z])(?:c?ufm|mgmt|mgt|head(?:node)?|login|"
+                                   r"admin|bcm)(?:[^a-z]|$)"),
+         "UFM, head, login and management nodes"),
+    Role("storage", re.compile(r"(?i)(?:^|[^a-z])(?:stor(?:age)?|nsd|oss|mds|mgs|lustre|gpfs|"
+                                r"ddn|vast|weka|nfs)(?:[^a-z]|$)"),
+         "file-system and storage servers"),
+    Role("unnamed", re.compile(r"(?i)^(?:localhost(?:\.localdomain)?|ubuntu|debian|\(none\))$"),
+         "hosts that never set a hostname: the OS's default, which several hosts share"),
+)
+
+
+def role_of(hostname: str) -> Role | None:
+    """The role a hostname names (``ROLES``), or None for a GPU host."""
+    return next((r for r in ROLES if r.pattern.search(hostname)), None)
+
+
 #: The node description an HCA reports until the host sets one (``MT4129 ConnectX7 Mellanox
 #: Technologies``): it names the adapter, not the host.
 _DEFAULT_DESC = re.compile(r"^(?:MT\d+\b.*|.*\bMellanox Technologies)$")
@@ -173,11 +210,14 @@ def _cable(cables, a, pa, b, pb, lanes, speed, path, number):
 
 
 def from_ibnetdiscover(text: str, path: str = "<dump>",
-                       guids: Mapping[str, tuple[str, int]] | None = None
+                       guids: Mapping[str, tuple[str, int]] | None = None,
+                       ports: list[tuple[str, int, str, int]] | None = None
                        ) -> tuple[str, list[str]]:
     """The .topo text (and notes) of one ibnetdiscover dump; ``guids`` (node GUID ->
     (hostname, NIC index), as ``topoc import hwloc --guids`` writes them) places HCAs by GUID
-    before their descriptions are read."""
+    before their descriptions are read. A ``ports`` list gets every cable between a switch or
+    a GPU host's HCA as (end, port, end, port), the ends named as the fabric view names them
+    (switch name, ``<hostname>/<NIC index>``): ``topoc.importers.ports``."""
     path = printable(path)
     nodes, cables, devids = parse(text, path)
     library = pipeline.front_end('use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n')
@@ -247,6 +287,8 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
             nic_model[g] = name
     shapes: dict[tuple, str] = {}
     host_lines, end_of = [], {}
+    roles: dict[str, list[str]] = defaultdict(list)     # role -> its hostnames
+    fabric_end: dict[str, str] = {}     # GUID -> the fabric view's end name (ports)
     used = set(names)
     for host in sorted(hosts, key=_natural):
         items = sorted(hosts[host])
@@ -266,16 +308,36 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
         used.add(inst)
         host_lines.append(f"  # {emit.comment(host)} HCA node GUIDs: " + " ".join(
             f"mlx5_{i}=0x{g.zfill(16)}" for i, g in items))
-        host_lines.append(f"  host {inst} : {shapes[shape]} {emit.pattern(host)}")
+        role = role_of(host)
+        if role is None:
+            host_lines.append(f"  host {inst} : {shapes[shape]} {emit.pattern(host)}")
+        else:
+            roles[role.name].append(host)
+            host_lines.append(f"  {inst} : {shapes[shape]}  # {role.name} host "
+                              f"{emit.comment(host)}, not a GPU host")
         uniform = len({m for _, m in shape}) == 1
         for n, (i, g) in enumerate(items):
+            if role is None:
+                fabric_end[g] = f"{host}/{n if dense else i}"
             if not dense:
                 end_of[g] = f"{inst}.mlx5_{i}"
             else:
                 end_of[g] = f"{inst}.nic[{n}]" if uniform else f"{inst}.nic{n}"
     for g, (inst, _) in switches.items():
         end_of[g] = inst
+        fabric_end[g] = inst
+    if ports is not None:
+        ports += [(fabric_end[a], pa, fabric_end[b], pb) for a, pa, b, pb, _, _ in cables
+                  if a in fabric_end and b in fabric_end]
     pseudo = _pseudo_hosts(nodes, cables, switches, sharp, unnamed, nic_model, end_of, notes)
+    for role in ROLES:
+        found = roles.get(role.name)
+        if found:
+            shown = ", ".join(f"'{h}'" for h in found[:3]) + (
+                f" and {len(found) - 3} more" if len(found) > 3 else "")
+            notes.append(f"{len(found)} {role.name} host(s) recognised by name ({shown}; "
+                         f"{role.what}): kept with their HCAs and cables but not as hosts, so "
+                         "exports and diff's hosts leave them out")
     wires: dict[tuple[str, str, str], int] = defaultdict(int)
     for (a, _, b, _, _, _), rate in zip(cables, cable_rate):
         if a not in end_of or b not in end_of:
@@ -283,7 +345,9 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
         x, y = sorted((end_of[a], end_of[b]), key=_natural)
         wires[(x, y, link_type(rate))] += 1
     out = [f"# Imported by topoc from {emit.comment(path)}, an ibnetdiscover dump: {len(switches)} switches, "
-           f"{sum(len(v) for v in hosts.values())} HCAs in {len(hosts)} hosts, "
+           f"{sum(len(v) for v in hosts.values())} HCAs in {len(hosts)} hosts"
+           + (" (" + ", ".join(f"{len(roles[r.name])} {r.name}" for r in ROLES
+                               if roles.get(r.name)) + ")" if roles else "") + ", "
            + (f"{len(unnamed)} unnamed HCAs, " if unnamed else "")
            + (f"{len(sharp)} SHARP aggregation nodes, " if sharp else "")
            + f"{len(cables)} cables.", 'use "nvidia/links.topo"', 'use "nvidia/devices.topo"', ""]
