@@ -464,8 +464,12 @@ def main() -> None:
                     help="with --simulate: warm-up requests, in multiples of the concurrency")
     ap.add_argument("--loso", action="store_true",
                     help="leave-one-source-out: refit without each source, predict it")
+    ap.add_argument("--collectives", default=S.ROW_ENGINE,
+                    help="how the rows' collectives are costed: 'engine' (default: each row's "
+                         "engine's all-reduce rule, collectives/engines.py), or a chooser "
+                         "(fastest, nccl) for every row")
     args = ap.parse_args()
-    settings = Settings()
+    settings = Settings(collectives=args.collectives)
     if args.loso:
         loso(settings)
         return
