@@ -611,6 +611,9 @@ class InferResult:
     considered: int
     rejected: tuple[str, ...]      # why layouts could not run (one message per reason)
     gpus: int
+    #: (collective, ranks, algorithms) the rows' collectives were costed with, in order of
+    #: first use: the chooser, or the algorithms an engine's rule picked (oneshot, twoshot)
+    collectives: tuple[tuple[str, int, tuple[str, ...]], ...] = ()
 
 
 def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | None = None,
@@ -754,7 +757,8 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
     else:
         rows.sort(key=lambda r: (not r.fits, not r.within_limits, -r.throughput_per_gpu,
                                  r.config))
-    return InferResult(tuple(rows), considered, tuple(rejected), gpus)
+    return InferResult(tuple(rows), considered, tuple(rejected), gpus,
+                       tuple((c, n, tuple(a)) for (c, n), a in comm.used.items()))
 
 
 def _limit(r: InferRow, ttft: float | None, tpot: float | None) -> InferRow:
