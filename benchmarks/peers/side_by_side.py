@@ -53,14 +53,29 @@ def peer_input(c: S.Check) -> dict:
             "gemm": QUANT[c.precision], "kv": QUANT.get(c.kv_precision or c.precision, "fp8")}
 
 
-def run_peer(rows: list[dict]) -> dict[str, dict]:
-    py = PEER / ".venv" / "bin" / "python"
-    if not py.exists():
-        sys.exit(f"{py}: run bash {PEER / 'setup.sh'} first")
-    text = "".join(json.dumps(r) + "\n" for r in rows)
-    out = subprocess.run([str(py), str(PEER / "run_rows.py")], input=text, text=True,
-                         capture_output=True, check=True).stdout
-    return {d["row"]: d for d in map(json.loads, out.splitlines()) if d}
+def run_peer(rows: list[dict], cache: str | None = None) -> dict[str, dict]:
+    """The peer's answer for every row: from ``cache`` (JSON lines of a previous run, with the
+    inputs they answered) where its inputs are the same, the rest run now and added to it."""
+    done: dict[str, dict] = {}
+    if cache and Path(cache).exists():
+        for line in Path(cache).read_text(encoding="utf-8").splitlines():
+            d = json.loads(line)
+            done[json.dumps(d["input"], sort_keys=True)] = d
+    todo = [r for r in rows if json.dumps(r, sort_keys=True) not in done]
+    if todo:
+        py = PEER / ".venv" / "bin" / "python"
+        if not py.exists():
+            sys.exit(f"{py}: run bash {PEER / 'setup.sh'} first")
+        text = "".join(json.dumps(r) + "\n" for r in todo)
+        out = subprocess.run([str(py), str(PEER / "run_rows.py")], input=text, text=True,
+                             capture_output=True, check=True).stdout
+        answers = {d["row"]: d for d in map(json.loads, out.splitlines()) if d}
+        for r in todo:
+            done[json.dumps(r, sort_keys=True)] = {"input": r, **answers[r["row"]]}
+        if cache:
+            Path(cache).write_text("".join(json.dumps(d, sort_keys=True) + "\n"
+                                           for _, d in sorted(done.items())), encoding="utf-8")
+    return {r["row"]: done[json.dumps(r, sort_keys=True)] for r in rows}
 
 
 def topoc_loso(path: str) -> dict[tuple[str, str], tuple[float, float]]:
@@ -87,13 +102,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topoc", required=True, help="benchmarks/infer_validation.py --loso output")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--peer-cache", metavar="FILE", help="JSON lines of the peer's answers, "
+                    "read and extended (AIConfigurator takes minutes for every row)")
     args = ap.parse_args()
     checks = S.checks()
     first = {}
     for c in checks:
         first.setdefault(c.row, c)
     rows = [peer_input(c) for c in first.values() if c.model in MODELS]
-    peer = run_peer(rows)
+    peer = run_peer(rows, args.peer_cache)
     ours = topoc_loso(args.topoc)
     table = []
     for c in checks:
