@@ -282,3 +282,19 @@ def test_collectives_engine_costs_the_engines_all_reduce_as_cost_does(capsys):
     size = 8 * 4096 * 2                 # 8 tokens x hidden 4,096 x 2 bytes
     assert Comm(s, "vllm").time("allreduce", (0, 1, 2, 3), size) == cost_collective(
         s, RankGroup("g", (0, 1, 2, 3)), "allreduce", size, chooser="oneshot").time
+
+
+def test_the_python_api_takes_collectives_as_the_cli_does(capsys):
+    s = topoc.load(DGX)
+    common = dict(gpus=4, tp=4, concurrency=8, precision="bf16")
+    api = topoc.infer(s, "llama3-8b", 1000, 1000, engine="vllm", collectives="engine",
+                      **common)
+    assert any("oneshot" in names for c, n, names in api.collectives if c == "allreduce")
+    assert main(["infer", DGX, "--model", "llama3-8b", "--isl", "1000", "--osl", "1000",
+                 "--gpus", "4", "--tp", "4", "--concurrency", "8", "--precision", "bf16",
+                 "--engine", "vllm", "--collectives", "engine", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["tpot"] == \
+        pytest.approx(api.rows[0].tpot)
+    from topoc.compiler.analysis.infer import InferError
+    with pytest.raises(InferError, match="collectives 'ring'"):
+        topoc.infer(s, "llama3-8b", 1000, 1000, collectives="ring", **common)
