@@ -39,6 +39,8 @@ MODELS = {"llama3_8b": "meta-llama/Meta-Llama-3.1-8B", "llama3_70b": "meta-llama
           "llama4_maverick": "meta-llama/Llama-4-Maverick-17B-128E-Instruct"}
 SYSTEMS = {"H100": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "GB200": "gb200"}
 QUANT = {"bf16": "bfloat16", "fp8": "fp8", "fp4": "nvfp4"}
+#: DeepSeek's FP8 checkpoints are block-scaled (AIConfigurator's fp8_block)
+MOE_QUANT = {("deepseek_v3", "fp8"): "fp8_block"}
 
 
 def peer_input(c: S.Check) -> dict:
@@ -46,11 +48,16 @@ def peer_input(c: S.Check) -> dict:
     replicas = max(1, c.gpus // (c.tp * c.pp))
     conc = c.concurrency if isinstance(c.concurrency, int) else \
         S.predicted_row(c).config.concurrency
-    return {"row": c.row, "model": MODELS[c.model], "system": SYSTEMS[c.gpu],
-            "backend": S.engine_name(c.engine), "tp": c.tp,
-            "ep": c.ep if S.arch(c.model).experts else 0, "adp": c.attention_dp,
-            "batch": max(1, math.ceil(conc / replicas)), "isl": c.isl, "osl": c.osl,
-            "gemm": QUANT[c.precision], "kv": QUANT.get(c.kv_precision or c.precision, "fp8")}
+    kv = c.kv_precision or ("bf16" if c.precision == "bf16" else "fp8")
+    out = {"row": c.row, "model": MODELS[c.model], "system": SYSTEMS[c.gpu],
+           "backend": S.engine_name(c.engine), "tp": c.tp,
+           "ep": c.ep if S.arch(c.model).experts else 0, "adp": c.attention_dp,
+           "batch": max(1, math.ceil(conc / replicas)), "isl": c.isl, "osl": c.osl,
+           "gemm": QUANT[c.precision], "kv": "bfloat16" if kv == "bf16" else "fp8"}
+    if S.arch(c.model).experts:
+        # the experts at the weights' precision too (AIConfigurator's default is BF16)
+        out["moe"] = MOE_QUANT.get((c.model, c.precision), QUANT[c.precision])
+    return out
 
 
 def run_peer(rows: list[dict], cache: str | None = None) -> dict[str, dict]:

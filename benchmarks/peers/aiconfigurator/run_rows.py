@@ -4,7 +4,8 @@ JSON line per row on stdout. Runs in AIConfigurator's own venv (setup.sh), never
     benchmarks/peers/aiconfigurator/.venv/bin/python benchmarks/peers/aiconfigurator/run_rows.py
 
 Each input line: {"row", "model", "system", "backend", "tp", "ep", "adp", "batch", "isl",
-"osl", "gemm", "kv"}; each output line: {"row", "ttft_s", "tpot_s", "tok_s"} (per replica:
+"osl", "gemm", "kv"} and for mixtures of experts "moe" (the experts' quantisation); each
+output line: {"row", "ttft_s", "tpot_s", "tok_s"} (per replica:
 the caller scales by replicas) or {"row", "error"} when AIConfigurator has no answer (a model,
 system or engine its tables do not cover). The estimate is `aiconfigurator cli estimate
 --estimate-mode agg` (aggregated in-flight batching at a fixed batch: TTFT and TPOT of its
@@ -39,6 +40,8 @@ def main() -> None:
                 moe = {"moe_ep_size": r["ep"], "moe_tp_size": max(1, r["tp"] // r["ep"])}
                 if r.get("adp"):
                     moe.update(attention_dp_size=r["tp"])
+            if r.get("moe"):
+                moe["moe_quant_mode"] = r["moe"]
             with contextlib.redirect_stdout(io.StringIO()):
                 res = cli_estimate(
                     r["model"], r["system"], mode="agg", backend_name=r["backend"],
