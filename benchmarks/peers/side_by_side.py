@@ -39,8 +39,10 @@ MODELS = {"llama3_8b": "meta-llama/Meta-Llama-3.1-8B", "llama3_70b": "meta-llama
           "llama4_maverick": "meta-llama/Llama-4-Maverick-17B-128E-Instruct"}
 SYSTEMS = {"H100": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "GB200": "gb200"}
 QUANT = {"bf16": "bfloat16", "fp8": "fp8", "fp4": "nvfp4"}
-#: DeepSeek's FP8 checkpoints are block-scaled (AIConfigurator's fp8_block)
-MOE_QUANT = {("deepseek_v3", "fp8"): "fp8_block"}
+#: DeepSeek's FP8 checkpoints are block-scaled (AIConfigurator's fp8_block); gpt-oss ships
+#: its experts in MXFP4 with BF16 activations (w4a16_mxfp4), whatever the rest runs at
+MOE_QUANT = {("deepseek_v3", "fp8"): "fp8_block", ("gpt_oss_120b", "fp8"): "w4a16_mxfp4",
+             ("gpt_oss_120b", "fp4"): "w4a16_mxfp4", ("gpt_oss_120b", "bf16"): "w4a16_mxfp4"}
 
 
 def peer_input(c: S.Check) -> dict:
