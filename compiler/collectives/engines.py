@@ -3,11 +3,13 @@ given number of GPUs: its own peer-memory kernels (``algos.oneshot``: ``oneshot`
 ``twoshot``) where its rule picks them, NCCL otherwise. One record per engine (``ENGINES``),
 each rule read from the engine's source:
 
-- ``trtllm``: TensorRT-LLM's AUTO strategy (cpp/tensorrt_llm/kernels/customAllReduceKernels.h
-  ``SelectImplementation`` and cpp/tensorrt_llm/common/customAllReduceUtils.h
-  ``getMaxRequiredWorkspaceSize``): NCCL past the workspace (16 MiB on 2 GPUs, 8 MiB on more);
-  one-shot on 2 GPUs; one-shot under 1 MiB on 3-4 GPUs, under 512 KiB on more; two-shot
-  otherwise.
+- ``trtllm``: TensorRT-LLM's AUTO strategy (cpp/tensorrt_llm/plugins/ncclPlugin/
+  allreducePlugin.cpp ``AllreducePlugin::selectImplementation``, with
+  ``utils::customAllReduceUtils::getMaxRequiredWorkspaceSize``): NCCL without peer access
+  over NVLink or past the workspace (16 MB on 2 GPUs, 8 MB on more, decimal); one-shot on 2
+  GPUs; one-shot under 1,000,000 bytes on 3-4 GPUs, under 500,000 on more; two-shot otherwise
+  (some releases send those to NCCL instead, a workaround for a two-shot slowdown: not
+  modelled).
 - ``vllm``: vLLM's custom all-reduce (vllm/distributed/device_communicators/custom_all_reduce.py:
   world sizes 2, 4, 6, 8, fully NVLink-connected or 2 GPUs, inputs under ``max_size`` 8 MiB;
   csrc/custom_all_reduce.cuh ``CustomAllreduce::allreduce``, REDUCE_CASE: 1-stage on 2 GPUs,
@@ -28,6 +30,7 @@ from collections.abc import Callable
 import attrs
 
 KIB, MIB = 1024, 1024 * 1024
+KB, MB = 1000, 1000 * 1000          # TensorRT-LLM's thresholds are decimal
 
 
 @attrs.frozen
@@ -41,11 +44,11 @@ class EngineAllReduce:
 
 
 def _trtllm(n: int, size: int) -> str | None:
-    if size > (16 * MIB if n <= 2 else 8 * MIB) or n > 8:
+    if size > (16 * MB if n <= 2 else 8 * MB) or n > 8:
         return None
     if n <= 2:
         return "oneshot"
-    if size < (1 * MIB if n <= 4 else 512 * KIB):
+    if size < (1 * MB if n <= 4 else 500 * KB):
         return "oneshot"
     return "twoshot"
 

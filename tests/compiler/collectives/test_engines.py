@@ -26,10 +26,10 @@ def dgx():
 
 
 @pytest.mark.parametrize("engine, n, size, want", [
-    ("trtllm", 2, 8 * MIB, "oneshot"), ("trtllm", 2, 17 * MIB, "fastest"),
-    ("trtllm", 4, 1 * MIB - 1, "oneshot"), ("trtllm", 4, 1 * MIB, "twoshot"),
-    ("trtllm", 8, 512 * KIB - 1, "oneshot"), ("trtllm", 8, 512 * KIB, "twoshot"),
-    ("trtllm", 8, 8 * MIB + 1, "fastest"),
+    ("trtllm", 2, 8 * MIB, "oneshot"), ("trtllm", 2, 16_000_001, "fastest"),
+    ("trtllm", 4, 999_999, "oneshot"), ("trtllm", 4, 1_000_000, "twoshot"),
+    ("trtllm", 8, 499_999, "oneshot"), ("trtllm", 8, 500_000, "twoshot"),
+    ("trtllm", 8, 8_000_001, "fastest"), ("trtllm", 8, 8_000_000, "twoshot"),
     ("vllm", 2, 4 * MIB, "oneshot"), ("vllm", 4, 512 * KIB - 1, "oneshot"),
     ("vllm", 4, 512 * KIB, "twoshot"), ("vllm", 8, 256 * KIB, "twoshot"),
     ("vllm", 8, 8 * MIB, "fastest"), ("vllm", 3, 64 * KIB, "fastest"),
