@@ -61,7 +61,9 @@ def as_table(rows: Sequence[Cost], title: str = "", notes: Sequence[str] = ()) -
         worst = max(rows, key=lambda c: c.size)
         lines.append(f"# bottleneck at {human_size(worst.size)}: {worst.bottleneck_link}")
     for algo in sorted({c.algorithm for c in rows} & algos.not_nccl()):
-        lines.append(f"# {algo} is topoc's own algorithm: NCCL does not run it")
+        whose = "a serving engine's own kernel" if algos.get(algo).owner == "engine" \
+            else "topoc's own algorithm"
+        lines.append(f"# {algo} is {whose}: NCCL does not run it")
     # NVLS and NVLS-tree pay NVLS's start-up per host (their records' ``hosts``)
     if any(algos.get(c.algorithm).hosts is not None and c.latency > NVLS_NOTE_LATENCY and
            c.size < NVLS_VALID_FROM for c in rows):

@@ -127,6 +127,11 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
         lines.append(f"row 1's TTFT in a fixed-concurrency (closed-loop) benchmark: "
                      f"{seconds(closed)} (ttft_closed_loop, empirical; the table's TTFT is for "
                      "independent arrivals: docs/infer.md)")
+    for collective, ranks, names in result.collectives:
+        if set(names) <= {"fastest", "nccl"}:
+            continue        # a chooser alone: the default, said in docs/infer.md
+        lines.append(f"{collective} on {ranks} GPUs costed as {', '.join(names)} "
+                     "(topoc cost --algorithm NAME gives the same time)")
     front = [(i + 1, r) for i, r in enumerate(result.rows) if r.pareto]
     if front:
         lines += ["", "Pareto front (tokens/s per GPU against tokens/s per user):"]

@@ -266,6 +266,21 @@ SOURCES = (("https://nvidia.github.io/TensorRT-LLM/0.19.0/", "TensorRT-LLM perf 
            ("https://github.com/gpustack/", "GPUStack"))
 
 
+#: The publishers of tests/serving_openloop.csv, by the prefix of their address; a publisher
+#: that also has closed-loop rows (GPUStack) is held out together with them.
+OPEN_SOURCES = (("https://github.com/sgl-project/", "SGLang benchmarks"),
+                ("https://github.com/datacrunch-research/", "DataCrunch H200"),
+                ("https://github.com/gpustack/", "GPUStack"))
+
+
+def open_source_of() -> dict[str, str]:
+    """Open-loop row id -> its publisher (``OPEN_SOURCES``)."""
+    import csv
+    with open(O.CSV, encoding="utf-8") as f:
+        return {r["id"]: next(name for prefix, name in OPEN_SOURCES
+                              if r["source"].startswith(prefix)) for r in csv.DictReader(f)}
+
+
 def source_of() -> dict[str, str]:
     """Row id -> its source's name (``SOURCES``)."""
     import csv
@@ -381,6 +396,7 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
     # check, error, ttft_closed_loop's error, the simulated closed loop's error (the analytic
     # figure's for rows without a fixed concurrency: offline and saturated runs)
     held: list[tuple[S.Check, float, float, float]] = []
+    folds: dict[str, Settings] = {}
     for name in dict.fromkeys(n for _, n in SOURCES):
         mine = [c for c in every if src[c.row] == name]
         if not mine:
@@ -394,9 +410,28 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
             sim = simulated(c, fitted) / c.measured - 1 if isinstance(c.concurrency, int) \
                 else e
             held.append((c, e, cl, sim))
+        folds[name] = fitted
         errs = [h[1] for h in held if src[h[0].row] == name]
         print(f"left out {name:32s} checks {len(mine):3d}  median |error| "
               f"{S.median_abs(errs):.1%}")
+    # the open-loop runs (tests/serving_openloop.csv, analytic --request-rate), each
+    # publisher's predicted by settings fitted without any of its rows: those fitted on every
+    # closed-loop source's fit rows, or the closed-loop fold of the same publisher
+    osrc = open_source_of()
+    everything = None
+    opened: list[tuple[str, str, str, float]] = []
+    for name in dict.fromkeys(n for _, n in OPEN_SOURCES):
+        if name in folds:
+            fitted = folds[name]
+        else:
+            if everything is None:
+                everything = fit_closed_loop_on(fit_on(settings, [c for c in every if c.fit],
+                                                       rounds), every)
+            fitted = everything
+        mine = [e for e in O.errors(fitted) if osrc[e[0].row] == name]
+        opened += [(r.row, name, metric, e) for r, _, metric, _, e in mine]
+        print(f"left out {name + ' (open loop)':32s} checks {len(mine):3d}  median |error| "
+              f"{S.median_abs([e for *_, e in mine]):.1%}")
     out = {}
     print()
     for metric in ("throughput", "tpot", "ttft", "ttft idle", "ttft loaded"):
@@ -406,6 +441,23 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
         print(f"leave-one-source-out {metric:12s} checks {len(sub):3d}  median |error| "
               f"{out[metric][0]:.1%}  (ttft_closed_loop: {out[metric][1]:.1%}; simulated "
               f"closed loop: {out[metric][2]:.1%})")
+    for metric in ("tpot", "ttft"):
+        sub = [e for _, _, m, e in opened if m == metric]
+        closed = [h for h in held if h[0].metric == metric]
+        both_a = [h[1] for h in closed] + sub
+        both_s = [h[3] for h in closed] + sub
+        out[metric + " open"] = (S.median_abs(sub), len(sub))
+        out[metric + " all"] = (S.median_abs(both_a), S.median_abs(both_s), len(both_a))
+        print(f"leave-one-source-out {metric + ' open loop':12s} checks {len(sub):3d}  "
+              f"median |error| {S.median_abs(sub):.1%}")
+        print(f"leave-one-source-out {metric + ' closed+open':12s} checks {len(both_a):3d}  "
+              f"median |error| {S.median_abs(both_a):.1%}  (simulated closed loop: "
+              f"{S.median_abs(both_s):.1%}); sources "
+              f"{len({src[h[0].row] for h in closed} | {n for _, n, m, _ in opened})}")
+    print()
+    print("every held-out open-loop check: row source metric error")
+    for row, name, metric, e in opened:
+        print(f"{row}  {name.replace(' ', '_')}  {metric}  {e:+.0%}")
     print()
     print("every held-out check: row source metric measured analytic closed-loop simulated")
     for c, e, cl, sim in held:
@@ -464,8 +516,12 @@ def main() -> None:
                     help="with --simulate: warm-up requests, in multiples of the concurrency")
     ap.add_argument("--loso", action="store_true",
                     help="leave-one-source-out: refit without each source, predict it")
+    ap.add_argument("--collectives", default=S.ROW_ENGINE,
+                    help="how the rows' collectives are costed: 'engine' (default: each row's "
+                         "engine's all-reduce rule, collectives/engines.py), or a chooser "
+                         "(fastest, nccl) for every row")
     args = ap.parse_args()
-    settings = Settings()
+    settings = Settings(collectives=args.collectives)
     if args.loso:
         loso(settings)
         return

@@ -243,11 +243,33 @@ def closed_loop_ttft(c: Check, settings: Settings | None = None) -> float:
     return dict(predicted_row(c, settings).parts)["ttft_closed_loop"]
 
 
+def engine_name(engine: str) -> str:
+    """The row's engine as ``--engine`` names it: vLLM's, SGLang's, or TensorRT-LLM's (NIM's
+    LLM containers run TensorRT-LLM engines)."""
+    e = engine.lower()
+    return "vllm" if e.startswith("vllm") else "sglang" if e.startswith("sglang") \
+        else "trtllm"
+
+
+@functools.lru_cache(maxsize=None)
+def comm_for(gpu: str, chooser: str) -> Comm:
+    """The memoised collective costs of a GPU kind's system with ``chooser``."""
+    return Comm(system(gpu)[0], chooser)
+
+
+#: ``Settings.collectives`` for the rows: each row's all-reduce as its engine runs it
+#: (``collectives.engines``: the engine's own one-shot / two-shot kernels by size and GPU
+#: count, NCCL past them).
+ROW_ENGINE = "engine"
+
+
 def engine(c: Check, settings: Settings | None = None) -> Engine:
     """topoc's engine (one replica) for a check's layout, with the row's engine's host-work
-    overlap (``overlap``)."""
-    s = attrs.evolve(settings or Settings(), overlap_scheduler=overlap(c.engine))
-    sysm, comm = system(c.gpu)
+    overlap (``overlap``) and, unless the settings name another chooser, its all-reduce."""
+    s = settings or Settings(collectives=ROW_ENGINE)
+    chooser = engine_name(c.engine) if s.collectives == ROW_ENGINE else s.collectives
+    s = attrs.evolve(s, overlap_scheduler=overlap(c.engine), collectives=chooser)
+    sysm, comm = system(c.gpu)[0], comm_for(c.gpu, chooser)
     return Engine(sysm, arch(c.model), Layout(c.tp, c.pp, c.ep, c.attention_dp), c.precision,
                   c.kv_precision or ("bf16" if c.precision == "bf16" else "fp8"),
                   gpu_of(sysm, c.gpus), s, comm)
@@ -256,7 +278,7 @@ def engine(c: Check, settings: Settings | None = None) -> Engine:
 def predicted_row(c: Check, settings: Settings | None = None):
     """topoc's whole row (``InferRow``) for one check's configuration."""
     eng = engine(c, settings)
-    s, sysm, comm = eng.s, *system(c.gpu)
+    s, sysm, comm = eng.s, system(c.gpu)[0], eng.comm
     replicas = max(1, c.gpus // eng.lay.gpus)
     conc = max(1, max_concurrency(eng.kv_capacity, c.isl, c.osl, s)) * replicas \
         if c.concurrency == "max" else c.concurrency

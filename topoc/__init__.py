@@ -129,7 +129,7 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
           disaggregate: bool = False, ttft_limit: float | None = None,
           tpot_limit: float | None = None, settings=None, request_rate: float | None = None,
           requests: int | None = None, client: str | None = None, engine: str | None = None,
-          warmup: int | None = None):
+          warmup: int | None = None, collectives: str | None = None):
     """Serve ``model`` (a name or a ``Transformer``) on the first ``gpus``
     GPUs of ``system``: every tp x pp x ep (x attention DP) layout the fixed sizes allow, at
     ``concurrency`` requests in flight ("max": the saturated engine; "sweep": 1, 2, 4, ...),
@@ -145,7 +145,9 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     ("closed" at ``concurrency``, or "poisson" at ``request_rate``) simulates a benchmark of
     ``requests`` requests (default 1,000), the first ``warmup`` (default 0) left out, as
     ``topoc infer --client`` does: the rows' TTFT, TPOT and throughput are the run's means
-    and ``parts`` holds the median and p90."""
+    and ``parts`` holds the median and p90. ``collectives`` ("fastest", the default, "nccl"
+    or "engine": the engine's own all-reduce kernels by its rule) is ``topoc infer
+    --collectives``."""
     from .compiler.analysis import serve_sim
     from .compiler.analysis.infer import InferError, Settings, default_precision, gpu_of
     from .compiler.analysis.infer import infer as run
@@ -183,8 +185,17 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     fixed = {"tp": tp, "pp": pp, "ep": ep, "attention_dp": attention_dp}
     sched = serve_sim.small_gpu(serve_sim.ENGINES[engine or serve_sim.DEFAULT_ENGINE],
                                 gpu_of(system, min(n, len(system.gpus))).hbm)
+    if collectives is not None:
+        from .compiler.collectives.coster import CHOOSERS
+        if collectives not in CHOOSERS + ("engine",):
+            raise InferError(f"collectives '{collectives}': one of "
+                             f"{', '.join(CHOOSERS + ('engine',))}")
+        if settings is not None:
+            raise InferError("collectives and settings: give the chooser in the settings")
     if settings is None:
-        settings = serve_sim.settings_for(Settings(), sched)
+        chooser = (engine or serve_sim.DEFAULT_ENGINE) if collectives == "engine" \
+            else collectives or Settings().collectives
+        settings = serve_sim.settings_for(Settings(collectives=chooser), sched)
     return run(system, model, isl, osl, gpus, fixed, precision, kv_precision, concurrency,
                disaggregate, ttft_limit, tpot_limit, settings, arrivals, sim, sched)
 

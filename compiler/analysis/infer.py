@@ -45,6 +45,8 @@ import attrs
 
 from ..collectives.cost import CostError
 from ..collectives.coster import CHOOSERS, Coster
+from ..collectives.engines import ENGINES as ENGINE_ALLREDUCE
+from ..collectives.engines import algorithm as engine_algorithm
 from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
 from ..ir.system import System, Transformer
@@ -93,7 +95,9 @@ class Settings:
     closed_loop_share: float = value("infer.closed_loop_share")     # ``ttft_closed_loop``
     scheduler_steps: int = 1            # decode steps an engine schedules at once (vLLM 0.6's
     #                                     --num-scheduler-steps): a new request waits for them
-    collectives: str = CHOOSER          # the collective model's chooser (coster.CHOOSERS)
+    collectives: str = CHOOSER          # the collective model's chooser (coster.CHOOSERS), or
+    #                                     an engine whose all-reduce rule picks the algorithm
+    #                                     (collectives.engines: trtllm, vllm, sglang)
 
 
 class InferError(ValueError):
@@ -210,22 +214,35 @@ class InferRow:
 
 class Comm:
     """Collective times on the system, through the collective model's one door
-    (``collectives.coster``) with ``chooser`` (``CHOOSER`` unless named). Each (collective,
-    ranks) is prepared once (``Coster``: routes and loads) and evaluated at every size; times
-    are memoised by size."""
+    (``collectives.coster``) with ``chooser`` (``CHOOSER`` unless named; a serving engine's
+    name: its all-reduce rule, ``collectives.engines``, picks the algorithm by size and GPU
+    count, and the coster prices that algorithm as ``topoc cost --algorithm NAME`` does). Each
+    (collective, ranks, algorithm) is prepared once (``Coster``: routes and loads) and
+    evaluated at every size; times are memoised by size."""
 
     def __init__(self, system: System, chooser: str = CHOOSER):
         self.system = system
         self.chooser = chooser
         self.memo: dict[tuple, float] = {}
         self.costers: dict[tuple, Coster] = {}
+        #: (collective, ranks) -> the algorithms it was costed with, in order of first use
+        self.used: dict[tuple[str, int], dict[str, None]] = {}
 
-    def _coster(self, collective: str, ranks: tuple[int, ...]) -> Coster:
-        key = (collective, ranks)
+    def algorithm(self, collective: str, ranks: tuple[int, ...], size: float) -> str:
+        """The algorithm or chooser the call is costed with: ``chooser`` itself, or where it
+        names a serving engine (``collectives.engines``) that engine's pick at this size."""
+        if self.chooser not in ENGINE_ALLREDUCE:
+            return self.chooser
+        island = self.system.locality.island
+        return engine_algorithm(self.chooser, collective, len(ranks), int(size),
+                                len({island[r] for r in ranks}) == 1)
+
+    def _coster(self, collective: str, ranks: tuple[int, ...], chooser: str) -> Coster:
+        key = (collective, ranks, chooser)
         if key not in self.costers:
             try:
                 self.costers[key] = Coster(self.system, RankGroup(collective, ranks),
-                                           collective, self.chooser)
+                                           collective, chooser)
             except (CostError, NoRoute) as exc:
                 raise InferError(f"{collective} on ranks {ranks[0]}..{ranks[-1]}: {exc}") \
                     from None
@@ -237,7 +254,9 @@ class Comm:
             return 0.0
         key = (collective, ranks, int(size))
         if key not in self.memo:
-            at = self._coster(collective, ranks)
+            chooser = self.algorithm(collective, ranks, size)
+            self.used.setdefault((collective, len(ranks)), {})[chooser] = None
+            at = self._coster(collective, ranks, chooser)
             if not at.profiles:
                 raise InferError(f"no algorithm runs {collective} on ranks "
                                  f"{ranks[0]}..{ranks[-1]}")
@@ -592,6 +611,9 @@ class InferResult:
     considered: int
     rejected: tuple[str, ...]      # why layouts could not run (one message per reason)
     gpus: int
+    #: (collective, ranks, algorithms) the rows' collectives were costed with, in order of
+    #: first use: the chooser, or the algorithms an engine's rule picked (oneshot, twoshot)
+    collectives: tuple[tuple[str, int, tuple[str, ...]], ...] = ()
 
 
 def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | None = None,
@@ -653,8 +675,9 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
             raise InferError(f"precision '{p}': one of {', '.join(sv.PRECISIONS)}")
     kvp = kv_precision or ("bf16" if precision == "bf16" else "fp8")
     gpu = gpu_of(system, gpus)
-    if s.collectives not in CHOOSERS:
-        raise InferError(f"collectives '{s.collectives}': one of {', '.join(CHOOSERS)}")
+    if s.collectives not in CHOOSERS and s.collectives not in ENGINE_ALLREDUCE:
+        raise InferError(f"collectives '{s.collectives}': one of "
+                         f"{', '.join(CHOOSERS + tuple(ENGINE_ALLREDUCE))}")
     comm = Comm(system, s.collectives)
     rows: list[InferRow] = []
     rejected: dict[str, None] = {}
@@ -734,7 +757,8 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
     else:
         rows.sort(key=lambda r: (not r.fits, not r.within_limits, -r.throughput_per_gpu,
                                  r.config))
-    return InferResult(tuple(rows), considered, tuple(rejected), gpus)
+    return InferResult(tuple(rows), considered, tuple(rejected), gpus,
+                       tuple((c, n, tuple(a)) for (c, n), a in comm.used.items()))
 
 
 def _limit(r: InferRow, ttft: float | None, tpot: float | None) -> InferRow:

@@ -260,3 +260,41 @@ def test_a_number_past_a_float_is_a_usage_error_not_a_traceback(flag, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"{flag} 100000000000... (401 digits): must be at most 1,000,000,000" in err
+
+
+def test_collectives_engine_costs_the_engines_all_reduce_as_cost_does(capsys):
+    """--collectives engine: the --engine's all-reduce rule picks its own kernels (vLLM at TP4
+    and a decode step's small message: one-shot), named under the table; the TPOT is faster
+    than with NCCL's algorithms, and topoc cost --algorithm oneshot prices the same call."""
+    args = ["infer", DGX, "--model", "llama3-8b", "--isl", "1000", "--osl", "1000", "--gpus",
+            "4", "--tp", "4", "--concurrency", "8", "--precision", "bf16", "--format", "json"]
+    assert main(args + ["--collectives", "engine", "--engine", "vllm"]) == 0
+    engine = json.loads(capsys.readouterr().out)["rows"][0]
+    assert main(args) == 0
+    nccl = json.loads(capsys.readouterr().out)["rows"][0]
+    assert engine["tpot"] < nccl["tpot"]
+    assert main(args[:-2] + ["--collectives", "engine", "--engine", "vllm"]) == 0
+    assert "allreduce on 4 GPUs costed as oneshot" in capsys.readouterr().out
+    from topoc.compiler.analysis.infer import Comm
+    from topoc.compiler.collectives.coster import cost_collective
+    from topoc.compiler.ir.groups import RankGroup
+    s = topoc.load(DGX)
+    size = 8 * 4096 * 2                 # 8 tokens x hidden 4,096 x 2 bytes
+    assert Comm(s, "vllm").time("allreduce", (0, 1, 2, 3), size) == cost_collective(
+        s, RankGroup("g", (0, 1, 2, 3)), "allreduce", size, chooser="oneshot").time
+
+
+def test_the_python_api_takes_collectives_as_the_cli_does(capsys):
+    s = topoc.load(DGX)
+    common = dict(gpus=4, tp=4, concurrency=8, precision="bf16")
+    api = topoc.infer(s, "llama3-8b", 1000, 1000, engine="vllm", collectives="engine",
+                      **common)
+    assert any("oneshot" in names for c, n, names in api.collectives if c == "allreduce")
+    assert main(["infer", DGX, "--model", "llama3-8b", "--isl", "1000", "--osl", "1000",
+                 "--gpus", "4", "--tp", "4", "--concurrency", "8", "--precision", "bf16",
+                 "--engine", "vllm", "--collectives", "engine", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["tpot"] == \
+        pytest.approx(api.rows[0].tpot)
+    from topoc.compiler.analysis.infer import InferError
+    with pytest.raises(InferError, match="collectives 'ring'"):
+        topoc.infer(s, "llama3-8b", 1000, 1000, collectives="ring", **common)

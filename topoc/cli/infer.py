@@ -71,10 +71,12 @@ def add_parser(sub) -> None:
                    help="the engine hides its per-step host work behind the GPU's next step "
                         "(TensorRT-LLM's PyTorch backend, SGLang: on; NIM's TensorRT engines, "
                         "vLLM without --async-scheduling: off; default: the --engine's)")
-    p.add_argument("--collectives", choices=CHOOSERS, default=CHOOSER,
+    p.add_argument("--collectives", choices=CHOOSERS + ("engine",), default=CHOOSER,
                    help=f"how collectives are costed (docs/cost.md, 'One coster'): fastest, "
-                   f"the least predicted time among NCCL's algorithms, as engines' own kernels "
-                   f"come near; nccl, what NCCL's tuner would run (default {CHOOSER})")
+                   f"the least predicted time among NCCL's algorithms; nccl, what NCCL's tuner "
+                   f"would run; engine, the --engine's own all-reduce kernels (one-shot, "
+                   f"two-shot) where its rule picks them by size and GPU count, NCCL's fastest "
+                   f"elsewhere (docs/infer.md, 'Engines' all-reduce'; default {CHOOSER})")
     p.add_argument("--ttft-limit", type=float, metavar="S", help="rank rows over this TTFT last")
     p.add_argument("--tpot-limit", type=float, metavar="S", help="rank rows over this TPOT last")
     p.add_argument("--top", type=int, default=20, metavar="K", help="rows to show (0: all)")
@@ -178,8 +180,9 @@ def run(args) -> int:
         sched = serve_sim.small_gpu(serve_sim.ENGINES[args.engine], gpu_of(system, gpus).hbm)
         if args.overlap_scheduler is not None:
             sched = attrs.evolve(sched, overlap=args.overlap_scheduler == "on")
+        chooser = args.engine if args.collectives == "engine" else args.collectives
         settings = serve_sim.settings_for(Settings(scheduler_steps=args.scheduler_steps,
-                                                   collectives=args.collectives), sched)
+                                                   collectives=chooser), sched)
         result = infer(system, model, args.isl, args.osl, gpus, fixed, precision,
                        args.kv_precision, concurrency, args.disaggregate, args.ttft_limit,
                        args.tpot_limit, settings, arrivals, client, sched)

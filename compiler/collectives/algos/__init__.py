@@ -1,8 +1,9 @@
 """The registry of collective algorithms: one record each (``base.Algorithm``), one module
 each. The cost model, the schedule stage, the CLI and the reports read algorithms from here;
 adding one is a module and a line in ``REGISTRY``. A serving engine's own all-reduce kernels
-(one-shot and two-shot all-reduce) would be records with ``owner="engine"`` and no NCCL
-releases: selectable by name and by an engine's choice, never NCCL's; none is modelled yet.
+(one-shot and two-shot all-reduce, ``oneshot.py``) are records with ``owner="engine"`` and no
+NCCL releases: selectable by name and by an engine's rule (``collectives.engines``), never
+NCCL's.
 
 The functions below are the terms every algorithm's time is made of, each dispatched to the
 record: the size-independent latency (``latency_us``; the one NCCL's own choice sees,
@@ -19,13 +20,15 @@ from .collnet import COLLNET_CHAIN
 from .hierarchical import HIERARCHICAL
 from .nvls import NVLS
 from .nvlstree import NVLS_TREE
+from .oneshot import ONESHOT, TWOSHOT
 from .pat import PAT
 from .ring import RING
 from .tree import TREE
 
 #: Every algorithm, in the order the CLI lists them and ``auto`` weighs them.
 REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
-    RING, TREE, NVLS, HIERARCHICAL, DIRECT, PAIRWISE, NVLS_TREE, PAT, COLLNET_CHAIN)}
+    RING, TREE, NVLS, HIERARCHICAL, DIRECT, PAIRWISE, NVLS_TREE, PAT, COLLNET_CHAIN, ONESHOT,
+    TWOSHOT)}
 
 
 def get(name: str) -> Algorithm:
@@ -116,6 +119,6 @@ def fill_seconds(p: Profile, collective: str, n: int, size: int) -> float:
 
 
 __all__ = ["REGISTRY", "Algorithm", "CostError", "PROTOCOLS", "RING", "TREE", "NVLS",
-           "NVLS_TREE", "PAT", "COLLNET_CHAIN", "DIRECT", "PAIRWISE", "HIERARCHICAL", "get", "costed", "planned",
+           "NVLS_TREE", "PAT", "COLLNET_CHAIN", "ONESHOT", "TWOSHOT", "DIRECT", "PAIRWISE", "HIERARCHICAL", "get", "costed", "planned",
            "not_nccl", "protocols", "latency_us", "selection_us", "net_steps", "bus_gbs",
            "pipeline_seconds", "fill_seconds"]

@@ -34,6 +34,8 @@ WHERE = {
     "nvlstree": ("aws_p5.topo", {"nodes": 2}, None),
     "pat": ("aws_p5.topo", {"nodes": 4}, (0, 8, 16, 24)),     # one GPU per node
     "collnetchain": ("h100_sharp_cluster.topo", {"nodes": 2}, None),
+    "oneshot": ("dgx_h100.topo", {}, None),
+    "twoshot": ("dgx_h100.topo", {}, None),
 }
 
 

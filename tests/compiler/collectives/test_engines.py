@@ -1,0 +1,97 @@
+"""Serving engines' all-reduce rules (compiler/collectives/engines.py) and their kernels'
+records (algos/oneshot.py): the rules pick what the engines' source picks, and infer's Comm
+with an engine's rule gives the time ``cost_collective`` gives for the algorithm it picked on
+the same ranks at the same size (one coster)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import topoc
+from topoc.compiler.analysis.infer import Comm
+from topoc.compiler.collectives import algos, engines
+from topoc.compiler.collectives.cost import CostError
+from topoc.compiler.collectives.coster import cost_collective
+from topoc.compiler.ir.groups import RankGroup
+
+ROOT = Path(__file__).resolve().parents[3]
+KIB, MIB = 1024, 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def dgx():
+    return topoc.load(ROOT / "library/nvidia/dgx_h100.topo")
+
+
+@pytest.mark.parametrize("engine, n, size, want", [
+    ("trtllm", 2, 8 * MIB, "oneshot"), ("trtllm", 2, 16_000_001, "fastest"),
+    ("trtllm", 4, 999_999, "oneshot"), ("trtllm", 4, 1_000_000, "twoshot"),
+    ("trtllm", 8, 499_999, "oneshot"), ("trtllm", 8, 500_000, "twoshot"),
+    ("trtllm", 8, 8_000_001, "fastest"), ("trtllm", 8, 8_000_000, "twoshot"),
+    ("vllm", 2, 4 * MIB, "oneshot"), ("vllm", 4, 512 * KIB - 1, "oneshot"),
+    ("vllm", 4, 512 * KIB, "twoshot"), ("vllm", 8, 256 * KIB, "twoshot"),
+    ("vllm", 8, 8 * MIB, "fastest"), ("vllm", 3, 64 * KIB, "fastest"),
+    ("sglang", 8, 128 * KIB, "oneshot"),
+])
+def test_rules_as_the_engines_source(engine, n, size, want):
+    assert engines.algorithm(engine, "allreduce", n, size, True) == want
+
+
+def test_outside_one_domain_and_other_collectives_go_to_nccl():
+    assert engines.algorithm("trtllm", "allreduce", 8, 64 * KIB, False) == "fastest"
+    assert engines.algorithm("vllm", "allgather", 8, 64 * KIB, True) == "fastest"
+
+
+def test_records_are_the_engines_not_nccls():
+    for name in ("oneshot", "twoshot"):
+        assert algos.get(name).owner == "engine"
+        assert name in algos.not_nccl()
+        assert name in algos.costed("allreduce")
+
+
+@pytest.mark.parametrize("engine", sorted(engines.ENGINES))
+@pytest.mark.parametrize("n", [2, 4, 8])
+@pytest.mark.parametrize("size", [16 * KIB, 768 * KIB, 6 * MIB, 64 * MIB])
+def test_infer_and_cost_agree(dgx, engine, n, size):
+    ranks = tuple(range(n))
+    comm = Comm(dgx, engine)
+    picked = comm.algorithm("allreduce", ranks, size)
+    assert picked == engines.algorithm(engine, "allreduce", n, size, True)
+    one = cost_collective(dgx, RankGroup("allreduce", ranks), "allreduce", size,
+                          chooser=picked)
+    assert comm.time("allreduce", ranks, size) == one.time
+    if picked in ("oneshot", "twoshot"):
+        assert one.algorithm == picked
+
+
+def test_oneshot_beats_nccl_on_small_decode_messages(dgx):
+    # 8 ranks, 16 tokens x 8,192 hidden x 2 bytes: the engine's kernel has no ring of 14 steps
+    ranks, size = tuple(range(8)), 16 * 8192 * 2
+    assert Comm(dgx, "trtllm").time("allreduce", ranks, size) < \
+        Comm(dgx, "fastest").time("allreduce", ranks, size)
+
+
+def test_twoshot_moves_a_ring_s_bytes_and_oneshot_n_minus_1_times_them(dgx):
+    group = RankGroup("allreduce", tuple(range(8)))
+    big = 256 * MIB
+    one = cost_collective(dgx, group, "allreduce", big, chooser="oneshot")
+    two = cost_collective(dgx, group, "allreduce", big, chooser="twoshot")
+    # bandwidth terms: (n - 1) against 2 (n - 1) / n per port, a ratio of n / 2 = 4
+    ratio = (one.time - one.latency) / (two.time - two.latency)
+    assert ratio == pytest.approx(4.0, rel=1e-6)
+
+
+def test_across_islands_refused():
+    cluster = topoc.load(ROOT / "library/nvidia/h100_cluster.topo")
+    ranks = (0, 8)                      # two DGX nodes: two NVLink domains
+    with pytest.raises(CostError, match="one NVLink domain"):
+        cost_collective(cluster, RankGroup("allreduce", ranks), "allreduce", 4096,
+                        chooser="oneshot")
+    # infer's Comm with an engine's rule falls back to NCCL there, as the engines do
+    comm = Comm(cluster, "trtllm")
+    assert comm.algorithm("allreduce", ranks, 4096) == "fastest"
+    assert comm.time("allreduce", ranks, 4096) == \
+        cost_collective(cluster, RankGroup("allreduce", ranks), "allreduce", 4096,
+                        chooser="fastest").time
