@@ -109,22 +109,20 @@ def _gpu_facts(system: System, host: HostInfo) -> list[dict]:
     kinds = _by_kind(system, host)
     pos = {d.id: i for k in kinds for i, d in enumerate(kinds[k])}
     loc = system.locality
-    lanes: Counter = Counter()
-    pair: Counter = Counter()
-    for link in system.links:
-        if link.cls != "nvlink":
-            continue
-        for end in (link.src, link.dst):
-            lanes[end] += link.lanes
-        if link.src in rank_of and link.dst in rank_of:
-            pair[frozenset((link.src, link.dst))] += link.lanes
     out = []
     for g in kinds.get("gpu", ()):
         r = rank_of[g.id]
         nic, sw, cpu = loc.nic(r), loc.pcie_switch(r), loc.socket(r)
-        peers = sorted((pos[o], n) for p, n in pair.items() if g.id in p
-                       for o in p if o != g.id and o in pos)
-        out.append({"model": g.model.name, "lanes": lanes[g.id], "peers": peers,
+        # the GPU's own links only: walking every link of the system per host was quadratic
+        lanes, pair = 0, Counter()
+        for link in system.links_of(g.id):
+            if link.cls == "nvlink":
+                lanes += link.lanes
+                other = link.dst if link.src == g.id else link.src
+                if other in rank_of:
+                    pair[other] += link.lanes
+        peers = sorted((pos[o], n) for o, n in pair.items() if o in pos)
+        out.append({"model": g.model.name, "lanes": lanes, "peers": peers,
                     "nic": pos.get(nic), "switch": pos.get(sw), "cpu": pos.get(cpu)})
     return out
 
@@ -349,10 +347,11 @@ def _nic_facts(system: System, host: HostInfo) -> list[dict]:
     kinds = _by_kind(system, host)
     pos = {d.id: i for k in kinds for i, d in enumerate(kinds[k])}
     adj: dict[str, list[str]] = defaultdict(list)
-    for ln in system.links:
-        if ln.cls == "pcie" and ln.src in pos and ln.dst in pos:
-            adj[ln.src].append(ln.dst)
-            adj[ln.dst].append(ln.src)
+    for d in pos:                             # the host's own links, not the system's
+        for ln in system.links_of(d):
+            other = ln.dst if ln.src == d else ln.src
+            if ln.cls == "pcie" and other in pos:
+                adj[d].append(other)
     kind = {d.id: d.kind for k in kinds for d in kinds[k]}
     out = []
     for n in kinds.get("nic", ()):
