@@ -33,7 +33,7 @@ from .style import (CLASS_COLOR, PALETTE, RING_COLOR,  # noqa: F401
                     box as _box,
                     tier as _tier)
 
-VIEWS = ("physical", "logical", "racks")
+VIEWS = ("physical", "logical", "racks", "fabric")
 #: The default view is the most detailed one whose drawing stays under these counts.
 LEGIBLE_NODES, LEGIBLE_EDGES = 320, 700
 
@@ -582,6 +582,9 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
     ``TooLarge`` when the view has more than ``MAX_LAYOUT`` boxes and lines to lay out, would be
     larger than MAX_SIDE or out of shape, or does not apply to the system.
     """
+    if opts.view == "fabric" or (not opts.view and fabric_applies(system)):
+        source, view = fabric_source(system, opts, notes), "fabric"
+        return _draw(source, fmt, notes), view
     if fmt != "dot":
         view, size = layout_size(system, opts)
         if size > MAX_LAYOUT:
@@ -590,8 +593,49 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
                            "folds arrays), a smaller system (-D), or write the DOT text with "
                            "-o FILE.dot")
     source, view = dot_source(system, opts, notes, check=fmt != "dot")
+    return _draw(source, fmt, notes), view
+
+
+def fabric_applies(system: System) -> bool:
+    """The fabric view is the default for a system of several machines on a scale-out
+    network (a multi-node or multi-rack cluster): it stays slide-sized at any size, and its
+    lines never run along each other (docs/render.md)."""
+    from .fabric import NotApplicable, build
+    try:
+        build(system)
+    except NotApplicable:
+        return False
+    return True
+
+
+def fabric_source(system: System, opts: Options, notes: list[str] | None = None) -> str:
+    """The fabric view's DOT text with the overlays ``opts`` asks for."""
+    from .fabric import NotApplicable, draw
+    ring = None
+    if opts.ring:
+        from ..compiler.collectives.orders import ring_orders
+        group = ring_group(system, opts)
+        lone = lone_rank(group)
+        if lone:
+            if notes is not None:
+                notes.append(f"--ring {opts.ring}: {lone}; no ring is drawn")
+        else:
+            order = ring_orders(system, group.ranks, 1)[0]
+            ring = [system.gpus[group.ranks[k]].id for k in order]
+    colors = _group_colors(system, opts)
+    try:
+        drawing = draw(system, opts, colors, ring)
+    except NotApplicable as exc:
+        raise TooLarge(str(exc)) from None
+    if opts.parallel and notes is not None and not colors:
+        notes.append(f"--color {opts.color}: the fabric view draws no box that holds a GPU")
+    return HEADER + drawing.source
+
+
+def _draw(source: str, fmt: str, notes: list[str] | None) -> bytes:
+    """``source`` (positions set) drawn by Graphviz in ``fmt``, or itself for dot."""
     if fmt == "dot":
-        return source.encode("utf-8"), view
+        return source.encode("utf-8")
     dot = shutil.which("dot")
     if dot is None:
         raise DotMissing(f"Graphviz's 'dot' program is needed for .{fmt} output; install it "
@@ -607,6 +651,6 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
         notes.append(f"Graphviz reported {len(warnings)} layout warning"
                      f"{'s' if len(warnings) > 1 else ''} (some lines may be drawn oddly), "
                      f"e.g. {warnings[0][:160]}")
-    return done.stdout, view
+    return done.stdout
 
 
