@@ -68,6 +68,7 @@ class Line:
     bandwidth: float
     rail: int
     cls: str
+    types: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -78,6 +79,7 @@ class Drawing:
     width: float
     height: float
     boxes: tuple[str, ...]
+    steps: int = 0          # ring steps drawn between boxes
 
 
 def _rate(bw: float) -> str:
@@ -120,6 +122,8 @@ class _Model:
         cls = system.ends
         codes = cls.arrays(lambda t: t.cls in SCALEOUT_CLASSES, ("type",))[0]
         self.cls = [cls.types[c].cls for c in np.unique(codes).tolist()][0]
+        self.type_names = [cls.types[c].name for c in range(len(cls.types))]
+        self.codes = codes
         # machines: the top-level instances of the endpoints (level 0)
         ends = np.unique(lo[level[lo] == 0]).tolist()
         name = system.name
@@ -280,7 +284,7 @@ def _build(system: System) -> tuple[list[Box], list[Line], dict]:
                 box_of_switch[s] = tag
     # the lines: cables between boxes, a pod's machines to its leaves per rail
     lines: dict[tuple, list] = {}
-    for i, j, w in zip(lo.tolist(), hi.tolist(), bw.tolist()):
+    for i, j, w, c in zip(lo.tolist(), hi.tolist(), bw.tolist(), m.codes.tolist()):
         if level[i] == 0:
             low = box_of_unit.get(m.unit_of.get(i, -1))
             rail = leaf_rail.get(j, -1)
@@ -289,10 +293,12 @@ def _build(system: System) -> tuple[list[Box], list[Line], dict]:
         high = box_of_switch.get(j)
         if low is None or high is None or low == high:
             continue
-        acc = lines.setdefault((low, high, rail), [0, 0.0])
+        acc = lines.setdefault((low, high, rail), [0, 0.0, set()])
         acc[0] += 1
         acc[1] += w
-    out = [Line(lw, hg, n, w, rail, m.cls) for (lw, hg, rail), (n, w) in lines.items()]
+        acc[2].add(m.type_names[c])
+    out = [Line(lw, hg, n, w, rail, m.cls, tuple(sorted(t)))
+           for (lw, hg, rail), (n, w, t) in lines.items()]
     members = {b.id: b.members for b in boxes}
     return boxes, out, {"units": m.unit_names, "members": members,
                         "unit_box": box_of_unit, "switch_box": box_of_switch}
@@ -495,13 +501,13 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
         font = text_color(fill.split(":")[0]) if b.row else "black"
         extra = ""
         if b.id in outlined:
-            extra = ', color="#d62728", penwidth="4"'
+            extra = ', color="red", penwidth="4"'
         elif opts.highlight:
             extra = ', color="#00000040", fontcolor="#00000080"'
         shape = "box3d" if b.times > 1 else "box"
         out.append(f'"{_esc(b.id)}" [label="{_esc(label)}", pos="{x:.1f},{y:.1f}!", '
                    f'width="{w / 72:.3f}", height="{h / 72:.3f}", shape="{shape}", '
-                   f'style="{style}", fillcolor="{fill}", fontcolor="{font}"{extra}];')
+                   f'style="{style}", fillcolor="{fill}", fontcolor="{font}"{extra}]')
     taken: list[tuple[float, float, float, float]] = [
         (pos[b][0] - size[b][0] / 2, pos[b][1] - size[b][1] / 2,
          pos[b][0] + size[b][0] / 2, pos[b][1] + size[b][1] / 2) for b in pos]
@@ -527,8 +533,11 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
                   f'{q[0]:.1f},{q[1]:.1f}"', f'color="{color}"', f'penwidth="{width_pt:.2f}"',
                   f'tooltip="{_esc(ln.low)} - {_esc(ln.high)}: {ln.cables} cables, '
                   f'{_rate(ln.bandwidth)} per direction"']
-        if opts.highlight and ln.cls not in highlight_lines:
+        if opts.highlight and ln.cls not in highlight_lines and \
+                not highlight_lines.intersection(ln.types):
             attrs_[1] = f'color="{color}40"'
+        elif opts.highlight:
+            attrs_[2] = 'penwidth="4"'
         text = None
         if ln.rail >= 0:
             if rail_text is None and (ln.low, ln.high) not in rail_bundles:
@@ -548,22 +557,23 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
             at = _free_spot(text, p, q, taken)
             if at is not None:
                 attrs_.append(f'label="{_esc(text)}", lp="{at[0]:.1f},{at[1]:.1f}"')
-        out.append(f'"{_esc(ln.low)}" -- "{_esc(ln.high)}" [{", ".join(attrs_)}];')
+        out.append(f'"{_esc(ln.low)}" -- "{_esc(ln.high)}" [{", ".join(attrs_)}]')
     for band in bands:
         x0, x1, y = band.x0, band.x1, band.y
         out.append(f'"{_esc(band.id)}" [label="{_esc(band.label)}", pos="{(x0 + x1) / 2:.1f},'
                    f'{y:.1f}!", width="{(x1 - x0) / 72:.3f}", height="{BAND_H / 72:.3f}", '
-                   f'fillcolor="#dddddd", fontsize="{LINE_FONT}", color="#888888"];')
+                   f'fillcolor="#dddddd", fontsize="{LINE_FONT}", color="#888888"]')
         for box, x in band.stubs:
             ends = ((x, pos[box][1] + size[box][1] / 2), (x, y - BAND_H / 2)) \
                 if pos[box][1] < y else ((x, pos[box][1] - size[box][1] / 2), (x, y + BAND_H / 2))
             (px, py), (qx, qy) = ends
             color = CLASS_COLOR.get(band.cls, "#1f4e9a")
-            if opts.highlight and band.cls not in highlight_lines:
+            lit = band.cls in highlight_lines or highlight_lines.intersection(band.types)
+            if opts.highlight and not lit:
                 color += "40"
             out.append(f'"{_esc(box)}" -- "{_esc(band.id)}" [pos="{px:.1f},{py:.1f} {px:.1f},'
                        f'{py:.1f} {qx:.1f},{qy:.1f} {qx:.1f},{qy:.1f}", color="{color}", '
-                       f'penwidth="{band.width:.2f}"];')
+                       f'penwidth="{band.width:.2f}"]')
     for step, (a, b) in enumerate(hops or ()):
         from .route import arc
         p, q = pos[a], pos[b]
@@ -571,14 +581,14 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
         spl, mid = arc(p, q, bend if q[0] >= p[0] else -bend)
         out.append(f'"{_esc(a)}" -- "{_esc(b)}" [pos="{spl}", color="{RING_COLOR}", '
                    f'penwidth="2.5", dir="forward", label="{step}", fontcolor="{RING_COLOR}", '
-                   f'fontsize="12", lp="{mid[0]:.1f},{mid[1]:.1f}"];')
+                   f'fontsize="12", lp="{mid[0]:.1f},{mid[1]:.1f}"]')
     legend, lw, lh = _legend(rails, lines, opts, bool(colors), rail_text)
     lx, ly = width + 24 + lw / 2, height - lh / 2
     out.append(f'legend [label={legend}, shape="plaintext", style="", fixedsize="false", '
-               f'fontsize="{LINE_FONT}", pos="{lx:.1f},{ly:.1f}!"];')
+               f'fontsize="{LINE_FONT}", pos="{lx:.1f},{ly:.1f}!"]')
     out.append("}")
     return Drawing("\n".join(out) + "\n", width + 24 + lw, max(height, lh) + 40,
-                   tuple(b.id for b in boxes))
+                   tuple(b.id for b in boxes), len(hops))
 
 
 BAND_H = 18.0
@@ -597,6 +607,7 @@ class Band:
     stubs: tuple[tuple[str, float], ...]
     cls: str
     width: float
+    types: tuple[str, ...] = ()
 
 
 def _meshes(boxes: list[Box], lines: list[Line], pos: dict, size: dict) \
@@ -630,7 +641,8 @@ def _meshes(boxes: list[Box], lines: list[Line], pos: dict, size: dict) \
         cables = max(ln.cables // times[ln.low] for ln in between)
         bands.append(Band(f"mesh{r}.{up}", x0, x1, (top + bottom) / 2, label, stubs,
                           between[0].cls, penwidth(between[0].bandwidth / max(1, between[0].cables)
-                                                   * min(cables, 8))))
+                                                   * min(cables, 8)),
+                          tuple(sorted({t for ln in between for t in ln.types}))))
         left = [ln for ln in left if ln not in between]
     return left, bands
 

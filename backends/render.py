@@ -627,6 +627,10 @@ def fabric_source(system: System, opts: Options, notes: list[str] | None = None)
         drawing = draw(system, opts, colors, ring)
     except NotApplicable as exc:
         raise TooLarge(str(exc)) from None
+    if ring and not drawing.steps and notes is not None:
+        notes.append(f"--ring {opts.ring}: every GPU of the ring is in one box of the fabric "
+                     "view, so it has no step between boxes; no ring is drawn (--view racks "
+                     "or logical draws its steps)")
     if opts.parallel and notes is not None and not colors:
         notes.append(f"--color {opts.color}: the fabric view draws no box that holds a GPU")
     return HEADER + drawing.source
