@@ -315,11 +315,12 @@ def racks_apply(system: System) -> bool:
     return any(n > 1 for n in held.values())
 
 
-def racks(system: System) -> tuple[list[Node], list[Edge]]:
+def racks(system: System, per_line: int = 0) -> tuple[list[Node], list[Edge]]:
     """One box per top-level instance; links between boxes aggregated per class. The fabric is
-    drawn as Clos rows above the racks: leaves, then spines, then cores at the top."""
+    drawn as Clos rows above the racks: leaves, then spines, then cores at the top.
+    ``per_line``: kinds a line in a box's count (narrow boxes), 0 for one line."""
     unit_of = _units(system)
-    return _unit_nodes(system, unit_of), _bundle(system, unit_of.__getitem__)
+    return _unit_nodes(system, unit_of, per_line), _bundle(system, unit_of.__getitem__)
 
 
 def _unit_nodes(system: System, unit_of: dict[str, str], per_line: int = 0) -> list[Node]:
@@ -518,10 +519,16 @@ def dot_source(system: System, opts: Options = Options(),
         if _fits(pic) or pic.width < pic.height:
             break
         pic = _picture(system, view, nodes, edges, opts, notes, widest)
-    if not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
-        view, (nodes, edges) = "racks", racks(system)
-        nodes, _ = frame_leaves(system, nodes)
-        pic = _picture(system, view, nodes, edges, opts, notes)
+    if not opts.view and view != "racks" and not (_fits(pic) and slide_px(pic) >= SLIDE_PX) \
+            and racks_apply(system):
+        # the default view out of its limits or not legible on a slide: the racks view,
+        # its boxes' counts on two lines when one line makes it too wide for a slide
+        for per_line in (0, 2):
+            view, (nodes, edges) = "racks", racks(system, per_line)
+            nodes, _ = frame_leaves(system, nodes)
+            pic = _picture(system, view, nodes, edges, opts, notes)
+            if slide_px(pic) >= SLIDE_PX:
+                break
     if check and not _fits(pic):
         instead = ("--view racks" if view != "racks" and racks_apply(system)
                    else "a smaller system (-D)")
@@ -541,6 +548,32 @@ def dot_source(system: System, opts: Options = Options(),
         notes.append("no NVLink switch domain: the logical view draws every device, as the "
                      "physical one does")
     return HEADER + pic.source, view
+
+
+#: A slide, in points (1,920 x 1,080 px at Graphviz's 96 px an inch), and the least height of
+#: a text on it in px: a default picture scaled down to the slide keeps its texts this high.
+SLIDE_PT = (1440.0, 810.0)
+SLIDE_PX = 10.0
+
+
+def smallest_font(source: str) -> float:
+    """The smallest font size (pt) of a text the DOT text draws: boxes' 10 pt, a folded mesh's
+    and a line's label 8 pt (only when some line is labelled), a keyed bar's cells."""
+    sizes = [10.0]
+    for line in source.splitlines():
+        if line.lstrip().startswith(("edge [", "graph [", "node [")):
+            continue
+        sizes += [float(v) for v in re.findall(r'(?:fontsize|POINT-SIZE)="?(\d+(?:\.\d+)?)', line)]
+        if " -- " in line and re.search(r'\blabel=', line) and "fontsize" not in line:
+            sizes.append(8.0)
+    return min(sizes)
+
+
+def slide_px(pic) -> float:
+    """The smallest text's height in px once the picture is scaled down to fit a 1,920 x
+    1,080 slide (never up)."""
+    scale = min(1.0, SLIDE_PT[0] / max(1.0, pic.width), SLIDE_PT[1] / max(1.0, pic.height))
+    return smallest_font(pic.source) * 96 / 72 * scale
 
 
 def _fits(pic) -> bool:
