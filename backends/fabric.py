@@ -349,6 +349,12 @@ def _place(boxes: list[Box], lines: list[Line]) -> tuple[dict, dict, float, floa
             pos[leaves[pod].id] = (x + w / 2, 0.0)
         x += w + GAP
     width = max(x - GAP, 1.0)
+    # the machines' columns centred under the widest tier above them
+    need = max([width] + [sum(size[b.id][0] for b in bs) + GAP * (len(bs) - 1)
+                          for r, bs in rows.items() if r >= 2])
+    shift = (need - width) / 2
+    pos = {k: (px + shift, py) for k, (px, py) in pos.items()}
+    width = need
     y = 40.0
     ys = {}
     for r in sorted(rows):
@@ -513,6 +519,7 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
          pos[b][0] + size[b][0] / 2, pos[b][1] + size[b][1] / 2) for b in pos]
     rails = sorted({ln.rail for ln in lines if ln.rail >= 0})
     rail_bundles: set[tuple[str, str]] = set()
+    fans: set[tuple[str, str]] = set()
     # every pod's rails alike: their figure once, in the legend
     times_of = {b.id: b.times for b in boxes}
     per_rail = {(ln.cables // times_of[ln.low], round(ln.bandwidth / max(1, ln.cables)))
@@ -548,6 +555,10 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
                     (" each pod" if times > 1 else "")
         else:
             text = f"x{ln.cables // times} {_rate(per)}" + (" each" if times > 1 else "")
+            # lines of one fan with one figure: labelled once, on the first of them
+            fan = {(ln.high, text), (ln.low, text)}
+            text = None if fan & fans else text
+            fans |= fan
         if text:
             if ln.rail >= 0:      # beside the bundle, right of its rightmost rail
                 right = max(port[j, ln.low] for j, o in enumerate(lines)
