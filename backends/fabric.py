@@ -518,6 +518,7 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
         (pos[b][0] - size[b][0] / 2, pos[b][1] - size[b][1] / 2,
          pos[b][0] + size[b][0] / 2, pos[b][1] + size[b][1] / 2) for b in pos]
     rails = sorted({ln.rail for ln in lines if ln.rail >= 0})
+    rails = rails if len(rails) > 1 else []         # one leaf a pod: no rails to tell apart
     rail_bundles: set[tuple[str, str]] = set()
     fans: set[tuple[str, str]] = set()
     # every pod's rails alike: their figure once, in the legend
@@ -525,13 +526,13 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
     per_rail = {(ln.cables // times_of[ln.low], round(ln.bandwidth / max(1, ln.cables)))
                 for ln in lines if ln.rail >= 0}
     rail_text = None
-    if len(per_rail) == 1:
+    if len(per_rail) == 1 and rails:
         cab, bw_one = next(iter(per_rail))
         rail_text = f"{cab} cables a rail in a pod, {_rate(bw_one)} each"
     for k, ln in sorted(enumerate(lines), key=lambda kl: (kl[1].low, kl[1].high, kl[1].rail)):
         p = (port[k, ln.low], pos[ln.low][1] + size[ln.low][1] / 2)
         q = (port[k, ln.high], pos[ln.high][1] - size[ln.high][1] / 2)
-        color = PALETTE[ln.rail % len(PALETTE)] if 0 <= ln.rail and len(rails) <= RAILS \
+        color = PALETTE[ln.rail % len(PALETTE)] if rails and 0 <= ln.rail and len(rails) <= RAILS \
             else CLASS_COLOR.get(ln.cls, "#1f4e9a")
         times = next(b.times for b in boxes if b.id == ln.low)
         per = ln.bandwidth / max(1, ln.cables)
@@ -551,7 +552,8 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
                 rail_bundles.add((ln.low, ln.high))
                 n = sum(1 for o in lines if (o.low, o.high) == (ln.low, ln.high))
                 cab = ln.cables // times
-                text = (f"{n} rails x {cab} cables" if n > 1 else f"x{cab} cables") + \
+                text = (f"{n} rails x {cab} cables" if n > 1 else
+                        f"x{cab} {_rate(ln.bandwidth / max(1, ln.cables))}") + \
                     (" each pod" if times > 1 else "")
         else:
             text = f"x{ln.cables // times} {_rate(per)}" + (" each" if times > 1 else "")
