@@ -12,7 +12,7 @@ from topoc.backends import fabric as f
 from topoc.backends import render as r
 from topoc.cli import main
 
-from ..conftest import library_file
+from ..conftest import ROOT, library_file
 
 
 def _load(name: str, **defines):
@@ -81,3 +81,17 @@ def test_the_fabric_view_is_the_same_bytes_twice():
     one = r.fabric_source(_load("nvl72_fourtier.topo", racks=40), r.Options("fabric"))
     two = r.fabric_source(_load("nvl72_fourtier.topo", racks=40), r.Options("fabric"))
     assert one == two
+
+
+def test_a_gb300_rack_with_cx8_switches_and_bluefield3_draws_in_every_view(tmp_path, capsys):
+    """Issue 46: a GB300 NVL72 with each CX8's PCIe switch and a BlueField-3 a Grace was
+    refused in the logical and physical views (8,023 pt wide, 5.9:1): its compute trays now
+    wrap into two rows above and two below the NVLink switches; the default (a slide) is the
+    racks view."""
+    path = str(ROOT / "tests" / "fixtures" / "render" / "gb300_cx8_bf3.topo")
+    for view in ("logical", "physical"):
+        assert main(["render", path, "--view", view, "-o", str(tmp_path / f"{view}.svg")]) == 0
+        svg = (tmp_path / f"{view}.svg").read_bytes()
+        assert b"tray17" in svg and b"cx8sw3" in svg and b"dpu1" in svg
+    assert main(["render", path, "-o", str(tmp_path / "d.dot")]) == 0
+    assert "drew the racks view" in capsys.readouterr().err
