@@ -127,29 +127,36 @@ class _Model:
         # machines: the top-level instances of the endpoints (level 0)
         ends = np.unique(lo[level[lo] == 0]).tolist()
         name = system.name
-        unit_names = sorted({top_level(name, self.devices[i].id) for i in ends}, key=natural)
+        tops = [top_level(name, self.devices[i].id) for i in ends]
+        unit_names = sorted(set(tops), key=natural)
         if len(unit_names) < 2:
             raise NotApplicable(f"the fabric view draws a fabric between machines; "
                                 f"{name} is one machine: draw --view logical")
         self.unit_names = unit_names
         number = {u: k for k, u in enumerate(unit_names)}
-        self.unit_of = {i: number[top_level(name, self.devices[i].id)] for i in ends}
+        numbers = [number[t] for t in tops]
+        self.unit_of = dict(zip(ends, numbers))
+        #: device index -> its machine's number (-1 for a switch or a device off the network)
+        self.unit_arr = np.full(len(self.devices), -1, dtype=np.int64)
+        self.unit_arr[ends] = numbers
         self.top = max(level[hi].tolist()) if len(hi) else 1
         self.gpu_count: dict[str, int] = defaultdict(int)
         for g in system.gpus:
             self.gpu_count[top_level(name, g.id)] += 1
-        self.nic_count: dict[int, int] = defaultdict(int)
-        for u in self.unit_of.values():
-            self.nic_count[u] += 1
+        self.nic_count = dict(enumerate(np.bincount(numbers, minlength=len(unit_names))
+                                        .tolist()))
 
     def pods(self) -> list[tuple[list[int], list[int]]]:
         """(machines, leaves) of each connected piece of the machine-leaf cabling, in the
         order of their first machine; leaves in id order."""
+        import numpy as np
         sets = UnionFind()
         level, lo, hi = self.level, self.lo, self.hi
         first = (level[lo] == 0) & (level[hi] == 1)
-        for i, j in zip(lo[first].tolist(), hi[first].tolist()):
-            sets.union(("u", self.unit_of[i]), ("s", j))
+        n = len(self.devices)
+        pairs = np.unique(self.unit_arr[lo[first]] * n + hi[first])    # machine-leaf, once
+        for u, j in zip((pairs // n).tolist(), (pairs % n).tolist()):
+            sets.union(("u", u), ("s", j))
         for u in range(len(self.unit_names)):
             sets.find(("u", u))
         pods: dict = defaultdict(lambda: ([], []))
@@ -191,26 +198,30 @@ def _build(system: System) -> tuple[list[Box], list[Line], dict]:
     box_of_switch: dict[int, str] = {}
     box_of_unit: dict[int, str] = {}
     boxes: list[Box] = []
-    leaf_rail: dict[int, int] = {}
-    for p, (_units, leaves) in enumerate(pods):
-        for r, s in enumerate(leaves):
-            leaf_rail[s] = r
+    n = len(devices)
+    leaf_rail = np.full(n, -1, dtype=np.int64)         # a leaf's place in its pod: its rail
+    pod_of_leaf = np.full(n, -1, dtype=np.int64)
+    pod_of_unit = np.full(len(m.unit_names), -1, dtype=np.int64)
+    for p, (units, leaves) in enumerate(pods):
+        leaf_rail[leaves] = np.arange(len(leaves))
+        pod_of_leaf[leaves] = p
+        pod_of_unit[units] = p
     first = (level[lo] == 0) & (level[hi] == 1)
-    rail_cables: dict[int, list[int]] = defaultdict(list)
-    pod_of_unit = {u: p for p, (units, _) in enumerate(pods) for u in units}
-    for i, j in zip(lo[first].tolist(), hi[first].tolist()):
-        rail_cables[pod_of_unit[m.unit_of[i]]].append(leaf_rail[j])
+    width = max(1, max(len(leaves) for _, leaves in pods))
+    keys, counts = np.unique(pod_of_unit[m.unit_arr[lo[first]]] * width + leaf_rail[hi[first]],
+                             return_counts=True)
+    rail_cables: dict[int, dict[int, int]] = defaultdict(dict)
+    for k, c in zip(keys.tolist(), counts.tolist()):
+        rail_cables[k // width][k % width] = c
     up = level[hi] > level[lo]
-    up_count = defaultdict(int)
-    pod_of_leaf = {s: p for p, (_, leaves) in enumerate(pods) for s in leaves}
-    for i in lo[(level[lo] == 1) & up].tolist():
-        up_count[pod_of_leaf.get(i, -1)] += 1
+    ups = pod_of_leaf[lo[(level[lo] == 1) & up]]
+    up_count = dict(enumerate(np.bincount(ups[ups >= 0], minlength=len(pods)).tolist()))
     sigs = []
     for p, (units, leaves) in enumerate(pods):
-        rails = tuple(np.bincount(rail_cables[p], minlength=len(leaves)).tolist()) \
+        rails = tuple(rail_cables[p].get(r, 0) for r in range(len(leaves))) \
             if rail_cables[p] else ()
         models = tuple(sorted({devices[s].model.name for s in leaves}))
-        sigs.append(((len(units), len(leaves), models, rails, up_count[p]), p))
+        sigs.append(((len(units), len(leaves), models, rails, up_count.get(p, 0)), p))
     for gs, times in _fold(sigs):
         ps = gs
         units = [u for p in ps for u in pods[p][0]]
@@ -245,11 +256,15 @@ def _build(system: System) -> tuple[list[Box], list[Line], dict]:
         below: dict[int, set[str]] = defaultdict(set)
         cables_up: dict[int, int] = defaultdict(int)
         step = (level[hi] == k) & (level[lo] == k - 1)
-        for i, j in zip(lo[step].tolist(), hi[step].tolist()):
-            if i in box_of_switch:
-                below[j].add(box_of_switch[i])
-        for i in lo[(level[lo] == k) & up].tolist():
-            cables_up[i] += 1
+        code = _codes(box_of_switch, boxes, n)
+        pairs = np.unique(hi[step] * (len(boxes) + 1) + code[lo[step]] + 1)  # switch, box below
+        for j, c in zip((pairs // (len(boxes) + 1)).tolist(),
+                        (pairs % (len(boxes) + 1) - 1).tolist()):
+            if c >= 0:
+                below[j].add(boxes[c].id)
+        ups_k = lo[(level[lo] == k) & up]
+        for i, c in zip(*(x.tolist() for x in np.unique(ups_k, return_counts=True))):
+            cables_up[i] = c
         groups: dict[tuple, list[int]] = defaultdict(list)
         for s in at:
             inst = top_level(name, devices[s].id)
@@ -283,25 +298,44 @@ def _build(system: System) -> tuple[list[Box], list[Line], dict]:
             for s in members:
                 box_of_switch[s] = tag
     # the lines: cables between boxes, a pod's machines to its leaves per rail
-    lines: dict[tuple, list] = {}
-    for i, j, w, c in zip(lo.tolist(), hi.tolist(), bw.tolist(), m.codes.tolist()):
-        if level[i] == 0:
-            low = box_of_unit.get(m.unit_of.get(i, -1))
-            rail = leaf_rail.get(j, -1)
-        else:
-            low, rail = box_of_switch.get(i), -1
-        high = box_of_switch.get(j)
-        if low is None or high is None or low == high:
-            continue
-        acc = lines.setdefault((low, high, rail), [0, 0.0, set()])
-        acc[0] += 1
-        acc[1] += w
-        acc[2].add(m.type_names[c])
-    out = [Line(lw, hg, n, w, rail, m.cls, tuple(sorted(t)))
-           for (lw, hg, rail), (n, w, t) in lines.items()]
+    code = _codes(box_of_switch, boxes, n)
+    index = {b.id: k for k, b in enumerate(boxes)}
+    by_unit = np.array([index[box_of_unit[u]] for u in range(len(m.unit_names))],
+                       dtype=np.int64)
+    ends = m.unit_arr >= 0
+    code[ends] = by_unit[m.unit_arr[ends]]
+    low, high = code[lo], code[hi]
+    rail = np.where(level[lo] == 0, leaf_rail[hi], -1)
+    keep = (low >= 0) & (high >= 0) & (low != high)
+    nb, nr = len(boxes), width + 1
+    key = (low[keep] * nb + high[keep]) * nr + rail[keep] + 1
+    uniq, inverse = np.unique(key, return_inverse=True)
+    cables = np.bincount(inverse).tolist()
+    total = np.bincount(inverse, weights=bw[keep]).tolist()
+    nt = len(m.type_names)
+    kinds = np.unique(inverse * nt + m.codes[keep])
+    types: dict[int, set[str]] = defaultdict(set)
+    for k, t in zip((kinds // nt).tolist(), (kinds % nt).tolist()):
+        types[k].add(m.type_names[t])
+    out = []
+    for k, key_k in enumerate(uniq.tolist()):
+        pair, r = divmod(key_k, nr)
+        lw, hg = divmod(pair, nb)
+        out.append(Line(boxes[lw].id, boxes[hg].id, cables[k], total[k], r - 1, m.cls,
+                        tuple(sorted(types[k]))))
     members = {b.id: b.members for b in boxes}
     return boxes, out, {"units": m.unit_names, "members": members,
                         "unit_box": box_of_unit, "switch_box": box_of_switch}
+
+
+def _codes(box_of_switch: dict[int, str], boxes: list[Box], n: int):
+    """Device index -> the number of the box that draws it (-1 for none), for numpy."""
+    import numpy as np
+    index = {b.id: k for k, b in enumerate(boxes)}
+    code = np.full(n, -1, dtype=np.int64)
+    if box_of_switch:
+        code[list(box_of_switch)] = [index[b] for b in box_of_switch.values()]
+    return code
 
 
 def _held(m: _Model, unit: int) -> str:
