@@ -116,7 +116,8 @@ class _Model:
                                 "has no InfiniBand or Ethernet links: draw --view logical")
         level = level_array(system)
         swap = level[a] > level[b]
-        lo, hi = np.where(swap, b, a), np.where(swap, a, b)
+        small = np.int32 if len(system.devices) < 2**31 else np.int64
+        lo, hi = np.where(swap, b, a).astype(small), np.where(swap, a, b).astype(small)
         self.system, self.devices = system, system.devices
         self.level, self.lo, self.hi, self.bw = level, lo, hi, bw
         cls = system.ends
@@ -135,16 +136,17 @@ class _Model:
         self.unit_names = unit_names
         number = {u: k for k, u in enumerate(unit_names)}
         numbers = [number[t] for t in tops]
-        self.unit_of = dict(zip(ends, numbers))
+        del tops            # 590,000 NICs' names at 8,192 NVL72 racks: not kept
         #: device index -> its machine's number (-1 for a switch or a device off the network)
         self.unit_arr = np.full(len(self.devices), -1, dtype=np.int64)
         self.unit_arr[ends] = numbers
         self.top = max(level[hi].tolist()) if len(hi) else 1
+        self.nic_count = dict(enumerate(np.bincount(numbers, minlength=len(unit_names))
+                                        .tolist()))
+        del ends, numbers
         self.gpu_count: dict[str, int] = defaultdict(int)
         for g in system.gpus:
             self.gpu_count[top_level(name, g.id)] += 1
-        self.nic_count = dict(enumerate(np.bincount(numbers, minlength=len(unit_names))
-                                        .tolist()))
 
     def pods(self) -> list[tuple[list[int], list[int]]]:
         """(machines, leaves) of each connected piece of the machine-leaf cabling, in the
@@ -304,12 +306,17 @@ def _build(system: System) -> tuple[list[Box], list[Line], dict]:
                        dtype=np.int64)
     ends = m.unit_arr >= 0
     code[ends] = by_unit[m.unit_arr[ends]]
-    low, high = code[lo], code[hi]
-    rail = np.where(level[lo] == 0, leaf_rail[hi], -1)
-    keep = (low >= 0) & (high >= 0) & (low != high)
+    # int32 and one array at a time: 2 M scale-out links at 8,192 NVL72 racks
     nb, nr = len(boxes), width + 1
-    key = (low[keep] * nb + high[keep]) * nr + rail[keep] + 1
+    code = code.astype(np.int32)
+    low, high = code[lo], code[hi]
+    keep = (low >= 0) & (high >= 0) & (low != high)
+    key = (low * nb + high) * nr
+    del low, high
+    key += np.where(level[lo] == 0, leaf_rail[hi].astype(np.int32), np.int32(-1)) + 1
+    key = key[keep]
     uniq, inverse = np.unique(key, return_inverse=True)
+    del key
     cables = np.bincount(inverse).tolist()
     total = np.bincount(inverse, weights=bw[keep]).tolist()
     nt = len(m.type_names)
