@@ -497,6 +497,34 @@ def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos
             path = [pa, (pa[0], top), (pb[0], top), pb]
             p, q = pa, pb
         out.append((e, p, q, path))
+    return _spread_columns(out)
+
+
+#: Points between detours that share a gap's column.
+COLUMN_STEP = 6.0
+#: At most this many detours share a column spread apart (3 x 6 pt stays inside a gap).
+SPREAD = 3
+
+
+def _spread_columns(routed: list[tuple]) -> list[tuple]:
+    """Detours that climb the same gap's column over overlapping heights, with no box in
+    common, moved apart by COLUMN_STEP each, in the order of their ends (so the one from
+    the left stays left): two separate links would otherwise be drawn as one trunk
+    (HGX B300's nic3-gpu3 and nic4-gpu4 between the CPUs)."""
+    columns: dict[float, list[int]] = defaultdict(list)
+    for k, (_e, _p, _q, path) in enumerate(routed):
+        if len(path) == 6:
+            columns[round(path[2][0], 1)].append(k)
+    out = list(routed)
+    for x, members in columns.items():
+        if not 2 <= len(members) <= SPREAD:     # more would leave the gap: left as a trunk
+            continue
+        members.sort(key=lambda k: (routed[k][1][0] + routed[k][2][0], k))
+        for n, k in enumerate(members):
+            e, p, q, path = routed[k]
+            dx = (n - (len(members) - 1) / 2) * COLUMN_STEP
+            out[k] = (e, p, q, [path[0], path[1], (x + dx, path[2][1]), (x + dx, path[3][1]),
+                                path[4], path[5]])
     return out
 
 

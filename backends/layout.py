@@ -211,7 +211,16 @@ def _best(items: Sequence[Item], framed: bool, widest: float = 6.0) -> Placed:
     if sandwich is not None:        # each part in one row, the lower one upside down (its
         placed = _arrange(sandwich)  # GPUs face the switches as theirs above do)
         placed.lower = tuple(it.id for it in sandwich[-1])
-        return placed
+        if _aspect(placed, framed) <= (MAX_ASPECT if framed else widest):
+            return placed
+        # too wide (trays with their NICs' PCIe switches and DPUs beside them): the upper
+        # and the lower part in two rows each, the lower ones upside down
+        upper, *middle, lower = sandwich
+        half_u, half_l = (len(upper) + 1) // 2, (len(lower) + 1) // 2
+        split = _arrange([upper[:half_u], upper[half_u:], *middle, lower[:half_l],
+                          lower[half_l:]])
+        split.lower = placed.lower
+        return split if _aspect(split, framed) < _aspect(placed, framed) else placed
     else:                           # the largest group w wide, the others fitted to that width
         widths = {w * unit + (w - 1) * GAP_X for w in {*range(1, min(len(main), 64) + 1),
                                                         len(main)}}

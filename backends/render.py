@@ -33,7 +33,7 @@ from .style import (CLASS_COLOR, PALETTE, RING_COLOR,  # noqa: F401
                     box as _box,
                     tier as _tier)
 
-VIEWS = ("physical", "logical", "racks")
+VIEWS = ("physical", "logical", "racks", "fabric")
 #: The default view is the most detailed one whose drawing stays under these counts.
 LEGIBLE_NODES, LEGIBLE_EDGES = 320, 700
 
@@ -315,11 +315,12 @@ def racks_apply(system: System) -> bool:
     return any(n > 1 for n in held.values())
 
 
-def racks(system: System) -> tuple[list[Node], list[Edge]]:
+def racks(system: System, per_line: int = 0) -> tuple[list[Node], list[Edge]]:
     """One box per top-level instance; links between boxes aggregated per class. The fabric is
-    drawn as Clos rows above the racks: leaves, then spines, then cores at the top."""
+    drawn as Clos rows above the racks: leaves, then spines, then cores at the top.
+    ``per_line``: kinds a line in a box's count (narrow boxes), 0 for one line."""
     unit_of = _units(system)
-    return _unit_nodes(system, unit_of), _bundle(system, unit_of.__getitem__)
+    return _unit_nodes(system, unit_of, per_line), _bundle(system, unit_of.__getitem__)
 
 
 def _unit_nodes(system: System, unit_of: dict[str, str], per_line: int = 0) -> list[Node]:
@@ -518,10 +519,16 @@ def dot_source(system: System, opts: Options = Options(),
         if _fits(pic) or pic.width < pic.height:
             break
         pic = _picture(system, view, nodes, edges, opts, notes, widest)
-    if not opts.view and view != "racks" and not _fits(pic) and racks_apply(system):
-        view, (nodes, edges) = "racks", racks(system)
-        nodes, _ = frame_leaves(system, nodes)
-        pic = _picture(system, view, nodes, edges, opts, notes)
+    if not opts.view and view != "racks" and not (_fits(pic) and slide_px(pic) >= SLIDE_PX) \
+            and racks_apply(system):
+        # the default view out of its limits or not legible on a slide: the racks view,
+        # its boxes' counts on two lines when one line makes it too wide for a slide
+        for per_line in (0, 2):
+            view, (nodes, edges) = "racks", racks(system, per_line)
+            nodes, _ = frame_leaves(system, nodes)
+            pic = _picture(system, view, nodes, edges, opts, notes)
+            if slide_px(pic) >= SLIDE_PX:
+                break
     if check and not _fits(pic):
         instead = ("--view racks" if view != "racks" and racks_apply(system)
                    else "a smaller system (-D)")
@@ -541,6 +548,32 @@ def dot_source(system: System, opts: Options = Options(),
         notes.append("no NVLink switch domain: the logical view draws every device, as the "
                      "physical one does")
     return HEADER + pic.source, view
+
+
+#: A slide, in points (1,920 x 1,080 px at Graphviz's 96 px an inch), and the least height of
+#: a text on it in px: a default picture scaled down to the slide keeps its texts this high.
+SLIDE_PT = (1440.0, 810.0)
+SLIDE_PX = 10.0
+
+
+def smallest_font(source: str) -> float:
+    """The smallest font size (pt) of a text the DOT text draws: boxes' 10 pt, a folded mesh's
+    and a line's label 8 pt (only when some line is labelled), a keyed bar's cells."""
+    sizes = [10.0]
+    for line in source.splitlines():
+        if line.lstrip().startswith(("edge [", "graph [", "node [")):
+            continue
+        sizes += [float(v) for v in re.findall(r'(?:fontsize|POINT-SIZE)="?(\d+(?:\.\d+)?)', line)]
+        if " -- " in line and re.search(r'\blabel=', line) and "fontsize" not in line:
+            sizes.append(8.0)
+    return min(sizes)
+
+
+def slide_px(pic) -> float:
+    """The smallest text's height in px once the picture is scaled down to fit a 1,920 x
+    1,080 slide (never up)."""
+    scale = min(1.0, SLIDE_PT[0] / max(1.0, pic.width), SLIDE_PT[1] / max(1.0, pic.height))
+    return smallest_font(pic.source) * 96 / 72 * scale
 
 
 def _fits(pic) -> bool:
@@ -585,6 +618,9 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
     ``TooLarge`` when the view has more than ``MAX_LAYOUT`` boxes and lines to lay out, would be
     larger than MAX_SIDE or out of shape, or does not apply to the system.
     """
+    if opts.view == "fabric" or (not opts.view and fabric_applies(system)):
+        source, view = fabric_source(system, opts, notes), "fabric"
+        return _draw(source, fmt, notes), view
     if fmt != "dot":
         view, size = layout_size(system, opts)
         if size > MAX_LAYOUT:
@@ -593,8 +629,53 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
                            "folds arrays), a smaller system (-D), or write the DOT text with "
                            "-o FILE.dot")
     source, view = dot_source(system, opts, notes, check=fmt != "dot")
+    return _draw(source, fmt, notes), view
+
+
+def fabric_applies(system: System) -> bool:
+    """The fabric view is the default for a system of several machines on a scale-out
+    network (a multi-node or multi-rack cluster): it stays slide-sized at any size, and its
+    lines never run along each other (docs/render.md)."""
+    from .fabric import NotApplicable, build
+    try:
+        build(system)
+    except NotApplicable:
+        return False
+    return True
+
+
+def fabric_source(system: System, opts: Options, notes: list[str] | None = None) -> str:
+    """The fabric view's DOT text with the overlays ``opts`` asks for."""
+    from .fabric import NotApplicable, draw
+    ring = None
+    if opts.ring:
+        from ..compiler.collectives.orders import ring_orders
+        group = ring_group(system, opts)
+        lone = lone_rank(group)
+        if lone:
+            if notes is not None:
+                notes.append(f"--ring {opts.ring}: {lone}; no ring is drawn")
+        else:
+            order = ring_orders(system, group.ranks, 1)[0]
+            ring = [system.gpus[group.ranks[k]].id for k in order]
+    colors = _group_colors(system, opts)
+    try:
+        drawing = draw(system, opts, colors, ring)
+    except NotApplicable as exc:
+        raise TooLarge(str(exc)) from None
+    if ring and not drawing.steps and notes is not None:
+        notes.append(f"--ring {opts.ring}: every GPU of the ring is in one box of the fabric "
+                     "view, so it has no step between boxes; no ring is drawn (--view racks "
+                     "or logical draws its steps)")
+    if opts.parallel and notes is not None and not colors:
+        notes.append(f"--color {opts.color}: the fabric view draws no box that holds a GPU")
+    return HEADER + drawing.source
+
+
+def _draw(source: str, fmt: str, notes: list[str] | None) -> bytes:
+    """``source`` (positions set) drawn by Graphviz in ``fmt``, or itself for dot."""
     if fmt == "dot":
-        return source.encode("utf-8"), view
+        return source.encode("utf-8")
     dot = shutil.which("dot")
     if dot is None:
         raise DotMissing(f"Graphviz's 'dot' program is needed for .{fmt} output; install it "
@@ -610,6 +691,6 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
         notes.append(f"Graphviz reported {len(warnings)} layout warning"
                      f"{'s' if len(warnings) > 1 else ''} (some lines may be drawn oddly), "
                      f"e.g. {warnings[0][:160]}")
-    return done.stdout, view
+    return done.stdout
 
 

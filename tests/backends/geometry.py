@@ -162,3 +162,60 @@ def overlapping_texts(svg: bytes, margin: float = 0.5) -> list[tuple[str, str]]:
                         out.append((f"{owner} {text!r}", f"{o} {t!r}"))
                 grid.setdefault((cx, cy), []).append(i)
     return out
+
+
+def _samples(pts, step: float = 1.0):
+    """Points along a drawn path every ``step`` points. Graphviz writes a path as cubic
+    Bézier pieces (M p0 C c1 c2 p1 ...); topoc's lines are straight pieces whose control
+    points sit on their ends, so sampling the curve is sampling the segments."""
+    out = []
+    for i in range(0, len(pts) - 3, 3):
+        p0, c1, c2, p1 = pts[i:i + 4]
+        length = sum(abs(a[0] - b[0]) + abs(a[1] - b[1]) for a, b in ((p0, c1), (c1, c2), (c2, p1)))
+        n = max(1, int(length // step))
+        for k in range(n + 1):
+            t = k / n
+            u = 1 - t
+            out.append((u ** 3 * p0[0] + 3 * u * u * t * c1[0] + 3 * u * t * t * c2[0] + t ** 3 * p1[0],
+                        u ** 3 * p0[1] + 3 * u * u * t * c1[1] + 3 * u * t * t * c2[1] + t ** 3 * p1[1]))
+    return out
+
+
+def overlapping_lines(lines, run: float = 8.0, cell: float = 2.0) -> list[tuple[str, str, str, str]]:
+    """(a, b, c, d) for every pair of lines a-b and c-d with no box in common that are drawn
+    on top of each other for more than ``run`` points: both pass through more than
+    run / cell of the same ``cell``-point squares (two lines crossing share one or two; two
+    lines crossing at less than about 20 degrees count as running along each other)."""
+    cells: dict[tuple[int, int], list[int]] = {}
+    for i, (_a, _b, pts) in enumerate(lines):
+        for x, y in {(int(x // cell), int(y // cell)) for x, y in _samples(pts)}:
+            cells.setdefault((x, y), []).append(i)
+    shared: dict[tuple[int, int], int] = {}
+    for members in cells.values():
+        if len(members) < 2:
+            continue
+        for k, i in enumerate(members):
+            ends = {lines[i][0], lines[i][1]}
+            for j in members[k + 1:]:
+                if lines[j][0] not in ends and lines[j][1] not in ends:
+                    shared[i, j] = shared.get((i, j), 0) + 1
+    return [(lines[i][0], lines[i][1], lines[j][0], lines[j][1])
+            for (i, j), n in sorted(shared.items()) if n * cell > run]
+
+
+#: A slide: 1,920 x 1,080 px; Graphviz draws PNG at 96 px an inch (4/3 px a point).
+SLIDE = (1920.0, 1080.0)
+PX_PER_PT = 96 / 72
+
+
+def slide_fit(svg: bytes) -> tuple[float, float, float]:
+    """(width px, height px, smallest text height in px) of the PNG Graphviz draws from this
+    SVG when shown on a 1,920 x 1,080 slide: scaled down to fit it if larger (never up), the
+    height of a text its font size. Every text counts, the legend's too."""
+    root = ET.fromstring(svg)
+    width = float(root.get("width").rstrip("pt")) * PX_PER_PT
+    height = float(root.get("height").rstrip("pt")) * PX_PER_PT
+    scale = min(1.0, SLIDE[0] / width, SLIDE[1] / height)
+    sizes = [float(t.get("font-size", "14")) for t in root.iter(f"{SVG}text")
+             if "".join(t.itertext()).strip()]
+    return width, height, min(sizes, default=14.0) * PX_PER_PT * scale

@@ -206,6 +206,10 @@ def test_highlight_takes_link_type_names_and_racks_view_says_when_it_does_not_ap
     cluster = str(library_file("nvl72_cluster.topo"))
     assert main(["render", cluster, "-D", "racks=2", "--highlight", "ndr",
                  "-o", str(tmp_path / "h.dot")]) == 0
+    dot = (tmp_path / "h.dot").read_text()      # the fabric view: NDR lines at 4 pt
+    assert "(fabric view)" in dot and 'penwidth="4"' in dot and '#1f4e9a40' not in dot
+    assert main(["render", cluster, "-D", "racks=2", "--highlight", "ndr", "--view", "racks",
+                 "-o", str(tmp_path / "h.dot")]) == 0
     dot = (tmp_path / "h.dot").read_text()
     assert 'color="#1f4e9a" ' in dot and 'penwidth=4' in dot
     assert main(["render", str(library_file("dgx_h100.topo")), "--view", "racks",

@@ -21,7 +21,7 @@ FILES = {"a100_cluster": [], "h100_cluster": [], "nvl72_cluster": [],
          "h100_fourtier": ["-D", "nodes=64"], "h100_superpod": ["-D", "nodes=64"],
          "nvl72_fourtier": ["-D", "racks=2"],
          "nvl72_superpod": ["-D", "racks=2"]}
-VIEWS = ("physical", "logical", "racks")
+VIEWS = ("physical", "logical", "racks", "fabric")
 
 
 def _names(path, defines) -> tuple[str, str]:
@@ -38,8 +38,8 @@ def _names(path, defines) -> tuple[str, str]:
 def _outlined(source: str) -> set[str]:
     """The boxes drawn with the highlight's red outline (a box's attributes span lines)."""
     return {m.group(1) for m in re.finditer(r'^\s*"([^"]+)" \[(.*?)\]$', source, re.M | re.S)
-            if re.search(r"(^|\s)penwidth=4\b", m.group(2))
-            and re.search(r"(^|\s)color=red\b", m.group(2))}
+            if re.search(r"(^|\s)penwidth=\"?4\b", m.group(2))
+            and re.search(r"(^|\s)color=\"?red\b", m.group(2))}
 
 
 def test_every_library_file_with_a_parallel_block_is_in_the_sweep():
@@ -69,6 +69,10 @@ def test_overlays_on_every_view(name, tmp_path, capsys):
                 assert "graph" in text.split("{", 1)[0], (view, overlay)
                 if overlay[0] == "--highlight":     # the leaf, or the box that holds the GPU
                     assert _outlined(text), (view, overlay)
+                if view == "fabric" and overlay[-2] == "--color":    # pod boxes tagged tp:
+                    assert 'tp:' in text, overlay
+                if view == "fabric" and overlay[-2] == "--ring":     # arcs, or why not
+                    assert "dir=\"forward\"" in text or "no ring" in err, (overlay, err)
             else:
                 # a usage message naming what it cannot do (a view that does not apply)
                 assert code == 2 and err.startswith("topoc: render:"), (view, overlay, err)

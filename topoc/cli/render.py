@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("render", help="draw the system with Graphviz")
     p.add_argument("file")
     p.add_argument("--view", choices=list(r.VIEWS),
-                   help="default: the most detailed view that stays legible")
+                   help="default: fabric for a cluster, else the most detailed view legible on a slide")
     p.add_argument("--parallel", metavar="NAME", help="colour GPUs by the groups of this strategy")
     p.add_argument("--color", choices=list(GROUP_KINDS), help="which groups (tp)")
     p.add_argument("--ring", metavar="GROUP", help="draw the ring order of a group: dp:3, world, "

@@ -1,0 +1,87 @@
+"""Issue 46's geometry of a picture, measured on the SVG Graphviz draws from topoc's layout:
+(a) no two lines with no box in common drawn along each other, (b) no line through a box it
+does not join, (c) on a 1,920 x 1,080 slide every text at least 10 px high (the PNG scaled
+down to fit, never up). Every library file's default picture, and generated clusters from
+two racks to 8,192 (the fabric view folds them), meet all three, or the default is refused
+with a message naming the view to draw."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+import topoc
+from topoc.backends import render as r
+
+from ..conftest import LIBRARY, library_file
+from . import geometry
+
+pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
+SYSTEMS = sorted(p for p in (LIBRARY / "nvidia").glob("*.topo")
+                 if re.search(r"^system ", p.read_text(), re.M))
+#: Generated clusters: each library cluster at a small and a large size (the largest ones
+#: compile in seconds; benchmarks/render_fabric.py times 8,192 racks and 16,384 nodes).
+GENERATED = [("nvl72_cluster.topo", "racks", 2), ("nvl72_cluster.topo", "racks", 64),
+             ("nvl72_superpod.topo", "racks", 8), ("nvl72_superpod.topo", "racks", 128),
+             ("nvl72_fourtier.topo", "racks", 2), ("nvl72_fourtier.topo", "racks", 40),
+             ("h100_cluster.topo", "nodes", 2), ("h100_cluster.topo", "nodes", 200),
+             ("h100_superpod.topo", "nodes", 40), ("h100_superpod.topo", "nodes", 1100),
+             ("h100_fourtier.topo", "nodes", 96), ("a100_cluster.topo", "nodes", 100)]
+MIN_LABEL_PX = 10.0
+
+
+def measure(svg: bytes) -> dict[str, float]:
+    """The three measures of one picture."""
+    boxes, lines, _, _ = geometry.read(svg)
+    width, height, label = geometry.slide_fit(svg)
+    return {"overlapping": len(geometry.overlapping_lines(lines)),
+            "crossing": len(geometry.crossing(boxes, lines)),
+            "width_px": width, "height_px": height, "label_px": label}
+
+
+def check_default(system, what: str) -> None:
+    try:
+        svg, view = r.render(system, "svg")
+    except r.TooLarge as exc:       # refused: the message names the view to draw
+        assert "--view" in str(exc), f"{what}: {exc}"
+        return
+    m = measure(svg)
+    assert m["overlapping"] == 0, f"{what} ({view}): {m}"
+    assert m["crossing"] == 0, f"{what} ({view}): {m}"
+    assert m["label_px"] >= MIN_LABEL_PX, f"{what} ({view}): {m}"
+
+
+@pytest.mark.parametrize("path", SYSTEMS, ids=lambda p: p.stem)
+def test_every_library_default_picture_is_clear_and_slide_sized(path):
+    check_default(topoc.load(path), path.stem)
+
+
+@pytest.mark.parametrize("name,param,size", GENERATED,
+                         ids=[f"{n[:-5]}-{v}" for n, _, v in GENERATED])
+def test_generated_clusters_default_picture_is_clear_and_slide_sized(name, param, size):
+    check_default(topoc.load(library_file(name), defines={param: size}), f"{name} {param}={size}")
+
+
+def test_overlap_measure_finds_lines_drawn_along_each_other():
+    """The measure itself: two unrelated lines sharing 20 pt of track are one pair; lines
+    crossing at right angles, or sharing a box, are none."""
+    lines = [("a", "b", [(0, 0), (0, 0), (100, 0), (100, 0)]),
+             ("c", "d", [(80, 0), (80, 0), (200, 0), (200, 0)]),      # 20 pt along a-b
+             ("e", "f", [(50, -50), (50, -50), (50, 50), (50, 50)]),  # crosses both
+             ("a", "g", [(0, 0), (0, 0), (100, 0), (100, 0)])]        # shares box a
+    assert geometry.overlapping_lines(lines) == [("a", "b", "c", "d"), ("c", "d", "a", "g")]
+    assert geometry.overlapping_lines(lines, run=30.0) == []
+
+
+def test_fabric_view_of_every_cluster_folds_to_a_slide():
+    """The fabric view's box count does not grow with the cluster: 2 and 64 racks draw
+    at most a handful of boxes more (identical pods fold into one with x N)."""
+    small = r.fabric_source(topoc.load(library_file("nvl72_cluster.topo"),
+                                       defines={"racks": 2}), r.Options("fabric"))
+    large = r.fabric_source(topoc.load(library_file("nvl72_cluster.topo"),
+                                       defines={"racks": 64}), r.Options("fabric"))
+    boxes = lambda s: len(re.findall(r'^"[^"]+" \[label', s, re.M))      # noqa: E731
+    assert boxes(large) <= boxes(small) + 8, (boxes(small), boxes(large))
+    assert "x 64" in large or "x 8" in large
