@@ -522,7 +522,11 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
     boxes are outlined, link classes and types whose lines stay; ``ring_gpus``: a ring's GPUs
     in order, drawn as arcs between the boxes that hold them."""
     boxes, lines, info = build(system)
-    colors = _colors(system, info, gpu_colors, boxes) if gpu_colors else {}
+    if opts.heat:          # topoc blast's heat map: each box by the worst failure it shows
+        from .heat import heat_colors
+        colors = heat_colors(_box_of(system, info), opts.heat)
+    else:
+        colors = _colors(system, info, gpu_colors, boxes) if gpu_colors else {}
     outlined = highlighted(system, info, [h for h in opts.highlight if "." in h])
     hops = ring_steps(system, info, ring_gpus) if ring_gpus else []
     pos, size, width, height = _place(boxes, lines)
@@ -730,7 +734,10 @@ def _legend(rails: list[int], lines: list[Line], opts: Options, colored: bool,
     notes = ([rail_text] if rail_text and rails else []) + [
              "x N: identical pods or switch groups folded",
              "figures: cables and bandwidth per direction a cable"]
-    if colored:
+    if opts.heat:
+        notes.append("fill: the worst single failure in the box (topoc blast), against "
+                     "the worst: lightest up to 25 %, darkest to 100 %")
+    elif colored:
         notes.append(f"fill and tag: the {opts.color} groups a box holds")
     if opts.ring:
         notes.append(f"red arcs: ring of {opts.ring}, steps between boxes")

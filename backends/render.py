@@ -375,6 +375,15 @@ def choose_view(system: System) -> tuple[str, list[Node], list[Edge]]:
     return ("racks", *racks(system))
 
 
+def page_view(system: System) -> str | None:
+    """The view a pan-and-zoom page (the HTML report) draws: a machine or a rack in its logical
+    view even where a slide could not hold it legibly (the page zooms), anything larger in the
+    default view (None)."""
+    if len(nvlink_domains(system)) <= 1 and len(system.devices) <= LEGIBLE_NODES:
+        return "logical"
+    return None
+
+
 def _view(system: System, opts: Options):
     """The view drawn, its boxes and its lines."""
     if opts.view:

@@ -26,7 +26,7 @@ def cluster():
 def _fills(dot: str) -> dict[str, str]:
     """Box id -> fillcolor in a DOT text (a node's attributes run over several lines)."""
     out = {}
-    starts = list(re.finditer(r'^\t+"([^"]+)" \[', dot, re.M))
+    starts = list(re.finditer(r'^\t*"([^"]+)" \[', dot, re.M))
     for m, nxt in zip(starts, starts[1:] + [None]):
         body = dot[m.end():nxt.start() if nxt else len(dot)]
         fill = re.search(r'fillcolor="(#[0-9a-f]{6})"', body)
@@ -71,11 +71,18 @@ def test_render_heat_from_the_cli_and_the_api(cluster, tmp_path, capsys):
     dot = out.read_text()
     api, _ = r.render(system, "dot", r.Options(heat=heat_map(found)))
     assert api.decode() == dot
-    fills = _fills(dot)
-    assert fills["cluster.leaf0"] in HEAT[3:]
+    # the default (fabric) view: the box of the pod's leaves is among the darkest
+    assert _fills(dot)["pod0.leaves"] in HEAT[3:]
     assert "the worst single failure in the box" in dot
+    assert _fills(r.render(system, "dot")[0].decode())["pod0.leaves"] not in HEAT
+    # the logical view: the leaf's own box
+    logical = tmp_path / "logical.dot"
+    assert main(["render", H100, "-D", "nodes=2", "--heat", "blast", "--view", "logical",
+                 "-o", str(logical)]) == 0
+    fills = _fills(logical.read_text())
+    assert fills["cluster.leaf0"] in HEAT[3:]
     # without --heat the same boxes keep their kinds' colours
-    plain = _fills(r.render(system, "dot")[0].decode())
+    plain = _fills(r.render(system, "dot", r.Options(view="logical"))[0].decode())
     assert plain["cluster.leaf0"] not in HEAT
     again = tmp_path / "again.dot"
     assert main(["render", H100, "-D", "nodes=2", "--heat", "blast", "-o", str(again)]) == 0

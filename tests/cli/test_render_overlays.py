@@ -17,7 +17,8 @@ from ..conftest import library_file
 
 #: Each library file with a parallel block, the big ones made small with -D (the folding still
 #: happens: several machines or racks, summary boxes past the first).
-FILES = {"a100_cluster": [], "h100_cluster": [], "nvl72_cluster": [],
+FILES = {"a100_cluster": [], "a100_superpod": ["-D", "nodes=64"], "h100_cluster": [],
+         "nvl72_cluster": [],
          "h100_fourtier": ["-D", "nodes=64"], "h100_superpod": ["-D", "nodes=64"],
          "nvl72_fourtier": ["-D", "racks=2"],
          "nvl72_superpod": ["-D", "racks=2"]}

@@ -56,7 +56,8 @@ def _html_report(system: System, name: str, span: tuple[int, int] | None = None,
     try:
         found = blast(system, name, BLAST_SIZE) if with_blast else None
         # with the blast radius the diagram is its heat map, else the tp groups
-        opts = r.Options(parallel=name, color="tp", heat=heat_map(found) if found else ())
+        opts = r.Options(parallel=name, color="tp", heat=heat_map(found) if found else (),
+                         view=r.page_view(system))
         svg, _ = r.render(system, "svg", opts)
         page = report_page(system, name, published_rows())
         extra = _serving(system, page) + (_scaling(system, page, span) if span else ()) \
