@@ -1,0 +1,173 @@
+"""``topoc import iblinkinfo`` and iblinkinfo output as ``topoc diff``'s B (issue 47): the
+dumps are iblinkinfo's output of ibsim running ``topoc export ibsim`` of a design
+(tests/fixtures/iblinkinfo/README.md), read through the ibnetdiscover importer's records, so
+HCA identity, SHARP nodes and unnamed HCAs come out as ibnetdiscover's do; and a live round
+trip (design -> ibsim -> iblinkinfo -> diff) where ibsim is installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from topoc.cli import main
+from topoc.importers import ImportFailure
+from topoc.importers.detect import kind_of
+from topoc.importers.iblinkinfo import from_iblinkinfo, parse
+
+ROOT = Path(__file__).resolve().parent.parent
+FIX = ROOT / "tests" / "fixtures"
+DUMP = FIX / "iblinkinfo" / "h100_cluster_8.txt"
+SHARP = FIX / "iblinkinfo" / "h100_cluster_8_sharp.txt"
+CLUSTER = str(ROOT / "library" / "nvidia" / "h100_cluster.topo")
+
+
+def carve(text: str, desc: str) -> str:
+    """The dump without the CA ``desc``, as iblinkinfo prints a fabric without it: its record
+    goes and the switch port cabled to it is down."""
+    text = re.sub(rf"^CA: {re.escape(desc)}:\n[^\n]*\n", "", text, flags=re.M)
+    return re.sub(rf'^( +\d+ +\d+\[  \] )==\([^\n]*"{re.escape(desc)}" \([^\n]*$',
+                  r'\1==(                Down/ Polling)==>             [  ] "" ( )', text,
+                  flags=re.M)
+
+
+def _diff(a: str, b: Path, capsys, *flags) -> tuple[int, dict]:
+    code = main(["diff", a, str(b), "--format", "json", *flags])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_the_dump_is_recognised_and_matches_its_design(capsys):
+    assert kind_of(DUMP.read_text()) == "iblinkinfo"
+    code, doc = _diff(CLUSTER, DUMP, capsys, "-D", "nodes=8")
+    assert code == 0 and doc["equal"]
+    assert {"hosts", "switches", "cabling"} <= set(doc["compared"])
+
+
+def test_one_removed_hca_is_one_difference(tmp_path, capsys):
+    dead = tmp_path / "dead.txt"
+    dead.write_text(carve(DUMP.read_text(), "node3 mlx5_3"))
+    assert dead.read_text().count("Active/") == DUMP.read_text().count("Active/")
+    text, _ = from_iblinkinfo(dead.read_text(), "dead.txt")
+    # node3 keeps mlx5_4..7 as themselves (the ibnetdiscover importer's HCA identity)
+    assert "mlx5_0 : HCA_400G  mlx5_1 : HCA_400G  mlx5_2 : HCA_400G  mlx5_4 : HCA_400G" in text
+    code, doc = _diff(CLUSTER, dead, capsys, "-D", "nodes=8")
+    assert code == 1
+    assert [(d["category"], d["where"]) for d in doc["differences"]] == [
+        ("devices", "node3 mlx5_3")]
+
+
+def test_the_same_fabric_from_either_tool_is_the_same_system(capsys):
+    """SHARP aggregation nodes and HCAs with the adapter's default description, as iblinkinfo
+    prints them, are recognised by the ibnetdiscover importer's rules: the iblinkinfo dump and
+    the ibnetdiscover dump of the same fabric diff clean."""
+    text, notes = from_iblinkinfo(SHARP.read_text(), "sharp.txt")
+    assert any(n.startswith("12 SHARP aggregation node(s)") for n in notes)
+    assert any(n.startswith("16 HCA(s) report the adapter's default") for n in notes)
+    assert "host node6" not in text and "host node5" in text
+    code, doc = _diff(str(FIX / "ibnetdiscover" / "h100_cluster_8_sharp.txt"), SHARP, capsys)
+    assert code == 0 and doc["equal"]
+
+
+def test_import_writes_the_fabric_and_its_ports(tmp_path, capsys):
+    src = FIX / "iblinkinfo" / "two_switch.txt"
+    out, ports = tmp_path / "f.topo", tmp_path / "ports.txt"
+    assert main(["import", "iblinkinfo", str(src), "-o", str(out), "--ports", str(ports)]) == 0
+    assert "an iblinkinfo dump: 3 switches, 4 HCAs in 2 hosts, 8 cables" in out.read_text()
+    assert "dgx-b/1 1 leaf1 2" in ports.read_text().splitlines()
+    capsys.readouterr()
+    # the ports read from the iblinkinfo dump match the ibnetdiscover dump's of the same fabric
+    assert main(["diff", str(out), str(FIX / "ibnetdiscover" / "two_switch.txt"), "--ports",
+                 str(ports)]) == 0
+    assert "ports" in capsys.readouterr().out
+
+
+def test_python_api_gives_ibnetdiscovers_records():
+    nodes, cables, devids = parse((FIX / "iblinkinfo" / "two_switch.txt").read_text())
+    assert nodes["200000"] == ("SW", "MF0;leaf0:QM9700/U1")
+    assert nodes["100001"] == ("CA", "dgx-a mlx5_0")
+    assert sorted(c[:4] for c in cables)[0] == ("100001", 1, "200000", 1)
+    assert {c[4:] for c in cables} == {(8, "HDR")} and devids == {}
+
+
+LINE = ("           0    1[  ] ==( 4X        106.25 Gbps  Active/  LinkUp)==>       0    1[  ] "
+        '"h1 mlx5_0" ( )')
+CA = ("CA: h1 mlx5_0:\n      0x0000000000000010      0    1[  ] ==( 4X        106.25 Gbps  "
+      'Active/  LinkUp)==>       0    1[  ] "sw" ( )\n')
+
+
+@pytest.mark.parametrize("text, where, says", [
+    ("Switch: 0x01 sw:\n" + LINE.replace("106.25", "99.5") + "\n" + CA, "2:", "unknown lane"),
+    ("Switch: 0x01 sw:\n" + LINE + "\n", "2:1:", "no node of that description"),
+    (LINE + "\n", "1:1:", "before any Switch/CA header"),
+    ("Switch: 0x01 sw:\nhello\n", "2:1:", "not an iblinkinfo header"),
+    ("Switch: 0x01 sw:\n" + LINE + "\n" + LINE + "\n", "3:", "listed twice"),
+    ("Switch: 0x01 sw:\n" + LINE.replace("  1[  ] ==", "  0[  ] ==") + "\n", "2:", "port 0"),
+    ("Switch: 0x01 sw:\n" + LINE[:-5] + "\n", "2:", "expected the peer"),
+    ("Switch: 0x01 sw:\n" + LINE.replace("4X", "4Y") + "\n", "2:", "expected '<width>X"),
+    ("Switch: 0x01 " + "x" * 5000 + ":\n", "1:1:", "a line of 5,"),
+    ("Switch: 0x01 sw:\n" + LINE + "\n" + CA.replace("4X", "2X"), "", "disagree"),
+])
+def test_a_bad_line_is_named_with_its_line_and_column(text, where, says, tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text(text)
+    with pytest.raises(ImportFailure) as exc:
+        from_iblinkinfo(text, str(bad))
+    assert f"{bad}:{where}" in str(exc.value) and says in str(exc.value)
+    out = tmp_path / "out.topo"
+    assert main(["import", "iblinkinfo", str(bad), "-o", str(out)]) == 1   # EXIT_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith(f"topoc: error: {bad}:") and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_the_default_format_only(tmp_path):
+    line_mode = ('0x0000000000200001 "           MF0;leaf1:QM9700/U1"      0    1[  ] ==( 8X   '
+                 '     53.125 Gbps Initialize/  LinkUp)==>  0x0000000000100003      0    1[  ] '
+                 '"dgx-a mlx5_1" ( )\n')
+    with pytest.raises(ImportFailure, match=r"<dump>:1:1: not an iblinkinfo header"):
+        parse(line_mode)
+
+
+def _need(*tools):
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (bash scripts/setup.sh installs them)")
+
+
+def test_ibsim_round_trip_through_iblinkinfo(tmp_path, capsys):
+    """The design exported to ibsim, iblinkinfo run on it, the output diffed with the design:
+    no difference."""
+    _need("ibsim", "ibsim-run", "iblinkinfo")
+    net = tmp_path / "net"
+    assert main(["export", "ibsim", CLUSTER, "-D", "nodes=4", "-o", str(net)]) == 0
+    env = {**os.environ, "IBSIM_SOCKNAME": f"topoc-ibl-{os.getpid()}-{time.monotonic_ns()}"}
+    sim = subprocess.Popen(["ibsim", "-s", str(net), "--no-console"], cwd=tmp_path, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dump = None
+    try:
+        for _ in range(50):
+            r = subprocess.run(["ibsim-run", "iblinkinfo"], env=env, cwd=tmp_path,
+                               capture_output=True, text=True, timeout=30)
+            if r.returncode == 0 and "mlx5_" in r.stdout:
+                dump = tmp_path / "links.txt"
+                dump.write_text(r.stdout)
+                break
+            time.sleep(0.2)
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+    assert dump is not None
+    capsys.readouterr()
+    code, doc = _diff(CLUSTER, dump, capsys, "-D", "nodes=4")
+    assert code == 0 and doc["equal"] and {"hosts", "switches", "cabling"} <= set(doc["compared"])
+    imported = tmp_path / "fabric.topo"
+    assert main(["import", "iblinkinfo", str(dump), "-o", str(imported)]) == 0
+    capsys.readouterr()
+    code, doc = _diff(CLUSTER, imported, capsys, "-D", "nodes=4")
+    assert code == 0 and doc["equal"]
