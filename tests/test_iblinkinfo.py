@@ -85,6 +85,14 @@ def test_import_writes_the_fabric_and_its_ports(tmp_path, capsys):
     assert main(["diff", str(out), str(FIX / "ibnetdiscover" / "two_switch.txt"), "--ports",
                  str(ports)]) == 0
     assert "ports" in capsys.readouterr().out
+    # and an iblinkinfo B gives its own ports: a cable moved to another port is a difference
+    design = FIX / "ibnetdiscover" / "two_switch.topo"
+    assert main(["diff", str(design), str(src), "--ports", str(ports)]) == 0
+    moved = tmp_path / "moved.txt"
+    moved.write_text(ports.read_text().replace("dgx-b/1 1 leaf1 2", "dgx-b/1 1 leaf1 9"))
+    capsys.readouterr()
+    assert main(["diff", str(design), str(src), "--ports", str(moved)]) == 1
+    assert "D09" in capsys.readouterr().out
 
 
 def test_python_api_gives_ibnetdiscovers_records():
