@@ -134,12 +134,47 @@ def test_a_bad_line_is_named_with_its_line_and_column(text, where, says, tmp_pat
     assert not out.exists()
 
 
-def test_the_default_format_only(tmp_path):
-    line_mode = ('0x0000000000200001 "           MF0;leaf1:QM9700/U1"      0    1[  ] ==( 8X   '
-                 '     53.125 Gbps Initialize/  LinkUp)==>  0x0000000000100003      0    1[  ] '
-                 '"dgx-a mlx5_1" ( )\n')
-    with pytest.raises(ImportFailure, match=r"<dump>:1:1: not an iblinkinfo header"):
-        parse(line_mode)
+def test_line_mode_gives_the_same_fabric_and_ports(tmp_path, capsys):
+    """``iblinkinfo -l`` of the same ibsim fabrics: the same .topo and ports as the default
+    format, and the SHARP fabric diffs clean (ports too) against its ibnetdiscover dump."""
+    got = {}
+    for name in ("two_switch.txt", "two_switch_l.txt"):
+        out, ports = tmp_path / f"{name}.topo", tmp_path / f"{name}.ports"
+        assert main(["import", "iblinkinfo", str(FIX / "iblinkinfo" / name), "-o", str(out),
+                     "--ports", str(ports)]) == 0
+        got[name] = (out.read_text().split("\n", 1)[1], ports.read_text())
+    assert got["two_switch.txt"] == got["two_switch_l.txt"]
+    lines = FIX / "iblinkinfo" / "h100_cluster_8_sharp_l.txt"
+    assert kind_of(lines.read_text()) == "iblinkinfo"
+    capsys.readouterr()
+    code, doc = _diff(str(FIX / "ibnetdiscover" / "h100_cluster_8_sharp.txt"), lines, capsys)
+    assert code == 0 and doc["equal"] and "ports" in doc["compared"]
+
+
+L = ('0x0000000000200001 "                            sw"      0    1[  ] ==( 4X        106.25 '
+     'Gbps  Active/  LinkUp)==>  0x0000000000000010      0    1[  ] "h1 mlx5_0" ( )\n')
+H = ('0x0000000000000010 "                     h1 mlx5_0"      0    1[  ] ==( 4X        106.25 '
+     'Gbps  Active/  LinkUp)==>  0x0000000000200001      0    1[  ] "sw" ( )\n')
+
+
+DOWN = ('0x0000000000200001 "                            sw"      0    2[  ] ==(                '
+        'Down/ Polling)==>             [  ] "" ( )\n')
+
+
+@pytest.mark.parametrize("text, says", [
+    (L, "<dump>:1:1: port 1 of 0x200001 names port 1 of 0x10, which is never listed"),
+    (L + H.replace("4X", "1X"), "<dump>:2:1: the two ends of a cable disagree"),
+    (L + DOWN + H.replace('0    1[  ] "sw"', '0    2[  ] "sw"'),
+     "<dump>:3:1: port 1 of 0x10 names port 2 of 0x200001, which names another port back"),
+    (L + "hello\n", "<dump>:2:1: not an iblinkinfo -l line"),
+    (L + L, "<dump>:2:63: port 1 of 0x200001 listed twice"),
+    (L + DOWN.replace('"                            sw"', '"                           sw2"'),
+     "<dump>:2:21: node 0x200001 was 'sw'"),
+])
+def test_a_bad_line_mode_line_is_named(text, says):
+    with pytest.raises(ImportFailure) as exc:
+        parse(text)
+    assert says in str(exc.value)
 
 
 def _need(*tools):

@@ -2,7 +2,8 @@
 reads, recognised by its content (not its name): hwloc XML (``<topology>``), an NCCL topology
 dump (``<system>``), an ``nvidia-smi topo -m`` matrix (a ``GPU0`` header row), an
 ibnetdiscover dump (``Switch``/``Ca`` records, or ``-p`` port lines) or iblinkinfo output
-(``Switch: 0x<GUID> ...:`` / ``CA: ...:`` headers over ``==( ... )==>`` port lines).
+(``Switch: 0x<GUID> ...:`` / ``CA: ...:`` headers over ``==( ... )==>`` port lines, or
+``-l``'s lines ``0x<GUID> "<description>" <LID> <port>[ ] ==(...``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ _XML_ROOT = re.compile(r"<(topology|system)\b")
 # leading \s* restarts at every line and backtracks to the end, quadratic in the input.
 _IB = re.compile(r'^[ \t]*(Switch|Ca)[ \t]+\d+[ \t]+"[SH]-|^[ \t]*(SW|CA)[ \t]+\d+[ \t]+\d+[ \t]+0x',
                  re.M)
-_IBL = re.compile(r"^(?:Switch: 0x[0-9A-Fa-f]{1,16} |CA: )[^\n]*:[ \t]*\n[^\n]*==\(", re.M)
+_IBL = re.compile(r"^(?:Switch: 0x[0-9A-Fa-f]{1,16} |CA: )[^\n]*:[ \t]*\n[^\n]*==\(|"
+                  r'^0x[0-9A-Fa-f]{1,16} "[^\n]{0,200}?"[ \t]{1,16}[0-9]{1,5}[ \t]{1,16}[0-9]{1,5}\[',
+                  re.M)
 _SMI = re.compile(r"^[ \t]*GPU0\b", re.M)
 
 

@@ -8,7 +8,9 @@ description>:``, ``CA: <node description>:``, ``Router: ...``) and one line per 
     CA: dgx-a mlx5_0:
           0x0000000000100001     12    1[  ] ==( 4X       106.25 Gbps  Active/  LinkUp)==>       3    1[  ] "MF0;leaf0:QM9700/U1" ( )
 
-(infiniband-diags/iblinkinfo.c, ``print_node_header`` and ``print_port``). A port line names
+(infiniband-diags/iblinkinfo.c, ``print_node_header`` and ``print_port``); ``iblinkinfo -l``
+prints one line per port instead, both ends by port GUID, and no node type (a node listing
+more than two ports is a switch: an HCA has one or two). A default-format port line names
 its peer by LID, port and node description only, so a cable is a port line whose peer has the
 reciprocal line: the node with that description and LID whose port points back. Both ends
 must agree, which is what resolves an SM-less fabric (ibsim: every LID 0) and descriptions
@@ -47,6 +49,14 @@ _LINK = re.compile(r"^[ \t]*([0-9]{1,2})X[ \t]+([0-9.]{1,12} Gbps(?: \(FDR10\))?
 _DOWN = re.compile(r"^[ \t]*([A-Za-z]{1,16})/[ \t]*([A-Za-z]{1,24})[ \t]*$")
 _PEER = re.compile(r"^[ \t]{1,16}(?:0x[0-9A-Fa-f]{1,16}[ \t]{1,16})?([0-9]{1,5})[ \t]{1,16}"
                    r"([0-9]{1,5})\[[^\]]{0,8}\][ \t]\"")
+# iblinkinfo -l: the node's port GUID and description (right-aligned in 30 columns) on every
+# line, the peer's port GUID before its LID.
+_LINE = re.compile(r'^0x([0-9A-Fa-f]{1,16})[ \t]"([^\n]{0,200}?)"[ \t]{1,16}([0-9]{1,5})[ \t]{1,16}'
+                   r"([0-9]{1,5})\[[^\]]{0,8}\][ \t]{0,16}==\(([^\n]{0,96}?)\)==>")
+_LINE_PEER = re.compile(r'^[ \t]{1,16}0x([0-9A-Fa-f]{1,16})[ \t]{1,16}([0-9]{1,5})[ \t]{1,16}'
+                        r'([0-9]{1,5})\[[^\]]{0,8}\][ \t]"')
+#: iblinkinfo -l prints no node type: a node listing more ports than an HCA has is a switch.
+CA_PORTS = 2
 _NO_PEER = re.compile(r'^[ \t]*(?:\[[ ]{0,4}\][ \t]*""[ \t]*\([ \t]*\)|"Port not available")'
                       r'[ \t]*$')
 
@@ -58,7 +68,10 @@ def _fail(path: str, number: int, col: int, raw: str, message: str) -> ImportFai
 
 def parse(text: str, path: str = "<dump>"):
     """(nodes, cables, devids) as ``ibnetdiscover.parse`` returns them (devids empty:
-    iblinkinfo prints no PCI device id) from iblinkinfo's default output."""
+    iblinkinfo prints no PCI device id) from iblinkinfo's default output or ``-l``'s."""
+    first = next((ln for ln in text[:65536].split("\n") if ln.strip()), "")
+    if first.startswith("0x"):
+        return (*_parse_lines(text, path), {})
     nodes: dict[str, tuple[str, str]] = {}
     # guid -> port -> (peer description or None, peer LID, peer port, (lanes, speed), line)
     ports: dict[str, dict[int, tuple]] = defaultdict(dict)
@@ -97,8 +110,8 @@ def parse(text: str, path: str = "<dump>"):
                 guid = current[1] = _guid(m.group(1))
                 _declare(nodes, guid, kind, desc, path, number, raw)
         elif m.group(1):
-            raise _fail(path, number, 1, raw, "a GUID on a switch port line (is this "
-                        "iblinkinfo -l? topoc reads the default format)")
+            raise _fail(path, number, 1, raw, "a GUID on a switch port line (iblinkinfo -l "
+                        "output starts with one, not with a header)")
         lid, port = int(m.group(2)), int(m.group(3))
         if not 0 < port <= MAX_PORTS:
             raise _fail(path, number, m.start(3) + 1, raw, f"port {port} is not 1..{MAX_PORTS}")
@@ -130,6 +143,86 @@ def parse(text: str, path: str = "<dump>"):
         ports[guid][port] = (tail[peer.end():end], int(peer.group(1)), int(peer.group(2)),
                              (int(up.group(1)), speed), number)
     return nodes, _cables(nodes, ports, lid_of, path), {}
+
+
+def _parse_lines(text: str, path: str):
+    """(nodes, cables) of ``iblinkinfo -l`` output: one line per port, both ends by GUID."""
+    nodes: dict[str, tuple[str, str]] = {}
+    ports: dict[str, dict[int, tuple]] = defaultdict(dict)
+    for number, raw in enumerate(text.split("\n"), 1):
+        if len(raw) > MAX_LINE:
+            raise ImportFailure(f"{path}:{number}:1: a line of {len(raw):,} characters; "
+                                f"iblinkinfo's are under {MAX_LINE}")
+        line = raw.rstrip()
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if not m:
+            raise _fail(path, number, 1, raw, "not an iblinkinfo -l line ('0x<port GUID> "
+                        "\"<description>\" <LID> <port>[ ] ==(<link>)==> 0x<GUID> <LID> "
+                        "<port>[ ] \"<peer>\" ( )')")
+        guid, desc, port = _guid(m.group(1)), m.group(2).lstrip(" "), int(m.group(4))
+        if not 0 < port <= MAX_PORTS:
+            raise _fail(path, number, m.start(4) + 1, raw, f"port {port} is not 1..{MAX_PORTS}")
+        if nodes.setdefault(guid, ("CA", desc))[1] != desc:
+            raise _fail(path, number, m.start(2) + 1, raw, f"node 0x{guid} was "
+                        f"'{printable(nodes[guid][1])}' on an earlier line")
+        if len(nodes) > MAX_NODES:
+            raise ImportFailure(f"{path}:{number}:1: more than {MAX_NODES} nodes")
+        if port in ports[guid]:
+            raise _fail(path, number, m.start(4) + 1, raw, f"port {port} of 0x{guid} listed "
+                        f"twice (first at line {ports[guid][port][4]})")
+        link, tail = _link(m.group(5), path, number, m.start(5), raw), line[m.end():]
+        peer = _LINE_PEER.match(tail) if link else None
+        end = tail.rfind('" (')
+        if link is None or _NO_PEER.match(tail):
+            ports[guid][port] = (None, 0, 0, None, number)
+        elif peer is None or end < peer.end() - 1 or not tail.endswith(")"):
+            raise _fail(path, number, m.end() + 1, raw, "expected the peer as '0x<GUID> <LID> "
+                        "<port>[ ] \"<node description>\" (...)'")
+        else:
+            ports[guid][port] = (_guid(peer.group(1)), int(peer.group(2)),
+                                 int(peer.group(3)), link, number)
+    for guid, lines in ports.items():
+        if len(lines) > CA_PORTS or max(lines) > CA_PORTS:
+            nodes[guid] = ("SW", nodes[guid][1])
+    cables: dict[tuple, tuple] = {}
+    for guid in sorted(ports):
+        for port, (peer, _, peer_port, link, number) in sorted(ports[guid].items()):
+            if peer is None:
+                continue
+            back = ports.get(peer, {}).get(peer_port)
+            if back is None or back[0] != guid or back[2] != port:
+                raise ImportFailure(
+                    f"{path}:{number}:1: port {port} of 0x{guid} names port {peer_port} of "
+                    f"0x{peer}, which " + ("is never listed (a truncated dump, or "
+                                           "--switches-only / --cas-only output?)"
+                                           if back is None else "names another port back"))
+            if back[3] != link:
+                raise ImportFailure(
+                    f"{path}:{number}:1: the two ends of a cable disagree: port {port} of "
+                    f"0x{guid} says {link[0]}X {link[1]}, port {peer_port} of 0x{peer} "
+                    f"{back[3][0]}X {back[3][1]}")
+            cables.setdefault(min((guid, port), (peer, peer_port)),
+                              (guid, port, peer, peer_port, *link))
+    if not cables:
+        raise ImportFailure(f"{path}: no cabled port found; is this iblinkinfo output?")
+    return nodes, list(cables.values())
+
+
+def _link(text: str, path: str, number: int, col: int, raw: str) -> tuple[int, str] | None:
+    """(lanes, IBTA speed) of a port line's ``==( ... )==>``; None for a port that is down."""
+    up = _LINK.match(text)
+    if up is None:
+        if _DOWN.match(text):
+            return None
+        raise _fail(path, number, col + 1, raw, "expected '<width>X <speed> Gbps "
+                    "<state>/<phys state>' (or '<state>/<phys state>' of a port down)")
+    speed = LANE_SPEED.get(up.group(2))
+    if speed is None:
+        raise _fail(path, number, col + up.start(2) + 1, raw,
+                    f"unknown lane speed '{up.group(2)}' (one of {', '.join(LANE_SPEED)})")
+    return int(up.group(1)), speed
 
 
 def _declare(nodes, guid, kind, desc, path, number, raw) -> None:
