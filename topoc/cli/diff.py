@@ -31,8 +31,9 @@ def add_parser(sub) -> None:
     p.add_argument("a", metavar="A", help="the declared design (.topo) or any dump")
     p.add_argument("b", metavar="B", nargs="+",
                    help="what was found: hwloc XML, ibnetdiscover, iblinkinfo, NCCL XML, "
-                   "nvidia-smi topo -m, or a .topo; several ibnetdiscover dumps (one per subnet: rail or "
-                   "plane) are one fabric, each finding naming the plane of its switch")
+                   "nvidia-smi topo -m, or a .topo; several ibnetdiscover dumps (one per "
+                   "subnet: rail or plane) are one fabric, each finding naming the plane of its "
+                   "switch")
     p.add_argument("--format", choices=FORMATS, default="text")
     p.add_argument("--host", metavar="HOSTNAME",
                    help="compare this host of A with B's only host (a node's dump against the "

@@ -1,5 +1,5 @@
-"""``topoc import nccl-topo|nvidia-smi|hwloc|ibnetdiscover|iblinkinfo INPUT -o node.topo [--bus-ids FILE]
-[--gpu MODEL]``; ``ibnetdiscover`` takes several dumps (one per subnet) as one fabric."""
+"""``topoc import nccl-topo|nvidia-smi|hwloc|ibnetdiscover|iblinkinfo INPUT -o node.topo
+[--bus-ids FILE] [--gpu MODEL]``; ``ibnetdiscover`` takes several dumps (one per subnet) as one fabric."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def add_parser(sub) -> None:
                    "to FILE; ibnetdiscover, iblinkinfo: place HCAs in hosts by the GUIDs in FILE "
                    "(docs/drift.md)")
     p.add_argument("--ports", metavar="FILE",
-                   help="ibnetdiscover, iblinkinfo: also write every cable's port numbers to FILE, for "
-                   "export ibsim/ibdiagnet --ports and diff --ports (docs/drift.md)")
+                   help="ibnetdiscover, iblinkinfo: also write every cable's port numbers to "
+                   "FILE, for export ibsim/ibdiagnet --ports and diff --ports (docs/drift.md)")
     p.add_argument("input", nargs="+",
                    help="the dump; ibnetdiscover: several dumps (one per subnet: rail or "
                    "plane) are imported as one fabric, their union")

@@ -21,8 +21,8 @@ _XML_ROOT = re.compile(r"<(topology|system)\b")
 _IB = re.compile(r'^[ \t]*(Switch|Ca)[ \t]+\d+[ \t]+"[SH]-|^[ \t]*(SW|CA)[ \t]+\d+[ \t]+\d+[ \t]+0x',
                  re.M)
 _IBL = re.compile(r"^(?:Switch: 0x[0-9A-Fa-f]{1,16} |CA: )[^\n]*:[ \t]*\n[^\n]*==\(|"
-                  r'^0x[0-9A-Fa-f]{1,16} "[^\n]{0,200}?"[ \t]{1,16}[0-9]{1,5}[ \t]{1,16}[0-9]{1,5}\[',
-                  re.M)
+                  r'^0x[0-9A-Fa-f]{1,16} "[^\n]{0,200}?"[ \t]{1,16}[0-9]{1,5}[ \t]{1,16}'
+                  r"[0-9]{1,5}\[", re.M)
 _SMI = re.compile(r"^[ \t]*GPU0\b", re.M)
 
 
