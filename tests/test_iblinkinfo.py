@@ -214,3 +214,27 @@ def test_ibsim_round_trip_through_iblinkinfo(tmp_path, capsys):
     capsys.readouterr()
     code, doc = _diff(CLUSTER, imported, capsys, "-D", "nodes=4")
     assert code == 0 and doc["equal"]
+
+
+@pytest.mark.parametrize("shown, lanes, name", [
+    ("4X           2.5 Gbps", 4, "SDR"), ("4X          10.0 Gbps", 4, "QDR"),
+    ("4X  10.0 Gbps (FDR10)", 4, "FDR10"), ("4X       14.0625 Gbps", 4, "FDR"),
+    ("4X      25.78125 Gbps", 4, "EDR"), ("2X        53.125 Gbps", 2, "HDR"),
+    ("4X        106.25 Gbps", 4, "NDR"), ("4X         212.5 Gbps", 4, "XDR")])
+def test_lane_speeds_as_iblinkinfo_prints_them(shown, lanes, name):
+    text = (FIX / "iblinkinfo" / "two_switch.txt").read_text().replace(
+        "8X        53.125 Gbps", shown)
+    assert {c[4:] for c in parse(text)[1]} == {(lanes, name)}
+
+
+@pytest.mark.parametrize("name", ["two_switch.txt", "two_switch_l.txt"])
+def test_switch_settings_of_iblinkinfo_p_are_left_aside(name, capsys, tmp_path):
+    """``iblinkinfo -p`` appends `` (HOQ:0 VL_Stall:7)`` to the link, as ibsim's run of it
+    printed: the same fabric."""
+    text = (FIX / "iblinkinfo" / name).read_text().replace("LinkUp)==>",
+                                                           "LinkUp) (HOQ:0 VL_Stall:7)==>")
+    assert "(HOQ:0 VL_Stall:7)==>" in text
+    dump = tmp_path / "p.txt"
+    dump.write_text(text)
+    code, doc = _diff(str(FIX / "ibnetdiscover" / "two_switch.topo"), dump, capsys)
+    assert code == 0 and doc["equal"]

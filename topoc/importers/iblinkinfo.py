@@ -46,6 +46,7 @@ _PORT = re.compile(r"^[ \t]{0,64}(?:0x([0-9A-Fa-f]{1,16})[ \t]{1,16})?([0-9]{1,5
                    r"([0-9]{1,5})\[[^\]]{0,8}\][ \t]{0,16}==\(([^\n]{0,96}?)\)==>")
 _LINK = re.compile(r"^[ \t]*([0-9]{1,2})X[ \t]+([0-9.]{1,12} Gbps(?: \(FDR10\))?)[ \t]+"
                    r"([A-Za-z]{1,16})/[ \t]*([A-Za-z]{1,24})[ \t]*$")
+_SETTINGS = re.compile(r"\)[ \t]\(HOQ:[0-9]{1,5} VL_Stall:[0-9]{1,5}$")
 _DOWN = re.compile(r"^[ \t]*([A-Za-z]{1,16})/[ \t]*([A-Za-z]{1,24})[ \t]*$")
 _PEER = re.compile(r"^[ \t]{1,16}(?:0x[0-9A-Fa-f]{1,16}[ \t]{1,16})?([0-9]{1,5})[ \t]{1,16}"
                    r"([0-9]{1,5})\[[^\]]{0,8}\][ \t]\"")
@@ -120,18 +121,8 @@ def parse(text: str, path: str = "<dump>"):
                         f" listed twice (first at line {ports[guid][port][4]})")
         lid_of[(guid, port)] = lid
         link, tail = m.group(4), line[m.end():]
-        up = _LINK.match(link)
-        if up is None:
-            if _DOWN.match(link) and _NO_PEER.match(tail):
-                ports[guid][port] = (None, 0, 0, None, number)
-                continue
-            raise _fail(path, number, m.start(4) + 1, raw, "expected '<width>X <speed> Gbps "
-                        "<state>/<phys state>' (or '<state>/<phys state>' of a port down)")
-        speed = LANE_SPEED.get(up.group(2))
-        if speed is None:
-            raise _fail(path, number, m.start(4) + up.start(2) + 1, raw,
-                        f"unknown lane speed '{up.group(2)}' (one of {', '.join(LANE_SPEED)})")
-        if _NO_PEER.match(tail):
+        link = _link(link, path, number, m.start(4), raw)
+        if link is None or _NO_PEER.match(tail):    # down, or up without a peer
             ports[guid][port] = (None, 0, 0, None, number)
             continue
         peer = _PEER.match(tail)
@@ -141,7 +132,7 @@ def parse(text: str, path: str = "<dump>"):
             raise _fail(path, number, m.end() + 1, raw, "expected the peer as '<LID> <port>[ ] "
                         "\"<node description>\" (...)'")
         ports[guid][port] = (tail[peer.end():end], int(peer.group(1)), int(peer.group(2)),
-                             (int(up.group(1)), speed), number)
+                             link, number)
     return nodes, _cables(nodes, ports, lid_of, path), {}
 
 
@@ -211,7 +202,9 @@ def _parse_lines(text: str, path: str):
 
 
 def _link(text: str, path: str, number: int, col: int, raw: str) -> tuple[int, str] | None:
-    """(lanes, IBTA speed) of a port line's ``==( ... )==>``; None for a port that is down."""
+    """(lanes, IBTA speed) of a port line's ``==( ... )==>``; None for a port that is down.
+    ``iblinkinfo -p`` appends the switch settings (``) (HOQ:16 VL_Stall:7``), left aside."""
+    text = _SETTINGS.sub("", text)
     up = _LINK.match(text)
     if up is None:
         if _DOWN.match(text):
