@@ -17,7 +17,8 @@ must agree, which is what resolves an SM-less fabric (ibsim: every LID 0) and de
 many nodes share (SHARP aggregation nodes, HCAs that never set theirs).
 
 This module only reads the format: nodes (by GUID: a switch's header GUID, a CA's first port
-GUID, as iblinkinfo prints no CA node GUID), cables and their width x lane speed become the
+GUID, as iblinkinfo prints no node GUID; real hardware reports the same GUIDs for both, as
+every node of tests/fixtures/ibnetdiscover/topograph_example.out does), cables and their width x lane speed become the
 records ``ibnetdiscover.parse`` returns, and ``ibnetdiscover.from_records`` makes the .topo,
 so hosts, HCA identity (``mlx5_N`` / ``HCA-N``), SHARP nodes and pseudo-hosts follow one set
 of rules for both dumps.
