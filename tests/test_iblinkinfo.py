@@ -183,29 +183,33 @@ def _need(*tools):
         pytest.skip(f"{', '.join(missing)} not installed (bash scripts/setup.sh installs them)")
 
 
+def _iblinkinfo(net: Path, tmp_path: Path) -> Path:
+    """iblinkinfo's output of ibsim running ``net``, as a file."""
+    env = {**os.environ, "IBSIM_SOCKNAME": f"topoc-ibl-{os.getpid()}-{time.monotonic_ns()}"}
+    sim = subprocess.Popen(["ibsim", "-s", str(net), "--no-console"], cwd=tmp_path, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            r = subprocess.run(["ibsim-run", "iblinkinfo"], env=env, cwd=tmp_path,
+                               capture_output=True, text=True, timeout=60)
+            if r.returncode == 0 and re.search(r"mlx5_|HCA-", r.stdout):
+                dump = tmp_path / "links.txt"
+                dump.write_text(r.stdout)
+                return dump
+            time.sleep(0.2)
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+    pytest.fail("ibsim-run iblinkinfo never listed an HCA")
+
+
 def test_ibsim_round_trip_through_iblinkinfo(tmp_path, capsys):
     """The design exported to ibsim, iblinkinfo run on it, the output diffed with the design:
     no difference."""
     _need("ibsim", "ibsim-run", "iblinkinfo")
     net = tmp_path / "net"
     assert main(["export", "ibsim", CLUSTER, "-D", "nodes=4", "-o", str(net)]) == 0
-    env = {**os.environ, "IBSIM_SOCKNAME": f"topoc-ibl-{os.getpid()}-{time.monotonic_ns()}"}
-    sim = subprocess.Popen(["ibsim", "-s", str(net), "--no-console"], cwd=tmp_path, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    dump = None
-    try:
-        for _ in range(50):
-            r = subprocess.run(["ibsim-run", "iblinkinfo"], env=env, cwd=tmp_path,
-                               capture_output=True, text=True, timeout=30)
-            if r.returncode == 0 and "mlx5_" in r.stdout:
-                dump = tmp_path / "links.txt"
-                dump.write_text(r.stdout)
-                break
-            time.sleep(0.2)
-    finally:
-        sim.terminate()
-        sim.wait(timeout=10)
-    assert dump is not None
+    dump = _iblinkinfo(net, tmp_path)
     capsys.readouterr()
     code, doc = _diff(CLUSTER, dump, capsys, "-D", "nodes=4")
     assert code == 0 and doc["equal"] and {"hosts", "switches", "cabling"} <= set(doc["compared"])
@@ -214,6 +218,23 @@ def test_ibsim_round_trip_through_iblinkinfo(tmp_path, capsys):
     capsys.readouterr()
     code, doc = _diff(CLUSTER, imported, capsys, "-D", "nodes=4")
     assert code == 0 and doc["equal"]
+
+
+def test_a_real_clusters_dump_round_trips_through_iblinkinfo(tmp_path, capsys):
+    """topograph's real ibnetdiscover dump (1,114 cables, SHARP nodes, unnamed HCAs, a UFM
+    host) imported with its ports, exported to ibsim, listed by iblinkinfo: the iblinkinfo
+    output diffs clean, ports included, against the real dump itself."""
+    _need("ibsim", "ibsim-run", "iblinkinfo")
+    real = FIX / "ibnetdiscover" / "topograph_example.out"
+    topo, ports, net = tmp_path / "f.topo", tmp_path / "ports.txt", tmp_path / "net"
+    assert main(["import", "ibnetdiscover", str(real), "-o", str(topo), "--ports",
+                 str(ports)]) == 0
+    assert main(["export", "ibsim", str(topo), "--ports", str(ports), "-o", str(net)]) == 0
+    dump = _iblinkinfo(net, tmp_path)
+    capsys.readouterr()
+    code, doc = _diff(str(real), dump, capsys)
+    assert code == 0 and doc["equal"]
+    assert {"hosts", "switches", "cabling", "ports"} <= set(doc["compared"])
 
 
 @pytest.mark.parametrize("shown, lanes, name", [
