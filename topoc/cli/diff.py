@@ -17,6 +17,7 @@ from ..compiler.ir.hosts import HostnameError
 from ..importers import ImportFailure
 from ..importers.base import compile_imported
 from ..importers.detect import kind_of, load_any
+from ..importers.iblinkinfo import from_iblinkinfo
 from ..importers.ibnetdiscover import from_ibnetdiscover, merge
 from ..importers.ports import port_map, read_ports
 from .common import EXIT_INPUT, EXIT_OK, UsageError, add_failure_options, degraded, \
@@ -29,9 +30,10 @@ def add_parser(sub) -> None:
     p = sub.add_parser("diff", help="compare two topologies (.topo files or dumps): drift")
     p.add_argument("a", metavar="A", help="the declared design (.topo) or any dump")
     p.add_argument("b", metavar="B", nargs="+",
-                   help="what was found: hwloc XML, ibnetdiscover, NCCL XML, nvidia-smi topo "
-                   "-m, or a .topo; several ibnetdiscover dumps (one per subnet: rail or "
-                   "plane) are one fabric, each finding naming the plane of its switch")
+                   help="what was found: hwloc XML, ibnetdiscover, iblinkinfo, NCCL XML, "
+                   "nvidia-smi topo -m, or a .topo; several ibnetdiscover dumps (one per "
+                   "subnet: rail or plane) are one fabric, each finding naming the plane of its "
+                   "switch")
     p.add_argument("--format", choices=FORMATS, default="text")
     p.add_argument("--host", metavar="HOSTNAME",
                    help="compare this host of A with B's only host (a node's dump against the "
@@ -46,7 +48,8 @@ def add_parser(sub) -> None:
     p.add_argument("--import-root", action="append", metavar="DIR")
     p.add_argument("--ports", metavar="FILE",
                    help="A's cable ports ('<end> <port> <end> <port>' lines, as topoc import "
-                   "ibnetdiscover --ports writes them), compared with an ibnetdiscover B's: a "
+                   "ibnetdiscover --ports writes them), compared with an ibnetdiscover or "
+                   "iblinkinfo B's: a "
                    "cable moved to another port is a difference (a dump A gives its own)")
     add_failure_options(p)
     p.add_argument("-o", "--output", metavar="PATH", help="write here (atomically); '-' is stdout")
@@ -106,17 +109,20 @@ def _load_planes(paths: list[str]):
 
 
 def _dump_ports(paths: list[str]):
-    """The cable ports of ibnetdiscover dumps (their union), None for any other input."""
+    """The cable ports of ibnetdiscover dumps (their union) or of one iblinkinfo dump, None
+    for any other input."""
     dumps = []
     for path in paths:
         text = read_text(path)
-        if kind_of(text) != "ibnetdiscover":
+        kind = kind_of(text)
+        if kind != "ibnetdiscover" and not (kind == "iblinkinfo" and len(paths) == 1):
             return None
         dumps.append((text, path))
     records: list = []
     try:
         text = merge(dumps)[0] if len(dumps) > 1 else dumps[0][0]
-        from_ibnetdiscover(text, paths[0], None, records)
+        read = from_iblinkinfo if kind == "iblinkinfo" else from_ibnetdiscover
+        read(text, paths[0], None, records)
     except ImportFailure:
         return None             # _load said why
     return port_map(records)
@@ -128,8 +134,8 @@ def _ports(args, b_paths: list[str]):
     pb = _dump_ports(b_paths)
     if args.ports:
         if pb is None:
-            raise UsageError("--ports compares A's cable ports with an ibnetdiscover B's; B "
-                             "is not an ibnetdiscover dump")
+            raise UsageError("--ports compares A's cable ports with an ibnetdiscover or "
+                             "iblinkinfo B's; B is not an ibnetdiscover dump, nor iblinkinfo's")
         try:
             pa = read_ports(read_text(args.ports), args.ports)
         except ImportFailure as exc:

@@ -1,5 +1,5 @@
-"""``topoc import nccl-topo|nvidia-smi|hwloc|ibnetdiscover INPUT -o node.topo [--bus-ids FILE]
-[--gpu MODEL]``; ``ibnetdiscover`` takes several dumps (one per subnet) as one fabric."""
+"""``topoc import nccl-topo|nvidia-smi|hwloc|ibnetdiscover|iblinkinfo INPUT -o node.topo
+[--bus-ids FILE] [--gpu MODEL]``; ``ibnetdiscover`` takes several dumps (one per subnet) as one fabric."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ..importers import ImportFailure, from_nccl_xml, from_smi
 from ..importers.base import compile_imported
 from ..importers.guids import read_guids, write_guids
 from ..importers.hwloc import from_hwloc
+from ..importers.iblinkinfo import from_iblinkinfo
 from ..importers.ibnetdiscover import from_ibnetdiscover, merge
 from ..importers.ports import port_map, write_ports
 from .common import EXIT_INPUT, EXIT_OK, UsageError, check_writable, read_text, write_output
@@ -18,8 +19,9 @@ from .common import EXIT_INPUT, EXIT_OK, UsageError, check_writable, read_text, 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("import", help="turn an NCCL dump, nvidia-smi topo -m, hwloc XML or an "
-                       "ibnetdiscover dump into .topo")
-    p.add_argument("format", choices=["nccl-topo", "nvidia-smi", "hwloc", "ibnetdiscover"])
+                       "ibnetdiscover or iblinkinfo dump into .topo")
+    p.add_argument("format", choices=["nccl-topo", "nvidia-smi", "hwloc", "ibnetdiscover",
+                                         "iblinkinfo"])
     p.add_argument("--bus-ids", metavar="FILE",
                    help="nccl-topo: also write each device's bus id in the dump to FILE")
     p.add_argument("--gpu", metavar="MODEL",
@@ -27,11 +29,11 @@ def add_parser(sub) -> None:
                    "not show it; sets the NVLink generation")
     p.add_argument("--guids", metavar="FILE",
                    help="hwloc: also write each HCA's node GUID with its hostname and NIC index "
-                   "to FILE; ibnetdiscover: place HCAs in hosts by the GUIDs in FILE "
+                   "to FILE; ibnetdiscover, iblinkinfo: place HCAs in hosts by the GUIDs in FILE "
                    "(docs/drift.md)")
     p.add_argument("--ports", metavar="FILE",
-                   help="ibnetdiscover: also write every cable's port numbers to FILE, for "
-                   "export ibsim/ibdiagnet --ports and diff --ports (docs/drift.md)")
+                   help="ibnetdiscover, iblinkinfo: also write every cable's port numbers to "
+                   "FILE, for export ibsim/ibdiagnet --ports and diff --ports (docs/drift.md)")
     p.add_argument("input", nargs="+",
                    help="the dump; ibnetdiscover: several dumps (one per subnet: rail or "
                    "plane) are imported as one fabric, their union")
@@ -44,13 +46,14 @@ def run(args) -> int:
         raise UsageError("--gpu is for nvidia-smi matrices; an NCCL dump names each GPU's sm")
     if args.format != "nccl-topo" and args.bus_ids:
         raise UsageError(f"--bus-ids is for NCCL dumps; {args.format} input has no bus ids")
-    if args.format in ("hwloc", "ibnetdiscover") and args.gpu:
+    fabric = args.format in ("ibnetdiscover", "iblinkinfo")
+    if (args.format == "hwloc" or fabric) and args.gpu:
         raise UsageError(f"--gpu is for nvidia-smi matrices; {args.format} input names models")
-    if args.guids and args.format not in ("hwloc", "ibnetdiscover"):
-        raise UsageError("--guids is for hwloc (written) and ibnetdiscover (read)")
-    if args.ports and args.format != "ibnetdiscover":
-        raise UsageError(f"--ports is for ibnetdiscover dumps; {args.format} input has no "
-                         "switch ports")
+    if args.guids and not (args.format == "hwloc" or fabric):
+        raise UsageError("--guids is for hwloc (written) and ibnetdiscover/iblinkinfo (read)")
+    if args.ports and not fabric:
+        raise UsageError(f"--ports is for ibnetdiscover and iblinkinfo dumps; {args.format} "
+                         "input has no switch ports")
     if len(args.input) > 1 and args.format != "ibnetdiscover":
         raise UsageError(f"several inputs are for ibnetdiscover dumps (one per subnet); "
                          f"{args.format} takes one")
@@ -65,12 +68,13 @@ def run(args) -> int:
             topo, notes = from_nccl_xml(text, args.input, bus_ids)
         elif args.format == "hwloc":
             topo, notes = from_hwloc(text, args.input, guids)
-        elif args.format == "ibnetdiscover":
+        elif fabric:
             if args.guids:
                 guids = read_guids(read_text(args.guids), args.guids)
             if len(dumps) > 1:      # the subnets' union, each dump checked on its own first
                 text = merge(dumps)[0]
-            topo, notes = from_ibnetdiscover(text, args.input, guids, ports)
+            read = from_ibnetdiscover if args.format == "ibnetdiscover" else from_iblinkinfo
+            topo, notes = read(text, args.input, guids, ports)
         else:
             topo, notes = from_smi(text, args.input, gpu=args.gpu)
         compile_imported(topo, args.input, f"{args.format} input")   # what we write compiles

@@ -1,7 +1,9 @@
 """Any input ``topoc diff`` accepts, as a System: a .topo file, or a dump one of the importers
 reads, recognised by its content (not its name): hwloc XML (``<topology>``), an NCCL topology
-dump (``<system>``), an ``nvidia-smi topo -m`` matrix (a ``GPU0`` header row) or an
-ibnetdiscover dump (``Switch``/``Ca`` records, or ``-p`` port lines).
+dump (``<system>``), an ``nvidia-smi topo -m`` matrix (a ``GPU0`` header row), an
+ibnetdiscover dump (``Switch``/``Ca`` records, or ``-p`` port lines) or iblinkinfo output
+(``Switch: 0x<GUID> ...:`` / ``CA: ...:`` headers over ``==( ... )==>`` port lines, or
+``-l``'s lines ``0x<GUID> "<description>" <LID> <port>[ ] ==(...``).
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ _XML_ROOT = re.compile(r"<(topology|system)\b")
 # leading \s* restarts at every line and backtracks to the end, quadratic in the input.
 _IB = re.compile(r'^[ \t]*(Switch|Ca)[ \t]+\d+[ \t]+"[SH]-|^[ \t]*(SW|CA)[ \t]+\d+[ \t]+\d+[ \t]+0x',
                  re.M)
+_IBL = re.compile(r"^(?:Switch: 0x[0-9A-Fa-f]{1,16} |CA: )[^\n]*:[ \t]*\n[^\n]*==\(|"
+                  r'^0x[0-9A-Fa-f]{1,16} "[^\n]{0,200}?"[ \t]{1,16}[0-9]{1,5}[ \t]{1,16}'
+                  r"[0-9]{1,5}\[", re.M)
 _SMI = re.compile(r"^[ \t]*GPU0\b", re.M)
 
 
 def kind_of(text: str) -> str:
-    """``topo``, ``hwloc``, ``nccl-topo``, ``nvidia-smi`` or ``ibnetdiscover``."""
+    """``topo``, ``hwloc``, ``nccl-topo``, ``nvidia-smi``, ``ibnetdiscover`` or
+    ``iblinkinfo``."""
     head = text.lstrip()[:4096]
     if head.startswith("<"):
         m = _XML_ROOT.search(text[:20000])
@@ -30,6 +36,8 @@ def kind_of(text: str) -> str:
             return "hwloc" if m.group(1) == "topology" else "nccl-topo"
     if _IB.search(text):
         return "ibnetdiscover"
+    if _IBL.search(text):
+        return "iblinkinfo"
     if _SMI.search(text) and "<->" not in text:
         return "nvidia-smi"
     return "topo"
@@ -49,6 +57,9 @@ def to_topo(text: str, path: str) -> tuple[str, str, list[str]]:
     if kind == "nvidia-smi":
         from .smi import from_smi
         return (kind, *from_smi(text, path))
+    if kind == "iblinkinfo":
+        from .iblinkinfo import from_iblinkinfo
+        return (kind, *from_iblinkinfo(text, path))
     from .ibnetdiscover import from_ibnetdiscover
     return (kind, *from_ibnetdiscover(text, path))
 

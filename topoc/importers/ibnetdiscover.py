@@ -220,6 +220,17 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
     (switch name, ``<hostname>/<NIC index>``): ``topoc.importers.ports``."""
     path = printable(path)
     nodes, cables, devids = parse(text, path)
+    return from_records(nodes, cables, devids, path, guids, ports, "an ibnetdiscover dump")
+
+
+def from_records(nodes: Mapping[str, tuple[str, str]], cables: Sequence[tuple],
+                 devids: Mapping[str, int], path: str, guids=None, ports=None,
+                 source: str = "an ibnetdiscover dump") -> tuple[str, list[str]]:
+    """The .topo text (and notes) of a fabric as ``parse`` returns it: nodes by GUID as
+    (type, description), cables as (guid a, port a, guid b, port b, lanes, speed), PCI device
+    ids by GUID. Every fabric dump's parser (ibnetdiscover, iblinkinfo) ends here, so hosts,
+    HCA identity, SHARP and pseudo-hosts are recognised by one set of rules; ``source`` names
+    the input in the file's first comment."""
     library = pipeline.front_end('use "nvidia/links.topo"\nuse "nvidia/devices.topo"\n')
     lib_links = {lt.bandwidth * 8: name for name, lt in library.link_types.items()
                  if lt.cls == "infiniband"}
@@ -344,7 +355,7 @@ def from_ibnetdiscover(text: str, path: str = "<dump>",
             continue
         x, y = sorted((end_of[a], end_of[b]), key=_natural)
         wires[(x, y, link_type(rate))] += 1
-    out = [f"# Imported by topoc from {emit.comment(path)}, an ibnetdiscover dump: {len(switches)} switches, "
+    out = [f"# Imported by topoc from {emit.comment(path)}, {source}: {len(switches)} switches, "
            f"{sum(len(v) for v in hosts.values())} HCAs in {len(hosts)} hosts"
            + (" (" + ", ".join(f"{len(roles[r.name])} {r.name}" for r in ROLES
                                if roles.get(r.name)) + ")" if roles else "") + ", "
