@@ -5,8 +5,12 @@ time and memory next to the measured ones as a Markdown table, fit and validatio
 
     .venv/bin/python benchmarks/plan_calibration.py [--fit] [--ranks]
 
---fit    search the constants (coordinate descent on the RMS log error of the fit rows) and
-         print them; without it the table uses the constants in compiler/training/gemm.py.
+--fit    search the constants and print them: the global ones (``GLOBALS``: the cost per
+         layer and micro-batch of PyTorch's FSDP) on every scored row and every group of
+         measured alternatives, then each generation's GEMM curve on its fit rows (coordinate
+         descent on the RMS log error), ``ROUNDS`` times; the printed values are copied into
+         compiler/training/constants.py by hand (the registry holds a fixed point of --fit).
+         Without it the table uses the registry's values.
 --margin F  the search's memory margin for --ranks (default memory.MEMORY_MARGIN; 0 off):
          tight candidates rank after the rest, and the summary counts the published
          strategies that are tight themselves.

@@ -3,10 +3,12 @@ docs quote for fixed strategies.
 
 The rows of tests/training_rows.py are grouped by their source (the document a row's
 ``source`` names). For each source, the GEMM curves (``constants``: ``gemm.<generation>.*``)
-are refitted without it, with benchmarks/plan_calibration.py's own procedure (coordinate
-descent on the RMS log error of the rows marked fit, per generation, from the registry's
-values), and every row of the left-out source is predicted with the curves that never saw
-it. A generation whose every fit row comes from the left-out source cannot be refitted
+and the global constants (``plan_calibration.GLOBALS``: ``compute.layer_microbatch``) are
+refitted without it, with benchmarks/plan_calibration.py's own procedure (``fit_all``: the
+global constants on every scored row and group of alternatives of the other sources, the
+curves by coordinate descent on the RMS log error of the rows marked fit, per generation,
+from the registry's values), and every row of the left-out source is predicted with the
+constants that never saw it. A generation whose every fit row comes from the left-out source cannot be refitted
 without it; its rows are then predicted with the previous generation's curve refitted
 without the source (Blackwell with Hopper's, as Ada takes Hopper's figures), and the table
 says so. The in-sample figure beside it is the same fit on every fit row, each row predicted

@@ -94,7 +94,7 @@ _ONE_SOURCE = "fitted on the rows of one source (Megatron-Bridge 25.11's perform
 
 _RECORDS = (
     _gemm("ampere", "e_max", 0.80, "fraction", _E_MAX, AMPERE_ROWS,
-          (NARAYANAN, TORCHTITAN_A100, FOUNDRY), "an earlier fit than Blackwell's (gemm.py)"),
+          (NARAYANAN, TORCHTITAN_A100, FOUNDRY)),
     _gemm("ampere", "c", 16.0, "elements", _C, AMPERE_ROWS, (NARAYANAN, TORCHTITAN_A100, FOUNDRY),
           _LIMIT_C),
     _gemm("ampere", "attention", 0.27, "fraction", _ATT, AMPERE_ROWS,
@@ -104,10 +104,9 @@ _RECORDS = (
              caveat="no Ampere fit row is an MoE run, so the fit never moved it: nothing fixes "
                     "it on Ampere"),
     _gemm("hopper", "e_max", 0.58, "fraction", _E_MAX, HOPPER_ROWS,
-          (MBRIDGE, TORCHTITAN_H100, NEMO, FOUNDRY, AUTOMODEL),
-          "an earlier fit (gemm.py: today's --fit moves Hopper fp8 to 0.60)"),
+          (MBRIDGE, TORCHTITAN_H100, NEMO, FOUNDRY, AUTOMODEL)),
     _gemm("hopper", "fp8", 0.60, "fraction", _FP8, HOPPER_FP8_ROWS, (MBRIDGE, NEMO),
-          "fitted on two fp8 runs, one per source; an earlier fit (today's --fit gives 0.60)"),
+          "fitted on two fp8 runs, one per source"),
     _gemm("hopper", "c", 16.0, "elements", _C, HOPPER_ROWS,
           (MBRIDGE, TORCHTITAN_H100, NEMO, FOUNDRY, AUTOMODEL), _LIMIT_C),
     _gemm("hopper", "attention", 0.90, "fraction", _ATT, HOPPER_ROWS,

@@ -623,11 +623,11 @@ def test_llm_foundrys_large_scale_runs_prefetch_their_backward_gathers():
 
 
 @pytest.mark.xfail(strict=True, reason="llm-foundry's checkpointed runs of one model lose "
-                   "throughput at small micro-batches far more than topoc predicts (MPT-70B "
-                   "on H100, micro-batch 2 -> 8: 1.18x measured, 1.06x predicted); a GEMM "
-                   "plateau of 0.64 plus about 5 ms per layer and micro-batch fits all 18 "
-                   "H100 rows within 6 %, but no source names that cost, so it is not "
-                   "modelled (docs/plan.md, 'llm-foundry: the micro-batch, not the "
+                   "throughput at small micro-batches more than topoc predicts (MPT-70B on "
+                   "H100, micro-batch 2 -> 8: 1.18x measured, 1.12x predicted with PyTorch "
+                   "FSDP's cost per layer and micro-batch, compute.layer_microbatch, 3.75 ms "
+                   "fitted across sources; 1.06x without it); llm-foundry's rows alone ask "
+                   "for about 5 ms (docs/plan.md, 'llm-foundry: the micro-batch, not the "
                    "recompute'; benchmarks/foundry_microbatch.py)")
 def test_llm_foundry_throughput_follows_the_micro_batch_within_checkpointed_runs():
     """Both rows checkpoint every block, so the recompute is the same share of each step:
