@@ -5,8 +5,12 @@ time and memory next to the measured ones as a Markdown table, fit and validatio
 
     .venv/bin/python benchmarks/plan_calibration.py [--fit] [--ranks]
 
---fit    search the constants (coordinate descent on the RMS log error of the fit rows) and
-         print them; without it the table uses the constants in compiler/training/gemm.py.
+--fit    search the constants and print them: the global ones (``GLOBALS``: the cost per
+         layer and micro-batch of PyTorch's FSDP) on every scored row and every group of
+         measured alternatives, then each generation's GEMM curve on its fit rows (coordinate
+         descent on the RMS log error), ``ROUNDS`` times; the printed values are copied into
+         compiler/training/constants.py by hand (the registry holds a fixed point of --fit).
+         Without it the table uses the registry's values.
 --margin F  the search's memory margin for --ranks (default memory.MEMORY_MARGIN; 0 off):
          tight candidates rank after the rest, and the summary counts the published
          strategies that are tight themselves.
@@ -32,11 +36,124 @@ sys.path.insert(0, str(ROOT))
 
 from tests.training_rows import (CAVEATS, NOT_A_STEP, RANK_MISSES, predict,  # noqa: E402
                                  ranking, rows)
-from topoc.compiler.training import gemm  # noqa: E402
+from topoc.compiler.training import compute, gemm  # noqa: E402
 
 STEPS = {"e_max": 0.02, "fp8": 0.02, "c": 16.0, "attention": 0.02, "moe_layer": 0.0005}
 LIMITS = {"e_max": (0.4, 0.95), "fp8": (0.3, 0.95), "c": (16.0, 512.0),
           "attention": (0.2, 0.9), "moe_layer": (0.0, 0.02)}
+
+
+#: Constants fitted on the fit rows of every generation at once (one value for all, not a
+#: curve per generation): registry name -> (module, attribute the model reads at call time,
+#: search step, search limits). benchmarks/plan_validation.py refits them with each source
+#: left out, as it does the curves.
+GLOBALS = {"compute.layer_microbatch": (compute, "LAYER_MICROBATCH", 0.00025, (0.0, 0.03))}
+#: Rounds of (the global constants, then each generation's curve): each moves the other.
+ROUNDS = 2
+
+
+def globals_now() -> dict[str, float]:
+    """The global constants' values the model reads now."""
+    return {k: getattr(mod, attr) for k, (mod, attr, _, _) in GLOBALS.items()}
+
+
+def set_globals(values: dict[str, float]) -> None:
+    """Put ``values`` (registry name -> value) where the model reads them."""
+    for k, v in values.items():
+        mod, attr, _, _ = GLOBALS[k]
+        setattr(mod, attr, v)
+
+
+def source_of(row) -> str:
+    """The document a row comes from: its source up to the first parenthesis or comma."""
+    return row.source.split(" (")[0].split(",")[0].strip()
+
+
+def global_rows(leave_out: str | None = None) -> tuple[list, list[list]]:
+    """What ``GLOBALS`` are fitted on, the rows of source ``leave_out`` left out: every scored
+    row of tests/training_rows.py (its step against the measured one), and every group of
+    measured alternatives of tests/training_orderings.py (each alternative's step against
+    the measured one relative to its group's: a group says how steps differ, not their
+    level). The curves' fit rows alone (a third of the rows, one or two micro-batch counts
+    per model) do not fix a cost per layer and micro-batch: it is what alternatives that
+    differ in micro-batch, pipeline depth or layers a stage measure."""
+    from tests.training_orderings import groups
+    scored = [r for r in rows() if r.id not in NOT_A_STEP and source_of(r) != leave_out]
+    sets = []
+    for g in groups():
+        ran = [a.row for a in g.alternatives if not a.oom]
+        if len(ran) > 1 and source_of(ran[0]) != leave_out:
+            sets.append(ran)
+    return scored, sets
+
+
+def _global_loss(scored, sets) -> float:
+    """RMS log error over ``scored`` rows and, centred per group, over ``sets``' rows."""
+    errs = []
+    for r in scored:
+        p = predict(r)
+        if p.error is not None:
+            errs.append(math.log(p.predicted / p.measured))
+    errs = [e * e for e in errs]
+    for g in sets:
+        logs = []
+        for r in g:
+            p = predict(r)
+            if p.error is not None:
+                logs.append(math.log(p.predicted / p.measured))
+        if len(logs) > 1:
+            mean = sum(logs) / len(logs)
+            errs += [(x - mean) ** 2 for x in logs]
+    return math.sqrt(sum(errs) / len(errs)) if errs else 0.0
+
+
+def fit_globals(scored, sets) -> tuple[dict[str, float], float]:
+    """Coordinate descent of ``GLOBALS`` on ``global_rows``' ``scored`` rows and ``sets`` of
+    alternatives from their current values, with the curves as they are: the values it ends
+    at (left in place) and the loss (``_global_loss``)."""
+    best = _global_loss(scored, sets)
+    for _ in range(3):
+        improved = False
+        for key, (mod, attr, step, (lo, hi)) in GLOBALS.items():
+            for sign in (1, -1):
+                while True:
+                    cur = getattr(mod, attr)
+                    value = min(hi, max(lo, cur + sign * step))
+                    if value == cur:
+                        break
+                    setattr(mod, attr, value)
+                    loss = _global_loss(scored, sets)
+                    if loss < best - 1e-6:
+                        best, improved = loss, True
+                    else:
+                        setattr(mod, attr, cur)
+                        break
+        if not improved:
+            break
+    return globals_now(), best
+
+
+def fit_all(fit_rows, leave_out: str | None = None, generations=("ampere", "hopper", "blackwell"),
+            report: bool = False) -> tuple[dict[str, float], dict[str, gemm.Curve]]:
+    """``ROUNDS`` rounds of the global constants on ``global_rows(leave_out)``, then each
+    generation's curve on its own rows of ``fit_rows``, from the values in place (left at the
+    result): the global values and the curves of the generations that have fit rows."""
+    scored, sets = global_rows(leave_out)
+    curves: dict[str, gemm.Curve] = {}
+    for _ in range(ROUNDS):
+        values, loss = fit_globals(scored, sets)
+        if report:
+            print(f"global: {values} (RMS log error on {len(scored)} rows and "
+                  f"{sum(map(len, sets))} alternatives in {len(sets)} groups, each centred "
+                  f"on its group, {loss:.3f})")
+        for gen in generations:
+            mine = [r for r in fit_rows if r.generation == gen]
+            if mine:
+                curves[gen], best = fit_generation(gen, mine)
+                if report:
+                    print(f"{gen}: {gemm.CURVES[gen]} (RMS log error on {len(mine)} fit rows "
+                          f"{best:.3f})")
+    return globals_now(), curves
 
 
 def _loss(fit_rows) -> float:
@@ -78,16 +195,9 @@ def fit_generation(gen: str, fit_rows) -> tuple[gemm.Curve, float]:
 
 
 def fit() -> dict[str, gemm.Curve]:
-    """Coordinate descent per generation over the fit rows of that generation."""
-    out = {}
-    for gen in ("ampere", "hopper", "blackwell"):
-        fit_rows = [r for r in rows() if r.fit and r.generation == gen]
-        if not fit_rows:
-            continue
-        out[gen], best = fit_generation(gen, fit_rows)
-        print(f"{gen}: {gemm.CURVES[gen]} (RMS log error on {len(fit_rows)} fit rows "
-              f"{best:.3f})")
-    return out
+    """The global constants on every fit row, then each generation's curve on its own fit
+    rows (``fit_all``), printed."""
+    return fit_all([r for r in rows() if r.fit], report=True)[1]
 
 
 def table(ranks: bool = False, margin: float | None = None) -> None:

@@ -3,10 +3,12 @@ docs quote for fixed strategies.
 
 The rows of tests/training_rows.py are grouped by their source (the document a row's
 ``source`` names). For each source, the GEMM curves (``constants``: ``gemm.<generation>.*``)
-are refitted without it, with benchmarks/plan_calibration.py's own procedure (coordinate
-descent on the RMS log error of the rows marked fit, per generation, from the registry's
-values), and every row of the left-out source is predicted with the curves that never saw
-it. A generation whose every fit row comes from the left-out source cannot be refitted
+and the global constants (``plan_calibration.GLOBALS``: ``compute.layer_microbatch``) are
+refitted without it, with benchmarks/plan_calibration.py's own procedure (``fit_all``: the
+global constants on every scored row and group of alternatives of the other sources, the
+curves by coordinate descent on the RMS log error of the rows marked fit, per generation,
+from the registry's values), and every row of the left-out source is predicted with the
+constants that never saw it. A generation whose every fit row comes from the left-out source cannot be refitted
 without it; its rows are then predicted with the previous generation's curve refitted
 without the source (Blackwell with Hopper's, as Ada takes Hopper's figures), and the table
 says so. The in-sample figure beside it is the same fit on every fit row, each row predicted
@@ -38,45 +40,46 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from memory_validation import quantile  # noqa: E402
-from plan_calibration import fit_generation  # noqa: E402
+from plan_calibration import GLOBALS, fit_all, globals_now, set_globals  # noqa: E402
+from plan_calibration import source_of  # noqa: E402,F401  (benchmarks/peers imports it here)
 from tests.training_orderings import groups  # noqa: E402
 from tests.training_rows import NOT_A_STEP, _model_cached, predict, rows  # noqa: E402
 from topoc.compiler.training import gemm  # noqa: E402
+from topoc.compiler.training.constants import value  # noqa: E402
 
 GENERATIONS = ("ampere", "hopper", "blackwell")
 #: A generation with no fit row left takes this one's curve (refitted without the source).
 FALLBACK = {"blackwell": "hopper", "hopper": "ampere", "ampere": "hopper"}
 
 
-def source_of(row) -> str:
-    """The document a row comes from: its source up to the first parenthesis or comma."""
-    return row.source.split(" (")[0].split(",")[0].strip()
+class Fitted(dict):
+    """The curves by generation (a dict), with the global constants (``plan_calibration.
+    GLOBALS``: registry name -> value) they were fitted with."""
 
-
-def refit(fit_rows, start: gemm.Curve, gen: str) -> gemm.Curve:
-    """plan_calibration's fit for one generation (``fit_generation``) on ``fit_rows``, from
-    ``start``; the curve it ends at (``gemm.CURVES`` restored)."""
-    saved = gemm.CURVES[gen]
-    gemm.CURVES[gen] = start
-    try:
-        return fit_generation(gen, fit_rows)[0]
-    finally:
-        gemm.CURVES[gen] = saved
+    values: dict[str, float] = {}
 
 
 def curves_without(source: str | None, start: dict[str, gemm.Curve],
-                   cache: dict) -> tuple[dict[str, gemm.Curve], dict[str, str]]:
-    """The curves refitted on the fit rows of every source but ``source`` (None: all), and,
-    per generation that has no fit row left, the generation whose curve it borrows."""
-    out, borrowed = {}, {}
-    for gen in GENERATIONS:
-        fit_rows = [r for r in rows() if r.fit and r.generation == gen and
-                    source_of(r) != source]
-        key = (gen, tuple(sorted(r.id for r in fit_rows)))
-        if fit_rows:
-            if key not in cache:
-                cache[key] = refit(fit_rows, start[gen], gen)
-            out[gen] = cache[key]
+                   cache: dict) -> tuple[Fitted, dict[str, str]]:
+    """The curves refitted on the fit rows of every source but ``source`` (None: all), with
+    the global constants refitted on every row and group of alternatives of those sources
+    (``plan_calibration.fit_all``, from the registry's values and ``start``), and, per
+    generation that has no fit row left, the generation whose curve it borrows."""
+    if source not in cache:
+        saved, saved_values = dict(gemm.CURVES), globals_now()
+        gemm.CURVES.update(start)
+        set_globals({k: value(k) for k in GLOBALS})
+        try:
+            fit_rows = [r for r in rows() if r.fit and source_of(r) != source]
+            values, fitted = fit_all(fit_rows, leave_out=source, generations=GENERATIONS)
+        finally:
+            gemm.CURVES.clear()
+            gemm.CURVES.update(saved)
+            set_globals(saved_values)
+        cache[source] = (values, fitted)
+    values, fitted = cache[source]
+    out, borrowed = Fitted(fitted), {}
+    out.values = values
     for gen in GENERATIONS:
         if gen not in out:
             borrowed[gen] = FALLBACK[gen]
@@ -84,20 +87,22 @@ def curves_without(source: str | None, start: dict[str, gemm.Curve],
     return out, borrowed
 
 
-def predicted_with(row, curves: dict[str, gemm.Curve]):
-    """The row's Prediction with ``curves`` in place (Ada keeps Hopper's, as gemm.CURVES
-    does)."""
-    saved = dict(gemm.CURVES)
+def predicted_with(row, curves: Fitted):
+    """The row's Prediction with ``curves`` and their global constants in place (Ada keeps
+    Hopper's curve, as gemm.CURVES does)."""
+    saved, saved_values = dict(gemm.CURVES), globals_now()
     gemm.CURVES.update(curves)
     gemm.CURVES["ada"] = curves["hopper"]
+    set_globals(getattr(curves, "values", {}))
     try:
         return predict(row)
     finally:
         gemm.CURVES.clear()
         gemm.CURVES.update(saved)
+        set_globals(saved_values)
 
 
-def predicted_error(row, curves: dict[str, gemm.Curve]) -> float | None:
+def predicted_error(row, curves: Fitted) -> float | None:
     """The row's error with ``curves`` in place."""
     return predicted_with(row, curves).error
 
@@ -286,7 +291,11 @@ def main() -> None:
         line(prec, lambda x, p=prec: ("fp8" if x[0].fp8 else "bf16") == p)
     print()
     print(f"{len({x[1] for x in results})} sources; the in-sample fit from the registry's "
-          "values: " + "; ".join(f"{g} {inside[g]}" for g in GENERATIONS))
+          "values: " + "; ".join(f"{g} {inside[g]}" for g in GENERATIONS) + "; " +
+          "; ".join(f"{k} {v:g}" for k, v in inside.values.items()))
+    for src in sorted({x[1] for x in results}):
+        held, _ = curves_without(src, start, cache)
+        print(f"without {src[:48]}: " + "; ".join(f"{k} {v:g}" for k, v in held.values.items()))
 
 
 if __name__ == "__main__":

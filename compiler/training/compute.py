@@ -78,6 +78,7 @@ class Compute:
     accumulation_time: float = 0.0  # of ``memory_time``: the gradient-accumulation passes
     launch_time: float = 0.0    # of ``time``: the GPU idle between synchronous launches
     offload_time: float = 0.0   # of ``time``: CPU offloading's transfers left exposed
+    layer_time: float = 0.0     # of ``time``: the fixed cost per layer and micro-batch
 
 
 @attrs.frozen
@@ -200,6 +201,34 @@ def blocking(m: Transformer, t, layers: int, microbatches: int) -> float:
     forwards = 2 if t.recompute == "full" else 1
     return layers * microbatches * HOST_LAUNCH * \
         (LAYER_LAUNCHES[0] * forwards + LAYER_LAUNCHES[1])
+
+
+#: Seconds per transformer layer and micro-batch on a pipeline stage that no kernel's size
+#: explains, under PyTorch's FSDP: the host's hooks and synchronisation the GPU waits on (the
+#: registry's ``compute.layer_microbatch``, fitted across sources by
+#: benchmarks/plan_calibration.py --fit and refitted with each source left out by
+#: benchmarks/plan_validation.py). Read at call time, so that those fits can move it.
+LAYER_MICROBATCH = value("compute.layer_microbatch")
+
+
+def fixed_per_layer(t, layers: int) -> float:
+    """Seconds one micro-batch of a stage of ``layers`` layers pays beyond its kernels under
+    PyTorch's FSDP (``Training.fsdp`` without Megatron's distributed optimizer): its hooks run
+    on the host around every wrapped layer, each micro-batch, forward and backward. FSDP1
+    (Composer's, llm-foundry's) also makes the host wait on the GPU there
+    (torch/distributed/fsdp/_runtime_utils.py ``_unshard``: with ``limit_all_gathers`` the
+    CPU calls ``event.synchronize()`` on an earlier gather's event, the
+    "FullyShardedDataParallel.rate_limiter" range, before it issues the next layer's
+    all-gather), so the queue drains and the GPU idles while the host catches up; FSDP2
+    (torchtitan's, torchao's, AutoModel's ``fully_shard``) does per-layer host work of its
+    own (the all-gather's copy-in and copy-out, the reduce-scatter's). No source measures
+    the seconds: the value is fitted across those sources (``compute.layer_microbatch``).
+    Megatron-FSDP
+    (``fsdp`` with ``distributed_optimizer``, megatron/core/distributed/fsdp) gathers
+    parameters by its own buckets in one ``ParamAndGradBuffer`` and is not charged, nor are
+    frameworks that keep the weights (Megatron's own schedule, ZeRO-1/2): the rows of those
+    sources do not ask for it (docs/plan.md, 'A cost per layer and micro-batch')."""
+    return layers * LAYER_MICROBATCH if t.fsdp and not t.distributed_optimizer else 0.0
 
 
 #: Bytes per second per direction between a GPU and its CPU's memory, for CPU offloading: a
@@ -412,7 +441,8 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
     layers = {"last": lay.last, "first": lay.first, "middle": lay.middle}[name]
     launch = blocking(m, t, layers, microbatches) / microbatches
     moved = offload(m, t, sh, gpu.name, time / max(1, layers))
-    time += launch + moved
+    fixed = fixed_per_layer(t, layers)
+    time += launch + moved + fixed
     peak_used = r.fp8 if r.fp8 != r.peak else r.peak
     eff = flops / (gemm + att) / peak_used if gemm + att else 0.0
     on = ep_overlap.applies(t, sh)
@@ -420,4 +450,5 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
                    ew * microbatches, eff, att * microbatches, time, name,
                    segments if on else (),
                    ep_overlap.sm_share(generation(gpu.name)) if on else 0.0,
-                   acc * microbatches, launch * microbatches, moved * microbatches)
+                   acc * microbatches, launch * microbatches, moved * microbatches,
+                   fixed * microbatches)

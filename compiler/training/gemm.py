@@ -55,15 +55,16 @@ def _curve(gen: str, like: str | None = None) -> Curve:
                  attention_fa2=value(fa2) if fa2 in REGISTRY else None)
 
 
-#: By GPU generation (values in ``constants.REGISTRY``, with their rows and sources), fitted by benchmarks/plan_calibration.py --fit on the rows marked fit in
-#: tests/training_rows.py (docs/plan.md reports every row). The fit drives ``c`` to its lower
-#: bound on every generation: on these runs GEMM shapes explain little of the spread. Blackwell
-#: was refitted (a fixed point of --fit, RMS log error 0.012 on its 3 fit rows) when its fit
-#: rows took their recipes' settings (DeepSeek-V3's module recompute, Megatron-Bridge's bf16
-#: gradients); it was 0.95, 0.95 and 0.22, the first two at the fit's limits, because the bf16
-#: DeepSeek-V3 row was costed with a full recompute it did not run. Ampere and Hopper are from
-#: an earlier fit (today's gives Hopper fp8 0.60). Ada has no published run and takes Hopper's
-#: figures.
+#: By GPU generation (values in ``constants.REGISTRY``, with their rows and sources), fitted by
+#: benchmarks/plan_calibration.py --fit on the rows marked fit in tests/training_rows.py
+#: (docs/plan.md reports every row): every generation's figures are a fixed point of --fit,
+#: run with the cost per layer and micro-batch (``compute.fixed_per_layer``) fitted across
+#: sources beside them. The fit drives ``c`` to its lower bound on every generation: on these
+#: runs GEMM shapes explain little of the spread. Blackwell's fit rows took their recipes'
+#: settings (DeepSeek-V3's module recompute, Megatron-Bridge's bf16 gradients); its figures
+#: were 0.95, 0.95 and 0.22, the first two at the fit's limits, while the bf16 DeepSeek-V3
+#: row was costed with a full recompute it did not run. Ada has no published run and takes
+#: Hopper's figures.
 CURVES = {"ampere": _curve("ampere"), "hopper": _curve("hopper"),
           "blackwell": _curve("blackwell"), "ada": _curve("ada", like="hopper")}
 #: GPU model name prefixes and their generation (the library's device names).

@@ -403,15 +403,19 @@ def test_fine_grained_experts_wait_on_the_host_large_ones_do_not():
 
 def test_gpt_oss_rows_pay_the_eager_epilogue_their_framework_runs():
     """Megatron-Core's TEGroupedMLP (NeMo 25.11/26.02) clamps and adds fc2's expert bias in
-    eager PyTorch: the Megatron-Bridge GPT-OSS validation rows, -30 % with those fused, come
-    within 20 %; NeMo AutoModel's row (clamp compiled, both biases eager) stays within 10 %."""
+    eager PyTorch: the Megatron-Bridge GPT-OSS validation rows, -30 to -36 % with those fused,
+    come within 25 % (the H100 row at -24 % since the Hopper plateau was refitted to 0.58 with
+    the FSDP rows' cost per layer and micro-batch; it was -19 % at 0.52); NeMo AutoModel's row
+    (clamp compiled, both biases eager) stays within 20 % (+15 %: it pays FSDP2's cost per
+    layer and micro-batch, which its MoE rows ask for less of than the dense rows; +4 %
+    without it)."""
     by_id = {r.id: r for r in rows()}
     for rid in ("mbridge-2511-gb200-gptoss-64-bf16", "mbridge-2602-h100-gptoss-64-bf16"):
         fused = predict(by_id[rid], expert_epilogue="fused").error
         mcore = predict(by_id[rid]).error
-        assert fused < -0.3 and -0.2 < mcore < 0 and mcore > fused + 0.1
+        assert fused < -0.3 and -0.25 < mcore < 0 and mcore > fused + 0.1
     auto = by_id["automodel-h100-gpt-oss-120b-64gpu-bf16"]
-    assert abs(predict(auto).error) < 0.1
+    assert abs(predict(auto).error) < 0.2
     assert predict(auto, expert_epilogue="megatron").error > predict(auto).error
 
 
@@ -422,10 +426,12 @@ def test_caveats_name_rows_and_their_what_ifs_change_a_row_setting():
         assert rid in by_id and not by_id[rid].fit and why
         for key in change:
             assert key in attrs.fields_dict(type(by_id[rid]))
-    # the diagnosis the Llama 3 caveat states: an interleaved schedule closes the gap
+    # the diagnosis the Llama 3 caveat states: an interleaved schedule closes the gap (+16 %
+    # at v 1, -12 % at v 8 with the Hopper plateau at 0.58; +27 % and -4 % at 0.52)
     llama = by_id["llama3-t4-405b-8192gpu"]
-    assert predict(llama).error > 0.2
-    assert abs(predict(attrs.evolve(llama, **CAVEATS[llama.id][1])).error) < 0.1
+    assert predict(llama).error > 0.15
+    interleaved = predict(attrs.evolve(llama, **CAVEATS[llama.id][1])).error
+    assert abs(interleaved) < 0.15 and interleaved < predict(llama).error - 0.2
 
 
 def test_bf16_gradients_halve_the_gradient_buffer_and_the_gradient_traffic():
@@ -572,11 +578,12 @@ def test_composers_backward_post_fsdp_costs_the_small_microbatches_llm_foundry_m
     """llm-foundry's table runs MPT-13B without checkpointing at micro-batch 2 on 8 to 64
     H100s (39.6-40.0 % MFU): with Composer's FSDP default, BACKWARD_POST, each backward
     all-gather waits for the gradient computation before it, and topoc predicts those runs
-    within 10 % (16-17 % fast with the gathers hidden). With that cost the no-checkpoint,
+    within 10 %; with the gathers hidden they are 6-7 % fast (16-17 % before the cost per
+    layer and micro-batch of PyTorch's FSDP, ``compute.fixed_per_layer``, took part of it). With that cost the no-checkpoint,
     one-sequence micro-batches the search prefers for MPT-70B on 64 GPUs stop being 31 %
     faster than the published checkpointed micro-batch of 8, on H100 and on A100 (without the
-    memory margin; with it that one-sequence mapping, at 99 % of HBM, is tight and the best is
-    the published one)."""
+    memory margin the published one is the best on H100, the one-sequence one on A100; with
+    it that one, at 99 % of HBM, is tight and the best is the published one)."""
     from tests.training_rows import ranking
     monkeypatch.setenv("TOPOC_CACHE", str(tmp_path))
     by_id = {r.id: r for r in rows()}
@@ -585,12 +592,17 @@ def test_composers_backward_post_fsdp_costs_the_small_microbatches_llm_foundry_m
                                                                    "-mb2-nockpt")
         row = by_id[rid]
         assert abs(predict(row).error) < 0.10
-        assert predict(row, fsdp_prefetch="pre").error < -0.15
+        assert predict(row, fsdp_prefetch="pre").error < predict(row).error - 0.05
     for gpu in ("h100-sxm", "a100-80gb"):
         row = by_id[f"llmfoundry-{gpu}-mpt-70b-s2048-64gpu-bf16"]
         rk = ranking(row, margin=0.0)
         assert rk.gap <= 0.15
-        assert (rk.best.candidate.microbatch, rk.best.candidate.recompute) == (1, "none")
+        # on H100 the published checkpointed micro-batch of 8 is the best outright now that
+        # the one-sequence micro-batches pay PyTorch FSDP's cost per layer and micro-batch
+        # (it was the no-checkpoint micro-batch of 1 before, within 15 %); on A100, whose
+        # kernels are slower against the same host cost, that one still leads
+        best = {"h100-sxm": (8, "full"), "a100-80gb": (1, "none")}[gpu]
+        assert (rk.best.candidate.microbatch, rk.best.candidate.recompute) == best
         tight = ranking(row)
         assert tight.gap <= 0.15 and not tight.best.tight
         assert (tight.best.candidate.microbatch, tight.best.candidate.recompute) == (8, "full")
@@ -611,11 +623,11 @@ def test_llm_foundrys_large_scale_runs_prefetch_their_backward_gathers():
 
 
 @pytest.mark.xfail(strict=True, reason="llm-foundry's checkpointed runs of one model lose "
-                   "throughput at small micro-batches far more than topoc predicts (MPT-70B "
-                   "on H100, micro-batch 2 -> 8: 1.18x measured, 1.06x predicted); a GEMM "
-                   "plateau of 0.64 plus about 5 ms per layer and micro-batch fits all 18 "
-                   "H100 rows within 6 %, but no source names that cost, so it is not "
-                   "modelled (docs/plan.md, 'llm-foundry: the micro-batch, not the "
+                   "throughput at small micro-batches more than topoc predicts (MPT-70B on "
+                   "H100, micro-batch 2 -> 8: 1.18x measured, 1.12x predicted with PyTorch "
+                   "FSDP's cost per layer and micro-batch, compute.layer_microbatch, 3.75 ms "
+                   "fitted across sources; 1.06x without it); llm-foundry's rows alone ask "
+                   "for about 5 ms (docs/plan.md, 'llm-foundry: the micro-batch, not the "
                    "recompute'; benchmarks/foundry_microbatch.py)")
 def test_llm_foundry_throughput_follows_the_micro_batch_within_checkpointed_runs():
     """Both rows checkpoint every block, so the recompute is the same share of each step:
