@@ -1,0 +1,209 @@
+"""Every fitted or chosen constant of the collective cost model in one registry: its value,
+unit, physical meaning, how it was obtained, what it would be with no fit (``prior``), the range
+a refit searches, the rows and sources behind it, and where the code holds it.
+
+Everything else the cost model uses is NCCL's own (tuning.cc, topo.h, device.h, enqueue.cc at
+each release's tag) or the library's hardware data, cited next to the code. ``how`` says what a
+value here is:
+
+- ``fitted``: searched on published rows (library/calibration.csv) by
+  ``benchmarks/calibration.py --loso``, which refits it on every row it moves (``rows``
+  describes them, ``sources`` names their documents) and, for the leave-one-source-out figures,
+  on those rows without each source in turn; where no other source constrains it, the held-out
+  source is predicted with ``prior``;
+- ``chosen``: an assumption or a bound, not searched: ``sources`` are what bounds or checks it.
+
+``where`` names the places that hold the value (``module:NAME`` or ``module:NAME.key.field``,
+modules relative to ``compiler.collectives``); the modules read their value from here, and
+``override`` sets every place for a refit (the benchmark only: nothing at run time changes a
+constant). ``tests/compiler/collectives/test_constants.py`` walks the registry: every place
+resolves and holds the record's value, every fitted record names at least two sources.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator, Mapping
+
+import attrs
+
+_PACKAGE = __name__.rsplit(".", 1)[0]
+
+
+@attrs.frozen
+class Constant:
+    """One constant of the collective model: what it is, what it is worth, what it rests on."""
+
+    name: str
+    value: float
+    unit: str
+    meaning: str
+    how: str                          # "fitted" or "chosen" (module docstring)
+    rows: str                         # the published rows it is fitted on (or checked against)
+    sources: tuple[str, ...]          # their documents (calibration.csv's source column)
+    where: tuple[str, ...]            # where the code holds it (module docstring)
+    bounds: tuple[float, float] = (0.0, 0.0)   # what a refit searches
+    prior: float | None = None        # the value with no row to fit it on (None: bounds' low end)
+    integer: bool = False             # a count: the refit tries whole numbers only
+    #: a fraction of link capacity: systems cache their routed capacities (loads.Resources),
+    #: which a refit must rebuild when it changes
+    capacity: bool = False
+    caveat: str = ""
+
+    @property
+    def fallback(self) -> float:
+        """What the constant is when no row constrains it: ``prior``, else its lower bound."""
+        return self.bounds[0] if self.prior is None else self.prior
+
+
+_EFA_SOURCES = ("aws-samples/awsome-distributed-training", "crazyguitar/aws-gpu-communication-benchmark",
+                "aws/aws-k8s-tester pull request #585", "NVIDIA/nccl pull request #1112",
+                "stas00/ml-engineering")
+_OLD_LAUNCH = ("versions:VERSIONS.2.18.launch_us", "versions:VERSIONS.2.19.launch_us")
+_NEW_LAUNCH = tuple(f"versions:VERSIONS.{v}.launch_us"
+                    for v in ("2.21", "2.23", "2.25", "2.27", "2.28", "2.28.9", "2.29", "2.30"))
+
+REGISTRY: tuple[Constant, ...] = (
+    Constant("launch_2.18", 10.0, "us",
+             "what an nccl-tests call costs besides the hops and the bytes on NCCL 2.18-2.20 "
+             "(kernel launch and host enqueue), on top of all of tuning.cc's base latency",
+             "fitted", "single-node small rows of NCCL 2.18-2.20 (one process per GPU)",
+             ("NVIDIA/nccl-tests issue #232", "stas00/ml-engineering"), _OLD_LAUNCH,
+             (2.0, 30.0), prior=0.0),
+    Constant("launch_2.21", 4.5, "us",
+             "what an nccl-tests call costs besides the hops and the bytes from NCCL 2.21 (none "
+             "of tuning.cc's base latency: the host path got faster)",
+             "fitted", "small rows of NCCL 2.21 and later, and of unstated releases (the latest)",
+             ("stas00/ml-engineering", "deepseek-ai/DeepEP issue #303",
+              "aws-samples/awsome-distributed-training"), _NEW_LAUNCH, (0.0, 20.0), prior=0.0),
+    Constant("ll_channel_gbs", 2.5, "GB/s busbw",
+             "what one LL channel moves on NCCL 2.18-2.20 (NCCL's model lets LL use every channel "
+             "at a quarter of the bus; the DGX A100 rows take four times longer)",
+             "fitted", "LL rows of NCCL 2.18-2.20",
+             ("NVIDIA/nccl-tests issue #232", "stas00/ml-engineering"),
+             ("tuning:LL_CHANNEL_GBS", "algos.ring:LL_CHANNEL_GBS"), (0.5, 20.0), prior=20.0),
+    Constant("nvls_channels", 8, "channels",
+             "NVLS's bandwidth is scaled by (C-1)/C for the channel NCCL keeps for "
+             "synchronisation (nvls.cc)", "fitted", "NVLS and NVLS-tree rows",
+             ("NVIDIA/nccl issue 1455", "coreweave/nccl-tests", "aws-samples/awsome-distributed-training",
+              "crazyguitar/aws-gpu-communication-benchmark"),
+             ("tuning:NVLS_CHANNELS", "algos.nvls:NVLS_CHANNELS", "algos.nvlstree:NVLS_CHANNELS"),
+             (2, 32), prior=1e9, integer=True),
+    Constant("efa_op_us", 46.0, "us",
+             "aws-ofi-nccl's fixed cost of an operation that crosses EFA (the proxy's progress "
+             "and completion polling, libfabric over SRD)", "fitted",
+             "EFA rows (p5, p5en, p4de) the per-operation cost moves: small messages across nodes",
+             _EFA_SOURCES,
+             ("transports:TRANSPORTS.efa.op_us", "transports:TRANSPORTS.efa_sendrecv.op_us"),
+             (0.0, 150.0), prior=0.0),
+    Constant("efa_msg_us", 4.5, "us",
+             "aws-ofi-nccl's work per message on top of its wire time (RDMA protocol, p5 and "
+             "later)", "fitted", "EFA rows whose time the message pipeline bounds",
+             _EFA_SOURCES, ("transports:EFA_MSG_US", "transports:TRANSPORTS.efa.msg_us"),
+             (0.0, 20.0), prior=0.0),
+    Constant("efa_gap_us", 9.0, "us",
+             "least spacing of two messages on one EFA connection (the receiver's control "
+             "message before each write above 8 KiB, and completion)", "fitted",
+             "EFA rows whose time the message pipeline bounds", _EFA_SOURCES,
+             ("transports:EFA_GAP_US", "transports:TRANSPORTS.efa.gap_us"), (0.0, 30.0),
+             prior=0.0),
+    Constant("efa_p2p", 0.87, "fraction",
+             "what all-to-all's concurrent peers reach of EFA's rate", "fitted",
+             "EFA all-to-all rows", _EFA_SOURCES,
+             ("transports:EFA_P2P", "transports:TRANSPORTS.efa.p2p_efficiency"), (0.5, 1.0),
+             prior=1.0),
+    Constant("nvls_tree_fan", 2, "messages",
+             "messages a chunk of NVLS-tree's network part puts on a channel's busiest EFA "
+             "connection beyond two islands", "fitted", "EFA NVLS-tree rows beyond two nodes",
+             _EFA_SOURCES, ("messages:NVLS_TREE_FAN",), (1, 3), prior=3, integer=True),
+    Constant("efa_sendrecv_step_us", 15.0, "us",
+             "aws-ofi-nccl's cost per network step of its SENDRECV protocol (p4d, p4de)",
+             "fitted", "p4de rows", ("aws-samples/awsome-distributed-training",),
+             ("transports:TRANSPORTS.efa_sendrecv.step_us",), (0.0, 100.0), prior=0.0,
+             caveat="one source"),
+    Constant("efa_sendrecv_efficiency", 0.89, "fraction",
+             "what aws-ofi-nccl's SENDRECV protocol reaches of EFA's line rate", "fitted",
+             "p4de large rows", ("aws-samples/awsome-distributed-training",),
+             ("transports:TRANSPORTS.efa_sendrecv.efficiency",), (0.6, 1.0), prior=0.96,
+             capacity=True, caveat="one source"),
+    Constant("tcpxo_op_us", 101.0, "us",
+             "Google's TCPXO plugin's fixed cost of an operation across nodes", "fitted",
+             "a3-mega rows", ("lessizzmore/create-a3mega-ztan-fork",),
+             ("transports:TRANSPORTS.tcpxo.op_us", "transports:TRANSPORTS.tcpx.op_us"),
+             (0.0, 300.0), prior=0.0, caveat="one source"),
+    Constant("tcpxo_step_us", 360.0, "us",
+             "TCPXO's cost per network step of LL128 and Simple", "fitted", "a3-mega rows",
+             ("lessizzmore/create-a3mega-ztan-fork",),
+             ("transports:TRANSPORTS.tcpxo.step_us", "transports:TRANSPORTS.tcpx.step_us"),
+             (0.0, 1000.0), prior=0.0, caveat="one source"),
+    Constant("tcpxo_efficiency", 0.92, "fraction", "what TCPXO reaches of the NICs' line rate",
+             "fitted", "a3-mega large rows", ("lessizzmore/create-a3mega-ztan-fork",),
+             ("transports:TRANSPORTS.tcpxo.efficiency", "transports:TRANSPORTS.tcpx.efficiency"),
+             (0.6, 1.0), prior=0.96, capacity=True, caveat="one source"),
+    Constant("mnnvl_tree_credit", 1 / 3, "fraction",
+             "the share of the tree's bandwidth NCCL's own choice credits across multi-host "
+             "NVLink islands", "chosen", "CoreWeave's 20-rack runs bound it below 0.36",
+             ("coreweave/nccl-tests", "NVIDIA/nccl issue 1801"), ("algos.tree:MNNVL_TREE_CREDIT",),
+             caveat="a bound, not a point: the value inside it is chosen"),
+    Constant("ring_step_share", 0.5, "fraction",
+             "the share of a transport's per-step cost a ring exposes (it overlaps the rest "
+             "with the next chunk)", "chosen", "none: an assumption", (),
+             ("algos.ring:RING_STEP_SHARE", "algos.hierarchical:RING_STEP_SHARE")),
+    Constant("nvls_fill_loops", 2, "loops",
+             "loops of the one-host NVLS pipeline that run alone (fill and drain)", "chosen",
+             "none: an assumption", (), ("tuning:NVLS_FILL_LOOPS", "algos.nvls:NVLS_FILL_LOOPS")),
+    Constant("graph_saves_us", 3.0, "us", "what a CUDA-graph replay saves of a call's fixed cost",
+             "chosen", "none (no published -G row)", (),
+             ("versions:GRAPH_SAVES_US", "cost:GRAPH_SAVES_US")),
+)
+BY_NAME: Mapping[str, Constant] = {c.name: c for c in REGISTRY}
+
+
+def value(name: str) -> float:
+    """The registered value of constant ``name``."""
+    return BY_NAME[name].value
+
+
+def _split(place: str) -> tuple[str, list[str]]:
+    module, path = place.split(":")
+    # a version key holds dots ('2.28.9'): the field is the last part, the attribute the first
+    head, *rest = path.split(".")
+    if len(rest) >= 2:
+        rest = [".".join(rest[:-1]), rest[-1]]
+    return f"{_PACKAGE}.{module}", [head, *rest]
+
+
+def read(place: str):
+    """What the code holds at ``place`` now."""
+    module, path = _split(place)
+    obj = getattr(importlib.import_module(module), path[0])
+    if len(path) == 3:
+        obj = getattr(obj[path[1]], path[2])
+    return obj
+
+
+def _write(place: str, new) -> None:
+    module, path = _split(place)
+    mod = importlib.import_module(module)
+    if len(path) == 1:
+        setattr(mod, path[0], new)
+        return
+    table = getattr(mod, path[0])
+    table[path[1]] = attrs.evolve(table[path[1]], **{path[2]: new})
+
+
+@contextlib.contextmanager
+def override(values: Mapping[str, float]) -> Iterator[None]:
+    """Every place of each named constant set to the value given, and put back on exit: how a
+    refit tries a value (benchmarks/calibration.py --loso)."""
+    saved = []
+    try:
+        for name, new in values.items():
+            for place in BY_NAME[name].where:
+                saved.append((place, read(place)))
+                _write(place, new)
+        yield
+    finally:
+        for place, old in reversed(saved):
+            _write(place, old)
