@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import attrs
 
+from .constants import value
 from .versions import numbers
 
 
@@ -75,19 +76,22 @@ class Transport:
 #: per-operation cost, line-rate fractions and declared latency; its per-step cost is *fitted*
 #: on the p4de 8 B all-reduce (164.3 us: a 2-node tree in Simple, 89 us of NCCL hops, 46 us per
 #: operation, two network steps of 15 us).
-EFA_MSG_US = 4.5
-EFA_GAP_US = 9.0
-EFA_P2P = 0.87
+EFA_MSG_US = value("efa_msg_us")
+EFA_GAP_US = value("efa_gap_us")
+EFA_P2P = value("efa_p2p")
 TRANSPORTS = {
     "ib": Transport("ib", 0.0, 0.0, 0.96),
     "roce": Transport("roce", 0.0, 0.0, 0.96),
     "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96),
-    "efa": Transport("efa", 46.0, 0.0, 0.96, EFA_P2P, 75.0, msg_us=EFA_MSG_US,
+    "efa": Transport("efa", value("efa_op_us"), 0.0, 0.96, EFA_P2P, 75.0, msg_us=EFA_MSG_US,
                      gap_us=EFA_GAP_US, buffsize=8 << 20, p2p_chunk=512 << 10,
                      nvls_chunk=512 << 10, nvls_tree_max_chunk=512 << 10),
-    "efa_sendrecv": Transport("efa_sendrecv", 46.0, 15.0, 0.89, 0.94, 75.0, ("Simple",)),
-    "tcpx": Transport("tcpx", 101.0, 360.0, 0.92, 0.87),
-    "tcpxo": Transport("tcpxo", 101.0, 360.0, 0.92, 0.87),
+    "efa_sendrecv": Transport("efa_sendrecv", value("efa_op_us"), value("efa_sendrecv_step_us"),
+                              value("efa_sendrecv_efficiency"), 0.94, 75.0, ("Simple",)),
+    "tcpx": Transport("tcpx", value("tcpxo_op_us"), value("tcpxo_step_us"),
+                      value("tcpxo_efficiency"), 0.87),
+    "tcpxo": Transport("tcpxo", value("tcpxo_op_us"), value("tcpxo_step_us"),
+                       value("tcpxo_efficiency"), 0.87),
 }
 DEFAULT = {"infiniband": "ib", "ethernet": "roce"}
 
