@@ -10,10 +10,12 @@ whole source). The refit is generic over the registry:
 - a constant's **rows** are those whose predicted time moves by more than ``MOVES`` when the
   constant goes from one end of its search range to the other (so the rows the refit sees are
   the rows the constant explains, found by the model itself, not listed by hand);
-- a **fit** searches each constant over a grid of its range (whole numbers for counts) for the
-  least mean |log(predicted / measured)| over its rows (each row's part capped at
-  ``CAP``, so a row another mechanism misses does not drag the constant), one constant at a time with the others
-  held, twice round (coordinate descent), starting from the registered values;
+- a **fit** searches each constant over a grid of its range (whole numbers for counts), then a
+  grid four times finer around the best point, for the least mean |log(predicted / measured)|
+  over its rows (each row's part capped at ``CAP``, so a row another mechanism misses does not
+  drag the constant), one constant at a time with the others held, round after round until a
+  round changes nothing (coordinate descent, at most ``ROUNDS``), starting from the registered
+  values;
 - **in-sample**: that fit on every source's rows; **leave-one-source-out**: for each source, the
   constants whose rows include it are refit on their rows without it (a constant no other
   source constrains falls back to its ``prior``, the value with no fit), and the source's rows
@@ -43,7 +45,9 @@ MOVES = 0.01
 #: A row's most weight in a fit: |log 1.5|, a row off by more than half as much again.
 CAP = math.log(1.5)
 #: Grid points a continuous constant is tried at across its range (both ends included).
-GRID = 21
+GRID = 11
+#: Rounds of coordinate descent at most.
+ROUNDS = 3
 #: The issue's done-when (issue 41): LOSO median |error| per class, and the share of rows within
 #: WITHIN that ALL_WITHIN of the rows must reach.
 LOSO_TARGETS = {"single-node large": 0.05, "multi-node large": 0.10, "single-node small": 0.15,
@@ -76,17 +80,20 @@ class Evaluator:
         self.systems = {(r["system"], r.get("defines") or "") for r in table}
         self.built: dict[str, float] = {c.name: c.value for c in constants.REGISTRY
                                          if c.capacity}
+        self.shelf: dict[tuple, dict] = {}      # Resources built with other capacity values
 
     def _rebuild(self, values: dict[str, float]) -> None:
-        """Drop the systems' routed capacities (loads.Resources) when a capacity constant
-        differs from what they were built with."""
+        """Swap the systems' routed capacities (loads.Resources) for those built with the
+        capacity constants' values asked for (built afresh, lazily, the first time)."""
         wanted = {n: values.get(n, constants.BY_NAME[n].value) for n in self.built}
         if wanted == self.built:
             return
+        old, new = tuple(sorted(self.built.items())), tuple(sorted(wanted.items()))
         for name, defines in self.systems:
             memo = system(name, defines).memo
-            for key in [k for k in memo if isinstance(k, tuple) and k and k[0] is Resources]:
-                del memo[key]
+            keys = [k for k in memo if isinstance(k, tuple) and k and k[0] is Resources]
+            self.shelf[(name, defines, old)] = {k: memo.pop(k) for k in keys}
+            memo.update(self.shelf.pop((name, defines, new), {}))
         self.built = wanted
 
     def errors(self, idx: list[int], values: dict[str, float]) -> list[float]:
@@ -135,18 +142,29 @@ def domains(ev: Evaluator) -> dict[str, list[int]]:
 
 def fit(ev: Evaluator, names: list[str], rows_of: dict[str, list[int]],
         start: dict[str, float]) -> dict[str, float]:
-    """Coordinate descent over ``names`` (the others held at ``start``), each on its rows."""
+    """Coordinate descent over ``names`` (the others held at ``start``), each on its rows,
+    until a round changes nothing (at most ROUNDS)."""
     values = dict(start)
-    for _ in range(2):
+    for _ in range(ROUNDS):
+        moved = False
         for name in names:
             c = constants.BY_NAME[name]
             idx = rows_of[name]
             if not idx:
-                values[name] = c.fallback
-                continue
-            best = min(grid(c), key=lambda v: (loss(ev.errors(idx, dict(values, **{name: v}))),
-                                               abs(v - c.value)))
+                best = c.fallback
+            else:
+                def score(v: float) -> tuple[float, float]:
+                    return loss(ev.errors(idx, dict(values, **{name: v}))), abs(v - c.value)
+                coarse = grid(c)
+                best = min(coarse, key=score)
+                if not c.integer:       # then a finer grid around the best point
+                    step = coarse[1] - coarse[0]
+                    fine = [round(best + step * k / 4, 6) for k in range(-4, 5)]
+                    best = min((v for v in fine if c.bounds[0] <= v <= c.bounds[1]), key=score)
+            moved |= values.get(name) != best
             values[name] = best
+        if not moved or len(names) == 1:
+            break
     return values
 
 

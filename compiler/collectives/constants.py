@@ -103,11 +103,15 @@ REGISTRY: tuple[Constant, ...] = (
              _EFA_SOURCES, ("transports:EFA_MSG_US", "transports:TRANSPORTS.efa.msg_us"),
              (0.0, 20.0), prior=0.0),
     Constant("efa_gap_us", 9.0, "us",
-             "least spacing of two messages on one EFA connection (the receiver's control "
-             "message before each write above 8 KiB, and completion)", "fitted",
-             "EFA rows whose time the message pipeline bounds", _EFA_SOURCES,
-             ("transports:EFA_GAP_US", "transports:TRANSPORTS.efa.gap_us"), (0.0, 30.0),
-             prior=0.0),
+             "one EFA round trip a transfer waits for: the least spacing of two messages on one "
+             "connection of the RDMA protocol (p5 and later: the receiver's control message "
+             "before each write above 8 KiB, and completion), and the wait of every network step "
+             "of the SENDRECV protocol (p4d, p4de: the send's completion); the same round trip, "
+             "so one figure (it was a separate 15 us step cost fitted on the p4de 8 B row alone)",
+             "fitted", "EFA rows whose time the message pipeline bounds, and p4de rows",
+             _EFA_SOURCES,
+             ("transports:EFA_GAP_US", "transports:TRANSPORTS.efa.gap_us",
+              "transports:TRANSPORTS.efa_sendrecv.step_us"), (0.0, 30.0), prior=0.0),
     Constant("efa_p2p", 0.87, "fraction",
              "what all-to-all's concurrent peers reach of EFA's rate", "fitted",
              "EFA all-to-all rows", _EFA_SOURCES,
@@ -117,11 +121,6 @@ REGISTRY: tuple[Constant, ...] = (
              "messages a chunk of NVLS-tree's network part puts on a channel's busiest EFA "
              "connection beyond two islands", "fitted", "EFA NVLS-tree rows beyond two nodes",
              _EFA_SOURCES, ("messages:NVLS_TREE_FAN",), (1, 3), prior=3, integer=True),
-    Constant("efa_sendrecv_step_us", 15.0, "us",
-             "aws-ofi-nccl's cost per network step of its SENDRECV protocol (p4d, p4de)",
-             "fitted", "p4de rows", ("aws-samples/awsome-distributed-training",),
-             ("transports:TRANSPORTS.efa_sendrecv.step_us",), (0.0, 100.0), prior=0.0,
-             caveat="one source"),
     Constant("efa_sendrecv_efficiency", 0.89, "fraction",
              "what aws-ofi-nccl's SENDRECV protocol reaches of EFA's line rate", "fitted",
              "p4de large rows", ("aws-samples/awsome-distributed-training",),
@@ -146,10 +145,16 @@ REGISTRY: tuple[Constant, ...] = (
              "NVLink islands", "chosen", "CoreWeave's 20-rack runs bound it below 0.36",
              ("coreweave/nccl-tests", "NVIDIA/nccl issue 1801"), ("algos.tree:MNNVL_TREE_CREDIT",),
              caveat="a bound, not a point: the value inside it is chosen"),
-    Constant("ring_step_share", 0.5, "fraction",
-             "the share of a transport's per-step cost a ring exposes (it overlaps the rest "
-             "with the next chunk)", "chosen", "none: an assumption", (),
-             ("algos.ring:RING_STEP_SHARE", "algos.hierarchical:RING_STEP_SHARE")),
+    Constant("ring_step_share", 0.0, "fraction",
+             "the share of a transport's per-step cost a ring exposes: none, a ring's pipeline "
+             "runs a step's transport work while the next chunk is in flight (trees and "
+             "NVLS-tree, whose few network steps wait on each other, pay it whole)", "chosen",
+             "the TCPXO all-gather rings (dstack's a3-mega run: +121 % at 8 MiB with half the "
+             "step cost exposed, +11 % with none); no other source's rings pay a step cost",
+             ("dstackai/dstack",),
+             ("algos.ring:RING_STEP_SHARE", "algos.hierarchical:RING_STEP_SHARE"),
+             caveat="the limit of the pipeline (0), not searched; 0.5 was an assumption no row "
+                    "constrained until a TCPXO ring was published"),
     Constant("nvls_fill_loops", 2, "loops",
              "loops of the one-host NVLS pipeline that run alone (fill and drain)", "chosen",
              "none: an assumption", (), ("tuning:NVLS_FILL_LOOPS", "algos.nvls:NVLS_FILL_LOOPS")),

@@ -73,9 +73,10 @@ class Transport:
 #: tagged messages; the RDMA-write protocol is for p5 and later, platform-aws.c
 #: default_protocol) and NCCL_PROTO=simple, which the plugin sets on those instances because LL
 #: and LL128 are not known to be safe there (platform-aws.c force_proto_simple). It keeps EFA's
-#: per-operation cost, line-rate fractions and declared latency; its per-step cost is *fitted*
-#: on the p4de 8 B all-reduce (164.3 us: a 2-node tree in Simple, 89 us of NCCL hops, 46 us per
-#: operation, two network steps of 15 us).
+#: per-operation cost and declared latency; each network step waits for the send's completion,
+#: one EFA round trip, the same wait that spaces the RDMA protocol's messages (EFA_GAP_US: the
+#: per-step cost was a separate 15 us fitted on the p4de 8 B row alone, issue 41). Its line-rate
+#: fraction is fitted on the one p4de run's large rows (constants.py says so).
 EFA_MSG_US = value("efa_msg_us")
 EFA_GAP_US = value("efa_gap_us")
 EFA_P2P = value("efa_p2p")
@@ -86,7 +87,7 @@ TRANSPORTS = {
     "efa": Transport("efa", value("efa_op_us"), 0.0, 0.96, EFA_P2P, 75.0, msg_us=EFA_MSG_US,
                      gap_us=EFA_GAP_US, buffsize=8 << 20, p2p_chunk=512 << 10,
                      nvls_chunk=512 << 10, nvls_tree_max_chunk=512 << 10),
-    "efa_sendrecv": Transport("efa_sendrecv", value("efa_op_us"), value("efa_sendrecv_step_us"),
+    "efa_sendrecv": Transport("efa_sendrecv", value("efa_op_us"), value("efa_gap_us"),
                               value("efa_sendrecv_efficiency"), 0.94, 75.0, ("Simple",)),
     "tcpx": Transport("tcpx", value("tcpxo_op_us"), value("tcpxo_step_us"),
                       value("tcpxo_efficiency"), 0.87),
