@@ -9,7 +9,8 @@ whole source). The refit is generic over the registry:
 
 - a constant's **rows** are those whose predicted time moves by more than ``MOVES`` when the
   constant goes from one end of its search range to the other (so the rows the refit sees are
-  the rows the constant explains, found by the model itself, not listed by hand);
+  the rows the constant explains, found by the model itself, not listed by hand), within the
+  record's ``scope`` (the launch cost: small rows of one host's GPUs only);
 - a **fit** searches each constant over a grid of its range (whole numbers for counts), then a
   grid four times finer around the best point, for the least mean |log(predicted / measured)|
   over its rows (each row's part capped at ``CAP``, so a row another mechanism misses does not
@@ -33,9 +34,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.calibration_rows import (TARGETS, error, predict, row_class, rows,  # noqa: E402
-                                    source_of, system)
+from tests.calibration_rows import (TARGETS, error, predict, ranks_of, row_class,  # noqa: E402
+                                    rows, source_of, system)
 from topoc.compiler.collectives import constants  # noqa: E402
+from topoc.compiler.collectives.algos.base import hosts  # noqa: E402
 from topoc.compiler.collectives.cost import CostError  # noqa: E402
 from topoc.compiler.collectives.loads import Resources  # noqa: E402
 
@@ -128,6 +130,15 @@ def fitted() -> list[constants.Constant]:
     return [c for c in constants.REGISTRY if c.how == "fitted"]
 
 
+def in_scope(c: constants.Constant, row: dict) -> bool:
+    """Whether a refit of ``c`` may use ``row`` (the record's ``scope``: a row class, or
+    "single-host small", a single-node small row whose group is one host's GPUs)."""
+    if c.scope == "single-host small":
+        s = system(row["system"], row.get("defines") or "")
+        return row_class(row) == "single-node small" and hosts(s, ranks_of(row)) == 1
+    return not c.scope or row_class(row).startswith(c.scope)
+
+
 def domains(ev: Evaluator) -> dict[str, list[int]]:
     """Each fitted constant's rows: those it moves by more than MOVES across its range."""
     everything = list(range(len(ev.table)))
@@ -136,7 +147,8 @@ def domains(ev: Evaluator) -> dict[str, list[int]]:
     for c in fitted():
         lo = ev.errors(everything, dict(base, **{c.name: c.bounds[0]}))
         hi = ev.errors(everything, dict(base, **{c.name: c.bounds[1]}))
-        out[c.name] = [i for i in everything if abs((1 + hi[i]) / (1 + lo[i]) - 1) > MOVES]
+        out[c.name] = [i for i in everything if abs((1 + hi[i]) / (1 + lo[i]) - 1) > MOVES
+                       and in_scope(c, ev.table[i])]
     return out
 
 

@@ -49,6 +49,12 @@ class Constant:
     #: a fraction of link capacity: systems cache their routed capacities (loads.Resources),
     #: which a refit must rebuild when it changes
     capacity: bool = False
+    #: the rows a refit may use, of those the constant moves: a class of rows (benchmarks/
+    #: loso.py, row_class), or "single-host small" (single-node small rows whose group is one
+    #: host's GPUs) for the launch, a host cost that large rows' bandwidth errors, the network's
+    #: fitted costs and a multi-host NVLink domain's cross-host work would otherwise trade
+    #: against; "" every row it moves
+    scope: str = ""
     caveat: str = ""
 
     @property
@@ -68,15 +74,19 @@ REGISTRY: tuple[Constant, ...] = (
     Constant("launch_2.18", 10.0, "us",
              "what an nccl-tests call costs besides the hops and the bytes on NCCL 2.18-2.20 "
              "(kernel launch and host enqueue), on top of all of tuning.cc's base latency",
-             "fitted", "single-node small rows of NCCL 2.18-2.20 (one process per GPU)",
-             ("NVIDIA/nccl-tests issue #232", "stas00/ml-engineering"), _OLD_LAUNCH,
-             (2.0, 30.0), prior=0.0),
+             "chosen", "none left: it was fitted on Azure's HGX H100 1 KiB row (NCCL 2.18), "
+             "excluded since as a single-process -g 8 run; no other single-host small row "
+             "states a 2.18-2.20 release (the DGX A100 rows of stas00/ml-engineering state none)",
+             ("Azure/AI-benchmarking-guide",), _OLD_LAUNCH,
+             caveat="kept from an excluded row: no source with a stated 2.18-2.20 release "
+                    "measures a single-host small call"),
     Constant("launch_2.21", 4.5, "us",
              "what an nccl-tests call costs besides the hops and the bytes from NCCL 2.21 (none "
              "of tuning.cc's base latency: the host path got faster)",
-             "fitted", "small rows of NCCL 2.21 and later, and of unstated releases (the latest)",
-             ("stas00/ml-engineering", "deepseek-ai/DeepEP issue #303",
-              "aws-samples/awsome-distributed-training"), _NEW_LAUNCH, (0.0, 20.0), prior=0.0),
+             "fitted", "small rows of one host's GPUs, NCCL 2.21 and later and unstated releases "
+             "(costed as the latest)",
+             ("aws-samples/awsome-distributed-training", "deepseek-ai/DeepEP issue 303"),
+             _NEW_LAUNCH, (0.0, 20.0), prior=0.0, scope="single-host small"),
     Constant("ll_channel_gbs", 2.5, "GB/s busbw",
              "what one LL channel moves on NCCL 2.18-2.20 (NCCL's model lets LL use every channel "
              "at a quarter of the bus; the DGX A100 rows take four times longer)",
