@@ -238,14 +238,19 @@ def report(res: dict) -> None:
     print(f"\nRows within 30 % (LOSO): {share:.0%} of {len(every)} (target {ALL_WITHIN:.0%}: "
           f"{'met' if share >= ALL_WITHIN else 'NOT met'}).")
 
-    print("\n### Fitted constants: registered, refit on every source, and their rows\n")
-    print("| constant | unit | registered | refit, all sources | rows | sources of its rows |")
-    print("|---|---|---|---|---|---|")
-    for c in fitted():
-        idx = res["domains"][c.name]
-        docs = sorted({source[i] for i in idx})
-        print(f"| {c.name} | {c.unit} | {c.value:g} | {res['inside'][c.name]:g} | {len(idx)} | "
-              f"{'; '.join(docs) or 'none'} |")
+    print("\n### The registry: registered value, refit on every source, and the rows\n")
+    print("| constant | unit | how | registered | refit, all sources | rows | sources of its "
+          "rows | caveat |")
+    print("|---|---|---|---|---|---|---|---|")
+    for c in constants.REGISTRY:
+        if c.how == "fitted":
+            idx = res["domains"][c.name]
+            docs = "; ".join(sorted({source[i] for i in idx})) or "none"
+            print(f"| {c.name} | {c.unit} | fitted | {c.value:g} | {res['inside'][c.name]:g} | "
+                  f"{len(idx)} | {docs} | {c.caveat} |")
+        else:
+            print(f"| {c.name} | {c.unit} | chosen | {c.value:g} | - | {c.rows} | "
+                  f"{'; '.join(c.sources) or 'none'} | {c.caveat} |")
 
     print("\n### Refit without each source\n")
     print("| source | rows | constants refit without it |")

@@ -75,3 +75,11 @@ def test_a_refit_finds_the_value_its_rows_ask_for():
     assert abs(max(ev.errors([0, 1], got), key=abs)) < 0.05
     assert loso.fit(ev, ["efa_op_us"], {"efa_op_us": []}, {})["efa_op_us"] == \
         constants.BY_NAME["efa_op_us"].fallback
+
+
+def test_fitted_records_name_their_rows_documents():
+    """A fitted record's sources are documents of the calibration rows (source_of)."""
+    documents = {source_of(r) for r in rows() if r["role"] in ("fit", "validate")}
+    for c in REGISTRY:
+        if c.how == "fitted":
+            assert set(c.sources) <= documents, (c.name, set(c.sources) - documents)
