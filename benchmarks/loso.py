@@ -100,16 +100,17 @@ class Evaluator:
 
     def errors(self, idx: list[int], values: dict[str, float]) -> list[float]:
         key_values = tuple(sorted(values.items()))
-        out, todo = [], []
-        for i in idx:
-            if (i, key_values) not in self.memo:
-                todo.append(i)
+        todo = [i for i in idx if (i, key_values) not in self.memo]
         if todo:
             with constants.override(values):
                 self._rebuild(values)
                 for i in todo:
                     self.memo[(i, key_values)] = error(self.table[i], predict(self.table[i]))
         return [self.memo[(i, key_values)] for i in idx]
+
+    def restore(self) -> None:
+        """The systems' routed capacities as the registered values build them again."""
+        self._rebuild({})
 
 
 def loss(errs: list[float]) -> float:
@@ -205,6 +206,7 @@ def run() -> dict:
         refits[s] = {n: values[n] for n in touched}
         for i, e in zip(mine, ev.errors(mine, values)):
             loso_err[i] = e
+    ev.restore()
     return {"table": table, "source": source, "domains": dom, "registered": registered,
             "inside": inside, "as_is": as_is, "in_sample": in_err, "loso": loso_err,
             "refits": refits}

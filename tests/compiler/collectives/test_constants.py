@@ -83,3 +83,17 @@ def test_fitted_records_name_their_rows_documents():
     for c in REGISTRY:
         if c.how == "fitted":
             assert set(c.sources) <= documents, (c.name, set(c.sources) - documents)
+
+
+def test_a_capacity_constant_rebuilds_the_routes_and_restores_them():
+    """A line-rate fraction is baked into a system's routed capacities: the refit rebuilds
+    them for the value tried and puts the registered ones back."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import loso
+    row = next(r for r in rows() if r["source"].endswith("[dstack_a3m_2n_ag-8G]"))
+    before = predict(row).time
+    ev = loso.Evaluator([row])
+    slower = ev.errors([0], {"tcpxo_efficiency": 0.7})[0]
+    assert slower < ev.errors([0], {})[0] - 0.2        # busbw falls with the rate
+    ev.restore()
+    assert predict(row).time == before
