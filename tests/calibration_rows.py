@@ -32,6 +32,30 @@ def rows(role: str | None = None) -> list[dict]:
     return [r for r in found if role is None or (r.get("role") or "fit") == role]
 
 
+#: Issue trackers whose threads are each a source of their own (a thread is one reporter's runs);
+#: rows from any other repository share its people, clusters and method, so the repository is
+#: the source.
+THREADED = ("NVIDIA/nccl", "NVIDIA/nccl-tests", "deepseek-ai/DeepEP", "aws/aws-k8s-tester")
+
+
+def source_of(row: dict) -> str:
+    """The document a row came from, for leave-one-source-out (benchmarks/loso.py): an issue
+    or pull request thread of a tracker in ``THREADED`` ('NVIDIA/nccl issue 1455'), else the
+    repository ('coreweave/nccl-tests'), else the source's text up to its first parenthesis."""
+    text = row["source"].strip()
+    if text.startswith("github "):
+        text = text[len("github "):]
+    words = text.split()
+    repo = words[0] if words else ""
+    if repo in THREADED and len(words) >= 3 and words[1] in ("issue", "pull"):
+        kind = "pull request" if words[1] == "pull" else "issue"
+        number = words[3] if kind == "pull request" else words[2]
+        return f"{repo} {kind} {number.lstrip('#')}"
+    if "/" in repo and not repo.startswith("http"):
+        return repo
+    return text.split(" (")[0]
+
+
 def size_of(text: str) -> int:
     """'64MiB' -> bytes."""
     return size_bytes(text)

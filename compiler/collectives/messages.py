@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 
+from .constants import value
 from .orders import CHANNELS_PER_NIC
 from .tuning import Profile, channels_used
 
@@ -136,7 +137,7 @@ def nvls_tree_seconds(p: Profile, collective: str, n: int, size: int, proto: int
 #: Messages a chunk of NVLS-tree's network part puts on a channel's busiest connection beyond
 #: two islands, in each direction. *Fitted* on the p5 32-node 8 GiB all-reduce (docs/cost.md):
 #: two, where the plain tree's structure gives three (two children and a parent).
-NVLS_TREE_FAN = 2
+NVLS_TREE_FAN = value("nvls_tree_fan")
 
 
 def _nvls_tree_chunk(size: int, concurrent: int, islands: int, t,

@@ -8,17 +8,17 @@ transports come through net plugins with their own software path: AWS EFA throug
 proxy progress and flow set-up cost tens of microseconds. A NIC model's ``transport`` names it
 (devices.topo); an InfiniBand NIC without one is ``ib``, an Ethernet NIC ``roce``.
 
-*Fitted* figures (docs/cost.md, Calibration) come from the calibration rows marked ``fit``:
-EFA from p5 instances (2 nodes: 8 B all-reduce 69.1 us, 2 GiB all-to-all 79.3 GB/s; 8 nodes:
-256 MiB all-reduce 232 GB/s, 32 MiB all-gather 46.3 GB/s), TCPXO from two a3-megagpu-8g (8 B 135.8 us,
-64 MiB 99.7 GB/s, 8 GiB 338.8 GB/s). InfiniBand, RoCE and Spectrum-X keep NCCL's own figures
-and the 96 % of line rate CX-7 NDR reaches (nccl-tests issues 267, 290).
+*Fitted* figures live in the registry (constants.py: value, rows, sources; docs/cost.md,
+Calibration): EFA's on the p5, p5en and p4de rows of four sources, TCPXO's on two a3-megagpu-8g
+sweeps (an all-reduce and an all-gather). InfiniBand, RoCE and Spectrum-X keep NCCL's own
+figures and the 96 % of line rate CX-7 NDR reaches (nccl-tests issues 267, 290).
 """
 
 from __future__ import annotations
 
 import attrs
 
+from .constants import value
 from .versions import numbers
 
 
@@ -43,24 +43,19 @@ class Transport:
     plugin: str = ""              # the net plugin release these settings are from ("": latest)
 
 
-#: EFA (aws-ofi-nccl's RDMA protocol on p5 and later). op_us is *fitted* on the p5 8 B row. Its
-#: bulk path is described per message (messages.py), not per step: a message costs
-#: EFA_MSG_US on top of its wire time and follows the last one on its connection no sooner than
-#: EFA_GAP_US. *Fitted* (docs/cost.md): EFA_MSG_US on the 8-node 256 MiB all-reduce (a ring in
-#: LL128, as aws-ofi-nccl's tuner runs it: 126 messages of 256 KiB a crossing), EFA_GAP_US on
-#: the 8-node 32 MiB all-gather (63 messages of 32 KiB, gap-bound); both were chosen while the
-#: other EFA rows were in view (docs/cost.md says which). The line-rate fraction is then
-#: InfiniBand's 96 %, not fitted (it was 89 % with the old per-step cost, which the per-message
-#: cost replaces: a step cost of 50 us fitted the all-reduce rings and 120 us the all-gather
-#: rings; the messages explain both). EFA_P2P is *fitted* on the 2-node 2 GiB all-to-all.
+#: EFA (aws-ofi-nccl's RDMA protocol on p5 and later): a per-operation cost, and a bulk path
+#: described per message (messages.py), not per step: a message costs EFA_MSG_US on top of its
+#: wire time and follows the last one on its connection no sooner than EFA_GAP_US. All three,
+#: and EFA_P2P (all-to-all's share of the rate), are *fitted* (constants.py: first on single
+#: rows, the p5 8 B, the 8-node 256 MiB all-reduce, the 8-node 32 MiB all-gather and the 2-node
+#: 2 GiB all-to-all; the refit on every EFA row of four sources lands within a grid step of
+#: them, and EFA_P2P at 0.875). The line-rate fraction is InfiniBand's 96 %, not fitted.
 #: NCCL_BUFFSIZE 8 MiB, NCCL_P2P_NET_CHUNKSIZE, NCCL_NVLS_CHUNKSIZE and
 #: NCCL_NVLSTREE_MAX_CHUNKSIZE 512 KiB are what aws-ofi-nccl sets on p4d and later
-#: (src/platform-aws.cpp, platform_data_map .env). TCPXO's op_us on its 8 B row (101 us on the
-#: faster of its two calls, 123.5 us in place; 113 us on the out-of-place 135.8), step_us on
-#: its 64 MiB row, efficiency on its 8 GiB row (360 us and
-#: 92 %, both rows NVLS-tree since its network part is no longer charged NVLS's efficiency;
-#: 300 us and 96 % when they were trees). TCPX is given
-#: TCPXO's figures and the p2p fraction 0.87 (no published row for either).
+#: (src/platform-aws.cpp, platform_data_map .env). TCPXO's per-operation cost and line-rate
+#: fraction are refit on both published a3-mega sweeps, its per-step cost on the all-reduce
+#: sweep's trees (a ring hides it; constants.py). TCPX is given TCPXO's figures and the p2p
+#: fraction 0.87 (no published row for either).
 #: declared_us is not fitted: it is what the net plugin reports to NCCL as its latency, which
 #: NCCL's own tuning model adds to every network step when it chooses an algorithm and protocol
 #: (tuning.cc: interLat += graphs[a]->latencyInter, once more for Simple, "the flush extra
@@ -72,22 +67,26 @@ class Transport:
 #: tagged messages; the RDMA-write protocol is for p5 and later, platform-aws.c
 #: default_protocol) and NCCL_PROTO=simple, which the plugin sets on those instances because LL
 #: and LL128 are not known to be safe there (platform-aws.c force_proto_simple). It keeps EFA's
-#: per-operation cost, line-rate fractions and declared latency; its per-step cost is *fitted*
-#: on the p4de 8 B all-reduce (164.3 us: a 2-node tree in Simple, 89 us of NCCL hops, 46 us per
-#: operation, two network steps of 15 us).
-EFA_MSG_US = 4.5
-EFA_GAP_US = 9.0
-EFA_P2P = 0.87
+#: per-operation cost and declared latency; each network step waits for the send's completion,
+#: one EFA round trip, the same wait that spaces the RDMA protocol's messages (EFA_GAP_US: the
+#: per-step cost was a separate 15 us fitted on the p4de 8 B row alone, issue 41). Its line-rate
+#: fraction is fitted on the one p4de run's large rows (constants.py says so).
+EFA_MSG_US = value("efa_msg_us")
+EFA_GAP_US = value("efa_gap_us")
+EFA_P2P = value("efa_p2p")
 TRANSPORTS = {
     "ib": Transport("ib", 0.0, 0.0, 0.96),
     "roce": Transport("roce", 0.0, 0.0, 0.96),
     "spectrum_x": Transport("spectrum_x", 0.0, 0.0, 0.96),
-    "efa": Transport("efa", 46.0, 0.0, 0.96, EFA_P2P, 75.0, msg_us=EFA_MSG_US,
+    "efa": Transport("efa", value("efa_op_us"), 0.0, 0.96, EFA_P2P, 75.0, msg_us=EFA_MSG_US,
                      gap_us=EFA_GAP_US, buffsize=8 << 20, p2p_chunk=512 << 10,
                      nvls_chunk=512 << 10, nvls_tree_max_chunk=512 << 10),
-    "efa_sendrecv": Transport("efa_sendrecv", 46.0, 15.0, 0.89, 0.94, 75.0, ("Simple",)),
-    "tcpx": Transport("tcpx", 101.0, 360.0, 0.92, 0.87),
-    "tcpxo": Transport("tcpxo", 101.0, 360.0, 0.92, 0.87),
+    "efa_sendrecv": Transport("efa_sendrecv", value("efa_op_us"), value("efa_gap_us"),
+                              value("efa_sendrecv_efficiency"), 0.94, 75.0, ("Simple",)),
+    "tcpx": Transport("tcpx", value("tcpxo_op_us"), value("tcpxo_step_us"),
+                      value("tcpxo_efficiency"), 0.87),
+    "tcpxo": Transport("tcpxo", value("tcpxo_op_us"), value("tcpxo_step_us"),
+                       value("tcpxo_efficiency"), 0.87),
 }
 DEFAULT = {"infiniband": "ib", "ethernet": "roce"}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import attrs
 
+from .constants import value
 from .transports import Transport
 from .versions import LATEST, VERSIONS, Nccl
 
@@ -26,7 +27,7 @@ LL128_RING_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 40.0}   # Blackwell: versions.BLA
 NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwell
 #: Fitted: NCCL scales NVLS by (C-1)/C for the channel it keeps for synchronisation; C = 8 fits
 #: HGX H100, HGX B200 and NVL72 published runs (docs/cost.md).
-NVLS_CHANNELS = 8
+NVLS_CHANNELS = value("nvls_channels")
 #: Channels a message keeps busy, as NCCL's enqueue.cc picks them: it drops channels while
 #: bytes < channels x threads x threshold (src/include/device.h: NCCL_{LL,LL128,SIMPLE}_
 #: THREAD_THRESHOLD 8, 8, 64 bytes; NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS 512, 640, 512), the
@@ -40,7 +41,7 @@ STEP_BYTES = (0, 512 * 1024, 512 * 1024)
 #: Fitted: what one LL channel moves (busbw, GB/s). NCCL's model lets LL use every channel at
 #: a quarter of the bus bandwidth; the published DGX A100 1 MiB and 32 KiB rows (101.9 and
 #: 43.8 us) take 4x longer than that, which a per-channel LL ceiling reproduces (docs/cost.md).
-LL_CHANNEL_GBS = 2.5
+LL_CHANNEL_GBS = value("ll_channel_gbs")
 #: Tree all-reduce bandwidth correction by log2(size / 64 B), NCCL's cost_model.cc
 #: treeCorrectionFactor ("trees are not perfectly sticking to the model for medium sizes").
 TREE_CORRECTION = (
@@ -117,7 +118,7 @@ NVLS_CHUNK = 128 * 1024
 NVLS_MAX_HEADS = 32
 #: Loops of the NVLS pipeline that run alone: the first loop's reduce before any broadcast and
 #: the last loop's broadcast after every reduce (an assumption, not fitted: fill and drain).
-NVLS_FILL_LOOPS = 2
+NVLS_FILL_LOOPS = value("nvls_fill_loops")
 
 
 def nvls_chunk(size: int, concurrent: int) -> int:

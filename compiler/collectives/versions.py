@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import attrs
 
+from .constants import value
+
 #: What a CUDA-graph replay saves of a call's fixed cost, in us: NCCL's host-side enqueue and
 #: the kernel launch it replaces. An assumption from nccl-tests' -G option documentation (graph
 #: launches amortise the launch); no published -G row calibrates it (docs/cost.md).
-GRAPH_SAVES_US = 3.0
+GRAPH_SAVES_US = value("graph_saves_us")
 
 
 class UnknownVersion(ValueError):
@@ -115,24 +117,25 @@ BLACKWELL = {"2.25": ((73.4, 73.4, 73.4), *_BW_TREES_2X),
              "2.28.9": ((73.4, 34.6, 73.4), *_BW_TREES_228),
              "2.29": ((34.5, 34.6, 34.5), *_BW_TREES_228),
              "2.30": ((40.0, 40.0, 40.0), *_BW_TREES_228)}
+_OLD, _NEW = value("launch_2.18"), value("launch_2.21")   # fitted (constants.py)
 VERSIONS = {
-    "2.18": Nccl("2.18", 10.0, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None),
-    "2.19": Nccl("2.19", 10.0, 1.0, 28.0, 23.0, 14.0, (87.7, 22.5, 19.0), False, None),
-    "2.21": Nccl("2.21", 4.5, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
+    "2.18": Nccl("2.18", _OLD, 1.0, 4.0, 23.0, 19.0, (87.7, 22.5, 19.0), False, None),
+    "2.19": Nccl("2.19", _OLD, 1.0, 28.0, 23.0, 14.0, (87.7, 22.5, 19.0), False, None),
+    "2.21": Nccl("2.21", _NEW, 0.0, 28.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
                  ll_channel_cap=False),
-    "2.23": Nccl("2.23", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
+    "2.23": Nccl("2.23", _NEW, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), False, None,
                  ll_channel_cap=False),
-    "2.25": Nccl("2.25", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
+    "2.25": Nccl("2.25", _NEW, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
                  ll_channel_cap=False, blackwell=BLACKWELL["2.25"]),
-    "2.27": Nccl("2.27", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
+    "2.27": Nccl("2.27", _NEW, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, None,
                  ll_channel_cap=False, blackwell=BLACKWELL["2.25"]),
-    "2.28": Nccl("2.28", 4.5, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, (57.7, 45.5),
+    "2.28": Nccl("2.28", _NEW, 0.0, 4.0, 25.0, 14.0, (141.0, 45.0, 35.0), True, (57.7, 45.5),
                  ll_channel_cap=False, blackwell=BLACKWELL["2.28"]),
-    "2.28.9": Nccl("2.28.9", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True,
+    "2.28.9": Nccl("2.28.9", _NEW, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True,
                    (57.7, 45.5), ll_channel_cap=False, blackwell=BLACKWELL["2.28.9"]),
-    "2.29": Nccl("2.29", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
+    "2.29": Nccl("2.29", _NEW, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
                  ll_channel_cap=False, blackwell=BLACKWELL["2.29"]),
-    "2.30": Nccl("2.30", 4.5, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
+    "2.30": Nccl("2.30", _NEW, 0.0, 4.0, 25.0, 20.9, (141.0, 45.0, 35.0), True, (57.7, 45.5),
                  ll_channel_cap=False, blackwell=BLACKWELL["2.30"]),
 }
 LATEST = "2.30"

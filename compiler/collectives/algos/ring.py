@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from ...ir.system import System
 from .. import algorithms as alg
 from .. import messages, orders
+from ..constants import value
 from ..loads import Loads
 from ..tuning import LL_CHANNEL_GBS, Profile, channels_used, ll_cap, per_channel, tree_hops
 from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, since
 
-#: The share of a transport's per-step cost a ring exposes: an assumption (half), which the fit
-#: rows barely constrain (the 4-node EFA ring at 8 GiB: -1.7 % at 0.5, -1.3 % at 0.25).
-RING_STEP_SHARE = 0.5
+#: The share of a transport's per-step cost a ring exposes: none, its pipeline hides each step's
+#: transport work behind the next chunk (constants.py: TCPXO's all-gather rings, +121 % at 8 MiB
+#: with half of it exposed).
+RING_STEP_SHARE = value("ring_step_share")
 
 
 def ring_loads(g: Group, n: int) -> tuple[Loads, float]:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ...ir.system import System
 from .. import algorithms as alg
 from .. import messages, orders
+from ..constants import value
 from ..loads import Loads
 from ..tuning import TREE_CORRECTION, Profile, channels_used, ll_cap, per_channel, tree_hops
 from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, hosts, since
@@ -95,7 +96,7 @@ def eligible(g: Group) -> bool:
 #: taken. The ring's latency grows with the rank count (tuning.cc: (nsteps - nInterSteps) x
 #: intraLat, nsteps = 2 (nRanks - 1)), the tree's with log2 of the racks, so from about 100
 #: racks the tree wins below a few GiB and from a few hundred at every size.
-MNNVL_TREE_CREDIT = 1 / 3
+MNNVL_TREE_CREDIT = value("mnnvl_tree_credit")
 
 
 def credit(system: System, ranks: Sequence[int]) -> float:
