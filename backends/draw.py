@@ -497,7 +497,34 @@ def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos
             path = [pa, (pa[0], top), (pb[0], top), pb]
             p, q = pa, pb
         out.append((e, p, q, path))
-    return _spread_columns(out)
+    return _spread_columns(_over_lanes(out))
+
+
+#: Points between the heights of row-mates' lines over the boxes between them.
+LANE_STEP = 8.0
+
+
+def _over_lanes(routed: list[tuple]) -> list[tuple]:
+    """Lines over the top of the boxes between two row-mates (a switchless NVLink mesh:
+    DGX-1's GPU 0-3 above GPU 1 and 2) each at its own height where their spans overlap,
+    shortest lowest: at one height they would be drawn as one bus."""
+    over = [k for k, (_e, _p, _q, path) in enumerate(routed)
+            if len(path) == 4 and path[1][1] == path[2][1] and path[0][1] == path[3][1]]
+    lanes: dict[float, list[list[tuple[float, float]]]] = defaultdict(list)
+    out = list(routed)
+    for k in sorted(over, key=lambda k: (abs(routed[k][3][0][0] - routed[k][3][3][0]),
+                                         routed[k][3][0][0])):
+        e, p, q, path = routed[k]
+        x0, x1 = sorted((path[0][0], path[3][0]))
+        rows = lanes[round(path[1][1], 1)]
+        lane = next((i for i, spans in enumerate(rows)
+                     if all(x1 <= a or b <= x0 for a, b in spans)), len(rows))
+        if lane == len(rows):
+            rows.append([])
+        rows[lane].append((x0, x1))
+        top = path[1][1] + lane * LANE_STEP
+        out[k] = (e, p, q, [path[0], (path[0][0], top), (path[3][0], top), path[3]])
+    return out
 
 
 #: Points between detours that share a gap's column.
