@@ -248,7 +248,7 @@ def _on_planes(found: list[Finding], planes: Mapping[str, str], fa: Fabric,
         for c in fab.cables:
             for x, y in ((c.a, c.b), (c.b, c.a)):
                 if y in planes:
-                    near[x.lstrip("\0")].add(y)
+                    near[x.removesuffix(_LEFTOVER)].add(y)
     out = []
     for f in found:
         if f.category in ("switches", "cabling"):
@@ -395,6 +395,12 @@ def _show(v) -> str:
     return str(v)
 
 
+#: Marks a cable end of B's HCAs left over (no A HCA to pair with): an HCA end is
+#: ``host/<digits>`` and a switch's an identifier, so none ends so, whatever a host is named (a
+#: leading NUL was the mark, and a host named '\x00' lost its cables from the comparison).
+_LEFTOVER = "/\0"
+
+
 def _match_hcas(fa: Fabric, fb: Fabric, pairs) -> tuple[Fabric, list[tuple[str, Hca]]]:
     """B's fabric with its HCAs (and their cables) named as A's, and the HCAs left over on
     either side as ("a" or "b", HCA). Per paired host, HCAs match by identity (``mlx5_3`` is
@@ -430,7 +436,7 @@ def _match_hcas(fa: Fabric, fb: Fabric, pairs) -> tuple[Fabric, list[tuple[str, 
     leftover = {f"{x.host}/{x.index}" for side, x in only if side == "b"}
     cables = []
     for c in fb.cables:
-        a, b = (rename.get(e, e) if e not in leftover else "\0" + e for e in (c.a, c.b))
+        a, b = (rename.get(e, e) if e not in leftover else e + _LEFTOVER for e in (c.a, c.b))
         a, b = sorted((a, b), key=natural)
         cables.append(attrs.evolve(c, a=a, b=b))
     return attrs.evolve(fb, cables=tuple(cables)), only
@@ -523,7 +529,7 @@ def _compare_fabric(fa: Fabric, fb: Fabric, found: list[Finding],
                                  f"{sb[name].model} in B"))
     ca = {(c.a, c.b, c.rate): c.count for c in fa.cables if not {c.a, c.b} & skip_a}
     cb = {(c.a, c.b, c.rate): c.count for c in fb.cables
-          if not c.a.startswith("\0") and not c.b.startswith("\0") and
+          if not c.a.endswith(_LEFTOVER) and not c.b.endswith(_LEFTOVER) and
           not {c.a, c.b} & skip_b}
     ends_a = {(c.a, c.b) for c in fa.cables}
     ends_b = {(c.a, c.b) for c in fb.cables}
