@@ -97,3 +97,14 @@ def test_an_unwritable_side_output_leaves_o_alone(tmp_path, capsys, side):
         assert code == 2 and out.read_text() == "# mine\n"
     err = capsys.readouterr().err
     assert "it is a folder" in err and "Not a directory" in err
+
+
+def test_a_use_of_a_symlink_loop_is_a_diagnostic_in_the_language_server(tmp_path):
+    """The issue's fourth place: the language server gave no diagnostics at all for it."""
+    from topoc.lsp import Analysis
+    os.symlink(tmp_path / "b", tmp_path / "a")
+    os.symlink(tmp_path / "a", tmp_path / "b")
+    text = 'use "a"\ndevice X : gpu { }\n'
+    found = Analysis(text, str(tmp_path / "m.topo")).diagnostics
+    assert [f.code for f in found] == ["E130"] and "symbolic link loop" in found[0].message
+    assert found[0].start[0] == 0
