@@ -114,3 +114,22 @@ def test_the_largest_bundled_file_fits_its_memory_estimate():
     from topoc.compiler.base.limits import MEMORY_COST
     devices, links, written = 1_710_080, 13_713_408, 1_918_230     # counted at 8,192 racks
     assert MEMORY_COST(devices, links, written) <= LIMITS.memory
+
+
+def test_a_memory_error_past_the_estimate_is_a_message_not_a_traceback(tmp_path, capsys,
+                                                                     monkeypatch):
+    """The last resort behind E292's estimate (a shape it under-counts, a machine with less
+    memory than 3 GB): ``topoc`` says so, exit 1, -o untouched."""
+    from topoc.cli import main
+    from topoc.compiler.lang import pipeline
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+    monkeypatch.setattr(pipeline, "elaborate", exhausted)
+    out = tmp_path / "keep.json"
+    out.write_text("keep")
+    f = str(ROOT / "library/nvidia/dgx_h100.topo")
+    assert main(["compile", f, "--format", "json", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "out of memory" in err and "Traceback" not in err
+    assert out.read_text() == "keep"

@@ -159,6 +159,10 @@ class Analysis:
             found = list(exc.diagnostics)
         except RecursionError:
             pass                # nested too deeply to analyse: nothing to say at a position
+        except MemoryError:
+            # past what E292's estimate foresaw: the analysis is dropped (its objects freed as
+            # the exception unwinds) and the server keeps serving the other documents
+            pass
         uses = self.uses()
         lines = self.text.split("\n")
         self.diagnostics = [_inside(f, lines) for d in found
