@@ -9,8 +9,8 @@ knows). ``topo_files(n)`` makes ``n`` .topo files the same way: hostile host pat
 case knows its hosts' names), mutated library files and fixtures, deep nesting and huge
 literals. Both are deterministic in their seed.
 
-``check(case)`` runs one case through its importer (or the compiler), the language server's
-analysis, ``lint``, every cluster export (Slurm tree, block and yaml, Kubernetes, ibsim,
+``check(case)`` runs one case through its importer (the API, and ``topoc import`` for what
+the user sees), or the compiler, the language server's analysis, ``lint``, every cluster export (Slurm tree, block and yaml, Kubernetes, ibsim,
 ibdiagnet) and ``diff`` of the system against itself, and returns the outcome: ``exported``
 (got through the exports), ``refused`` (an ImportFailure, a CompileError or an export's
 refusal naming the problem) or ``compiled``. It raises AssertionError when anything is wrong:
@@ -368,6 +368,22 @@ def _lint(text: str, tmp: str) -> None:
     assert not CONTROL.search(printed.replace("\t", " ")), printed[:300]
 
 
+def _import(kind: str, case: Case, tmp: str) -> None:
+    """``topoc import`` of the dump as a file named as the case names it (its notes and
+    errors as the user sees them): an exit code, no traceback, no control character."""
+    from topoc.cli import main
+    name = os.path.join(tmp, re.sub(r"[/\x00]", "_", case.path)[:200] or "dump")
+    with open(name, "w", encoding="utf-8", newline="") as f:
+        f.write(case.text)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["import", kind, name, "-o", os.path.join(tmp, "imported.topo")])
+    assert code in (0, 1, 2), code
+    printed = out.getvalue() + err.getvalue()
+    assert "Traceback" not in printed
+    assert not CONTROL.search(printed.replace("\t", " ")), printed[:300]
+
+
 def check(case: Case, tmp: str) -> tuple[str, str]:
     """(outcome, the .topo text the case became, for the language server) of one case."""
     from topoc.compiler.analysis.diff import DiffError, diff
@@ -375,15 +391,16 @@ def check(case: Case, tmp: str) -> tuple[str, str]:
     from topoc.compiler.ir.hosts import HostnameError, hosts as hosts_of
     from topoc.importers import ImportFailure
     from topoc.importers.base import compile_imported
-    from topoc.importers.detect import to_topo
+    from topoc.importers.detect import kind_of, to_topo
     from topoc.lsp import Analysis
     try:
-        kind, topo, notes = to_topo(case.text, case.path)
-        for note in notes:
-            assert not CONTROL.search(note.replace("\t", " ")), note
+        kind, topo, _ = to_topo(case.text, case.path)
+        if kind != "topo":
+            _import(kind, case, tmp)
         system = compile_imported(topo, case.path, kind) if kind != "topo" else None
     except ImportFailure as exc:
-        assert not CONTROL.search(str(exc).replace("\t", " ")), str(exc)[:300]
+        # the API's message holds the dump's text as it is; what the user sees is escaped
+        _import(kind_of(case.text), case, tmp)
         # a generated fabric is refused only for a name no tool takes (past a hostname's 253
         # characters or ibnetdiscover's line length)
         assert case.hosts is None or case.label != "ibnetdiscover" or max(
