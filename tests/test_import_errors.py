@@ -108,3 +108,20 @@ def test_a_use_of_a_symlink_loop_is_a_diagnostic_in_the_language_server(tmp_path
     found = Analysis(text, str(tmp_path / "m.topo")).diagnostics
     assert [f.code for f in found] == ["E130"] and "symbolic link loop" in found[0].message
     assert found[0].start[0] == 0
+
+
+@pytest.mark.parametrize("verb", ["compile", "lint", "lsp"])
+def test_a_use_of_a_path_with_a_nul_is_a_diagnostic(tmp_path, capsys, verb):
+    """Found by the hostile corpus: a NUL in a use's path raised ValueError ('embedded null
+    byte') from the path resolution in compile, lint and the language server."""
+    text = 'use "links\x00.topo"\ndevice X : gpu { }\n'
+    path = tmp_path / "m.topo"
+    path.write_text(text)
+    if verb == "lsp":
+        from topoc.lsp import Analysis
+        found = Analysis(text, str(path)).diagnostics
+        assert [f.code for f in found] == ["E130"] and "\\x00" in found[0].message
+        return
+    assert main([verb, str(path)]) == 1
+    captured = capsys.readouterr()
+    assert "E130 error: cannot read 'links\\x00.topo'" in captured.out + captured.err
