@@ -105,26 +105,28 @@ def _by_kind(system: System, host: HostInfo) -> dict[str, list]:
 def _gpu_facts(system: System, host: HostInfo) -> list[dict]:
     """Per GPU of the host in order: model, NVLink lanes, direct GPU peers, NIC, PCIe switch
     sharing, CPU, each as host-relative positions."""
-    rank_of = {g.id: r for r, g in enumerate(system.gpus)}
+    rank_of = system.memo.get("diff_rank_of")
+    if rank_of is None:             # once per system, not once per host
+        rank_of = system.memo["diff_rank_of"] = {g.id: r for r, g in enumerate(system.gpus)}
     kinds = _by_kind(system, host)
     pos = {d.id: i for k in kinds for i, d in enumerate(kinds[k])}
     loc = system.locality
-    lanes: Counter = Counter()
-    pair: Counter = Counter()
-    for link in system.links:
-        if link.cls != "nvlink":
-            continue
-        for end in (link.src, link.dst):
-            lanes[end] += link.lanes
-        if link.src in rank_of and link.dst in rank_of:
-            pair[frozenset((link.src, link.dst))] += link.lanes
     out = []
     for g in kinds.get("gpu", ()):
+        # the GPU's own links (every link of the system per host was quadratic in hosts:
+        # diff of 1,024 NVL72 racks against itself ran past 500 s)
+        lanes, pair = 0, Counter()
+        for link in system.links_of(g.id):
+            if link.cls != "nvlink":
+                continue
+            lanes += link.lanes
+            other = link.dst if link.src == g.id else link.src
+            if other in rank_of:
+                pair[other] += link.lanes
         r = rank_of[g.id]
         nic, sw, cpu = loc.nic(r), loc.pcie_switch(r), loc.socket(r)
-        peers = sorted((pos[o], n) for p, n in pair.items() if g.id in p
-                       for o in p if o != g.id and o in pos)
-        out.append({"model": g.model.name, "lanes": lanes[g.id], "peers": peers,
+        peers = sorted((pos[o], n) for o, n in pair.items() if o in pos)
+        out.append({"model": g.model.name, "lanes": lanes, "peers": peers,
                     "nic": pos.get(nic), "switch": pos.get(sw), "cpu": pos.get(cpu)})
     return out
 
@@ -341,10 +343,11 @@ def _nic_facts(system: System, host: HostInfo) -> list[dict]:
     kinds = _by_kind(system, host)
     pos = {d.id: i for k in kinds for i, d in enumerate(kinds[k])}
     adj: dict[str, list[str]] = defaultdict(list)
-    for ln in system.links:
-        if ln.cls == "pcie" and ln.src in pos and ln.dst in pos:
-            adj[ln.src].append(ln.dst)
-            adj[ln.dst].append(ln.src)
+    for d in pos:                   # the host's own links, each seen from both its ends
+        for ln in system.links_of(d):
+            other = ln.dst if ln.src == d else ln.src
+            if ln.cls == "pcie" and other in pos:
+                adj[d].append(other)
     kind = {d.id: d.kind for k in kinds for d in kinds[k]}
     out = []
     for n in kinds.get("nic", ()):
