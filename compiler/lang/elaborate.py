@@ -75,7 +75,11 @@ class _Elaborator:
     def check_memory(self, t: Template, span: Span) -> None:
         """E292 when the system, as counted so far, would take more than ``LIMITS.memory``
         to compile: checked before the links or instances that would cross it are made.
-        A template's counts grow up to the system's, so the root's last check is the whole's."""
+        A template's counts grow up to the system's, so the root's last check is the whole's.
+        Not once the program has failed (or verify's E220 is certain): large connections are
+        then counted but not expanded (``_EXPAND_AFTER_ERROR``), so the counts overstate it."""
+        if self.diags.has_errors or self.doomed:
+            return
         need = MEMORY_COST(t.devices, t.total_links, self.written)
         if need > LIMITS.memory:
             raise EvalError(error(
