@@ -6,9 +6,10 @@ line of any export is one its tool's grammar does not have (no injected line, no
 character).
 
 Marked ``fuzz`` (deselected by default): ``pytest -m fuzz tests/test_dump_fuzz.py``. Cases per
-fixture: ``TOPOC_FUZZ_CASES`` (default 150; the issue's corpus is 2,000 dumps and 2,000 .topo
-files: ``TOPOC_FUZZ_CASES=400``); the whole run stops adding cases after
-``TOPOC_FUZZ_SECONDS`` (default 900), as a nightly job with a time budget wants."""
+fixture: ``TOPOC_FUZZ_CASES`` (default 150); the whole run stops adding cases after
+``TOPOC_FUZZ_SECONDS`` (default 900), as a nightly job with a time budget wants. The issue's
+generated corpus of 2,000 dumps and 2,000 .topo files, each knowing the hosts it put in, with
+the language server over stdio and a 3 GB cap, is tests/test_hostile_corpus.py."""
 
 from __future__ import annotations
 

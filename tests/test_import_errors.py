@@ -97,3 +97,31 @@ def test_an_unwritable_side_output_leaves_o_alone(tmp_path, capsys, side):
         assert code == 2 and out.read_text() == "# mine\n"
     err = capsys.readouterr().err
     assert "it is a folder" in err and "Not a directory" in err
+
+
+def test_a_use_of_a_symlink_loop_is_a_diagnostic_in_the_language_server(tmp_path):
+    """The issue's fourth place: the language server gave no diagnostics at all for it."""
+    from topoc.lsp import Analysis
+    os.symlink(tmp_path / "b", tmp_path / "a")
+    os.symlink(tmp_path / "a", tmp_path / "b")
+    text = 'use "a"\ndevice X : gpu { }\n'
+    found = Analysis(text, str(tmp_path / "m.topo")).diagnostics
+    assert [f.code for f in found] == ["E130"] and "symbolic link loop" in found[0].message
+    assert found[0].start[0] == 0
+
+
+@pytest.mark.parametrize("verb", ["compile", "lint", "lsp"])
+def test_a_use_of_a_path_with_a_nul_is_a_diagnostic(tmp_path, capsys, verb):
+    """Found by the hostile corpus: a NUL in a use's path raised ValueError ('embedded null
+    byte') from the path resolution in compile, lint and the language server."""
+    text = 'use "links\x00.topo"\ndevice X : gpu { }\n'
+    path = tmp_path / "m.topo"
+    path.write_text(text)
+    if verb == "lsp":
+        from topoc.lsp import Analysis
+        found = Analysis(text, str(path)).diagnostics
+        assert [f.code for f in found] == ["E130"] and "\\x00" in found[0].message
+        return
+    assert main([verb, str(path)]) == 1
+    captured = capsys.readouterr()
+    assert "E130 error: cannot read 'links\\x00.topo'" in captured.out + captured.err

@@ -20,6 +20,7 @@ import attrs
 from .compiler.lang import syntax as s
 from .compiler.base.diagnostics import CompileError, Diagnostic, Span
 from .compiler.lang.resolve import Program
+from .compiler.base.text import visible
 from .compiler.base.units import RATE, human
 from .lsp_help import describe
 
@@ -68,10 +69,13 @@ def _found(d: Diagnostic, path: str, uses: dict[Path, int] | None = None) -> Fou
             line = min(uses.values())       # imported further down: the first use
         if line is None or d.severity != "error":
             return None
-        return Found(d.code, 1, f"in the imported file {d.span.location()}: {d.message}",
-                     (line, 0), (line, 10_000))
+        return Found(d.code, 1, f"in the imported file {visible(d.span.location())}: "
+                     f"{visible(d.message)}", (line, 0), (line, 10_000))
     start, end = _range(d.span)
-    message = d.message + "".join(f"\n{n.span.location()}: note: {n.message}" for n in d.notes)
+    # control characters escaped as in the CLI's diagnostics: an editor's message pane is a
+    # terminal for some clients; the notes' own line breaks kept
+    message = visible(d.message) + "".join(
+        f"\n{visible(n.span.location())}: note: {visible(n.message)}" for n in d.notes)
     return Found(d.code, 1 if d.severity == "error" else 2, message, start, end)
 
 
@@ -155,6 +159,10 @@ class Analysis:
             found = list(exc.diagnostics)
         except RecursionError:
             pass                # nested too deeply to analyse: nothing to say at a position
+        except MemoryError:
+            # past what E292's estimate foresaw: the analysis is dropped (its objects freed as
+            # the exception unwinds) and the server keeps serving the other documents
+            pass
         uses = self.uses()
         lines = self.text.split("\n")
         self.diagnostics = [_inside(f, lines) for d in found

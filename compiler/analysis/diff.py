@@ -105,22 +105,26 @@ def _by_kind(system: System, host: HostInfo) -> dict[str, list]:
 def _gpu_facts(system: System, host: HostInfo) -> list[dict]:
     """Per GPU of the host in order: model, NVLink lanes, direct GPU peers, NIC, PCIe switch
     sharing, CPU, each as host-relative positions."""
-    rank_of = {g.id: r for r, g in enumerate(system.gpus)}
+    rank_of = system.memo.get("diff_rank_of")
+    if rank_of is None:             # once per system, not once per host
+        rank_of = system.memo["diff_rank_of"] = {g.id: r for r, g in enumerate(system.gpus)}
     kinds = _by_kind(system, host)
     pos = {d.id: i for k in kinds for i, d in enumerate(kinds[k])}
     loc = system.locality
     out = []
     for g in kinds.get("gpu", ()):
-        r = rank_of[g.id]
-        nic, sw, cpu = loc.nic(r), loc.pcie_switch(r), loc.socket(r)
-        # the GPU's own links only: walking every link of the system per host was quadratic
+        # the GPU's own links (every link of the system per host was quadratic in hosts:
+        # diff of 1,024 NVL72 racks against itself ran past 500 s)
         lanes, pair = 0, Counter()
         for link in system.links_of(g.id):
-            if link.cls == "nvlink":
-                lanes += link.lanes
-                other = link.dst if link.src == g.id else link.src
-                if other in rank_of:
-                    pair[other] += link.lanes
+            if link.cls != "nvlink":
+                continue
+            lanes += link.lanes
+            other = link.dst if link.src == g.id else link.src
+            if other in rank_of:
+                pair[other] += link.lanes
+        r = rank_of[g.id]
+        nic, sw, cpu = loc.nic(r), loc.pcie_switch(r), loc.socket(r)
         peers = sorted((pos[o], n) for o, n in pair.items() if o in pos)
         out.append({"model": g.model.name, "lanes": lanes, "peers": peers,
                     "nic": pos.get(nic), "switch": pos.get(sw), "cpu": pos.get(cpu)})
@@ -254,7 +258,7 @@ def _on_planes(found: list[Finding], planes: Mapping[str, str], fa: Fabric,
         for c in fab.cables:
             for x, y in ((c.a, c.b), (c.b, c.a)):
                 if y in planes:
-                    near[x.lstrip("\0")].add(y)
+                    near[x.removesuffix(_LEFTOVER)].add(y)
     out = []
     for f in found:
         if f.category in ("switches", "cabling", "ports"):
@@ -347,7 +351,7 @@ def _nic_facts(system: System, host: HostInfo) -> list[dict]:
     kinds = _by_kind(system, host)
     pos = {d.id: i for k in kinds for i, d in enumerate(kinds[k])}
     adj: dict[str, list[str]] = defaultdict(list)
-    for d in pos:                             # the host's own links, not the system's
+    for d in pos:                   # the host's own links, each seen from both its ends
         for ln in system.links_of(d):
             other = ln.dst if ln.src == d else ln.src
             if ln.cls == "pcie" and other in pos:
@@ -402,6 +406,12 @@ def _show(v) -> str:
     return str(v)
 
 
+#: Marks a cable end of B's HCAs left over (no A HCA to pair with): an HCA end is
+#: ``host/<digits>`` and a switch's an identifier, so none ends so, whatever a host is named (a
+#: leading NUL was the mark, and a host named '\x00' lost its cables from the comparison).
+_LEFTOVER = "/\0"
+
+
 def _match_hcas(fa: Fabric, fb: Fabric, pairs) -> tuple[Fabric, list[tuple[str, Hca]]]:
     """B's fabric with its HCAs (and their cables) named as A's, and the HCAs left over on
     either side as ("a" or "b", HCA). Per paired host, HCAs match by identity (``mlx5_3`` is
@@ -437,7 +447,7 @@ def _match_hcas(fa: Fabric, fb: Fabric, pairs) -> tuple[Fabric, list[tuple[str, 
     leftover = {f"{x.host}/{x.index}" for side, x in only if side == "b"}
     cables = []
     for c in fb.cables:
-        a, b = (rename.get(e, e) if e not in leftover else "\0" + e for e in (c.a, c.b))
+        a, b = (rename.get(e, e) if e not in leftover else e + _LEFTOVER for e in (c.a, c.b))
         a, b = sorted((a, b), key=natural)
         cables.append(attrs.evolve(c, a=a, b=b))
     return attrs.evolve(fb, cables=tuple(cables)), only
@@ -530,7 +540,7 @@ def _compare_fabric(fa: Fabric, fb: Fabric, found: list[Finding],
                                  f"{sb[name].model} in B"))
     ca = {(c.a, c.b, c.rate): c.count for c in fa.cables if not {c.a, c.b} & skip_a}
     cb = {(c.a, c.b, c.rate): c.count for c in fb.cables
-          if not c.a.startswith("\0") and not c.b.startswith("\0") and
+          if not c.a.endswith(_LEFTOVER) and not c.b.endswith(_LEFTOVER) and
           not {c.a, c.b} & skip_b}
     ends_a = {(c.a, c.b) for c in fa.cables}
     ends_b = {(c.a, c.b) for c in fb.cables}

@@ -19,7 +19,7 @@ import attrs
 
 from ..ir.hosts import HostInfo, hosts as host_list
 from ..ir.locality import natural
-from ..ir.system import SCALEOUT_CLASSES, System
+from ..ir.system import SCALEOUT_CLASSES, System, device_indices
 
 
 #: A NIC's name that carries its identity on the machine: ``mlx5_3`` (as the kernel names the
@@ -160,7 +160,7 @@ def fabric(system: System, pattern: str | None = None,
         for d, index in zip(devices, hca_indices([d.id for d in devices])):
             hcas.append(Hca(h, index, d.id, d.model.name))
             ends[d.id] = f"{h}/{index}"
-    order = {d.id: i for i, d in enumerate(system.devices)}
+    order = device_indices(system)          # shared with locality and System.device
     hcas.sort(key=lambda x: order[x.device])
     switch_ids = [d.id for d in system.devices if d.kind == "net_switch" and d.id in net]
     is_switch = set(switch_ids)             # membership per cable end: a list was quadratic
@@ -190,13 +190,16 @@ def fabric(system: System, pattern: str | None = None,
                      for s in switch_ids if s in tier)
     kept = {h.device for h in hcas} | {s.device for s in switches}
     cables: dict[tuple, int] = defaultdict(int)
+    key = {e: natural(e) for e in ends.values()}    # once per end, not per cable
     for x, y, t, n in scaleout:
         if x in kept and y in kept:
-            a, b = sorted((ends[x], ends[y]), key=natural)
+            a, b = ends[x], ends[y]
+            if key[b] < key[a]:             # the two in natural order (one compare, no sort)
+                a, b = b, a
             cables[(a, b, t.cls, t.bandwidth * 8, t.name)] += n
     cable_list = tuple(Cable(a, b, cls, rate, n, lt)
                        for (a, b, cls, rate, lt), n in sorted(
-                           cables.items(), key=lambda kv: (natural(kv[0][0]), natural(kv[0][1]),
+                           cables.items(), key=lambda kv: (key[kv[0][0]], key[kv[0][1]],
                                                            kv[0][4])))
     return Fabric(system.name, host_infos, tuple(hcas), switches, cable_list,
                   _blocks(system, host_of))

@@ -25,7 +25,7 @@ from ..ir.incidence import Ends
 from ..ir.links import Links
 from ..ir.kinds import KINDS
 from ..ir.system import Device, DeviceModel, Host, Link, LinkType, System
-from ..base.limits import LIMITS
+from ..base.limits import LIMITS, MEMORY_COST
 from .resolve import Program
 
 # Connections larger than this are not expanded once an error is recorded: the program
@@ -68,6 +68,26 @@ class _Elaborator:
         #: A group's own links already exceed a device's port budget: verify's E220 is
         #: certain, so large connections above it need not be expanded (as after an error).
         self.doomed = False
+        #: links written out one by one by connections, over every template so far: each
+        #: costs far more memory than a link an instance copies (``MEMORY_COST.written``)
+        self.written = 0
+
+    def check_memory(self, t: Template, span: Span) -> None:
+        """E292 when the system, as counted so far, would take more than ``LIMITS.memory``
+        to compile: checked before the links or instances that would cross it are made.
+        A template's counts grow up to the system's, so the root's last check is the whole's.
+        Not once the program has failed (or verify's E220 is certain): large connections are
+        then counted but not expanded (``_EXPAND_AFTER_ERROR``), so the counts overstate it."""
+        if self.diags.has_errors or self.doomed:
+            return
+        need = MEMORY_COST(t.devices, t.total_links, self.written)
+        if need > LIMITS.memory:
+            raise EvalError(error(
+                "E292", f"group '{t.name}' would need about {need / 1e9:.1f} GB to compile "
+                f"({t.devices:,} devices, {t.total_links:,} links, {self.written:,} of them "
+                f"written one by one by connections); the limit is {LIMITS.memory / 1e9:.1f} GB "
+                "(docs/scale.md, Limits: a link a connection writes costs about four times one "
+                "an instance copies, so repeat a small wired group as an array instead)", span))
 
     # -- templates
     def template(self, decl: s.GroupDecl, args: Mapping[str, int | DeviceModel], call: Span,
@@ -279,6 +299,7 @@ class _Elaborator:
         if t.total_links > LIMITS.links:
             raise EvalError(error("E292", f"group '{t.name}' would hold {t.total_links} links; the "
                                   f"limit is {LIMITS.links}", stmt.span))
+        self.check_memory(t, stmt.span)
         t.members[stmt.name] = member
 
     def check_element_names(self, t: Template) -> None:
@@ -337,6 +358,8 @@ class _Elaborator:
         if t.total_links > LIMITS.links:
             raise EvalError(error("E292", f"group '{t.name}' would hold {t.total_links} links; "
                                   f"the limit is {LIMITS.links}", stmt.span))
+        self.written += total
+        self.check_memory(t, stmt.span)
         if total > _EXPAND_AFTER_ERROR and (self.diags.has_errors or self.doomed):
             # The program already fails; expanding a large connection only to drop it would
             # spend seconds per ten million links (issue 25: a mutated rack of 10 M links).

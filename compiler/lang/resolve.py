@@ -80,6 +80,10 @@ class _Loader:
         """The file ``use`` names, next to the importing file or in the library. A path that
         leaves the allowed roots gets E132 whether or not a file is there: the answer must
         not tell what exists outside the project."""
+        if "\0" in use.path:     # no file system takes one (os raises ValueError)
+            self.diags.error("E130", f"cannot read '{use.path}': a file name holds no NUL "
+                             "character", use.span)
+            return None
         try:
             candidates = [(folder / use.path).resolve() for folder in (base, library_root())]
         except (RuntimeError, OSError) as exc:    # Python < 3.13 says a symlink loop this way

@@ -66,3 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RecursionError:
         print("topoc: error: input nested too deeply", file=sys.stderr)
         return EXIT_INPUT
+    except MemoryError:
+        # The last resort behind the limits checked before the work (E292's memory estimate,
+        # docs/scale.md): the work's objects are freed as the exception unwinds, so there is
+        # memory to say so; outputs are written whole or not at all, so -o is untouched.
+        print("topoc: error: out of memory: this input needs more memory than the machine "
+              "gives this process (docs/scale.md, Limits)", file=sys.stderr)
+        return EXIT_INPUT
