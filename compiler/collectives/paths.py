@@ -19,6 +19,7 @@ from itertools import count
 
 import networkx as nx
 
+from ..ir.locality import reach_labels
 from ..ir.system import SCALEOUT_CLASSES, System, device_indices
 
 # Cost of one hop per link class; a transit GPU or CPU adds its own penalty on top.
@@ -43,6 +44,8 @@ class Router:
     def __init__(self, system: System, classes: tuple[str, ...] | None = None):
         self.graph = system.adjacency
         self.classes = classes
+        self._system = system
+        self._reach = None       # reach_labels, made at the first search that needs it
         self.kind = device_kinds(system)
         self.cache: dict[tuple[str, str, int], tuple[str, ...]] = {}
         # per-link and per-device parts of ``_edge_cost``, made once: a search over a large
@@ -87,6 +90,13 @@ class Router:
         if short is not None:
             return short
 
+        index = device_indices(self._system)
+        i, j = index.get(src), index.get(dst)
+        if i is not None and j is not None:
+            if self._reach is None:
+                self._reach = reach_labels(self._system, self.classes)
+            if self._reach[i] != self._reach[j]:
+                raise NoRoute(f"no path from {src} to {dst}")
         known = self._weights.setdefault(bucket, {})
         transit = self._transit
 
@@ -269,7 +279,7 @@ class RailRouter:
         self._local: dict[tuple[str, str], tuple[str, ...]] = {}   # (GPU, NIC) -> host path
         self.graph = self.any.graph
         self._proxies: dict[tuple[int, str], tuple | None] = {}     # (rank, NIC) -> PXN hop
-        self._hops: dict[str, dict[str, int]] = {}
+        self._hops: dict[tuple[str, int], dict[str, int]] = {}
 
     def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
         """Link ids from ``src`` to ``dst``; ``flow`` picks among equal-cost fabric paths."""
@@ -326,9 +336,10 @@ class RailRouter:
         key = (rank, nic)
         if key not in self._proxies:
             loc, best = self.system.locality, None
-            hops = self._fabric_hops(nic)
+            members = loc.island_ranks[loc.island[rank]]
+            hops = self._fabric_hops(nic, loc.island[rank], members)
             mirror = loc.island_ranks[loc.island[dst]].index(dst)
-            for at, r in enumerate(loc.island_ranks[loc.island[rank]]):
+            for at, r in enumerate(members):
                 own = loc.nic(r)
                 if own and own in hops:
                     score = (hops[own], abs(at - mirror), abs(r - rank))
@@ -338,22 +349,33 @@ class RailRouter:
                 (self.system.gpus[best[1]].id, best[2], self.fabric.path(best[2], nic))
         return self._proxies[key]
 
-    def _fabric_hops(self, nic: str) -> dict[str, int]:
-        """Hops from ``nic`` to every device over scale-out links (one BFS, cached)."""
-        found = self._hops.get(nic)
+    def _fabric_hops(self, nic: str, island: int, members) -> dict[str, int]:
+        """Hops from ``nic`` over scale-out links to the NICs of ``members`` (one island's
+        ranks) that it reaches: a breadth-first pass that never crosses a GPU or CPU and
+        stops after the level where the last of those NICs in ``nic``'s component
+        (``reach_labels``) is found, so its cost is the fabric around ``nic`` up to the
+        farthest of them, not the whole rail plane (every NIC it passes on the way is in the
+        answer too); cached per (NIC, island)."""
+        key = (nic, island)
+        found = self._hops.get(key)
         if found is None:
+            loc, index = self.system.locality, device_indices(self.system)
+            label = reach_labels(self.system, SCALEOUT_CLASSES)
+            mine = label[index[nic]]
+            wanted = {own for r in members if (own := loc.nic(r))
+                      and label[index[own]] == mine}
+            wanted.discard(nic)
             found, frontier, graph = {nic: 0}, [nic], self.graph
-            while frontier:
+            while frontier and wanted:
                 nxt = []
                 for u in frontier:
                     for v, edges in graph[u].items():
                         if v not in found and any(d["cls"] in SCALEOUT_CLASSES
                                                   for d in edges.values()):
                             found[v] = found[u] + 1
+                            wanted.discard(v)
                             if self.kind[v] not in ("gpu", "cpu"):
                                 nxt.append(v)
                 frontier = nxt
-            self._hops[nic] = found
+            self._hops[key] = found
         return found
-
-

@@ -122,6 +122,24 @@ def _components(label, a, b):
         label = new
 
 
+def reach_labels(system: System, classes: tuple[str, ...] | None):
+    """Each device's component over the links of ``classes`` (every link when None), as a
+    numpy array over device indices labelled with the component's smallest index; kept per
+    system. Two devices have a path over those links exactly when their labels are equal, so
+    a router answers 'no route' without searching (a search that fails visits its whole
+    component: every failed PXN probe on a rail-optimised fabric walked a whole rail plane)."""
+    key = ("reach_labels", classes)
+    found = system.memo.get(key)
+    if found is None:
+        import numpy as np
+
+        keep = None if classes is None else (lambda t: t.cls in classes)
+        a, b = system.ends.arrays(keep)
+        found = system.memo[key] = _components(
+            np.arange(len(system.devices), dtype=np.int32), a, b)
+    return found
+
+
 def nearest_by_bfs(start, adj, wanted, is_gpu) -> list:
     """The devices nearest ``start`` for which ``wanted`` holds, breadth first over ``adj``,
     never passing through another GPU (``is_gpu``): a GPU's own socket or NICs, the PCIe,
