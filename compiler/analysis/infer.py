@@ -533,10 +533,18 @@ def slowest_replica(system: System, lay: Layout, replicas: int) -> int:
     most, then whose GPUs lie on the most islands; the first such. Replicas are consecutive
     ranks, so with tp x pp not dividing an island's GPUs one of them straddles two islands
     and its every layer's all-reduce crosses the scale-out network: the TTFT and TPOT a
-    request on it sees, and what a limit must hold for. The others cost as much or less."""
+    request on it sees, and what a limit must hold for. The others cost as much or less.
+
+    When every island holds the same number s of consecutive ranks (``_island_period``), a
+    replica's place among the islands repeats every s / gcd(n, s) replicas, so the first of
+    the slowest lies among those and only they are ranked: the same answer as ranking every
+    replica, at a cost that does not grow with the system."""
     import numpy as np
 
     n = lay.tp * lay.pp
+    s = _island_period(system)
+    if s:
+        replicas = min(replicas, s // math.gcd(n, s))
     island = np.asarray(system.locality.island[:replicas * n], dtype=np.int64)
     per = island.reshape(replicas, lay.pp, lay.tp)
     # islands a stage's tensor group spans: 1 + the changes along its sorted island numbers
@@ -548,6 +556,25 @@ def slowest_replica(system: System, lay: Layout, replicas: int) -> int:
     span = 1 + (np.diff(flat, axis=1) != 0).sum(axis=1)
     key = (tp_span * (n + 1) + sends) * (n + 1) + span
     return int(np.argmax(key)) * n
+
+
+def _island_period(system: System) -> int:
+    """s when the ranks fall into islands of s consecutive ranks each, every island its own
+    number (an NVL72 rack: 72, a DGX node: 8), else 0; once per system."""
+    found = system.memo.get("island_period")
+    if found is None:
+        import numpy as np
+
+        island = np.asarray(system.locality.island, dtype=np.int64)
+        size = len(island)
+        starts = np.flatnonzero(np.diff(island)) + 1
+        s = int(starts[0]) if len(starts) else size
+        found = 0
+        if s and size % s == 0 and np.array_equal(starts, np.arange(s, size, s)) and \
+                len(np.unique(island)) == size // s:
+            found = s
+        system.memo["island_period"] = found
+    return found
 
 
 #: The largest whole number a size or load takes: tokens, requests in flight, GPUs.

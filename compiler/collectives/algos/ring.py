@@ -16,7 +16,7 @@ from .. import algorithms as alg
 from .. import messages, orders
 from ..loads import Loads
 from ..tuning import LL_CHANNEL_GBS, Profile, channels_used, ll_cap, per_channel, tree_hops
-from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, since
+from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, gpu_ids, since
 
 #: The share of a transport's per-step cost a ring exposes: an assumption (half), which the fit
 #: rows barely constrain (the 4-node EFA ring at 8 GiB: -1.7 % at 0.5, -1.3 % at 0.25).
@@ -27,7 +27,7 @@ def ring_loads(g: Group, n: int) -> tuple[Loads, float]:
     """One round of every channel's ring (bytes per unit size) and the number of rounds."""
     system, ranks, collective = g.system, g.sample, g.collective
     loads = Loads(g.res)
-    gpu = [x.id for x in system.gpus]
+    gpu = gpu_ids(system)
     if collective in ("broadcast", "reduce"):
         ring = orders.ring_orders(system, ranks, 1)[0]
         for a, b in zip(ring, ring[1:]):
