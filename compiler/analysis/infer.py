@@ -47,6 +47,7 @@ from ..collectives.cost import CostError
 from ..collectives.coster import CHOOSERS, Coster
 from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
+from ..ir.locality import island_period
 from ..ir.system import System, Transformer
 from ..training.constants import value
 from ..training import serving as sv
@@ -535,14 +536,14 @@ def slowest_replica(system: System, lay: Layout, replicas: int) -> int:
     and its every layer's all-reduce crosses the scale-out network: the TTFT and TPOT a
     request on it sees, and what a limit must hold for. The others cost as much or less.
 
-    When every island holds the same number s of consecutive ranks (``_island_period``), a
+    When every island holds the same number s of consecutive ranks (``island_period``), a
     replica's place among the islands repeats every s / gcd(n, s) replicas, so the first of
     the slowest lies among those and only they are ranked: the same answer as ranking every
     replica, at a cost that does not grow with the system."""
     import numpy as np
 
     n = lay.tp * lay.pp
-    s = _island_period(system)
+    s = island_period(system)
     if s:
         replicas = min(replicas, s // math.gcd(n, s))
     island = np.asarray(system.locality.island[:replicas * n], dtype=np.int64)
@@ -556,25 +557,6 @@ def slowest_replica(system: System, lay: Layout, replicas: int) -> int:
     span = 1 + (np.diff(flat, axis=1) != 0).sum(axis=1)
     key = (tp_span * (n + 1) + sends) * (n + 1) + span
     return int(np.argmax(key)) * n
-
-
-def _island_period(system: System) -> int:
-    """s when the ranks fall into islands of s consecutive ranks each, every island its own
-    number (an NVL72 rack: 72, a DGX node: 8), else 0; once per system."""
-    found = system.memo.get("island_period")
-    if found is None:
-        import numpy as np
-
-        island = np.asarray(system.locality.island, dtype=np.int64)
-        size = len(island)
-        starts = np.flatnonzero(np.diff(island)) + 1
-        s = int(starts[0]) if len(starts) else size
-        found = 0
-        if s and size % s == 0 and np.array_equal(starts, np.arange(s, size, s)) and \
-                len(np.unique(island)) == size // s:
-            found = s
-        system.memo["island_period"] = found
-    return found
 
 
 #: The largest whole number a size or load takes: tokens, requests in flight, GPUs.

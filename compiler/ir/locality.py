@@ -140,6 +140,28 @@ def reach_labels(system: System, classes: tuple[str, ...] | None):
     return found
 
 
+def island_period(system: System) -> int:
+    """s when the ranks fall into islands of s consecutive ranks each, every island its own
+    number (an NVL72 rack: 72, a DGX node: 8), else 0; once per system. Then whether two ranks
+    share an island is whether they share r // s, so a group's layout over the islands is the
+    same for every translate of it by a multiple of s: what lets a search rank one period of
+    replicas or groups instead of all of them."""
+    found = system.memo.get("island_period")
+    if found is None:
+        import numpy as np
+
+        island = np.asarray(system.locality.island, dtype=np.int64)
+        size = len(island)
+        starts = np.flatnonzero(np.diff(island)) + 1
+        s = int(starts[0]) if len(starts) else size
+        found = 0
+        if s and size % s == 0 and np.array_equal(starts, np.arange(s, size, s)) and \
+                len(np.unique(island)) == size // s:
+            found = s
+        system.memo["island_period"] = found
+    return found
+
+
 def nearest_by_bfs(start, adj, wanted, is_gpu) -> list:
     """The devices nearest ``start`` for which ``wanted`` holds, breadth first over ``adj``,
     never passing through another GPU (``is_gpu``): a GPU's own socket or NICs, the PCIe,

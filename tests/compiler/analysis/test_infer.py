@@ -515,7 +515,8 @@ def test_the_slowest_replica_from_one_period_of_islands_is_the_one_of_all(name, 
     """Ranking the replicas of one period of the islands (s / gcd(n, s) replicas) finds the
     replica that ranking every replica finds, for every tp x pp that fits; a system whose
     islands differ in size (a failed GPU) is ranked whole."""
-    from topoc.compiler.analysis.infer import _island_period, slowest_replica
+    from topoc.compiler.analysis.infer import slowest_replica
+    from topoc.compiler.ir.locality import island_period
     from topoc.compiler.ir.degrade import apply
     from topoc.compiler.training.serving import Layout
     healthy = topoc.load(library_file(name), defines)
@@ -532,9 +533,9 @@ def test_the_slowest_replica_from_one_period_of_islands_is_the_one_of_all(name, 
                             _every_replica_ranked(system, lay, replicas), (tp, pp, replicas)
                         checked += 1
         assert checked > 10
-    assert _island_period(healthy) > 0
+    assert island_period(healthy) > 0
     if len(set(healthy.locality.island)) > 1:
-        assert _island_period(uneven) == 0
+        assert island_period(uneven) == 0
 
 
 @pytest.mark.parametrize("kw, words", [
