@@ -259,32 +259,44 @@ def _groups_by_period(system: System, p: ParallelStrategy, dim: str):
     ranks of one repeating run of GPU models (``island_period``), a group's kind depends on
     its first rank modulo s only (every group is a translate of the first:
     ``group_translates``), so the first group of each residue stands for all, and the first
-    of each kind is among them. None when the islands or models do not repeat."""
+    of each kind is among them. A residue's kind is read in numpy: its GPU models by rank mod
+    s, its island counts the runs of (rank // s) along the group's ascending ranks (the
+    islands in the order first met), which is ``_kind``'s equivalence. None when the islands
+    or models do not repeat."""
     import numpy as np
 
     s = island_period(system)
-    if not s or not _models_repeat(system, s):
+    codes = _model_codes(system, s) if s else None
+    if codes is None:
         return None
     first, offsets = group_translates(p, dim)
+    step = np.asarray(offsets, dtype=np.int64)
     _, at = np.unique(first % s, return_index=True)
     kinds: dict[tuple, RankGroup] = {}
     for i in sorted(at.tolist()):
-        ranks = tuple(int(first[i]) + o for o in offsets)
-        kind = _kind(system, ranks)
+        ranks = int(first[i]) + step
+        island = ranks // s
+        runs = np.diff(np.flatnonzero(np.diff(island, prepend=-1, append=-1)))
+        kind = (codes[ranks % s].tobytes(), runs.tobytes())
         if kind not in kinds:
-            kinds[kind] = RankGroup(f"{dim}:{i}", ranks)
+            kinds[kind] = RankGroup(f"{dim}:{i}", tuple(ranks.tolist()))
     return len(first), len(offsets), kinds
 
 
-def _models_repeat(system: System, s: int) -> bool:
-    """Whether rank r's GPU model is rank r mod s's, for every rank; once per system."""
-    key = ("models_repeat", s)
-    found = system.memo.get(key)
-    if found is None:
-        gpus = system.gpus
-        names = [g.model.name for g in gpus]
-        found = system.memo[key] = all(names[r] == names[r % s] for r in range(len(names)))
-    return found
+def _model_codes(system: System, s: int):
+    """Each rank mod s's GPU model as a number (numpy), when rank r's model is rank r mod s's
+    for every rank; None otherwise. Once per system."""
+    key = ("model_codes", s)
+    if key not in system.memo:
+        import numpy as np
+
+        numbers: dict[str, int] = {}
+        codes = [numbers.setdefault(g.model.name, len(numbers)) for g in system.gpus]
+        found = None
+        if all(codes[r] == codes[r % s] for r in range(len(codes))):
+            found = np.asarray(codes[:s], dtype=np.int32)
+        system.memo[key] = found
+    return system.memo[key]
 
 
 def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
