@@ -19,6 +19,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -38,12 +39,11 @@ def run(args: list[str], limit: float) -> dict:
     """CPU and wall seconds, peak RSS (MB) and exit status of one CLI call in a child."""
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "topoc", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    try:
-        proc.wait(limit)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+                            stderr=subprocess.DEVNULL)
+    timer = threading.Timer(limit, proc.kill)      # a call past the limit is stopped
+    timer.start()
     _, status, usage = os.wait4(proc.pid, 0)
+    timer.cancel()
     return {"cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
             "wall_s": round(time.perf_counter() - t, 2), "rss_mb": usage.ru_maxrss // 1024,
             "exit": os.waitstatus_to_exitcode(status)}

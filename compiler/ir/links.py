@@ -60,6 +60,14 @@ class Links(Sequence):
     def __iter__(self) -> Iterator[Link]:
         return iter(self.materialize())
 
+    def duplex_array(self):
+        """Each link's direction flag (True: duplex) as a numpy bool array, in link order."""
+        import numpy as np
+
+        by_row = np.array([bool(row[0]) for row in self._rows], dtype=np.bool_)
+        return by_row[np.frombuffer(self._row, dtype=np.dtype(self._row.typecode))] \
+            if len(self._row) else np.zeros(0, dtype=np.bool_)
+
     def digest(self, h) -> None:
         """Feed ``h`` (a hashlib object) what every link is made of, from the arrays (no
         ``Link`` object): the ends' device indices, type codes, lanes and template rows, each
