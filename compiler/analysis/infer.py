@@ -49,6 +49,7 @@ from ..collectives.engines import ENGINES as ENGINE_ALLREDUCE
 from ..collectives.engines import algorithm as engine_algorithm
 from ..collectives.paths import NoRoute
 from ..ir.groups import RankGroup
+from ..ir.locality import island_period
 from ..ir.system import System, Transformer
 from ..training.constants import value
 from ..training import serving as sv
@@ -552,10 +553,18 @@ def slowest_replica(system: System, lay: Layout, replicas: int) -> int:
     most, then whose GPUs lie on the most islands; the first such. Replicas are consecutive
     ranks, so with tp x pp not dividing an island's GPUs one of them straddles two islands
     and its every layer's all-reduce crosses the scale-out network: the TTFT and TPOT a
-    request on it sees, and what a limit must hold for. The others cost as much or less."""
+    request on it sees, and what a limit must hold for. The others cost as much or less.
+
+    When every island holds the same number s of consecutive ranks (``island_period``), a
+    replica's place among the islands repeats every s / gcd(n, s) replicas, so the first of
+    the slowest lies among those and only they are ranked: the same answer as ranking every
+    replica, at a cost that does not grow with the system."""
     import numpy as np
 
     n = lay.tp * lay.pp
+    s = island_period(system)
+    if s:
+        replicas = min(replicas, s // math.gcd(n, s))
     island = np.asarray(system.locality.island[:replicas * n], dtype=np.int64)
     per = island.reshape(replicas, lay.pp, lay.tp)
     # islands a stage's tensor group spans: 1 + the changes along its sorted island numbers

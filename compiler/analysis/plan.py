@@ -28,6 +28,7 @@ import attrs
 from ..base.version import VERSION
 from ..lang import pipeline
 from ..ir import degrade
+from ..ir.links import Links
 from ..ir.gpus import GPUFigures, gpu_figures, hbm_of
 from ..lang.derive import with_training
 from ..ir.system import DEFAULT_ORDER, ParallelStrategy, System, Transformer
@@ -419,6 +420,9 @@ def fingerprint(system: System, base: Training, gpus: int, hbm: float | None = N
         h.update(f"{d.id} {d.model.name}\n".encode())
     for name in sorted(models):
         h.update(repr((models[name].attrs, models[name].ports)).encode())
+    if isinstance(system.links, Links):
+        system.links.digest(h)          # the compact links' arrays: no Link object made
+        return h.hexdigest()[:32]
     for link in system.links:
         h.update(f"{link.src} {link.dst} {link.type.cls} {link.type.bandwidth} "
                  f"{link.type.latency} {link.lanes} {link.duplex}\n".encode())
@@ -611,7 +615,8 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
     todo = enumerate_candidates(model, gpus, base.batch, fixed or {},
                                 tp_within_domains(system, gpus))
     live, pruned = _prune(base, todo, gpu, limit)
-    path = cache_dir() / "plan" / f"{fingerprint(system, base, gpus, hbm)}.json"
+    path = cache_dir() / "plan" / f"{fingerprint(system, base, gpus, hbm)}.json" \
+        if use_cache else None
     stored, cache_note = _load_cache(path) if use_cache else ({}, None)
     done: dict[Candidate, Outcome] = {}
     for c in live:

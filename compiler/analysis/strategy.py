@@ -24,7 +24,8 @@ from ..collectives.cost import Cost, CostError
 from ..collectives.coster import coster, sweep
 from ..base.diagnostics import plural
 from ..ir.system import SCALEOUT_CLASSES, ParallelStrategy, System
-from ..ir.groups import RankGroup, rank_groups
+from ..ir.groups import RankGroup, group_translates, rank_groups
+from ..ir.locality import island_period
 from ..ir.gpus import gpu_figures, hbm_of
 from ..training.model import Compute, Memory, bubble, idle_time, model_flops
 
@@ -230,22 +231,72 @@ def placement(system: System, n: int) -> tuple[int, ...] | None:
 
 
 def _groups(system: System, p: ParallelStrategy, dim: str, cache: dict | None,
-            where: tuple[int, ...] | None) -> tuple[list[RankGroup], dict[tuple, RankGroup]]:
-    """The groups of one dimension on the system's GPUs and one group of each kind, shared by
-    every strategy of the same sizes and order (``cache``)."""
+            where: tuple[int, ...] | None) -> tuple[int, int, dict[tuple, RankGroup]]:
+    """How many groups one dimension has on the system's GPUs, their size, and the first group
+    of each kind, shared by every strategy of the same sizes and order (``cache``)."""
     key = ("groups", p.sizes, p.order, p.expert_tp, dim, where)
     if cache is not None and key in cache:
         return cache[key]
-    raw = rank_groups(p, dim)
-    if where is not None:
-        raw = [[where[r] for r in g] for g in raw]
-    groups = [RankGroup(f"{dim}:{i}", tuple(g)) for i, g in enumerate(raw)]
-    kinds: dict[tuple, RankGroup] = {}
-    for g in groups:
-        kinds.setdefault(_kind(system, g.ranks), g)
+    found = _groups_by_period(system, p, dim) if where is None else None
+    if found is None:
+        raw = rank_groups(p, dim)
+        if where is not None:
+            raw = [[where[r] for r in g] for g in raw]
+        kinds: dict[tuple, RankGroup] = {}
+        for i, g in enumerate(raw):
+            ranks = tuple(g)
+            kind = _kind(system, ranks)
+            if kind not in kinds:
+                kinds[kind] = RankGroup(f"{dim}:{i}", ranks)
+        found = (len(raw), len(raw[0]), kinds)
     if cache is not None:
-        cache[key] = (groups, kinds)
-    return groups, kinds
+        cache[key] = found
+    return found
+
+
+def _groups_by_period(system: System, p: ParallelStrategy, dim: str):
+    """``_groups`` from one period of the islands: when every island holds s consecutive
+    ranks of one repeating run of GPU models (``island_period``), a group's kind depends on
+    its first rank modulo s only (every group is a translate of the first:
+    ``group_translates``), so the first group of each residue stands for all, and the first
+    of each kind is among them. A residue's kind is read in numpy: its GPU models by rank mod
+    s, its island counts the runs of (rank // s) along the group's ascending ranks (the
+    islands in the order first met), which is ``_kind``'s equivalence. None when the islands
+    or models do not repeat."""
+    import numpy as np
+
+    s = island_period(system)
+    codes = _model_codes(system, s) if s else None
+    if codes is None:
+        return None
+    first, offsets = group_translates(p, dim)
+    step = np.asarray(offsets, dtype=np.int64)
+    _, at = np.unique(first % s, return_index=True)
+    kinds: dict[tuple, RankGroup] = {}
+    for i in sorted(at.tolist()):
+        ranks = int(first[i]) + step
+        island = ranks // s
+        runs = np.diff(np.flatnonzero(np.diff(island, prepend=-1, append=-1)))
+        kind = (codes[ranks % s].tobytes(), runs.tobytes())
+        if kind not in kinds:
+            kinds[kind] = RankGroup(f"{dim}:{i}", tuple(ranks.tolist()))
+    return len(first), len(offsets), kinds
+
+
+def _model_codes(system: System, s: int):
+    """Each rank mod s's GPU model as a number (numpy), when rank r's model is rank r mod s's
+    for every rank; None otherwise. Once per system."""
+    key = ("model_codes", s)
+    if key not in system.memo:
+        import numpy as np
+
+        numbers: dict[str, int] = {}
+        codes = [numbers.setdefault(g.model.name, len(numbers)) for g in system.gpus]
+        found = None
+        if all(codes[r] == codes[r % s] for r in range(len(codes))):
+            found = np.asarray(codes[:s], dtype=np.int32)
+        system.memo[key] = found
+    return system.memo[key]
 
 
 def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
@@ -253,13 +304,12 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
     """One traffic line, costed on one group of every distinct kind; the slowest kind is the
     one on the critical path and the one reported. ``cache`` memoises groups and costs across
     calls; ``where`` maps the strategy's ranks to the system's GPUs (``placement``)."""
-    groups, kinds = _groups(system, p, f.dim, cache, where)
+    count, size, kinds = _groups(system, p, f.dim, cache, where)
     window = _window(f)
     overlap = OVERLAP_TEXT[window or "none"] if f.overlap else \
         OVERLAPPING.get(f.dim, "no: on the critical path")
-    size = len(groups[0].ranks)
     if size < 2:
-        return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), 1, None, (),
+        return FlowReport(f.dim, f.collective, f.bytes, f.count, count, 1, None, (),
                           overlap, "groups of one GPU move nothing")
     costs = []
     try:
@@ -277,7 +327,7 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
                 c = sweep(system, g, f.collective, [size_b])[0]
             costs.append(attrs.evolve(c, group=g.name))
     except CostError as exc:
-        return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
+        return FlowReport(f.dim, f.collective, f.bytes, f.count, count, size,
                           None, (), overlap, str(exc), window)
     cost = max(costs, key=lambda c: c.time)
     notes = [f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
@@ -294,7 +344,7 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
         notes.append(f"{plural(count, 'GPU pair')} of {cost.group} stage through host memory "
                      f"(no peer-to-peer path), e.g. {system.gpus[a].id} and {system.gpus[b].id}")
     note = "; ".join(notes)
-    return FlowReport(f.dim, f.collective, f.bytes, f.count, len(groups), size,
+    return FlowReport(f.dim, f.collective, f.bytes, f.count, count, size,
                       cost, cost.classes, overlap, note, window)
 
 

@@ -39,14 +39,37 @@ MESH_CYCLES = 2048
 MESH_GPUS = 16
 
 
+#: From this many ranks a group is sorted and split by island in numpy (``_by_locality``).
+NUMPY_GROUP = 2048
+
+
 def _by_locality(loc, ranks: Sequence[int]) -> list[int]:
     """The group's positions sorted by ``Locality.key``: through the integer keys made once
-    for every rank when the group is a large part of the world (a world all-reduce), else
-    rank by rank (a tensor-parallel group of 8 on a large cluster asks for 8 keys only)."""
-    if len(ranks) * 4 < len(loc.island):
+    for every rank when the group is large (a world all-reduce, a data-parallel group of a
+    large cluster; in numpy when the keys fit 64 bits, ``_key_array``), else rank by rank (a
+    tensor-parallel group of 8 on a large cluster asks for 8 keys only). Every key ends in the
+    rank, so no two tie and every way sorts alike."""
+    if len(ranks) < NUMPY_GROUP and len(ranks) * 4 < len(loc.island):
         return sorted(range(len(ranks)), key=lambda p: loc.key(ranks[p]))
+    array = _key_array(loc)
+    if array is not None:
+        import numpy as np
+
+        return np.argsort(array[np.asarray(ranks, dtype=np.int64)], kind="stable").tolist()
     keys = loc.order_keys
     return sorted(range(len(ranks)), key=lambda p: keys[ranks[p]])
+
+
+def _key_array(loc):
+    """``Locality.order_keys`` as an int64 numpy array, or None when a key needs more than 63
+    bits; once per system."""
+    if "orders.key_array" not in loc.memo:
+        import numpy as np
+
+        keys = loc.order_keys
+        loc.memo["orders.key_array"] = np.asarray(keys, dtype=np.int64) \
+            if keys and max(keys) < 2**63 else None
+    return loc.memo["orders.key_array"]
 
 
 def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
@@ -58,11 +81,36 @@ def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
     found = cache.get(key)
     if found is None:          # sorting by locality is the costly part: once per group
         positions = _by_locality(loc, ranks)
-        out: dict[int, list[int]] = {}
-        for p in positions:
-            out.setdefault(loc.island[ranks[p]], []).append(p)
-        found = cache[key] = tuple(tuple(part) for part in out.values())
+        if len(ranks) >= NUMPY_GROUP:
+            found = cache[key] = _split(loc, ranks, positions)
+        else:
+            out: dict[int, list[int]] = {}
+            for p in positions:
+                out.setdefault(loc.island[ranks[p]], []).append(p)
+            found = cache[key] = tuple(tuple(part) for part in out.values())
     return [list(part) for part in found]
+
+
+def _split(loc, ranks: Sequence[int], positions: list[int]) -> tuple[tuple[int, ...], ...]:
+    """``positions`` (sorted by locality) split by island in numpy, islands in order of their
+    first position there, each part in that order: the dictionary pass of ``islands``."""
+    import numpy as np
+
+    if "orders.island_array" not in loc.memo:
+        loc.memo["orders.island_array"] = np.asarray(loc.island, dtype=np.int64)
+    pos = np.asarray(positions, dtype=np.int64)
+    isl = loc.memo["orders.island_array"][np.asarray(ranks, dtype=np.int64)[pos]]
+    _, first, inverse = np.unique(isl, return_index=True, return_inverse=True)
+    place = np.empty(len(first), dtype=np.int64)
+    place[np.argsort(first, kind="stable")] = np.arange(len(first))
+    part = place[inverse.reshape(-1)]
+    grouped = pos[np.argsort(part, kind="stable")].tolist()
+    bounds = np.cumsum(np.bincount(part, minlength=len(first))).tolist()
+    out, start = [], 0
+    for end in bounds:
+        out.append(tuple(grouped[start:end]))
+        start = end
+    return tuple(out)
 
 
 def islands_ranks(system: System, ranks: Sequence[int]) -> list[list[int]]:

@@ -19,6 +19,7 @@ from itertools import count
 
 import networkx as nx
 
+from ..ir.locality import reach_labels
 from ..ir.system import SCALEOUT_CLASSES, System, device_indices
 
 # Cost of one hop per link class; a transit GPU or CPU adds its own penalty on top.
@@ -43,6 +44,8 @@ class Router:
     def __init__(self, system: System, classes: tuple[str, ...] | None = None):
         self.graph = system.adjacency
         self.classes = classes
+        self._system = system
+        self._reach = None       # reach_labels, made at the first search that needs it
         self.kind = device_kinds(system)
         self.cache: dict[tuple[str, str, int], tuple[str, ...]] = {}
         # per-link and per-device parts of ``_edge_cost``, made once: a search over a large
@@ -87,6 +90,13 @@ class Router:
         if short is not None:
             return short
 
+        index = device_indices(self._system)
+        i, j = index.get(src), index.get(dst)
+        if i is not None and j is not None:
+            if self._reach is None:
+                self._reach = reach_labels(self._system, self.classes)
+            if self._reach[i] != self._reach[j]:
+                raise NoRoute(f"no path from {src} to {dst}")
         known = self._weights.setdefault(bucket, {})
         transit = self._transit
 
@@ -269,7 +279,8 @@ class RailRouter:
         self._local: dict[tuple[str, str], tuple[str, ...]] = {}   # (GPU, NIC) -> host path
         self.graph = self.any.graph
         self._proxies: dict[tuple[int, str], tuple | None] = {}     # (rank, NIC) -> PXN hop
-        self._hops: dict[str, dict[str, int]] = {}
+        self._hops: dict[tuple[str, int], dict[str, int]] = {}
+        self._balls: dict[str, list] = {}                             # NIC -> ball (_ball)
 
     def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
         """Link ids from ``src`` to ``dst``; ``flow`` picks among equal-cost fabric paths."""
@@ -326,9 +337,10 @@ class RailRouter:
         key = (rank, nic)
         if key not in self._proxies:
             loc, best = self.system.locality, None
-            hops = self._fabric_hops(nic)
+            members = loc.island_ranks[loc.island[rank]]
+            hops = self._fabric_hops(nic, loc.island[rank], members)
             mirror = loc.island_ranks[loc.island[dst]].index(dst)
-            for at, r in enumerate(loc.island_ranks[loc.island[rank]]):
+            for at, r in enumerate(members):
                 own = loc.nic(r)
                 if own and own in hops:
                     score = (hops[own], abs(at - mirror), abs(r - rank))
@@ -338,22 +350,70 @@ class RailRouter:
                 (self.system.gpus[best[1]].id, best[2], self.fabric.path(best[2], nic))
         return self._proxies[key]
 
-    def _fabric_hops(self, nic: str) -> dict[str, int]:
-        """Hops from ``nic`` to every device over scale-out links (one BFS, cached)."""
-        found = self._hops.get(nic)
+    def _fabric_hops(self, nic: str, island: int, members) -> dict[str, int]:
+        """Hops from ``nic`` over scale-out links to the NICs of ``members`` (one island's
+        ranks) that it reaches without crossing a GPU or CPU (none listed for the others);
+        cached per (NIC, island). Each count is a meeting of two breadth-first balls, one
+        around each end, grown level by level from the smaller frontier until they share a
+        device (``_balls``: kept per NIC and shared by every question about it), so it costs
+        the fabric within half the distance of either end: a NIC's leaf and spines for a
+        neighbouring rack, not the rail plane a pass from ``nic`` crossed on a large fabric."""
+        key = (nic, island)
+        found = self._hops.get(key)
         if found is None:
-            found, frontier, graph = {nic: 0}, [nic], self.graph
-            while frontier:
-                nxt = []
-                for u in frontier:
-                    for v, edges in graph[u].items():
-                        if v not in found and any(d["cls"] in SCALEOUT_CLASSES
-                                                  for d in edges.values()):
-                            found[v] = found[u] + 1
-                            if self.kind[v] not in ("gpu", "cpu"):
-                                nxt.append(v)
-                frontier = nxt
-            self._hops[nic] = found
+            loc, index = self.system.locality, device_indices(self.system)
+            label = reach_labels(self.system, SCALEOUT_CLASSES)
+            mine = label[index[nic]]
+            found = {}
+            for r in members:
+                own = loc.nic(r)
+                if own and own not in found and label[index[own]] == mine:
+                    hops = self._fabric_distance(own, nic)
+                    if hops is not None:
+                        found[own] = hops
+            self._hops[key] = found
         return found
 
+    def _fabric_distance(self, a: str, b: str) -> int | None:
+        """Fewest scale-out hops from ``a`` to ``b`` through no GPU or CPU, None when there
+        is no such path. Exact as soon as the two balls meet: every device they share lies
+        within both radii, and a shorter path would cross a shared device at a smaller sum."""
+        if a == b:
+            return 0
+        ends = (a, b)
+        balls = (self._ball(a), self._ball(b))
+        while True:
+            small, large = sorted(balls, key=lambda x: len(x[0]))
+            best = None
+            for m, d in small[0].items():
+                other = large[0].get(m)
+                if other is not None and (m in ends or self.kind[m] not in ("gpu", "cpu")):
+                    best = d + other if best is None or d + other < best else best
+            if best is not None:
+                return best
+            if not balls[0][1] or not balls[1][1]:
+                return None         # a whole component walked without meeting the other end
+            self._grow(min(balls, key=lambda x: len(x[1])))
 
+    def _ball(self, device: str) -> list:
+        """[hops by device, frontier]: a breadth-first ball around ``device`` over scale-out
+        links, grown a level at a time by ``_grow`` and kept for the next question."""
+        found = self._balls.get(device)
+        if found is None:
+            found = self._balls[device] = [{device: 0}, [device]]
+        return found
+
+    def _grow(self, ball: list) -> None:
+        """One more level of ``ball``; a GPU or CPU is reached but never passed through (the
+        ball's own centre excepted)."""
+        dist, frontier, graph = ball[0], ball[1], self.graph
+        nxt = []
+        for u in frontier:
+            if dist[u] and self.kind[u] in ("gpu", "cpu"):
+                continue
+            level = dist[u] + 1
+            for v, edges in graph[u].items():
+                if v not in dist and any(d["cls"] in SCALEOUT_CLASSES for d in edges.values()):
+                    dist[v] = level
+                    nxt.append(v)
+        ball[1] = nxt

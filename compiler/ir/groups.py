@@ -60,6 +60,48 @@ def _joint_groups(strategy: ParallelStrategy, dims: tuple[str, ...]) -> list[lis
     return list(groups.values())
 
 
+def group_translates(strategy: ParallelStrategy, dim: str):
+    """``rank_groups(strategy, dim)`` as translates of one group: (first ranks, offsets) with
+    group i = first[i] + offsets, first ranks a numpy array in the groups' order. Every
+    family is one (a group varies the coordinates of its dimensions over the same ranges
+    from a base whose own coordinates there are zero), so a search that needs one group of
+    each layout reads the first ranks instead of building every group of the world."""
+    import numpy as np
+
+    if dim == "dpcp":
+        sizes = {**dict(strategy.sizes), "ep": 1}
+        world = math.prod(sizes.values())
+        radix, inside, step = {}, [0], 1
+        for d in strategy.order:
+            if sizes.get(d, 1) > 1:
+                radix[d] = step
+                if d in ("dp", "cp"):
+                    inside = [o + c * step for c in range(sizes[d]) for o in inside]
+                step *= sizes[d]
+        ranks = np.arange(world, dtype=np.int64)
+        keep = np.ones(world, dtype=np.bool_)
+        for d in ("dp", "cp"):
+            if d in radix:
+                keep &= (ranks // radix[d]) % sizes[d] == 0
+        return ranks[keep], tuple(sorted(inside))
+    if dim in ("ep", "edp"):
+        sizes = {"tp": strategy.expert_tp, "cp": 1, "ep": strategy.size("ep"),
+                 "dp": strategy.size("edp"), "pp": strategy.size("pp")}
+        dim = "ep" if dim == "ep" else "dp"
+    else:
+        sizes = {**dict(strategy.sizes), "ep": 1}
+    stride = 1
+    for d in strategy.order:
+        if d == dim:
+            break
+        stride *= sizes[d]
+    n = sizes[dim]
+    world = math.prod(sizes.values())
+    first = (np.arange(0, world, stride * n, dtype=np.int64)[:, None]
+             + np.arange(stride, dtype=np.int64)[None, :]).reshape(-1)
+    return first, tuple(k * stride for k in range(n))
+
+
 @attrs.frozen
 class RankGroup:
     """A communicator: world ranks in group order, named ``dp:3``, ``world`` or ``ranks``."""

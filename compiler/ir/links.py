@@ -60,6 +60,26 @@ class Links(Sequence):
     def __iter__(self) -> Iterator[Link]:
         return iter(self.materialize())
 
+    def duplex_array(self):
+        """Each link's direction flag (True: duplex) as a numpy bool array, in link order."""
+        import numpy as np
+
+        by_row = np.array([bool(row[0]) for row in self._rows], dtype=np.bool_)
+        return by_row[np.frombuffer(self._row, dtype=np.dtype(self._row.typecode))] \
+            if len(self._row) else np.zeros(0, dtype=np.bool_)
+
+    def digest(self, h) -> None:
+        """Feed ``h`` (a hashlib object) what every link is made of, from the arrays (no
+        ``Link`` object): the ends' device indices, type codes, lanes and template rows, each
+        type's class, bandwidth and latency, each row's direction. Two sequences of the same
+        devices digest alike exactly when their links are equal and in the same order."""
+        e = self._ends
+        for column in (e.src, e.dst, e.type, e.lanes, self._row):
+            h.update(f"{column.typecode} {len(column)}\n".encode())
+            h.update(column)
+        h.update(repr([(t.cls, t.bandwidth, t.latency) for t in e.types]).encode())
+        h.update(repr([row[0] for row in self._rows]).encode())
+
     def materialize(self) -> tuple[Link, ...]:
         """Every link as an object, once (kept: later reads return these objects)."""
         if self._all is None:

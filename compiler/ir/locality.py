@@ -122,6 +122,46 @@ def _components(label, a, b):
         label = new
 
 
+def reach_labels(system: System, classes: tuple[str, ...] | None):
+    """Each device's component over the links of ``classes`` (every link when None), as a
+    numpy array over device indices labelled with the component's smallest index; kept per
+    system. Two devices have a path over those links exactly when their labels are equal, so
+    a router answers 'no route' without searching (a search that fails visits its whole
+    component: every failed PXN probe on a rail-optimised fabric walked a whole rail plane)."""
+    key = ("reach_labels", classes)
+    found = system.memo.get(key)
+    if found is None:
+        import numpy as np
+
+        keep = None if classes is None else (lambda t: t.cls in classes)
+        a, b = system.ends.arrays(keep)
+        found = system.memo[key] = _components(
+            np.arange(len(system.devices), dtype=np.int32), a, b)
+    return found
+
+
+def island_period(system: System) -> int:
+    """s when the ranks fall into islands of s consecutive ranks each, every island its own
+    number (an NVL72 rack: 72, a DGX node: 8), else 0; once per system. Then whether two ranks
+    share an island is whether they share r // s, so a group's layout over the islands is the
+    same for every translate of it by a multiple of s: what lets a search rank one period of
+    replicas or groups instead of all of them."""
+    found = system.memo.get("island_period")
+    if found is None:
+        import numpy as np
+
+        island = np.asarray(system.locality.island, dtype=np.int64)
+        size = len(island)
+        starts = np.flatnonzero(np.diff(island)) + 1
+        s = int(starts[0]) if len(starts) else size
+        found = 0
+        if s and size % s == 0 and np.array_equal(starts, np.arange(s, size, s)) and \
+                len(np.unique(island)) == size // s:
+            found = s
+        system.memo["island_period"] = found
+    return found
+
+
 def nearest_by_bfs(start, adj, wanted, is_gpu) -> list:
     """The devices nearest ``start`` for which ``wanted`` holds, breadth first over ``adj``,
     never passing through another GPU (``is_gpu``): a GPU's own socket or NICs, the PCIe,

@@ -13,7 +13,7 @@ from .. import algorithms as alg
 from .. import messages, orders
 from ..loads import Loads
 from ..tuning import Profile, tree_hops
-from .base import Algorithm, CostError, Group, Plan, Shape, since
+from .base import Algorithm, CostError, Group, Plan, Shape, gpu_ids, since
 
 ALLTOALL_MAX_RANKS = 256    # all-to-all loads are counted pair by pair over two islands
 
@@ -27,7 +27,7 @@ def direct_loads(g: Group) -> Loads:
     the island count."""
     system, ranks = g.system, g.ranks
     loads = Loads(g.res)
-    gpu = [x.id for x in system.gpus]
+    gpu = gpu_ids(system)
     if g.collective == "sendrecv":
         for a, b in zip(ranks, ranks[1:]):
             loads.add(gpu[a], gpu[b], 1.0)

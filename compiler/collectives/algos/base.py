@@ -134,6 +134,15 @@ class Algorithm:
 
 # --- what the terms of several algorithms read of a group ---------------------------------
 
+def gpu_ids(system: System) -> list[str]:
+    """Each rank's device id, made once per system: every algorithm's loads index it by rank,
+    and making it per call cost a pass over every GPU of the world for a group of a few."""
+    found = system.memo.get("gpu_ids")
+    if found is None:
+        found = system.memo["gpu_ids"] = [x.id for x in system.gpus]
+    return found
+
+
 def one_per_island(system: System, ranks: Sequence[int]) -> bool:
     """Every rank of the group on an island of its own (NCCL's PAT condition, nNodes ==
     nRanks)."""

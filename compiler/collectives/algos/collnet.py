@@ -19,7 +19,7 @@ from ...ir.system import SCALEOUT_CLASSES, System
 from .. import orders
 from ..loads import Loads, Resources
 from ..tuning import COLLNET_CHAIN_LAT, Profile
-from .base import Algorithm, CostError, Group, Shape, since
+from .base import Algorithm, CostError, Group, Shape, gpu_ids, since
 
 
 def sharp_fabric(system: System, ranks: Sequence[int]) -> bool:
@@ -43,7 +43,7 @@ def chain_loads(res: Resources, system: System, ranks: Sequence[int]) -> Loads:
     hop carries the buffer up and back down), and every channel's head to and from its
     NIC's switch with its share of the buffer."""
     loads = Loads(res)
-    gpu = [g.id for g in system.gpus]
+    gpu = gpu_ids(system)
     loc = system.locality
     channels = orders.net_channels(system, ranks)
     for part in orders.islands_ranks(system, ranks):

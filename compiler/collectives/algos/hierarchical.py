@@ -11,7 +11,7 @@ from .. import algorithms as alg
 from .. import orders
 from ..loads import Loads
 from ..tuning import Profile, tree_hops
-from .base import SAMPLE_ISLANDS, Algorithm, CostError, Group, Plan, ScheduleError, Shape
+from .base import SAMPLE_ISLANDS, Algorithm, CostError, Group, Plan, ScheduleError, Shape, gpu_ids
 from .ring import RING_STEP_SHARE, pipelined_bus
 
 def _uneven(domains) -> str:
@@ -29,7 +29,7 @@ def shape(g: Group) -> Shape:
     if _uneven(domains):      # as schedule refuses it, never an IndexError
         raise CostError(_uneven(domains))
     m, L = len(domains), len(domains[0])
-    gpu = [x.id for x in system.gpus]
+    gpu = gpu_ids(system)
     inside, across = Loads(g.res), Loads(g.res)
     sample = domains[:SAMPLE_ISLANDS]
     for k, d in enumerate(sample):

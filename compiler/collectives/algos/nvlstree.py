@@ -15,7 +15,7 @@ from .. import algorithms as alg
 from .. import messages, orders
 from ..loads import Loads
 from ..tuning import BUS_FACTOR, NVLS_CHANNELS, NVLS_EFFICIENCY, NVLS_NCHANNELS, Profile
-from .base import Algorithm, CostError, Group, Shape, arch_of, hosts, island_agents, since
+from .base import Algorithm, CostError, Group, Shape, arch_of, gpu_ids, hosts, island_agents, since
 from .tree import log_steps
 
 
@@ -35,7 +35,7 @@ def nvls_tree_loads(g: Group, inter: float = 1.0, intra: float = 1.0) -> Loads:
     system, ranks = g.system, g.sample
     agents_of = system.locality.nvlink_agents
     loads = Loads(g.res)
-    gpu = [x.id for x in system.gpus]
+    gpu = gpu_ids(system)
     parts = orders.islands(system, ranks)
     for part in parts if intra else ():
         agents = agents_of([ranks[p] for p in part])

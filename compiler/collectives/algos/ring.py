@@ -17,7 +17,7 @@ from .. import messages, orders
 from ..constants import value
 from ..loads import Loads
 from ..tuning import LL_CHANNEL_GBS, Profile, channels_used, ll_cap, per_channel, tree_hops
-from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, since
+from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, gpu_ids, since
 
 #: The share of a transport's per-step cost a ring exposes: none, its pipeline hides each step's
 #: transport work behind the next chunk (constants.py: TCPXO's all-gather rings, +121 % at 8 MiB
@@ -29,7 +29,7 @@ def ring_loads(g: Group, n: int) -> tuple[Loads, float]:
     """One round of every channel's ring (bytes per unit size) and the number of rounds."""
     system, ranks, collective = g.system, g.sample, g.collective
     loads = Loads(g.res)
-    gpu = [x.id for x in system.gpus]
+    gpu = gpu_ids(system)
     if collective in ("broadcast", "reduce"):
         ring = orders.ring_orders(system, ranks, 1)[0]
         for a, b in zip(ring, ring[1:]):

@@ -18,7 +18,7 @@ from .. import messages, orders
 from ..constants import value
 from ..loads import Loads
 from ..tuning import TREE_CORRECTION, Profile, channels_used, ll_cap, per_channel, tree_hops
-from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, hosts, since
+from .base import PIPELINE, Algorithm, Group, Plan, Shape, channels, gpu_ids, hosts, since
 
 
 #: Sizes (log2 of bytes / 64) below which NCCL corrects a tree's bandwidth (tuning.cc).
@@ -29,7 +29,7 @@ def tree_loads(g: Group) -> Loads:
     """Every channel's two trees, each carrying its share of the data up and down."""
     system, ranks, collective = g.system, g.sample, g.collective
     loads = Loads(g.res)
-    gpu = [x.id for x in system.gpus]
+    gpu = gpu_ids(system)
     rooted = collective in ("broadcast", "reduce")
     count = 1 if rooted else channels(system, ranks, 1)
     trees = orders.tree_parents(system, ranks, 0, count)

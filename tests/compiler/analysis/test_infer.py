@@ -496,6 +496,48 @@ def test_the_replica_costed_is_the_one_astride_two_racks():
     assert row.tpot >= astride.decode_step(8, 1500)[0]
 
 
+def _every_replica_ranked(system, lay, replicas):
+    """slowest_replica as it was: every replica's key computed (the reference)."""
+    import numpy as np
+    n = lay.tp * lay.pp
+    per = np.asarray(system.locality.island[:replicas * n]).reshape(replicas, lay.pp, lay.tp)
+    tp_span = (1 + (np.diff(np.sort(per, axis=2), axis=2) != 0).sum(axis=2)).max(axis=1)
+    sends = (np.diff(per[:, :, 0], axis=1) != 0).sum(axis=1) if lay.pp > 1 else 0 * tp_span
+    span = 1 + (np.diff(np.sort(per.reshape(replicas, n), axis=1), axis=1) != 0).sum(axis=1)
+    return int(np.argmax((tp_span * (n + 1) + sends) * (n + 1) + span)) * n
+
+
+@pytest.mark.parametrize("name, defines", [("nvl72_cluster.topo", {"racks": 5}),
+                                           ("h100_cluster.topo", {"nodes": 12}),
+                                           ("gb200_nvl72.topo", {}),
+                                           ("pcie_server.topo", {})])
+def test_the_slowest_replica_from_one_period_of_islands_is_the_one_of_all(name, defines):
+    """Ranking the replicas of one period of the islands (s / gcd(n, s) replicas) finds the
+    replica that ranking every replica finds, for every tp x pp that fits; a system whose
+    islands differ in size (a failed GPU) is ranked whole."""
+    from topoc.compiler.analysis.infer import slowest_replica
+    from topoc.compiler.ir.locality import island_period
+    from topoc.compiler.ir.degrade import apply
+    from topoc.compiler.training.serving import Layout
+    healthy = topoc.load(library_file(name), defines)
+    uneven = apply(healthy, [healthy.gpus[3].id]).system
+    for system in (healthy, uneven):
+        total, checked = len(system.gpus), 0
+        for tp in (1, 2, 3, 4, 5, 8, 12, 16, 24, 36, 64, 72):
+            for pp in (1, 2, 3, 5, 7):
+                n = tp * pp
+                for replicas in {total // n, total // n // 2}:
+                    if replicas >= 1:
+                        lay = Layout(tp, pp, 1, False)
+                        assert slowest_replica(system, lay, replicas) == \
+                            _every_replica_ranked(system, lay, replicas), (tp, pp, replicas)
+                        checked += 1
+        assert checked > 10
+    assert island_period(healthy) > 0
+    if len(set(healthy.locality.island)) > 1:
+        assert island_period(uneven) == 0
+
+
 @pytest.mark.parametrize("kw, words", [
     ({"isl": 10**400}, "isl 100000000000... (401 digits)"),
     ({"osl": 0}, "osl 0"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import topoc
+from tests.conftest import library_file
 from topoc.compiler.analysis.strategy import (analyse, bubble, efficiency, message_time, speedup,
                                      step_time)
 
@@ -105,3 +106,35 @@ def test_every_kind_of_group_is_costed_and_the_slowest_reported():
     assert slow.time > fast.time
     assert flow.cost.time == slow.time and flow.cost.group == "tp:1"
     assert "2 kinds of tp group" in flow.note
+
+
+@pytest.mark.parametrize("name, defines", [("nvl72_cluster.topo", {"racks": 3}),
+                                           ("h100_cluster.topo", {"nodes": 6})])
+def test_groups_from_one_period_of_islands_equal_every_group_ranked(name, defines):
+    """The first group of each kind read from one residue per island period is the one that
+    ranking every group finds (same groups, names and order), for every dimension of a range
+    of strategies on the system's GPUs."""
+    import itertools
+
+    from topoc.compiler.analysis import strategy as S
+    from topoc.compiler.ir.system import ParallelStrategy
+    system = topoc.load(library_file(name), defines)
+    world, checked = len(system.gpus), 0
+    for tp, cp, pp, ep in itertools.product((1, 2, 4, 8, 9), (1, 2, 3), (1, 2, 3, 9), (1, 2)):
+        if world % (tp * cp * pp) or (world // pp) % ep:
+            continue
+        dp = world // (tp * cp * pp)
+        sizes = (("tp", tp), ("cp", cp), ("ep", ep), ("dp", dp), ("pp", pp))
+        for order in (("tp", "cp", "ep", "dp", "pp"), ("tp", "pp", "dp", "cp", "ep")):
+            p = ParallelStrategy("s", sizes, order, 1, ())
+            for dim in ("tp", "cp", "dp", "pp", "ep", "edp", "dpcp"):
+                fast = S._groups_by_period(system, p, dim)
+                assert fast is not None
+                raw = S.rank_groups(p, dim)
+                kinds = {}
+                for i, g in enumerate(raw):
+                    kinds.setdefault(S._kind(system, tuple(g)), S.RankGroup(f"{dim}:{i}", tuple(g)))
+                assert fast[:2] == (len(raw), len(raw[0]))
+                assert list(fast[2].values()) == list(kinds.values()), (p.sizes, order, dim)
+                checked += 1
+    assert checked > 100

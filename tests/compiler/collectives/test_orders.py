@@ -121,3 +121,31 @@ def test_a_switchless_nvlink_mesh_rings_over_its_nvlinks_only():
 def test_a_complete_or_switched_island_keeps_locality_order():
     system = topoc.load(library_file("dgx_h100.topo"))
     assert ring_orders(system, list(range(8)), 2)[0] == tuple(range(8))
+
+
+@pytest.mark.parametrize("name, defines", [("nvl72_cluster.topo", {"racks": 60}),
+                                           ("h100_superpod.topo", {"nodes": 512})])
+def test_large_groups_sort_and_split_in_numpy_as_rank_by_rank(name, defines, monkeypatch):
+    """A group of NUMPY_GROUP ranks or more is sorted by the integer keys in numpy and split by
+    island in numpy: the same parts, in the same order, as the per-rank keys and the
+    dictionary pass give."""
+    import random
+
+    from topoc.compiler.collectives import orders
+    system = topoc.load(library_file(name), defines)
+    n = len(system.gpus)
+    groups = [tuple(range(n)), tuple(range(1, n, 2)), tuple(range(n - 1, -1, -1))]
+    rng = random.Random(7)
+    groups.append(tuple(rng.sample(range(n), 2100)))
+    fast = [orders.islands(system, g) for g in groups]
+    monkeypatch.setattr(orders, "NUMPY_GROUP", 10**9)
+    system.locality.memo.pop("orders.islands")
+    loc = system.locality
+    for g, got in zip(groups, fast):
+        assert len(g) >= 2048
+        positions = sorted(range(len(g)), key=lambda p: loc.key(g[p]))
+        out: dict[int, list[int]] = {}
+        for p in positions:
+            out.setdefault(loc.island[g[p]], []).append(p)
+        assert got == list(out.values())
+        assert orders.islands(system, g) == got

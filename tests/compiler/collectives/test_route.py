@@ -76,3 +76,61 @@ def test_a_gpu_whose_nic_is_gone_crosses_nvlink_to_a_peer_next_to_a_working_nic(
     # the healthy system keeps each GPU on its own switch's NIC, no NVLink hop
     direct = RailRouter(healthy).path("pair.node0.gpu4", "pair.node1.gpu4")
     assert direct[0] == "pair.node0.gpu4<->pair.node0.pcie2:pcie4"
+
+
+def _reference_hops(router, nic):
+    """The fabric hops from ``nic`` to every device, as the router's unbounded search had it."""
+    from topoc.compiler.ir.system import SCALEOUT_CLASSES
+    found, frontier = {nic: 0}, [nic]
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for v, edges in router.graph[u].items():
+                if v not in found and any(d["cls"] in SCALEOUT_CLASSES for d in edges.values()):
+                    found[v] = found[u] + 1
+                    if router.kind[v] not in ("gpu", "cpu"):
+                        nxt.append(v)
+        frontier = nxt
+    return found
+
+
+@pytest.mark.parametrize("name, defines", [("nvl72_cluster.topo", {"racks": 3}),
+                                           ("nvl72_fourtier.topo", {"racks": 33}),
+                                           ("h100_cluster.topo", {"nodes": 4})])
+def test_no_route_answers_and_proxy_hops_equal_the_unbounded_searches(name, defines):
+    """A fabric search between NICs of different rail planes says 'no route' from the
+    components (``reach_labels``) as the full search did after walking the plane; the PXN
+    probe's bounded pass gives every island NIC it needs the hops the whole-fabric pass gave."""
+    from topoc.compiler.collectives.paths import NoRoute, RailRouter
+    system = topoc.load(library_file(name), defines)
+    loc = system.locality
+    fast, slow = RailRouter(system), RailRouter(system)
+    slow.fabric._reach = [0] * len(system.devices)      # every pair searched
+    nics = sorted({loc.nic(r) for r in range(len(system.gpus))})
+    picked = nics[:6] + nics[-6:]
+    refused = 0
+    for a, b in itertools.permutations(picked, 2):
+        try:
+            want = slow.fabric.path(a, b)
+        except NoRoute:
+            want = None
+        try:
+            got = fast.fabric.path(a, b)
+        except NoRoute:
+            got = None
+            refused += 1
+        assert got == want
+    assert (refused > 0) == name.startswith("nvl72")
+    last = loc.island_ranks[-1]
+    for nic in picked:
+        island = loc.island[last[0]]
+        bounded = fast._fabric_hops(nic, island, last)
+        full = _reference_hops(fast, nic)
+        for r in last:
+            own = loc.nic(r)
+            assert bounded.get(own) == full.get(own)
+    # transfers across islands route as before, PXN crossings included
+    step = len(system.gpus) // 24
+    for src, dst in zip(range(0, len(system.gpus), step), range(77, len(system.gpus), step)):
+        a, b = system.gpus[src].id, system.gpus[dst].id
+        assert fast.path(a, b) == slow.path(a, b)

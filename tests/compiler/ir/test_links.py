@@ -14,7 +14,7 @@ from topoc.compiler.ir.incidence import columns_in
 from topoc.compiler.ir.links import Links
 from topoc.compiler.lang import elaborate
 
-from ...conftest import LIBRARY
+from ...conftest import LIBRARY, library_file
 
 FILES = sorted(p for p in LIBRARY.rglob("*.topo") if "\nsystem " in p.read_text())
 
@@ -107,3 +107,24 @@ def test_end_arrays_of_a_system_without_links_are_empty():
     src, dst, codes, lanes = system.ends.arrays(None, ("src", "dst", "type", "lanes"))
     assert [len(c) for c in (src, dst, codes, lanes)] == [0, 0, 0, 0]
     assert src.dtype.name == "int32" and codes.dtype.name == "uint8"
+
+
+def test_the_plan_fingerprint_reads_the_arrays_and_tells_systems_apart():
+    """The plan cache's key hashes the compact links' arrays (no Link object is made): the
+    same file gives the same key, another size or one link's lanes another key."""
+    from topoc.compiler.analysis.plan import fingerprint
+    from topoc.compiler.lang.derive import find_model
+    from topoc.compiler.training.model import Training
+    text = library_file("h100_cluster.topo").read_text()
+    path = library_file("h100_cluster.topo")
+    a, b = topoc.load(path, {"nodes": 2}), topoc.load(path, {"nodes": 2})
+    model = find_model(a, "llama3-8b")
+    base = Training(model, 64)
+    key = fingerprint(a, base, 16)
+    assert key == fingerprint(b, base, 16)
+    assert a.links._all is None                      # nothing materialised
+    assert key != fingerprint(topoc.load(path, {"nodes": 3}), base, 16)
+    line = "leaf[*] <-> spine[*] : ndr x 32 / spines"
+    assert line in text
+    changed = topoc.compile(text.replace(line, line.replace("32", "16")), path, {"nodes": 2})
+    assert key != fingerprint(changed, base, 16)

@@ -176,3 +176,34 @@ def test_p2p_sets_join_domains_under_pcie_switches_and_never_through_a_cpu():
     assert _p2p_sets(system) == _p2p_sets_by_links(system)
     loc = system.locality
     assert not loc.staged(0, 3) and loc.staged(0, 4) and loc.staged(3, 5)
+
+
+#: library files too large for a whole-graph comparison at their default size
+_SMALL = {"h100_fourtier": {"nodes": 8}, "nvl72_cluster": {"racks": 2},
+          "nvl72_fourtier": {"racks": 2}, "nvl72_superpod": {"racks": 2},
+          "h100_superpod": {"nodes": 8}}
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_reach_labels_are_the_components_of_the_links_of_those_classes(path):
+    """Two devices share a label exactly when networkx finds them in one component of the
+    graph of those links (every link, the scale-out ones, the host ones)."""
+    import networkx as nx
+
+    from topoc.compiler.ir.locality import reach_labels
+    from topoc.compiler.ir.system import SCALEOUT_CLASSES
+    system = topoc.load(path, _SMALL.get(path.stem, {}))
+    graph = system.graph
+    for classes in (None, SCALEOUT_CLASSES, ("pcie", "nvlink_c2c", "inter_socket")):
+        label = reach_labels(system, classes).tolist()
+        sub = nx.Graph()
+        sub.add_nodes_from(d.id for d in system.devices)
+        sub.add_edges_from((u, v) for u, v, d in graph.edges(data=True)
+                           if classes is None or d["cls"] in classes)
+        index = {d.id: i for i, d in enumerate(system.devices)}
+        expected = sorted(sorted(index[x] for x in c) for c in nx.connected_components(sub))
+        got: dict[int, list[int]] = {}
+        for i, x in enumerate(label):
+            got.setdefault(x, []).append(i)
+        assert sorted(got.values()) == expected
+        assert all(x == min(members) for x, members in got.items())
