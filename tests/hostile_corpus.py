@@ -148,14 +148,8 @@ def _hwloc(rng: random.Random) -> Case:
     return Case("hwloc", path, text, (host,) if known else None, None)
 
 
-def _ibnetdiscover(rng: random.Random) -> Case:
-    names: list[str] = []
-    while len(names) < rng.randint(1, 5):
-        name = hostile(rng, space=False)
-        if name not in names:
-            names.append(name)
-    switch = hostile(rng, space=False)
-    p_format = rng.random() < 0.5
+def ib_dump(names: list[str], switch: str, p_format: bool) -> str:
+    """An ibnetdiscover dump of one switch with two HCAs per host, in either format."""
     lines = []
     sw_guid, sw_desc = "0x00000000000a0000", f"MF0;{switch}:QM9700/U1"
     if not p_format:
@@ -178,8 +172,19 @@ def _ibnetdiscover(rng: random.Random) -> Case:
                 lines += [f'Ca\t1 "H-{guid}"\t\t# "{desc}"',
                           f'[1]({guid})\t"S-00000000000a0000"[{port}]\t\t# lid 2 4xNDR', ""]
             port += 1
-    return Case("ibnetdiscover", hostile(rng) + ".txt", "\n".join(lines) + "\n", tuple(names),
-                0)
+    return "\n".join(lines) + "\n"
+
+
+def _ibnetdiscover(rng: random.Random) -> Case:
+    names: list[str] = []
+    while len(names) < rng.randint(1, 5):
+        name = hostile(rng, space=False)
+        if name not in names:
+            names.append(name)
+    switch = hostile(rng, space=False)
+    p_format = rng.random() < 0.5
+    return Case("ibnetdiscover", hostile(rng) + ".txt", ib_dump(names, switch, p_format),
+                tuple(names), 0)
 
 
 def _smi(rng: random.Random) -> Case:

@@ -17,6 +17,8 @@ from topoc.importers import from_nccl_xml, from_smi
 from topoc.importers.hwloc import from_hwloc
 from topoc.importers.ibnetdiscover import from_ibnetdiscover
 
+from .hostile_corpus import ib_dump
+
 FIX = Path(__file__).resolve().parent / "fixtures"
 SPECIAL = '"\\\n\r\t{}#\'\x1b\x07\x85\u2028\u2029\u202e'
 #: What XML 1.0 can carry in an attribute (no NUL, few C0 controls).
@@ -52,36 +54,9 @@ def test_hwloc_hostile_hostname_product_nic_and_path(host, product, nic, path):
     assert topo.count("\ngroup ") == 2 and topo.count("\nsystem ") == 1
 
 
-def _ib_dump(names: list[str], switch: str, p_format: bool) -> str:
-    """An ibnetdiscover dump of one switch with two HCAs per host, in either format."""
-    lines = []
-    sw_guid, sw_desc = "0x00000000000a0000", f"MF0;{switch}:QM9700/U1"
-    if not p_format:
-        lines.append(f'Switch\t64 "S-00000000000a0000"\t\t# "{sw_desc}" base port 0 lid 1 lmc 0')
-        port = 1
-        for h in range(len(names)):
-            for n in range(2):
-                lines.append(f'[{port}]\t"H-{0x100000 + 2 * h + n:016x}"[1]\t\t# "x" lid 2 4xNDR')
-                port += 1
-        lines.append("")
-    port = 1
-    for h, name in enumerate(names):
-        for n in range(2):
-            guid = f"{0x100000 + 2 * h + n:016x}"
-            desc = f"{name} mlx5_{n}"
-            if p_format:
-                lines.append(f"CA     0  1 0x{guid} 4x NDR - SW     0 {port} {sw_guid} "
-                             f"( '{desc}' - '{sw_desc}' )")
-            else:
-                lines += [f'Ca\t1 "H-{guid}"\t\t# "{desc}"',
-                          f'[1]({guid})\t"S-00000000000a0000"[{port}]\t\t# lid 2 4xNDR', ""]
-            port += 1
-    return "\n".join(lines) + "\n"
-
-
 @given(st.lists(word, min_size=1, max_size=4, unique=True), word, st.booleans(), xml_text)
 def test_ibnetdiscover_hostile_descriptions(names, switch, p_format, path):
-    topo, _ = from_ibnetdiscover(_ib_dump(names, switch, p_format), path)
+    topo, _ = from_ibnetdiscover(ib_dump(names, switch, p_format), path)
     system = pipeline.compile(topo)
     assert sorted(h.name for h in hosts(system)) == sorted(names)
     fab = fabric(system)

@@ -26,6 +26,16 @@ def rank_groups(strategy: ParallelStrategy, dim: str) -> list[list[int]]:
     """
     if dim == "dpcp":
         return _joint_groups(strategy, ("dp", "cp"))
+    stride, n, world = _radix(strategy, dim)
+    block = stride * n
+    return [[base + offset + k * stride for k in range(n)]
+            for base in range(0, world, block) for offset in range(stride)]
+
+
+def _radix(strategy: ParallelStrategy, dim: str) -> tuple[int, int, int]:
+    """(stride, size, world) of ``dim`` in the mixed radix over ``strategy.order``: the dense
+    sizes with ep = 1, or for an expert dimension (ep, edp) Megatron's expert generator's
+    (tp = etp, cp = 1, dp = edp)."""
     if dim in ("ep", "edp"):
         sizes = {"tp": strategy.expert_tp, "cp": 1, "ep": strategy.size("ep"),
                  "dp": strategy.size("edp"), "pp": strategy.size("pp")}
@@ -37,11 +47,7 @@ def rank_groups(strategy: ParallelStrategy, dim: str) -> list[list[int]]:
         if d == dim:
             break
         stride *= sizes[d]
-    n = sizes[dim]
-    world = math.prod(sizes.values())
-    block = stride * n
-    return [[base + offset + k * stride for k in range(n)]
-            for base in range(0, world, block) for offset in range(stride)]
+    return stride, sizes[dim], math.prod(sizes.values())
 
 
 def _joint_groups(strategy: ParallelStrategy, dims: tuple[str, ...]) -> list[list[int]]:
@@ -84,19 +90,7 @@ def group_translates(strategy: ParallelStrategy, dim: str):
             if d in radix:
                 keep &= (ranks // radix[d]) % sizes[d] == 0
         return ranks[keep], tuple(sorted(inside))
-    if dim in ("ep", "edp"):
-        sizes = {"tp": strategy.expert_tp, "cp": 1, "ep": strategy.size("ep"),
-                 "dp": strategy.size("edp"), "pp": strategy.size("pp")}
-        dim = "ep" if dim == "ep" else "dp"
-    else:
-        sizes = {**dict(strategy.sizes), "ep": 1}
-    stride = 1
-    for d in strategy.order:
-        if d == dim:
-            break
-        stride *= sizes[d]
-    n = sizes[dim]
-    world = math.prod(sizes.values())
+    stride, n, world = _radix(strategy, dim)
     first = (np.arange(0, world, stride * n, dtype=np.int64)[:, None]
              + np.arange(stride, dtype=np.int64)[None, :]).reshape(-1)
     return first, tuple(k * stride for k in range(n))
