@@ -32,6 +32,9 @@ from topoc.importers.detect import to_topo
 from topoc.lsp import Analysis
 
 from .conftest import deadline
+# what no export may hold, and every line each export may write: one definition for both
+# campaigns
+from .hostile_corpus import CONTROL, LINES
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 DUMPS = sorted(p for d in ("hwloc", "ibnetdiscover", "nccl") for p in (FIX / d).iterdir()
@@ -42,23 +45,6 @@ SECONDS = 20
 START = time.monotonic()
 HOSTILE = ['"', "\\", "\n", "\r", "\x1b]0;x\x07", "\u2028", "\u202e", "{node}", "{", "}",
            "&#10;", "&#13;", "&quot;", "' - '", "#", " ", "\t", "\x00", "\\n", "\"]"]
-#: What no export may hold: a control character but newline (tab only where a format has it),
-#: or a Unicode line separator another tool could split a line at.
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")
-#: Every line each export may write, by tool (a comment, or one of its record forms).
-NAME = r"[A-Za-z0-9_.\-]+"
-HOSTLIST = r"[A-Za-z0-9_.\-\[\],]+"
-LINES = {
-    "slurm": re.compile(rf"#[^\x00-\x1f\x7f]*|SwitchName={NAME} (?:Nodes|Switches)={HOSTLIST}"
-                        rf"|BlockName=block\d+ Nodes={HOSTLIST}|BlockSizes=[0-9,]+"),
-    "ibsim": re.compile(rf"#[^\x00-\x1f\x7f]*|(?:Switch|Hca)\t\d+ \"[^\"\x00-\x1f]*\""
-                        rf"|\[\d+\]\t\"[^\"\x00-\x1f]*\"\[\d+\]\tw=\d+ [se]=\d+|"),
-    "ibdiagnet": re.compile(rf"#[^\x00-\x1f\x7f]*|{NAME} {NAME}(?:/U\d+)?"
-                            rf"|   P\d+ -> {NAME} {NAME}(?:/U\d+)? P\d+|"),
-    "k8s": re.compile(r'#[^\x00-\x1f\x7f]*|---|apiVersion: \S+|kind: \w+|metadata:|spec:|'
-                      r'  labels:|  levels:|  name: "[a-z0-9.\-]+"|'
-                      r'    [a-z0-9./\-]+: "[A-Za-z0-9_.\-]+"|  - nodeLabel: "[a-z0-9./\-]+"'),
-}
 
 
 _ATTRIBUTE = re.compile(r'=\s*"([^"<]{0,200})"')
