@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import re
 import subprocess
 import sys
@@ -373,21 +374,40 @@ def elaborated_size(text: str, path: Path) -> int | None:
     return None if system is None else len(system.devices) + len(system.links)
 
 
+#: Runs ``python ARGS`` as its own child and reports that child's usage on its last stderr line.
+#: A process exec'd straight from a pytest worker starts with the worker's peak resident size as
+#: its own (Linux keeps the old address space's high-water mark across exec, and a worker that
+#: ran a large system holds gigabytes), so the verb runs one process further down, forked from
+#: this small launcher, whose peak is the verb's own.
+LAUNCHER = """
+import os, subprocess, sys
+proc = subprocess.Popen([sys.executable, *sys.argv[1:]], stdout=subprocess.DEVNULL,
+                        stdin=subprocess.DEVNULL)
+_, status, usage = os.wait4(proc.pid, 0)
+sys.stderr.write("\\nusage %d %r %d\\n" % (os.waitstatus_to_exitcode(status),
+                 usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024))
+"""
+
+
 def run_child(args: list[str], wall: float) -> tuple[int, float, int, str]:
     """Exit code, CPU seconds (user + system, of this child alone: ``os.wait4``), peak
     resident bytes and standard error of ``python ARGS``; killed after ``wall`` seconds."""
-    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    timer = threading.Timer(wall, proc.kill)
+    proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    timer = threading.Timer(wall, lambda: os.killpg(proc.pid, signal.SIGKILL))
     timer.start()
     try:
         err = proc.stderr.read().decode(errors="replace")
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc.wait()
     finally:
         timer.cancel()
         proc.stderr.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, err
+    err, _, last = err.rstrip("\n").rpartition("\nusage ")
+    if not last:              # the launcher was killed: no usage line
+        return -9, wall, 0, err
+    code, cpu, rss = last.split()
+    return int(code), float(cpu), int(rss), err
 
 
 _ANALYSE = "import sys; from topoc.lsp import Analysis; Analysis(open(sys.argv[1]).read(), sys.argv[1])"
