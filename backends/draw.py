@@ -477,7 +477,8 @@ def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos
 
     def top_frame(n: Node) -> list[str]:
         return n.cluster.split(".")[:2] if n.cluster not in ("", name) else []
-    out = []
+    out: list[tuple] = []
+    over: list[int] = []                  # the lines over the boxes between row-mates
     for e in sorted(edges, key=lambda e: (e.src, e.dst, e.cls)):
         if e.duplex and tier_of.get(e.src, 0) > tier_of.get(e.dst, 0):
             e = attrs.evolve(e, src=e.dst, dst=e.src)   # a stable direction for the DOT text
@@ -496,20 +497,19 @@ def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos
             pa, pb = ((a[0] + a[2]) / 2, a[3]), ((b[0] + b[2]) / 2, b[3])
             path = [pa, (pa[0], top), (pb[0], top), pb]
             p, q = pa, pb
+            over.append(len(out))
         out.append((e, p, q, path))
-    return _spread_columns(_over_lanes(out))
+    return _spread_columns(_over_lanes(out, over))
 
 
 #: Points between the heights of row-mates' lines over the boxes between them.
 LANE_STEP = 8.0
 
 
-def _over_lanes(routed: list[tuple]) -> list[tuple]:
-    """Lines over the top of the boxes between two row-mates (a switchless NVLink mesh:
-    DGX-1's GPU 0-3 above GPU 1 and 2) each at its own height where their spans overlap,
-    shortest lowest: at one height they would be drawn as one bus."""
-    over = [k for k, (_e, _p, _q, path) in enumerate(routed)
-            if len(path) == 4 and path[1][1] == path[2][1] and path[0][1] == path[3][1]]
+def _over_lanes(routed: list[tuple], over: list[int]) -> list[tuple]:
+    """The lines ``over`` (indices into ``routed``) run over the top of the boxes between two
+    row-mates (a switchless NVLink mesh: DGX-1's GPU 0-3 above GPU 1 and 2): each at its own
+    height where their spans overlap, shortest lowest; at one height they would be one bus."""
     lanes: dict[float, list[list[tuple[float, float]]]] = defaultdict(list)
     out = list(routed)
     for k in sorted(over, key=lambda k: (abs(routed[k][3][0][0] - routed[k][3][3][0]),

@@ -364,10 +364,9 @@ def choose_view(system: System) -> tuple[str, list[Node], list[Edge]]:
     """The view to draw when none is asked for: for a node or a rack (one NVLink domain or
     none) the logical view, as vendors draw machines (switch chips as one backplane); for a
     cluster the most detailed view that stays legible, the racks view at the end."""
-    domains = nvlink_domains(system)
-    gpus = len(system.gpus)
-    if len(domains) <= 1 and len(system.devices) <= LEGIBLE_NODES:
+    if page_view(system):
         return ("logical", *logical(system))
+    gpus = len(system.gpus)
     for view in ("logical",):
         nodes, edges = BUILDERS[view](system)
         if len(nodes) <= LEGIBLE_NODES and len(edges) <= LEGIBLE_EDGES and gpus <= 72:
