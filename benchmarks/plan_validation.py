@@ -14,7 +14,7 @@ without the source (Blackwell with Hopper's, as Ada takes Hopper's figures), and
 says so. The in-sample figure beside it is the same fit on every fit row, each row predicted
 by curves fitted with its own source in.
 
-    .venv/bin/python benchmarks/plan_validation.py [--rows] [--orderings]
+    .venv/bin/python benchmarks/plan_validation.py [--rows] [--orderings] [--terms]
 
 Prints (``--rows``) every scored row's held-out and in-sample errors, then the medians and
 90th percentiles of |error| overall and per GPU generation, dense / MoE and BF16 / FP8; and
@@ -26,7 +26,11 @@ and a group's winner is right when the alternative measured fastest is predicted
 alternative topoc refuses counts as ordered wrong in each pair it is in (and its group's
 winner wrong when it is the measured winner); a pair predicted a tie is ordered wrong, and a
 group whose first place is a predicted tie names no winner. Every pair is listed, then the fractions per
-source and overall. With neither flag, both.
+source and overall. With neither flag, both. ``--terms`` prints instead every pair ordered
+wrong with both alternatives' terms (ms per sequence: GEMMs, attention, element-wise, gradient
+accumulation, launches, the cost per layer and micro-batch, bubble, each group's exposed
+traffic), their memory and micro-batches, and a count of the wrong pairs by mechanism (what
+the mappings differ in, and the model's term that most favours the one measured slower).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from memory_validation import quantile  # noqa: E402
 from plan_calibration import GLOBALS, fit_all, globals_now, set_globals  # noqa: E402
 from plan_calibration import source_of  # noqa: E402,F401  (benchmarks/peers imports it here)
 from tests.training_orderings import groups  # noqa: E402
-from tests.training_rows import NOT_A_STEP, _model_cached, predict, rows  # noqa: E402
+from tests.training_rows import NOT_A_STEP, _model_cached, breakdown, predict, rows  # noqa: E402
 from topoc.compiler.training import gemm  # noqa: E402
 from topoc.compiler.training.constants import value  # noqa: E402
 
@@ -96,6 +100,21 @@ def predicted_with(row, curves: Fitted):
     set_globals(getattr(curves, "values", {}))
     try:
         return predict(row)
+    finally:
+        gemm.CURVES.clear()
+        gemm.CURVES.update(saved)
+        set_globals(saved_values)
+
+
+def breakdown_with(row, curves: Fitted) -> tuple:
+    """``training_rows.breakdown`` of the row with ``curves`` and their global constants in
+    place: (Prediction, PlanRow or None, compute split, micro-batches a step)."""
+    saved, saved_values = dict(gemm.CURVES), globals_now()
+    gemm.CURVES.update(curves)
+    gemm.CURVES["ada"] = curves["hopper"]
+    set_globals(getattr(curves, "values", {}))
+    try:
+        return breakdown(row)
     finally:
         gemm.CURVES.clear()
         gemm.CURVES.update(saved)
@@ -223,6 +242,79 @@ def orderings(start: dict, cache: dict) -> tuple[float, float]:
     return overall
 
 
+def _mapping(row) -> dict:
+    """What a row's strategy is, key by key (what a pair's alternatives differ in)."""
+    sh = row.shape
+    return {"tp": sh.tp, "pp": sh.pp, "dp": sh.dp, "cp": sh.cp, "ep": sh.ep,
+            "mb": row.microbatch, "vp": row.interleave, "recompute": row.recompute,
+            "fsdp": row.fsdp, "fp8": row.fp8, "gbs": row.batch}
+
+
+def _terms_per_seq(row, curves: Fitted) -> tuple[dict[str, float], dict]:
+    """(the row's step terms in seconds per sequence of its batch, facts: memory GB and
+    micro-batches a step), with ``curves`` in place."""
+    pred, step, parts, mbs = breakdown_with(row, curves)
+    if step is None:
+        return {}, {"refused": True}
+    per = 1.0 / row.batch
+    out = {"bubble": step.bubble_time * per}
+    out.update({k.replace("compute: ", ""): v * per for k, v in parts.items()})
+    out.update({f"exposed {d}": t * per for d, t in step.comm_by_dim})
+    return out, {"memory": pred.memory / 1e9, "hbm": pred.hbm / 1e9, "microbatches": mbs,
+                 "step": step.step_time * per}
+
+
+def mechanism(fast_terms: dict, slow_terms: dict, fast_map: dict, slow_map: dict) -> str:
+    """A wrongly ordered pair's class: what the two mappings differ in, and the model's term
+    that most favours the alternative measured slower (largest fast - slow, per sequence)."""
+    if not fast_terms or not slow_terms:
+        return "refused"
+    diff = [k for k in fast_map if fast_map[k] != slow_map[k] and k not in ("dp", "gbs")]
+    if diff == ["fp8"] or (not diff and fast_map["fp8"]):
+        return "fp8 recipe (one fp8 to topoc)" if not diff else "precision"
+    names = set(fast_terms) | set(slow_terms)
+    term = max(names, key=lambda n: fast_terms.get(n, 0.0) - slow_terms.get(n, 0.0))
+    return f"{'+'.join(diff) or 'same mapping'} / {term}"
+
+
+def wrong_pairs(start: dict, cache: dict) -> None:
+    """Print every pair ordered wrong by the predicted step with both alternatives' terms
+    (ms per sequence), memory and micro-batches against the measured gap, then a count of the
+    pairs per mechanism (``mechanism``)."""
+    res = ordering_results(start, cache)
+    classes: dict[str, int] = {}
+    for r in res:
+        by_label = {a.label: a.row for a in r["group"].alternatives if not a.oom}
+        held, _ = curves_without(r["source"], start, cache)
+        for fast, slow, gap, pf, ps, right in r["pairs"]:
+            if right:
+                continue
+            ft, ff = _terms_per_seq(by_label[fast], held)
+            st, sf = _terms_per_seq(by_label[slow], held)
+            kind = mechanism(ft, st, _mapping(by_label[fast]), _mapping(by_label[slow]))
+            classes[kind] = classes.get(kind, 0) + 1
+            print(f"### {r['group'].id}: {fast} measured {gap:.1%} faster than {slow}; "
+                  f"predicted {'refused' if pf is None else f'{pf * 1e3:.1f}'} against "
+                  f"{'refused' if ps is None else f'{ps * 1e3:.1f}'} ms/seq; class: {kind}")
+            if not ft or not st:
+                print()
+                continue
+            print(f"memory {ff['memory']:.1f} / {sf['memory']:.1f} GB of {ff['hbm']:.0f}; "
+                  f"micro-batches a step {ff['microbatches']} / {sf['microbatches']}")
+            print("| term (ms per sequence) | measured faster | measured slower | difference |")
+            print("|---|---|---|---|")
+            names = sorted(set(ft) | set(st), key=lambda n: -abs(ft.get(n, 0) - st.get(n, 0)))
+            for n in names:
+                a, b = ft.get(n, 0.0), st.get(n, 0.0)
+                if a or b:
+                    print(f"| {n} | {a * 1e3:.2f} | {b * 1e3:.2f} | {(a - b) * 1e3:+.2f} |")
+            print()
+    print("| mechanism (what differs / the model's deciding term) | wrong pairs |")
+    print("|---|---|")
+    for k, n in sorted(classes.items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"| {k} | {n} |")
+
+
 def held_out(start: dict | None = None,
              cache: dict | None = None) -> tuple[list[tuple], dict[str, gemm.Curve]]:
     """Every scored row's (row, source, "dense" or "MoE", held-out error, in-sample error,
@@ -255,6 +347,9 @@ def main() -> None:
     args = sys.argv[1:]
     start = {gen: gemm.CURVES[gen] for gen in GENERATIONS}
     cache: dict = {}
+    if "--terms" in args:
+        wrong_pairs(start, cache)
+        return
     if "--orderings" in args or "--rows" not in args:
         orderings(start, cache)
         print()

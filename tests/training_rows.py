@@ -552,10 +552,26 @@ class Prediction:
 def predict(row: Row, derate: bool = True, **overrides) -> Prediction:
     """The row's step on its library system at its published strategy (``derate``: at the
     500 W power limit of the GPUs that ran it)."""
+    return _predict(row, derate, overrides)[0]
+
+
+def breakdown(row: Row, derate: bool = True, **overrides) -> tuple:
+    """(``predict``'s Prediction, the row's PlanRow or None, its compute split as ``--compare``
+    shows it (``comparison.compute_parts``), its micro-batches a step): the terms that make
+    one alternative of a group win over another (benchmarks/plan_validation.py --terms)."""
+    from topoc.compiler.analysis.comparison import compute_parts
+    pred, t, step, gpu = _predict(row, derate, overrides)
+    if step is None:
+        return pred, None, {}, 0
+    parts, mbs = compute_parts(t, step, gpu)
+    return pred, step, parts, mbs
+
+
+def _predict(row: Row, derate: bool, overrides: dict) -> tuple:
     where = system_of(row)
     if where is None:
-        return Prediction(row, None, None, None, None, f"no library fabric hosts {row.gpus} "
-                          f"{row.gpu} GPUs")
+        return (Prediction(row, None, None, None, None, f"no library fabric hosts {row.gpus} "
+                           f"{row.gpu} GPUs"), None, None, None)
     sys_, key = system_for(row, where)
     gpu = gpu_figures(sys_)
     measured = measured_time(row, gpu.bf16)
@@ -570,11 +586,12 @@ def predict(row: Row, derate: bool = True, **overrides) -> Prediction:
         if p is None or p.derived.memory.total <= hbm:
             break
     if p is None:
-        return Prediction(row, None, measured, None, None,
-                          "the model refuses the published mapping")
+        return (Prediction(row, None, measured, None, None,
+                           "the model refuses the published mapping"), t, None, gpu)
     step = row_of(sys_, c, p, _costs(key), placement(sys_, row.gpus))
     note = "" if row.recompute else f"recompute {c.recompute} (not published)"
-    return Prediction(row, step.step_time, measured, p.derived.memory.total, hbm, note)
+    return (Prediction(row, step.step_time, measured, p.derived.memory.total, hbm, note), t,
+            step, gpu)
 
 
 _COSTS: dict = {}

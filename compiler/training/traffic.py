@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import math
 
+import attrs
+
 from ..ir.system import Transformer, TrafficFlow
 from .mapping import Layout, Shape
 from .memory import reduce_bytes, sharding
@@ -104,6 +106,12 @@ def traffic(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) \
         flows.append(TrafficFlow("pp", "sendrecv", boundary, 2 * microbatches * t.interleave,
                                  overlap="none"))
     flows += _gradient_flows(m, t, sh, layers, microbatches)
+    if t.launch_blocking:
+        # CUDA_LAUNCH_BLOCKING=1: a launch returns only once its kernel has finished, so no
+        # collective runs beside a compute kernel (CUDA C++ Programming Guide, "Asynchronous
+        # Concurrent Execution": the variable disables the asynchrony of kernel launches);
+        # the backward all-reduces the weight-gradient GEMMs would hide wait for them instead
+        flows = [attrs.evolve(f, overlap="none") for f in flows]
     return tuple(f for f in flows if f.count > 0 and f.bytes > 0)
 
 
