@@ -90,3 +90,21 @@ def test_cpu_offloading_keeps_the_offloaded_layers_activations_off_the_gpu():
             derive(attrs.evolve(t, **bad), sh, gb200)
     with pytest.raises(MappingError, match="pp must be 1"):
         derive(attrs.evolve(t, offload_layers=4), Shape(tp=1, cp=1, ep=1, dp=32, pp=2), gb200)
+
+
+def test_synchronous_launches_leave_no_collective_behind_a_kernel():
+    """CUDA_LAUNCH_BLOCKING=1: a launch returns once its kernel is done, so the backward
+    tensor-parallel all-reduces the weight-gradient GEMMs would hide (and any other flow's
+    window) run on the critical path; without it they keep their windows."""
+    from topoc.compiler.training.traffic import traffic
+    m = bundled_models()["llama3_8b"]
+    sh = Shape(tp=8, cp=1, ep=1, dp=2, pp=2)
+    t = Training(m, 64, microbatch=1, recompute="full", overlap=True)
+    d = derive(t, sh, A100)
+    lay = d.layout
+    free = traffic(m, t, sh, lay, d.microbatches)
+    blocked = traffic(m, attrs.evolve(t, launch_blocking=True), sh, lay, d.microbatches)
+    assert {f.overlap for f in free} >= {"none", "wgrad"}
+    assert {f.overlap for f in blocked} == {"none"}
+    assert [(f.dim, f.bytes, f.count) for f in free] == \
+        [(f.dim, f.bytes, f.count) for f in blocked]

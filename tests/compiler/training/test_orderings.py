@@ -5,6 +5,8 @@ something, and that the check counts a pair and a winner as it says."""
 from __future__ import annotations
 
 import sys
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -53,3 +55,37 @@ def test_the_check_orders_a_pair_and_names_a_winner_as_measured(monkeypatch):
     assert r["winner"] == "interleaved 1f1b"
     assert r["pairs"][0][5] == (r["pairs"][0][3] < r["pairs"][0][4])
     assert r["winner_right"] == (r["predicted_winner"] == "interleaved 1f1b")
+
+
+def test_a_wrong_pair_is_classed_by_what_differs_and_the_term_that_favours_the_slower():
+    """``--terms``: a pair ordered wrong is named by the keys its two mappings differ in (dp
+    and the batch follow from them) and by the model's term that most favours the alternative
+    measured slower; a refused alternative and two fp8 recipes topoc cannot tell apart have
+    classes of their own."""
+    import plan_validation as pv
+    base = {"tp": 8, "pp": 6, "dp": 8, "cp": 1, "ep": 1, "mb": 4, "vp": 1,
+            "recompute": "full", "fsdp": False, "fp8": False, "gbs": 2048}
+    other = dict(base, pp=2, dp=24, mb=2, gbs=2016)
+    fast = {"GEMMs": 0.033, "bubble": 0.0015, "exposed dp": 0.0009}
+    slow = {"GEMMs": 0.031, "bubble": 0.0009, "exposed dp": 0.0027}
+    assert pv.mechanism(fast, slow, base, other) == "pp+mb / GEMMs"
+    assert pv.mechanism(dict(fast, bubble=0.01), slow, base, other) == "pp+mb / bubble"
+    assert pv.mechanism({}, slow, base, other) == "refused"
+    fp8 = dict(base, fp8=True)
+    assert pv.mechanism(fast, fast, fp8, fp8) == "fp8 recipe (one fp8 to topoc)"
+
+
+def test_terms_of_an_alternative_add_up_to_its_predicted_step():
+    """What ``--terms`` prints of an alternative is its step split into the terms ``--compare``
+    shows (per sequence of its batch): they add up to the predicted step."""
+    import plan_validation as pv
+    from topoc.compiler.training import gemm
+    start = {gen: gemm.CURVES[gen] for gen in pv.GENERATIONS}
+    g = next(g for g in groups() if g.id == "bloom-181b-0221")
+    held, _ = pv.curves_without(g.source, start, {})
+    for a in g.alternatives[:2]:
+        terms, facts = pv._terms_per_seq(a.row, held)
+        assert facts["microbatches"] == a.row.batch // (a.row.microbatch * a.row.shape.dp)
+        assert sum(terms.values()) == pytest.approx(facts["step"], rel=1e-9)
+        assert pv.predicted_with(a.row, held).predicted / a.row.batch == \
+            pytest.approx(facts["step"], rel=1e-12)
