@@ -272,7 +272,7 @@ def mechanism(fast_terms: dict, slow_terms: dict, fast_map: dict, slow_map: dict
     diff = [k for k in fast_map if fast_map[k] != slow_map[k] and k not in ("dp", "gbs")]
     if diff == ["fp8"] or (not diff and fast_map["fp8"]):
         return "fp8 recipe (one fp8 to topoc)" if not diff else "precision"
-    names = set(fast_terms) | set(slow_terms)
+    names = sorted(set(fast_terms) | set(slow_terms))
     term = max(names, key=lambda n: fast_terms.get(n, 0.0) - slow_terms.get(n, 0.0))
     return f"{'+'.join(diff) or 'same mapping'} / {term}"
 
@@ -303,7 +303,8 @@ def wrong_pairs(start: dict, cache: dict) -> None:
                   f"micro-batches a step {ff['microbatches']} / {sf['microbatches']}")
             print("| term (ms per sequence) | measured faster | measured slower | difference |")
             print("|---|---|---|---|")
-            names = sorted(set(ft) | set(st), key=lambda n: -abs(ft.get(n, 0) - st.get(n, 0)))
+            names = sorted(set(ft) | set(st),
+                           key=lambda n: (-abs(ft.get(n, 0) - st.get(n, 0)), n))
             for n in names:
                 a, b = ft.get(n, 0.0), st.get(n, 0.0)
                 if a or b:

@@ -159,7 +159,9 @@ def _gradient_flows(m: Transformer, t, sh: Shape, layers: int,
         if level >= 1:
             out.append(TrafficFlow(kind, "reducescatter", each, buckets,
                                    overlap="grad_sync" if t.overlap else "none"))
-            out.append(TrafficFlow(kind, "allgather", int(each / 2), buckets,
+            # the updated 16-bit weights, 2 bytes a parameter whatever the gradients' dtype
+            # (half an fp32 gradient, as much as a 16-bit one)
+            out.append(TrafficFlow(kind, "allgather", int(params * 2 / buckets), buckets,
                                    overlap="param_sync" if t.overlap else "none"))
         else:
             out.append(TrafficFlow(kind, "allreduce", each, buckets,

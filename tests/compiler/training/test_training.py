@@ -437,7 +437,9 @@ def test_caveats_name_rows_and_their_what_ifs_change_a_row_setting():
 def test_bf16_gradients_halve_the_gradient_buffer_and_the_gradient_traffic():
     """``bf16_grads`` (Megatron-Core's grad_reduce_in_fp32 off, as Megatron-Bridge's performance
     recipes set it): 2 gradient bytes a parameter, not 4, and the data-parallel reduction moves
-    half the bytes; FSDP keeps its own fp32 gradients."""
+    half the bytes; the distributed optimizer's all-gather of the updated weights moves their
+    2 bytes either way (Megatron-Core's param buffer is bf16; grad_reduce_in_fp32 sets only the
+    gradients' dtype); FSDP keeps its own fp32 gradients."""
     from topoc.compiler.training.traffic import traffic
     m = MODELS["llama3_8b"]
     sh = Shape(1, 1, 1, 8, 1)
@@ -450,9 +452,14 @@ def test_bf16_gradients_halve_the_gradient_buffer_and_the_gradient_traffic():
     a, b = memory(m, base, sh, lay, 8), memory(m, bf16, sh, lay, 8)
     assert b.gradients == pytest.approx(a.gradients / 2)
 
-    def grad_bytes(t):
-        return sum(f.bytes * f.count for f in traffic(m, t, sh, lay, 8) if f.dim == "dp")
-    assert grad_bytes(bf16) == pytest.approx(grad_bytes(base) / 2, rel=1e-3)
+    def dp_bytes(t, collective):
+        return sum(f.bytes * f.count for f in traffic(m, t, sh, lay, 8)
+                   if f.dim == "dp" and f.collective == collective)
+    assert dp_bytes(bf16, "reducescatter") == \
+        pytest.approx(dp_bytes(base, "reducescatter") / 2, rel=1e-3)
+    params = dp_bytes(base, "reducescatter") / 4
+    assert dp_bytes(bf16, "allgather") == dp_bytes(base, "allgather") == \
+        pytest.approx(2 * params, rel=1e-3)
 
 
 def test_pure_bf16_reduces_its_bf16_gradients_in_bf16():
