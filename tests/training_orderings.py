@@ -98,9 +98,15 @@ class Group:
 #: Jean Zay's A100 nodes: "8 GPUs per node Using NVLink 4 inter-gpu connects, 4 OmniPath
 #: links", "Inter-node connect: Omni-Path Architecture (OPA)" (the BLOOM model card,
 #: huggingface.co/bigscience/bloom, Hardware): four 100 Gb/s OPA ports a node where the
-#: library's A100 cluster (DGX A100 SuperPOD) has eight 200 Gb/s HDR rails, so each rail runs
-#: at a quarter of its rate (the same 400 Gb/s a node, 50 Gb/s a GPU).
-JEAN_ZAY = ("cluster.node*.nic*<->cluster.leaf*=25%",)
+#: library's A100 cluster (DGX A100 SuperPOD) has eight 200 Gb/s HDR rails. What NCCL moves
+#: over one of those ports was measured on the same nodes: bigscience-workshop/bigscience
+#: ``experiments/bandwidth/n4_a100_all_reduce_bench.txt`` (NCCL 2.10.3 over the hfi1 ports,
+#: a 4 GB all-reduce on 4 jean-zay-iam nodes, 4 GPUs each, whose ring sent both its channels
+#: through one port, "via NET/IB/1"): 39.9 Gb/s bus bandwidth, 40 % of the port's line rate
+#: (the directory's README: "an issue with nccl that doesn't fully utilize Intel OPA full
+#: bandwidth"). Four ports at 40 Gb/s are 160 Gb/s a node, 20 Gb/s a GPU: each library rail
+#: at a tenth of its rate (a quarter, the line rate, before that measurement was read).
+JEAN_ZAY = ("cluster.node*.nic*<->cluster.leaf*=10%",)
 
 
 def _bloom_model(hidden: int, layers: int, heads: int) -> Transformer:
