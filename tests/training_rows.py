@@ -480,7 +480,11 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 recompute_modules=RECIPE_RECOMPUTE.get(row.id, ()),
                 # Megatron-Core's vocabulary-parallel cross entropy, Megatron-FSDP runs too
                 cross_entropy="megatron" if megatron else "auto",
-                zero=row.zero if not row.fsdp else 0)
+                zero=row.zero if not row.fsdp else 0,
+                # Megatron-LM's scatter/gather of pipeline boundaries (Narayanan et al. 2021,
+                # sec. 4.1, on in their runs) and DeepSpeed's partitioned pipeline buffers
+                # (BLOOM's Megatron-DeepSpeed): the family's pipelines send 1/tp of a boundary
+                scatter_gather=row.family == "narayanan")
     if row.id.startswith("llmfoundry"):
         opts.update(COMPOSER_FSDP)
     opts.update(OPTIONS.get(row.id, {}))

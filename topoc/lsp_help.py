@@ -61,6 +61,10 @@ SETTING_DOCS = {
     "launch_blocking": "every kernel launch waits for the one before (CUDA_LAUNCH_BLOCKING=1): "
                        "the host's issue time per kernel is paid on the GPU, per layer and "
                        "micro-batch",
+    "scatter_gather": "a pipeline stage sends each tensor-parallel rank's 1/tp of the "
+                      "boundary activation and gradient and the next all-gathers it over "
+                      "NVLink (Megatron-LM's scatter/gather optimisation, DeepSpeed's "
+                      "partitioned pipeline buffers; sequence parallelism does it anyway)",
     "grad_accumulation": "how each micro-batch's weight gradients reach the gradient buffer: "
                          "fused (into the weight-gradient GEMM: Megatron-Core's "
                          "gradient_accumulation_fusion, FSDP; default), autograd (param.grad "

@@ -83,7 +83,11 @@ class Training:
     micro-batch's weight gradients reach the gradient buffer (``compute.GRAD_ACCUMULATION``:
     fused into the weight-gradient GEMM, or an element-wise pass over the stage's weights per
     micro-batch); ``launch_blocking`` runs every kernel launch synchronously
-    (``CUDA_LAUNCH_BLOCKING=1``, ``compute.blocking``); ``offload_layers`` keeps the activations
+    (``CUDA_LAUNCH_BLOCKING=1``, ``compute.blocking``); ``scatter_gather`` sends each
+    tensor-parallel rank's 1/tp of a pipeline boundary's activation (or its gradient) and
+    all-gathers it over the tensor-parallel group on arrival (Megatron-LM's scatter/gather
+    optimisation, DeepSpeed's pipeline engine's partitioned buffers: ``traffic``);
+    ``offload_layers`` keeps the activations
     of that many layers in CPU memory between their forward and backward (Megatron-Core's
     ``cpu_offloading_num_layers``: ``memory`` and ``compute.offload``)."""
 
@@ -122,6 +126,7 @@ class Training:
     cross_entropy: str = "auto"         # the loss kernel: ``CROSS_ENTROPY``
     grad_accumulation: str = "fused"    # ``compute.GRAD_ACCUMULATION``
     launch_blocking: bool = False       # CUDA_LAUNCH_BLOCKING=1: ``compute.blocking``
+    scatter_gather: bool = False        # a pipeline sends 1/tp of its boundary (``traffic``)
     offload_layers: int = 0             # layers whose activations go to CPU memory (``compute``)
     first_stage_layers: int = 0
     last_stage_layers: int = 0

@@ -102,9 +102,18 @@ def traffic(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) \
         flows.append(TrafficFlow("ep", "alltoall", routed, count - hidden, overlap="none",
                                  dedup=dedup))
     if sh.pp > 1:
-        boundary = int(act / (sh.tp if t.sequence_parallel else 1))
+        split = sh.tp if t.sequence_parallel or t.scatter_gather else 1
+        boundary = int(act / split)
         flows.append(TrafficFlow("pp", "sendrecv", boundary, 2 * microbatches * t.interleave,
                                  overlap="none"))
+        if t.scatter_gather and not t.sequence_parallel and sh.tp > 1:
+            # each rank sends its 1/tp slice over the stage boundary; the receiving stage
+            # all-gathers the slices over its tensor-parallel group (Narayanan et al. 2021,
+            # sec. 4.1, the scatter/gather optimisation; DeepSpeed's PipelineEngine:
+            # is_pipe_partitioned = is_grad_partitioned = is_model_parallel, the received
+            # PartitionedTensor's full())
+            flows.append(TrafficFlow("tp", "allgather", act, 2 * microbatches * t.interleave,
+                                     overlap="none"))
     flows += _gradient_flows(m, t, sh, layers, microbatches)
     if t.launch_blocking:
         # CUDA_LAUNCH_BLOCKING=1: a launch returns only once its kernel has finished, so no

@@ -73,3 +73,18 @@ def test_bucket_is_parameters_a_bucket_as_megatron_core_counts_them():
     with pytest.raises(topoc.CompileError) as err:
         topoc.loads(source.format(extra="bucket = 160 MB"))
     assert "E201" in str(err.value) and "bucket = 40000000" in str(err.value)
+
+
+def test_scatter_gather_is_a_block_setting():
+    """``scatter_gather = true`` (Megatron-LM's scatter/gather of pipeline boundaries) sends
+    each tensor-parallel rank's 1/tp of a boundary: the block's pipeline traffic shrinks by tp
+    where sequence parallelism does not split the boundary already."""
+    source = SOURCE.replace("tp = 1  dp = 8", "tp = 4  pp = 2  dp = 1").replace(
+        "fsdp = true", "distributed_optimizer = true")
+    plain = topoc.loads(source.format(extra="")).parallel("p")
+    split = topoc.loads(source.format(extra="scatter_gather = true")).parallel("p")
+    assert split.training.scatter_gather and not plain.training.scatter_gather
+
+    def pp_bytes(p):
+        return sum(f.bytes * f.count for f in p.derived.flows if f.dim == "pp")
+    assert pp_bytes(split) == pp_bytes(plain) // 4

@@ -739,3 +739,31 @@ def test_gradient_buckets_count_parameters_as_megatron_core_does():
     assert buckets(attrs.evolve(base, batch=1024), 128) == {-(-params // 128_000_000)}
     assert buckets(attrs.evolve(base, bucket=10_000_000)) == {-(-params // 10_000_000)}
     assert buckets(attrs.evolve(base, overlap=False)) == {1}
+
+
+def test_scatter_gather_sends_a_tensor_parallel_slice_of_each_pipeline_boundary():
+    """``scatter_gather`` (Megatron-LM's scatter/gather optimisation, Narayanan et al. 2021 sec.
+    4.1; DeepSpeed's PipelineEngine partitions what it sends over the model-parallel group):
+    each rank sends 1/tp of a boundary's activation or gradient across the stage boundary,
+    and the receiving stage all-gathers the slices over its tensor-parallel group, once per
+    transfer; with sequence parallelism the boundary is split already and nothing is added."""
+    from topoc.compiler.training.traffic import traffic
+    m = MODELS["llama3_8b"]
+    sh = Shape(8, 1, 1, 2, 4)
+    lay = layout(m, sh)
+    plain = Training(m, 64, microbatch=2, recompute="full")
+    split = attrs.evolve(plain, scatter_gather=True)
+    act = m.seq * 2 * m.hidden * 2
+
+    def flows(t):
+        return [(f.dim, f.collective, f.bytes, f.count, f.overlap)
+                for f in traffic(m, t, sh, lay, 16) if f.dim in ("pp", "tp")]
+    pp_plain = [f for f in flows(plain) if f[0] == "pp"]
+    pp_split = [f for f in flows(split) if f[0] == "pp"]
+    assert pp_plain == [("pp", "sendrecv", act, 32, "none")]
+    assert pp_split == [("pp", "sendrecv", act // 8, 32, "none")]
+    extra = set(flows(split)) - set(flows(plain))
+    assert extra == {("pp", "sendrecv", act // 8, 32, "none"),
+                     ("tp", "allgather", act, 32, "none")}
+    sp = attrs.evolve(plain, sequence_parallel=True)
+    assert flows(attrs.evolve(sp, scatter_gather=True)) == flows(sp)
