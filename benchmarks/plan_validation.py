@@ -17,7 +17,8 @@ by curves fitted with its own source in.
     .venv/bin/python benchmarks/plan_validation.py [--rows] [--orderings] [--terms]
 
 Prints (``--rows``) every scored row's held-out and in-sample errors, then the medians and
-90th percentiles of |error| overall and per GPU generation, dense / MoE and BF16 / FP8; and
+90th percentiles of |error| overall and per GPU generation, dense / MoE, BF16 / FP8 and
+source; and
 (``--orderings``) the orderings check: for every group of measured alternatives of one
 training work (tests/training_orderings.py), the curves are refitted without the group's
 source and every alternative predicted, per sequence of its batch; each pair whose measured
@@ -385,6 +386,8 @@ def main() -> None:
         line(kind, lambda x, k=kind: x[2] == k)
     for prec in ("bf16", "fp8"):
         line(prec, lambda x, p=prec: ("fp8" if x[0].fp8 else "bf16") == p)
+    for src in sorted({x[1] for x in results}):
+        line(f"source: {src[:48]}", lambda x, s=src: x[1] == s)
     print()
     print(f"{len({x[1] for x in results})} sources; the in-sample fit from the registry's "
           "values: " + "; ".join(f"{g} {inside[g]}" for g in GENERATIONS) + "; " +
