@@ -44,6 +44,10 @@ Sources (each group says which table):
   GPU) in bf16 and float8 recipes. topoc has one fp8: its recipes (tensorwise, rowwise, MX) are
   the same to it, so a pair of two fp8 recipes more than 10 % apart is predicted a tie, which
   counts as ordered wrong.
+- ASYNCTP: torchtitan ``benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md`` (June 2025,
+  500 W H100 96 GB): the bf16 rows of its results table, vanilla against async TP, Llama 3.1
+  8B on 64 GPUs and 70B on 256 (the vanilla runs are runs.csv rows; both 9-10 % apart, so
+  they add winners, not pairs over 10 %).
 - PAI: alibaba/Pai-Megatron-Patch issue 658 (2025-09-02): Qwen3-235B-A22B on 256 H800, the
   same recipe at tp 1 and tp 2 (ep 8, pp 32, vpp 3, four sequences a micro-batch, full
   recompute).
@@ -375,6 +379,34 @@ def _model_of(rid: str):
     return _model_cached(rid)
 
 
+ASYNCTP = "torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md"
+ASYNCTP_URL = ("https://github.com/pytorch/torchtitan/blob/main/benchmarks/"
+               "asyncTP_llama3_h100_2025-06_torchtitan.md")
+
+
+def _asynctp_groups() -> list[Group]:
+    """Vanilla against async tensor parallelism (``--parallelism.enable_async_tensor_parallel``)
+    on the same bf16 runs: the runs.csv rows (vanilla TP) and the async TP figure of the same
+    row of the benchmark's table (assets/images/async-tp-perf-06-14-2025.png, tokens/s per
+    GPU; runs.csv's notes: "AsyncTP: 652.4", "AsyncTP: 4809.4")."""
+    have = _by_id()
+    out = []
+    for rid, value, what in (
+            ("tt25-asynctp-70b-256gpu-bf16-vanillaTP", 652.4,
+             "Llama 3.1 70B, bf16, full AC, local batch 16, FSDP 32 x TP 8"),
+            ("tt25-asynctp-8b-64gpu-bf16-vanillaTP", 4809.4,
+             "Llama 3.1 8B, bf16, per-op SAC, local batch 12, FSDP 8 x TP 8")):
+        base = have[rid]
+        async_id = rid.replace("vanillaTP", "asyncTP")
+        MODELS[async_id] = _model_of(rid)
+        OPTIONS[async_id] = dict(OPTIONS.get(rid, {}), async_tp=True)
+        alts = (Alternative(base, "vanilla TP"),
+                Alternative(attrs.evolve(base, id=async_id, value=value), "async TP"))
+        out.append(Group(f"tt25-asynctp-{rid.split('-')[2]}", ASYNCTP, ASYNCTP_URL,
+                         f"the results table: {what}, vanilla against async TP", alts))
+    return out
+
+
 def _pai_groups() -> list[Group]:
     m = attrs.evolve(bundled_models()["qwen3_235b_a22b"], seq=4096)
     alts = []
@@ -393,4 +425,4 @@ def _pai_groups() -> list[Group]:
 def groups() -> tuple[Group, ...]:
     """Every group, in a fixed order."""
     return tuple(_bloom_groups() + _foundry_groups() + _mbridge_groups() + _runs_groups() +
-                 _torchao_groups() + _pai_groups())
+                 _torchao_groups() + _asynctp_groups() + _pai_groups())

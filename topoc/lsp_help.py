@@ -61,6 +61,9 @@ SETTING_DOCS = {
     "launch_blocking": "every kernel launch waits for the one before (CUDA_LAUNCH_BLOCKING=1): "
                        "the host's issue time per kernel is paid on the GPU, per layer and "
                        "micro-batch",
+    "async_tp": "tensor-parallel collectives run in pieces beside the GEMMs that consume or "
+                "produce them (torchtitan's async TP, Megatron's tp_comm_overlap): the "
+                "forward's hide in the forward pass, the backward's in the backward",
     "scatter_gather": "a pipeline stage sends each tensor-parallel rank's 1/tp of the "
                       "boundary activation and gradient and the next all-gathers it over "
                       "NVLink (Megatron-LM's scatter/gather optimisation, DeepSpeed's "

@@ -86,8 +86,10 @@ class Training:
     (``CUDA_LAUNCH_BLOCKING=1``, ``compute.blocking``); ``scatter_gather`` sends each
     tensor-parallel rank's 1/tp of a pipeline boundary's activation (or its gradient) and
     all-gathers it over the tensor-parallel group on arrival (Megatron-LM's scatter/gather
-    optimisation, DeepSpeed's pipeline engine's partitioned buffers: ``traffic``);
-    ``offload_layers`` keeps the activations
+    optimisation, DeepSpeed's pipeline engine's partitioned buffers: ``traffic``); ``async_tp``
+    runs each layer's tensor-parallel all-gathers and reduce-scatters in pieces beside the
+    GEMMs that consume or produce them (torchtitan's ``enable_async_tensor_parallel``, Megatron's
+    ``tp_comm_overlap``: ``traffic``); ``offload_layers`` keeps the activations
     of that many layers in CPU memory between their forward and backward (Megatron-Core's
     ``cpu_offloading_num_layers``: ``memory`` and ``compute.offload``)."""
 
@@ -127,6 +129,7 @@ class Training:
     grad_accumulation: str = "fused"    # ``compute.GRAD_ACCUMULATION``
     launch_blocking: bool = False       # CUDA_LAUNCH_BLOCKING=1: ``compute.blocking``
     scatter_gather: bool = False        # a pipeline sends 1/tp of its boundary (``traffic``)
+    async_tp: bool = False              # TP collectives overlap the GEMMs (``traffic``)
     offload_layers: int = 0             # layers whose activations go to CPU memory (``compute``)
     first_stage_layers: int = 0
     last_stage_layers: int = 0

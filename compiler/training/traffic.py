@@ -72,15 +72,20 @@ def traffic(m: Transformer, t, sh: Shape, lay: Layout, microbatches: int) \
     calls = layers * microbatches
     extra = 1 if t.recompute == "full" else 0              # the recompute forward repeats them
     if sh.tp > 1:
-        if t.sequence_parallel:
-            for coll in ("allgather", "reducescatter"):
+        colls = ("allgather", "reducescatter") if t.sequence_parallel else ("allreduce",)
+        for coll in colls:
+            if t.async_tp:
+                # async TP splits each collective into pieces that run beside the GEMM
+                # consuming or producing them: the forward's inside the forward pass, the
+                # recompute's and the backward's inside the backward (torchtitan's
+                # micro-pipelined all-gather-matmul and matmul-reduce-scatter over symmetric
+                # memory; Megatron's tp_comm_overlap); a launch-blocking run hides nothing
+                flows.append(TrafficFlow("tp", coll, act, calls * 2, overlap="forward"))
                 flows.append(TrafficFlow("tp", coll, act, calls * 2 * (1 + extra),
-                                         overlap="none"))
-                flows.append(TrafficFlow("tp", coll, act, calls * 2, overlap="wgrad"))
-        else:
-            flows.append(TrafficFlow("tp", "allreduce", act, calls * 2 * (1 + extra),
-                                     overlap="none"))
-            flows.append(TrafficFlow("tp", "allreduce", act, calls * 2, overlap="wgrad"))
+                                         overlap="backward"))
+                continue
+            flows.append(TrafficFlow("tp", coll, act, calls * 2 * (1 + extra), overlap="none"))
+            flows.append(TrafficFlow("tp", coll, act, calls * 2, overlap="wgrad"))
     if sh.cp > 1:
         split = sh.tp if m.kv_lora_rank else max(1, min(sh.tp, m.kv_heads))
         kv = int(seq * t.microbatch * kv_width(m) * 2 * 2 / split)

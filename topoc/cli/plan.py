@@ -94,6 +94,7 @@ def add_parser(sub) -> None:
                    help=DOCS["grad_accumulation"])
     p.add_argument("--launch-blocking", action="store_true", help=DOCS["launch_blocking"])
     p.add_argument("--scatter-gather", action="store_true", help=DOCS["scatter_gather"])
+    p.add_argument("--async-tp", action="store_true", help=DOCS["async_tp"])
     p.add_argument("--offload-layers", type=count(0, 10**6), default=0, metavar="N",
                    help=DOCS["offload_layers"])
     p.add_argument("--compare", metavar="SIZES", help="where a strategy ranks and which terms "
@@ -198,7 +199,7 @@ def run(args) -> int:
                     cross_entropy=args.cross_entropy,
                     grad_accumulation=args.grad_accumulation,
                     launch_blocking=args.launch_blocking,
-                    scatter_gather=args.scatter_gather,
+                    scatter_gather=args.scatter_gather, async_tp=args.async_tp,
                     offload_layers=args.offload_layers)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",

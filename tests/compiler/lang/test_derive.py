@@ -88,3 +88,13 @@ def test_scatter_gather_is_a_block_setting():
     def pp_bytes(p):
         return sum(f.bytes * f.count for f in p.derived.flows if f.dim == "pp")
     assert pp_bytes(split) == pp_bytes(plain) // 4
+
+
+def test_async_tp_is_a_block_setting():
+    """``async_tp = true`` moves a block's tensor-parallel collectives into the passes' windows."""
+    source = SOURCE.replace("tp = 1  dp = 8", "tp = 8  dp = 1  sequence_parallel = true")
+    source = source.replace("fsdp = true", "distributed_optimizer = true")
+    plain = topoc.loads(source.format(extra="")).parallel("p")
+    fast = topoc.loads(source.format(extra="async_tp = true")).parallel("p")
+    assert fast.training.async_tp and not plain.training.async_tp
+    assert {f.overlap for f in fast.derived.flows if f.dim == "tp"} == {"forward", "backward"}

@@ -767,3 +767,25 @@ def test_scatter_gather_sends_a_tensor_parallel_slice_of_each_pipeline_boundary(
                      ("tp", "allgather", act, 32, "none")}
     sp = attrs.evolve(plain, sequence_parallel=True)
     assert flows(attrs.evolve(sp, scatter_gather=True)) == flows(sp)
+
+
+def test_async_tp_hides_tensor_parallel_collectives_in_the_passes_that_run_them():
+    """``async_tp`` (torchtitan's enable_async_tensor_parallel, Megatron's tp_comm_overlap):
+    the same tensor-parallel bytes, the forward's collectives in the forward pass's window and
+    the recompute's and backward's in the backward's, so less is exposed than with the forward
+    ones on the critical path; under CUDA_LAUNCH_BLOCKING nothing hides."""
+    from topoc.compiler.training.traffic import traffic
+    m = MODELS["llama3_8b"]
+    sh = Shape(8, 1, 1, 8, 1)
+    lay = layout(m, sh)
+    plain = Training(m, 96, microbatch=12, recompute="full", sequence_parallel=True)
+    fast = attrs.evolve(plain, async_tp=True)
+
+    def tp(t):
+        return [f for f in traffic(m, t, sh, lay, 1) if f.dim == "tp"]
+    assert sum(f.bytes * f.count for f in tp(fast)) == sum(f.bytes * f.count for f in tp(plain))
+    assert {f.overlap for f in tp(plain)} == {"none", "wgrad"}
+    assert {(f.collective, f.overlap, f.count) for f in tp(fast)} == {
+        (c, w, n) for c in ("allgather", "reducescatter")
+        for w, n in (("forward", 2 * 32), ("backward", 4 * 32))}
+    assert {f.overlap for f in tp(attrs.evolve(fast, launch_blocking=True))} == {"none"}
