@@ -91,6 +91,6 @@ def test_plan_flags_docs_and_readme_agree():
         assert not missing, (name, missing)
     named = set(re.findall(r"(--[a-z][a-z0-9-]+)", docs))
     known = flags["plan"] | flags["report"] | common | {"--no-sequence-parallel"}
-    assert named <= known | {"--ranks", "--fit", "--orderings", "--decoder-first",
+    assert named <= known | {"--ranks", "--fit", "--orderings", "--terms", "--decoder-first",
                              "--account-for-embedding",
                              "--overlap-grad-reduce", "--overlap-param-gather"}, named - known
