@@ -162,9 +162,14 @@ _RECORDS = (
              ("every scored row of tests/training_rows.py and every group of "
               "tests/training_orderings.py; only the PyTorch-FSDP ones (llm-foundry, "
               "torchtitan, torchao, NeMo AutoModel) move it",), row_count=112,
-             caveat="fitted at 3.75 ms; left one source out it stays within 3.0-4.75 ms; "
-                    "llm-foundry's rows alone ask for about 5 ms and BLOOM's Megatron-DeepSpeed "
-                    "groups (not FSDP, not charged) for 13-20 ms, which no term explains yet"),
+             caveat="fitted at 3.75 ms on the rows and groups of four sources of one "
+                    "framework family (PyTorch FSDP); left one source out it stays within "
+                    "3.0-4.5 ms; no source gives the seconds from code (a layer's launches at "
+                    "host_launch, 1.4-1.8 ms, are its floor); llm-foundry's rows alone ask for "
+                    "about 5 ms; charged to BLOOM's launch-blocking Megatron-DeepSpeed as well "
+                    "(one value across both families) it orders 87 % of the pairs but costs "
+                    "four winners and 0.8 points of the held-out 90th percentile, so it is not "
+                    "(docs/plan.md, Orderings)"),
     Constant("compute.host_launch", 20e-6, "s",
              "host time to issue one kernel from an eager PyTorch module (Python, the "
              "dispatcher, autograd bookkeeping, cudaLaunchKernel)", "chosen",
