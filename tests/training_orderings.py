@@ -298,8 +298,12 @@ def _mbridge_groups() -> list[Group]:
                    (
         Alternative(r("mbridge-2509-gb200-dsv3-pp4", "GB200", 256, "deepseek_v3", 2048, 1, 1, 4,
                       1, 4, 64, False, True, 3454.0, 4096), "pp4 vp4 ep64"),
+        # the table's EP column says 64 for both runs, but with PP 8 a stage holds 32 GPUs and
+        # Megatron-Core's expert mesh (etp x ep x edp = tp x cp x dp on each stage) cannot
+        # hold 64: the parenthesised run is taken at EP 32, as 25.11's FP8-MX run on PP 8 is
+        # published (runs.csv mbridge-2511-gb200-dsv3-256-fp8-mx: PP 8, VP 4, EP 32)
         Alternative(r("mbridge-2509-gb200-dsv3-pp8", "GB200", 256, "deepseek_v3", 2048, 1, 1, 8,
-                      1, 2, 64, False, True, 2835.0, 4096), "pp8 vp2 ep64"))))
+                      1, 2, 32, False, True, 2835.0, 4096), "pp8 vp2 ep32"))))
     g.append(Group("mbridge-2511-gb200-dsv3-256", MBRIDGE, MBRIDGE_URL,
                    "25.11 DGX-GB200: DeepSeekV3 (w/o MTP) BF16 and FP8-MX rows (runs.csv)", (
         Alternative(have["mbridge-2511-gb200-dsv3-256-bf16"], "bf16 pp4 ep64"),
