@@ -75,7 +75,8 @@ def pipelined_bus(p: Profile, collective: str, n: int, size: int, proto: int, ra
     used = channels_used(p, n, size, proto, scaled)
     raw *= used / p.channels
     if proto == 0:     # tuning.cc: LL moves 8 of every 16 bytes, and more sync for reductions
-        ll = 0.25 if p.islands > 1 or collective in ("allreduce", "reduce") else 1 / 3
+        ll = p.nccl.ring_ll_share or (
+            0.25 if p.islands > 1 or collective in ("allreduce", "reduce") else 1 / 3)
         ll_channels = used * LL_CHANNEL_GBS if p.nccl.ll_channel_cap else math.inf
         return min(raw * ll, ll_cap(p), ll_channels)
     if proto == 1:
