@@ -39,7 +39,7 @@ from .loads import Resources
 from ..ir.groups import RankGroup
 from .algos.base import SAMPLE_ISLANDS, CostError, Group
 from .versions import GRAPH_SAVES_US, Nccl, nccl as nccl_profile
-from .tuning import BUS_FACTOR, PROTOCOLS, Profile, amd_host, arch_index, net_overhead_us
+from .tuning import BUS_FACTOR, PROTOCOLS, Profile, arch_index, net_overhead_us
 
 __all__ = ["SAMPLE_ISLANDS", "BUS_FACTOR", "Cost", "CostError", "profile", "options", "choose",
            "auto_algorithms"]
@@ -108,18 +108,13 @@ def _nic_bytes_per_s(system: System, rank: int) -> float:
     return total
 
 
-def _host_cpu(system: System, rank: int) -> tuple[str | None, str | None]:
-    """The vendor and architecture of the CPU the rank's GPU hangs off (None without one)."""
-    cpu = system.locality.socket(rank)
-    if not cpu:
-        return None, None
-    model = system.device(cpu).model
-    return model.attr("vendor"), model.attr("arch")
-
-
 def _net_overhead(system: System, rank: int) -> float:
     """tuning.cc's getNetOverhead for the CPU the rank's GPU hangs off (1 us without one)."""
-    return net_overhead_us(*_host_cpu(system, rank))
+    cpu = system.locality.socket(rank)
+    if not cpu:
+        return net_overhead_us(None, None)
+    model = system.device(cpu).model
+    return net_overhead_us(model.attr("vendor"), model.attr("arch"))
 
 
 def profile(system: System, group: RankGroup, collective: str, algorithm: str,
@@ -170,8 +165,7 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
                    transports.with_plugin(_transport(system, ranks), plugin)
                    if islands > 1 else None, shape.select, shape.net,
                    _nic_bytes_per_s(system, ranks[0]) if islands > 1 else 0.0,
-                   record.credit(system, ranks), _net_overhead(system, ranks[0]),
-                   amd_host(*_host_cpu(system, ranks[0])))
+                   record.credit(system, ranks), _net_overhead(system, ranks[0]))
 
 
 def _transfer_seconds(p: Profile, collective: str, n: int, size: int, proto: int,

@@ -19,16 +19,9 @@ HW_LAT = {("nvlink", "tree"): (0.6, 1.25, 4.0), ("nvlink", "ring"): (0.6, 1.9, 3
           ("net", "tree"): (5.0, 8.5, 14.0), ("net", "ring"): (2.7, 4.0, 14.0)}
 NVLS_LAT = 25.0          # us, hwLat[NVLINK][NVLS][Simple]; paid once per host, see docs/cost.md
 NVLS_LAT_NET = 18.0      # us, hwLat[NET][NVLS][Simple]
-#: llMaxBws (GB/s) by architecture index and node count (1, 2, more), tuning.cc. One node
-#: only: across nodes tuning.cc indexes the table by the host CPU instead (LL_MAX_BW_HOSTS).
+#: llMaxBws (GB/s) by architecture index and node count (1, 2, more), tuning.cc.
 LL_MAX_BW = {1: (87.7, 22.5, 19.0), 2: (141.0, 45.0, 35.0), 3: (282.0, 90.0, 70.0),
              0: (39.0, 39.0, 20.4)}
-#: llMaxBws across nodes (GB/s, 2 nodes and more): "for single node, we look at GPU type; for
-#: multi-node, we look at CPU type" (tuning.cc, v2.10.3-1 to v2.30.7-1: ``index1 = nNodes == 1 ?
-#: compCapIndex : cpuVendor == AMD ? 1 : 0``; from 2.27 a mixed-vendor job reads the AMD row
-#: too): the table's first row (labelled Intel-N2 / Intel-N4, 39.0 / 20.4) on every host but
-#: an x86 AMD one, its second (AMD-N2 / AMD-N4, 22.5 / 19.0) there, whatever the GPU.
-LL_MAX_BW_HOSTS = {False: (39.0, 20.4), True: (22.5, 19.0)}
 #: Per-channel ceilings (GB/s) of LL128 on rings, tuning.cc perChMaxRingLL128Bws, single node.
 LL128_RING_CH = {0: 20.0, 1: 20.0, 2: 36.7, 3: 40.0}   # Blackwell: versions.BLACKWELL, per release
 NVLS_EFFICIENCY = {2: 0.85, 3: 0.74}       # nvlsEfficiency, Hopper and Blackwell
@@ -96,7 +89,6 @@ class Profile:
     nic_bytes_per_s: float = 0.0  # one GPU's (pooled) NICs at the transport's fraction
     credit: float = 1.0           # of the bandwidth NCCL's own choice credits (Algorithm.credit)
     net_overhead: float = 1.0     # us, tuning.cc getNetOverhead for the group's host CPU
-    amd_host: bool = False        # the group's host CPU is x86 AMD (tuning.cc cpuVendor)
 
 
 #: tuning.cc getNetOverhead (us, v2.18 to 2.30): what a ring step across nodes costs the host at
@@ -104,12 +96,6 @@ class Profile:
 #: a multi-node ring's steps inside a node take the larger of it and their hop
 #: (``intraLat = std::max(intraLat, netOverhead)``).
 NET_OVERHEAD_US = {"amd": 2.0}
-
-
-def amd_host(vendor: str | None, arch: str | None) -> bool:
-    """Whether NCCL sees the host CPU as NCCL_TOPO_CPU_VENDOR_AMD: an x86 CPU whose vendor is
-    AMD (topo.cc reads the vendor on x86 only)."""
-    return (arch or "").startswith("x86") and (vendor or "").lower() == "amd"
 
 
 def net_overhead_us(vendor: str | None, arch: str | None) -> float:
@@ -161,12 +147,10 @@ def channels_used(p: Profile, n: int, size: int, proto: int, scaled: bool = Fals
 
 
 def ll_cap(p: Profile) -> float:
-    """NCCL's LL ceiling (llMaxBws, GB/s): in one node by the GPU's architecture, across nodes
-    by the host CPU's vendor (LL_MAX_BW_HOSTS), as tuning.cc indexes it."""
-    if p.islands > 1:
-        return LL_MAX_BW_HOSTS[p.amd_host][min(p.islands, 3) - 2]
-    return p.nccl.ll_max_hopper[0] * (2 if p.arch == 3 else 1) if p.arch >= 2 \
-        else LL_MAX_BW[p.arch][0]
+    """NCCL's LL ceiling (llMaxBws, GB/s) for the profile's architecture and node count."""
+    nodes = min(p.islands, 3) - 1
+    return p.nccl.ll_max_hopper[nodes] * (2 if p.arch == 3 else 1) if p.arch >= 2 \
+        else LL_MAX_BW[p.arch][nodes]
 
 
 def per_channel(p: Profile, which: int) -> float:

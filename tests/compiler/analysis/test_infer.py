@@ -569,7 +569,7 @@ def test_no_configuration_an_engine_ran_is_refused():
 def test_the_collectives_chooser_is_named_and_reaches_the_one_door():
     """infer costs its collectives through collectives.coster with ``Settings.collectives``
     (default ``fastest``): on four p5 nodes a tensor group of 32 pays NCCL's tuner's pick with
-    ``nccl`` (tree/LL128 for 1 MiB, 507 us, against 186 us), so its TPOT is longer."""
+    ``nccl`` (tree/LL128 for 1 MiB, 507 us, against 137 us), so its TPOT is longer."""
     from topoc.compiler.analysis.infer import CHOOSER, infer
     p5 = topoc.load(library_file("aws_p5.topo"), {"nodes": 4})
     model = S.arch("llama3_70b")
