@@ -94,7 +94,11 @@ REGISTRY: tuple[Constant, ...] = (
              "(costed as the latest)",
              ("aws-samples/awsome-distributed-training", "deepseek-ai/DeepEP issue 303"),
              _NEW_LAUNCH, (0.0, 20.0), prior=0.0, scope="single-host small",
-             caveat=_KEPT.format("6.0 us")),
+             caveat="kept: the refit on every source (benchmarks/calibration.py --loso) gave "
+                    "6.0 us, and 7 us since a ring's LL runs at half the bus from 2.21; the two "
+                    "sources disagree (their 8 B rows want 4.5 us, DeepEP's 1 and 4 KiB rows 7: "
+                    "docs/cost.md, Leave one source out); the leave-one-source-out figures "
+                    "refit it anyway"),
     Constant("ll_channel_gbs", 2.5, "GB/s busbw",
              "what one LL channel moves on NCCL 2.18-2.20 (NCCL's model lets LL use every channel "
              "at a quarter of the bus; the DGX A100 rows take four times longer)",
