@@ -89,6 +89,14 @@ class Nccl:
         hwLat[NET][NVLS_TREE], without it."""
         return self.release >= (2, 19)
 
+    @property
+    def ring_ll_share(self) -> float | None:
+        """The share of a ring's bus bandwidth tuning.cc credits LL with: half from 2.21 (LL
+        moves 8 data bytes in every 16-byte line; v2.21.5-1 to v2.30.7-1, ``busBw *
+        .5``); None up to 2.20, whose rule is a quarter for all-reduce, reduce and every
+        multi-node ring, a third otherwise (v2.10.3-1 to v2.20.5-1, ``1.0/4.0 : 1.0/3.0``)."""
+        return 0.5 if self.release >= (2, 21) else None
+
 
 #: launch_us and base_scale: 10 us plus all of baseLat up to 2.20 (fitted on the NCCL 2.18 DGX
 #: H100 1 KiB row, which the 2.20 H200 rows then validate); 4.5 us and none of baseLat from 2.21

@@ -2,7 +2,8 @@
 for reduce-scatter and all-gather; broadcast and reduce run one pipelined chain. Inside an
 island the ring follows NVLink (or PCIe); across islands NCCL's rings go NET -> GPUs -> NET,
 one crossing per island (orders.py). Terms: tuning.cc's ring base and per-hop latencies, LL's
-quarter (a third) of the bus bandwidth under llMaxBws, LL128's 92 % under perChMaxRingLL128Bws,
+half of the bus bandwidth from NCCL 2.21 (a quarter, or a third, up to 2.20: Nccl.ring_ll_share)
+under llMaxBws, LL128's 92 % under perChMaxRingLL128Bws,
 fewer channels for small messages (channels_used, thresholds times the rank count)."""
 
 from __future__ import annotations
@@ -70,12 +71,13 @@ def net_steps(p: Profile, collective: str) -> float:
 def pipelined_bus(p: Profile, collective: str, n: int, size: int, proto: int, raw: float,
                   scaled: bool = False) -> float:
     """busbw (GB/s) of a ring-like pipeline at this size: fewer channels for small messages,
-    LL at a quarter (a third) of the bus under llMaxBws and, up to 2.20, a fitted per-channel
-    ceiling, LL128 at 92 % under its per-channel ceiling."""
+    LL at half the bus (a quarter or a third up to 2.20) under llMaxBws and, up to 2.20, a
+    fitted per-channel ceiling, LL128 at 92 % under its per-channel ceiling."""
     used = channels_used(p, n, size, proto, scaled)
     raw *= used / p.channels
     if proto == 0:     # tuning.cc: LL moves 8 of every 16 bytes, and more sync for reductions
-        ll = 0.25 if p.islands > 1 or collective in ("allreduce", "reduce") else 1 / 3
+        ll = p.nccl.ring_ll_share or (
+            0.25 if p.islands > 1 or collective in ("allreduce", "reduce") else 1 / 3)
         ll_channels = used * LL_CHANNEL_GBS if p.nccl.ll_channel_cap else math.inf
         return min(raw * ll, ll_cap(p), ll_channels)
     if proto == 1:
