@@ -313,6 +313,38 @@ def simulated(c: S.Check, settings: Settings, requests: int = 1000, warmup: int 
     return sim.tpot if c.metric == "tpot" else sim.ttft
 
 
+def sim_run(c: S.Check, settings: Settings, warmup: int = 0):
+    """The simulated closed loop's whole run (``serve_sim.Run``: statistics, cohorts) for a
+    fixed-concurrency check, one replica, the clients' default protocol but ``warmup``."""
+    from topoc.compiler.analysis import serve_sim as M
+    eng = S.engine(c, settings)
+    row = S.predicted_row(c, settings)
+    client = M.Client("closed", c.concurrency, requests=1000, warmup=warmup)
+    one = client.per_replica(row.config.replicas)
+    return M.simulate(eng, c.isl, c.osl, one, scheduler_of(c))
+
+
+def trace_line(c: S.Check, settings: Settings, name: str, every: list) -> str:
+    """One loaded TTFT check with the simulated trace: the measured wait beyond the same
+    sweep's one-request TTFT in measured decode steps, the analytic and simulated errors
+    (without and with a warm-up of one concurrency), the simulated cohort (prompts whose
+    first token came in the same step) and the simulated wait in predicted steps."""
+    idle = next((x.measured for x in every if x.metric == "ttft" and x.concurrency == 1
+                 and (x.model, x.gpu, x.tp, x.isl, x.osl, x.engine) ==
+                 (c.model, c.gpu, c.tp, c.isl, c.osl, c.engine)), math.nan)
+    tpot = next((x.measured for x in every if x.metric == "tpot" and x.row == c.row),
+                math.nan)
+    row = S.predicted_row(c, settings)
+    one = S.predicted_row(attrs.evolve(c, concurrency=1), settings)
+    cold, warm = sim_run(c, settings), sim_run(c, settings, c.concurrency)
+    steps = (c.measured - idle) / tpot
+    sim_steps = (cold.ttft.mean - one.ttft) / cold.tpot.mean
+    return (f"{c.row}  {name.replace(' ', '_')}  {c.model}  tp{c.tp}  {c.isl}/{c.osl}  "
+            f"c{c.concurrency}  {c.measured:.4g}  {tpot:.4g}  {steps:.1f}  "
+            f"{row.ttft / c.measured - 1:+.0%}  {cold.ttft.mean / c.measured - 1:+.0%}  "
+            f"{warm.ttft.mean / c.measured - 1:+.0%}  {cold.cohort:.1f}  {sim_steps:.1f}")
+
+
 def simulate_report(settings: Settings, warmup_waves: int = 0) -> dict:
     """Every fixed-concurrency check: the analytic figure's error and the simulated one's,
     medians per metric and load (fit and validation rows together: nothing is fitted on the
@@ -387,7 +419,7 @@ def simulate_open_loop(settings: Settings) -> dict:
     return out
 
 
-def loso(settings: Settings, rounds: int = 6) -> dict:
+def loso(settings: Settings, rounds: int = 6, trace: bool = False) -> dict:
     """Leave-one-source-out: for each source, the settings refitted (``fit`` and
     ``closed_loop_share``) on the fit rows of the other sources only, then every check of that
     source predicted with them; medians over all the held-out predictions."""
@@ -397,6 +429,7 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
     # figure's for rows without a fixed concurrency: offline and saturated runs)
     held: list[tuple[S.Check, float, float, float]] = []
     folds: dict[str, Settings] = {}
+    traced: list[str] = []
     for name in dict.fromkeys(n for _, n in SOURCES):
         mine = [c for c in every if src[c.row] == name]
         if not mine:
@@ -410,6 +443,8 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
             sim = simulated(c, fitted) / c.measured - 1 if isinstance(c.concurrency, int) \
                 else e
             held.append((c, e, cl, sim))
+            if trace and S.kind(c) == "ttft loaded":
+                traced.append(trace_line(c, fitted, name, every))
         folds[name] = fitted
         errs = [h[1] for h in held if src[h[0].row] == name]
         print(f"left out {name:32s} checks {len(mine):3d}  median |error| "
@@ -454,6 +489,14 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
               f"median |error| {S.median_abs(both_a):.1%}  (simulated closed loop: "
               f"{S.median_abs(both_s):.1%}); sources "
               f"{len({src[h[0].row] for h in closed} | {n for _, n, m, _ in opened})}")
+    if trace:
+        print()
+        print("every held-out loaded TTFT check with the simulated closed loop's trace: row "
+              "source model tp isl/osl conc measured_ttft measured_tpot "
+              "measured_wait_in_steps analytic simulated simulated_warmup_C sim_cohort "
+              "sim_wait_in_steps")
+        for line in traced:
+            print(line)
     print()
     print("every held-out open-loop check: row source metric error")
     for row, name, metric, e in opened:
@@ -516,6 +559,8 @@ def main() -> None:
                     help="with --simulate: warm-up requests, in multiples of the concurrency")
     ap.add_argument("--loso", action="store_true",
                     help="leave-one-source-out: refit without each source, predict it")
+    ap.add_argument("--trace", action="store_true",
+                    help="with --loso: every loaded TTFT check with the simulated trace")
     ap.add_argument("--collectives", default=S.ROW_ENGINE,
                     help="how the rows' collectives are costed: 'engine' (default: each row's "
                          "engine's all-reduce rule, collectives/engines.py), or a chooser "
@@ -523,7 +568,7 @@ def main() -> None:
     args = ap.parse_args()
     settings = Settings(collectives=args.collectives)
     if args.loso:
-        loso(settings)
+        loso(settings, trace=args.trace)
         return
     if args.simulate:
         simulate_report(settings, args.warmup_waves)
