@@ -29,6 +29,15 @@ given number of GPUs: its own peer-memory kernels (``algos.oneshot``: ``oneshot`
   sizes of ``SymmMemCommunicator._WORLD_SIZES_MULTIMEM`` (Hopper 4, 6, 8; Blackwell 6, 8),
   two-shot otherwise (symm_mem.py); NCCL past that. Older GPUs (no symmetric memory): the
   custom all-reduce under 8 MiB, NCCL past it.
+- ``trtllm-1.0``: TensorRT-LLM before that table, and its TensorRT workflow (the engines NIM's
+  LLM containers run): cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp
+  ``AllreducePlugin::selectImplementation``: NCCL past the workspace (16 MB on 2 GPUs, 8 MB on
+  more); one-shot on 2 GPUs; one-shot under 1,000,000 bytes on 3-4 GPUs, under 500,000 on more;
+  two-shot otherwise (some releases send those to NCCL, a workaround for a two-shot slowdown:
+  not modelled). Its reduce fusion is a build option (``--reduce_fusion``, off by default).
+- ``vllm-0.11``: vLLM's custom all-reduce alone, under 8 MiB (the rule before symmetric memory
+  capped it; whether v0.11's symmetric-memory path was on by default is not settled from the
+  sources read, so the validation's vLLM rows take this rule); NCCL past it.
 - ``sglang``: SGLang runs vLLM's custom all-reduce kernels with their 8 MiB limit
   (sgl-kernel/csrc/allreduce/custom_all_reduce.cuh, the same REDUCE_CASE thresholds); its
   torch symmetric-memory all-reduce is opt-in (``--enable-torch-symm-mem``), not modelled.
@@ -105,6 +114,16 @@ def _trtllm(n: int, size: int, arch: int, hidden: int) -> str | None:
     return TRTLLM_PICK[table[tp_i][hidden_i][token_i]]
 
 
+def _trtllm_plugin(n: int, size: int, arch: int, hidden: int) -> str | None:
+    if size > (16 * MB if n <= 2 else 8 * MB) or n > 8:
+        return None
+    if n <= 2:
+        return "oneshot"
+    if size < (1 * MB if n <= 4 else 500 * KB):
+        return "oneshot"
+    return "twoshot"
+
+
 def _custom(n: int, size: int, limit: int) -> str | None:
     """vLLM's custom all-reduce (and SGLang's copy of it) under ``limit`` bytes."""
     if n not in (2, 4, 6, 8) or size >= limit:
@@ -143,6 +162,8 @@ ENGINES: dict[str, EngineAllReduce] = {e.name: e for e in (
     EngineAllReduce("trtllm", _trtllm, fused_norm=True),
     EngineAllReduce("vllm", _vllm),
     EngineAllReduce("sglang", _sglang),
+    EngineAllReduce("trtllm-1.0", _trtllm_plugin),
+    EngineAllReduce("vllm-0.11", _sglang),
 )}
 
 
