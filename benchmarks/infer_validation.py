@@ -41,6 +41,14 @@ LIMITS = {"gemm_efficiency": (0.05, 1.0), "prefill_efficiency": (0.05, 1.0),
           "request_overhead": (0.0, 0.2), "collective_overhead": (0.0, 1e-4),
           "sequence_overhead": (0.0, 1e-4)}
 STEPS = (0.7, 0.85, 0.93, 1.07, 1.18, 1.4)
+#: A start for each leave-one-source-out fold fitted on nothing (``--start neutral``): round
+#: figures of the right order, so that a constant the other sources' rows cannot move keeps a
+#: value none of the held-out rows chose (the fitted defaults were fitted on every source's
+#: fit rows, the held-out one's among them).
+NEUTRAL = {"gemm_efficiency": 0.5, "prefill_efficiency": 0.5, "hbm_efficiency": 0.9,
+           "layer_overhead": 10e-6, "step_overhead": 1e-3, "fp4_efficiency": 0.5,
+           "expert_tile": 256.0, "request_overhead": 5e-3, "gemm_width": 32.0,
+           "collective_overhead": 10e-6, "sequence_overhead": 10e-6}
 
 
 def loss(settings: Settings, checks) -> float:
@@ -419,10 +427,15 @@ def simulate_open_loop(settings: Settings) -> dict:
     return out
 
 
-def loso(settings: Settings, rounds: int = 6, trace: bool = False) -> dict:
+def loso(settings: Settings, rounds: int = 6, trace: bool = False,
+         start: str = "fitted") -> dict:
     """Leave-one-source-out: for each source, the settings refitted (``fit`` and
     ``closed_loop_share``) on the fit rows of the other sources only, then every check of that
-    source predicted with them; medians over all the held-out predictions."""
+    source predicted with them; medians over all the held-out predictions. ``start``:
+    "fitted" starts each fold's search from the defaults (fitted on every source's fit rows),
+    "neutral" from ``NEUTRAL`` (fitted on nothing)."""
+    if start == "neutral":
+        settings, rounds = attrs.evolve(settings, **NEUTRAL), max(rounds, 12)
     src = source_of()
     every = S.checks()
     # check, error, ttft_closed_loop's error, the simulated closed loop's error (the analytic
@@ -509,6 +522,39 @@ def loso(settings: Settings, rounds: int = 6, trace: bool = False) -> dict:
     return out
 
 
+def constant_rows(settings: Settings, scale: float = 1.1, moved: float = 0.005) -> dict:
+    """For each fitted constant, the fit rows it rests on: those with a fit check whose
+    prediction moves by more than ``moved`` when the constant is scaled by ``scale`` (for
+    ``closed_loop_share``, the loaded TTFT fit checks its own fit reads), with their sources.
+    compiler/training/constants.py's ``infer.*`` records hold the same rows (``--constants``
+    says where they differ)."""
+    src = source_of()
+    fit = [c for c in S.checks() if c.fit]
+    base = {(c.row, c.metric): S.predict(c, settings) for c in fit}
+    out: dict[str, tuple[str, ...]] = {}
+    for name in FREE:
+        trial = attrs.evolve(settings, **{name: getattr(settings, name) * scale})
+        out[name] = tuple(sorted({c.row for c in fit if abs(
+            S.predict(c, trial) / base[(c.row, c.metric)] - 1) > moved}))
+    out["closed_loop_share"] = tuple(sorted({c.row for c in fit
+                                             if S.kind(c) == "ttft loaded"}))
+    return {k: (rows, tuple(dict.fromkeys(src[r] for r in rows))) for k, rows in out.items()}
+
+
+def constants_report(settings: Settings) -> int:
+    """Print each fitted constant's rows and sources; 1 when the registry's differ."""
+    from topoc.compiler.training.constants import REGISTRY
+    differ = 0
+    for name, (rows, sources) in constant_rows(settings).items():
+        rec = REGISTRY[f"infer.{name}"]
+        same = tuple(rec.rows) == rows
+        differ += not same
+        print(f"infer.{name}: {len(rows)} rows from {len(sources)} sources "
+              f"({', '.join(sources)}){'' if same else '  REGISTRY DIFFERS'}")
+        print(f"    {', '.join(rows)}")
+    return 1 if differ else 0
+
+
 def fit_on(start: Settings, checks, rounds: int = 6) -> Settings:
     """Coordinate search on the given checks: each free constant scaled by each step while the
     loss falls."""
@@ -559,6 +605,11 @@ def main() -> None:
                     help="with --simulate: warm-up requests, in multiples of the concurrency")
     ap.add_argument("--loso", action="store_true",
                     help="leave-one-source-out: refit without each source, predict it")
+    ap.add_argument("--start", choices=("fitted", "neutral"), default="fitted",
+                    help="with --loso: each fold's search from the fitted defaults or from "
+                         "NEUTRAL, figures fitted on nothing")
+    ap.add_argument("--constants", action="store_true",
+                    help="each fitted constant's rows and sources, against the registry's")
     ap.add_argument("--trace", action="store_true",
                     help="with --loso: every loaded TTFT check with the simulated trace")
     ap.add_argument("--collectives", default=S.ROW_ENGINE,
@@ -567,8 +618,10 @@ def main() -> None:
                          "(fastest, nccl) for every row")
     args = ap.parse_args()
     settings = Settings(collectives=args.collectives)
+    if args.constants:
+        sys.exit(constants_report(settings))
     if args.loso:
-        loso(settings, trace=args.trace)
+        loso(settings, trace=args.trace, start=args.start)
         return
     if args.simulate:
         simulate_report(settings, args.warmup_waves)
