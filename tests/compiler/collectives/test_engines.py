@@ -124,3 +124,19 @@ def test_across_islands_refused():
     assert comm.time("allreduce", ranks, 4096) == \
         cost_collective(cluster, RankGroup("allreduce", ranks), "allreduce", 4096,
                         chooser="fastest").time
+
+
+def test_every_validation_row_runs_a_rule_of_its_release():
+    """tests/serving_rows.allreduce_rule: NIM's TensorRT engines and TensorRT-LLM to 1.0 take
+    the plugin's rule, its 1.x releases the current table, vLLM's rows the custom all-reduce
+    alone; every rule named is a record."""
+    import sys
+    sys.path.insert(0, str(ROOT))
+    from tests import serving_rows as S
+    engines_of = {c.engine for c in S.checks()}
+    rules = {e: S.allreduce_rule(e) for e in engines_of}
+    assert set(rules.values()) <= set(engines.ENGINES)
+    assert rules["NIM 1.8.0 (TensorRT-LLM engine)"] == "trtllm-1.0"
+    assert rules["TensorRT-LLM (PyTorch backend, ~v0.19/0.20)"] == "trtllm-1.0"
+    assert rules["TensorRT-LLM (PyTorch backend, 1.x)"] == "trtllm"
+    assert rules["vLLM v0.11.0"] == "vllm-0.11"
