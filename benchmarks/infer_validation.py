@@ -51,8 +51,24 @@ NEUTRAL = {"gemm_efficiency": 0.5, "prefill_efficiency": 0.5, "hbm_efficiency": 
            "collective_overhead": 10e-6, "sequence_overhead": 10e-6}
 
 
+#: The loss's shrinkage (``--shrink N``): a kind of check with n fit checks weighs
+#: n / (n + SHRINK) (0: every kind the same, the fit that gave the defaults). A fold that leaves
+#: a kind one check (without NIM, loaded TTFT is one GPUStack row) would otherwise let that
+#: row weigh as much as all the throughput rows together.
+SHRINK = [0.0]
+#: ``--few N``: a kind with n < N fit checks weighs n / N (0: off). The fit on every source's
+#: fit rows has at least 3 checks of every kind, so N = 3 leaves it as it is; it bites in a
+#: fold that leaves a kind one or two checks.
+FEW = [3.0]
+
+
 def loss(settings: Settings, checks) -> float:
-    """Mean over metrics of the mean |log(predicted / measured)| of the fit checks."""
+    """Weighted mean over kinds of check (throughput, TPOT, TTFT idle, TTFT loaded) of the
+    mean |log(predicted / measured)| of the fit checks: each kind the same weight, but a kind
+    with fewer than ``FEW`` checks (3) n / FEW of it, and with ``SHRINK`` n / (n + SHRINK).
+    Every kind weighing the same lets a fold's lone check of a kind (without NIM, one GPUStack
+    row's loaded TTFT) weigh as much as all its throughput rows; on every source's fit rows
+    (3 or more checks of each kind) the weights are all 1, so the defaults are unchanged."""
     per: dict[str, list[float]] = {}
     for c in checks:
         try:
@@ -60,7 +76,9 @@ def loss(settings: Settings, checks) -> float:
         except Exception:       # noqa: BLE001 - a setting the layout cannot run with
             return math.inf
         per.setdefault(S.kind(c), []).append(abs(math.log(max(p, 1e-12) / c.measured)))
-    return sum(sum(v) / len(v) for v in per.values()) / len(per)
+    w = {k: (min(1.0, len(v) / FEW[0]) if FEW[0] else 1.0) *
+         (len(v) / (len(v) + SHRINK[0])) for k, v in per.items()}
+    return sum(w[k] * sum(v) / len(v) for k, v in per.items()) / sum(w.values())
 
 
 def fit(start: Settings, rounds: int = 6) -> Settings:
@@ -433,9 +451,12 @@ def loso(settings: Settings, rounds: int = 6, trace: bool = False,
     ``closed_loop_share``) on the fit rows of the other sources only, then every check of that
     source predicted with them; medians over all the held-out predictions. ``start``:
     "fitted" starts each fold's search from the defaults (fitted on every source's fit rows),
-    "neutral" from ``NEUTRAL`` (fitted on nothing)."""
+    "neutral" from ``NEUTRAL`` (fitted on nothing), "refit" from the defaults refitted on every
+    fit row with the loss of this run (``SHRINK``)."""
     if start == "neutral":
         settings, rounds = attrs.evolve(settings, **NEUTRAL), max(rounds, 12)
+    elif start == "refit":
+        settings = fit_on(settings, [c for c in S.checks() if c.fit], rounds)
     src = source_of()
     every = S.checks()
     # check, error, ttft_closed_loop's error, the simulated closed loop's error (the analytic
@@ -542,7 +563,7 @@ def loso(settings: Settings, rounds: int = 6, trace: bool = False,
     print("every held-out check: row source metric measured analytic closed-loop simulated")
     for c, e, cl, sim in held:
         print(f"{c.row}  {src[c.row].replace(' ', '_')}  {c.metric}  {c.measured:.4g}  "
-              f"{e:+.0%}  {cl:+.0%}  {sim:+.0%}")
+              f"{e:+.1%}  {cl:+.1%}  {sim:+.1%}")
     return out
 
 
@@ -629,9 +650,16 @@ def main() -> None:
                     help="with --simulate: warm-up requests, in multiples of the concurrency")
     ap.add_argument("--loso", action="store_true",
                     help="leave-one-source-out: refit without each source, predict it")
-    ap.add_argument("--start", choices=("fitted", "neutral"), default="fitted",
-                    help="with --loso: each fold's search from the fitted defaults or from "
-                         "NEUTRAL, figures fitted on nothing")
+    ap.add_argument("--start", choices=("fitted", "neutral", "refit"), default="fitted",
+                    help="with --loso: each fold's search from the fitted defaults, from "
+                         "NEUTRAL (figures fitted on nothing), or from the defaults refitted "
+                         "on every fit row with this run's loss (--shrink)")
+    ap.add_argument("--shrink", type=float, default=0.0,
+                    help="weigh a kind of check with n fit checks n / (n + SHRINK) in the "
+                         "fit's loss (0: every kind the same)")
+    ap.add_argument("--few", type=float, default=3.0,
+                    help="weigh a kind of check with n < FEW fit checks n / FEW in the fit's "
+                         "loss (default 3; 0: off, every kind the same)")
     ap.add_argument("--constants", action="store_true",
                     help="each fitted constant's rows and sources, against the registry's")
     ap.add_argument("--trace", action="store_true",
@@ -642,6 +670,8 @@ def main() -> None:
                          "(fastest, nccl) for every row")
     args = ap.parse_args()
     settings = Settings(collectives=args.collectives)
+    SHRINK[0] = args.shrink
+    FEW[0] = args.few
     if args.constants:
         sys.exit(constants_report(settings))
     if args.loso:
