@@ -41,10 +41,34 @@ LIMITS = {"gemm_efficiency": (0.05, 1.0), "prefill_efficiency": (0.05, 1.0),
           "request_overhead": (0.0, 0.2), "collective_overhead": (0.0, 1e-4),
           "sequence_overhead": (0.0, 1e-4)}
 STEPS = (0.7, 0.85, 0.93, 1.07, 1.18, 1.4)
+#: A start for each leave-one-source-out fold fitted on nothing (``--start neutral``): round
+#: figures of the right order, so that a constant the other sources' rows cannot move keeps a
+#: value none of the held-out rows chose (the fitted defaults were fitted on every source's
+#: fit rows, the held-out one's among them).
+NEUTRAL = {"gemm_efficiency": 0.5, "prefill_efficiency": 0.5, "hbm_efficiency": 0.9,
+           "layer_overhead": 10e-6, "step_overhead": 1e-3, "fp4_efficiency": 0.5,
+           "expert_tile": 256.0, "request_overhead": 5e-3, "gemm_width": 32.0,
+           "collective_overhead": 10e-6, "sequence_overhead": 10e-6}
+
+
+#: The loss's shrinkage (``--shrink N``): a kind of check with n fit checks weighs
+#: n / (n + SHRINK) (0: every kind the same, the fit that gave the defaults). A fold that leaves
+#: a kind one check (without NIM, loaded TTFT is one GPUStack row) would otherwise let that
+#: row weigh as much as all the throughput rows together.
+SHRINK = [0.0]
+#: ``--few N``: a kind with n < N fit checks weighs n / N (0: off). The fit on every source's
+#: fit rows has at least 3 checks of every kind, so N = 3 leaves it as it is; it bites in a
+#: fold that leaves a kind one or two checks.
+FEW = [3.0]
 
 
 def loss(settings: Settings, checks) -> float:
-    """Mean over metrics of the mean |log(predicted / measured)| of the fit checks."""
+    """Weighted mean over kinds of check (throughput, TPOT, TTFT idle, TTFT loaded) of the
+    mean |log(predicted / measured)| of the fit checks: each kind the same weight, but a kind
+    with fewer than ``FEW`` checks (3) n / FEW of it, and with ``SHRINK`` n / (n + SHRINK).
+    Every kind weighing the same lets a fold's lone check of a kind (without NIM, one GPUStack
+    row's loaded TTFT) weigh as much as all its throughput rows; on every source's fit rows
+    (3 or more checks of each kind) the weights are all 1, so the defaults are unchanged."""
     per: dict[str, list[float]] = {}
     for c in checks:
         try:
@@ -52,7 +76,9 @@ def loss(settings: Settings, checks) -> float:
         except Exception:       # noqa: BLE001 - a setting the layout cannot run with
             return math.inf
         per.setdefault(S.kind(c), []).append(abs(math.log(max(p, 1e-12) / c.measured)))
-    return sum(sum(v) / len(v) for v in per.values()) / len(per)
+    w = {k: (min(1.0, len(v) / FEW[0]) if FEW[0] else 1.0) *
+         (len(v) / (len(v) + SHRINK[0])) for k, v in per.items()}
+    return sum(w[k] * sum(v) / len(v) for k, v in per.items()) / sum(w.values())
 
 
 def fit(start: Settings, rounds: int = 6) -> Settings:
@@ -313,6 +339,38 @@ def simulated(c: S.Check, settings: Settings, requests: int = 1000, warmup: int 
     return sim.tpot if c.metric == "tpot" else sim.ttft
 
 
+def sim_run(c: S.Check, settings: Settings, warmup: int = 0):
+    """The simulated closed loop's whole run (``serve_sim.Run``: statistics, cohorts) for a
+    fixed-concurrency check, one replica, the clients' default protocol but ``warmup``."""
+    from topoc.compiler.analysis import serve_sim as M
+    eng = S.engine(c, settings)
+    row = S.predicted_row(c, settings)
+    client = M.Client("closed", c.concurrency, requests=1000, warmup=warmup)
+    one = client.per_replica(row.config.replicas)
+    return M.simulate(eng, c.isl, c.osl, one, scheduler_of(c))
+
+
+def trace_line(c: S.Check, settings: Settings, name: str, every: list) -> str:
+    """One loaded TTFT check with the simulated trace: the measured wait beyond the same
+    sweep's one-request TTFT in measured decode steps, the analytic and simulated errors
+    (without and with a warm-up of one concurrency), the simulated cohort (prompts whose
+    first token came in the same step) and the simulated wait in predicted steps."""
+    idle = next((x.measured for x in every if x.metric == "ttft" and x.concurrency == 1
+                 and (x.model, x.gpu, x.tp, x.isl, x.osl, x.engine) ==
+                 (c.model, c.gpu, c.tp, c.isl, c.osl, c.engine)), math.nan)
+    tpot = next((x.measured for x in every if x.metric == "tpot" and x.row == c.row),
+                math.nan)
+    row = S.predicted_row(c, settings)
+    one = S.predicted_row(attrs.evolve(c, concurrency=1), settings)
+    cold, warm = sim_run(c, settings), sim_run(c, settings, c.concurrency)
+    steps = (c.measured - idle) / tpot
+    sim_steps = (cold.ttft.mean - one.ttft) / cold.tpot.mean
+    return (f"{c.row}  {name.replace(' ', '_')}  {c.model}  tp{c.tp}  {c.isl}/{c.osl}  "
+            f"c{c.concurrency}  {c.measured:.4g}  {tpot:.4g}  {steps:.1f}  "
+            f"{row.ttft / c.measured - 1:+.0%}  {cold.ttft.mean / c.measured - 1:+.0%}  "
+            f"{warm.ttft.mean / c.measured - 1:+.0%}  {cold.cohort:.1f}  {sim_steps:.1f}")
+
+
 def simulate_report(settings: Settings, warmup_waves: int = 0) -> dict:
     """Every fixed-concurrency check: the analytic figure's error and the simulated one's,
     medians per metric and load (fit and validation rows together: nothing is fitted on the
@@ -387,16 +445,25 @@ def simulate_open_loop(settings: Settings) -> dict:
     return out
 
 
-def loso(settings: Settings, rounds: int = 6) -> dict:
+def loso(settings: Settings, rounds: int = 6, trace: bool = False,
+         start: str = "fitted") -> dict:
     """Leave-one-source-out: for each source, the settings refitted (``fit`` and
     ``closed_loop_share``) on the fit rows of the other sources only, then every check of that
-    source predicted with them; medians over all the held-out predictions."""
+    source predicted with them; medians over all the held-out predictions. ``start``:
+    "fitted" starts each fold's search from the defaults (fitted on every source's fit rows),
+    "neutral" from ``NEUTRAL`` (fitted on nothing), "refit" from the defaults refitted on every
+    fit row with the loss of this run (``SHRINK``)."""
+    if start == "neutral":
+        settings, rounds = attrs.evolve(settings, **NEUTRAL), max(rounds, 12)
+    elif start == "refit":
+        settings = fit_on(settings, [c for c in S.checks() if c.fit], rounds)
     src = source_of()
     every = S.checks()
     # check, error, ttft_closed_loop's error, the simulated closed loop's error (the analytic
     # figure's for rows without a fixed concurrency: offline and saturated runs)
     held: list[tuple[S.Check, float, float, float]] = []
     folds: dict[str, Settings] = {}
+    traced: list[str] = []
     for name in dict.fromkeys(n for _, n in SOURCES):
         mine = [c for c in every if src[c.row] == name]
         if not mine:
@@ -410,6 +477,8 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
             sim = simulated(c, fitted) / c.measured - 1 if isinstance(c.concurrency, int) \
                 else e
             held.append((c, e, cl, sim))
+            if trace and S.kind(c) == "ttft loaded":
+                traced.append(trace_line(c, fitted, name, every))
         folds[name] = fitted
         errs = [h[1] for h in held if src[h[0].row] == name]
         print(f"left out {name:32s} checks {len(mine):3d}  median |error| "
@@ -441,6 +510,30 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
         print(f"leave-one-source-out {metric:12s} checks {len(sub):3d}  median |error| "
               f"{out[metric][0]:.1%}  (ttft_closed_loop: {out[metric][1]:.1%}; simulated "
               f"closed loop: {out[metric][2]:.1%})")
+    # the headline: TTFT from the simulated closed loop wherever a check has one (fixed
+    # concurrency; it is the better figure held out, by median and by mean |log error|),
+    # throughput and TPOT analytic
+    head = [(h[0], h[3] if h[0].metric == "ttft" else h[1]) for h in held]
+    for metric in ("throughput", "tpot", "ttft"):
+        sub = [e for c, e in head if c.metric == metric]
+        print(f"leave-one-source-out headline {metric:10s} checks {len(sub):3d}  median "
+              f"|error| {S.median_abs(sub):.1%}")
+    logs = {k: [abs(math.log(1 + x[i])) for x in held if S.kind(x[0]) == "ttft loaded"]
+            for k, i in (("analytic", 1), ("simulated", 3))}
+    print("leave-one-source-out ttft loaded mean |log error|: " + ", ".join(
+        f"{k} {sum(v) / len(v):.3f}" for k, v in logs.items() if v))
+    print()
+    print("by source and metric (median |error| of the held-out checks: analytic; simulated "
+          "closed loop)")
+    for name in dict.fromkeys(src[h[0].row] for h in held):
+        cells = []
+        for metric in ("throughput", "tpot", "ttft"):
+            sub = [h for h in held if src[h[0].row] == name and h[0].metric == metric]
+            if sub:
+                cells.append(f"{metric} {len(sub)}: {S.median_abs([x[1] for x in sub]):.1%}; "
+                             f"{S.median_abs([x[3] for x in sub]):.1%}")
+        print(f"  {name:32s} " + " | ".join(cells))
+    print()
     for metric in ("tpot", "ttft"):
         sub = [e for _, _, m, e in opened if m == metric]
         closed = [h for h in held if h[0].metric == metric]
@@ -454,6 +547,14 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
               f"median |error| {S.median_abs(both_a):.1%}  (simulated closed loop: "
               f"{S.median_abs(both_s):.1%}); sources "
               f"{len({src[h[0].row] for h in closed} | {n for _, n, m, _ in opened})}")
+    if trace:
+        print()
+        print("every held-out loaded TTFT check with the simulated closed loop's trace: row "
+              "source model tp isl/osl conc measured_ttft measured_tpot "
+              "measured_wait_in_steps analytic simulated simulated_warmup_C sim_cohort "
+              "sim_wait_in_steps")
+        for line in traced:
+            print(line)
     print()
     print("every held-out open-loop check: row source metric error")
     for row, name, metric, e in opened:
@@ -462,8 +563,41 @@ def loso(settings: Settings, rounds: int = 6) -> dict:
     print("every held-out check: row source metric measured analytic closed-loop simulated")
     for c, e, cl, sim in held:
         print(f"{c.row}  {src[c.row].replace(' ', '_')}  {c.metric}  {c.measured:.4g}  "
-              f"{e:+.0%}  {cl:+.0%}  {sim:+.0%}")
+              f"{e:+.1%}  {cl:+.1%}  {sim:+.1%}")
     return out
+
+
+def constant_rows(settings: Settings, scale: float = 1.1, moved: float = 0.005) -> dict:
+    """For each fitted constant, the fit rows it rests on: those with a fit check whose
+    prediction moves by more than ``moved`` when the constant is scaled by ``scale`` (for
+    ``closed_loop_share``, the loaded TTFT fit checks its own fit reads), with their sources.
+    compiler/training/constants.py's ``infer.*`` records hold the same rows (``--constants``
+    says where they differ)."""
+    src = source_of()
+    fit = [c for c in S.checks() if c.fit]
+    base = {(c.row, c.metric): S.predict(c, settings) for c in fit}
+    out: dict[str, tuple[str, ...]] = {}
+    for name in FREE:
+        trial = attrs.evolve(settings, **{name: getattr(settings, name) * scale})
+        out[name] = tuple(sorted({c.row for c in fit if abs(
+            S.predict(c, trial) / base[(c.row, c.metric)] - 1) > moved}))
+    out["closed_loop_share"] = tuple(sorted({c.row for c in fit
+                                             if S.kind(c) == "ttft loaded"}))
+    return {k: (rows, tuple(dict.fromkeys(src[r] for r in rows))) for k, rows in out.items()}
+
+
+def constants_report(settings: Settings) -> int:
+    """Print each fitted constant's rows and sources; 1 when the registry's differ."""
+    from topoc.compiler.training.constants import REGISTRY
+    differ = 0
+    for name, (rows, sources) in constant_rows(settings).items():
+        rec = REGISTRY[f"infer.{name}"]
+        same = tuple(rec.rows) == rows
+        differ += not same
+        print(f"infer.{name}: {len(rows)} rows from {len(sources)} sources "
+              f"({', '.join(sources)}){'' if same else '  REGISTRY DIFFERS'}")
+        print(f"    {', '.join(rows)}")
+    return 1 if differ else 0
 
 
 def fit_on(start: Settings, checks, rounds: int = 6) -> Settings:
@@ -516,14 +650,32 @@ def main() -> None:
                     help="with --simulate: warm-up requests, in multiples of the concurrency")
     ap.add_argument("--loso", action="store_true",
                     help="leave-one-source-out: refit without each source, predict it")
+    ap.add_argument("--start", choices=("fitted", "neutral", "refit"), default="fitted",
+                    help="with --loso: each fold's search from the fitted defaults, from "
+                         "NEUTRAL (figures fitted on nothing), or from the defaults refitted "
+                         "on every fit row with this run's loss (--shrink)")
+    ap.add_argument("--shrink", type=float, default=0.0,
+                    help="weigh a kind of check with n fit checks n / (n + SHRINK) in the "
+                         "fit's loss (0: every kind the same)")
+    ap.add_argument("--few", type=float, default=3.0,
+                    help="weigh a kind of check with n < FEW fit checks n / FEW in the fit's "
+                         "loss (default 3; 0: off, every kind the same)")
+    ap.add_argument("--constants", action="store_true",
+                    help="each fitted constant's rows and sources, against the registry's")
+    ap.add_argument("--trace", action="store_true",
+                    help="with --loso: every loaded TTFT check with the simulated trace")
     ap.add_argument("--collectives", default=S.ROW_ENGINE,
                     help="how the rows' collectives are costed: 'engine' (default: each row's "
                          "engine's all-reduce rule, collectives/engines.py), or a chooser "
                          "(fastest, nccl) for every row")
     args = ap.parse_args()
     settings = Settings(collectives=args.collectives)
+    SHRINK[0] = args.shrink
+    FEW[0] = args.few
+    if args.constants:
+        sys.exit(constants_report(settings))
     if args.loso:
-        loso(settings)
+        loso(settings, trace=args.trace, start=args.start)
         return
     if args.simulate:
         simulate_report(settings, args.warmup_waves)

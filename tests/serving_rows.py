@@ -257,6 +257,21 @@ def comm_for(gpu: str, chooser: str) -> Comm:
     return Comm(system(gpu)[0], chooser)
 
 
+def allreduce_rule(engine: str) -> str:
+    """The all-reduce rule (``collectives.engines``) of the row's engine at its release:
+    TensorRT-LLM up to 1.0 and NIM's TensorRT engines ``trtllm-1.0`` (the plugin's rule; the
+    blogs' rows of early 2025 too), its 1.x releases the current table (``trtllm``); vLLM's
+    rows (0.6, 0.11) ``vllm-0.11`` (the custom all-reduce under 8 MiB); SGLang ``sglang``."""
+    e = engine.lower()
+    if e.startswith("vllm"):
+        return "vllm-0.11"
+    if e.startswith("sglang"):
+        return "sglang"
+    if "1.x" in e or "v1.2" in e or "v1.1" in e:
+        return "trtllm"
+    return "trtllm-1.0"
+
+
 #: ``Settings.collectives`` for the rows: each row's all-reduce as its engine runs it
 #: (``collectives.engines``: the engine's own one-shot / two-shot kernels by size and GPU
 #: count, NCCL past them).
@@ -267,7 +282,7 @@ def engine(c: Check, settings: Settings | None = None) -> Engine:
     """topoc's engine (one replica) for a check's layout, with the row's engine's host-work
     overlap (``overlap``) and, unless the settings name another chooser, its all-reduce."""
     s = settings or Settings(collectives=ROW_ENGINE)
-    chooser = engine_name(c.engine) if s.collectives == ROW_ENGINE else s.collectives
+    chooser = allreduce_rule(c.engine) if s.collectives == ROW_ENGINE else s.collectives
     s = attrs.evolve(s, overlap_scheduler=overlap(c.engine), collectives=chooser)
     sysm, comm = system(c.gpu)[0], comm_for(c.gpu, chooser)
     return Engine(sysm, arch(c.model), Layout(c.tp, c.pp, c.ep, c.attention_dp), c.precision,

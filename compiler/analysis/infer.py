@@ -48,6 +48,7 @@ from ..collectives.coster import CHOOSERS, Coster
 from ..collectives.engines import ENGINES as ENGINE_ALLREDUCE
 from ..collectives.engines import algorithm as engine_algorithm
 from ..collectives.paths import NoRoute
+from ..collectives.tuning import arch_index
 from ..ir.groups import RankGroup
 from ..ir.locality import island_period
 from ..ir.system import System, Transformer
@@ -229,14 +230,18 @@ class Comm:
         #: (collective, ranks) -> the algorithms it was costed with, in order of first use
         self.used: dict[tuple[str, int], dict[str, None]] = {}
 
-    def algorithm(self, collective: str, ranks: tuple[int, ...], size: float) -> str:
+    def algorithm(self, collective: str, ranks: tuple[int, ...], size: float,
+                  hidden: int | None = None) -> str:
         """The algorithm or chooser the call is costed with: ``chooser`` itself, or where it
-        names a serving engine (``collectives.engines``) that engine's pick at this size."""
+        names a serving engine (``collectives.engines``) that engine's pick at this size on
+        these GPUs' generation (``hidden``: the model's hidden size, which TensorRT-LLM's
+        table is indexed by)."""
         if self.chooser not in ENGINE_ALLREDUCE:
             return self.chooser
         island = self.system.locality.island
+        arch = arch_index(self.system.gpus[ranks[0]].model.attr("sm"))
         return engine_algorithm(self.chooser, collective, len(ranks), int(size),
-                                len({island[r] for r in ranks}) == 1)
+                                len({island[r] for r in ranks}) == 1, arch, hidden)
 
     def _coster(self, collective: str, ranks: tuple[int, ...], chooser: str) -> Coster:
         key = (collective, ranks, chooser)
@@ -249,13 +254,15 @@ class Comm:
                     from None
         return self.costers[key]
 
-    def time(self, collective: str, ranks: tuple[int, ...], size: float) -> float:
-        """Seconds for one collective of ``size`` bytes on ``ranks``; 0 for one rank."""
+    def time(self, collective: str, ranks: tuple[int, ...], size: float,
+             hidden: int | None = None) -> float:
+        """Seconds for one collective of ``size`` bytes on ``ranks`` (``hidden``: the model's
+        hidden size, for an engine's rule that looks at it); 0 for one rank."""
         if len(ranks) < 2 or size <= 0:
             return 0.0
-        key = (collective, ranks, int(size))
+        key = (collective, ranks, int(size), hidden)
         if key not in self.memo:
-            chooser = self.algorithm(collective, ranks, size)
+            chooser = self.algorithm(collective, ranks, size, hidden)
             self.used.setdefault((collective, len(ranks)), {})[chooser] = None
             at = self._coster(collective, ranks, chooser)
             if not at.profiles:
@@ -340,7 +347,8 @@ class Engine:
                                 + self.s.collective_overhead)
         elif lay.tp > 1:
             size = tokens * a.hidden * sv.ACT_BYTES
-            t += 2 * self.stage_layers * (self.comm.time("allreduce", self.tp_ranks, size)
+            t += 2 * self.stage_layers * (self.comm.time("allreduce", self.tp_ranks, size,
+                                                         a.hidden)
                                           + self.s.collective_overhead)
         return t
 

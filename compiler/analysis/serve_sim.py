@@ -188,6 +188,9 @@ class Run:
     measured: int            # requests in the statistics
     duration: float          # seconds of the measured window
     itl: Stats = Stats(0.0, 0.0, 0.0)   # inter-token latency over every decoded token
+    # mean prompts whose prefill ended in the same step as a measured request's (1: it got
+    # its first token alone; the closed loop's cohorts make it larger)
+    cohort: float = 0.0
 
 
 def _arrivals(client: Client) -> list[float] | None:
@@ -237,6 +240,7 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
     send = [0.0] * n
     first = [math.nan] * n
     end = [0.0] * n
+    cohort = [0] * n
     # a request: [rid, prompt tokens left to prefill, output tokens left, prompt tokens]
     waiting: deque[list] = deque()
     prefilling: list[list] = []           # admitted, prompt partly done
@@ -401,6 +405,7 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
                 pre_out -= out
                 if math.isnan(first[rid]):
                     first[rid] = t
+                    cohort[rid] = len(completed)
                 out -= 1                        # the prefill step emits a token
                 running[rid] = [k, out, prompt]
                 sum_prompt += prompt
@@ -420,7 +425,7 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
     window = max(stop - start, 1e-12)
     return Run(stats(ttft), stats(tpot), len(measured) * osl / window,
                area / busy if busy else 0.0, most_queued, preempted, len(measured), window,
-               weighted(gaps))
+               weighted(gaps), sum(cohort[i] for i in measured) / len(measured))
 
 
 def settings_for(settings, sched: Scheduler):

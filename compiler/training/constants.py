@@ -205,11 +205,95 @@ _INFER = (
                                             "of a closed-loop benchmark (empirical; "
                                             "--fit-closed-loop)"),
 )
-SERVING = ("NVIDIA NIM LLM benchmarking 1.0.0", "NVIDIA TensorRT-LLM performance overview",
-           "MLCommons inference results v4", "gpustack benchmarks", "LMSYS SGLang blog posts")
-_RECORDS += tuple(Constant(f"infer.{k}", v, unit, meaning, "fitted", SERVING + INFER_FIT,
-                           ("the fit third of tests/serving_rows.py (68 rows, 96 checks)",),
-                           row_count=68)
+#: The serving sources, as tests/serving_runs.csv names them by address (its ``source``
+#: column; benchmarks/infer_validation.py ``SOURCES`` groups the rows the same way).
+SERVING_DOCS = {
+    "trtllm-0.19": "NVIDIA TensorRT-LLM performance overview, 0.19 (nvidia.github.io/"
+                   "TensorRT-LLM/0.19.0/performance/perf-overview.html)",
+    "trtllm-1.0": "NVIDIA TensorRT-LLM performance overview, 1.0 (github NVIDIA/TensorRT-LLM "
+                  "@00f37686 docs/source/performance/perf-overview.md)",
+    "trtllm-1.x": "NVIDIA TensorRT-LLM performance overview, 1.x (nvidia.github.io/"
+                  "TensorRT-LLM/developer-guide/perf-overview.html)",
+    "nim": "NVIDIA NIM LLM benchmarking 1.0.0 (docs.nvidia.com/nim/benchmarking/llm/1.0.0/"
+           "performance)",
+    "gpustack": "GPUStack performance lab (github gpustack/gpustack docs/performance-lab)",
+}
+#: Each fitted serving constant's rows: the fit rows of tests/serving_rows.py with a check
+#: whose prediction moves by more than 0.5 % when the constant moves by 10 %
+#: (``closed_loop_share``: the loaded-TTFT fit checks its own fit reads), and their sources.
+#: ``benchmarks/infer_validation.py --constants`` recomputes them and says where they differ.
+INFER_ROWS = {
+    "gemm_efficiency": (
+        ("r001", "r004", "r007", "r010", "r016", "r019", "r022", "r025", "r034", "r043", "r046",
+         "r049", "r052", "r058", "r061", "r067", "r073", "r076", "r085", "r088", "r094", "r097",
+         "r100", "r103", "r112", "r153", "r156", "r165", "r174", "r213"),
+        ("trtllm-0.19", "trtllm-1.0", "trtllm-1.x", "gpustack", "nim")),
+    "prefill_efficiency": (
+        ("r001", "r004", "r007", "r019", "r022", "r025", "r028", "r031", "r034", "r037", "r040",
+         "r043", "r046", "r049", "r052", "r055", "r058", "r061", "r064", "r067", "r070", "r073",
+         "r076", "r079", "r082", "r085", "r088", "r091", "r094", "r100", "r103", "r106", "r109",
+         "r112", "r120", "r123", "r126", "r150", "r153", "r156", "r162", "r165", "r168", "r171",
+         "r177", "r180", "r183", "r186", "r189", "r192", "r195", "r198", "r201", "r204", "r207",
+         "r210", "r213", "r216", "r219", "r222", "r225", "r228"),
+        ("trtllm-0.19", "trtllm-1.0", "trtllm-1.x", "nim", "gpustack")),
+    "hbm_efficiency": (
+        ("r010", "r013", "r016", "r019", "r022", "r034", "r037", "r040", "r046", "r049", "r052",
+         "r055", "r058", "r061", "r064", "r073", "r079", "r082", "r085", "r088", "r103", "r106",
+         "r109", "r112", "r120", "r123", "r126", "r150", "r159", "r162", "r165", "r168", "r171",
+         "r174", "r177", "r180", "r183", "r186", "r189", "r192", "r195", "r198", "r201", "r204",
+         "r207", "r210", "r216", "r219", "r222", "r225", "r228"),
+        ("trtllm-0.19", "trtllm-1.0", "trtllm-1.x", "nim", "gpustack")),
+    "layer_overhead": (
+        ("r013", "r049", "r120", "r150", "r159", "r162", "r165", "r168", "r171", "r177", "r180",
+         "r183", "r192", "r201", "r204", "r207", "r210", "r216", "r222"),
+        ("trtllm-0.19", "nim", "gpustack")),
+    "step_overhead": (
+        ("r150", "r159", "r162", "r165", "r168", "r171", "r174", "r177", "r180", "r183", "r186",
+         "r192", "r207", "r222"),
+        ("gpustack", "nim")),
+    "fp4_efficiency": (
+        ("r043", "r046", "r049", "r052", "r055", "r076", "r079", "r091", "r094", "r097", "r100",
+         "r103", "r106"),
+        ("trtllm-0.19", "trtllm-1.0", "trtllm-1.x")),
+    "expert_tile": (
+        ("r085", "r088", "r094", "r097", "r100", "r112", "r153", "r156"),
+        ("trtllm-1.0", "trtllm-1.x", "gpustack")),
+    "request_overhead": (
+        ("r150", "r159", "r162", "r168", "r171", "r177", "r180", "r183", "r201", "r204", "r207",
+         "r210"),
+        ("gpustack", "nim")),
+    "gemm_width": (
+        ("r153", "r156"),
+        ("gpustack",)),
+    "collective_overhead": (
+        ("r010", "r016", "r022", "r043", "r046", "r052", "r055", "r082", "r085", "r088", "r097",
+         "r109", "r120", "r201", "r204", "r207", "r210", "r213", "r216", "r219", "r222", "r225",
+         "r228"),
+        ("trtllm-0.19", "trtllm-1.0", "trtllm-1.x", "nim")),
+    "sequence_overhead": (
+        ("r091", "r153", "r162", "r165", "r171", "r174", "r177", "r180", "r189", "r204", "r210",
+         "r213", "r219"),
+        ("trtllm-1.0", "gpustack", "nim")),
+    "closed_loop_share": (
+        ("r120", "r150", "r162", "r168", "r171", "r177", "r180", "r186", "r192", "r201", "r204",
+         "r207", "r210", "r216", "r219"),
+        ("nim", "gpustack")),
+}
+
+#: What a constant resting (almost) on one source's rows is not fixed by.
+INFER_CAVEATS = {
+    "gemm_width": "fitted on one source's rows: only GPUStack's DeepSeek-R1 bursts (r153, r156; "
+                  "256 expert columns per GPU) move it",
+    "step_overhead": "all but one of its rows are one source's (NIM's tables; one GPUStack "
+                     "row): a fold without NIM cannot fix it",
+    "request_overhead": "all but one of its rows are one source's (NIM's tables; one GPUStack "
+                        "row): a fold without NIM cannot fix it",
+    "closed_loop_share": "all but one of its rows are one source's (NIM's loaded TTFT; one "
+                         "GPUStack row)",
+}
+_RECORDS += tuple(Constant(f"infer.{k}", v, unit, meaning, "fitted",
+                           tuple(SERVING_DOCS[s] for s in INFER_ROWS[k][1]) + INFER_FIT,
+                           INFER_ROWS[k][0], INFER_CAVEATS.get(k, ""))
                   for k, v, unit, meaning in _INFER)
 
 REGISTRY: dict[str, Constant] = {c.name: c for c in _RECORDS}

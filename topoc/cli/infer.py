@@ -75,7 +75,8 @@ def add_parser(sub) -> None:
                    help=f"how collectives are costed (docs/cost.md, 'One coster'): fastest, "
                    f"the least predicted time among NCCL's algorithms; nccl, what NCCL's tuner "
                    f"would run; engine, the --engine's own all-reduce kernels (one-shot, "
-                   f"two-shot) where its rule picks them by size and GPU count, NCCL's fastest "
+                   f"two-shot, multimem) where its rule picks them by size, GPU count and "
+                   f"generation, NCCL's fastest "
                    f"elsewhere (docs/infer.md, 'Engines' all-reduce'; default {CHOOSER})")
     p.add_argument("--ttft-limit", type=float, metavar="S", help="rank rows over this TTFT last")
     p.add_argument("--tpot-limit", type=float, metavar="S", help="rank rows over this TPOT last")

@@ -20,7 +20,7 @@ from .collnet import COLLNET_CHAIN
 from .hierarchical import HIERARCHICAL
 from .nvls import NVLS
 from .nvlstree import NVLS_TREE
-from .oneshot import ONESHOT, TWOSHOT
+from .oneshot import MULTIMEM, ONESHOT, TWOSHOT
 from .pat import PAT
 from .ring import RING
 from .tree import TREE
@@ -28,7 +28,7 @@ from .tree import TREE
 #: Every algorithm, in the order the CLI lists them and ``auto`` weighs them.
 REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
     RING, TREE, NVLS, HIERARCHICAL, DIRECT, PAIRWISE, NVLS_TREE, PAT, COLLNET_CHAIN, ONESHOT,
-    TWOSHOT)}
+    TWOSHOT, MULTIMEM)}
 
 
 def get(name: str) -> Algorithm:
@@ -119,6 +119,6 @@ def fill_seconds(p: Profile, collective: str, n: int, size: int) -> float:
 
 
 __all__ = ["REGISTRY", "Algorithm", "CostError", "PROTOCOLS", "RING", "TREE", "NVLS",
-           "NVLS_TREE", "PAT", "COLLNET_CHAIN", "ONESHOT", "TWOSHOT", "DIRECT", "PAIRWISE", "HIERARCHICAL", "get", "costed", "planned",
+           "NVLS_TREE", "PAT", "COLLNET_CHAIN", "ONESHOT", "TWOSHOT", "MULTIMEM", "DIRECT", "PAIRWISE", "HIERARCHICAL", "get", "costed", "planned",
            "not_nccl", "protocols", "latency_us", "selection_us", "net_steps", "bus_gbs",
            "pipeline_seconds", "fill_seconds"]

@@ -10,8 +10,16 @@ them by its engine's rule, ``collectives.engines``):
   ``cross_device_reduce_2stage``): 2 (n - 1) / n x size per port, as a ring, in two passes
   with three barriers, without the ring's 2 (n - 1) steps.
 
-Both run inside one NVLink domain of peer-accessible GPUs (the engines check peer access and
-fall back to NCCL elsewhere): a group over more than one island is refused.
+- ``multimem``: an all-reduce through the NVLink switches' multicast objects (NVLS hardware,
+  PTX ``multimem.ld_reduce`` / ``multimem.st``; torch's ``symm_mem.multimem_all_reduce_``,
+  which vLLM's symmetric-memory all-reduce runs): each GPU sends its buffer up to the switches
+  once and receives the reduced result once, between two flag barriers, without NCCL's
+  channels, proxy or base latency. The switches' reduction runs at the NVLS efficiency NCCL's
+  model gives the same hardware (``tuning.NVLS_EFFICIENCY``).
+
+All run inside one NVLink domain of peer-accessible GPUs (the engines check peer access and
+fall back to NCCL elsewhere): a group over more than one island is refused; ``multimem`` also
+needs NVLink switches (an NVSwitch node or rack).
 
 Latency: each barrier or pass is one NVLink hop at the latency NCCL's own tables give a hop of
 its flag-polling protocol (tuning.cc hwLat[NVLINK][RING][LL], ``tuning.HW_LAT``: the kernels
@@ -22,8 +30,9 @@ proxy, no channels to set up); the launch is the one every call pays (``cost.opt
 from __future__ import annotations
 
 from ..loads import Loads
-from ..tuning import Profile, tree_hops
+from ..tuning import NVLS_EFFICIENCY, Profile, tree_hops
 from .base import Algorithm, CostError, Group, Shape
+from .nvls import NO_SWITCHES, nvls_loads
 
 #: Hops on the critical path: one-shot's start barrier and its read pass (the end barrier
 #: overlaps the next kernel); two-shot's start barrier, reduce-scatter pass, middle barrier and
@@ -63,6 +72,21 @@ def twoshot_shape(g: Group) -> Shape:
     return Shape(((part, 1.0), (part, 1.0)))
 
 
+def multimem_shape(g: Group) -> Shape:
+    _one_island(g)
+    agents = g.system.locality.nvlink_agents(g.ranks)
+    if agents is None:
+        raise CostError(NO_SWITCHES)
+    return Shape(((nvls_loads(g, agents), 1.0),))
+
+
+def multimem_bus(p: Profile, collective: str, n: int, size: int, proto: int,
+                 raw: float) -> float:
+    """The switches' reduction rate: NVLS's efficiency on this architecture, no channel kept
+    back for NCCL's synchronisation."""
+    return raw * NVLS_EFFICIENCY.get(p.arch, 0.0)
+
+
 def _latency(hops: int):
     def latency(p: Profile, collective: str, n: int, proto: int) -> float:
         _, intra, _ = tree_hops(p, "ring", 0)       # LL's hop: flags in peer memory
@@ -85,4 +109,10 @@ TWOSHOT = Algorithm(
     "twoshot", "two-shot all-reduce (engine)",
     collectives=("allreduce",), protocols=("Simple",),
     shape=twoshot_shape, latency=_latency(TWOSHOT_HOPS), bus=bus,
+    net_steps=lambda p, c: 0.0, owner="engine")
+
+MULTIMEM = Algorithm(
+    "multimem", "multimem (NVLS) all-reduce (engine)",
+    collectives=("allreduce",), protocols=("Simple",),
+    shape=multimem_shape, latency=_latency(ONESHOT_HOPS), bus=multimem_bus,
     net_steps=lambda p, c: 0.0, owner="engine")

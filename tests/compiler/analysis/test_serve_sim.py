@@ -60,6 +60,19 @@ def test_the_first_wave_is_in_the_mean_unless_warmed_up(node):
     assert warm.ttft.mean < cold.ttft.mean and warm.measured == 576
 
 
+def test_cohorts_are_the_prompts_that_share_a_first_token_step(node):
+    """``Run.cohort``: one client's requests get their first token alone (1); 32 clients of
+    short prompts that start together are admitted a step's budget at a time, so their first
+    tokens come in groups, and the closed loop keeps the groups it formed (requests that start
+    decoding in one step end in one step and are sent again together)."""
+    eng = engine(node)
+    sched = M.ENGINES["trtllm"]
+    alone = M.simulate(eng, 200, 100, M.Client("closed", 1, requests=10), sched)
+    many = M.simulate(eng, 200, 100, M.Client("closed", 32, requests=320), sched)
+    assert alone.cohort == 1.0
+    assert 1.0 < many.cohort <= 32
+
+
 def test_past_the_kv_cache_the_batch_is_what_fits_and_the_rest_wait(node):
     """TensorRT-LLM's GUARANTEED_NO_EVICT admits a request only with room for its whole
     sequence: with a KV cache of 20 sequences and 60 clients the running batch stays at 20,

@@ -36,6 +36,7 @@ WHERE = {
     "collnetchain": ("h100_sharp_cluster.topo", {"nodes": 2}, None),
     "oneshot": ("dgx_h100.topo", {}, None),
     "twoshot": ("dgx_h100.topo", {}, None),
+    "multimem": ("dgx_h100.topo", {}, None),
 }
 
 

@@ -76,3 +76,26 @@ def test_no_device_overrides_the_gemm_curve_without_a_source():
     devices = (ROOT / "library" / "nvidia" / "devices.topo").read_text(encoding="utf-8")
     assert not [line for line in devices.splitlines()
                 if line.strip().startswith("gemm_efficiency")]
+
+
+def test_serving_constants_rest_on_fit_rows_of_their_sources():
+    """Each ``infer.*`` record lists the fit rows of tests/serving_rows.py it rests on (those
+    its value moves; benchmarks/infer_validation.py --constants recomputes them) and the
+    sources of exactly those rows."""
+    import csv
+    sys.path.insert(0, str(ROOT))
+    from tests import serving_rows as S
+    prefix = {"https://nvidia.github.io/TensorRT-LLM/0.19.0/": "trtllm-0.19",
+              "https://github.com/NVIDIA/TensorRT-LLM/blob/00f37686": "trtllm-1.0",
+              "https://nvidia.github.io/TensorRT-LLM/developer-guide/": "trtllm-1.x",
+              "https://docs.nvidia.com/nim/": "nim", "https://github.com/gpustack/": "gpustack"}
+    with open(S.CSV, encoding="utf-8") as f:
+        source = {r["id"]: next((v for k, v in prefix.items() if r["source"].startswith(k)),
+                                None) for r in csv.DictReader(f)}
+    fit = {c.row for c in S.checks() if c.fit}
+    for name, (rows, sources) in constants.INFER_ROWS.items():
+        rec = REGISTRY[f"infer.{name}"]
+        assert rows and set(rows) <= fit, name
+        assert tuple(rec.rows) == rows
+        assert set(sources) == {source[r] for r in rows}, name
+        assert rec.one_source == (len(sources) == 1), name
