@@ -129,7 +129,8 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
           disaggregate: bool = False, ttft_limit: float | None = None,
           tpot_limit: float | None = None, settings=None, request_rate: float | None = None,
           requests: int | None = None, client: str | None = None, engine: str | None = None,
-          warmup: int | None = None, collectives: str | None = None):
+          warmup: int | None = None, collectives: str | None = None,
+          nccl: str | None = None):
     """Serve ``model`` (a name or a ``Transformer``) on the first ``gpus``
     GPUs of ``system``: every tp x pp x ep (x attention DP) layout the fixed sizes allow, at
     ``concurrency`` requests in flight ("max": the saturated engine; "sweep": 1, 2, 4, ...),
@@ -147,7 +148,8 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     ``topoc infer --client`` does: the rows' TTFT, TPOT and throughput are the run's means
     and ``parts`` holds the median and p90. ``collectives`` ("fastest", the default, "nccl"
     or "engine": the engine's own all-reduce kernels by its rule) is ``topoc infer
-    --collectives``."""
+    --collectives``; ``nccl`` (a release, "2.20"; default the latest profile) the NCCL the
+    engine's NCCL calls run on, ``topoc infer --nccl``."""
     from .compiler.analysis import serve_sim
     from .compiler.analysis.infer import InferError, Settings, default_precision, gpu_of
     from .compiler.analysis.infer import infer as run
@@ -192,10 +194,12 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
                              f"{', '.join(CHOOSERS + ('engine',))}")
         if settings is not None:
             raise InferError("collectives and settings: give the chooser in the settings")
+    if nccl is not None and settings is not None:
+        raise InferError("nccl and settings: give the release in the settings")
     if settings is None:
         chooser = (engine or serve_sim.DEFAULT_ENGINE) if collectives == "engine" \
             else collectives or Settings().collectives
-        settings = serve_sim.settings_for(Settings(collectives=chooser), sched)
+        settings = serve_sim.settings_for(Settings(collectives=chooser, nccl=nccl), sched)
     return run(system, model, isl, osl, gpus, fixed, precision, kv_precision, concurrency,
                disaggregate, ttft_limit, tpot_limit, settings, arrivals, sim, sched)
 

@@ -48,6 +48,7 @@ from ..collectives.coster import CHOOSERS, Coster
 from ..collectives.engines import ENGINES as ENGINE_ALLREDUCE
 from ..collectives.engines import algorithm as engine_algorithm
 from ..collectives.paths import NoRoute
+from ..collectives.versions import UnknownVersion, nccl as nccl_profile
 from ..collectives.tuning import arch_index
 from ..ir.groups import RankGroup
 from ..ir.locality import island_period
@@ -100,6 +101,8 @@ class Settings:
     collectives: str = CHOOSER          # the collective model's chooser (coster.CHOOSERS), or
     #                                     an engine whose all-reduce rule picks the algorithm
     #                                     (collectives.engines: trtllm, vllm, sglang)
+    nccl: str | None = None             # the NCCL release the engine's NCCL calls run on (the
+    #                                     one its torch or container ships); None: the latest
 
 
 class InferError(ValueError):
@@ -220,11 +223,14 @@ class Comm:
     name: its all-reduce rule, ``collectives.engines``, picks the algorithm by size and GPU
     count, and the coster prices that algorithm as ``topoc cost --algorithm NAME`` does). Each
     (collective, ranks, algorithm) is prepared once (``Coster``: routes and loads) and
-    evaluated at every size; times are memoised by size."""
+    evaluated at every size; times are memoised by size. ``nccl``: the NCCL release the calls
+    that go through NCCL run on (``versions.py``; None: the latest profile); an engine's own
+    kernels do not run on NCCL and ignore it."""
 
-    def __init__(self, system: System, chooser: str = CHOOSER):
+    def __init__(self, system: System, chooser: str = CHOOSER, nccl: str | None = None):
         self.system = system
         self.chooser = chooser
+        self.nccl = nccl
         self.memo: dict[tuple, float] = {}
         self.costers: dict[tuple, Coster] = {}
         #: (collective, ranks) -> the algorithms it was costed with, in order of first use
@@ -246,9 +252,10 @@ class Comm:
     def _coster(self, collective: str, ranks: tuple[int, ...], chooser: str) -> Coster:
         key = (collective, ranks, chooser)
         if key not in self.costers:
+            nccl = self.nccl if chooser in CHOOSERS else None
             try:
                 self.costers[key] = Coster(self.system, RankGroup(collective, ranks),
-                                           collective, chooser)
+                                           collective, chooser, nccl=nccl)
             except (CostError, NoRoute) as exc:
                 raise InferError(f"{collective} on ranks {ranks[0]}..{ranks[-1]}: {exc}") \
                     from None
@@ -695,7 +702,11 @@ def infer(system: System, model: Transformer, isl: int, osl: int, gpus: int | No
     if s.collectives not in CHOOSERS and s.collectives not in ENGINE_ALLREDUCE:
         raise InferError(f"collectives '{s.collectives}': one of "
                          f"{', '.join(CHOOSERS + tuple(ENGINE_ALLREDUCE))}")
-    comm = Comm(system, s.collectives)
+    try:
+        nccl_profile(s.nccl)
+    except UnknownVersion as exc:
+        raise InferError(f"nccl: {exc}") from None
+    comm = Comm(system, s.collectives, s.nccl)
     rows: list[InferRow] = []
     rejected: dict[str, None] = {}
     considered = 0

@@ -298,3 +298,29 @@ def test_the_python_api_takes_collectives_as_the_cli_does(capsys):
     from topoc.compiler.analysis.infer import InferError
     with pytest.raises(InferError, match="collectives 'ring'"):
         topoc.infer(s, "llama3-8b", 1000, 1000, collectives="ring", **common)
+
+
+def test_nccl_release_prices_the_engines_nccl_calls_as_cost_does(capsys):
+    """--nccl 2.20 (torch 2.4's NCCL): the tensor-parallel all-reduces go through that release's
+    profile, as ``topoc cost --nccl 2.20`` prices them; the Python API's ``nccl`` gives the same
+    row; an unknown release is a usage error."""
+    args = ["infer", DGX, "--model", "llama3-8b", "--isl", "1000", "--osl", "1000", "--gpus",
+            "4", "--tp", "4", "--concurrency", "8", "--precision", "bf16", "--format", "json"]
+    assert main(args + ["--nccl", "2.20"]) == 0
+    old = json.loads(capsys.readouterr().out)["rows"][0]
+    assert main(args) == 0
+    new = json.loads(capsys.readouterr().out)["rows"][0]
+    assert old["tpot"] != new["tpot"]
+    s = topoc.load(DGX)
+    api = topoc.infer(s, "llama3-8b", 1000, 1000, gpus=4, tp=4, concurrency=8,
+                      precision="bf16", nccl="2.20")
+    assert api.rows[0].tpot == pytest.approx(old["tpot"])
+    from topoc.compiler.analysis.infer import Comm
+    from topoc.compiler.collectives.coster import cost_collective
+    from topoc.compiler.ir.groups import RankGroup
+    size = 8 * 4096 * 2
+    assert Comm(s, "fastest", "2.20").time("allreduce", (0, 1, 2, 3), size) == cost_collective(
+        s, RankGroup("g", (0, 1, 2, 3)), "allreduce", size, nccl="2.20",
+        chooser="fastest").time
+    assert main(args + ["--nccl", "1.9"]) == 2
+    assert "--nccl" in capsys.readouterr().err

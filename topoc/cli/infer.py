@@ -13,6 +13,7 @@ from ..compiler.analysis.infer import (CHOOSER, MAX_COUNT, InferError, Settings,
 from ..compiler.analysis import serve_sim
 from ..compiler.analysis.infer_rate import DEFAULT_REQUESTS, MAX_REQUESTS, Arrivals
 from ..compiler.collectives.coster import CHOOSERS
+from ..compiler.collectives.versions import UnknownVersion, nccl as nccl_profile
 from ..compiler.lang.derive import find_model
 from ..compiler.training.serving import PRECISIONS
 from .common import add_failure_options, EXIT_OK, UsageError, add_common, fail, load, write_output
@@ -78,6 +79,10 @@ def add_parser(sub) -> None:
                    f"two-shot, multimem) where its rule picks them by size, GPU count and "
                    f"generation, NCCL's fastest "
                    f"elsewhere (docs/infer.md, 'Engines' all-reduce'; default {CHOOSER})")
+    p.add_argument("--nccl", metavar="VERSION",
+                   help="the NCCL release the engine's NCCL calls run on (the one its torch or "
+                        "container ships, e.g. 2.20 for torch 2.4; default: the latest profile, "
+                        "as `topoc cost --nccl`)")
     p.add_argument("--ttft-limit", type=float, metavar="S", help="rank rows over this TTFT last")
     p.add_argument("--tpot-limit", type=float, metavar="S", help="rank rows over this TPOT last")
     p.add_argument("--top", type=int, default=20, metavar="K", help="rows to show (0: all)")
@@ -150,6 +155,11 @@ def _arrivals(args) -> Arrivals | None:
 
 def run(args) -> int:
     """Cost and rank; exit 1 when the model cannot be laid out or nothing fits."""
+    if args.nccl is not None:
+        try:
+            nccl_profile(args.nccl)
+        except UnknownVersion as exc:
+            raise UsageError(f"--nccl: {exc}") from None
     for name in ("isl", "osl", "gpus", "tp", "pp", "ep", "top", "scheduler_steps"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "top" else 1):
@@ -183,7 +193,8 @@ def run(args) -> int:
             sched = attrs.evolve(sched, overlap=args.overlap_scheduler == "on")
         chooser = args.engine if args.collectives == "engine" else args.collectives
         settings = serve_sim.settings_for(Settings(scheduler_steps=args.scheduler_steps,
-                                                   collectives=chooser), sched)
+                                                   collectives=chooser, nccl=args.nccl),
+                                          sched)
         result = infer(system, model, args.isl, args.osl, gpus, fixed, precision,
                        args.kv_precision, concurrency, args.disaggregate, args.ttft_limit,
                        args.tpot_limit, settings, arrivals, client, sched)
