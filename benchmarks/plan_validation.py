@@ -151,7 +151,7 @@ def _judged(times: list, at: int) -> tuple[list, str | None, bool]:
     if not known:
         return pairs, None, False
     top = min(known, key=lambda t: t[at])
-    # a tie for first (two fp8 recipes topoc cannot tell apart) names no winner
+    # a tie for first (two runs topoc cannot tell apart: torchao's two MX rows) names no winner
     if sum(1 for t in known if t[at] == top[at] or at == 2 and t[2] <= top[2] * (1 + 1e-9)) > 1:
         return pairs, None, False
     return pairs, top[0], top[0] == best[0]
