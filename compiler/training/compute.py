@@ -357,13 +357,7 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             continue
         shapes = _layer_gemms(m, t, sh, tokens, moe)
         g_time, g_flops = _gemms(r, shapes, fp8)
-        # the fp8 recipe beyond tensorwise scaling (``fp8``): slower GEMMs, more cast bytes
-        rec = RECIPES[t.fp8_recipe] if fp8 else None
-        rec_gemm = rec_bytes = 0.0
-        if rec is not None:
-            rec_bytes = extra_bytes(rec, shapes)
-            passes_ = 3 + (1 if full else 0)
-            rec_gemm = g_time * slowdown(rec, passes_)
+        fp8_time = g_time if fp8 else 0.0           # the layer's fp8 GEMMs, one forward
         if moe:
             router, r_flops = _gemms(r, [(tokens, m.experts, m.hidden, 1)], False)
             g_time, g_flops = g_time + router, g_flops + r_flops
@@ -375,6 +369,11 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             # other matrix multiplication
             redo, passes = 0.0, 3 + op_policy(m, sh, moe)[1]
         bytes_, softmax = _elementwise(m, t, sh, moe, fp8)
+        # the fp8 recipe beyond tensorwise scaling (``fp8``): slower GEMMs over every pass
+        # (a recompute's forwards too), more bytes cast and rescaled
+        rec = RECIPES[t.fp8_recipe] if fp8 else None
+        rec_gemm = fp8_time * slowdown(rec, passes) if rec else 0.0
+        rec_bytes = extra_bytes(rec, shapes) if rec else 0.0
         # the experts' clamp and biases outside the fused kernels: forward, backward, redone
         e_fwd, e_bwd, e_again = epilogue.bytes_per_token(m, t, sh) if moe else (0.0, 0.0, 0.0)
         if moe:

@@ -85,7 +85,8 @@ def extra_bytes(rec: Recipe, shapes) -> float:
     return out
 
 
-def slowdown(rec: Recipe, passes: int) -> float:
+def slowdown(rec: Recipe, passes: float) -> float:
     """Extra GEMM seconds per second of one forward pass of fp8 GEMMs at tensorwise speed, over
-    ``passes`` passes (the last two are the backward's data and weight gradients)."""
+    ``passes`` passes (the last two are the backward's data and weight gradients; a partial
+    recompute makes the count fractional)."""
     return (passes - 2) * (1 / rec.forward_gemm - 1) + 2 * (1 / rec.backward_gemm - 1)
