@@ -48,7 +48,8 @@ from memory_validation import quantile  # noqa: E402
 from plan_calibration import GLOBALS, fit_all, globals_now, set_globals  # noqa: E402
 from plan_calibration import source_of  # noqa: E402,F401  (benchmarks/peers imports it here)
 from tests.training_orderings import groups  # noqa: E402
-from tests.training_rows import NOT_A_STEP, _model_cached, breakdown, predict, rows  # noqa: E402
+from tests.training_rows import (NOT_A_STEP, OPTIONS, _model_cached, breakdown, predict,  # noqa: E402
+                                 rows)
 from topoc.compiler.training import gemm  # noqa: E402
 from topoc.compiler.training.constants import value  # noqa: E402
 
@@ -150,7 +151,7 @@ def _judged(times: list, at: int) -> tuple[list, str | None, bool]:
     if not known:
         return pairs, None, False
     top = min(known, key=lambda t: t[at])
-    # a tie for first (two fp8 recipes topoc cannot tell apart) names no winner
+    # a tie for first (two runs topoc cannot tell apart: torchao's two MX rows) names no winner
     if sum(1 for t in known if t[at] == top[at] or at == 2 and t[2] <= top[2] * (1 + 1e-9)) > 1:
         return pairs, None, False
     return pairs, top[0], top[0] == best[0]
@@ -248,7 +249,9 @@ def _mapping(row) -> dict:
     sh = row.shape
     return {"tp": sh.tp, "pp": sh.pp, "dp": sh.dp, "cp": sh.cp, "ep": sh.ep,
             "mb": row.microbatch, "vp": row.interleave, "recompute": row.recompute,
-            "fsdp": row.fsdp, "fp8": row.fp8, "gbs": row.batch}
+            "fsdp": row.fsdp, "fp8": row.fp8, "gbs": row.batch,
+            "recipe": OPTIONS.get(row.id, {}).get("fp8_recipe", "tensorwise") if row.fp8
+            else None}
 
 
 def _terms_per_seq(row, curves: Fitted) -> tuple[dict[str, float], dict]:
@@ -271,8 +274,10 @@ def mechanism(fast_terms: dict, slow_terms: dict, fast_map: dict, slow_map: dict
     if not fast_terms or not slow_terms:
         return "refused"
     diff = [k for k in fast_map if fast_map[k] != slow_map[k] and k not in ("dp", "gbs")]
-    if diff == ["fp8"] or (not diff and fast_map["fp8"]):
-        return "fp8 recipe (one fp8 to topoc)" if not diff else "precision"
+    if diff == ["recipe"] or (not diff and fast_map["fp8"]):
+        return "fp8 recipe" if diff else "fp8 recipe (the same to topoc)"
+    if diff == ["fp8", "recipe"]:
+        return "precision"
     names = sorted(set(fast_terms) | set(slow_terms))
     term = max(names, key=lambda n: fast_terms.get(n, 0.0) - slow_terms.get(n, 0.0))
     return f"{'+'.join(diff) or 'same mapping'} / {term}"

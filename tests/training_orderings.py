@@ -41,9 +41,10 @@ Sources (each group says which table):
 - TORCHAO: pytorch/ao ``torchao/float8/README.md`` ("Training benchmarks", NVIDIA H100) and
   the torchao README's "Training e2e benchmarks on NVIDIA B200" (power-limited B200s): Llama 3
   8B on 8 GPUs with torchtitan (FSDP2, per-op SAC, torch.compile, batch 1 of 8,192 tokens per
-  GPU) in bf16 and float8 recipes. topoc has one fp8: its recipes (tensorwise, rowwise, MX) are
-  the same to it, so a pair of two fp8 recipes more than 10 % apart is predicted a tie, which
-  counts as ordered wrong.
+  GPU) in bf16 and float8 recipes, each run with its recipe (``Training.fp8_recipe``:
+  tensorwise, rowwise, mxfp8 for both MX rows; the recipes' costs come from torchao's roofline
+  code and PyTorch's kernel benchmarks, not from these runs). The two MX rows differ only in
+  the scales' rounding (floor against rceil), which topoc does not tell apart.
 - ASYNCTP: torchtitan ``benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md`` (June 2025,
   500 W H100 96 GB): the bf16 rows of its results table, vanilla against async TP, Llama 3.1
   8B on 64 GPUs and 70B on 256 (the vanilla runs are runs.csv rows; both 9-10 % apart, so
@@ -370,6 +371,8 @@ def _torchao_groups() -> list[Group]:
             rid = f"torchao-{gpu.lower()}-llama3-8b-8gpu-{label}"
             MODELS[rid] = MODELS.get(base.id) or _model_of(base.id)
             OPTIONS[rid] = dict(cross_entropy="compiled")      # torch.compile, as tt25 rows
+            if fp8:     # the recipe the row names (mxfp8_cublas and its rceil variant: MX)
+                OPTIONS[rid]["fp8_recipe"] = "mxfp8" if label.startswith("mx") else label
             alts.append(Alternative(attrs.evolve(
                 base, id=rid, source=TORCHAO, gpu=gpu, batch=8, microbatch=1, fp8=fp8,
                 value=value, memory_gb=None), label))

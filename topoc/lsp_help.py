@@ -61,6 +61,9 @@ SETTING_DOCS = {
     "launch_blocking": "every kernel launch waits for the one before (CUDA_LAUNCH_BLOCKING=1): "
                        "the host's issue time per kernel is paid on the GPU, per layer and "
                        "micro-batch",
+    "fp8_recipe": "how an fp8 run scales its GEMM inputs: tensorwise (one scale a tensor; "
+                  "default), rowwise (one a row: a slower forward GEMM, rescaled backward "
+                  "GEMMs, costlier casts) or mxfp8 (one a 32-element block, Blackwell only)",
     "async_tp": "tensor-parallel collectives run in pieces beside the GEMMs that consume or "
                 "produce them (torchtitan's async TP, Megatron's tp_comm_overlap): the "
                 "forward's hide in the forward pass, the backward's in the backward",

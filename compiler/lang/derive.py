@@ -23,6 +23,7 @@ from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES
                               GRAD_ACCUMULATION, RECOMPUTE,
                               RECOMPUTE_MODULES, MappingError, Training,
                               derive as derive_step, shape_of)
+from ..training.fp8 import FP8_RECIPES
 from ..training.memory import sharding_conflict
 from ..base.units import NUMBER
 
@@ -35,7 +36,7 @@ BOOL_SETTINGS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash
                  "launch_blocking", "scatter_gather", "async_tp")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
 TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules", "attention_kernel",
-                     "expert_epilogue", "cross_entropy", "grad_accumulation",
+                     "expert_epilogue", "cross_entropy", "grad_accumulation", "fp8_recipe",
                      "fsdp_prefetch", *BOOL_SETTINGS, "bucket", "imbalance",
                      *_FRACTIONS)
 
@@ -44,7 +45,7 @@ TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules
 #: completes them).
 SETTING_CHOICES = {"attention_kernel": ATTENTION_KERNELS, "expert_epilogue": EXPERT_EPILOGUES,
                    "cross_entropy": CROSS_ENTROPY,
-                   "grad_accumulation": tuple(GRAD_ACCUMULATION),
+                   "grad_accumulation": tuple(GRAD_ACCUMULATION), "fp8_recipe": FP8_RECIPES,
                    "recompute": RECOMPUTE, "fsdp_prefetch": FSDP_PREFETCH}
 
 

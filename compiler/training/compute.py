@@ -33,6 +33,7 @@ from ..ir.gpus import GPUFigures
 from ..ir.system import Transformer
 from .constants import value
 from . import ep_overlap, epilogue
+from .fp8 import RECIPES, extra_bytes, slowdown
 from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
 from .memory import activation_per_layer, modules, op_policy
@@ -356,6 +357,7 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             continue
         shapes = _layer_gemms(m, t, sh, tokens, moe)
         g_time, g_flops = _gemms(r, shapes, fp8)
+        fp8_time = g_time if fp8 else 0.0           # the layer's fp8 GEMMs, one forward
         if moe:
             router, r_flops = _gemms(r, [(tokens, m.experts, m.hidden, 1)], False)
             g_time, g_flops = g_time + router, g_flops + r_flops
@@ -367,6 +369,11 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             # other matrix multiplication
             redo, passes = 0.0, 3 + op_policy(m, sh, moe)[1]
         bytes_, softmax = _elementwise(m, t, sh, moe, fp8)
+        # the fp8 recipe beyond tensorwise scaling (``fp8``): slower GEMMs over every pass
+        # (a recompute's forwards too), more bytes cast and rescaled
+        rec = RECIPES[t.fp8_recipe] if fp8 else None
+        rec_gemm = fp8_time * slowdown(rec, passes) if rec else 0.0
+        rec_bytes = extra_bytes(rec, shapes) if rec else 0.0
         # the experts' clamp and biases outside the fused kernels: forward, backward, redone
         e_fwd, e_bwd, e_again = epilogue.bytes_per_token(m, t, sh) if moe else (0.0, 0.0, 0.0)
         if moe:
@@ -382,7 +389,7 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
                 epilogue.launches(m, t, max(1, m.experts // max(1, sh.ep))))) / passes
         # Megatron-Core's module recompute (``recompute_modules``): the forwards it redoes
         again, again_flops, again_bytes = _modules_again(m, t, sh, r, shapes, moe, mods, fp8)
-        gemm += n * (g_time * passes + again)
+        gemm += n * (g_time * passes + again + rec_gemm)
         flops += n * (g_flops * passes + a_flops * (3 + redo) + again_flops)
         att += n * (a_fwd * (1 + redo) + a_bwd)
         # what the backward redoes: the whole layer (full), or the modules named and the
@@ -390,7 +397,7 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
         # DeepSeek-V3's norms are recomputed)
         scores = t.recompute == "selective" and not t.flash_attention and "core_attn" in mods
         extra = bytes_ if t.recompute == "full" else (softmax if scores else 0.0) + again_bytes
-        ew += n * tokens * (3 * bytes_ + extra + e_fwd + e_bwd + e_again) / \
+        ew += n * (tokens * (3 * bytes_ + extra + e_fwd + e_bwd + e_again) + rec_bytes) / \
             (r.hbm * t.hbm_efficiency)
     if logits:
         l_time, l_flops = _gemms(r, [(tokens, m.vocab / sh.tp, m.hidden, 1)], False)

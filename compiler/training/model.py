@@ -20,6 +20,8 @@ from .compute import Compute, compute
 from .compute import GRAD_ACCUMULATION
 from .mapping import Layout, MappingError, Shape, bubble, check, idle_time, layout, shape_of
 from .epilogue import EXPERT_EPILOGUES
+from .fp8 import RECIPES
+from .gemm import generation
 from .memory import Memory, activation_per_layer, bytes_per_param, memory, sharding
 from .params import model_flops, moe_layers, parameters, stage_parameters
 from .traffic import traffic
@@ -89,7 +91,9 @@ class Training:
     optimisation, DeepSpeed's pipeline engine's partitioned buffers: ``traffic``); ``async_tp``
     runs each layer's tensor-parallel all-gathers and reduce-scatters in pieces beside the
     GEMMs that consume or produce them (torchtitan's ``enable_async_tensor_parallel``, Megatron's
-    ``tp_comm_overlap``: ``traffic``); ``offload_layers`` keeps the activations
+    ``tp_comm_overlap``: ``traffic``); ``fp8_recipe`` names how an fp8 run scales its GEMM
+    inputs (``fp8.RECIPES``: tensorwise, rowwise, mxfp8), which sets the fp8 GEMMs' rate and
+    the casts' bytes; ``offload_layers`` keeps the activations
     of that many layers in CPU memory between their forward and backward (Megatron-Core's
     ``cpu_offloading_num_layers``: ``memory`` and ``compute.offload``)."""
 
@@ -130,6 +134,7 @@ class Training:
     launch_blocking: bool = False       # CUDA_LAUNCH_BLOCKING=1: ``compute.blocking``
     scatter_gather: bool = False        # a pipeline sends 1/tp of its boundary (``traffic``)
     async_tp: bool = False              # TP collectives overlap the GEMMs (``traffic``)
+    fp8_recipe: str = "tensorwise"      # how fp8 GEMM inputs are scaled: ``fp8.RECIPES``
     offload_layers: int = 0             # layers whose activations go to CPU memory (``compute``)
     first_stage_layers: int = 0
     last_stage_layers: int = 0
@@ -200,6 +205,12 @@ def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
         if t.recompute != "none":
             raise MappingError("offload layers: CPU offloading does not work when activation "
                                "recomputation is enabled (recompute must be none)")
+    if t.fp8_recipe not in RECIPES:
+        raise MappingError(f"fp8 recipe '{t.fp8_recipe}': one of {', '.join(RECIPES)}")
+    if RECIPES[t.fp8_recipe].blackwell and (t.fp8 or t.model.dtype == "fp8") and \
+            generation(gpu.name) != "blackwell":
+        raise MappingError(f"fp8 recipe '{t.fp8_recipe}': block-scaled fp8 needs Blackwell's "
+                           f"tensor cores; {gpu.name} has none (use tensorwise or rowwise)")
     if t.zero not in ZERO:
         raise MappingError(f"zero {t.zero}: one of 0, 1, 2, 3")
     m = t.model

@@ -14,6 +14,8 @@ from ..compiler.analysis.plan import (PlanUsageError, cache_dir, first_rejection
                                       smallest_over, tp_within_domains)
 from ..compiler.ir.gpus import gpu_figures, hbm_of, no_fp8
 from ..compiler.lang.derive import find_model
+from ..compiler.training.fp8 import FP8_RECIPES, RECIPES
+from ..compiler.training.gemm import generation
 from ..compiler.training.memory import MEMORY_MARGIN, sharding_conflict, zero_stage
 from ..compiler.base.diagnostics import suggest
 from ..compiler.base.limits import LIMITS
@@ -95,6 +97,8 @@ def add_parser(sub) -> None:
     p.add_argument("--launch-blocking", action="store_true", help=DOCS["launch_blocking"])
     p.add_argument("--scatter-gather", action="store_true", help=DOCS["scatter_gather"])
     p.add_argument("--async-tp", action="store_true", help=DOCS["async_tp"])
+    p.add_argument("--fp8-recipe", choices=FP8_RECIPES, default="tensorwise",
+                   help=DOCS["fp8_recipe"] + "; default tensorwise")
     p.add_argument("--offload-layers", type=count(0, 10**6), default=0, metavar="N",
                    help=DOCS["offload_layers"])
     p.add_argument("--compare", metavar="SIZES", help="where a strategy ranks and which terms "
@@ -167,6 +171,14 @@ def run(args) -> int:
     gpu = gpu_figures(system)
     if args.fp8 and gpu is not None and no_fp8(gpu):
         raise UsageError(f"--fp8: {no_fp8(gpu)}")
+    recipe = RECIPES[args.fp8_recipe]
+    fp8_model = model.dtype == "fp8"
+    if args.fp8_recipe != "tensorwise" and not (args.fp8 or fp8_model):
+        raise UsageError(f"--fp8-recipe {args.fp8_recipe} scales fp8 GEMM inputs: give --fp8 "
+                         f"too ({model.name} trains in {model.dtype})")
+    if recipe.blackwell and gpu is not None and generation(gpu.name) != "blackwell":
+        raise UsageError(f"--fp8-recipe {args.fp8_recipe}: block-scaled fp8 needs Blackwell's "
+                         f"tensor cores; {gpu.name} has none (use tensorwise or rowwise)")
     # contradictions that one flag used to settle silently (FSDP is ZeRO-3, the distributed
     # optimizer at least ZeRO-1; --scaling sets the GPU counts itself)
     conflict = sharding_conflict(args.zero, args.fsdp, args.distributed_optimizer)
@@ -200,6 +212,7 @@ def run(args) -> int:
                     grad_accumulation=args.grad_accumulation,
                     launch_blocking=args.launch_blocking,
                     scatter_gather=args.scatter_gather, async_tp=args.async_tp,
+                    fp8_recipe=args.fp8_recipe,
                     offload_layers=args.offload_layers)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",

@@ -61,19 +61,21 @@ def test_the_check_orders_a_pair_and_names_a_winner_as_measured(monkeypatch):
 def test_a_wrong_pair_is_classed_by_what_differs_and_the_term_that_favours_the_slower():
     """``--terms``: a pair ordered wrong is named by the keys its two mappings differ in (dp
     and the batch follow from them) and by the model's term that most favours the alternative
-    measured slower; a refused alternative and two fp8 recipes topoc cannot tell apart have
-    classes of their own."""
+    measured slower; a refused alternative, two fp8 runs that differ only in their recipe, and
+    two that topoc cannot tell apart have classes of their own."""
     import plan_validation as pv
     base = {"tp": 8, "pp": 6, "dp": 8, "cp": 1, "ep": 1, "mb": 4, "vp": 1,
-            "recompute": "full", "fsdp": False, "fp8": False, "gbs": 2048}
+            "recompute": "full", "fsdp": False, "fp8": False, "gbs": 2048, "recipe": None}
     other = dict(base, pp=2, dp=24, mb=2, gbs=2016)
     fast = {"GEMMs": 0.033, "bubble": 0.0015, "exposed dp": 0.0009}
     slow = {"GEMMs": 0.031, "bubble": 0.0009, "exposed dp": 0.0027}
     assert pv.mechanism(fast, slow, base, other) == "pp+mb / GEMMs"
     assert pv.mechanism(dict(fast, bubble=0.01), slow, base, other) == "pp+mb / bubble"
     assert pv.mechanism({}, slow, base, other) == "refused"
-    fp8 = dict(base, fp8=True)
-    assert pv.mechanism(fast, fast, fp8, fp8) == "fp8 recipe (one fp8 to topoc)"
+    fp8 = dict(base, fp8=True, recipe="tensorwise")
+    assert pv.mechanism(fast, fast, fp8, fp8) == "fp8 recipe (the same to topoc)"
+    assert pv.mechanism(fast, slow, fp8, dict(fp8, recipe="rowwise")) == "fp8 recipe"
+    assert pv.mechanism(fast, slow, base, dict(fp8, recipe="rowwise")) == "precision"
 
 
 def test_terms_of_an_alternative_add_up_to_its_predicted_step():
