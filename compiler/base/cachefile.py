@@ -55,7 +55,7 @@ def open_regular(path: Path, max_bytes: int) -> tuple[int, int] | None:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):     # no entry, or no cache folder
         return None
     except OSError as exc:
         raise Bad(f"cannot open it ({exc.strerror or exc}; a symbolic link is not followed)")

@@ -259,15 +259,25 @@ def read_stdin() -> str:
 
 def load(args) -> System:
     """The verb's FILE compiled with its ``-D`` and ``--import-root`` options (a root that is
-    not a folder is a usage error: it would silently resolve nothing)."""
+    not a folder is a usage error: it would silently resolve nothing), through the
+    compiled-system cache unless ``--no-cache``."""
     for root in args.import_root or ():
         if not os.path.isdir(root):
             raise UsageError(f"--import-root {root}: not a folder")
+    notes: list[str] = []
     try:
-        system = pipeline.load(args.file, parse_defines(args.define), args.import_root or ())
+        system = pipeline.load(args.file, parse_defines(args.define), args.import_root or (),
+                               cache=not getattr(args, "no_cache", False), notes=notes)
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(args.file, exc) from None
+    cache_notes(notes)
     return degraded(system, args)
+
+
+def cache_notes(notes: Sequence[str]) -> None:
+    """The compiled-system cache's notes (a file there that could not be used) on stderr."""
+    for note in notes:
+        print(f"topoc: note: {visible(note)}", file=sys.stderr)
 
 
 def add_failure_options(p: argparse.ArgumentParser) -> None:
@@ -365,6 +375,12 @@ def add_common(p: argparse.ArgumentParser, output_required: bool = False) -> Non
                    help="also allow imports from DIR (besides the file's folder and the library)")
     p.add_argument("-o", "--output", metavar="PATH", required=output_required,
                    help="write here (atomically); '-' is stdout")
+    try:
+        p.add_argument("--no-cache", action="store_true",
+                       help="compile again: neither read nor write the compiled-system cache "
+                            "($TOPOC_CACHE/systems; docs/scale.md)")
+    except argparse.ArgumentError:
+        pass        # the verb has its own --no-cache (plan: its rows), which covers this one
 
 
 def add_group_options(p: argparse.ArgumentParser, parallel_help: str, group_help: str) -> None:
