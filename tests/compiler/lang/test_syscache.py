@@ -244,3 +244,15 @@ def test_two_writers_of_one_entry_leave_one_whole_entry(tmp_path):
     assert len(list(folder.glob("*.system"))) == 1 and not list(folder.glob(".*"))
     again = _cli("compile", str(CLUSTER), "-D", "racks=4", env=env)
     assert again.stdout.encode() in outs and "ignored" not in again.stderr
+
+
+def test_the_python_api_reads_the_cache_when_asked(monkeypatch):
+    import topoc
+    first = topoc.load(CLUSTER, {"racks": 2}, cache=True)
+    found = topoc.lint(CLUSTER, defines={"racks": 2}, cache=True)
+    _no_elaboration(monkeypatch)
+    _same(first, topoc.load(CLUSTER, {"racks": 2}, cache=True))
+    assert [d.render() for d in topoc.lint(CLUSTER, defines={"racks": 2}, cache=True)] == \
+        [d.render() for d in found]
+    with pytest.raises(AssertionError, match="elaborated"):
+        topoc.load(CLUSTER, {"racks": 2})                     # no cache unless asked
