@@ -102,10 +102,10 @@ def _scaleup_arrays(system: System):
     lane = lane.astype(np.int64)
     total = int(lane.sum())
     up = np.array([t.cls in SCALEUP_CLASSES for t in e.types], dtype=np.bool_)[codes]
-    model_ids, models = _model_ids(system)
+    mids, models = model_ids(system)
     gpu_models = np.array([m for m, model in models.items() if model.kind == "gpu"],
                           dtype=np.int64)
-    is_gpu = np.isin(model_ids, gpu_models)
+    is_gpu = np.isin(mids, gpu_models)
     gpu_index = np.flatnonzero(is_gpu)          # device order: world-rank order
     per_lane = np.array([float(t.bandwidth) for t in e.types], dtype=np.float64)
     weight = per_lane[codes] * lane * np.where(links.duplex_array(), 2.0, 1.0)
@@ -121,7 +121,7 @@ def _scaleup_arrays(system: System):
     return sorted(bw.tolist()), sorted(int(x) for x in ln.tolist()), total
 
 
-def _model_ids(system: System):
+def model_ids(system: System):
     """Each device's model as a number (its ``id``) in a numpy array, and the models by
     number: made in C (``map``), where a pass over 1.7 M devices in Python took seconds."""
     import numpy as np
@@ -140,7 +140,7 @@ def _kinds(system: System) -> Counter:
     """Devices per kind, counted per model."""
     import numpy as np
 
-    ids, models = _model_ids(system)
+    ids, models = model_ids(system)
     found, counts = np.unique(ids, return_counts=True)
     kinds: Counter = Counter()
     for m, n in zip(found.tolist(), counts.tolist()):

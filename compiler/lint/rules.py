@@ -18,7 +18,7 @@ from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, System, device_indices
 from ..ir.groups import rank_groups
 from ..ir.incidence import arrays_in, columns_in
-from ..ir.summary import level_array
+from ..ir.summary import level_array, model_ids
 
 
 @attrs.frozen
@@ -397,22 +397,22 @@ def _one_switch_arrays(system: System, hosts) -> dict[str, list[str]] | None:
 
     devices = system.devices
     index = device_indices(system)
+    sizes = [len(members) for _, members in hosts]
+    at = np.fromiter((index[i] for _, members in hosts for i in members), dtype=np.int64,
+                     count=sum(sizes))
+    if len(at) and np.bincount(at).max() > 1:
+        return None
     host_of = np.full(len(devices), -1, dtype=np.int64)
-    for h, (_, members) in enumerate(hosts):
-        at = np.fromiter((index[i] for i in members), dtype=np.int64, count=len(members))
-        if (host_of[at] >= 0).any():
-            return None
-        host_of[at] = h
-    kinds: dict[int, tuple[bool, bool]] = {}
-    nic = np.zeros(len(devices), dtype=np.bool_)
-    switch = np.zeros(len(devices), dtype=np.bool_)
-    for i, d in enumerate(devices):
-        k = kinds.get(id(d.model))
-        if k is None:
-            # a switch without a port budget stands for a whole fabric (a cloud's), not a box
-            k = kinds[id(d.model)] = (d.compute_nic,
-                                      d.kind == "net_switch" and bool(d.model.ports))
-        nic[i], switch[i] = k
+    host_of[at] = np.repeat(np.arange(len(hosts), dtype=np.int64), sizes)
+    mids, models = model_ids(system)
+    codes = np.array(list(models), dtype=np.int64)
+    # a switch without a port budget stands for a whole fabric (a cloud's), not one box
+    flags = [(m.kind == "nic" and m.attr("role", "compute") == "compute",
+              m.kind == "net_switch" and bool(m.ports)) for m in models.values()]
+    order = np.argsort(codes)
+    where = order[np.searchsorted(codes, mids, sorter=order)]
+    nic = np.array([f[0] for f in flags], dtype=np.bool_)[where]
+    switch = np.array([f[1] for f in flags], dtype=np.bool_)[where]
     counts = np.bincount(host_of[nic & (host_of >= 0)], minlength=len(hosts))
     src, dst = system.ends.arrays()
     a = np.concatenate((src, dst)).astype(np.int64)
