@@ -37,7 +37,7 @@ from pathlib import Path
 
 from ..base.cachefile import Bad, cache_dir, code_hash, open_regular, write_atomic
 from ..base.gcpause import gc_paused
-from ..base.limits import LIMITS, MEMORY_COST
+from ..base import limits
 from ..base.version import VERSION
 from ..ir.incidence import Ends
 from ..ir.links import Links
@@ -83,7 +83,7 @@ def key(sources, defines: Mapping[str, int] | None) -> str:
     program's ``Source`` objects (``Program.sources``: the root file and every file used)."""
     h = hashlib.sha256()
     h.update(f"{FORMAT} {VERSION} {code_hash()} {sys.implementation.cache_tag} "
-             f"{LIMITS!r} {MEMORY_COST!r}\n".encode())
+             f"{limits.LIMITS!r} {limits.MEMORY_COST!r}\n".encode())
     h.update(f"{sorted((defines or {}).items())!r}\n".encode())
     for src in sources:
         path, text = src.path.encode("utf-8", "surrogatepass"), \
