@@ -1,7 +1,7 @@
 """``topoc compile --format json``: the ``topoc.system/1`` document (docs/contracts.md).
 
 The document lists every device and link as an object. At 8,192 NVL72 racks that is 1.7 M
-devices and 13.7 M links, about 4.5 GB of text: built as Python objects it took about 3.5 KB a
+devices and 13.7 M links, 4.8 GB of text: built as Python objects it took about 3.5 KB a
 link and died past 4,096 racks. So the text is made in pieces (``chunks``) and written as it
 is made: each device and link is one format string per device model, or per link type, lane
 count and direction, filled with its escaped ids, in the order of the ids, and the links are

@@ -15,7 +15,7 @@ import attrs
 
 from . import plausible
 from ..base.diagnostics import Span, plural
-from ..ir.system import SCALEOUT_CLASSES, System, device_indices
+from ..ir.system import SCALEOUT_CLASSES, Device, System, device_indices
 from ..ir.groups import rank_groups
 from ..ir.incidence import arrays_in, columns_in
 from ..ir.summary import level_array, model_ids
@@ -390,9 +390,9 @@ def _host_devices(system: System) -> list[tuple[str, tuple[str, ...]]]:
 
 def _one_switch_arrays(system: System, hosts) -> dict[str, list[str]] | None:
     """W409's hosts by switch from the integer ends in numpy (each compute NIC's neighbours
-    over every link, no ``Link`` object: the pass over each NIC's links was most of lint at
-    8,192 NVL72 racks), hosts in their order; None when a device is in two hosts' lists (the
-    pass below then answers)."""
+    over every link, no ``Link`` object: the pass over each NIC's links was about a third of
+    lint at 1,024 NVL72 racks), hosts in their order; None when a device is in two hosts'
+    lists (the pass below then answers)."""
     import numpy as np
 
     devices = system.devices
@@ -407,8 +407,8 @@ def _one_switch_arrays(system: System, hosts) -> dict[str, list[str]] | None:
     mids, models = model_ids(system)
     codes = np.array(list(models), dtype=np.int64)
     # a switch without a port budget stands for a whole fabric (a cloud's), not one box
-    flags = [(m.kind == "nic" and m.attr("role", "compute") == "compute",
-              m.kind == "net_switch" and bool(m.ports)) for m in models.values()]
+    flags = [(Device(m.name, m).compute_nic, m.kind == "net_switch" and bool(m.ports))
+             for m in models.values()]
     order = np.argsort(codes)
     where = order[np.searchsorted(codes, mids, sorter=order)]
     nic = np.array([f[0] for f in flags], dtype=np.bool_)[where]

@@ -24,7 +24,7 @@ def run(args) -> int:
     for _, diag in system.skipped:          # W507: a -D size the example block does not fit
         print(diag.render(), file=sys.stderr)
     if args.format == "json":
-        # written as it is made: the document of 8,192 NVL72 racks is about 4.5 GB of text
+        # written as it is made: the document of 8,192 NVL72 racks is 4.8 GB of text
         write_stream(json_system.chunks(system), args.output)
     else:
         write_output(REGISTRY[args.format](system), args.output)
