@@ -5,7 +5,7 @@ no result.
     .venv/bin/python benchmarks/verbs_unchanged.py save /tmp/after      # on the new code
     .venv/bin/python benchmarks/verbs_unchanged.py diff /tmp/before /tmp/after
 
-For each ``library/**/*.topo`` with a system: ``compile --format json``, ``lint``, ``cost`` of a
+For each ``library/**/*.topo`` with a system: ``compile --format json`` and its summary, ``lint``, ``cost`` of a
 world all-reduce (1 MiB and 1 GiB), ``schedule`` of a world ring all-reduce (json), ``report``
 (text) and ``render -o x.dot`` (racks and physical views); stdout, stderr and the exit code of
 each call. Large parametric files also run at a bigger size (``-D``). The CLI runs in this
@@ -33,6 +33,7 @@ def calls(path: Path, tmp: Path) -> list[tuple[str, list[str]]]:
     f = str(path)
     dot = str(tmp / "out.dot")
     base = [("compile", ["compile", f, "--format", "json"]),
+            ("summary", ["compile", f]),
             ("lint", ["lint", f]),
             ("cost", ["cost", f, "--group", "world", "--sizes", "1M,1G", "--format", "json"]),
             ("schedule", ["schedule", f, "--group", "world", "--collective", "allreduce",

@@ -53,10 +53,14 @@ def compile(text: str, path: PathLike | None = None, defines: Mapping[str, int] 
 
 
 def load(path: PathLike, defines: Mapping[str, int] | None = None,
-         import_roots: Sequence[PathLike] = ()) -> System:
-    """Read and compile one .topo file (see ``compile``)."""
+         import_roots: Sequence[PathLike] = (), cache: bool = False,
+         notes: list[str] | None = None) -> System:
+    """Read and compile one .topo file (see ``compile``). ``cache=True`` goes through the
+    compiled-system cache the command line uses (``$TOPOC_CACHE/systems``, docs/scale.md): a
+    large system compiled before from the same sources, parameters and code is read back
+    instead of compiled; ``notes`` collects why a cache file there was ignored."""
     from .compiler.lang import pipeline
-    return pipeline.load(path, defines, import_roots)
+    return pipeline.load(path, defines, import_roots, cache, notes)
 
 
 def loads(text: str, defines: Mapping[str, int] | None = None,
@@ -75,11 +79,12 @@ def check(path: PathLike, defines: Mapping[str, int] | None = None,
 
 
 def lint(path: PathLike, config=None, defines: Mapping[str, int] | None = None,
-         import_roots: Sequence[PathLike] = ()) -> list[Diagnostic]:
+         import_roots: Sequence[PathLike] = (), cache: bool = False) -> list[Diagnostic]:
     """Compile errors, or else the rule catalogue's findings, for one file, filtered by its
-    ``[tool.topoc.lint]`` configuration and ``# topoc: ignore[...]`` comments (docs/rules.md)."""
+    ``[tool.topoc.lint]`` configuration and ``# topoc: ignore[...]`` comments (docs/rules.md);
+    ``cache`` as for ``load``."""
     from .compiler.lint.lint import lint_file
-    return lint_file(path, config, defines, import_roots)
+    return lint_file(path, config, defines, import_roots, cache)
 
 
 def library_reference() -> str:

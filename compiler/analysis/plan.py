@@ -25,6 +25,7 @@ from pathlib import Path
 
 import attrs
 
+from ..base.cachefile import cache_dir
 from ..base.version import VERSION
 from ..lang import pipeline
 from ..ir import degrade
@@ -427,14 +428,6 @@ def fingerprint(system: System, base: Training, gpus: int, hbm: float | None = N
         h.update(f"{link.src} {link.dst} {link.type.cls} {link.type.bandwidth} "
                  f"{link.type.latency} {link.lanes} {link.duplex}\n".encode())
     return h.hexdigest()[:32]
-
-
-def cache_dir() -> Path:
-    """$TOPOC_CACHE, else $XDG_CACHE_HOME/topoc, else ~/.cache/topoc."""
-    if os.environ.get("TOPOC_CACHE"):
-        return Path(os.environ["TOPOC_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "topoc"
 
 
 def _load_cache(path: Path) -> tuple[dict[str, dict | None], str | None]:

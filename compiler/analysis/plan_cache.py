@@ -8,13 +8,13 @@ Ctrl-C included."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
-import os
-import stat
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from ..base.cachefile import Bad as _Bad, read_regular, write_atomic
 
 FORMAT = 2
 _INT = ("tp", "cp", "ep", "dp", "pp", "microbatch", "interleave")
@@ -66,41 +66,10 @@ MAX_BYTES = 256 * 2**20
 
 
 def _read(path: Path) -> bytes | None:
-    """The cache file's bytes, opened only as a regular file: not through a symbolic link
-    (O_NOFOLLOW), never blocking on a FIFO (O_NONBLOCK), its kind and size checked with fstat
-    on the descriptor just opened (no race with a swap after a stat), at most ``MAX_BYTES``
-    read. None when there is no file; ``_Bad`` when there is one that is not a cache."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise _Bad(f"cannot open it ({exc.strerror or exc}; a symbolic link is not followed)")
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _Bad("it is not a regular file")
-        if st.st_size > MAX_BYTES:
-            raise _Bad(f"it is larger than {MAX_BYTES // 2**20} MiB")
-        parts, size = [], 0
-        while size <= MAX_BYTES:
-            part = os.read(fd, min(1 << 20, MAX_BYTES + 1 - size))
-            if not part:
-                break
-            parts.append(part)
-            size += len(part)
-        if size > MAX_BYTES:
-            raise _Bad(f"it is larger than {MAX_BYTES // 2**20} MiB")
-        return b"".join(parts)
-    except OSError as exc:
-        raise _Bad(f"cannot read it ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
-
-
-class _Bad(Exception):
-    """A cache file that is there but cannot be used (the message says why)."""
+    """The cache file's bytes, at most ``MAX_BYTES``, opened only as a regular file (no
+    symbolic link, no FIFO: ``base.cachefile.read_regular``). None when there is no file;
+    ``_Bad`` when there is one that is not a cache."""
+    return read_regular(path, MAX_BYTES)
 
 
 def load(path: Path, code: str, key_of: Callable[[dict], str]) -> dict[str, dict | None]:
@@ -148,18 +117,11 @@ def load_noted(path: Path, code: str,
 
 def save(path: Path, rows: dict[str, dict | None], code: str) -> None:
     """Write ``rows`` atomically; a cache that cannot be written costs speed, not
-    correctness, and leaves no temporary file behind."""
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"format": FORMAT, "code": code, "checksum": checksum(code, rows),
-                       "rows": rows}, f, sort_keys=True, allow_nan=False)
-        os.replace(tmp, path)
-        tmp = None
-    except (OSError, ValueError):
-        pass
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    correctness, and leaves no temporary file behind (``base.cachefile.write_atomic``)."""
+    def write(f) -> None:
+        text = io.TextIOWrapper(f, encoding="utf-8")
+        json.dump({"format": FORMAT, "code": code, "checksum": checksum(code, rows),
+                   "rows": rows}, text, sort_keys=True, allow_nan=False)
+        text.flush()
+        text.detach()
+    write_atomic(path, write, mode=0o777)

@@ -13,10 +13,6 @@ class Limits:
     devices: int = 4_000_000             # E291: devices in the elaborated system
     links: int = 16_000_000              # E292: links (each may carry many lanes): 8,192 NVL72
     #                                      racks are 13.7 M, 16,384 DGX H100 nodes 1.6 M
-    #: ``compile --format json`` holds every device and link as objects: about 3.5 KB a link
-    #: (1.34 GB for 256 NVL72 racks, 380 k links), so 750 k links stay near 2.6 GB on a
-    #: machine whose 4 GiB the compact IR of 8,192 racks already nearly fills
-    json_links: int = 750_000
     nesting: int = 24                    # E293: group instantiation depth
     imports: int = 16                    # E294: import chain depth
     array: int = 1_000_000               # E295: elements in one array declaration

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
+from operator import attrgetter
 from typing import Any
 
 from . import system as _system
 from .incidence import arrays_in
 from .kinds import is_endpoint
 from .links import Links
-from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System, device_indices
+from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System
 from ..base.units import exact
+
+
+_MODEL = attrgetter("model")
 
 
 def _directions(link) -> int:
@@ -98,11 +102,11 @@ def _scaleup_arrays(system: System):
     lane = lane.astype(np.int64)
     total = int(lane.sum())
     up = np.array([t.cls in SCALEUP_CLASSES for t in e.types], dtype=np.bool_)[codes]
-    is_gpu = np.zeros(len(system.devices), dtype=np.bool_)
-    index = device_indices(system)
-    gpu_index = np.fromiter((index[g.id] for g in system.gpus), dtype=np.int64,
-                            count=len(system.gpus))
-    is_gpu[gpu_index] = True
+    mids, models = model_ids(system)
+    gpu_models = np.array([m for m, model in models.items() if model.kind == "gpu"],
+                          dtype=np.int64)
+    is_gpu = np.isin(mids, gpu_models)
+    gpu_index = np.flatnonzero(is_gpu)          # device order: world-rank order
     per_lane = np.array([float(t.bandwidth) for t in e.types], dtype=np.float64)
     weight = per_lane[codes] * lane * np.where(links.duplex_array(), 2.0, 1.0)
     # each link's two ends one after the other: bincount adds in this order
@@ -117,15 +121,42 @@ def _scaleup_arrays(system: System):
     return sorted(bw.tolist()), sorted(int(x) for x in ln.tolist()), total
 
 
+def model_ids(system: System):
+    """Each device's model as a number (its ``id``) in a numpy array, and the models by
+    number: made in C (``map``), where a pass over 1.7 M devices in Python took seconds."""
+    import numpy as np
+
+    found = system.memo.get("model_ids")
+    if found is None:
+        devices = system.devices
+        ids = np.fromiter(map(id, map(_MODEL, devices)), dtype=np.int64, count=len(devices))
+        models = {id(d.model): d.model for d in
+                  (devices[i] for i in np.unique(ids, return_index=True)[1].tolist())}
+        found = system.memo["model_ids"] = (ids, models)
+    return found
+
+
+def _kinds(system: System) -> Counter:
+    """Devices per kind, counted per model."""
+    import numpy as np
+
+    ids, models = model_ids(system)
+    found, counts = np.unique(ids, return_counts=True)
+    kinds: Counter = Counter()
+    for m, n in zip(found.tolist(), counts.tolist()):
+        kinds[models[m].kind] += n
+    return kinds
+
+
 def summarize(system: System) -> dict[str, Any]:
     """Counts per device kind, HBM, NVLink bandwidth (both directions, summed over GPUs),
     NVLink lanes and bandwidth per GPU, and the scale-out bisection estimate."""
-    kinds = Counter(d.kind for d in system.devices)
-    gpu_ids = {d.id for d in system.gpus}
+    kinds = _kinds(system)
     found = _scaleup_arrays(system)
     if found is not None:
         bws, lanes, total_lanes = found
     else:
+        gpu_ids = {d.id for d in system.gpus}
         per_gpu_bw: dict[str, float] = dict.fromkeys(gpu_ids, 0.0)
         per_gpu_lanes: dict[str, int] = dict.fromkeys(gpu_ids, 0)
         for link in system.links:
@@ -142,7 +173,7 @@ def summarize(system: System) -> dict[str, Any]:
     bws, lanes = bws or [0], lanes or [0]
     return {
         "devices": dict(sorted(kinds.items())),
-        "gpus": len(gpu_ids),
+        "gpus": len(system.gpus),
         "links": len(system.links),
         "lanes": total_lanes,
         "hbm_bytes": exact(sum(d.model.attr("hbm", 0) for d in system.gpus)),

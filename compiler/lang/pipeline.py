@@ -17,6 +17,7 @@ from ..ir.system import System
 from .elaborate import elaborate
 from .parse import parse
 from .ranks import ranks
+from . import syscache
 from .resolve import Program, resolve
 from .verify import verify
 
@@ -72,9 +73,43 @@ def compile(text: str, path: PathLike | None = None, defines: Mapping[str, int] 
 
 
 def load(path: PathLike, defines: Mapping[str, int] | None = None,
-         import_roots: Sequence[PathLike] = ()) -> System:
-    """Read and compile one .topo file."""
-    return compile(read(path), path, defines, import_roots)
+         import_roots: Sequence[PathLike] = (), cache: bool = False,
+         notes: list[str] | None = None) -> System:
+    """Read and compile one .topo file. With ``cache``, through the compiled-system cache
+    (``syscache``): the System stored for the same sources, parameters and code when there is
+    one, else compiled and stored; a cache file that could not be used is recompiled and a
+    note saying why is appended to ``notes``."""
+    if not cache:
+        return compile(read(path), path, defines, import_roots)
+    program = front_end(read(path), path, import_roots)
+    found = cached(program, defines, notes)
+    if found is not None:
+        return found
+    system = ranks(program, elaborate(program, defines), lenient=bool(defines))
+    errors = verify(system)
+    if errors:
+        raise CompileError(errors)
+    store(program, defines, system)
+    return system
+
+
+def cached(program: Program, defines: Mapping[str, int] | None = None,
+           notes: list[str] | None = None) -> System | None:
+    """The System the compiled-system cache holds for ``program`` and ``defines`` (checked:
+    only systems without errors are stored), or None; a note in ``notes`` when a file was
+    there but could not be used."""
+    system, note = syscache.load(syscache.key(program.sources, defines))
+    if note is not None and notes is not None:
+        notes.append(note)
+    return system
+
+
+def store(program: Program, defines: Mapping[str, int] | None, system: System) -> bool:
+    """Keep ``system``, lowered from ``program`` with ``defines``, in the compiled-system
+    cache when it verifies without error and is large enough to be worth it (``syscache``)."""
+    if verify(system):
+        return False
+    return syscache.save(syscache.key(program.sources, defines), system)
 
 
 def check(path: PathLike, defines: Mapping[str, int] | None = None,

@@ -16,7 +16,8 @@ from typing import Any
 import attrs
 
 from . import syntax as s
-from ..base.diagnostics import (NOTE, Collector, CompileError, Diagnostic, Note, Span,
+from ..base.diagnostics import (NOTE, Collector, CompileError, Diagnostic, Note, Source,
+                                Span,
                                 closest, suggest)
 from ..ir.kinds import BOOL, INT, KINDS, STRING
 from ..ir.system import (LINK_CLASSES, NIC_ROLES, NIC_TUNERS, TRANSPORTS,
@@ -57,6 +58,9 @@ class Program:
     root_span: Span = attrs.field(eq=False, repr=False)
     #: W120 notes: the user's declarations that shadow a used file's (``compiler.lang.scope``)
     notes: tuple[Diagnostic, ...] = attrs.field(eq=False, repr=False, default=())
+    #: Every file read, root last: what the compiled-system cache's key hashes
+    #: (``compiler.lang.syscache``)
+    sources: tuple[Source, ...] = attrs.field(eq=False, repr=False, default=())
 
 
 def library_root() -> Path:
@@ -437,8 +441,9 @@ def resolve(module: s.Module, root_path: str | None = None,
     tables = {"link type": link_types, "device model": models, "group": groups,
               "model": transformers}
     notes = tuple(_shadow_note(sh, tables[sh.what]) for sh in scopes.shadows)
+    sources = tuple(m.span.source for _, m in [*loader.order, (path, module)])
     return Program(module.path, link_types, models, groups, transformers, systems[:1], parallels,
-                   module.span, notes)
+                   module.span, notes, sources)
 
 
 def _shadow_note(sh: Shadow, table: dict) -> Diagnostic:

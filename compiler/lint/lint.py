@@ -227,9 +227,12 @@ def lint_system(system: System, config: LintConfig = LintConfig()) -> list[Diagn
 
 
 def lint_file(path: str | os.PathLike, config: LintConfig | None = None,
-              defines=None, import_roots=()) -> list[Diagnostic]:
+              defines=None, import_roots=(), cache: bool = False,
+              notes: list[str] | None = None) -> list[Diagnostic]:
     """Everything lint reports for one file: compile errors, else rule findings, suppressed
-    as the comments say, sorted by position."""
+    as the comments say, sorted by position. With ``cache``, the System comes from the
+    compiled-system cache when it holds it, and is stored there when it has no error
+    (``pipeline.load``; ``notes`` as there)."""
     config = config if config is not None else find_config(Path(path).resolve())
     try:
         text = pipeline.read(path)
@@ -239,13 +242,20 @@ def lint_file(path: str | os.PathLike, config: LintConfig | None = None,
         return list(exc.diagnostics)
     try:
         program = pipeline.front_end(text, path, import_roots)
-        system, root = pipeline.lower(program, defines), program.root_span.source
+        root = program.root_span.source
+        system = pipeline.cached(program, defines, notes) if cache and program.systems \
+            else None
+        hit = system is not None
+        if system is None:
+            system = pipeline.lower(program, defines)
     except CompileError as exc:
         return sorted(exc.diagnostics, key=Diagnostic.sort_key)
     if system is None:     # a file of declarations: what its declarations say
         shadows = [attrs.evolve(d, severity=config.level(d.code)) for d in program.notes
                    if config.level(d.code) != "off"]
         return sorted([library_note(program), *shadows], key=Diagnostic.sort_key)
+    if cache and not hit:
+        pipeline.store(program, defines, system)        # when verify finds no error
     found = lint_system(system, config)
     found = [d for d in found if d.severity == ERROR or config.level(d.code) != "off"]
     return sorted(apply_suppressions(found, root, config), key=Diagnostic.sort_key)

@@ -15,10 +15,10 @@ import attrs
 
 from . import plausible
 from ..base.diagnostics import Span, plural
-from ..ir.system import SCALEOUT_CLASSES, System
+from ..ir.system import SCALEOUT_CLASSES, Device, System, device_indices
 from ..ir.groups import rank_groups
 from ..ir.incidence import arrays_in, columns_in
-from ..ir.summary import level_array
+from ..ir.summary import level_array, model_ids
 
 
 @attrs.frozen
@@ -388,11 +388,65 @@ def _host_devices(system: System) -> list[tuple[str, tuple[str, ...]]]:
     return found
 
 
+def _one_switch_arrays(system: System, hosts) -> dict[str, list[str]] | None:
+    """W409's hosts by switch from the integer ends in numpy (each compute NIC's neighbours
+    over every link, no ``Link`` object: the pass over each NIC's links was about a third of
+    lint at 1,024 NVL72 racks), hosts in their order; None when a device is in two hosts'
+    lists (the pass below then answers)."""
+    import numpy as np
+
+    devices = system.devices
+    index = device_indices(system)
+    sizes = [len(members) for _, members in hosts]
+    at = np.fromiter((index[i] for _, members in hosts for i in members), dtype=np.int64,
+                     count=sum(sizes))
+    if len(at) and np.bincount(at).max() > 1:
+        return None
+    host_of = np.full(len(devices), -1, dtype=np.int64)
+    host_of[at] = np.repeat(np.arange(len(hosts), dtype=np.int64), sizes)
+    mids, models = model_ids(system)
+    codes = np.array(list(models), dtype=np.int64)
+    # a switch without a port budget stands for a whole fabric (a cloud's), not one box
+    flags = [(Device(m.name, m).compute_nic, m.kind == "net_switch" and bool(m.ports))
+             for m in models.values()]
+    order = np.argsort(codes)
+    where = order[np.searchsorted(codes, mids, sorter=order)]
+    nic = np.array([f[0] for f in flags], dtype=np.bool_)[where]
+    switch = np.array([f[1] for f in flags], dtype=np.bool_)[where]
+    counts = np.bincount(host_of[nic & (host_of >= 0)], minlength=len(hosts))
+    src, dst = system.ends.arrays()
+    a = np.concatenate((src, dst)).astype(np.int64)
+    b = np.concatenate((dst, src)).astype(np.int64)
+    keep = nic[a] & switch[b] & (host_of[a] >= 0)
+    pairs = np.unique(host_of[a[keep]] * len(devices) + b[keep])
+    host, sw = np.divmod(pairs, len(devices))
+    per_host = np.bincount(host, minlength=len(hosts))
+    alone = (per_host == 1) & (counts >= 2)
+    by_switch: dict[str, list[str]] = defaultdict(list)
+    for h, w in zip(host[alone[host]].tolist(), sw[alone[host]].tolist()):
+        by_switch[devices[w].id].append(hosts[h][0])
+    return by_switch
+
+
 @rule("W409", "note", "single point of failure: every compute NIC of a host on one switch")
 def one_switch_host(system: System, opts) -> Iterable[Finding]:
+    hosts = _host_devices(system)
+    by_switch = _one_switch_arrays(system, hosts)
+    if by_switch is None:
+        by_switch = _one_switch_pass(system, hosts)
+    device = system.device
+    for switch, hosts_ in sorted(by_switch.items()):
+        yield Finding("W409", f"{plural(len(hosts_), 'host')}, e.g. {_many(hosts_)}, reach the "
+                      f"network only through {switch}: its failure cuts them off (spread the "
+                      "NICs over several leaves, as a rail-optimised fabric does; topoc blast "
+                      "ranks what each failure costs)", device(switch).span, switch)
+
+
+def _one_switch_pass(system: System, hosts) -> dict[str, list[str]]:
+    """W409's hosts by switch, host by host over each compute NIC's links."""
     device = system.device
     by_switch: dict[str, list[str]] = defaultdict(list)
-    for host, devices in _host_devices(system):
+    for host, devices in hosts:
         nics = [i for i in devices if device(i).compute_nic]
         if len(nics) < 2:
             continue
@@ -403,11 +457,7 @@ def one_switch_host(system: System, opts) -> Iterable[Finding]:
                     if device(s).kind == "net_switch" and device(s).model.ports}
         if len(switches) == 1:
             by_switch[switches.pop()].append(host)
-    for switch, hosts_ in sorted(by_switch.items()):
-        yield Finding("W409", f"{plural(len(hosts_), 'host')}, e.g. {_many(hosts_)}, reach the "
-                      f"network only through {switch}: its failure cuts them off (spread the "
-                      "NICs over several leaves, as a rail-optimised fabric does; topoc blast "
-                      "ranks what each failure costs)", device(switch).span, switch)
+    return by_switch
 
 
 @rule("W410", "note", "an NVLink domain that one host's failure leaves too small for TP x EP")

@@ -19,7 +19,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..compiler.base import reading
@@ -63,6 +63,17 @@ def fail(file: str, message: object) -> int:
     """An input the file cannot serve: ``FILE: error: message`` on stderr, exit 1."""
     print(f"{visible(file)}: error: {visible(str(message))}", file=sys.stderr)
     return EXIT_INPUT
+
+
+def write_stream(pieces: Iterable[str], out: str | None) -> None:
+    """Write text made in pieces (a document too large to hold whole) to stdout or to a file,
+    as ``write_output`` does: a regular file is replaced only once every piece is written, so
+    a failure part-way (a full disk, Ctrl-C) leaves what was there."""
+    if out in (None, "-"):
+        for piece in pieces:
+            sys.stdout.write(piece)
+        return
+    safe_write(out, (piece.encode("utf-8") for piece in pieces))
 
 
 def write_output(text: str | bytes, out: str | None) -> None:
@@ -112,8 +123,9 @@ def check_writable(out: str | None) -> None:
         raise UsageError(f"cannot write {out}: folder {folder} is not writable")
 
 
-def safe_write(out: str, data: bytes, refuse_read_only: bool = True) -> None:
-    """Write ``data`` to the file ``out`` as its kind asks:
+def safe_write(out: str, data: bytes | Iterable[bytes], refuse_read_only: bool = True) -> None:
+    """Write ``data`` (bytes, or pieces of bytes made as they are written) to the file ``out``
+    as its kind asks:
 
     - a FIFO, a character device or another special file (``/dev/null``, ``/dev/stdout``) is
       written into, never replaced by a regular file;
@@ -130,7 +142,7 @@ def safe_write(out: str, data: bytes, refuse_read_only: bool = True) -> None:
     if st is not None and not stat.S_ISREG(st.st_mode):
         try:
             with open(out, "wb") as f:          # a pipe, a terminal, /dev/null: write into it
-                f.write(data)
+                _write_all(f, data)
         except OSError as exc:
             raise problem(exc) from None
         return
@@ -140,7 +152,7 @@ def safe_write(out: str, data: bytes, refuse_read_only: bool = True) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            _write_all(f, data)
         if st is not None:
             os.chmod(tmp, stat.S_IMODE(st.st_mode))
             try:
@@ -158,6 +170,14 @@ def safe_write(out: str, data: bytes, refuse_read_only: bool = True) -> None:
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+def _write_all(f, data: bytes | Iterable[bytes]) -> None:
+    if isinstance(data, (bytes, bytearray)):
+        f.write(data)
+    else:
+        for part in data:
+            f.write(part)
 
 
 def count(low: int, high: int):
@@ -259,15 +279,25 @@ def read_stdin() -> str:
 
 def load(args) -> System:
     """The verb's FILE compiled with its ``-D`` and ``--import-root`` options (a root that is
-    not a folder is a usage error: it would silently resolve nothing)."""
+    not a folder is a usage error: it would silently resolve nothing), through the
+    compiled-system cache unless ``--no-cache``."""
     for root in args.import_root or ():
         if not os.path.isdir(root):
             raise UsageError(f"--import-root {root}: not a folder")
+    notes: list[str] = []
     try:
-        system = pipeline.load(args.file, parse_defines(args.define), args.import_root or ())
+        system = pipeline.load(args.file, parse_defines(args.define), args.import_root or (),
+                               cache=not getattr(args, "no_cache", False), notes=notes)
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(args.file, exc) from None
+    cache_notes(notes)
     return degraded(system, args)
+
+
+def cache_notes(notes: Sequence[str]) -> None:
+    """The compiled-system cache's notes (a file there that could not be used) on stderr."""
+    for note in notes:
+        print(f"topoc: note: {visible(note)}", file=sys.stderr)
 
 
 def add_failure_options(p: argparse.ArgumentParser) -> None:
@@ -365,6 +395,12 @@ def add_common(p: argparse.ArgumentParser, output_required: bool = False) -> Non
                    help="also allow imports from DIR (besides the file's folder and the library)")
     p.add_argument("-o", "--output", metavar="PATH", required=output_required,
                    help="write here (atomically); '-' is stdout")
+    try:
+        p.add_argument("--no-cache", action="store_true",
+                       help="compile again: neither read nor write the compiled-system cache "
+                            "($TOPOC_CACHE/systems; docs/scale.md)")
+    except argparse.ArgumentError:
+        pass        # the verb has its own --no-cache (plan: its rows), which covers this one
 
 
 def add_group_options(p: argparse.ArgumentParser, parallel_help: str, group_help: str) -> None:

@@ -9,8 +9,8 @@ from ..backends import lint_report
 from ..compiler.base.diagnostics import Diagnostic
 from ..compiler.base.version import VERSION
 from ..compiler.lint.lint import ConfigError, check_codes, find_config, lint_file
-from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, color, paint, parse_defines,
-                     write_output)
+from .common import (EXIT_INPUT, EXIT_OK, UsageError, add_common, cache_notes, color, paint,
+                     parse_defines, write_output)
 
 FORMATS = {"text": lint_report.text, "json": lint_report.as_json, "github": lint_report.github,
            "sarif": lambda found: lint_report.sarif(found, VERSION)}
@@ -41,7 +41,10 @@ def run(args) -> int:
             strict = strict or config.strict
             # an unreadable file is its own finding (E105): every other file is still linted
             # and every format is still written, so CI keeps all results
-            found += lint_file(file, config, defines, args.import_root or ())
+            notes: list[str] = []
+            found += lint_file(file, config, defines, args.import_root or (),
+                               cache=not args.no_cache, notes=notes)
+            cache_notes(notes)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     out = FORMATS[args.format](found)

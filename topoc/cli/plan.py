@@ -126,7 +126,7 @@ def add_parser(sub) -> None:
     p.add_argument("--ray", metavar="ADDRESS", help="run on the Ray cluster at ADDRESS "
                    "(host:port, or 'auto'); needs pip install 'topoc[ray]'")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the row "
-                   "cache ($TOPOC_CACHE or ~/.cache/topoc)")
+                   "cache nor the compiled-system cache ($TOPOC_CACHE or ~/.cache/topoc)")
     add_common(p)
     add_failure_options(p)
     p.set_defaults(func=run)

@@ -186,3 +186,26 @@ def test_w506_leaves_a_tight_strategy_alone():
     mem, hbm = system.parallels[0].derived.memory.total, hbm_of(system)
     assert hbm < mem and fit(mem, hbm) == TIGHT          # over HBM, inside the band
     assert "W506" not in [d.code for d in lint_system(system)]
+
+
+def _library_systems():
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[3] / "library"
+    return sorted(p for p in root.rglob("*.topo")
+                  if re.search(r"^system ", p.read_text(), re.M))
+
+
+@pytest.mark.parametrize("path", _library_systems() + ["bad", "good"],
+                         ids=lambda p: getattr(p, "name", p))
+def test_w409_from_the_arrays_is_the_pass_over_each_nic(path):
+    """W409's hosts by switch in numpy equal the pass over each compute NIC's links, on
+    every library file and on the rule's own examples (the bad one has findings)."""
+    from topoc.compiler.lint import rules
+    system = topoc.loads(CASES["W409"][path == "good"]) if isinstance(path, str) \
+        else topoc.load(path)
+    hosts = rules._host_devices(system)
+    found = rules._one_switch_arrays(system, hosts)
+    assert found is not None
+    assert dict(found) == dict(rules._one_switch_pass(system, hosts))
+    assert bool(found) == (path == "bad") or not isinstance(path, str)

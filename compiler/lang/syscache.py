@@ -1,0 +1,327 @@
+"""The compiled-system cache: a checked System kept on disk, so that verbs run one after the
+other on the same large file (the CI recipe: compile, lint, cost) elaborate it once.
+
+An entry is keyed by a hash of everything the System depends on: the text and path of the
+file and of every file it ``use``s (read and parsed again each time, which is cheap and
+size-independent: the elaboration is what grows), the ``-D`` parameters, the limits, topoc's
+version and the hash of its compiler and grammar source, and the Python version. Only systems
+that verified without error and have at least ``MIN_LINKS`` links are stored: smaller ones
+compile in well under a second. Entries live in ``cache_dir()/systems`` (``$TOPOC_CACHE``,
+default ``~/.cache/topoc``); the newest ``KEEP_ENTRIES`` within ``KEEP_BYTES`` are kept.
+
+An entry is a header line (format, key, payload length, CRC-32) and two pickles: the devices
+as columns (ids, model and span codes) and the rest of the System with its compact links'
+arrays. It is opened only as a regular file of at most ``MAX_BYTES`` (no symbolic link, no
+FIFO: ``base.cachefile``), its length and checksum are checked before anything is unpickled,
+and the unpickler builds only topoc's own IR classes and a few standard containers, so a
+file that is not an entry (damaged, edited, of another key) is ignored with a note and the
+file compiled again, never trusted and never a traceback. Writers write a temporary file and
+rename it (two processes writing one entry leave one whole entry). docs/scale.md has the
+figures.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import hashlib
+import io
+import os
+import pickle
+import sys
+import time
+import types
+import zlib
+from array import array
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..base.cachefile import Bad, cache_dir, code_hash, open_regular, write_atomic
+from ..base.gcpause import gc_paused
+from ..base import limits
+from ..base.version import VERSION
+from ..ir.incidence import Ends
+from ..ir.links import Links
+from ..ir.system import Device, System
+
+FORMAT = 1
+MAGIC = b"topoc-system-cache"
+#: Systems with fewer links are not stored (a 72-rack NVL72 cluster, 120 k links, compiles in
+#: about 0.3 s; the cache pays from a few hundred racks up); ``$TOPOC_SYSTEM_CACHE_MIN_LINKS``
+#: sets another threshold (0: every system).
+MIN_LINKS = 100_000
+#: The largest entry read (8,192 NVL72 racks, 13.7 M links, are about 0.35 GB).
+MAX_BYTES = 2 * 2**30
+#: What the folder keeps after a write: the newest entries, at most this many and bytes.
+KEEP_ENTRIES = 16
+KEEP_BYTES = 4 * 2**30
+#: The memo entries stored with the System: elaborate's integer ends (``System.ends``) and
+#: verify's findings (none: only clean systems are stored).
+MEMO = ("ends", "verify")
+#: Standard callables an entry may name, besides classes of ``topoc.compiler``.
+_STANDARD = {("builtins", n) for n in ("tuple", "list", "dict", "set", "frozenset", "complex",
+                                       "bytearray", "slice", "range")} | \
+    {("array", "array"), ("array", "_array_reconstructor"), ("fractions", "Fraction"),
+     ("collections", "OrderedDict"), ("collections", "Counter"),
+     ("copyreg", "_reconstructor")}
+_OURS = "topoc.compiler."
+
+
+def min_links() -> int:
+    """The smallest system stored: ``$TOPOC_SYSTEM_CACHE_MIN_LINKS`` when it is a whole
+    number, else ``MIN_LINKS``."""
+    text = os.environ.get("TOPOC_SYSTEM_CACHE_MIN_LINKS", "").strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else MIN_LINKS
+
+
+def folder() -> Path:
+    """Where the entries live."""
+    return cache_dir() / "systems"
+
+
+def key(sources, defines: Mapping[str, int] | None) -> str:
+    """The entry's key: every input of the System (module docstring). ``sources`` are the
+    program's ``Source`` objects (``Program.sources``: the root file and every file used)."""
+    h = hashlib.sha256()
+    h.update(f"{FORMAT} {VERSION} {code_hash()} {sys.implementation.cache_tag} "
+             f"{limits.LIMITS!r} {limits.MEMORY_COST!r}\n".encode())
+    h.update(f"{sorted((defines or {}).items())!r}\n".encode())
+    for src in sources:
+        path, text = src.path.encode("utf-8", "surrogatepass"), \
+            src.text.encode("utf-8", "surrogatepass")
+        h.update(f"{len(path)} {len(text)}\n".encode())
+        h.update(path)
+        h.update(text)
+    return h.hexdigest()[:40]
+
+
+def path_of(entry_key: str) -> Path:
+    return folder() / f"{entry_key}.system"
+
+
+def _allowed(module: str, name: str) -> bool:
+    return (module, name) in _STANDARD or module.startswith(_OURS)
+
+
+class _Unsafe(Exception):
+    """A System holds a callable an entry may not name: it is not stored."""
+
+
+class _Pickler(pickle.Pickler):
+    """Writes the System with its devices left out (the first pickle holds them as columns)
+    and its compact links as their arrays; refuses to name any callable ``_Unpickler`` would
+    refuse to build, so every entry written can be read."""
+
+    def __init__(self, file, devices):
+        super().__init__(file, protocol=5)
+        self._devices = devices
+        self.dispatch_table = copyreg.dispatch_table.copy()
+        self.dispatch_table[Links] = lambda lk: (Links, (lk._devices, lk._ends, lk._rows,
+                                                         lk._row))
+        self.dispatch_table[Ends] = lambda e: (Ends, (e.src, e.dst, e.type, e.types, e.lanes))
+
+    def persistent_id(self, obj):
+        return "devices" if obj is self._devices else None
+
+    def reducer_override(self, obj):
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+            module = getattr(obj, "__module__", None) or ""
+            if not _allowed(module, obj.__qualname__) or \
+                    (module.startswith(_OURS) and not isinstance(obj, type)):
+                raise _Unsafe(f"{module}.{obj.__qualname__}")
+        return NotImplemented
+
+
+class _Unpickler(pickle.Unpickler):
+    """Builds only what ``_Pickler`` writes: classes of ``topoc.compiler`` and ``_STANDARD``."""
+
+    def __init__(self, file):
+        super().__init__(file)
+        self.devices = None         # set between the two loads
+
+    def find_class(self, module, name):
+        if not _allowed(module, name):
+            raise pickle.UnpicklingError(f"it names {module}.{name}")
+        found = super().find_class(module, name)
+        if module.startswith(_OURS) and not isinstance(found, type):
+            raise pickle.UnpicklingError(f"it names {module}.{name}, not a class")
+        return found
+
+    def persistent_load(self, pid):
+        if pid != "devices" or self.devices is None:
+            raise pickle.UnpicklingError("it refers to an unknown object")
+        return self.devices
+
+
+def _device_columns(devices) -> tuple | None:
+    """The devices as (ids joined by newlines, model codes, span codes, models, spans); None
+    when an id holds a newline (the columns could not be split again)."""
+    ids = "\n".join([d.id for d in devices])
+    if ids.count("\n") != max(len(devices) - 1, 0):
+        return None
+    models: dict[int, int] = {}
+    spans: dict[int, int] = {}
+    model_list, span_list = [], []
+
+    def code(table, items, obj):
+        c = table.get(id(obj))
+        if c is None:
+            c = table[id(obj)] = len(items)
+            items.append(obj)
+        return c
+    m = array("i", [code(models, model_list, d.model) for d in devices])
+    s = array("i", [code(spans, span_list, d.span) for d in devices])
+    return ids, m, s, model_list, span_list
+
+
+class _Crc:
+    """A binary file that counts and checksums what is written through it."""
+
+    def __init__(self, f):
+        self.f, self.crc, self.n = f, 0, 0
+
+    def write(self, data) -> int:
+        self.crc = zlib.crc32(data, self.crc)
+        size = memoryview(data).nbytes
+        self.n += size
+        return self.f.write(data)
+
+
+def _header(entry_key: str, length: int, crc: int) -> bytes:
+    return f"{MAGIC.decode()} {FORMAT} {entry_key} {length:016d} {crc:08x}\n".encode()
+
+
+@gc_paused()
+def save(entry_key: str, system: System) -> bool:
+    """Store ``system`` (checked, without errors) under ``entry_key``; False when it was not
+    stored (too small, a callable an entry may not name, an unwritable folder)."""
+    if len(system.links) < min_links():
+        return False
+    columns = _device_columns(system.devices)
+    if columns is None:
+        return False
+    memo = {k: system.memo[k] for k in MEMO if k in system.memo}
+    head = len(_header(entry_key, 0, 0))
+
+    def write(f):
+        f.write(b"\0" * head)               # the header, once the payload's size is known
+        out = _Crc(f)
+        # one pickler for both, so the second shares the first's objects (spans, sources:
+        # lint compares sources by identity)
+        pickler = _Pickler(out, system.devices)
+        pickler.dump(columns)
+        pickler.dump((system, memo))
+        f.seek(0)
+        f.write(_header(entry_key, out.n, out.crc))
+    try:
+        done = write_atomic(path_of(entry_key), write)
+    except (_Unsafe, pickle.PicklingError, RecursionError, TypeError, AttributeError):
+        return False
+    if done:
+        prune(keep=path_of(entry_key))
+    return done
+
+
+def _read_exact(fd: int, size: int) -> bytes:
+    """``size`` bytes from ``fd`` as one bytes object (one read for a regular file; the
+    unpickler's stream then shares it rather than copying it)."""
+    data = os.read(fd, size)
+    if len(data) < size:
+        parts = [data]
+        got = len(data)
+        while got < size:
+            part = os.read(fd, min(size - got, 1 << 26))
+            if not part:
+                raise Bad("it is shorter than its header says")
+            parts.append(part)
+            got += len(part)
+        data = b"".join(parts)
+    return data
+
+
+@gc_paused()
+def load(entry_key: str) -> tuple[System | None, str | None]:
+    """(the System stored under ``entry_key``, None) on a hit; (None, None) when there is no
+    entry; (None, a note) when a file is there but cannot be used (it is then replaced)."""
+    path = path_of(entry_key)
+    try:
+        opened = open_regular(path, MAX_BYTES)
+    except Bad as exc:
+        return None, _note(path, str(exc))
+    if opened is None:
+        return None, None
+    fd, size = opened
+    try:
+        head = os.read(fd, 256)
+        line, sep, _ = head.partition(b"\n")
+        parts = line.split(b" ")
+        if not sep or len(parts) != 5 or parts[0] != MAGIC:
+            return None, _note(path, "it is not a system cache entry")
+        if parts[1] != str(FORMAT).encode() or parts[2] != entry_key.encode():
+            return None, _note(path, "it was written for other input or by other code")
+        try:
+            length, crc = int(parts[3]), int(parts[4], 16)
+        except ValueError:
+            return None, _note(path, "its header is damaged")
+        if len(line) + 1 + length != size:
+            return None, _note(path, "its size does not match its header (truncated?)")
+        os.lseek(fd, len(line) + 1, os.SEEK_SET)
+        payload = _read_exact(fd, length)
+        if zlib.crc32(payload) != crc:
+            return None, _note(path, "its checksum does not match (damaged?)")
+        unpickler = _Unpickler(io.BytesIO(payload))
+        ids, m, s, models, spans = unpickler.load()
+        devices = tuple(Device(i, models[a], spans[b])
+                        for i, a, b in zip(ids.split("\n") if ids else (), m, s))
+        unpickler.devices = devices
+        system, memo = unpickler.load()
+        if not isinstance(system, System) or not isinstance(memo, dict) \
+                or system.devices is not devices:
+            return None, _note(path, "it does not hold a system")
+    except Bad as exc:
+        return None, _note(path, str(exc))
+    except Exception as exc:        # noqa: BLE001 - a damaged entry is recompiled, whatever broke
+        return None, _note(path, f"it cannot be read ({type(exc).__name__}: {exc})"[:300])
+    finally:
+        os.close(fd)
+    for k, v in memo.items():
+        if k in MEMO:
+            system.memo[k] = v
+    try:
+        os.utime(path)          # the newest entries are the ones kept
+    except OSError:
+        pass
+    return system, None
+
+
+def _note(path: Path, why: str) -> str:
+    return f"system cache {path} ignored and rewritten: {why}"
+
+
+def prune(keep: Path | None = None) -> None:
+    """Remove entries past the newest ``KEEP_ENTRIES`` or ``KEEP_BYTES`` (never ``keep``), and
+    temporary files left by a writer that died over an hour ago. Only regular files whose
+    names an entry or a temporary file has are touched."""
+    try:
+        with os.scandir(folder()) as it:
+            found = []
+            now = time.time()
+            for e in it:
+                if not e.is_file(follow_symlinks=False):
+                    continue
+                st = e.stat(follow_symlinks=False)
+                if e.name.startswith(".") and e.name.endswith(".tmp"):
+                    if now - st.st_mtime > 3600:
+                        os.unlink(e.path)
+                elif e.name.endswith(".system"):
+                    found.append((st.st_mtime, st.st_size, e.path))
+    except OSError:
+        return
+    found.sort(reverse=True)
+    total = 0
+    for n, (_, size, path) in enumerate(found):
+        total += size
+        if (n >= KEEP_ENTRIES or total > KEEP_BYTES) and (keep is None or Path(path) != keep):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
