@@ -23,7 +23,8 @@ import attrs
 
 from ..collectives.cost import CostError
 from ..collectives.coster import cost
-from ..ir.degrade import Faults, degrade, holders_of
+from ..ir.degrade import Degraded, _select, degrade_mask, holders_of, mask
+from ..ir.masked import isolate
 from ..ir.groups import select_group
 from ..ir.hosts import HostnameError, hosts as host_list
 from ..ir.system import System
@@ -168,6 +169,13 @@ def _seed_routes(healthy: System, after: System, lost) -> None:
                     mine[k] = path
 
 
+def _degraded(system: System, example: str) -> Degraded:
+    """``degrade(system, Faults((example,)))``, by ``isolate`` where that is exact (a switch
+    of the scale-out fabric: the degraded system shares the healthy one's views)."""
+    m = mask(system, _select(system, example, "--fail"))
+    return isolate(system, m) or degrade_mask(system, m)
+
+
 def _step(system: System, name: str | None) -> float | None:
     if name is None:
         return None
@@ -191,7 +199,7 @@ def blast(system: System, parallel: str | None = None, size: int = 2**30,
     out = []
     for (what, _), members in classes.items():
         example = members[0][1]
-        result = degrade(system, Faults((example,)))
+        result = _degraded(system, example)
         after = result.system
         _seed_routes(system, after, result.lost)
         lost = total - len(after.gpus)
