@@ -31,9 +31,9 @@ import attrs
 
 from ..base.diagnostics import CompileError, Source, Span, error, plural, suggest
 from ..base.units import RATE, Quantity, human
-from .incidence import Ends
+from .incidence import Ends, MaskedIncidence
 from .links import Links
-from .system import Link, LinkType, System
+from .system import SCALEOUT_CLASSES, Link, LinkType, System
 
 #: A degrade selector's rate: '50%' or a rate with its unit.
 _RATE = re.compile(r"^\s*(.+?)\s*=\s*(.+?)\s*$")
@@ -289,6 +289,7 @@ def degrade_mask(system: System, m: Mask, slow: Sequence = ()) -> Degraded:
                        hosts=hosts, skipped=())
     if isinstance(links, Links):
         out.memo["ends"] = links.ends
+    _share_views(system, out, m, lost, retyped)
     # The instances that hold a fault (a failed device, an end of a failed or slow link): the
     # cost model samples a few islands of a large group as alike, and must sample these too.
     touched = [system.devices[i].id for i in sorted(failed)] + \
@@ -296,6 +297,30 @@ def degrade_mask(system: System, m: Mask, slow: Sequence = ()) -> Degraded:
     out.memo["faults"] = frozenset(p for d in touched for p in holders_of(d))
     return Degraded(out, tuple(system.devices[i].id for i in sorted(failed)), tuple(lost),
                     degraded, tuple(dropped), len(system.gpus))
+
+
+def _share_views(system: System, out: System, m: Mask, lost: list[Link],
+                 retyped: dict) -> None:
+    """Hand the degraded system what the healthy one has already built and the faults
+    provably leave as it was, so it is not rebuilt over the whole system: each device's
+    links (the healthy incidence, keyed by id, less the lost links), the distances from the
+    NICs when no scale-out link is lost (only those links and the NICs and DPUs they end
+    make the levels), and the reach labels as a bound (links taken away join nothing:
+    labels that differ still mean no path, equal ones send the router to search, which
+    answers itself). Nothing is shared past a slowed link (its type differs)."""
+    import numpy as np
+
+    if retyped:
+        return
+    if system.has_view("incidence"):
+        object.__setattr__(out, "incidence", MaskedIncidence(system.incidence, lost))
+    if system.has_view("levels") and not any(x.cls in SCALEOUT_CLASSES for x in lost):
+        object.__setattr__(out, "levels", system.levels)
+    for classes in (None, SCALEOUT_CLASSES):
+        key = ("reach_labels", classes)
+        if key in system.memo:
+            out.memo[key] = np.delete(system.memo[key], list(m.devices)) if m.devices \
+                else system.memo[key]
 
 
 def _kept_links(system: System, devices: tuple, m: Mask, retyped: dict[int, LinkType]):
