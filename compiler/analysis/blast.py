@@ -21,6 +21,7 @@ from collections import defaultdict
 
 import attrs
 
+from ..base.gcpause import gc_paused
 from ..collectives.cost import CostError
 from ..collectives.coster import cost
 from ..ir.degrade import Degraded, _select, degrade_mask, holders_of, mask
@@ -76,6 +77,7 @@ class Domain:
     ids: tuple[str, ...] = ()   # every member's id (the example first)
 
 
+@gc_paused()
 def classes(system: System) -> dict[tuple[str, tuple], list[str]]:
     """Every failure domain, by class: (what, signature) -> the members' ids. Alike domains
     share the signature: a device's kind, model, distance from the NICs and lanes; a host's,
