@@ -42,7 +42,7 @@ def test_isolate_costs_what_a_full_degrade_costs(name, defines):
             continue
         used += 1
         after = result.system
-        assert len(after.gpus) == len(system.gpus) and after.locality is system.locality
+        assert len(after.gpus) == len(system.gpus)
         full = degrade(system, Faults((members[0],)))
         assert {x.id for x in result.lost} == {x.id for x in full.lost}, members[0]
         assert (_reference(after, 2**30), {p.name: _step(after, p.name)
@@ -55,8 +55,17 @@ def test_isolate_costs_what_a_full_degrade_costs(name, defines):
 def test_isolate_refuses_what_changes_the_shared_views():
     system = topoc.load(library_file("nvl72_fourtier.topo"), {"racks": 4})
     for example in ("cluster.rack0.tray0.sc0.gpu0", "cluster.rack0.tray0.nic0",
-                    "cluster.rack0.nvswitch_tray0.chip0", "cluster.rack0.tray0"):
+                    "cluster.rack0.tray0"):
         assert isolate(system, mask(system, _select(system, example, "--fail"))) is None
+    # an NVLink switch chip or tray leaves the rack's 72 GPUs one domain: only its switch
+    # list (and, for chip 0, the smallest id that names it) changes
+    for example in ("cluster.rack0.nvswitch_tray0.chip0", "cluster.rack0.nvswitch_tray0"):
+        after = isolate(system, mask(system, _select(system, example, "--fail")))
+        assert after is not None
+        loc = after.system.locality
+        root = loc.domain_root[0]
+        assert root != system.locality.domain_root[0] and len(loc.domain_switches[root]) < 18
+        assert system.locality.domain_root[0] == "cluster.rack0.nvswitch_tray0.chip0"
     # at 4 racks (one pod) a spine is its aggregation switches' one way down, and an
     # aggregation switch its core's: their distances from the NICs would change, so both are
     # degraded in full; a leaf's spines keep the other racks' leaves
