@@ -110,6 +110,8 @@ def table(system_name: str, gpus: int, size: int, parallel: str | None,
              f"all-reduce of {human(size, BYTES, binary=True)}"
              + (f"; strategy '{parallel}' (step time, or exposed communication per step)"
                 if parallel else ""),
+             "each row: a class of alike domains, x N members (the members column), costed on "
+             "one (the example)",
              f"{'#':<3} {'domain':<14} {'members':>7}  {'example':<34} {'GPUs lost':>9}  "
              f"{'all-reduce':>12}  {'step':>16}  bandwidth lost"]
     for i, d in enumerate(found, 1):

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from . import algorithms as alg
 from .paths import nic_through_cpu
 from ..ir.incidence import arrays_in
-from ..ir.degrade import holders_of
 from ..ir.system import System
 
 #: NCCL searches at most MAXCHANNELS/2 = 16 channels for a ring or tree graph (graph/search.cc).
@@ -346,11 +345,22 @@ def sample_islands(system: System, ranks: Sequence[int], keep: int) -> tuple[int
         # a degraded system is not alike everywhere: the islands next to a fault replace the
         # last ones of the sample (as many as fit, the count and so its parity kept), so the
         # cost sees the NIC that is gone or the cable that is slow
-        gpus = system.gpus
-        hit = [i for i, part in enumerate(parts) if i >= keep and any(
-            q in touched for p in part for q in holders_of(gpus[ranks[p]].id))]
+        hit = _touched_parts(system, ranks, parts, touched, keep)
         hit = hit[:max(1, keep // 2)]
         picked = picked[:keep - len(hit)] + hit
     chosen = sorted(p for i in picked for p in parts[i])
     return tuple(ranks[p] for p in chosen)
 
+
+
+def _touched_parts(system: System, ranks: Sequence[int], parts: list[list[int]],
+                   touched: frozenset[str], keep: int) -> list[int]:
+    """The indices (``keep`` and on) of the parts with a GPU that an instance of ``touched``
+    holds: a GPU whose id some ``touched`` id prefixes, up to a dot (``holders_of``), one
+    C-level prefix test per GPU of the group."""
+    ids = system.memo.get("gpu_ids") or [g.id for g in system.gpus]    # algos.gpu_ids'
+    prefixes = tuple(t + "." for t in touched)
+    hit = {p for p, r in enumerate(ranks) if ids[r].startswith(prefixes)}
+    if not hit:
+        return []
+    return [i for i, part in enumerate(parts) if i >= keep and not hit.isdisjoint(part)]

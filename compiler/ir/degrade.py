@@ -23,13 +23,17 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from array import array
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import attrs
 
 from ..base.diagnostics import CompileError, Source, Span, error, plural, suggest
 from ..base.units import RATE, Quantity, human
-from .system import Link, LinkType, System, device_indices
+from .incidence import Ends, MaskedIncidence
+from .links import Links
+from .system import SCALEOUT_CLASSES, Link, LinkType, System
 
 #: A degrade selector's rate: '50%' or a rate with its unit.
 _RATE = re.compile(r"^\s*(.+?)\s*=\s*(.+?)\s*$")
@@ -92,6 +96,16 @@ class Faults:
 
 
 @attrs.frozen
+class Mask:
+    """What faults take away, over the healthy system's arrays: the failed devices (indices
+    into ``system.devices``, ascending) and each link's flag, lost or kept (a numpy bool
+    array in link order)."""
+
+    devices: tuple[int, ...]
+    lost: Any = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
 class Degraded:
     """A degraded system and what the faults did to the original."""
 
@@ -150,14 +164,6 @@ def _link_pairs(system: System, selector: str, flag: str):
     return set(_select(system, selector, flag)), None
 
 
-def _touches(s: int, d: int, ends) -> bool:
-    """Whether a link between device indices ``s`` and ``d`` is one ``ends`` names."""
-    a, b = ends
-    if b is None:
-        return s in a or d in a
-    return (s in a and d in b) or (s in b and d in a)
-
-
 def _rate(text: str, link: Link, flag: str) -> float:
     """The reduced per-lane rate: a fraction of the declared one, or an absolute rate (never
     above the declared rate: a degraded cable does not speed up)."""
@@ -190,7 +196,6 @@ def _rate(text: str, link: Link, flag: str) -> float:
 def degrade(system: System, faults: Faults) -> Degraded:
     """The system with ``faults`` applied (see the module docstring); FaultError for a
     selector that names nothing."""
-    index = device_indices(system)
     gone: set[int] = set()
     cut: list = []
     for selector in faults.fail:
@@ -199,30 +204,77 @@ def degrade(system: System, faults: Faults) -> Degraded:
         else:
             gone.update(_select(system, selector, "--fail"))
     slow = [(_link_pairs(system, sel, "--degrade"), rate) for sel, rate in faults.degrade]
-    links: list[Link] = []
-    lost: list[Link] = []
+    return degrade_mask(system, mask(system, gone, cut), slow)
+
+
+def mask(system: System, gone: Iterable[int], cut: Sequence = ()) -> Mask:
+    """The mask of failed devices (indices into ``system.devices``) and of the links they end
+    or the ``cut`` pairs name (``_link_pairs``), over the system's integer link ends: one pass
+    in numpy, no ``Link`` object made."""
+    import numpy as np
+
+    src, dst = system.ends.arrays()
+    failed = np.zeros(len(system.devices), dtype=np.bool_)
+    failed[sorted(gone)] = True
+    lost = failed[src] | failed[dst]
+    for a, b in cut:
+        lost |= _touching(len(system.devices), src, dst, (a, b))
+    return Mask(tuple(np.flatnonzero(failed).tolist()), lost)
+
+
+def _touching(n: int, src, dst, ends):
+    """Each link's flag: one end in ``a`` (``b`` None), or one end in ``a`` and the other in
+    ``b`` (``_link_pairs``' sets of device indices)."""
+    import numpy as np
+
+    a, b = ends
+    fa = np.zeros(n, dtype=np.bool_)
+    fa[sorted(a)] = True
+    if b is None:
+        return fa[src] | fa[dst]
+    fb = np.zeros(n, dtype=np.bool_)
+    fb[sorted(b)] = True
+    return (fa[src] & fb[dst]) | (fb[src] & fa[dst])
+
+
+def degrade_mask(system: System, m: Mask, slow: Sequence = ()) -> Degraded:
+    """The degraded system of a mask (``mask``) and the ``slow`` (link ends, rate) pairs:
+    what ``degrade`` returns, made from the healthy system's arrays. The surviving links keep
+    their order; on a compact link list (``ir.links.Links``) the new one is the same arrays
+    with the lost rows left out, so no ``Link`` object is made but the lost and slowed ones."""
+    import numpy as np
+
+    links_in = system.links
+    src, dst = system.ends.arrays()
+    lost_at = np.flatnonzero(m.lost).tolist()
+    lost = [links_in[i] for i in lost_at]
+    changed: list[tuple[str, str]] = [(link.src, link.dst) for link in lost]
+    # link index -> its slowed type, in link order as the selectors apply one after another
+    retyped: dict[int, LinkType] = {}
     degraded = 0
     # (rate text, link type) -> the slowed type: each rate parsed and checked once per type
     types: dict[tuple[str, str], LinkType] = {}
-    changed: list[tuple[str, str]] = []
-    for link in system.links:
-        s, d = index[link.src], index[link.dst]
-        if s in gone or d in gone or any(_touches(s, d, ends) for ends in cut):
-            lost.append(link)
-            changed.append((link.src, link.dst))
-            continue
-        for ends, rate in slow:
-            if _touches(s, d, ends):
-                key = (rate, link.type.name)
-                if key not in types:
-                    types[key] = attrs.evolve(link.type,
-                                              bandwidth=_rate(rate, link, "--degrade " + rate))
-                link = attrs.evolve(link, type=types[key])
-                degraded += 1
-                changed.append((link.src, link.dst))
-        links.append(link)
-    devices = tuple(d for i, d in enumerate(system.devices) if i not in gone)
-    survivors = sum(1 for d in devices if d.kind == "gpu")
+    if slow:
+        hits = [_touching(len(system.devices), src, dst, ends) & ~m.lost for ends, _ in slow]
+        for i in np.flatnonzero(np.logical_or.reduce(hits)).tolist():
+            link = links_in[i]
+            for (_, rate), hit in zip(slow, hits):
+                if hit[i]:
+                    key = (rate, link.type.name)
+                    if key not in types:
+                        types[key] = attrs.evolve(
+                            link.type, bandwidth=_rate(rate, link, "--degrade " + rate))
+                    link = attrs.evolve(link, type=types[key])
+                    degraded += 1
+                    changed.append((link.src, link.dst))
+            retyped[i] = link.type
+    failed = set(m.devices)
+    if failed:
+        devices = tuple(d for i, d in enumerate(system.devices) if i not in failed)
+    else:
+        devices = system.devices
+    links = _kept_links(system, devices, m, retyped)
+    survivors = len(system.gpus) - sum(1 for i in failed if system.devices[i].kind == "gpu")
     kept, dropped = [], []
     for p in system.parallels:
         if p.world == survivors:
@@ -231,17 +283,100 @@ def degrade(system: System, faults: Faults) -> Degraded:
             dropped.append((p.name, f"it maps {p.world} GPUs and {survivors} survive; plan "
                                     "again on what is left (topoc plan --fail ...)"))
     hosts = system.hosts
-    if gone:                # the hosts that still hold a device
-        holding = {p for d in devices for p in (*holders_of(d.id), d.id)}
-        hosts = tuple(h for h in system.hosts if h.id in holding or h.id == system.name)
-    out = attrs.evolve(system, devices=devices, links=tuple(links), parallels=tuple(kept),
+    if failed:              # the hosts that still hold a device
+        hosts = _holding(system, failed)
+    out = attrs.evolve(system, devices=devices, links=links, parallels=tuple(kept),
                        hosts=hosts, skipped=())
+    if isinstance(links, Links):
+        out.memo["ends"] = links.ends
+    _share_views(system, out, m, lost, retyped)
     # The instances that hold a fault (a failed device, an end of a failed or slow link): the
     # cost model samples a few islands of a large group as alike, and must sample these too.
-    touched = [system.devices[i].id for i in gone] + [e for link in changed for e in link]
+    touched = [system.devices[i].id for i in sorted(failed)] + \
+        [e for link in changed for e in link]
     out.memo["faults"] = frozenset(p for d in touched for p in holders_of(d))
-    return Degraded(out, tuple(system.devices[i].id for i in sorted(gone)), tuple(lost),
+    return Degraded(out, tuple(system.devices[i].id for i in sorted(failed)), tuple(lost),
                     degraded, tuple(dropped), len(system.gpus))
+
+
+def _share_views(system: System, out: System, m: Mask, lost: list[Link],
+                 retyped: dict) -> None:
+    """Hand the degraded system what the healthy one has already built and the faults
+    provably leave as it was, so it is not rebuilt over the whole system: each device's
+    links (the healthy incidence, keyed by id, less the lost links), the distances from the
+    NICs when no scale-out link is lost (only those links and the NICs and DPUs they end
+    make the levels), and the reach labels as a bound (links taken away join nothing:
+    labels that differ still mean no path, equal ones send the router to search, which
+    answers itself). Nothing is shared past a slowed link (its type differs)."""
+    import numpy as np
+
+    if retyped:
+        return
+    if system.has_view("incidence"):
+        object.__setattr__(out, "incidence", MaskedIncidence(system.incidence, lost))
+    if system.has_view("levels") and not any(x.cls in SCALEOUT_CLASSES for x in lost):
+        object.__setattr__(out, "levels", system.levels)
+    for classes in (None, SCALEOUT_CLASSES):
+        key = ("reach_labels", classes)
+        if key in system.memo:
+            out.memo[key] = np.delete(system.memo[key], list(m.devices)) if m.devices \
+                else system.memo[key]
+
+
+def _kept_links(system: System, devices: tuple, m: Mask, retyped: dict[int, LinkType]):
+    """The surviving links in order: a compact list over the kept rows of the healthy arrays
+    (device indices renumbered past the failed devices, slowed links given their type), or a
+    tuple of objects for a system whose links are objects."""
+    import numpy as np
+
+    links_in = system.links
+    keep = ~m.lost
+    if not isinstance(links_in, Links):
+        out = []
+        for i in np.flatnonzero(keep).tolist():
+            link = links_in[i]
+            if i in retyped:
+                link = attrs.evolve(link, type=retyped[i])
+            out.append(link)
+        return tuple(out)
+    e = system.ends
+    src, dst, code, lanes = e.arrays(None, ("src", "dst", "type", "lanes"))
+    renumber = np.cumsum(~_flags(len(system.devices), m.devices)) - 1
+    types = list(e.types)
+    code = code.astype(np.uint16)
+    for i, t in retyped.items():
+        if t not in types:
+            types.append(t)
+        code[i] = types.index(t)
+    ends = Ends(array("i", renumber[src[keep]].astype(np.int32).tobytes()),
+                array("i", renumber[dst[keep]].astype(np.int32).tobytes()),
+                array("H", code[keep].tobytes()), tuple(types),
+                array("i", lanes[keep].astype(np.int32).tobytes()))
+    return links_in.kept(devices, ends, keep)
+
+
+def _flags(n: int, indices):
+    import numpy as np
+
+    out = np.zeros(n, dtype=np.bool_)
+    out[list(indices)] = True
+    return out
+
+
+def _holding(system: System, failed: set[int]) -> tuple:
+    """``system.hosts`` less those that no longer hold a device. Only a host that is or holds
+    a failed device can go; those are looked up among the devices by their id prefixes."""
+    ids = {system.devices[i].id for i in failed}
+    hit = {p for d in ids for p in (*holders_of(d), d)} & \
+        {h.id for h in system.hosts if h.id != system.name}
+    if not hit:
+        return system.hosts
+    prefixes = tuple(hit) + tuple(h + "." for h in hit)
+    holding = set()
+    for d in system.devices:
+        if d.id.startswith(prefixes) and d.id not in ids:
+            holding.update(p for p in (*holders_of(d.id), d.id) if p in hit)
+    return tuple(h for h in system.hosts if h.id not in hit or h.id in holding)
 
 
 def holders_of(device_id: str) -> list[str]:

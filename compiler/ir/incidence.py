@@ -68,6 +68,40 @@ class Incidence(Mapping):
         return sum(1 for i in range(len(self._devices)) if start[i] != start[i + 1])
 
 
+class MaskedIncidence(Mapping):
+    """The healthy incidence (device id -> its links in declaration order) less the lost
+    links, each device's list filtered when first read: what ``System.incidence`` promises,
+    without the whole-system sort that makes a new incidence."""
+
+    def __init__(self, healthy, lost):
+        self._healthy = healthy
+        self._lost = {id(link) for link in lost}
+        self._keep = lost            # the lost links stay alive while their ids are keys
+        self._built: dict[str, list] = {}
+
+    def __getitem__(self, device_id: str) -> list:
+        found = self._built.get(device_id)
+        if found is None:
+            found = [x for x in self._healthy[device_id] if id(x) not in self._lost]
+            if not found:
+                raise KeyError(device_id)
+            self._built[device_id] = found
+        return found
+
+    def __contains__(self, device_id: object) -> bool:
+        try:
+            self[device_id]         # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self):
+        return (d for d in self._healthy if d in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 @gc_paused()
 def incidence(system: System) -> Incidence:
     """``System.incidence``: the lazy mapping above."""

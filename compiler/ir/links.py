@@ -14,6 +14,7 @@ pickling are the tuple's. See docs/scale.md for the figures behind the choice.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Sequence
 
 from .system import Device, Link
@@ -41,6 +42,20 @@ class Links(Sequence):
 
     def __len__(self) -> int:
         return len(self._row)
+
+    @property
+    def ends(self):
+        """The arrays the links are made from (``incidence.Ends``: ``System.ends``)."""
+        return self._ends
+
+    def kept(self, devices: Sequence[Device], ends, keep) -> Links:
+        """The links where ``keep`` (a numpy bool array in link order) holds, over ``devices``
+        and ``ends`` (those links' arrays, their device indices into ``devices``): a degraded
+        system's list (``ir.degrade``), made without a ``Link`` object."""
+        import numpy as np
+
+        row = np.frombuffer(self._row, dtype=np.dtype(self._row.typecode))[keep]
+        return Links(devices, ends, self._rows, array(self._row.typecode, row.tobytes()))
 
     def __getitem__(self, i):
         if self._all is not None:

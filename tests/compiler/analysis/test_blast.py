@@ -1,23 +1,30 @@
-"""blast's routes (compiler/analysis/blast.py): each degraded system starts from the healthy
-system's surviving least-cost paths, which must give what a fresh search gives."""
+"""blast (compiler/analysis/blast.py) against the full recomputation: each degraded system
+starts from the healthy system's surviving least-cost paths and shares the healthy views the
+faults leave as they were (``ir.masked.isolate`` for a switch of the fabric, ``degrade``'s
+shared incidence, levels and reach labels otherwise), which must give what a fresh degrade
+and fresh searches give, for every failure class of every bundled cluster (small sizes)."""
 
 from __future__ import annotations
 
 import pytest
 
 import topoc
-from topoc.compiler.analysis.blast import _reference, blast
+from topoc.compiler.analysis.blast import _reference, _step, blast
 from topoc.compiler.ir.degrade import Faults, degrade
 
 from ...conftest import library_file
+from ..ir.test_masked import CLUSTERS
 
 
-@pytest.mark.parametrize("name,defines", [("h100_cluster.topo", {"nodes": 4}),
-                                          ("gb200_nvl72.topo", None)])
-def test_seeded_routes_give_what_a_fresh_search_gives(name, defines):
-    found = blast(topoc.load(library_file(name), defines))
-    for d in found:
-        fresh = topoc.load(library_file(name), defines)     # no route of any other system
+@pytest.mark.parametrize("name,defines", [*CLUSTERS, ("gb200_nvl72.topo", None)],
+                         ids=[c[0] for c in CLUSTERS] + ["gb200_nvl72.topo"])
+def test_blast_gives_what_a_fresh_degrade_gives(name, defines):
+    system = topoc.load(library_file(name), defines)
+    parallel = system.parallels[0].name if system.parallels else None
+    for d in blast(system, parallel):
+        fresh = topoc.load(library_file(name), defines)     # no view or route of another
         after = degrade(fresh, Faults((d.example,))).system
         time_after, connected = _reference(after, 2**30)
         assert (d.time_after, d.connected) == (time_after, connected), d.example
+        if not d.replan and parallel is not None:
+            assert d.step_after == _step(after, parallel), d.example

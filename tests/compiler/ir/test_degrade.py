@@ -174,7 +174,8 @@ def test_blast_cli_text_and_json(capsys):
     f = str(library_file("h100_cluster.topo"))
     assert main(["blast", f, "-D", "nodes=2", "--parallel", "train", "--top", "3"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("blast radius of cluster: 16 GPUs") and len(out.splitlines()) == 5
+    assert out.startswith("blast radius of cluster: 16 GPUs") and len(out.splitlines()) == 6
+    assert "x N members (the members column), costed on one (the example)" in out
     assert main(["blast", f, "-D", "nodes=2", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "topoc.blast/1" and doc["domains"][0]["impact"] > 0
