@@ -75,7 +75,8 @@ def _short(device_id: str) -> str:
 
 def _host_side(system: System, nodes: list[Node]) -> list[Node]:
     """NICs and DPUs moved to the host side, above the GPUs: next to the PCIe switch they hang
-    off (same cluster), else in a row above the CPU they hang off; network switches above the
+    off (same cluster), in the PCIe switch row when they link a CPU to a GPU (they are its
+    switch), else in a row above the CPU or GPU they hang off; network switches above the
     machines, one row per fabric level (leaves nearest), so the NICs' lines go up to them."""
     kind = {n.id: n.kind for n in nodes}
     cluster = {n.id: n.cluster for n in nodes}
@@ -92,9 +93,15 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
         if is_endpoint(n.kind) and hosts.get(n.id):
             switch = [h for h in sorted(hosts[n.id]) if kind[h] == "pcie_switch"
                       and cluster[h] == n.cluster]
+            host_kinds = {kind[h] for h in hosts[n.id]}
             if switch:
                 n = attrs.evolve(n, tier=kind_tier("pcie_switch"), anchor=switch[0])
-            elif any(kind[h] in ("cpu", "gpu") for h in hosts[n.id]):
+            elif {"cpu", "gpu"} <= host_kinds:
+                # between a CPU and a GPU, it is that GPU's PCIe switch (HGX B300's CX8 with
+                # its built-in switch): in the PCIe switch row, over its GPU, so each GPU
+                # keeps its own NIC and no line crosses the CPUs' row
+                n = attrs.evolve(n, tier=kind_tier("pcie_switch"))
+            elif host_kinds & {"cpu", "gpu"}:
                 # on a CPU, or on a GPU (GB300's CX8): above the host, never between the
                 # GPUs and their NVLink switches
                 n = attrs.evolve(n, tier=kind_tier("cpu") - 1)

@@ -85,3 +85,33 @@ def test_fabric_view_of_every_cluster_folds_to_a_slide():
     boxes = lambda s: len(re.findall(r'^"[^"]+" \[label', s, re.M))      # noqa: E731
     assert boxes(large) <= boxes(small) + 8, (boxes(small), boxes(large))
     assert "x 64" in large or "x 8" in large
+
+
+def _centre(box):
+    return ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+
+
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_hgx_b300_keeps_each_gpu_with_its_own_cx8_and_no_line_across_the_cpus(view):
+    """HGX B300's ConnectX-8s are its GPUs' PCIe switches (CPU - CX8 - GPU): each is drawn
+    between the CPUs and the GPUs, over its own GPU (nearest to it of all GPUs), and no line
+    runs along or across the CPU-CPU link (nic3->gpu3 and nic4->gpu4 climbed through the
+    gap between the CPUs, drawn NICs above the CPUs)."""
+    system = topoc.load(library_file("hgx_b300.topo"))
+    svg, _ = r.render(system, "svg", r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    at = {name.rpartition(".")[2]: _centre(b) for name, b in boxes.items()}
+    cpu_y = max(at["cpu0"][1], at["cpu1"][1])          # SVG: y grows downwards
+    gpus = [f"gpu{i}" for i in range(8)]
+    for i in range(8):
+        nic = at[f"nic{i}"]
+        assert cpu_y < nic[1] < at[f"gpu{i}"][1], (view, i, nic, at[f"gpu{i}"])
+        assert min(gpus, key=lambda g: abs(at[g][0] - nic[0])) == f"gpu{i}", (view, i)
+    socket = next(pts for a, b, pts in lines if {a, b} == {"hgx.cpu0", "hgx.cpu1"})
+    link = geometry._samples(socket)
+    for a, b, pts in lines:
+        if {a, b} == {"hgx.cpu0", "hgx.cpu1"}:
+            continue
+        near = [p for p in geometry._samples(pts)
+                if any(abs(p[0] - q[0]) < 3 and abs(p[1] - q[1]) < 3 for q in link)]
+        assert not near, (view, a, b)
