@@ -19,6 +19,7 @@ from ..compiler.base.units import RATE, human
 from .layout import PAD, TITLE, layout, natural
 from .route import (BAND_H, Band, Labels, Rows, arc, detour, label_size, meshes, overlaps,
                     polyline, rect, route, spline)
+from .uplinks import bar_label, climb_out
 from .style import (CLASS_COLOR, RING_COLOR, kind_name, kind_style, legend_name, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
 
@@ -371,7 +372,10 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     band_of.update((n.id, n) for n in nodes if n.kind == "fabric")
     for b in bands:
         rects[b.id] = (b.x0, b.y - BAND_H / 2, b.x1, b.y + BAND_H / 2)
-    routed = _route_all(name, edges, nodes, by_id, pos, rects, bands, band_of)
+    bars = {b.id: b.label for b in bands}
+    bars.update((n.id, n.label) for n in nodes if n.kind == "fabric")
+    routed = climb_out(_route_all(name, edges, nodes, by_id, pos, rects, bands, band_of),
+                       name, by_id, rects, frames, bars)
     # a frame of switches alone (a unit's leaves) has a smaller title, to fit between lines
     title_font = {c: 10 if by_cluster.get(c) and not children.get(c) and
                   all(n.kind == "net_switch" for n in by_cluster[c]) else 12 for c in frames}
@@ -388,6 +392,9 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     for n in ids:
         r = rects[n]
         boxes.take((r[0] + 2, r[1] + 2, r[2] - 2, r[3] - 2))
+    # a bar (a folded bus: the NVLink fabric, a folded mesh) crossed at right angles away
+    # from its text is lines crossing, not a line through a box
+    bar_text = {b: bar_label(rects[b], text) for b, text in bars.items() if b in rects}
     crossing = 0
 
     signatures: dict[str, set[str]] = defaultdict(set)
@@ -406,7 +413,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
                              f"{_figure(e)} per direction",
                   "pos": polyline(path) if e.duplex else
                   f"e,{q[0]:.1f},{q[1]:.1f} " + spline(p, _short_of(p, q, 8))}
-        crossing += _crosses(path, boxes, ids, {e.src, e.dst})
+        crossing += _crosses(path, boxes, ids, {e.src, e.dst}, bar_text)
         if len(path) > 2:       # a detour: its label on its longest leg
             p, q = max(zip(path, path[1:]), key=lambda pq: math.dist(*pq))
         if not e.duplex:
@@ -604,15 +611,22 @@ def _tip(n: Node, models: dict[str, set[str]], color) -> str:
     return "\n".join(lines)
 
 
-def _crosses(path, boxes: Labels, ids: list[str], ends: set[str]) -> bool:
-    """Whether the line ``path`` runs through a box other than its two ends."""
+def _crosses(path, boxes: Labels, ids: list[str], ends: set[str],
+             bars: dict[str, tuple] | None = None) -> bool:
+    """Whether the line ``path`` runs through a box other than its two ends (a vertical
+    run across a bar, away from the bar's text, is a crossing of lines: ``bars``)."""
+    bars = bars or {}
     for (x0, y0), (x1, y1) in zip(path, path[1:]):
         n = max(1, int(max(abs(x1 - x0), abs(y1 - y0)) // 4))
+        upright = abs(x1 - x0) < 0.5
         for i in range(n + 1):
             x, y = x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n
             for j in boxes._cells.get((int(x // 200), int(y // 200)), ()):
                 r = boxes.taken[j]
                 if r[0] < x < r[2] and r[1] < y < r[3] and ids[j] not in ends:
+                    text = bars.get(ids[j])
+                    if upright and text is not None and not text[0] < x < text[2]:
+                        continue
                     return True
     return False
 

@@ -66,7 +66,18 @@ def box_size(label: str) -> tuple[float, float]:
 
 
 _PART = re.compile(r"[^.\[]+(?:\[[^\]]*\])?")
-_INDEX = re.compile(r"^(\D*?)\[?(\d+)")
+#: An array element's stem and index: the first number of a folded range (rack[32..63]), else
+#: the number that ends the name (gpu2, and cx8sw3: a stem may hold digits, as ConnectX-8's)
+#: (a name with a number inside and none at its end keeps the first: 'rack0 leaves', rack 0)
+_INDEX = re.compile(r"^(.*?)\[(\d+)|^(.*?)(\d+)$|^(\D*?)(\d+)")
+
+
+def _indexed(part: str) -> tuple[str, int] | None:
+    m = _INDEX.match(part)
+    if m is None:
+        return None
+    stem, number = next((m.group(i), m.group(i + 1)) for i in (1, 3, 5) if m.group(i + 1))
+    return stem, int(number)
 
 
 def parts(path: str) -> list[str]:
@@ -79,8 +90,8 @@ def natural(name: str) -> tuple:
     rack[32..63] before rack[128..159])."""
     out = []
     for part in parts(name):
-        m = _INDEX.match(part)
-        out.append((m.group(1), int(m.group(2))) if m else (part, -1))
+        found = _indexed(part)
+        out.append(found if found else (part, -1))
     return tuple(out)
 
 
@@ -102,8 +113,8 @@ def top_levels(system) -> dict[str, str]:
 
 def _stem(item_id: str) -> str:
     last = parts(item_id)[-1] if item_id else ""
-    m = _INDEX.match(last)
-    return m.group(1) if m else last
+    found = _indexed(last)
+    return found[0] if found else last
 
 
 def _balanced(members: list[Item], wrap: int) -> list[list[Item]]:

@@ -75,7 +75,8 @@ def _short(device_id: str) -> str:
 
 def _host_side(system: System, nodes: list[Node]) -> list[Node]:
     """NICs and DPUs moved to the host side, above the GPUs: next to the PCIe switch they hang
-    off (same cluster), else in a row above the CPU they hang off; network switches above the
+    off (same cluster), in the PCIe switch row when they link a CPU to a GPU (they are its
+    switch), else in a row above the CPU or GPU they hang off; network switches above the
     machines, one row per fabric level (leaves nearest), so the NICs' lines go up to them."""
     kind = {n.id: n.kind for n in nodes}
     cluster = {n.id: n.cluster for n in nodes}
@@ -92,9 +93,15 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
         if is_endpoint(n.kind) and hosts.get(n.id):
             switch = [h for h in sorted(hosts[n.id]) if kind[h] == "pcie_switch"
                       and cluster[h] == n.cluster]
+            host_kinds = {kind[h] for h in hosts[n.id]}
             if switch:
                 n = attrs.evolve(n, tier=kind_tier("pcie_switch"), anchor=switch[0])
-            elif any(kind[h] in ("cpu", "gpu") for h in hosts[n.id]):
+            elif {"cpu", "gpu"} <= host_kinds:
+                # between a CPU and a GPU, it is that GPU's PCIe switch (HGX B300's CX8 with
+                # its built-in switch): in the PCIe switch row, over its GPU, so each GPU
+                # keeps its own NIC and no line crosses the CPUs' row
+                n = attrs.evolve(n, tier=kind_tier("pcie_switch"))
+            elif host_kinds & {"cpu", "gpu"}:
                 # on a CPU, or on a GPU (GB300's CX8): above the host, never between the
                 # GPUs and their NVLink switches
                 n = attrs.evolve(n, tier=kind_tier("cpu") - 1)
@@ -517,27 +524,28 @@ def dot_source(system: System, opts: Options = Options(),
     ``check``, a picture still beyond MAX_SIDE or MIN_RATIO..MAX_RATIO raises ``TooLarge``
     naming the view to draw instead; without, its DOT text is returned all the same."""
     view, nodes, edges = _view(system, opts)
+    page = page_pt(opts)
     nodes, plain = frame_leaves(system, nodes)
     pic = _picture(system, view, nodes, edges, opts, notes)
     if nodes != plain:      # unless the unit frames cost legibility: then the leaves in a row
         bare = _picture(system, view, plain, edges, opts, None)
-        if not _fits(pic) or pic.titles_crossed > bare.titles_crossed:
+        if not _fits(pic, page) or pic.titles_crossed > bare.titles_crossed:
             nodes, pic = plain, bare
     for widest in (4.0, 3.0, 2.0):          # too wide: wrap the top level's rows sooner
-        if _fits(pic) or pic.width < pic.height:
+        if _fits(pic, page) or pic.width < pic.height:
             break
         pic = _picture(system, view, nodes, edges, opts, notes, widest)
-    if not opts.view and view != "racks" and not (_fits(pic) and slide_px(pic) >= SLIDE_PX) \
-            and racks_apply(system):
+    if not opts.view and view != "racks" and \
+            not (_fits(pic, page) and slide_px(pic, page) >= SLIDE_PX) and racks_apply(system):
         # the default view out of its limits or not legible on a slide: the racks view,
         # its boxes' counts on two lines when one line makes it too wide for a slide
         for per_line in (0, 2):
             view, (nodes, edges) = "racks", racks(system, per_line)
             nodes, _ = frame_leaves(system, nodes)
             pic = _picture(system, view, nodes, edges, opts, notes)
-            if slide_px(pic) >= SLIDE_PX:
+            if slide_px(pic, page) >= SLIDE_PX:
                 break
-    if check and not _fits(pic):
+    if check and not _fits(pic, page):
         instead = ("--view racks" if view != "racks" and racks_apply(system)
                    else "a smaller system (-D)")
         if pic.crossing > MAX_CROSSING * max(1, pic.lines):
@@ -546,8 +554,13 @@ def dot_source(system: System, opts: Options = Options(),
                            f"most {MAX_CROSSING:.0%}). Draw {instead}, or write the DOT text "
                            "with -o FILE.dot")
         raise TooLarge(f"the {view} view would be {pic.width:,.0f} x {pic.height:,.0f} pt; a "
-                       f"legible picture is at most {MAX_SIDE:,.0f} pt on a side and between "
+                       f"legible picture is at most {max(MAX_SIDE, *page):,.0f} pt on a side and between "
                        f"1:4 and 4:1. Draw {instead}, or write the DOT text with -o FILE.dot")
+    if opts.view and not opts.size and notes is not None and slide_px(pic) < SLIDE_PX:
+        notes.append(f"the {view} view is {pic.width * 96 / 72:,.0f} x "
+                     f"{pic.height * 96 / 72:,.0f} px, its smallest text "
+                     f"{slide_px(pic):.1f} px high on a 1,920 x 1,080 slide: drawn at full "
+                     "size for a poster (--size WxH or --size poster fits it to a page)")
     if opts.ring and notes is not None:
         lone = lone_rank(ring_group(system, opts))
         if lone:
@@ -562,6 +575,35 @@ def dot_source(system: System, opts: Options = Options(),
 #: a text on it in px: a default picture scaled down to the slide keeps its texts this high.
 SLIDE_PT = (1440.0, 810.0)
 SLIDE_PX = 10.0
+#: Named pages for ``--size`` (px at 96 px an inch): a slide, and a poster (A0 landscape,
+#: 1,189 x 841 mm, at 150 dpi).
+PAGES = {"slide": (1920, 1080), "poster": (7022, 4967)}
+#: The largest page ``--size`` takes, px a side (a PNG Graphviz draws past this is mostly
+#: memory: 20,000 x 20,000 px is 1.6 GB of pixels).
+MAX_PAGE_PX = 20_000
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``--size``'s page: "WxH" in px (``7680x4320``) or a name of ``PAGES``; ValueError
+    saying what is accepted otherwise."""
+    named = PAGES.get(text.strip().lower())
+    if named:
+        return named
+    m = re.fullmatch(r"\s*(\d+)\s*[xX\u00d7]\s*(\d+)\s*", text)
+    if not m:
+        raise ValueError(f"--size {text}: give WIDTHxHEIGHT in px (7680x4320) or one of "
+                         f"{', '.join(PAGES)}")
+    w, h = int(m.group(1)), int(m.group(2))
+    if not (100 <= w <= MAX_PAGE_PX and 100 <= h <= MAX_PAGE_PX):
+        raise ValueError(f"--size {text}: each side between 100 and {MAX_PAGE_PX:,} px")
+    return w, h
+
+
+def page_pt(opts: Options) -> tuple[float, float]:
+    """The page the picture is for, in points: ``opts.size`` or the slide."""
+    if opts.size is None:
+        return SLIDE_PT
+    return opts.size[0] * 72 / 96, opts.size[1] * 72 / 96
 
 
 def smallest_font(source: str) -> float:
@@ -577,18 +619,18 @@ def smallest_font(source: str) -> float:
     return min(sizes)
 
 
-def slide_px(pic) -> float:
-    """The smallest text's height in px once the picture is scaled down to fit a 1,920 x
-    1,080 slide (never up)."""
-    scale = min(1.0, SLIDE_PT[0] / max(1.0, pic.width), SLIDE_PT[1] / max(1.0, pic.height))
+def slide_px(pic, page: tuple[float, float] = SLIDE_PT) -> float:
+    """The smallest text's height in px once the picture is scaled down to fit ``page``
+    (points; a 1,920 x 1,080 slide unless --size says otherwise), never up."""
+    scale = min(1.0, page[0] / max(1.0, pic.width), page[1] / max(1.0, pic.height))
     return smallest_font(pic.source) * 96 / 72 * scale
 
 
-def _fits(pic) -> bool:
-    """Within the size and shape limits, and at most MAX_CROSSING of its lines through boxes
-    they do not join."""
+def _fits(pic, page: tuple[float, float] = SLIDE_PT) -> bool:
+    """Within the size and shape limits (a poster's page lifts MAX_SIDE to its own longer
+    side), and at most MAX_CROSSING of its lines through boxes they do not join."""
     ratio = pic.width / max(1.0, pic.height)
-    return (max(pic.width, pic.height) <= MAX_SIDE and MIN_RATIO <= ratio <= MAX_RATIO
+    return (max(pic.width, pic.height) <= max(MAX_SIDE, *page) and MIN_RATIO <= ratio <= MAX_RATIO
             and pic.crossing <= MAX_CROSSING * max(1, pic.lines))
 
 
@@ -626,9 +668,12 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
     ``TooLarge`` when the view has more than ``MAX_LAYOUT`` boxes and lines to lay out, would be
     larger than MAX_SIDE or out of shape, or does not apply to the system.
     """
+    # a PNG is drawn to its page: the slide for a default picture, --size's page when given
+    # (an asked-for view without --size keeps its own size, as a poster did before --size)
+    fit = opts.size or (None if opts.view else PAGES["slide"])
     if opts.view == "fabric" or (not opts.view and fabric_applies(system)):
         source, view = fabric_source(system, opts, notes), "fabric"
-        return _draw(source, fmt, notes), view
+        return _draw(source, fmt, notes, fit), view
     if fmt != "dot":
         view, size = layout_size(system, opts)
         if size > MAX_LAYOUT:
@@ -637,7 +682,7 @@ def render(system: System, fmt: str = "dot", opts: Options = Options(),
                            "folds arrays), a smaller system (-D), or write the DOT text with "
                            "-o FILE.dot")
     source, view = dot_source(system, opts, notes, check=fmt != "dot")
-    return _draw(source, fmt, notes), view
+    return _draw(source, fmt, notes, fit), view
 
 
 def fabric_applies(system: System) -> bool:
@@ -680,8 +725,10 @@ def fabric_source(system: System, opts: Options, notes: list[str] | None = None)
     return HEADER + drawing.source
 
 
-def _draw(source: str, fmt: str, notes: list[str] | None) -> bytes:
-    """``source`` (positions set) drawn by Graphviz in ``fmt``, or itself for dot."""
+def _draw(source: str, fmt: str, notes: list[str] | None,
+          fit: tuple[int, int] | None = None) -> bytes:
+    """``source`` (positions set) drawn by Graphviz in ``fmt``, or itself for dot; a PNG
+    scaled down to fit ``fit`` px (never up: Graphviz's ``size`` without ``!``)."""
     if fmt == "dot":
         return source.encode("utf-8")
     dot = shutil.which("dot")
@@ -690,7 +737,9 @@ def _draw(source: str, fmt: str, notes: list[str] | None) -> bytes:
                          "with 'apt-get install graphviz' (or your system's package manager), "
                          "or write a .dot file")
     # topoc placed every box and line; neato -n2 keeps them and only draws.
-    done = subprocess.run([dot, "-Kneato", "-n2", f"-T{fmt}"], input=source.encode("utf-8"),
+    size = [f"-Gsize={fit[0] / 96:.4f},{fit[1] / 96:.4f}"] if fit and fmt == "png" else []
+    done = subprocess.run([dot, "-Kneato", "-n2", f"-T{fmt}", *size],
+                          input=source.encode("utf-8"),
                           capture_output=True, check=False)
     warnings = [ln for ln in done.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
     if done.returncode != 0:

@@ -101,6 +101,11 @@ class Options:
     #: backends.heat.heat_map makes it from topoc blast's classes; it fills the boxes instead
     #: of the groups' colours
     heat: tuple[tuple[str, float, str], ...] = ()
+    #: the page the picture is for, (width, height) in px at 96 px an inch: None for a
+    #: 1,920 x 1,080 slide. The default view is the most detailed one whose texts stay
+    #: 10 px high on it, and a PNG is scaled down to fit it (never up); a poster lifts the
+    #: slide's cap (``render.parse_size``: "WxH", "slide", "poster")
+    size: tuple[int, int] | None = None
 
 
 def short(device_id: str) -> str:

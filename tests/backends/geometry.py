@@ -50,9 +50,37 @@ def _inside(p, box, margin: float = 2.0) -> bool:
     return box[0] + margin < p[0] < box[2] - margin and box[1] + margin < p[1] < box[3] - margin
 
 
-def crossing(boxes, lines) -> list[tuple[str, str, str]]:
+def bar_texts(svg: bytes) -> dict[str, tuple[float, float]]:
+    """The x extent of the text of each bar (a folded bus: the NVLink fabric bar, a folded
+    mesh's grey bar), by bar: a line may cross a bar at right angles away from its text
+    (lines crossing), never through its text (0.62 em a character: wider than Helvetica's
+    mean, so the check errs towards a crossing)."""
+    root = ET.fromstring(svg)
+    out = {}
+    for g in root.iter(f"{SVG}g"):
+        title = g.find(f"{SVG}title")
+        if g.get("class") != "node" or title is None or not (
+                title.text.endswith("nvlink_fabric") or title.text.startswith("mesh/")):
+            continue
+        spans = []
+        for t in g.iter(f"{SVG}text"):
+            text = "".join(t.itertext()).strip()
+            w = len(text) * float(t.get("font-size", "14")) * 0.62
+            x = float(t.get("x"))
+            x0 = {"start": x, "end": x - w}.get(t.get("text-anchor"), x - w / 2)
+            spans.append((x0, x0 + w))
+        if spans:
+            out[title.text] = (min(a for a, _ in spans), max(b for _, b in spans))
+    return out
+
+
+def crossing(boxes, lines, bars: dict[str, tuple[float, float]] | None = None) \
+        -> list[tuple[str, str, str]]:
     """(a, b, box) for every line that runs through a box it does not join (its drawn path
-    sampled every 3 points; boxes looked up in a grid of 100-point cells)."""
+    sampled every 3 points; boxes looked up in a grid of 100-point cells). With ``bars``
+    (``bar_texts``), a vertical run across a bar outside its text is a crossing of lines,
+    not a line through a box (an NVL72 rack's NIC uplinks climbing across its spine)."""
+    bars = bars or {}
     grid: dict[tuple[int, int], list[str]] = {}
     for name, (x0, y0, x1, y1) in boxes.items():
         for cx in range(int(x0 // 100), int(x1 // 100) + 1):
@@ -63,10 +91,14 @@ def crossing(boxes, lines) -> list[tuple[str, str, str]]:
         hit = None
         for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
             n = max(1, int(max(abs(x1 - x0), abs(y1 - y0)) // 3))
+            upright = abs(x1 - x0) < 0.5
             for i in range(n + 1):
                 p = (x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n)
                 for name in grid.get((int(p[0] // 100), int(p[1] // 100)), ()):
                     if name not in (a, b) and _inside(p, boxes[name]):
+                        text = bars.get(name)
+                        if upright and text is not None and not text[0] < p[0] < text[1]:
+                            continue
                         hit = name
                         break
                 if hit:
@@ -92,6 +124,22 @@ def frame_titles(svg: bytes) -> dict[str, tuple[float, float, float, float]]:
         w = len(text.text) * 7.0
         x0 = {"start": x, "end": x - w}.get(text.get("text-anchor"), x - w / 2)
         out[g.find(f"{SVG}title").text.removeprefix("cluster_")] = (x0, y - 10, x0 + w, y + 1)
+    return out
+
+
+def frames(svg: bytes) -> dict[str, tuple[float, float, float, float]]:
+    """Each frame's outline (x0, y0, x1, y1; SVG coordinates, y down), by frame."""
+    root = ET.fromstring(svg)
+    out = {}
+    for g in root.iter(f"{SVG}g"):
+        if g.get("class") != "cluster":
+            continue
+        pts = [p for shape in g if shape.tag in (f"{SVG}polygon", f"{SVG}path")
+               for p in _points(shape)]
+        if pts:
+            xs, ys = zip(*pts)
+            out[g.find(f"{SVG}title").text.removeprefix("cluster_")] = \
+                (min(xs), min(ys), max(xs), max(ys))
     return out
 
 

@@ -2,8 +2,10 @@
 (a) no two lines with no box in common drawn along each other, (b) no line through a box it
 does not join, (c) on a 1,920 x 1,080 slide every text at least 10 px high (the PNG scaled
 down to fit, never up). Every library file's default picture, and generated clusters from
-two racks to 8,192 (the fabric view folds them), meet all three, or the default is refused
-with a message naming the view to draw."""
+two racks to 512 (the fabric view folds them), meet all three, or the default is refused
+with a message naming the view to draw. The sizes that take longer to compile than a unit
+test should (8,192 NVL72 racks, 32,768 DGX H100 nodes) are measured the same way by
+benchmarks/render_fabric.py, which fails when their pictures break any of the three."""
 
 from __future__ import annotations
 
@@ -22,10 +24,11 @@ pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's 
 SYSTEMS = sorted(p for p in (LIBRARY / "nvidia").glob("*.topo")
                  if re.search(r"^system ", p.read_text(), re.M))
 #: Generated clusters: each library cluster at a small and a large size (the largest ones
-#: compile in seconds; benchmarks/render_fabric.py times 8,192 racks and 16,384 nodes).
+#: compile in seconds; benchmarks/render_fabric.py measures 8,192 racks and 32,768 nodes).
 GENERATED = [("nvl72_cluster.topo", "racks", 2), ("nvl72_cluster.topo", "racks", 64),
              ("nvl72_superpod.topo", "racks", 8), ("nvl72_superpod.topo", "racks", 128),
              ("nvl72_fourtier.topo", "racks", 2), ("nvl72_fourtier.topo", "racks", 40),
+             ("nvl72_fourtier.topo", "racks", 512),
              ("h100_cluster.topo", "nodes", 2), ("h100_cluster.topo", "nodes", 200),
              ("h100_superpod.topo", "nodes", 40), ("h100_superpod.topo", "nodes", 1100),
              ("h100_fourtier.topo", "nodes", 96), ("a100_cluster.topo", "nodes", 100)]
@@ -37,7 +40,7 @@ def measure(svg: bytes) -> dict[str, float]:
     boxes, lines, _, _ = geometry.read(svg)
     width, height, label = geometry.slide_fit(svg)
     return {"overlapping": len(geometry.overlapping_lines(lines)),
-            "crossing": len(geometry.crossing(boxes, lines)),
+            "crossing": len(geometry.crossing(boxes, lines, geometry.bar_texts(svg))),
             "width_px": width, "height_px": height, "label_px": label}
 
 
@@ -75,6 +78,20 @@ def test_overlap_measure_finds_lines_drawn_along_each_other():
     assert geometry.overlapping_lines(lines, run=30.0) == []
 
 
+def test_crossing_measure_lets_a_line_cross_a_bar_only_at_right_angles_off_its_text():
+    """A bar (the NVLink fabric) crossed upright away from its text is lines crossing; a
+    line through its text, or a slanted one, runs through a box."""
+    boxes = {"r.nvlink_fabric": (0.0, 100.0, 1000.0, 114.0), "gpu": (300.0, 0.0, 340.0, 30.0)}
+    bars = {"r.nvlink_fabric": (400.0, 600.0)}
+    upright = ("nic", "leaf", [(100.0, 200.0), (100.0, 200.0), (100.0, 50.0), (100.0, 50.0)])
+    on_text = ("nic2", "leaf", [(500.0, 200.0), (500.0, 200.0), (500.0, 50.0), (500.0, 50.0)])
+    slanted = ("nic3", "leaf", [(150.0, 200.0), (150.0, 200.0), (250.0, 50.0), (250.0, 50.0)])
+    assert geometry.crossing(boxes, [upright], bars) == []
+    assert geometry.crossing(boxes, [on_text], bars) == [("nic2", "leaf", "r.nvlink_fabric")]
+    assert geometry.crossing(boxes, [slanted], bars) == [("nic3", "leaf", "r.nvlink_fabric")]
+    assert geometry.crossing(boxes, [upright]) == [("nic", "leaf", "r.nvlink_fabric")]
+
+
 def test_fabric_view_of_every_cluster_folds_to_a_slide():
     """The fabric view's box count does not grow with the cluster: 2 and 64 racks draw
     at most a handful of boxes more (identical pods fold into one with x N)."""
@@ -85,3 +102,75 @@ def test_fabric_view_of_every_cluster_folds_to_a_slide():
     boxes = lambda s: len(re.findall(r'^"[^"]+" \[label', s, re.M))      # noqa: E731
     assert boxes(large) <= boxes(small) + 8, (boxes(small), boxes(large))
     assert "x 64" in large or "x 8" in large
+
+
+def _centre(box):
+    return ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+
+
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_hgx_b300_keeps_each_gpu_with_its_own_cx8_and_no_line_across_the_cpus(view):
+    """HGX B300's ConnectX-8s are its GPUs' PCIe switches (CPU - CX8 - GPU): each is drawn
+    between the CPUs and the GPUs, over its own GPU (nearest to it of all GPUs), and no line
+    runs along or across the CPU-CPU link (nic3->gpu3 and nic4->gpu4 climbed through the
+    gap between the CPUs, drawn NICs above the CPUs)."""
+    system = topoc.load(library_file("hgx_b300.topo"))
+    svg, _ = r.render(system, "svg", r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    at = {name.rpartition(".")[2]: _centre(b) for name, b in boxes.items()}
+    cpu_y = max(at["cpu0"][1], at["cpu1"][1])          # SVG: y grows downwards
+    gpus = [f"gpu{i}" for i in range(8)]
+    for i in range(8):
+        nic = at[f"nic{i}"]
+        assert cpu_y < nic[1] < at[f"gpu{i}"][1], (view, i, nic, at[f"gpu{i}"])
+        assert min(gpus, key=lambda g: abs(at[g][0] - nic[0])) == f"gpu{i}", (view, i)
+    socket = next(pts for a, b, pts in lines if {a, b} == {"hgx.cpu0", "hgx.cpu1"})
+    link = geometry._samples(socket)
+    for a, b, pts in lines:
+        if {a, b} == {"hgx.cpu0", "hgx.cpu1"}:
+            continue
+        near = [p for p in geometry._samples(pts)
+                if any(abs(p[0] - q[0]) < 3 and abs(p[1] - q[1]) < 3 for q in link)]
+        assert not near, (view, a, b)
+
+
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_an_nvl72_rack_in_a_cluster_sends_its_uplinks_out_of_its_trays(view):
+    """nvl72_cluster's rack0 drawn in full under its leaves: the NIC uplinks of trays 10-17
+    (upside down under the NVLink spine) leave their trays and climb through the rack,
+    across the spine's bar, never round the bar's end; no two uplinks are drawn along each
+    other inside the rack (they were one bus looping round it); no uplink crosses a tray's
+    title (the top row's crossed them)."""
+    system = topoc.load(library_file("nvl72_cluster.topo"))
+    svg, _ = r.render(system, "svg", r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    outline = geometry.frames(svg)
+    rack = outline["cluster.rack0"]
+    uplinks = [(a, b, pts) for a, b, pts in lines
+               if ".leaf" in a + b and ".rack0.tray" in a + b and ".nic" in a + b]
+    assert len(uplinks) == 72, len(uplinks)
+    # the spine's bars: the NVLink fabric (logical) or the folded meshes round the switch
+    # trays (physical), inside the rack
+    bars = [b for name, b in boxes.items() if name.endswith("nvlink_fabric")
+            or name.startswith("mesh/")]
+    assert bars, view
+    lower = [(a, b, pts) for a, b, pts in uplinks
+             if int(re.search(r"tray(\d+)\.", a + b).group(1)) >= 10]
+    assert len(lower) == 32
+    for a, b, pts in lower:
+        samples = geometry._samples(pts)
+        tray = outline[re.search(r"(cluster\.rack0\.tray\d+)\.", a + b).group(1)]
+        for bar in bars:        # a bar over its whole tray is crossed within its length
+            if not (bar[0] <= tray[0] and tray[2] <= bar[2]):
+                continue
+            at = [x for x, y in samples if bar[1] <= y <= bar[3]]
+            assert at and all(bar[0] < x < bar[2] for x in at), (view, a, b, bar)
+    inside = [(a, b, [p for p in pts]) for a, b, pts in uplinks]
+    clipped = []
+    for a, b, pts in inside:        # the part of each uplink inside the rack's outline
+        keep = [p for p in geometry._samples(pts) if p[1] > rack[1] + 2]
+        clipped.append((a, b, [q for p in keep for q in (p, p, p)][:-2] if keep else []))
+    bus = geometry.overlapping_lines([(a, b, pts) for a, b, pts in clipped if len(pts) >= 4])
+    assert not bus, (view, len(bus), bus[:3])
+    titles = [t for t in geometry.lines_through_titles(svg) if re.search(r"tray\d+$", t[2])]
+    assert not titles, (view, titles[:3])

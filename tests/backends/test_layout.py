@@ -94,7 +94,7 @@ def check_geometry(svg: bytes, system, what: str) -> None:
     MAX_SIDE, and no NIC on a line between a GPU and the NVLink switches."""
     boxes, lines, width, height = geometry.read(svg)
     assert max(width, height) <= r.MAX_SIDE * 1.02, f"{what}: {width:.0f} x {height:.0f} pt"
-    crossing = geometry.crossing(boxes, lines)
+    crossing = geometry.crossing(boxes, lines, geometry.bar_texts(svg))
     assert len(crossing) <= 0.05 * len(lines), f"{what}: {len(crossing)}/{len(lines)} {crossing[:3]}"
     kind = {d.id: d.kind for d in system.devices}
     nics = [b for n, b in boxes.items() if kind.get(n) == "nic"]

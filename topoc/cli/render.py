@@ -1,5 +1,5 @@
 """``topoc render FILE -o OUT.{svg,png,pdf,dot} [--view V] [--parallel P --color D]
-[--highlight ID|CLASS] [--ring GROUP] [--heat blast]``."""
+[--highlight ID|CLASS] [--ring GROUP] [--heat blast] [--size WxH|slide|poster]``."""
 
 from __future__ import annotations
 
@@ -33,6 +33,10 @@ def add_parser(sub) -> None:
     p.add_argument("--heat", choices=["blast"],
                    help="fill each box by what the worst single failure in it costs (topoc "
                         "blast; with --parallel, for that strategy)")
+    p.add_argument("--size", metavar="WxH|poster",
+                   help="the page the picture is for, in px (7680x4320) or slide (1920x1080, "
+                        "the default) or poster (A0 at 150 dpi): the default view is the most "
+                        "detailed one legible on it, and a PNG is scaled down to fit it")
     add_common(p, output_required=True)
     add_failure_options(p)
     p.set_defaults(func=run)
@@ -50,6 +54,11 @@ def run(args) -> int:
         raise UsageError("--color needs --parallel NAME")
     highlight = tuple(full for h in args.highlight or () for full in _check_highlight(system, h))
     opts = r.Options(args.view, args.parallel, args.color or "tp", highlight, args.ring)
+    if args.size:
+        try:
+            opts = attrs.evolve(opts, size=r.parse_size(args.size))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if args.heat:
         if args.color:
             raise UsageError("--heat fills the boxes instead of --color's groups: give one")

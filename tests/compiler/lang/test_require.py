@@ -72,7 +72,7 @@ def test_fmt_keeps_requirements_canonical():
     ("library/nvidia/h100_superpod.topo", "nodes", 8192),
     ("library/nvidia/nvl72_superpod.topo", "racks", 1024),
     ("library/nvidia/nvl72_fourtier.topo", "racks", 8192),
-    ("library/nvidia/h100_fourtier.topo", "nodes", 16384),
+    ("library/nvidia/h100_fourtier.topo", "nodes", 32768),
     ("library/nvidia/h100_roce_cluster.topo", "nodes", 64),
 ])
 def test_bundled_clusters_state_their_reach(path, define, limit):
