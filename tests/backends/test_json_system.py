@@ -65,9 +65,12 @@ system s : N
     assert isinstance(system.links, Links)              # the compact path's own order
     assert json_system.render(system) == _whole(topoc.loads(text))
     from topoc.compiler.ir.degrade import apply
-    degraded = apply(system, ["s.gpu0"]).system
-    assert not isinstance(degraded.links, Links)
+    degraded = apply(system, ["s.gpu0"]).system        # kept rows of the compact arrays
     assert json_system.render(degraded) == _whole(degraded)
+    import attrs
+    objects = attrs.evolve(degraded, links=tuple(degraded.links))
+    assert not isinstance(objects.links, Links)         # the path over Link objects
+    assert json_system.render(objects) == _whole(objects)
 
 
 def test_a_failure_while_writing_leaves_the_output_as_it_was(tmp_path, monkeypatch, capsys):
