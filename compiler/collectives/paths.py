@@ -53,6 +53,7 @@ class Router:
         self._salt: dict[tuple[str, int], float] = {}
         self._transit: dict[str, float] = {}
         self._weights: dict[int, dict[tuple[str, str], float | None]] = {}
+        self._cones = _UNKNOWN   # layers.Cones on a layered fabric (``_layered``), else None
 
     def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
         """Link ids from ``src`` to ``dst`` ('' path for a device to itself)."""
@@ -112,7 +113,14 @@ class Router:
             if not transit.get(u, 1.0) and not transit.get(v, 1.0):
                 known[(u, v)] = w
             return w
-        nodes = bidirectional_dijkstra(self.graph, src, dst, weight)
+        nodes = None
+        if self._cones is _UNKNOWN:
+            self._cones = self._layered()
+        if self._cones is not None:
+            nodes = self._cones.path(src, dst, weight,
+                                     min(HOP_COST[c] for c in self.classes))
+        if nodes is None:
+            nodes = bidirectional_dijkstra(self.graph, src, dst, weight)
         links = []
         for u, v in zip(nodes, nodes[1:]):
             edges = self.graph[u][v]
@@ -122,6 +130,16 @@ class Router:
             links.append(best["link"].id)
         return tuple(links)
 
+
+    def _layered(self):
+        """The up-cones of a scale-out router on a layered fabric (``layers``: paths between
+        NICs without a search), else None."""
+        from .layers import Cones, layered
+
+        if self.classes is None or set(self.classes) != set(SCALEOUT_CLASSES):
+            return None
+        level = layered(self._system)
+        return None if level is None else Cones(self._system, self.graph, level)
 
     def _short(self, src: str, dst: str, bucket: int) -> tuple[str, ...] | None:
         """The least-cost path when it has one or two hops and costs under 3 (a direct link, or
