@@ -54,6 +54,7 @@ class Router:
         self._transit: dict[str, float] = {}
         self._weights: dict[int, dict[tuple[str, str], float | None]] = {}
         self._cones = _UNKNOWN   # layers.Cones on a layered fabric (``_layered``), else None
+        self._near_hops: dict[tuple[str, int], dict[str, tuple[float, str]]] = {}
 
     def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
         """Link ids from ``src`` to ``dst`` ('' path for a device to itself)."""
@@ -144,26 +145,42 @@ class Router:
     def _short(self, src: str, dst: str, bucket: int) -> tuple[str, ...] | None:
         """The least-cost path when it has one or two hops and costs under 3 (a direct link, or
         two NVLink hops through a switch): every longer path costs at least 3, so this is the
-        path Dijkstra finds, at the cost of scanning one neighbourhood."""
-        ends, graph = (src, dst), self.graph
-
-        def cheapest(u, v):
-            return min(((c, d["link"].id) for d in graph[u][v].values()
-                        if (c := self._edge_cost(u, v, d, ends, bucket)) is not None),
-                       default=(math.inf, ""))
+        path Dijkstra finds, at the cost of scanning one neighbourhood. A hop's cheapest link
+        is read from each end's table (``_hops``), which pays no transit at either end: the
+        ends pay none, and the middle device is never a GPU or CPU here."""
+        kind = self.kind
+        first, last = self._hops(src, bucket), self._hops(dst, bucket)
         best: tuple[float, tuple[str, ...]] | None = None
-        for w in graph[src]:
+        for w, (cost, link) in first.items():
             if w == dst:
-                cost, link = cheapest(src, dst)
                 links: tuple[str, ...] = (link,)
-            elif self.kind[w] in ("gpu", "cpu") or dst not in graph[w]:
+            elif w not in last or kind[w] in ("gpu", "cpu"):
                 continue
             else:
-                (c1, l1), (c2, l2) = cheapest(src, w), cheapest(w, dst)
-                cost, links = c1 + c2, (l1, l2)
+                c2, l2 = last[w]
+                cost, links = cost + c2, (link, l2)
             if cost < 3.0 and (best is None or (cost, links) < best):
                 best = (cost, links)
         return best[1] if best else None
+
+    def _hops(self, node: str, bucket: int) -> dict[str, tuple[float, str]]:
+        """Each neighbour of ``node`` with the cost and id of the cheapest link to it (costs
+        without transit: the least cost and the first id among equals, as ``_edge_cost`` and
+        ``_search`` pick), for the neighbours some link of the router's classes joins; per
+        (device, bucket): a GPU's 18 NVLink switch chips are weighed once for all its pairs,
+        not once per pair."""
+        key = (node, bucket)
+        found = self._near_hops.get(key)
+        if found is None:
+            found = self._near_hops[key] = {}
+            for w, edges in self.graph[node].items():
+                ends = (node, w)
+                best = min(((c, d["link"].id) for d in edges.values()
+                            if (c := self._edge_cost(node, w, d, ends, bucket)) is not None),
+                           default=None)
+                if best is not None:
+                    found[w] = best
+        return found
 
 
 class _Kinds:
