@@ -184,7 +184,7 @@ def arch_of(system: System, ranks: Sequence[int]) -> int:
 
 def channels(system: System, ranks: Sequence[int], inside: int) -> int:
     """Channels across islands as NCCL opens them (two per NIC), ``inside`` one island."""
-    return orders.net_channels(system, ranks) if len(orders.islands(system, ranks)) > 1 \
+    return orders.net_channels(system, ranks) if orders.island_count(system, ranks) > 1 \
         else inside
 
 
