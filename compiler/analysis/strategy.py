@@ -159,7 +159,10 @@ class StepReport:
 
 
 def staged_pairs(system: System, ranks) -> tuple[int, tuple[int, int]] | None:
-    """How many pairs of ``ranks`` stage through host memory, and one of them; None if none."""
+    """How many pairs of ``ranks`` stage through host memory, and one of them; None if none
+    (at once when every island of the system is one peer-to-peer set: ``_staging_anywhere``)."""
+    if not _staging_anywhere(system):
+        return None
     loc = system.locality
     parts: dict[tuple, list[int]] = defaultdict(list)
     for r in ranks:
@@ -174,6 +177,27 @@ def staged_pairs(system: System, ranks) -> tuple[int, tuple[int, int]] | None:
         if len(sets) > 1 and example is None:
             example = (sets[0][0], sets[1][0])
     return (count, example) if count else None
+
+
+def _staging_anywhere(system: System) -> bool:
+    """Whether some island of the system holds GPUs of two peer-to-peer sets (a PCIe server
+    whose sockets' GPUs stage through host memory); once per system. When none does, no group
+    has a staged pair, and a data-parallel group of a quarter of the world is not walked rank
+    by rank to find that out."""
+    key = "strategy.staging_anywhere"
+    if key not in system.memo:
+        import numpy as np
+
+        loc = system.locality
+        found = False
+        if len(system.gpus):
+            label = np.asarray(loc.p2p.label, dtype=np.int64)[
+                np.asarray(loc.gpu_index, dtype=np.int64)]
+            island = np.asarray(loc.island, dtype=np.int64)
+            _, first, inverse = np.unique(island, return_index=True, return_inverse=True)
+            found = bool(np.any(label != label[first][inverse.reshape(-1)]))
+        system.memo[key] = found
+    return system.memo[key]
 
 
 def _kind(system: System, ranks) -> tuple:
