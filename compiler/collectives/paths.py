@@ -55,6 +55,9 @@ class Router:
         self._weights: dict[int, dict[tuple[str, str], float | None]] = {}
         self._cones = _UNKNOWN   # layers.Cones on a layered fabric (``_layered``), else None
         self._near_hops: dict[tuple[str, int], dict[str, tuple[float, str]]] = {}
+        # what the search walks: the neighbours some link of the classes joins (the others
+        # weigh None, and a GPU's host search weighed its 18 NVLink switch chips every time)
+        self._view = self.graph if classes is None else _ClassView(self.graph, classes)
 
     def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
         """Link ids from ``src`` to ``dst`` ('' path for a device to itself)."""
@@ -121,7 +124,7 @@ class Router:
             nodes = self._cones.path(src, dst, weight,
                                      min(HOP_COST[c] for c in self.classes))
         if nodes is None:
-            nodes = bidirectional_dijkstra(self.graph, src, dst, weight)
+            nodes = bidirectional_dijkstra(self._view, src, dst, weight)
         links = []
         for u, v in zip(nodes, nodes[1:]):
             edges = self.graph[u][v]
@@ -180,6 +183,30 @@ class Router:
                            default=None)
                 if best is not None:
                     found[w] = best
+        return found
+
+
+class _ClassView:
+    """An adjacency with, per device, only the neighbours that a link of ``classes`` joins
+    (each with all its edges, which the router's weight filters as before), made once per
+    device: the search pushes exactly what it pushed over the whole adjacency, in the same
+    order, and skips the rest without weighing them."""
+
+    __slots__ = ("_graph", "_classes", "_built")
+
+    def __init__(self, graph, classes: tuple[str, ...]):
+        self._graph, self._classes, self._built = graph, classes, {}
+
+    def __contains__(self, device_id: object) -> bool:
+        return device_id in self._graph
+
+    def __getitem__(self, device_id: str) -> dict:
+        found = self._built.get(device_id)
+        if found is None:
+            classes = self._classes
+            found = self._built[device_id] = {
+                v: edges for v, edges in self._graph[device_id].items()
+                if any(d["cls"] in classes for d in edges.values())}
         return found
 
 

@@ -232,3 +232,32 @@ def test_fabrics_the_cones_cannot_answer_are_searched():
     for bucket in range(8):
         for a, b in itertools.permutations(ends, 2):
             assert fast.path(a, b, bucket) == slow.path(a, b, bucket)
+
+
+@pytest.mark.parametrize("name", ["gb200_nvl72", "pcie_server", "aws_p5", "dgx1_v100"])
+def test_a_class_limited_search_walks_only_its_classes_and_finds_the_same_paths(name):
+    """A router limited to some link classes searches a view of the neighbours those classes
+    join (``_ClassView``): the same paths as over the whole adjacency, where the others
+    weighed None."""
+    from topoc.compiler.collectives.paths import NoRoute
+    from topoc.compiler.ir.system import SCALEOUT_CLASSES
+    system = topoc.load(f"{LIB}/{name}.topo")
+    ids = [g.id for g in system.gpus][:8] + [d.id for d in system.devices
+                                             if d.kind in ("nic", "cpu")][:8]
+    checked = 0
+    for classes in (("pcie", "nvlink_c2c", "inter_socket"), ("nvlink", "nvlink_c2c"),
+                    SCALEOUT_CLASSES):
+        fast, slow = Router(system, classes), Router(system, classes)
+        assert fast._view is not fast.graph
+        slow._view = slow.graph                              # the whole adjacency
+        fast._cones = slow._cones = None                     # the search, both sides
+        for (a, b), bucket in itertools.product(itertools.permutations(ids, 2), (0, 3)):
+            found = []
+            for router in (fast, slow):
+                try:
+                    found.append(router.path(a, b, bucket))
+                except NoRoute:
+                    found.append(None)
+            assert found[0] == found[1], (a, b, bucket)
+            checked += found[0] is not None
+    assert checked > 100
