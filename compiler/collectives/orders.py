@@ -107,6 +107,11 @@ def island_parts(system: System, ranks: Sequence[int]) -> tuple[tuple[int, ...],
     return found
 
 
+def first_island_ranks(system: System, ranks: Sequence[int]) -> list[int]:
+    """The ranks of the group's first island (``islands_ranks(...)[0]`` without the rest)."""
+    return [ranks[p] for p in island_parts(system, ranks)[0]]
+
+
 def island_count(system: System, ranks: Sequence[int]) -> int:
     """How many islands the group spans (``len(islands(...))`` without the copy)."""
     return len(island_parts(system, ranks))

@@ -150,9 +150,15 @@ def one_per_island(system: System, ranks: Sequence[int]) -> bool:
 
 
 def island_agents(system: System, ranks: Sequence[int]):
-    """Each island's reducing NVLink switches, or None when some island has none."""
-    found = [system.locality.nvlink_agents(part) for part in orders.islands_ranks(system, ranks)]
-    return None if any(a is None for a in found) else found
+    """Each island's reducing NVLink switches, or None when some island has none (said at the
+    first such island, without asking the rest)."""
+    found = []
+    for part in orders.island_parts(system, ranks):
+        agents = system.locality.nvlink_agents([ranks[p] for p in part])
+        if agents is None:
+            return None
+        found.append(agents)
+    return found
 
 
 def hosts(system: System, ranks: Sequence[int]) -> int:
