@@ -145,8 +145,12 @@ def gpu_ids(system: System) -> list[str]:
 
 def one_per_island(system: System, ranks: Sequence[int]) -> bool:
     """Every rank of the group on an island of its own (NCCL's PAT condition, nNodes ==
-    nRanks)."""
-    return len({system.locality.island[r] for r in ranks}) == len(ranks) > 1
+    nRanks); a group of more ranks than the system has islands is not, without a pass over
+    its ranks."""
+    loc = system.locality
+    if len(ranks) > len(loc.island_ranks):      # more ranks than islands: some share one
+        return False
+    return len({loc.island[r] for r in ranks}) == len(ranks) > 1
 
 
 def island_agents(system: System, ranks: Sequence[int]):
