@@ -4,11 +4,13 @@ no result.
     .venv/bin/python benchmarks/verbs_unchanged.py save /tmp/before     # on the old code
     .venv/bin/python benchmarks/verbs_unchanged.py save /tmp/after      # on the new code
     .venv/bin/python benchmarks/verbs_unchanged.py diff /tmp/before /tmp/after
+    .venv/bin/python benchmarks/verbs_unchanged.py save /tmp/plan --only plan   # some calls
 
 For each ``library/**/*.topo`` with a system: ``compile --format json`` and its summary, ``lint``, ``cost`` of a
 world all-reduce (1 MiB and 1 GiB), ``schedule`` of a world ring all-reduce (json), ``report``
-(text) and ``render -o x.dot`` (racks and physical views); stdout, stderr and the exit code of
-each call. Large parametric files also run at a bigger size (``-D``). The CLI runs in this
+(text), ``render -o x.dot`` (racks and physical views) and ``plan`` of a dense and a
+mixture-of-experts model with nothing fixed (every row, json); stdout, stderr and the exit
+code of each call. ``--only`` keeps the calls whose names start with one of its prefixes. Large parametric files also run at a bigger size (``-D``). The CLI runs in this
 process (one interpreter per file keeps it quick), so a run takes a minute or so.
 """
 
@@ -28,6 +30,10 @@ EXTRA = {"nvl72_superpod.topo": ["racks=128"], "h100_superpod.topo": ["nodes=102
          "nvl72_fourtier.topo": ["racks=48"], "h100_fourtier.topo": ["nodes=300"]}
 
 
+#: The models ``plan`` searches on each file: a dense one and a mixture of experts.
+PLAN_MODELS = ("llama3-405b", "mixtral-8x7b")
+
+
 def calls(path: Path, tmp: Path) -> list[tuple[str, list[str]]]:
     """(name, argv) of every call for one file."""
     f = str(path)
@@ -40,21 +46,27 @@ def calls(path: Path, tmp: Path) -> list[tuple[str, list[str]]]:
                           "--algorithm", "ring", "--size", "1M"]),
             ("report", ["report", f]),
             ("render-racks", ["render", f, "--view", "racks", "-o", dot]),
-            ("render-physical", ["render", f, "--view", "physical", "-o", dot])]
+            ("render-physical", ["render", f, "--view", "physical", "-o", dot]),
+            *((f"plan-{model}", ["plan", f, "--model", model, "--batch", "1024", "--jobs", "1",
+                                 "--no-cache", "--top", "0", "--format", "json"])
+              for model in PLAN_MODELS)]
     out = list(base)
     for define in EXTRA.get(path.name, []):
         out += [(f"{name}[{define}]", [*argv, "-D", define]) for name, argv in base
-                if not name.startswith("render-physical")]
+                if not name.startswith(("render-physical", "plan"))]
     return out
 
 
-def run_file(path: Path) -> dict:
-    """Every call for one file, in this process."""
+def run_file(path: Path, only: tuple[str, ...] = ()) -> dict:
+    """Every call for one file (those whose names start with one of ``only``, when given), in
+    this process."""
     from topoc.cli import main
     result = {}
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         for name, argv in calls(path, tmp):
+            if only and not name.startswith(only):
+                continue
             out, err = io.StringIO(), io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
@@ -72,11 +84,12 @@ def files() -> list[Path]:
     return sorted(p for p in (ROOT / "library").rglob("*.topo") if "system " in p.read_text())
 
 
-def save(folder: Path) -> None:
+def save(folder: Path, only: str = "") -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for path in files():
-        done = subprocess.run([sys.executable, __file__, "one", str(path)], capture_output=True,
-                              text=True, check=True)
+        # the path relative to the checkout, so that two checkouts' messages compare equal
+        done = subprocess.run([sys.executable, __file__, "one", str(path.relative_to(ROOT)),
+                               only], capture_output=True, text=True, check=True, cwd=ROOT)
         (folder / f"{path.stem}.json").write_text(done.stdout)
         print(path.name, flush=True)
 
@@ -100,11 +113,18 @@ def diff(a: Path, b: Path) -> int:
 
 def main() -> int:
     verb, *rest = sys.argv[1:]
+    only = ""
+    if "--only" in rest:
+        at = rest.index("--only")
+        only = rest[at + 1]
+        del rest[at:at + 2]
     if verb == "one":
-        print(json.dumps(run_file(Path(rest[0])), sort_keys=True))
+        only = rest[1] if len(rest) > 1 else only
+        prefixes = tuple(x for x in only.split(",") if x)
+        print(json.dumps(run_file(Path(rest[0]), prefixes), sort_keys=True))
         return 0
     if verb == "save":
-        save(Path(rest[0]))
+        save(Path(rest[0]), only)
         return 0
     return diff(Path(rest[0]), Path(rest[1]))
 

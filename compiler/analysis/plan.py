@@ -33,7 +33,7 @@ from ..ir.links import Links
 from ..ir.gpus import GPUFigures, gpu_figures, hbm_of
 from ..lang.derive import with_training
 from ..ir.system import DEFAULT_ORDER, ParallelStrategy, System, Transformer
-from ..lint.rules import spans_domains
+from ..lint.rules import domain_codes
 from . import plan_cache, remote
 from .strategy import StepReport, exposed_by_dim, placement, step
 from ..training.memory import MEMORY_MARGIN, TIGHT, band, fit
@@ -228,15 +228,20 @@ def tp_within_domains(system: System, gpus: int) -> Callable[[int], bool]:
     published run of tests/training_rows.py keeps tp inside one NVLink domain. So the search
     does not offer what ``topoc lint`` calls a placement mistake (W501, and with it W504's
     inverted mapping); ``--tp N`` still asks for any size (docs/plan.md, "Search")."""
+    import numpy as np
+
     where = placement(system, gpus)
-    gpu_of = (lambda r: where[r]) if where is not None else (lambda r: r)
     seen: dict[int, bool] = {}
 
     def ok(tp: int) -> bool:
+        # every group of tp consecutive ranks in one place (``spans_domains`` == 1), all
+        # groups at once over the places' numbers (``domain_codes``)
         if tp not in seen:
-            seen[tp] = tp <= 1 or all(
-                spans_domains(system, [gpu_of(r) for r in range(start, start + tp)]) == 1
-                for start in range(0, gpus - gpus % tp, tp))
+            gpu = np.arange(gpus - gpus % tp, dtype=np.int64)
+            if where is not None:
+                gpu = np.asarray(where, dtype=np.int64)[gpu]
+            places = domain_codes(system)[gpu].reshape(-1, tp)
+            seen[tp] = tp <= 1 or bool(np.all(places == places[:, :1]))
         return seen[tp]
     return ok
 

@@ -159,7 +159,10 @@ class StepReport:
 
 
 def staged_pairs(system: System, ranks) -> tuple[int, tuple[int, int]] | None:
-    """How many pairs of ``ranks`` stage through host memory, and one of them; None if none."""
+    """How many pairs of ``ranks`` stage through host memory, and one of them; None if none
+    (at once when every island of the system is one peer-to-peer set: ``_staging_anywhere``)."""
+    if not _staging_anywhere(system):
+        return None
     loc = system.locality
     parts: dict[tuple, list[int]] = defaultdict(list)
     for r in ranks:
@@ -174,6 +177,27 @@ def staged_pairs(system: System, ranks) -> tuple[int, tuple[int, int]] | None:
         if len(sets) > 1 and example is None:
             example = (sets[0][0], sets[1][0])
     return (count, example) if count else None
+
+
+def _staging_anywhere(system: System) -> bool:
+    """Whether some island of the system holds GPUs of two peer-to-peer sets (a PCIe server
+    whose sockets' GPUs stage through host memory); once per system. When none does, no group
+    has a staged pair, and a data-parallel group of a quarter of the world is not walked rank
+    by rank to find that out."""
+    key = "strategy.staging_anywhere"
+    if key not in system.memo:
+        import numpy as np
+
+        loc = system.locality
+        found = False
+        if len(system.gpus):
+            label = np.asarray(loc.p2p.label, dtype=np.int64)[
+                np.asarray(loc.gpu_index, dtype=np.int64)]
+            island = np.asarray(loc.island, dtype=np.int64)
+            _, first, inverse = np.unique(island, return_index=True, return_inverse=True)
+            found = bool(np.any(label != label[first][inverse.reshape(-1)]))
+        system.memo[key] = found
+    return system.memo[key]
 
 
 def _kind(system: System, ranks) -> tuple:
@@ -231,10 +255,11 @@ def placement(system: System, n: int) -> tuple[int, ...] | None:
 
 
 def _groups(system: System, p: ParallelStrategy, dim: str, cache: dict | None,
-            where: tuple[int, ...] | None) -> tuple[int, int, dict[tuple, RankGroup]]:
-    """How many groups one dimension has on the system's GPUs, their size, and the first group
-    of each kind, shared by every strategy of the same sizes and order (``cache``)."""
-    key = ("groups", p.sizes, p.order, p.expert_tp, dim, where)
+            where: tuple[int, ...] | None) -> tuple[int, int, dict[tuple, RankGroup], tuple]:
+    """How many groups one dimension has on the system's GPUs, their size, the first group
+    of each kind, and each kind's group number (``_group_id``: () without a cache), shared by
+    every strategy of the same sizes and order (``cache``)."""
+    key = ("groups", p.sizes, p.order, p.expert_tp, dim, _where_key(cache, where))
     if cache is not None and key in cache:
         return cache[key]
     found = _groups_by_period(system, p, dim) if where is None else None
@@ -250,8 +275,33 @@ def _groups(system: System, p: ParallelStrategy, dim: str, cache: dict | None,
                 kinds[kind] = RankGroup(f"{dim}:{i}", ranks)
         found = (len(raw), len(raw[0]), kinds)
     if cache is not None:
-        cache[key] = found
+        ids = []
+        for kind, g in found[2].items():
+            number, ranks = _group_id(cache, g.ranks)
+            found[2][kind] = attrs.evolve(g, ranks=ranks)    # one tuple per distinct group
+            ids.append(number)
+        found = cache[key] = (*found, tuple(ids))
+    else:
+        found = (*found, ())
     return found
+
+
+def _group_id(cache: dict, ranks: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+    """A number for a group's ranks, the same for equal ranks, and the one tuple of them kept:
+    the costs are cached under the number, so a group of a quarter of the world (a
+    data-parallel group at tp 4) is hashed once per kind of strategy, not at every lookup."""
+    ids = cache.setdefault("group_ids", {})
+    found = ids.get(ranks)
+    if found is None:
+        found = ids[ranks] = (len(ids), ranks)
+    return found
+
+
+def _where_key(cache: dict | None, where: tuple[int, ...] | None):
+    """``where`` (the GPUs of a partial placement, up to every GPU) as a small cache key."""
+    if where is None or cache is None:
+        return where
+    return ("where", _group_id(cache, where)[0])
 
 
 def _groups_by_period(system: System, p: ParallelStrategy, dim: str):
@@ -304,48 +354,67 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
     """One traffic line, costed on one group of every distinct kind; the slowest kind is the
     one on the critical path and the one reported. ``cache`` memoises groups and costs across
     calls; ``where`` maps the strategy's ranks to the system's GPUs (``placement``)."""
-    count, size, kinds = _groups(system, p, f.dim, cache, where)
+    count, size, kinds, ids = _groups(system, p, f.dim, cache, where)
     window = _window(f)
     overlap = OVERLAP_TEXT[window or "none"] if f.overlap else \
         OVERLAPPING.get(f.dim, "no: on the critical path")
     if size < 2:
         return FlowReport(f.dim, f.collective, f.bytes, f.count, count, 1, None, (),
                           overlap, "groups of one GPU move nothing")
+    # what the groups' costs and notes come to depends on the groups, the collective, the
+    # size and the dispatch's deduplication only: once per strategy shape, not per candidate
+    key = ("flow", ids, f.dim, f.collective, f.bytes, f.dedup)
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        found = _costed(system, f, kinds, ids, cache)
+        if cache is not None:
+            cache[key] = found
+    cost, note = found
+    if cost is None:
+        return FlowReport(f.dim, f.collective, f.bytes, f.count, count, size,
+                          None, (), overlap, note, window)
+    return FlowReport(f.dim, f.collective, f.bytes, f.count, count, size,
+                      cost, cost.classes, overlap, note, window)
+
+
+def _costed(system: System, f, kinds: dict[tuple, RankGroup], ids: tuple[int, ...],
+            cache: dict | None) -> tuple[Cost | None, str]:
+    """(the slowest kind's cost, the flow's note) of one traffic line on the first group of
+    each kind; (None, why) when the model refuses it. ``ids``: the kinds' group numbers, the
+    keys of ``cache``'s costs."""
     costs = []
     try:
-        for g in kinds.values():
+        for g, gid in zip(kinds.values(), ids or [None] * len(kinds)):
             size_b = int(f.bytes * dedup_share(system, g.ranks, *f.dedup)) if f.dedup[0] \
                 else f.bytes
-            key = (g.ranks, f.collective, size_b)
+            key = (gid, f.collective, size_b)
             c = cache.get(key) if cache is not None else None
             if c is None and cache is not None:
-                at = cache.get((g.ranks, f.collective))
+                at = cache.get((gid, f.collective))
                 if at is None:
-                    at = cache[g.ranks, f.collective] = coster(system, g, f.collective)
+                    at = cache[gid, f.collective] = coster(system, g, f.collective)
                 c = cache[key] = at(size_b)
             elif c is None:
                 c = sweep(system, g, f.collective, [size_b])[0]
             costs.append(attrs.evolve(c, group=g.name))
     except CostError as exc:
-        return FlowReport(f.dim, f.collective, f.bytes, f.count, count, size,
-                          None, (), overlap, str(exc), window)
+        return None, str(exc)
     cost = max(costs, key=lambda c: c.time)
     notes = [f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
              f"{cost.group}, is reported"] if len(kinds) > 1 else []
-    slow = next(g for g in kinds.values() if g.name == cost.group).ranks
+    at = next(i for i, g in enumerate(kinds.values()) if g.name == cost.group)
+    slow = list(kinds.values())[at].ranks
     if cache is None:
         staged = staged_pairs(system, slow)
     else:
-        if ("staged", slow) not in cache:
-            cache["staged", slow] = staged_pairs(system, slow)
-        staged = cache["staged", slow]
+        if ("staged", ids[at]) not in cache:
+            cache["staged", ids[at]] = staged_pairs(system, slow)
+        staged = cache["staged", ids[at]]
     if staged:
         count, (a, b) = staged
         notes.append(f"{plural(count, 'GPU pair')} of {cost.group} stage through host memory "
                      f"(no peer-to-peer path), e.g. {system.gpus[a].id} and {system.gpus[b].id}")
-    note = "; ".join(notes)
-    return FlowReport(f.dim, f.collective, f.bytes, f.count, count, size,
-                      cost, cost.classes, overlap, note, window)
+    return cost, "; ".join(notes)
 
 
 def _slow(f: FlowReport) -> list[str]:

@@ -128,7 +128,7 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     sm, lanes = _gpu_facts(system, ranks)
     res = res or Resources.of(system, sm)
     loc = system.locality
-    islands = len({loc.island[r] for r in ranks})
+    islands = orders.island_count(system, ranks)
     sample = _sample(system, ranks)
     nccl = nccl or nccl_profile()
     shape = record.shape(Group(system, tuple(ranks), collective, res, sample, nccl))
@@ -268,7 +268,7 @@ def _tuner(system: System, ranks: Sequence[int]) -> tuple[str, int] | None:
     group's node (island) count, or None."""
     nic = system.locality.nic(ranks[0])
     name = system.device(nic).model.attr("tuner") if nic else None
-    return (name, len(orders.islands(system, ranks))) if name else None
+    return (name, orders.island_count(system, ranks)) if name else None
 
 
 def _tuner_loads(profiles: Sequence[Profile], version: Nccl) -> bool:

@@ -74,7 +74,20 @@ def _key_array(loc):
 def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
     """Group positions by island (node or NVLink rack), each sorted by locality, islands in
     order of their first rank."""
+    return [list(part) for part in island_parts(system, ranks)]
+
+
+def island_parts(system: System, ranks: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """``islands`` as the cached tuples themselves (callers must not change them): what a
+    caller that only reads them asks for, so a group of a quarter of the world is not copied
+    at every call. A large group's tuple of ranks is also found by identity, not hashed
+    again (the plan search asks about the same tuple for every algorithm it weighs)."""
     loc = system.locality
+    large = isinstance(ranks, tuple) and len(ranks) >= NUMPY_GROUP
+    if large:
+        same = loc.memo.setdefault("orders.islands_by_id", {}).get(id(ranks))
+        if same is not None and same[0] is ranks:
+            return same[1]
     cache = loc.memo.setdefault("orders.islands", {})
     key = tuple(ranks)
     found = cache.get(key)
@@ -87,7 +100,20 @@ def islands(system: System, ranks: Sequence[int]) -> list[list[int]]:
             for p in positions:
                 out.setdefault(loc.island[ranks[p]], []).append(p)
             found = cache[key] = tuple(tuple(part) for part in out.values())
-    return [list(part) for part in found]
+    if large:
+        # the entry holds the tuple, so its id cannot name another object while it is kept
+        loc.memo["orders.islands_by_id"][id(ranks)] = (ranks, found)
+    return found
+
+
+def first_island_ranks(system: System, ranks: Sequence[int]) -> list[int]:
+    """The ranks of the group's first island (``islands_ranks(...)[0]`` without the rest)."""
+    return [ranks[p] for p in island_parts(system, ranks)[0]]
+
+
+def island_count(system: System, ranks: Sequence[int]) -> int:
+    """How many islands the group spans (``len(islands(...))`` without the copy)."""
+    return len(island_parts(system, ranks))
 
 
 def _split(loc, ranks: Sequence[int], positions: list[int]) -> tuple[tuple[int, ...], ...]:
@@ -114,7 +140,7 @@ def _split(loc, ranks: Sequence[int], positions: list[int]) -> tuple[tuple[int, 
 
 def islands_ranks(system: System, ranks: Sequence[int]) -> list[list[int]]:
     """The group's ranks (not positions) per island, as ``islands`` orders them."""
-    return [[ranks[p] for p in part] for part in islands(system, ranks)]
+    return [[ranks[p] for p in part] for part in island_parts(system, ranks)]
 
 
 def nvlink_domains(system: System, ranks: Sequence[int]) -> list[tuple[int, ...]]:
@@ -127,10 +153,12 @@ def nvlink_domains(system: System, ranks: Sequence[int]) -> list[tuple[int, ...]
 
 
 def net_channels(system: System, ranks: Sequence[int]) -> int:
-    """Channels NCCL opens across islands: two per NIC of the first island, 2 to 16."""
+    """Channels NCCL opens across islands: two per NIC of the first rank's island, 2 to
+    16 (that island's ranks read from ``island_parts``, not found among all the ranks)."""
     loc = system.locality
     first = loc.island[ranks[0]]
-    nics = {loc.nic(r) for r in ranks if loc.island[r] == first} - {""}
+    part = next(p for p in island_parts(system, ranks) if loc.island[ranks[p[0]]] == first)
+    nics = {loc.nic(ranks[p]) for p in part} - {""}
     return max(2, min(MAX_GRAPH_CHANNELS, CHANNELS_PER_NIC * len(nics)))
 
 
@@ -334,7 +362,7 @@ def sample_islands(system: System, ranks: Sequence[int], keep: int) -> tuple[int
     """The group's ranks in its first ``keep`` islands (all if fewer), keeping the parity of the
     island count: an odd group is sampled on an odd number of islands, so the one crossing that
     cannot keep its rail is sampled too."""
-    parts = islands(system, ranks)
+    parts = island_parts(system, ranks)
     if len(parts) <= keep:
         return tuple(ranks)
     if len(parts) % 2 != keep % 2:

@@ -53,6 +53,11 @@ class Router:
         self._salt: dict[tuple[str, int], float] = {}
         self._transit: dict[str, float] = {}
         self._weights: dict[int, dict[tuple[str, str], float | None]] = {}
+        self._cones = _UNKNOWN   # layers.Cones on a layered fabric (``_layered``), else None
+        self._near_hops: dict[tuple[str, int], dict[str, tuple[float, str]]] = {}
+        # what the search walks: the neighbours some link of the classes joins (the others
+        # weigh None, and a GPU's host search weighed its 18 NVLink switch chips every time)
+        self._view = self.graph if classes is None else _ClassView(self.graph, classes)
 
     def path(self, src: str, dst: str, flow: int = 0) -> tuple[str, ...]:
         """Link ids from ``src`` to ``dst`` ('' path for a device to itself)."""
@@ -112,7 +117,14 @@ class Router:
             if not transit.get(u, 1.0) and not transit.get(v, 1.0):
                 known[(u, v)] = w
             return w
-        nodes = bidirectional_dijkstra(self.graph, src, dst, weight)
+        nodes = None
+        if self._cones is _UNKNOWN:
+            self._cones = self._layered()
+        if self._cones is not None:
+            nodes = self._cones.path(src, dst, weight,
+                                     min(HOP_COST[c] for c in self.classes))
+        if nodes is None:
+            nodes = bidirectional_dijkstra(self._view, src, dst, weight)
         links = []
         for u, v in zip(nodes, nodes[1:]):
             edges = self.graph[u][v]
@@ -123,29 +135,79 @@ class Router:
         return tuple(links)
 
 
+    def _layered(self):
+        """The up-cones of a scale-out router on a layered fabric (``layers``: paths between
+        NICs without a search), else None."""
+        from .layers import Cones, layered
+
+        if self.classes is None or set(self.classes) != set(SCALEOUT_CLASSES):
+            return None
+        level = layered(self._system)
+        return None if level is None else Cones(self._system, self.graph, level)
+
     def _short(self, src: str, dst: str, bucket: int) -> tuple[str, ...] | None:
         """The least-cost path when it has one or two hops and costs under 3 (a direct link, or
         two NVLink hops through a switch): every longer path costs at least 3, so this is the
-        path Dijkstra finds, at the cost of scanning one neighbourhood."""
-        ends, graph = (src, dst), self.graph
-
-        def cheapest(u, v):
-            return min(((c, d["link"].id) for d in graph[u][v].values()
-                        if (c := self._edge_cost(u, v, d, ends, bucket)) is not None),
-                       default=(math.inf, ""))
+        path Dijkstra finds, at the cost of scanning one neighbourhood. A hop's cheapest link
+        is read from each end's table (``_hops``), which pays no transit at either end: the
+        ends pay none, and the middle device is never a GPU or CPU here."""
+        kind = self.kind
+        first, last = self._hops(src, bucket), self._hops(dst, bucket)
         best: tuple[float, tuple[str, ...]] | None = None
-        for w in graph[src]:
+        for w, (cost, link) in first.items():
             if w == dst:
-                cost, link = cheapest(src, dst)
                 links: tuple[str, ...] = (link,)
-            elif self.kind[w] in ("gpu", "cpu") or dst not in graph[w]:
+            elif w not in last or kind[w] in ("gpu", "cpu"):
                 continue
             else:
-                (c1, l1), (c2, l2) = cheapest(src, w), cheapest(w, dst)
-                cost, links = c1 + c2, (l1, l2)
+                c2, l2 = last[w]
+                cost, links = cost + c2, (link, l2)
             if cost < 3.0 and (best is None or (cost, links) < best):
                 best = (cost, links)
         return best[1] if best else None
+
+    def _hops(self, node: str, bucket: int) -> dict[str, tuple[float, str]]:
+        """Each neighbour of ``node`` with the cost and id of the cheapest link to it (costs
+        without transit: the least cost and the first id among equals, as ``_edge_cost`` and
+        ``_search`` pick), for the neighbours some link of the router's classes joins; per
+        (device, bucket): a GPU's 18 NVLink switch chips are weighed once for all its pairs,
+        not once per pair."""
+        key = (node, bucket)
+        found = self._near_hops.get(key)
+        if found is None:
+            found = self._near_hops[key] = {}
+            for w, edges in self.graph[node].items():
+                ends = (node, w)
+                best = min(((c, d["link"].id) for d in edges.values()
+                            if (c := self._edge_cost(node, w, d, ends, bucket)) is not None),
+                           default=None)
+                if best is not None:
+                    found[w] = best
+        return found
+
+
+class _ClassView:
+    """An adjacency with, per device, only the neighbours that a link of ``classes`` joins
+    (each with all its edges, which the router's weight filters as before), made once per
+    device: the search pushes exactly what it pushed over the whole adjacency, in the same
+    order, and skips the rest without weighing them."""
+
+    __slots__ = ("_graph", "_classes", "_built")
+
+    def __init__(self, graph, classes: tuple[str, ...]):
+        self._graph, self._classes, self._built = graph, classes, {}
+
+    def __contains__(self, device_id: object) -> bool:
+        return device_id in self._graph
+
+    def __getitem__(self, device_id: str) -> dict:
+        found = self._built.get(device_id)
+        if found is None:
+            classes = self._classes
+            found = self._built[device_id] = {
+                v: edges for v, edges in self._graph[device_id].items()
+                if any(d["cls"] in classes for d in edges.values())}
+        return found
 
 
 class _Kinds:

@@ -140,6 +140,15 @@ def reach_labels(system: System, classes: tuple[str, ...] | None):
     return found
 
 
+def link_components(count: int, a, b):
+    """Each of ``count`` devices' component over the links ``a[i] -- b[i]`` (numpy arrays of
+    device indices), labelled with the component's smallest index: ``reach_labels`` for any
+    set of links."""
+    import numpy as np
+
+    return _components(np.arange(count, dtype=np.int32), a, b)
+
+
 def island_period(system: System) -> int:
     """s when the ranks fall into islands of s consecutive ranks each, every island its own
     number (an NVL72 rack: 72, a DGX node: 8), else 0; once per system. Then whether two ranks

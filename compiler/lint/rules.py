@@ -276,6 +276,24 @@ def spans_domains(system: System, ranks) -> int:
     return len({loc.domain_root[r] or ("island", loc.island[r]) for r in ranks})
 
 
+def domain_codes(system: System):
+    """Each rank's place as ``spans_domains`` counts places (its NVLink domain, or its island
+    when it has none) as a number, a numpy array by rank; once per system. Ranks share a
+    place exactly when they share a number, so a search can test every group of a size at
+    once (``plan.tp_within_domains``)."""
+    found = system.memo.get("rules.domain_codes")
+    if found is None:
+        import numpy as np
+
+        loc = system.locality
+        numbers: dict = {}
+        found = system.memo["rules.domain_codes"] = np.fromiter(
+            (numbers.setdefault(root or ("island", island), len(numbers))
+             for root, island in zip(loc.domain_root, loc.island)),
+            dtype=np.int64, count=len(system.gpus))
+    return found
+
+
 def _spanning(system: System, dim: str, spans) -> Iterable[tuple]:
     """(strategy, indices of its ``dim`` groups that ``spans`` counts as more than one place)."""
     for p in system.parallels:

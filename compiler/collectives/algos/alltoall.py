@@ -50,7 +50,7 @@ def direct_loads(g: Group) -> Loads:
 
 
 def shape(g: Group) -> Shape:
-    counted = sum(len(p) for p in orders.islands_ranks(g.system, g.ranks)[:2])
+    counted = sum(len(p) for p in orders.island_parts(g.system, g.ranks)[:2])
     if g.collective == "alltoall" and counted > ALLTOALL_MAX_RANKS:
         raise CostError(f"all-to-all cost is modelled up to {ALLTOALL_MAX_RANKS} ranks in "
                         f"two islands (the group has {counted})")

@@ -145,14 +145,24 @@ def gpu_ids(system: System) -> list[str]:
 
 def one_per_island(system: System, ranks: Sequence[int]) -> bool:
     """Every rank of the group on an island of its own (NCCL's PAT condition, nNodes ==
-    nRanks)."""
-    return len({system.locality.island[r] for r in ranks}) == len(ranks) > 1
+    nRanks); a group of more ranks than the system has islands is not, without a pass over
+    its ranks."""
+    loc = system.locality
+    if len(ranks) > len(loc.island_ranks):      # more ranks than islands: some share one
+        return False
+    return len({loc.island[r] for r in ranks}) == len(ranks) > 1
 
 
 def island_agents(system: System, ranks: Sequence[int]):
-    """Each island's reducing NVLink switches, or None when some island has none."""
-    found = [system.locality.nvlink_agents(part) for part in orders.islands_ranks(system, ranks)]
-    return None if any(a is None for a in found) else found
+    """Each island's reducing NVLink switches, or None when some island has none (said at the
+    first such island, without asking the rest)."""
+    found = []
+    for part in orders.island_parts(system, ranks):
+        agents = system.locality.nvlink_agents([ranks[p] for p in part])
+        if agents is None:
+            return None
+        found.append(agents)
+    return found
 
 
 def hosts(system: System, ranks: Sequence[int]) -> int:
@@ -184,7 +194,7 @@ def arch_of(system: System, ranks: Sequence[int]) -> int:
 
 def channels(system: System, ranks: Sequence[int], inside: int) -> int:
     """Channels across islands as NCCL opens them (two per NIC), ``inside`` one island."""
-    return orders.net_channels(system, ranks) if len(orders.islands(system, ranks)) > 1 \
+    return orders.net_channels(system, ranks) if orders.island_count(system, ranks) > 1 \
         else inside
 
 

@@ -84,7 +84,7 @@ def latency(p: Profile, collective: str, n: int, proto: int) -> float:
 
 def eligible(g: Group) -> bool:
     """CollNet where the fabric declares SHARP, across two or more islands."""
-    return len(orders.islands(g.system, g.ranks)) >= 2 and sharp_fabric(g.system, g.ranks)
+    return orders.island_count(g.system, g.ranks) >= 2 and sharp_fabric(g.system, g.ranks)
 
 
 COLLNET_CHAIN = Algorithm(

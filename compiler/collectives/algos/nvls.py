@@ -73,7 +73,7 @@ def fill_seconds(p: Profile, collective: str, n: int, size: int) -> float:
 
 def min_ranks(system: System, ranks: Sequence[int]) -> int:
     """The largest single-island group NCCL leaves on rings rather than NVLS."""
-    if len(orders.islands(system, ranks)) > 1:
+    if orders.island_count(system, ranks) > 1:
         return 2
     return NVLS_RING_UP_TO.get(arch_of(system, ranks), 2)
 

@@ -99,8 +99,9 @@ def bus(p: Profile, collective: str, n: int, size: int, proto: int, raw: float) 
 def eligible(g: Group) -> bool:
     """Across islands of reducing NVLink switches; over multi-host NVLink islands (NVL72) NCCL
     runs NVLS-tree across two of them only (docs/cost.md)."""
-    parts = orders.islands_ranks(g.system, g.ranks)
-    if len(parts) < 2 or (hosts(g.system, parts[0]) > 1 and len(parts) > 2):
+    count = orders.island_count(g.system, g.ranks)
+    if count < 2 or (hosts(g.system, orders.first_island_ranks(g.system, g.ranks)) > 1 and
+                     count > 2):
         return False
     return island_agents(g.system, g.ranks) is not None
 
@@ -113,5 +114,5 @@ NVLS_TREE = Algorithm(
     # on one node (v2.18.3-1 line 260)
     nccl={"allreduce": since((2, 18))},
     eligible=eligible, pipeline=messages.nvls_tree_seconds,
-    hosts=lambda system, ranks: hosts(system, orders.islands_ranks(system, ranks)[0]),
+    hosts=lambda system, ranks: hosts(system, orders.first_island_ranks(system, ranks)),
     declares=lambda v: v.nvls_tree_declared)

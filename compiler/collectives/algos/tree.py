@@ -83,8 +83,7 @@ def eligible(g: Group) -> bool:
     ring's first rank per domain) and tuning.cc disables no algorithm for MNNVL (its only
     disables: NVLS-tree on one node, CollNet without the plugin, CollNet-direct without
     NVSwitch). How NCCL weighs it there: ``credit``."""
-    parts = orders.islands_ranks(g.system, g.ranks)
-    return len(parts) >= 2
+    return orders.island_count(g.system, g.ranks) >= 2
 
 
 #: Fitted: the share of the tree's bandwidth NCCL's own choice credits across multi-host NVLink
@@ -102,8 +101,8 @@ MNNVL_TREE_CREDIT = value("mnnvl_tree_credit")
 def credit(system: System, ranks: Sequence[int]) -> float:
     """NCCL's credit to the tree's bandwidth when it chooses: ``MNNVL_TREE_CREDIT`` across
     multi-host NVLink islands, else all of it."""
-    parts = orders.islands_ranks(system, ranks)
-    return MNNVL_TREE_CREDIT if len(parts) >= 2 and hosts(system, parts[0]) > 1 else 1.0
+    return MNNVL_TREE_CREDIT if orders.island_count(system, ranks) >= 2 and \
+        hosts(system, orders.first_island_ranks(system, ranks)) > 1 else 1.0
 
 
 def layout(system: System, ranks: Sequence[int], collective: str, count: int,

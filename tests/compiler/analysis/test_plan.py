@@ -505,3 +505,29 @@ def test_contradicting_flags_are_usage_errors(extra, words, capsys):
     assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--no-cache",
                  "--jobs", "1", *extra]) == 2
     assert words in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, gpus", [("nvl72_cluster.topo", None), ("nvl72_cluster.topo", 256),
+                                        ("dgx1_v100.topo", None), ("h100_cluster.topo", 64),
+                                        ("pcie_server.topo", None), ("gb200_nvl72.topo", 36)])
+def test_tp_within_domains_tests_every_group_as_spans_domains_does(name, gpus):
+    """The search's tp filter, every group of a size at once over the places' numbers
+    (``rules.domain_codes``), says what ``spans_domains`` says group by group, on the GPUs
+    the search places its ranks on (``placement``)."""
+    from topoc.compiler.analysis.plan import tp_within_domains
+    from topoc.compiler.analysis.strategy import placement
+    from topoc.compiler.lint.rules import spans_domains
+    system = topoc.load(str(LIBRARY / "nvidia" / name))
+    n = gpus or len(system.gpus)
+    where = placement(system, n)
+    gpu = (lambda r: where[r]) if where is not None else (lambda r: r)
+    ok = tp_within_domains(system, n)
+    answers = set()
+    for tp in range(1, min(n, 80) + 1):
+        want = tp <= 1 or all(spans_domains(system, [gpu(r) for r in range(s, s + tp)]) == 1
+                              for s in range(0, n - n % tp, tp))
+        assert ok(tp) == want, tp
+        answers.add(want)
+    assert True in answers
+    if len(system.locality.island_ranks) > 1:       # some size leaves a domain
+        assert False in answers

@@ -138,3 +138,17 @@ def test_groups_from_one_period_of_islands_equal_every_group_ranked(name, define
                 assert list(fast[2].values()) == list(kinds.values()), (p.sizes, order, dim)
                 checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("name", ["pcie_server.topo", "h100_nvl_server.topo", "gb200_tray.topo",
+                                  "dgx_h100.topo", "gb200_nvl72.topo", "nvl72_cluster.topo"])
+def test_staging_anywhere_is_the_rank_by_rank_answer(name):
+    """Whether any island holds two peer-to-peer sets (numpy, once per system) is what asking
+    every pair of each island says; where none does, no group has a staged pair."""
+    from topoc.compiler.analysis.strategy import _staging_anywhere, staged_pairs
+    system = topoc.load(library_file(name))
+    loc = system.locality
+    pairs = sum(loc.staged(r, q) for isl in loc.island_ranks for r in isl for q in isl if r < q)
+    assert _staging_anywhere(system) == (pairs > 0)
+    world = staged_pairs(system, tuple(range(len(system.gpus))))
+    assert (world[0] if world else 0) == pairs
