@@ -7,8 +7,10 @@ no result.
 
 For each ``library/**/*.topo`` with a system: ``compile --format json``, ``lint``, ``cost`` of a
 world all-reduce (1 MiB and 1 GiB), ``schedule`` of a world ring all-reduce (json), ``report``
-(text) and ``render -o x.dot`` (racks and physical views); stdout, stderr and the exit code of
-each call. Large parametric files also run at a bigger size (``-D``). The CLI runs in this
+(text), ``render -o x.dot`` (the default view, racks and physical), the cluster exports (Slurm
+tree and block, Kubernetes, ibsim, ibdiagnet) and ``diff`` (the file against itself, a bigger
+size against the default, and a few related files: json); stdout, stderr, the exit code and the
+written file of each call. Large parametric files also run at a bigger size (``-D``). The CLI runs in this
 process (one interpreter per file keeps it quick), so a run takes a minute or so.
 """
 
@@ -26,12 +28,17 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Extra sizes for the parametric clusters: the bundled default and one that needs more tiers.
 EXTRA = {"nvl72_superpod.topo": ["racks=128"], "h100_superpod.topo": ["nodes=1024"],
          "nvl72_fourtier.topo": ["racks=48"], "h100_fourtier.topo": ["nodes=300"]}
+#: Related files diffed against each other (json findings): drift between real designs.
+PAIRS = {"h100_cluster.topo": ["h100_roce_cluster.topo", "h100_superpod.topo"],
+         "dgx_h100.topo": ["dgx_h200.topo", "hgx_h200.topo", "aws_p5.topo"],
+         "gb200_nvl72.topo": ["gb300_nvl72.topo"], "nvl72_superpod.topo": ["nvl72_cluster.topo"],
+         "a100_cluster.topo": ["a100_superpod.topo"], "hgx_b200.topo": ["hgx_b300.topo"]}
 
 
 def calls(path: Path, tmp: Path) -> list[tuple[str, list[str]]]:
     """(name, argv) of every call for one file."""
     f = str(path)
-    dot = str(tmp / "out.dot")
+    dot = str(tmp / "out.dot")      # every call's output file (read, then removed)
     base = [("compile", ["compile", f, "--format", "json"]),
             ("lint", ["lint", f]),
             ("cost", ["cost", f, "--group", "world", "--sizes", "1M,1G", "--format", "json"]),
@@ -39,11 +46,22 @@ def calls(path: Path, tmp: Path) -> list[tuple[str, list[str]]]:
                           "--algorithm", "ring", "--size", "1M"]),
             ("report", ["report", f]),
             ("render-racks", ["render", f, "--view", "racks", "-o", dot]),
-            ("render-physical", ["render", f, "--view", "physical", "-o", dot])]
+            ("render-physical", ["render", f, "--view", "physical", "-o", dot]),
+            ("render", ["render", f, "-o", dot]),
+            ("export-slurm", ["export", "slurm", f, "--topology", "tree", "-o", dot]),
+            ("export-slurm-block", ["export", "slurm", f, "--topology", "block", "-o", dot]),
+            ("export-k8s", ["export", "k8s", f, "-o", dot]),
+            ("export-ibsim", ["export", "ibsim", f, "-o", dot]),
+            ("export-ibdiagnet", ["export", "ibdiagnet", f, "-o", dot]),
+            ("diff", ["diff", f, f, "--format", "json"])]
     out = list(base)
     for define in EXTRA.get(path.name, []):
         out += [(f"{name}[{define}]", [*argv, "-D", define]) for name, argv in base
                 if not name.startswith("render-physical")]
+    for other in PAIRS.get(path.name, []):
+        g = str(path.parent / other)
+        out += [(f"diff[{other}]", ["diff", f, g, "--format", "json"]),
+                (f"diff[{other}, text]", ["diff", g, f])]
     return out
 
 
