@@ -1,0 +1,136 @@
+"""What ``diff`` compares inside a host, read from the link arrays (``System.ends``).
+
+Per GPU: its NVLink lanes, the lanes to each directly wired GPU; per NIC: its PCIe switch and
+CPU (NUMA node), the nearest over the host's PCIe links. ``diff`` asked each device's
+``links_of`` for these, which made a ``Link`` object of every NVLink and PCIe link of both
+systems (3.7 M at 1,024 NVL72 racks against itself, most of its 37 s); here one numpy pass per
+system sums the lanes of every GPU and lists each device's PCIe neighbours by index, in the
+order ``links_of`` gives them, and a host's facts read those tables.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from ..ir.locality import natural
+from ..ir.system import Device, System, device_indices
+
+
+def by_kind(system: System, device_ids: Sequence[str]) -> dict[str, list[Device]]:
+    """A host's devices per kind, in declaration order."""
+    devices, index = system.devices, device_indices(system)
+    out: dict[str, list[Device]] = defaultdict(list)
+    for d in device_ids:
+        dev = devices[index[d]]
+        out[dev.kind].append(dev)
+    return out
+
+
+def _positions(kinds: dict[str, list[Device]]) -> dict[str, int]:
+    """Each device's position among the host's devices of its kind."""
+    return {d.id: i for k in kinds for i, d in enumerate(kinds[k])}
+
+
+def _nvlink(system: System) -> tuple[list[int], dict[int, dict[int, int]]]:
+    """Per device index: its NVLink lanes (a link to itself counted once, as ``links_of``
+    lists it once), and per GPU the lanes of its NVLink links to each GPU (both ways)."""
+    found = system.memo.get("diff_nvlink")
+    if found is None:
+        import numpy as np
+
+        n = len(system.devices)
+        src, dst, lanes = system.ends.arrays(lambda t: t.cls == "nvlink",
+                                             ("src", "dst", "lanes"))
+        other = src != dst
+        total = np.bincount(src, weights=lanes, minlength=n) + \
+            np.bincount(dst[other], weights=lanes[other], minlength=n)
+        gpu = np.fromiter((d.kind == "gpu" for d in system.devices), dtype=np.bool_, count=n)
+        both = gpu[src] & gpu[dst]
+        pairs: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        for s, t, k in zip(src[both].tolist(), dst[both].tolist(), lanes[both].tolist()):
+            pairs[s][t] += k
+            if s != t:
+                pairs[t][s] += k
+        found = system.memo["diff_nvlink"] = (total.astype(np.int64).tolist(), dict(pairs))
+    return found
+
+
+def _pcie(system: System) -> tuple[list[int], list[int]]:
+    """Each device's PCIe neighbours as device indices, one per link in declaration order (a
+    link to itself once): ``neighbours[start[i]:start[i + 1]]`` for device ``i``."""
+    found = system.memo.get("diff_pcie")
+    if found is None:
+        import numpy as np
+
+        src, dst = system.ends.arrays(lambda t: t.cls == "pcie")
+        # both ends of link i at 2i and 2i + 1, so a stable sort keeps declaration order
+        both = np.empty(2 * len(src), dtype=np.int64)
+        both[0::2] = src
+        both[1::2] = np.where(src == dst, -1, dst)
+        other = np.empty_like(both)
+        other[0::2] = dst
+        other[1::2] = src
+        keep = both >= 0
+        both, other = both[keep], other[keep]
+        order = np.argsort(both, kind="stable")
+        counts = np.bincount(both, minlength=len(system.devices))
+        start = np.concatenate(([0], np.cumsum(counts)))
+        found = system.memo["diff_pcie"] = (other[order].tolist(), start.tolist())
+    return found
+
+
+def gpu_facts(system: System, kinds: dict[str, list[Device]]) -> list[dict]:
+    """Per GPU of the host in order: model, NVLink lanes, direct GPU peers, NIC, PCIe switch
+    sharing, CPU, each as host-relative positions."""
+    rank_of = system.memo.get("diff_rank_of")
+    if rank_of is None:             # once per system, not once per host
+        rank_of = system.memo["diff_rank_of"] = {g.id: r for r, g in enumerate(system.gpus)}
+    lanes, pairs = _nvlink(system)
+    index, devices = device_indices(system), system.devices
+    pos = _positions(kinds)
+    loc = system.locality
+    out = []
+    for g in kinds.get("gpu", ()):
+        i = index[g.id]
+        pair = pairs.get(i, {})
+        peers = sorted((pos[o], n) for o, n in ((devices[j].id, n) for j, n in pair.items())
+                       if o in pos)
+        r = rank_of[g.id]
+        nic, sw, cpu = loc.nic(r), loc.pcie_switch(r), loc.socket(r)
+        out.append({"model": g.model.name, "lanes": lanes[i], "peers": peers,
+                    "nic": pos.get(nic), "switch": pos.get(sw), "cpu": pos.get(cpu)})
+    return out
+
+
+def nic_facts(system: System, kinds: dict[str, list[Device]]) -> list[dict]:
+    """Per NIC of the host in order: model, its PCIe switch and its CPU (NUMA node), as
+    host-relative positions, found over the host's PCIe links."""
+    neighbours, start = _pcie(system)
+    index, devices = device_indices(system), system.devices
+    pos = _positions(kinds)
+    kind = {d.id: d.kind for k in kinds for d in kinds[k]}
+
+    def adj(x: str) -> list[str]:
+        i = index[x]
+        return [o for o in (devices[j].id for j in neighbours[start[i]:start[i + 1]])
+                if o in pos]
+    out = []
+    for n in kinds.get("nic", ()):
+        switch = cpu = None
+        seen, frontier = {n.id}, [n.id]
+        while frontier and cpu is None:      # nearest CPU through PCIe switches only
+            nxt = []
+            for x in frontier:
+                for y in sorted(adj(x), key=natural):
+                    if y in seen:
+                        continue
+                    seen.add(y)
+                    if kind[y] == "cpu" and cpu is None:
+                        cpu = pos[y]
+                    elif kind[y] == "pcie_switch":
+                        switch = pos[y] if switch is None else switch
+                        nxt.append(y)
+            frontier = nxt
+        out.append({"model": n.model.name, "switch": switch, "cpu": cpu})
+    return out
