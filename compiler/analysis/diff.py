@@ -363,7 +363,7 @@ def _match_hcas(fa: Fabric, fb: Fabric, pairs) -> tuple[Fabric, list[tuple[str, 
     position instead agrees with more of the host's cabling (a design's four positional NICs
     against a subnet's mlx5_1, 2, 5, 6), by position. Cables of a left-over HCA are left out
     of the comparison (the HCA's finding names them)."""
-    peers_a, peers_b = _peers(fa), _peers(fb)
+    peers: list[dict[str, frozenset]] = []     # A's and B's, made when first needed
     rename: dict[str, str] = {}
     only: list[tuple[str, Hca]] = []
     by_host_a: dict[str, dict[int, Hca]] = defaultdict(dict)
@@ -377,11 +377,15 @@ def _match_hcas(fa: Fabric, fb: Fabric, pairs) -> tuple[Fabric, list[tuple[str, 
         same = [(i, i) for i in sorted(xa.keys() & xb.keys())]
         same += zip(sorted(xb.keys() - xa.keys()), sorted(xa.keys() - xb.keys()))
         order = list(zip(sorted(xb), sorted(xa)))
+        if order != same and not peers:
+            peers += [_peers(fa), _peers(fb)]
 
         def agree(matched) -> int:
+            peers_a, peers_b = peers
             return sum(peers_b.get(f"{hb.name}/{j}") == peers_a.get(f"{ha.name}/{i}")
                        for j, i in matched)
-        matched = order if agree(order) > agree(same) else same
+        # the same pairs either way (every HCA's identity on both sides): nothing to weigh
+        matched = order if order != same and agree(order) > agree(same) else same
         for j, i in matched:
             rename[f"{hb.name}/{j}"] = f"{ha.name}/{i}"
         used_a = {i for _, i in matched}
@@ -542,10 +546,13 @@ def _compare_fabric(fa: Fabric, fb: Fabric, found: list[Finding],
             found.append(Finding("switches", name, sa[name].model, sb[name].model,
                                  f"switch '{name}' is {sa[name].model} in A, "
                                  f"{sb[name].model} in B"))
-    ca = {(c.a, c.b, c.rate): c.count for c in fa.cables if not {c.a, c.b} & skip_a}
+    ca = {(c.a, c.b, c.rate): c.count for c in fa.cables
+          if not skip_a or not {c.a, c.b} & skip_a}
     cb = {(c.a, c.b, c.rate): c.count for c in fb.cables
           if not c.a.endswith(_LEFTOVER) and not c.b.endswith(_LEFTOVER) and
-          not {c.a, c.b} & skip_b}
+          (not skip_b or not {c.a, c.b} & skip_b)}
+    if ca == cb:
+        return              # every cable the same on both sides
     ends_a = {(c.a, c.b) for c in fa.cables}
     ends_b = {(c.a, c.b) for c in fb.cables}
     for key in sorted(ca.keys() | cb.keys(), key=lambda k: (k[0], k[1], k[2])):

@@ -14,12 +14,13 @@ import re
 import functools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 import attrs
 
 from ..base.gcpause import gc_paused
 from ..ir.hosts import HostInfo, hosts as host_list
-from ..ir.locality import natural
+from ..ir.locality import _natural, natural
 from ..ir.system import SCALEOUT_CLASSES, System
 
 
@@ -216,10 +217,11 @@ def _cables(ends: dict[int, str], src, dst, codes, lanes, types, kept) -> tuple[
     name, first seen first on a tie; in numpy over the links."""
     import numpy as np
 
-    names = sorted(set(ends.values()), key=natural)
-    keys = [natural(x) for x in names]
-    if any(x == y for x, y in zip(keys, keys[1:])):
+    # each name's key once (the cached ``natural`` holds 65,536: 80,000 ends would churn it)
+    named = sorted(((_natural(x), x) for x in set(ends.values())), key=itemgetter(0))
+    if any(x[0] == y[0] for x, y in zip(named, named[1:])):
         return _cables_by_name(ends, src, dst, codes, lanes, types, kept)  # names alike
+    names = [x for _, x in named]
     rank_of = {name: r for r, name in enumerate(names)}
     rank = np.full(len(kept), -1, dtype=np.int64)
     at = list(ends)

@@ -14,22 +14,41 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ..ir.locality import natural
-from ..ir.system import Device, System, device_indices
+from ..ir.system import System, device_indices
 
 
-def by_kind(system: System, device_ids: Sequence[str]) -> dict[str, list[Device]]:
+class Kinds(dict):
+    """A host's devices per kind (kind -> devices in declaration order), with each device's
+    position among its kind and its kind by id, made once for the GPU and the NIC facts."""
+
+    _pos: dict[str, int] | None = None
+    _kind: dict[str, str] | None = None
+
+    @property
+    def pos(self) -> dict[str, int]:
+        if self._pos is None:
+            self._pos = {d.id: i for k in self for i, d in enumerate(self[k])}
+        return self._pos
+
+    @property
+    def kind(self) -> dict[str, str]:
+        if self._kind is None:
+            self._kind = {d.id: k for k in self for d in self[k]}
+        return self._kind
+
+
+def by_kind(system: System, device_ids: Sequence[str]) -> Kinds:
     """A host's devices per kind, in declaration order."""
     devices, index = system.devices, device_indices(system)
-    out: dict[str, list[Device]] = defaultdict(list)
+    out = Kinds()
     for d in device_ids:
         dev = devices[index[d]]
-        out[dev.kind].append(dev)
+        found = out.get(dev.kind)
+        if found is None:
+            out[dev.kind] = [dev]
+        else:
+            found.append(dev)
     return out
-
-
-def _positions(kinds: dict[str, list[Device]]) -> dict[str, int]:
-    """Each device's position among the host's devices of its kind."""
-    return {d.id: i for k in kinds for i, d in enumerate(kinds[k])}
 
 
 def _nvlink(system: System) -> tuple[list[int], dict[int, dict[int, int]]]:
@@ -80,7 +99,7 @@ def _pcie(system: System) -> tuple[list[int], list[int]]:
     return found
 
 
-def gpu_facts(system: System, kinds: dict[str, list[Device]]) -> list[dict]:
+def gpu_facts(system: System, kinds: Kinds) -> list[dict]:
     """Per GPU of the host in order: model, NVLink lanes, direct GPU peers, NIC, PCIe switch
     sharing, CPU, each as host-relative positions."""
     rank_of = system.memo.get("diff_rank_of")
@@ -88,14 +107,14 @@ def gpu_facts(system: System, kinds: dict[str, list[Device]]) -> list[dict]:
         rank_of = system.memo["diff_rank_of"] = {g.id: r for r, g in enumerate(system.gpus)}
     lanes, pairs = _nvlink(system)
     index, devices = device_indices(system), system.devices
-    pos = _positions(kinds)
+    pos = kinds.pos
     loc = system.locality
     out = []
     for g in kinds.get("gpu", ()):
         i = index[g.id]
-        pair = pairs.get(i, {})
+        pair = pairs.get(i)
         peers = sorted((pos[o], n) for o, n in ((devices[j].id, n) for j, n in pair.items())
-                       if o in pos)
+                       if o in pos) if pair else []
         r = rank_of[g.id]
         nic, sw, cpu = loc.nic(r), loc.pcie_switch(r), loc.socket(r)
         out.append({"model": g.model.name, "lanes": lanes[i], "peers": peers,
@@ -103,13 +122,12 @@ def gpu_facts(system: System, kinds: dict[str, list[Device]]) -> list[dict]:
     return out
 
 
-def nic_facts(system: System, kinds: dict[str, list[Device]]) -> list[dict]:
+def nic_facts(system: System, kinds: Kinds) -> list[dict]:
     """Per NIC of the host in order: model, its PCIe switch and its CPU (NUMA node), as
     host-relative positions, found over the host's PCIe links."""
     neighbours, start = _pcie(system)
     index, devices = device_indices(system), system.devices
-    pos = _positions(kinds)
-    kind = {d.id: d.kind for k in kinds for d in kinds[k]}
+    pos, kind = kinds.pos, kinds.kind
 
     def adj(x: str) -> list[str]:
         i = index[x]
@@ -122,7 +140,8 @@ def nic_facts(system: System, kinds: dict[str, list[Device]]) -> list[dict]:
         while frontier and cpu is None:      # nearest CPU through PCIe switches only
             nxt = []
             for x in frontier:
-                for y in sorted(adj(x), key=natural):
+                near = adj(x)
+                for y in (sorted(near, key=natural) if len(near) > 1 else near):
                     if y in seen:
                         continue
                     seen.add(y)
