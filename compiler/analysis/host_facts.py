@@ -4,8 +4,9 @@ Per GPU: its NVLink lanes, the lanes to each directly wired GPU; per NIC: its PC
 CPU (NUMA node), the nearest over the host's PCIe links. ``diff`` asked each device's
 ``links_of`` for these, which made a ``Link`` object of every NVLink and PCIe link of both
 systems (3.7 M at 1,024 NVL72 racks against itself, most of its 37 s); here one numpy pass per
-system sums the lanes of every GPU and lists each device's PCIe neighbours by index, in the
-order ``links_of`` gives them, and a host's facts read those tables.
+system sums the lanes of every GPU, each device's PCIe neighbours are listed by index in the
+order ``links_of`` gives them (``incidence.neighbour_lists``), and a host's facts read those
+tables.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from ..ir.incidence import neighbour_lists
 from ..ir.locality import natural
 from ..ir.system import System, device_indices
 
@@ -75,30 +77,6 @@ def _nvlink(system: System) -> tuple[list[int], dict[int, dict[int, int]]]:
     return found
 
 
-def _pcie(system: System) -> tuple[list[int], list[int]]:
-    """Each device's PCIe neighbours as device indices, one per link in declaration order (a
-    link to itself once): ``neighbours[start[i]:start[i + 1]]`` for device ``i``."""
-    found = system.memo.get("diff_pcie")
-    if found is None:
-        import numpy as np
-
-        src, dst = system.ends.arrays(lambda t: t.cls == "pcie")
-        # both ends of link i at 2i and 2i + 1, so a stable sort keeps declaration order
-        both = np.empty(2 * len(src), dtype=np.int64)
-        both[0::2] = src
-        both[1::2] = np.where(src == dst, -1, dst)
-        other = np.empty_like(both)
-        other[0::2] = dst
-        other[1::2] = src
-        keep = both >= 0
-        both, other = both[keep], other[keep]
-        order = np.argsort(both, kind="stable")
-        counts = np.bincount(both, minlength=len(system.devices))
-        start = np.concatenate(([0], np.cumsum(counts)))
-        found = system.memo["diff_pcie"] = (other[order].tolist(), start.tolist())
-    return found
-
-
 def gpu_facts(system: System, kinds: Kinds) -> list[dict]:
     """Per GPU of the host in order: model, NVLink lanes, direct GPU peers, NIC, PCIe switch
     sharing, CPU, each as host-relative positions."""
@@ -125,7 +103,7 @@ def gpu_facts(system: System, kinds: Kinds) -> list[dict]:
 def nic_facts(system: System, kinds: Kinds) -> list[dict]:
     """Per NIC of the host in order: model, its PCIe switch and its CPU (NUMA node), as
     host-relative positions, found over the host's PCIe links."""
-    neighbours, start = _pcie(system)
+    neighbours, start = neighbour_lists(system, ("pcie",))
     index, devices = device_indices(system), system.devices
     pos, kind = kinds.pos, kinds.kind
 

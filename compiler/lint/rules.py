@@ -15,9 +15,9 @@ import attrs
 
 from . import plausible
 from ..base.diagnostics import Span, plural
-from ..ir.system import SCALEOUT_CLASSES, System
+from ..ir.system import SCALEOUT_CLASSES, System, device_indices
 from ..ir.groups import rank_groups
-from ..ir.incidence import arrays_in, columns_in
+from ..ir.incidence import arrays_in, columns_in, neighbour_lists
 from ..ir.summary import level_array
 
 
@@ -391,18 +391,26 @@ def _host_devices(system: System) -> list[tuple[str, tuple[str, ...]]]:
 @rule("W409", "note", "single point of failure: every compute NIC of a host on one switch")
 def one_switch_host(system: System, opts) -> Iterable[Finding]:
     device = system.device
+    devices_, index = system.devices, device_indices(system)
+    # per device model: a compute NIC, a switch with a port budget (one without stands for a
+    # whole fabric, a cloud's, not one box); the NICs' other ends read as indices, no Link
+    nic_model: dict[int, bool] = {}
+    box_model: dict[int, bool] = {}
+    for d in devices_:
+        m = d.model
+        if id(m) not in nic_model:
+            nic_model[id(m)] = d.compute_nic
+            box_model[id(m)] = d.kind == "net_switch" and bool(m.ports)
+    near, start = neighbour_lists(system)
     by_switch: dict[str, list[str]] = defaultdict(list)
     for host, devices in _host_devices(system):
-        nics = [i for i in devices if device(i).compute_nic]
+        nics = [k for k in map(index.__getitem__, devices) if nic_model[id(devices_[k].model)]]
         if len(nics) < 2:
             continue
-        switches = {link.dst if link.src == n else link.src
-                    for n in nics for link in system.incidence.get(n, ())}
-        # a switch without a port budget stands for a whole fabric (a cloud's), not one box
-        switches = {s for s in switches
-                    if device(s).kind == "net_switch" and device(s).model.ports}
+        switches = {j for k in nics for j in near[start[k]:start[k + 1]]
+                    if box_model[id(devices_[j].model)]}
         if len(switches) == 1:
-            by_switch[switches.pop()].append(host)
+            by_switch[devices_[switches.pop()].id].append(host)
     for switch, hosts_ in sorted(by_switch.items()):
         yield Finding("W409", f"{plural(len(hosts_), 'host')}, e.g. {_many(hosts_)}, reach the "
                       f"network only through {switch}: its failure cuts them off (spread the "
