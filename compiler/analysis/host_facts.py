@@ -108,9 +108,11 @@ def nic_facts(system: System, kinds: Kinds) -> list[dict]:
     pos, kind = kinds.pos, kinds.kind
 
     def adj(x: str) -> list[str]:
+        # only CPUs and PCIe switches move the search (a GPU or NIC it passes is never
+        # expanded nor taken), so only they are put in natural order
         i = index[x]
         return [o for o in (devices[j].id for j in neighbours[start[i]:start[i + 1]])
-                if o in pos]
+                if o in pos and kind[o] in ("cpu", "pcie_switch")]
     out = []
     for n in kinds.get("nic", ()):
         switch = cpu = None
