@@ -15,6 +15,7 @@ import functools
 from collections import defaultdict
 
 from ..compiler.analysis.fabric import Fabric, Wire, wiring
+from ..compiler.base.gcpause import gc_paused
 from ..compiler.base.text import visible
 from .names import IBDIAGNET, IBSIM, check as check_names
 
@@ -61,6 +62,7 @@ def _names(fab: Fabric) -> dict[str, str]:
     return names
 
 
+@gc_paused()        # a line or more per cable of 18,432 hosts: no collector passes
 def render_ibsim(fab: Fabric, source: str = "", ports=None) -> str:
     """The ibsim net file; switches first (ibsim's SM port is the first port in the file).
     Host and switch names are checked first (``names.InvalidName``). ``ports`` numbers the
@@ -80,6 +82,10 @@ def render_ibsim(fab: Fabric, source: str = "", ports=None) -> str:
         lanes, speed, _ = width_speed(rate)
         lines.insert(1, f"# {rate / 1e9:g} Gb/s cables written as {lanes}x{speed[1]} (same "
                      "rate): ibsim 0.10 has no faster lane speed")
+    tail = {}           # each rate's width and speed as ibsim writes them, once
+    for rate in {w.rate for w in wires}:
+        lanes, speed, _ = width_speed(rate)
+        tail[rate] = f"w={WIDTH[lanes]} {speed[2]}={speed[3]}"
     ends = [s.name for s in fab.switches] + [f"{h.host}/{h.index}" for h in fab.hcas]
     for end in ends:
         mine = sorted(ports.get(end, ()), key=lambda p: p[0])
@@ -91,13 +97,12 @@ def render_ibsim(fab: Fabric, source: str = "", ports=None) -> str:
             raise ExportError(f"switch '{end}' needs {radix} ports; ibsim takes at most 254")
         lines.append(f"{'Switch' if is_switch else 'Hca'}\t{radix} \"{names[end]}\"")
         for port, peer, peer_port, w in mine:
-            lanes, speed, _ = width_speed(w.rate)
-            lines.append(f"[{port}]\t\"{names[peer]}\"[{peer_port}]\tw={WIDTH[lanes]} "
-                         f"{speed[2]}={speed[3]}")
+            lines.append(f"[{port}]\t\"{names[peer]}\"[{peer_port}]\t{tail[w.rate]}")
         lines.append("")
     return "\n".join(lines)
 
 
+@gc_paused()        # a line or more per cable of 18,432 hosts: no collector passes
 def render_ibdiagnet(fab: Fabric, source: str = "", ports=None) -> str:
     """The cabling plan as an IBDM topology file (ibdm-topo-file(1)), which ``ibdiagnet -t``
     checks the discovered fabric against: one section per system (a switch, or one HCA of a

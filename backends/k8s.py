@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 
 from ..compiler.analysis.fabric import Fabric
+from ..compiler.base.gcpause import gc_paused
 from ..compiler.base.text import visible
 from . import names
 
@@ -64,6 +65,7 @@ def labels(fab: Fabric, clique: bool = False) -> dict[str, dict[str, str]]:
     return out
 
 
+@gc_paused()        # a line or more per cable of 18,432 hosts: no collector passes
 def render(fab: Fabric, source: str = "", topology_name: str = "default",
            kueue_api: str = KUEUE_APIS[0], clique: bool = False) -> str:
     """A multi-document YAML: one Node metadata patch per host (``kubectl apply``-able labels),

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from ..compiler.analysis.fabric import Fabric
 from ..compiler.ir.locality import natural
+from ..compiler.base.gcpause import gc_paused
 from ..compiler.base.text import visible
 from . import names
 
@@ -179,6 +180,7 @@ def block_sizes(fab: Fabric, version: tuple[int, int] | None = None
     return blocks, sizes
 
 
+@gc_paused()        # a line or more per cable of 18,432 hosts: no collector passes
 def render(fab: Fabric, topology: str, fmt: str = "conf", source: str = "",
            version: tuple[int, int] | None = None) -> str:
     """The file text: ``topology`` tree or block, ``fmt`` conf or yaml (yaml holds both,

@@ -8,9 +8,12 @@ no result.
 
 For each ``library/**/*.topo`` with a system: ``compile --format json`` and its summary, ``lint``, ``cost`` of a
 world all-reduce (1 MiB and 1 GiB), ``schedule`` of a world ring all-reduce (json), ``report``
-(text), ``render -o x.dot`` (racks and physical views) and ``plan`` of a dense and a
-mixture-of-experts model with nothing fixed (every row, json); stdout, stderr and the exit
-code of each call. ``--only`` keeps the calls whose names start with one of its prefixes. Large parametric files also run at a bigger size (``-D``). The CLI runs in this
+(text), ``render -o x.dot`` (the default view, racks and physical), the cluster exports (Slurm
+tree and block, Kubernetes, ibsim, ibdiagnet), ``diff`` (the file against itself, a bigger size
+against the default, and a few related files: json) and ``plan`` of a dense and a
+mixture-of-experts model with nothing fixed (every row, json); stdout, stderr, the exit code and
+the written file of each call. ``--only`` keeps the calls whose names start with one of its
+prefixes. Large parametric files also run at a bigger size (``-D``). The CLI runs in this
 process (one interpreter per file keeps it quick), so a run takes a minute or so.
 """
 
@@ -28,6 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Extra sizes for the parametric clusters: the bundled default and one that needs more tiers.
 EXTRA = {"nvl72_superpod.topo": ["racks=128"], "h100_superpod.topo": ["nodes=1024"],
          "nvl72_fourtier.topo": ["racks=48"], "h100_fourtier.topo": ["nodes=300"]}
+#: Related files diffed against each other (json findings): drift between real designs.
+PAIRS = {"h100_cluster.topo": ["h100_roce_cluster.topo", "h100_superpod.topo"],
+         "dgx_h100.topo": ["dgx_h200.topo", "hgx_h200.topo", "aws_p5.topo"],
+         "gb200_nvl72.topo": ["gb300_nvl72.topo"], "nvl72_superpod.topo": ["nvl72_cluster.topo"],
+         "a100_cluster.topo": ["a100_superpod.topo"], "hgx_b200.topo": ["hgx_b300.topo"]}
 
 
 #: The models ``plan`` searches on each file: a dense one and a mixture of experts.
@@ -37,7 +45,7 @@ PLAN_MODELS = ("llama3-405b", "mixtral-8x7b")
 def calls(path: Path, tmp: Path) -> list[tuple[str, list[str]]]:
     """(name, argv) of every call for one file."""
     f = str(path)
-    dot = str(tmp / "out.dot")
+    dot = str(tmp / "out.dot")      # every call's output file (read, then removed)
     base = [("compile", ["compile", f, "--format", "json"]),
             ("summary", ["compile", f]),
             ("lint", ["lint", f]),
@@ -47,6 +55,13 @@ def calls(path: Path, tmp: Path) -> list[tuple[str, list[str]]]:
             ("report", ["report", f]),
             ("render-racks", ["render", f, "--view", "racks", "-o", dot]),
             ("render-physical", ["render", f, "--view", "physical", "-o", dot]),
+            ("render", ["render", f, "-o", dot]),
+            ("export-slurm", ["export", "slurm", f, "--topology", "tree", "-o", dot]),
+            ("export-slurm-block", ["export", "slurm", f, "--topology", "block", "-o", dot]),
+            ("export-k8s", ["export", "k8s", f, "-o", dot]),
+            ("export-ibsim", ["export", "ibsim", f, "-o", dot]),
+            ("export-ibdiagnet", ["export", "ibdiagnet", f, "-o", dot]),
+            ("diff", ["diff", f, f, "--format", "json"]),
             *((f"plan-{model}", ["plan", f, "--model", model, "--batch", "1024", "--jobs", "1",
                                  "--no-cache", "--top", "0", "--format", "json"])
               for model in PLAN_MODELS)]
@@ -54,6 +69,10 @@ def calls(path: Path, tmp: Path) -> list[tuple[str, list[str]]]:
     for define in EXTRA.get(path.name, []):
         out += [(f"{name}[{define}]", [*argv, "-D", define]) for name, argv in base
                 if not name.startswith(("render-physical", "plan"))]
+    for other in PAIRS.get(path.name, []):
+        g = str(path.parent / other)
+        out += [(f"diff[{other}]", ["diff", f, g, "--format", "json"]),
+                (f"diff[{other}, text]", ["diff", g, f])]
     return out
 
 

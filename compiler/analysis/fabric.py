@@ -14,12 +14,14 @@ import re
 import functools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 import attrs
 
+from ..base.gcpause import gc_paused
 from ..ir.hosts import HostInfo, hosts as host_list
-from ..ir.locality import natural
-from ..ir.system import SCALEOUT_CLASSES, System, device_indices
+from ..ir.locality import _natural, natural
+from ..ir.system import SCALEOUT_CLASSES, System
 
 
 #: A NIC's name that carries its identity on the machine: ``mlx5_3`` (as the kernel names the
@@ -135,74 +137,137 @@ def end_name(system: System, device_id: str) -> str:
     return device_id.split(".", 1)[1].replace(".", "_") if "." in device_id else device_id
 
 
+@gc_paused()            # 300,000 objects at 1,024 NVL72 racks: no collector passes over them
 def fabric(system: System, pattern: str | None = None,
            mapping: Mapping[str, str] | None = None) -> Fabric:
     """The fabric view of ``system`` with hostnames from ``pattern``/``mapping`` (see
     ``compiler.ir.hosts``)."""
+    import numpy as np
+
     host_infos = host_list(system, pattern, mapping)
     host_of = {d: h for h in host_infos for d in h.devices}
-    # The scale-out links read from the link arrays (System.ends), no Link object made for
-    # the millions of NVLink and PCIe links around them: (source id, destination id, link
-    # type, lanes) per link, in declaration order.
+    # The scale-out links read from the link arrays (System.ends), no Link object nor id
+    # string made per link: device indices, link type codes and lanes, in declaration order.
     src, dst, codes, lanes = system.ends.arrays(lambda t: t.cls in SCALEOUT_CLASSES,
                                                 ("src", "dst", "type", "lanes"))
     devices, types = system.devices, system.ends.types
-    scaleout = [(devices[a].id, devices[b].id, types[t], n) for a, b, t, n in
-                zip(src.tolist(), dst.tolist(), codes.tolist(), lanes.tolist())]
-    net = {a for a, _, _, _ in scaleout} | {b for _, b, _, _ in scaleout}
+    net = np.unique(np.concatenate((src, dst))).tolist()    # in device order
     hcas: list[Hca] = []
-    ends: dict[str, str] = {}
-    per_host: dict[str, list] = defaultdict(list)
-    for d in system.devices:
-        if d.id in net and d.compute_nic and d.id in host_of:
-            per_host[host_of[d.id].name].append(d)
-    for h, devices in per_host.items():
-        for d, index in zip(devices, hca_indices([d.id for d in devices])):
+    ends: dict[int, str] = {}           # device index -> its end name (HCAs, switches)
+    per_host: dict[str, list[int]] = defaultdict(list)
+    for i in net:
+        d = devices[i]
+        if d.compute_nic and d.id in host_of:
+            per_host[host_of[d.id].name].append(i)
+    hca_at: list[int] = []
+    for h, members in per_host.items():
+        for i, index in zip(members, hca_indices([devices[i].id for i in members])):
+            d = devices[i]
             hcas.append(Hca(h, index, d.id, d.model.name))
-            ends[d.id] = f"{h}/{index}"
-    order = device_indices(system)          # shared with locality and System.device
-    hcas.sort(key=lambda x: order[x.device])
-    switch_ids = [d.id for d in system.devices if d.kind == "net_switch" and d.id in net]
-    is_switch = set(switch_ids)             # membership per cable end: a list was quadratic
-    for s in switch_ids:
-        ends[s] = end_name(system, s)
-    # Keep what compute HCAs reach through switches only.
-    adj: dict[str, set[str]] = defaultdict(set)
-    for a, b, _, _ in scaleout:
-        if a in ends and b in ends:
-            adj[a].add(b)
-            adj[b].add(a)
-    tier: dict[str, int] = {}
-    frontier = sorted({n for h in hcas for n in adj[h.device] if n in is_switch})
-    for s in frontier:
-        tier[s] = 1
-    while frontier:
-        nxt = set()
-        for s in frontier:
-            for n in adj[s]:
-                if n in is_switch and n not in tier:
-                    tier[n] = tier[s] + 1
-                    nxt.add(n)
-        frontier = sorted(nxt)
-    switches = tuple(Switch(ends[s], s, system.device(s).model.name, tier[s],
-                            system.device(s).model.port_budget("infiniband")
-                            or system.device(s).model.port_budget("ethernet"))
-                     for s in switch_ids if s in tier)
-    kept = {h.device for h in hcas} | {s.device for s in switches}
+            hca_at.append(i)
+            ends[i] = f"{h}/{index}"
+    hcas = [hcas[k] for k in np.argsort(np.array(hca_at, dtype=np.int64), kind="stable")
+            .tolist()]
+    switch_at = [i for i in net if devices[i].kind == "net_switch"]
+    for i in switch_at:
+        ends[i] = end_name(system, devices[i].id)
+    tier = _tiers(len(devices), src, dst, hca_at, switch_at)
+    switches = tuple(Switch(ends[i], devices[i].id, devices[i].model.name, tier[i],
+                            devices[i].model.port_budget("infiniband")
+                            or devices[i].model.port_budget("ethernet"))
+                     for i in switch_at if tier[i] > 0)
+    kept = np.zeros(len(devices), dtype=np.bool_)
+    kept[hca_at] = True
+    kept[[i for i in switch_at if tier[i] > 0]] = True
+    cable_list = _cables(ends, src, dst, codes, lanes, types, kept)
+    return Fabric(system.name, host_infos, tuple(hcas), switches, cable_list,
+                  _blocks(system, host_of))
+
+
+def _tiers(n: int, src, dst, hca_at: list[int], switch_at: list[int]) -> list[int]:
+    """Each device's tier (0: not a switch the compute HCAs reach through switches): 1 for a
+    switch cabled to an HCA, else one more than the lowest tier it is cabled to; a
+    breadth-first search by levels over the cables between HCAs and switches, in numpy."""
+    import numpy as np
+
+    is_hca = np.zeros(n, dtype=np.bool_)
+    is_hca[hca_at] = True
+    is_switch = np.zeros(n, dtype=np.bool_)
+    is_switch[switch_at] = True
+    # both directions of every cable between two ends (an HCA or a switch)
+    both = (is_hca[src] | is_switch[src]) & (is_hca[dst] | is_switch[dst])
+    a = np.concatenate((src[both], dst[both]))
+    b = np.concatenate((dst[both], src[both]))
+    tier = np.zeros(n, dtype=np.int64)
+    frontier = np.unique(b[is_hca[a] & is_switch[b]])
+    level = 1
+    while len(frontier):
+        tier[frontier] = level
+        reached = np.zeros(n, dtype=np.bool_)
+        reached[frontier] = True
+        step = b[reached[a] & is_switch[b]]
+        frontier = np.unique(step[tier[step] == 0])
+        level += 1
+    return tier.tolist()
+
+
+def _cables(ends: dict[int, str], src, dst, codes, lanes, types, kept) -> tuple[Cable, ...]:
+    """The cables between kept ends: one per pair of ends (in natural order) and link type
+    (class, rate and name), counting lanes, in natural order of the ends then the type's
+    name, first seen first on a tie; in numpy over the links."""
+    import numpy as np
+
+    # each name's key once (the cached ``natural`` holds 65,536: 80,000 ends would churn it)
+    named = sorted(((_natural(x), x) for x in set(ends.values())), key=itemgetter(0))
+    if any(x[0] == y[0] for x, y in zip(named, named[1:])):
+        return _cables_by_name(ends, src, dst, codes, lanes, types, kept)  # names alike
+    names = [x for _, x in named]
+    rank_of = {name: r for r, name in enumerate(names)}
+    rank = np.full(len(kept), -1, dtype=np.int64)
+    at = list(ends)
+    rank[at] = [rank_of[ends[i]] for i in at]
+    keep = kept[src] & kept[dst]
+    ra, rb = rank[src[keep]], rank[dst[keep]]
+    lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
+    # link types alike in class, rate and name are one kind of cable
+    kinds = {(t.cls, t.bandwidth * 8, t.name): None for t in types}
+    kind_list = list(kinds)
+    kind_of = np.array([kind_list.index((t.cls, t.bandwidth * 8, t.name)) for t in types]
+                       or [0], dtype=np.int64)
+    by_name = sorted(range(len(kind_list)), key=lambda k: kind_list[k][2])  # stable
+    name_rank = np.empty(max(1, len(kind_list)), dtype=np.int64)
+    name_rank[by_name] = np.arange(len(by_name))
+    kind = kind_of[codes[keep].astype(np.int64)]
+    m, nk = len(names), max(1, len(kind_list))
+    key = (lo * m + hi) * nk + kind
+    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    count = np.bincount(inverse, weights=lanes[keep]).astype(np.int64)
+    pair, k = np.divmod(uniq, nk)
+    a, b = np.divmod(pair, m)
+    order = np.lexsort((first, name_rank[k], b, a))
+    out = []
+    for x, y, c, n in zip(a[order].tolist(), b[order].tolist(), k[order].tolist(),
+                          count[order].tolist()):
+        cls, rate, lt = kind_list[c]
+        out.append(Cable(names[x], names[y], cls, rate, n, lt))
+    return tuple(out)
+
+
+def _cables_by_name(ends: dict[int, str], src, dst, codes, lanes, types,
+                    kept) -> tuple[Cable, ...]:
+    """``_cables`` one link at a time, for ends whose names sort alike (``node01/0`` and
+    ``node1/0``): ties keep the order the links first give them."""
     cables: dict[tuple, int] = defaultdict(int)
     key = {e: natural(e) for e in ends.values()}    # once per end, not per cable
-    for x, y, t, n in scaleout:
-        if x in kept and y in kept:
-            a, b = ends[x], ends[y]
+    for x, y, t, n in zip(src.tolist(), dst.tolist(), codes.tolist(), lanes.tolist()):
+        if kept[x] and kept[y]:
+            a, b, t = ends[x], ends[y], types[t]
             if key[b] < key[a]:             # the two in natural order (one compare, no sort)
                 a, b = b, a
             cables[(a, b, t.cls, t.bandwidth * 8, t.name)] += n
-    cable_list = tuple(Cable(a, b, cls, rate, n, lt)
-                       for (a, b, cls, rate, lt), n in sorted(
-                           cables.items(), key=lambda kv: (key[kv[0][0]], key[kv[0][1]],
-                                                           kv[0][4])))
-    return Fabric(system.name, host_infos, tuple(hcas), switches, cable_list,
-                  _blocks(system, host_of))
+    return tuple(Cable(a, b, cls, rate, n, lt)
+                 for (a, b, cls, rate, lt), n in sorted(
+                     cables.items(), key=lambda kv: (key[kv[0][0]], key[kv[0][1]], kv[0][4])))
 
 
 def _blocks(system: System, host_of: Mapping[str, HostInfo]) -> tuple[tuple[str, ...], ...]:

@@ -12,6 +12,7 @@ the host's path below the system with dots as dashes (``rack0-tray3``).
 
 from __future__ import annotations
 
+import os
 import re
 import string
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ import attrs
 
 from ..base.limits import LIMITS
 from ..base.text import visible
-from .system import System, device_indices
+from .system import System
 
 #: Link classes that stay inside one host when hosts are inferred.
 LOCAL_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
@@ -106,58 +107,75 @@ def format_hostname(pattern: str, indices, ordinal: int) -> str:
         raise HostnameError(f"hostname pattern '{pattern}': {exc}") from None
 
 
+def _components(n: int, src, dst):
+    """Each of ``n`` devices' component over the links ``src[i] <-> dst[i]`` (numpy arrays of
+    device indices), named by its smallest device index: labels lowered along the links and
+    jumped to their labels' labels until nothing moves, in numpy (a union-find in Python
+    took 1.6 s over the 330,000 local links of 16,384 DGX nodes)."""
+    import numpy as np
+
+    label = np.arange(n, dtype=np.int64)
+    src, dst = src.astype(np.int64), dst.astype(np.int64)
+    while True:
+        low = np.minimum(label[src], label[dst])
+        new = label.copy()
+        np.minimum.at(new, src, low)
+        np.minimum.at(new, dst, low)
+        while True:                 # each label is a device of the same component
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
 def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
     """(id, device ids) per host when the file marks none: CPU-local components."""
-    # One pass over the local links' arrays (System.ends), no Link object made for them; a
-    # union-find on device indices.
+    import numpy as np
+
+    # The local links' arrays (System.ends), no Link object made for them; components in
+    # numpy, each named by its first device, as a union-find towards the smaller index names.
     devices = system.devices
-    parent = list(range(len(devices)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    n = len(devices)
     src, dst = system.ends.arrays(lambda t: t.cls in LOCAL_CLASSES)
-    for s, t in zip(src.tolist(), dst.tolist()):
-        a, b = find(s), find(t)
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-    members: dict[int, list[str]] = {}
-    for i, d in enumerate(devices):
-        members.setdefault(find(i), []).append(d.id)
-    merged: dict[str, list[str]] = {}
-    for ids in members.values():
-        if not any(system.device(i).kind == "cpu" for i in ids):
-            continue
-        common = ids[0].split(".")[:-1]
-        for i in ids[1:]:
-            parts = i.split(".")[:-1]
-            n = 0
-            while n < min(len(common), len(parts)) and common[n] == parts[n]:
-                n += 1
-            common = common[:n]
-        host_id = ".".join(common) if len(common) > 1 else ids[0].rsplit(".", 1)[0]
+    label = _components(n, src, dst)
+    cpu = np.fromiter((d.kind == "cpu" for d in devices), dtype=np.bool_, count=n)
+    with_cpu = np.zeros(n, dtype=np.bool_)
+    with_cpu[label[cpu]] = True
+    kept = np.flatnonzero(with_cpu[label])          # devices of components with a CPU
+    kept = kept[np.argsort(label[kept], kind="stable")]    # by component, in device order
+    roots = label[kept]
+    cuts = (np.flatnonzero(roots[1:] != roots[:-1]) + 1).tolist()
+    merged: dict[str, list[int]] = {}
+    kept_list = kept.tolist()
+    for a, b in zip([0, *cuts], [*cuts, len(kept_list)] if kept_list else []):
+        members = kept_list[a:b]
+        ids = [devices[i].id for i in members]
+        # The dotted prefix all ids share but their last part: the parts before the last dot
+        # of the longest common prefix of the smallest and the largest id (that of them all).
+        common = os.path.commonprefix([min(ids), max(ids)])
+        cut = common.rfind(".")
+        parts = common[:cut].split(".") if cut > 0 else []
+        host_id = ".".join(parts) if len(parts) > 1 else ids[0].rsplit(".", 1)[0]
         # CPU islands under one instance (a GB200 tray's two Graces) are one host.
-        merged.setdefault(host_id, []).extend(ids)
+        merged.setdefault(host_id, []).extend(members)
     # Devices no CPU reaches over local links (a DGX's NVSwitches) belong to the host whose
     # instance holds them (the longest host id that prefixes theirs, found by walking the id's
     # own prefixes: a scan of every host per device was quadratic); switches outside every
     # host (a leaf, an NVL72 switch tray) to none.
-    taken = {i for ids in merged.values() for i in ids}
-    for d in devices:
-        if d.id not in taken:
-            prefix = d.id
-            while "." in prefix:
-                prefix = prefix.rsplit(".", 1)[0]
-                if prefix in merged:
-                    merged[prefix].append(d.id)
-                    break
-    position = device_indices(system)
-    out = [(h, tuple(sorted(ids, key=position.__getitem__))) for h, ids in merged.items()]
-    out.sort(key=lambda h: position[h[1][0]])
-    return out
+    for i in np.flatnonzero(~with_cpu[label]).tolist():
+        prefix = devices[i].id
+        while "." in prefix:
+            prefix = prefix.rsplit(".", 1)[0]
+            found = merged.get(prefix)
+            if found is not None:
+                found.append(i)
+                break
+    out = [(h, sorted(members)) for h, members in merged.items()]
+    out.sort(key=lambda h: h[1][0])
+    return [(h, tuple(devices[i].id for i in members)) for h, members in out]
 
 
 def hosts(system: System, pattern: str | None = None,

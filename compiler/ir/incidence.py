@@ -111,6 +111,35 @@ def incidence(system: System) -> Incidence:
 system.VIEWS["incidence"] = incidence
 
 
+def neighbour_lists(system: System, classes: tuple[str, ...] | None = None
+                    ) -> tuple[list[int], list[int]]:
+    """Each device's other ends over its links of these classes (every link when None), as
+    device indices in declaration order, a link to itself once (the incidence view's links,
+    read from the arrays: no ``Link`` object): ``flat[start[i]:start[i + 1]]`` for device
+    ``i``. Kept per system; for passes that ask every host which devices its devices touch."""
+    key = ("neighbour_lists", classes)
+    found = system.memo.get(key)
+    if found is None:
+        import numpy as np
+
+        src, dst = system.ends.arrays(None if classes is None else
+                                      (lambda t: t.cls in classes))
+        # both ends of link i at 2i and 2i + 1, so a stable sort keeps declaration order
+        both = np.empty(2 * len(src), dtype=np.int64)
+        both[0::2] = src
+        both[1::2] = np.where(src == dst, -1, dst)
+        other = np.empty_like(both)
+        other[0::2] = dst
+        other[1::2] = src
+        keep = both >= 0
+        both, other = both[keep], other[keep]
+        order = np.argsort(both, kind="stable")
+        counts = np.bincount(both, minlength=len(system.devices))
+        found = system.memo[key] = (other[order].tolist(),
+                                    np.concatenate(([0], np.cumsum(counts))).tolist())
+    return found
+
+
 class Adjacency:
     """The networkx graph's adjacency (``graph._adj``: device -> neighbour -> link id -> edge
     data) without the graph: each device's entry is built from the incidence view the first

@@ -250,3 +250,44 @@ def test_kueue_topology_validates(nvl72, capsys):
     assert main(["export", "slurm", cluster, "--format", "yaml", "--slurm-version", "24.11",
                  "-o", "-"]) == 1
     assert "reads no topology.yaml" in capsys.readouterr().err
+
+
+def test_cables_in_numpy_match_the_link_by_link_pass():
+    """The fabric's cables counted in numpy over the link arrays equal the pass one link at a
+    time (kept for ends whose names sort alike), on fabrics of one, two and three tiers."""
+    import numpy as np
+
+    from topoc.compiler.analysis import fabric as fab_mod
+    from topoc.compiler.ir.system import SCALEOUT_CLASSES
+    for name, defines in (("h100_cluster.topo", None), ("nvl72_cluster.topo", {"racks": 2}),
+                          ("h100_superpod.topo", {"nodes": 64})):
+        system = topoc.load(LIB + name, defines=defines)
+        fab = fabric(system)
+        index = {d.id: i for i, d in enumerate(system.devices)}
+        ends = {index[h.device]: f"{h.host}/{h.index}" for h in fab.hcas}
+        ends.update({index[s.device]: s.name for s in fab.switches})
+        kept = np.zeros(len(system.devices), dtype=np.bool_)
+        kept[list(ends)] = True
+        src, dst, codes, lanes = system.ends.arrays(lambda t: t.cls in SCALEOUT_CLASSES,
+                                                    ("src", "dst", "type", "lanes"))
+        slow = fab_mod._cables_by_name(ends, src, dst, codes, lanes, system.ends.types, kept)
+        assert fab.cables == slow and len(slow) > 0
+        assert sum(c.count for c in fab.cables) == int(lanes[kept[src] & kept[dst]].sum())
+
+
+def test_cables_of_hosts_whose_names_sort_alike(tmp_path):
+    """Hostnames that sort alike (node01 and node1) take the link-by-link pass: every cable
+    once, ends in natural order, the same cables under the other names."""
+    system = topoc.load(LIB + "h100_cluster.topo", defines={"nodes": 4})
+    plain = fabric(system)
+    alike = fabric(system, mapping={"node0": "node1", "node1": "node01"})
+    assert len(alike.cables) == len(plain.cables)
+    assert sum(c.count for c in alike.cables) == sum(c.count for c in plain.cables)
+    from topoc.compiler.ir.locality import natural
+    assert all(natural(c.a) <= natural(c.b) for c in alike.cables)
+    keys = [(natural(c.a), natural(c.b), c.link_type) for c in alike.cables]
+    assert keys == sorted(keys)
+    rename = {"node1": "node01", "node0": "node1"}
+    assert sorted((rename.get(c.a.split("/")[0], c.a.split("/")[0]), c.b)
+                  for c in plain.cables if "/" in c.a) == \
+        sorted((c.a.split("/")[0], c.b) for c in alike.cables if "/" in c.a)

@@ -246,3 +246,25 @@ def test_replay_catches_defects():
                                     "allreduce", "ring"))
     doc["rounds"].pop()                                       # a round missing
     assert any("missing" in p for p in replay(doc))
+
+
+@pytest.mark.parametrize("collective,algorithm",
+                         [(c, a) for c, algs in SUPPORTED.items() for a in algs])
+def test_json_text_is_the_document(system_and_group, collective, algorithm):
+    """``schedule_json.render`` formats each transfer from its routed fields: its text is the
+    document as ``json.dumps`` writes it (a transfer a line), for every rank's view too."""
+    import json
+
+    from topoc.backends.schedule_json import render
+    name, system, group = system_and_group
+    try:
+        sched = schedule(system, group, collective, algorithm, 3 * 2**20 + 7)
+    except ScheduleError:
+        return
+    for rank in (None, group.ranks[-1]):
+        doc = document(system, sched, rank)
+        rounds = doc.pop("rounds")
+        want = (json.dumps(doc, indent=1)[:-2] + ',\n "rounds": [\n'
+                + ",\n".join("  [" + ",\n   ".join(json.dumps(t) for t in r) + "]"
+                             for r in rounds) + "\n ]\n}\n")
+        assert render(system, sched, rank) == want

@@ -128,3 +128,19 @@ def test_the_plan_fingerprint_reads_the_arrays_and_tells_systems_apart():
     assert line in text
     changed = topoc.compile(text.replace(line, line.replace("32", "16")), path, {"nodes": 2})
     assert key != fingerprint(changed, base, 16)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_neighbour_lists_follow_the_incidence_view(path):
+    """``neighbour_lists``: each device's other ends read from the link arrays, in the
+    incidence view's order (a link to itself once), for every link and for one class."""
+    from topoc.compiler.ir.incidence import neighbour_lists
+    system = topoc.load(path)
+    index = {d.id: i for i, d in enumerate(system.devices)}
+    for classes in (None, ("pcie",)):
+        flat, start = neighbour_lists(system, classes)
+        for i, d in enumerate(system.devices):
+            want = [index[lk.dst if lk.src == d.id else lk.src]
+                    for lk in system.incidence.get(d.id, ())
+                    if classes is None or lk.cls in classes]
+            assert flat[start[i]:start[i + 1]] == want
