@@ -69,8 +69,11 @@ def test_every_verb_takes_failures(verb, files, capsys):
         assert code == 2 and "plan again" in err
     else:
         assert code == 0 and failed != healthy
-    if verb not in ("compile", "render", "blast"):
-        # a slower NVLink lane changes the figures of every verb that costs something
+    if verb not in ("compile", "render", "blast", "schedule"):
+        # a slower NVLink lane changes the figures of every verb that costs something;
+        # schedule lists transfers and their links, not times: a slower lane changes it only
+        # where it changes the algorithm (a 1 MiB all-reduce on 8 H100s stays a ring at any
+        # rate of one lane since ring LL runs at half the bus from NCCL 2.21)
         assert slow != healthy, verb
 
 
