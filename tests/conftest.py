@@ -60,3 +60,19 @@ def deadline(seconds: int):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+def expand_hostlist(hostlist: str) -> list[str]:
+    """The host names a Slurm hostlist (``n[01-03,07],x``) stands for: the tests' reading of
+    what ``backends.slurm.hostlist`` writes, zero-padding kept."""
+    import re
+    out = []
+    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?", hostlist):
+        prefix, ranges = m.groups()
+        if not ranges:
+            out.append(prefix)
+            continue
+        for r in ranges.split(","):
+            lo, _, hi = r.partition("-")
+            out += [f"{prefix}{i:0{len(lo)}d}" for i in range(int(lo), int(hi or lo) + 1)]
+    return out

@@ -34,7 +34,7 @@ from topoc.lsp import Analysis
 from .conftest import deadline
 # what no export may hold, and every line each export may write: one definition for both
 # campaigns
-from .hostile_corpus import CONTROL, LINES
+from .hostile_corpus import CONTROL, LINES, TOPO
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 DUMPS = sorted(p for d in ("hwloc", "ibnetdiscover", "nccl") for p in (FIX / d).iterdir()
@@ -147,19 +147,6 @@ def test_mutated_dumps_through_every_importer_and_export(path):
         reached += one(path, mutate(original, random.Random(f"{path.name}:{seed}")))
     if one(path, original):                  # a dump that imports: mutants reach the exports
         assert reached > 0
-
-
-TOPO = """device C : cpu { }
-device G : gpu { }
-device X : nic { rate = 400 Gb/s }
-device L : net_switch { }
-link ib : infiniband { bandwidth = 400 Gb/s }
-link pc : pcie { bandwidth = 64 GB/s }
-group N { cpu : C  gpu : G  nic : X  gpu <-> cpu : pc  nic <-> cpu : pc }
-group Cl { host node[3] : N PATTERN  leaf[2] : L  node[*].nic <-> leaf[0] : ib
-           leaf[0] <-> leaf[1] : ib }
-system c : Cl
-"""
 
 
 @pytest.mark.fuzz

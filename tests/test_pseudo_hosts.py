@@ -13,6 +13,7 @@ from pathlib import Path
 import topoc
 from topoc.backends import ibsim, k8s, slurm
 from topoc.cli import main
+from .conftest import expand_hostlist
 from topoc.compiler.analysis.fabric import fabric
 from topoc.importers.ibnetdiscover import from_ibnetdiscover
 
@@ -120,26 +121,13 @@ def test_a_real_dump_exports_to_slurm_and_kubernetes():
     for ln in tree.splitlines():
         m = re.match(r"SwitchName=\S+ Nodes=(\S+)$", ln)
         if m:
-            listed |= set(_expand(m.group(1)))
+            listed |= set(expand_hostlist(m.group(1)))
     assert listed == {h.name for h in fab.hosts}
     labels = k8s.labels(fab)
     assert sorted(labels) == sorted(h.name for h in fab.hosts)
     assert all(re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", n) for n in labels)
     doc = k8s.render(fab)
     assert "CUFM" not in doc and "kueue.x-k8s.io/v1beta2" in doc
-
-
-def _expand(hostlist: str) -> list[str]:
-    out = []
-    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?", hostlist):
-        prefix, ranges = m.groups()
-        if not ranges:
-            out.append(prefix)
-            continue
-        for r in ranges.split(","):
-            lo, _, hi = r.partition("-")
-            out += [f"{prefix}{i:0{len(lo)}d}" for i in range(int(lo), int(hi or lo) + 1)]
-    return out
 
 
 def test_one_removed_hca_of_a_real_dump_is_one_difference(tmp_path, capsys):

@@ -10,6 +10,7 @@ import pytest
 import topoc
 from topoc.backends import ibsim, k8s, slurm
 from topoc.cli import main
+from ..conftest import expand_hostlist
 from topoc.compiler.analysis.fabric import fabric, wiring
 
 LIB = "library/nvidia/"
@@ -201,21 +202,8 @@ def test_every_node_under_one_leaf():
                                                                  {"nodes": 8})):
         fab = fabric(topoc.load(LIB + file, defines=defines))
         leaves = [members for _, kind, members in slurm.tree_lines(fab) if kind == "Nodes"]
-        expanded = [h for m in leaves for h in _expand(m)]
+        expanded = [h for m in leaves for h in expand_hostlist(m)]
         assert sorted(expanded) == sorted(h.name for h in fab.hosts)
-
-
-def _expand(hostlist: str) -> list[str]:
-    out = []
-    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?", hostlist):
-        prefix, ranges = m.groups()
-        if not ranges:
-            out.append(prefix)
-            continue
-        for r in ranges.split(","):
-            lo, _, hi = r.partition("-")
-            out += [f"{prefix}{i:0{len(lo)}d}" for i in range(int(lo), int(hi or lo) + 1)]
-    return out
 
 
 #: Kueue's v1beta2 Topology schema (apis/kueue/v1beta2/topology_types.go): 1 to 16 levels, each
