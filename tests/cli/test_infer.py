@@ -324,3 +324,5 @@ def test_nccl_release_prices_the_engines_nccl_calls_as_cost_does(capsys):
         chooser="fastest").time
     assert main(args + ["--nccl", "1.9"]) == 2
     assert "--nccl" in capsys.readouterr().err
+    assert main(args + ["--nccl", "3.1"]) == 0          # newer than the tables: said, as cost does
+    assert "note: NCCL 3.1 is newer than the model's latest tables" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..backends import infer_table
 import math
+import sys
 
 import attrs
 
@@ -157,9 +158,11 @@ def run(args) -> int:
     """Cost and rank; exit 1 when the model cannot be laid out or nothing fits."""
     if args.nccl is not None:
         try:
-            nccl_profile(args.nccl)
+            note = nccl_profile(args.nccl).note
         except UnknownVersion as exc:
             raise UsageError(f"--nccl: {exc}") from None
+        if note:        # a release the model has no tables of, priced as the nearest one
+            print(f"topoc infer: note: {note}", file=sys.stderr)
     for name in ("isl", "osl", "gpus", "tp", "pp", "ep", "top", "scheduler_steps"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "top" else 1):
