@@ -326,6 +326,83 @@ def scheduler_of(c: S.Check):
     return attrs.evolve(M.ENGINES[name], overlap=S.overlap(c.engine))
 
 
+def notes_of() -> dict[str, str]:
+    """Row id -> its notes column (tests/serving_runs.csv: the client and its command)."""
+    import csv
+    with open(S.CSV, encoding="utf-8") as f:
+        return {r["id"]: r["notes"] for r in csv.DictReader(f)}
+
+
+def client_of(row: str) -> str:
+    """The benchmark client a row's notes name: genai-perf (AIPerf/genai-perf), vllm bench
+    serve, trtllm-bench, or "not stated"."""
+    n = notes_of()[row].lower()
+    for key, name in (("genai-perf", "genai-perf"), ("vllm bench serve", "vllm-bench-serve"),
+                      ("trtllm-bench", "trtllm-bench")):
+        if key in n:
+            return name
+    return "not stated"
+
+
+def protocol_client(c: S.Check):
+    """The closed loop the row's client runs by its defaults (``serve_sim.PROTOCOLS``), the
+    request count its notes state taking precedence ("ShareGPT 100 prompts")."""
+    import re
+    from topoc.compiler.analysis import serve_sim as M
+    m = re.search(r"(\d+) prompts", notes_of()[c.row])
+    proto = M.PROTOCOLS.get(client_of(c.row))
+    if proto is None:
+        return M.Client("closed", c.concurrency)
+    return proto.client(c.concurrency, int(m.group(1)) if m else None)
+
+
+def simulated_protocol(c: S.Check, settings: Settings) -> float:
+    """topoc's figure for a fixed-concurrency check through the simulated closed loop run as
+    the row's own client runs it (``protocol_client``)."""
+    from topoc.compiler.analysis import serve_sim as M
+    eng = S.engine(c, settings)
+    row = S.predicted_row(c, settings)
+    sim = M.simulated(row, eng, c.isl, c.osl, protocol_client(c), scheduler_of(c))
+    if c.metric == "throughput":
+        return sim.throughput_per_gpu if c.per_gpu else sim.throughput
+    return sim.tpot if c.metric == "tpot" else sim.ttft
+
+
+def band(conc) -> str:
+    """A concurrency's band in the breakdown: 1, 2-5, 6-25, 26-100, over 100."""
+    if not isinstance(conc, int):
+        return str(conc)
+    for hi, name in ((1, "1"), (5, "2-5"), (25, "6-25"), (100, "26-100")):
+        if conc <= hi:
+            return name
+    return ">100"
+
+
+def breakdown(held, src) -> None:
+    """The held-out TTFT checks by source, engine, model, client and concurrency band:
+    count, median |error| and median signed error of the analytic figure, the simulated
+    closed loop (1,000 requests) and the simulated loop as the row's client runs it."""
+    print()
+    print("held-out TTFT by source / engine / model / tp / client / concurrency: checks, "
+          "median |error| (signed median) analytic; simulated; simulated as the client runs")
+    groups: dict[tuple, list] = {}
+    for h in held:
+        c = h[0]
+        if c.metric != "ttft":
+            continue
+        key = (src[c.row], S.engine_name(c.engine), c.model, f"tp{c.tp}", client_of(c.row),
+               band(c.concurrency))
+        groups.setdefault(key, []).append(h)
+
+    def cell(v):
+        v = sorted(v)
+        return f"{S.median_abs(v):6.1%} ({v[len(v) // 2]:+.0%})"
+    for key in sorted(groups):
+        hs = groups[key]
+        print("  " + "  ".join(key) + f"  {len(hs):3d}  " + "; ".join(
+            cell([x[i] for x in hs]) for i in (1, 3, 4)))
+
+
 def simulated(c: S.Check, settings: Settings, requests: int = 1000, warmup: int = 0) -> float:
     """topoc's figure for a fixed-concurrency check through the simulated closed loop: the
     row's engine's scheduler, the clients' default protocol (1,000 requests, no warm-up)."""
@@ -460,8 +537,9 @@ def loso(settings: Settings, rounds: int = 6, trace: bool = False,
     src = source_of()
     every = S.checks()
     # check, error, ttft_closed_loop's error, the simulated closed loop's error (the analytic
-    # figure's for rows without a fixed concurrency: offline and saturated runs)
-    held: list[tuple[S.Check, float, float, float]] = []
+    # figure's for rows without a fixed concurrency: offline and saturated runs), and the
+    # simulated loop's as the row's client runs it (TTFT checks; the simulated one's otherwise)
+    held: list[tuple[S.Check, float, float, float, float]] = []
     folds: dict[str, Settings] = {}
     traced: list[str] = []
     for name in dict.fromkeys(n for _, n in SOURCES):
@@ -474,9 +552,11 @@ def loso(settings: Settings, rounds: int = 6, trace: bool = False,
         for c in mine:
             e = S.error(c, fitted)
             cl = S.closed_loop_ttft(c, fitted) / c.measured - 1 if c.metric == "ttft" else e
-            sim = simulated(c, fitted) / c.measured - 1 if isinstance(c.concurrency, int) \
-                else e
-            held.append((c, e, cl, sim))
+            fixed = isinstance(c.concurrency, int)
+            sim = simulated(c, fitted) / c.measured - 1 if fixed else e
+            proto = simulated_protocol(c, fitted) / c.measured - 1 \
+                if fixed and c.metric == "ttft" else sim
+            held.append((c, e, cl, sim, proto))
             if trace and S.kind(c) == "ttft loaded":
                 traced.append(trace_line(c, fitted, name, every))
         folds[name] = fitted
@@ -533,6 +613,10 @@ def loso(settings: Settings, rounds: int = 6, trace: bool = False,
                 cells.append(f"{metric} {len(sub)}: {S.median_abs([x[1] for x in sub]):.1%}; "
                              f"{S.median_abs([x[3] for x in sub]):.1%}")
         print(f"  {name:32s} " + " | ".join(cells))
+    sub = [h[4] for h in held if h[0].metric == "ttft"]
+    print(f"leave-one-source-out ttft, simulated as each row's client runs it (serve_sim."
+          f"PROTOCOLS) checks {len(sub):3d}  median |error| {S.median_abs(sub):.1%}")
+    breakdown(held, src)
     print()
     for metric in ("tpot", "ttft"):
         sub = [e for _, _, m, e in opened if m == metric]
@@ -560,10 +644,11 @@ def loso(settings: Settings, rounds: int = 6, trace: bool = False,
     for row, name, metric, e in opened:
         print(f"{row}  {name.replace(' ', '_')}  {metric}  {e:+.0%}")
     print()
-    print("every held-out check: row source metric measured analytic closed-loop simulated")
-    for c, e, cl, sim in held:
+    print("every held-out check: row source metric measured analytic closed-loop simulated "
+          "simulated-as-its-client")
+    for c, e, cl, sim, proto in held:
         print(f"{c.row}  {src[c.row].replace(' ', '_')}  {c.metric}  {c.measured:.4g}  "
-              f"{e:+.1%}  {cl:+.1%}  {sim:+.1%}")
+              f"{e:+.1%}  {cl:+.1%}  {sim:+.1%}  {proto:+.1%}")
     return out
 
 

@@ -117,6 +117,53 @@ class Client:
                             warmup=math.ceil(self.warmup / replicas))
 
 
+@attrs.frozen
+class Protocol:
+    """A benchmark client's default closed-loop protocol, read from its source: how many
+    requests it measures at concurrency C (max(``least``, ``per_client`` x C), or
+    ``requests`` when that is fixed), how many it sends first unmeasured (``warmup``), and
+    where its TTFT starts and ends (``ttft``)."""
+
+    name: str
+    per_client: int          # measured requests per client (0: a fixed count)
+    least: int               # fewest measured requests
+    requests: int            # the fixed count when per_client is 0
+    warmup: int              # requests sent first and not measured
+    ttft: str                # what its TTFT spans
+    source: str              # where the defaults are read
+
+    def client(self, concurrency: int, requests: int | None = None) -> Client:
+        """The closed loop this client runs at ``concurrency`` (``requests`` when the run
+        states its count)."""
+        n = requests or (max(self.least, self.per_client * concurrency) if self.per_client
+                         else self.requests)
+        return Client("closed", concurrency, requests=n, warmup=self.warmup)
+
+
+#: The benchmark clients of the validation rows (docs/infer.md, "Where the TTFT error is").
+PROTOCOLS = {
+    "genai-perf": Protocol(
+        "genai-perf", 2, 10, 0, 0,
+        "the request's send (perf_analyzer InferContext::SendRequest, before the HTTP client) "
+        "to its first non-empty streamed response: client queueing, frontend, tokenizer, "
+        "engine queue and prefill",
+        "triton-inference-server/perf_analyzer genai-perf/genai_perf/config/input/"
+        "config_defaults.py (PerfAnalyzerMeasurementDefaults MODE = REQUEST_COUNT, "
+        "REQUEST_COUNT = 10; PerfAnalyzerDefaults WARMUP_REQUEST_COUNT = 0) and "
+        "config/generate/perf_analyzer_config.py (_calculate_request_count: max(10, 2 x "
+        "concurrency) passed as perf_analyzer --request-count, 'a total number of requests "
+        "to use for measurement')"),
+    "vllm-bench-serve": Protocol(
+        "vllm-bench-serve", 0, 1, DEFAULT_REQUESTS, 0,
+        "the request's send (time.perf_counter() before the aiohttp POST) to its first "
+        "streamed chunk: frontend, tokenizer, engine queue and prefill",
+        "vllm-project/vllm benchmarks/backend_request_func.py (async_request_openai_"
+        "completions: ttft = timestamp of the first chunk - st) and vllm/benchmarks/serve.py "
+        "(--num-prompts 1000, --num-warmups 0; --max-concurrency gates the sends with a "
+        "semaphore)"),
+}
+
+
 def problem(client: Client, disaggregate: bool = False, rate: bool = False) -> str | None:
     """Why ``client`` cannot run (with disaggregated replicas, or a closed loop beside a
     request rate ``rate``), or None."""

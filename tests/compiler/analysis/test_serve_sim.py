@@ -189,3 +189,26 @@ def test_itl_is_per_token_and_holds_sglangs_pauses(node):
     run = M.simulate(eng, 2000, 300, M.Client("poisson", rate=8.0, requests=400), sched)
     assert run.itl.median < run.itl.p90 and run.itl.median < run.tpot.mean
     assert run.itl.mean == pytest.approx(run.tpot.mean, rel=0.1)
+
+
+def test_client_protocols_measure_what_their_source_says():
+    """genai-perf measures max(10, 2 x concurrency) requests with no warm-up (its
+    perf_analyzer --request-count), vllm bench serve 1,000 prompts unless the run states
+    another count; both count the synchronised first wave."""
+    g = M.PROTOCOLS["genai-perf"]
+    assert g.client(3) == M.Client("closed", 3, requests=10, warmup=0)
+    assert g.client(25) == M.Client("closed", 25, requests=50, warmup=0)
+    v = M.PROTOCOLS["vllm-bench-serve"]
+    assert v.client(4).requests == M.DEFAULT_REQUESTS
+    assert v.client(4, 100) == M.Client("closed", 4, requests=100, warmup=0)
+
+
+def test_a_short_genai_perf_run_holds_more_of_the_first_wave(node):
+    """At concurrency C a closed loop's first C requests arrive together: a run of 2C
+    requests (genai-perf's default) averages half of them, a run of 1,000 a few per cent, so
+    the short run's mean TTFT is the higher on a prefill-bound load."""
+    sched = M.ENGINES["trtllm"]
+    eng = engine(node, sched=sched)
+    short = M.simulate(eng, 4000, 200, M.PROTOCOLS["genai-perf"].client(32), sched)
+    long = M.simulate(eng, 4000, 200, M.Client("closed", 32, requests=1000), sched)
+    assert short.measured == 64 and short.ttft.mean > long.ttft.mean
