@@ -397,7 +397,9 @@ def breakdown(held, src) -> None:
     def cell(v):
         v = sorted(v)
         return f"{S.median_abs(v):6.1%} ({v[len(v) // 2]:+.0%})"
-    for key in sorted(groups):
+    order = ("1", "2-5", "6-25", "26-100", ">100")
+    for key in sorted(groups, key=lambda k: k[:-1] + (str(order.index(k[-1]))
+                                                    if k[-1] in order else k[-1],)):
         hs = groups[key]
         print("  " + "  ".join(key) + f"  {len(hs):3d}  " + "; ".join(
             cell([x[i] for x in hs]) for i in (1, 3, 4)))

@@ -149,7 +149,9 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     ``engine`` ("trtllm", the default, "vllm" or "sglang") applies that engine's scheduler
     defaults (``compiler.analysis.serve_sim.ENGINES``) unless ``settings`` is given; ``client``
     ("closed" at ``concurrency``, or "poisson" at ``request_rate``) simulates a benchmark of
-    ``requests`` requests (default 1,000), the first ``warmup`` (default 0) left out, as
+    ``requests`` requests (default 1,000), the first ``warmup`` (default 0) left out; a named
+    client ("genai-perf", "vllm-bench-serve": ``serve_sim.PROTOCOLS``) runs the closed loop
+    with that client's defaults (genai-perf: max(10, 2 x concurrency) requests), as
     ``topoc infer --client`` does: the rows' TTFT, TPOT and throughput are the run's means
     and ``parts`` holds the median and p90. ``collectives`` ("fastest", the default, "nccl"
     or "engine": the engine's own all-reduce kernels by its rule) is ``topoc infer
@@ -161,8 +163,8 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     from .compiler.analysis.infer_rate import DEFAULT_REQUESTS, Arrivals
     if engine is not None and engine not in serve_sim.ENGINES:
         raise InferError(f"engine '{engine}': one of {', '.join(serve_sim.ENGINES)}")
-    if client is not None and client not in serve_sim.CLIENTS:
-        raise InferError(f"client '{client}': one of {', '.join(serve_sim.CLIENTS)}")
+    if client is not None and client not in serve_sim.CLIENT_NAMES:
+        raise InferError(f"client '{client}': one of {', '.join(serve_sim.CLIENT_NAMES)}")
     if warmup is not None and client is None:
         raise InferError("warmup needs client (the simulated run's warm-up)")
     arrivals = None
@@ -177,12 +179,12 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     if client is not None:
         if client == "poisson" and request_rate is None:
             raise InferError("client 'poisson' needs request_rate")
-        if client == "closed" and request_rate is not None:
-            raise InferError("client 'closed' takes concurrency, not request_rate")
-        sim = serve_sim.Client(client, 1, math.inf if request_rate is None
-                               else float(request_rate),
-                               DEFAULT_REQUESTS if requests is None else int(requests),
-                               serve_sim.DEFAULT_WARMUP if warmup is None else int(warmup))
+        if client != "poisson" and request_rate is not None:
+            raise InferError(f"client '{client}' takes concurrency, not request_rate")
+        sim = serve_sim.client_for(client, math.inf if request_rate is None
+                                   else float(request_rate),
+                                   None if requests is None else int(requests),
+                                   None if warmup is None else int(warmup))
         arrivals = None
     from .compiler.lang.derive import find_model
     if isinstance(model, str):

@@ -58,7 +58,7 @@ DEFAULT_REQUESTS = 1000
 DEFAULT_WARMUP = 0
 #: The most requests a simulated run takes (it is linear in them: 100,000 takes seconds).
 MAX_REQUESTS = 10**5
-CLIENTS = ("closed", "poisson")
+CLIENTS = ("closed", "poisson")    # and the named protocols of ``PROTOCOLS``
 
 
 @attrs.frozen
@@ -108,6 +108,15 @@ class Client:
     rate: float = math.inf
     requests: int = DEFAULT_REQUESTS
     warmup: int = DEFAULT_WARMUP
+    per_client: int = 0     # a closed loop measures max(requests, per_client x concurrency)
+
+    def resolved(self) -> Client:
+        """The run at its concurrency: ``requests`` raised to ``per_client`` x concurrency
+        (genai-perf's request count), at most ``MAX_REQUESTS``."""
+        if not self.per_client:
+            return self
+        n = min(MAX_REQUESTS, max(self.requests, self.per_client * self.concurrency))
+        return attrs.evolve(self, requests=n, per_client=0)
 
     def per_replica(self, replicas: int) -> Client:
         """The busiest replica's share of the load (round-robin over ``replicas``)."""
@@ -132,12 +141,15 @@ class Protocol:
     ttft: str                # what its TTFT spans
     source: str              # where the defaults are read
 
-    def client(self, concurrency: int, requests: int | None = None) -> Client:
+    def client(self, concurrency: int = 1, requests: int | None = None) -> Client:
         """The closed loop this client runs at ``concurrency`` (``requests`` when the run
-        states its count)."""
-        n = requests or (max(self.least, self.per_client * concurrency) if self.per_client
-                         else self.requests)
-        return Client("closed", concurrency, requests=n, warmup=self.warmup)
+        states its count; otherwise its default, resolved per row's concurrency)."""
+        if requests:
+            return Client("closed", concurrency, requests=requests, warmup=self.warmup)
+        if self.per_client:
+            return Client("closed", concurrency, requests=self.least, warmup=self.warmup,
+                          per_client=self.per_client)
+        return Client("closed", concurrency, requests=self.requests, warmup=self.warmup)
 
 
 #: The benchmark clients of the validation rows (docs/infer.md, "Where the TTFT error is").
@@ -162,6 +174,23 @@ PROTOCOLS = {
         "(--num-prompts 1000, --num-warmups 0; --max-concurrency gates the sends with a "
         "semaphore)"),
 }
+
+
+#: What ``--client`` takes: the two loops, and the named benchmark clients' closed loops.
+CLIENT_NAMES = CLIENTS + tuple(PROTOCOLS)
+
+
+def client_for(name: str, rate: float = math.inf, requests: int | None = None,
+               warmup: int | None = None) -> Client:
+    """``--client NAME``'s run: ``closed`` or ``poisson`` with ``requests`` (default 1,000)
+    and ``warmup`` (default 0), or a named client's closed loop with its defaults
+    (``PROTOCOLS``), ``requests`` and ``warmup`` overriding them."""
+    proto = PROTOCOLS.get(name)
+    if proto is None:
+        return Client(name, 1, rate, DEFAULT_REQUESTS if requests is None else requests,
+                      DEFAULT_WARMUP if warmup is None else warmup)
+    c = proto.client(1, requests)
+    return c if warmup is None else attrs.evolve(c, warmup=warmup)
 
 
 def problem(client: Client, disaggregate: bool = False, rate: bool = False) -> str | None:
@@ -257,6 +286,7 @@ def _arrivals(client: Client) -> list[float] | None:
 def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
     """One replica (``eng``: an ``infer.Engine`` whose settings carry the scheduler's
     max_batch, max_tokens and overlap) under ``client``'s load (already per replica)."""
+    client = client.resolved()
     s = eng.s
     cap = eng.kv_capacity
     ctx = isl + osl / 2
@@ -491,6 +521,7 @@ def simulated(row, eng, isl: int, osl: int, client: Client, sched: Scheduler):
     replicas = row.config.replicas
     if client.kind == "closed":
         client = attrs.evolve(client, concurrency=row.config.concurrency)
+    client = client.resolved()
     one = client.per_replica(replicas)
     run = simulate(eng, isl, osl, one, sched)
     # the busiest replica's rate, over the replicas that carry the load

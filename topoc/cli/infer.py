@@ -51,11 +51,14 @@ def add_parser(sub) -> None:
                    f"or of the simulated client (default {DEFAULT_REQUESTS}, vllm bench serve's "
                    f"--num-prompts; at most {MAX_REQUESTS:,}): a burst's size, and how long a "
                    "rate past capacity lasts")
-    p.add_argument("--client", choices=serve_sim.CLIENTS,
+    p.add_argument("--client", choices=serve_sim.CLIENT_NAMES,
                    help="simulate a benchmark client against the engine's scheduler: closed "
                         "(--concurrency clients, each sending its next request when one ends) "
-                        "or poisson (--request-rate); TTFT, TPOT and throughput are then the "
-                        "run's means, with median and p90 (default: the analytic steady state)")
+                        "or poisson (--request-rate); or a named client's closed loop with "
+                        "its defaults: genai-perf (max(10, 2 x concurrency) requests, no "
+                        "warm-up), vllm-bench-serve (1,000 prompts); TTFT, TPOT and throughput "
+                        "are then the run's means, with median and p90 (default: the analytic "
+                        "steady state)")
     p.add_argument("--warmup", type=int, metavar="N", help="requests of the simulated run "
                    f"left out of its figures (default {serve_sim.DEFAULT_WARMUP}, as vllm bench "
                    "serve and genai-perf)")
@@ -119,16 +122,16 @@ def _client(args, arrivals: Arrivals | None) -> serve_sim.Client | None:
         raise UsageError("--client simulates aggregated replicas; not with --disaggregate")
     if args.client == "poisson" and arrivals is None:
         raise UsageError("--client poisson needs --request-rate R (requests/s, or inf)")
-    if args.client == "closed" and arrivals is not None:
-        raise UsageError("--client closed takes --concurrency, not --request-rate")
-    requests = DEFAULT_REQUESTS if args.requests is None else args.requests
-    if not 1 <= requests <= serve_sim.MAX_REQUESTS:
-        raise UsageError(f"--requests {requests}: give 1 to {serve_sim.MAX_REQUESTS:,}")
-    warmup = serve_sim.DEFAULT_WARMUP if args.warmup is None else args.warmup
-    if not 0 <= warmup < requests:
-        raise UsageError(f"--warmup {warmup}: 0 to {requests - 1:,} (fewer than --requests)")
+    if args.client != "poisson" and arrivals is not None:
+        raise UsageError(f"--client {args.client} takes --concurrency, not --request-rate")
+    if args.requests is not None and not 1 <= args.requests <= serve_sim.MAX_REQUESTS:
+        raise UsageError(f"--requests {args.requests}: give 1 to {serve_sim.MAX_REQUESTS:,}")
     rate = arrivals.rate if arrivals is not None else math.inf
-    return serve_sim.Client(args.client, 1, rate, requests, warmup)
+    client = serve_sim.client_for(args.client, rate, args.requests, args.warmup)
+    if not 0 <= client.warmup < client.requests:
+        raise UsageError(f"--warmup {client.warmup}: 0 to {client.requests - 1:,} (fewer than "
+                         "--requests)")
+    return client
 
 
 def _arrivals(args) -> Arrivals | None:
@@ -208,7 +211,10 @@ def run(args) -> int:
             "kv_precision": result.rows[0].kv_precision}
     head["engine"] = args.engine
     if client is not None:
-        head.update(client=client.kind, requests=client.requests, warmup=client.warmup)
+        head.update(client=args.client, requests=client.requests, warmup=client.warmup)
+        if client.per_client:
+            # a named client's count follows each row's concurrency (its rows' sim_requests)
+            head.update(requests_per_client=client.per_client)
     if arrivals is not None:
         head.update(arrival="burst" if arrivals.burst else "poisson",
                     request_rate=None if arrivals.burst else arrivals.rate,

@@ -135,8 +135,27 @@ def test_the_api_and_the_cli_give_the_same_simulated_rows(node, capsys):
     assert api.ttft != plain.ttft
 
 
+def test_a_named_client_runs_its_own_request_count(node, capsys):
+    """``--client genai-perf`` is the closed loop with genai-perf's count, max(10, 2 x
+    concurrency) requests: the CLI and the API agree, and the short run's TTFT differs from
+    a 1,000-request run's (its first wave is half the sample)."""
+    api = topoc.infer(node, "llama3-8b", 2000, 200, concurrency=24, client="genai-perf",
+                      **ONE).rows[0]
+    long = topoc.infer(node, "llama3-8b", 2000, 200, concurrency=24, client="closed",
+                       **ONE).rows[0]
+    assert dict(api.parts)["sim_requests"] == 48 and api.ttft != long.ttft
+    assert main(["infer", NODE, "--model", "llama3-8b", "--isl", "2000", "--osl", "200",
+                 "--gpus", "1", "--tp", "1", "--pp", "1", "--ep", "1", "--concurrency", "24",
+                 "--client", "genai-perf", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["client"] == "genai-perf" and doc["requests_per_client"] == 2
+    assert doc["rows"][0]["ttft"] == api.ttft and doc["rows"][0]["sim_requests"] == 48
+
+
 @pytest.mark.parametrize("argv,why", [
     (["--warmup", "5"], "--warmup needs --client"),
+    (["--client", "genai-perf", "--request-rate", "2"], "--client genai-perf takes "
+                                                        "--concurrency"),
     (["--client", "poisson"], "--client poisson needs --request-rate"),
     (["--client", "closed", "--request-rate", "2"], "--client closed takes --concurrency"),
     (["--client", "closed", "--requests", "10", "--warmup", "10"], "--warmup 10: 0 to 9"),
@@ -196,11 +215,16 @@ def test_client_protocols_measure_what_their_source_says():
     perf_analyzer --request-count), vllm bench serve 1,000 prompts unless the run states
     another count; both count the synchronised first wave."""
     g = M.PROTOCOLS["genai-perf"]
-    assert g.client(3) == M.Client("closed", 3, requests=10, warmup=0)
-    assert g.client(25) == M.Client("closed", 25, requests=50, warmup=0)
+    assert g.client(3).resolved() == M.Client("closed", 3, requests=10, warmup=0)
+    assert g.client(25).resolved() == M.Client("closed", 25, requests=50, warmup=0)
+    assert g.client(25, 300).resolved().requests == 300
     v = M.PROTOCOLS["vllm-bench-serve"]
-    assert v.client(4).requests == M.DEFAULT_REQUESTS
+    assert v.client(4).resolved().requests == M.DEFAULT_REQUESTS
     assert v.client(4, 100) == M.Client("closed", 4, requests=100, warmup=0)
+    # --client genai-perf: the count follows each row's concurrency; --requests fixes it
+    assert M.client_for("genai-perf").per_client == 2
+    assert M.client_for("genai-perf", requests=64) == M.Client("closed", 1, requests=64)
+    assert M.client_for("closed", warmup=5) == M.Client("closed", 1, requests=1000, warmup=5)
 
 
 def test_a_short_genai_perf_run_holds_more_of_the_first_wave(node):
