@@ -334,10 +334,12 @@ def notes_of() -> dict[str, str]:
 
 
 def client_of(row: str) -> str:
-    """The benchmark client a row's notes name: genai-perf (AIPerf/genai-perf), vllm bench
+    """The benchmark client a row's notes name: AIPerf (NIM's page names AIPerf, its notes
+    "AIPerf/genai-perf"; both measure max(10, 2C) requests by default), genai-perf, vllm bench
     serve, trtllm-bench, or "not stated"."""
     n = notes_of()[row].lower()
-    for key, name in (("genai-perf", "genai-perf"), ("vllm bench serve", "vllm-bench-serve"),
+    for key, name in (("aiperf", "aiperf"), ("genai-perf", "genai-perf"),
+                      ("vllm bench serve", "vllm-bench-serve"),
                       ("trtllm-bench", "trtllm-bench")):
         if key in n:
             return name

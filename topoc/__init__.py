@@ -150,8 +150,8 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     defaults (``compiler.analysis.serve_sim.ENGINES``) unless ``settings`` is given; ``client``
     ("closed" at ``concurrency``, or "poisson" at ``request_rate``) simulates a benchmark of
     ``requests`` requests (default 1,000), the first ``warmup`` (default 0) left out; a named
-    client ("genai-perf", "vllm-bench-serve": ``serve_sim.PROTOCOLS``) runs the closed loop
-    with that client's defaults (genai-perf: max(10, 2 x concurrency) requests), as
+    client ("genai-perf", "aiperf", "vllm-bench-serve": ``serve_sim.PROTOCOLS``) runs the
+    closed loop with that client's defaults (genai-perf: max(10, 2 x concurrency) requests), as
     ``topoc infer --client`` does: the rows' TTFT, TPOT and throughput are the run's means
     and ``parts`` holds the median and p90. ``collectives`` ("fastest", the default, "nccl"
     or "engine": the engine's own all-reduce kernels by its rule) is ``topoc infer

@@ -165,6 +165,15 @@ PROTOCOLS = {
         "config/generate/perf_analyzer_config.py (_calculate_request_count: max(10, 2 x "
         "concurrency) passed as perf_analyzer --request-count, 'a total number of requests "
         "to use for measurement')"),
+    "aiperf": Protocol(
+        "aiperf", 2, 10, 0, 0,
+        "the request's send to its first streamed response (its credit issued at once to "
+        "every client: arrival pattern concurrency_burst)",
+        "ai-dynamo/aiperf src/aiperf/common/config/user_config.py (validate_timing_mode: "
+        "without --request-rate, --request-count = max(MIN_REQUEST_COUNT, concurrency x "
+        "REQUEST_COUNT_MULTIPLIER), arrival pattern CONCURRENCY_BURST) and config_defaults.py "
+        "(LoadGeneratorDefaults MIN_REQUEST_COUNT = 10, REQUEST_COUNT_MULTIPLIER = 2; "
+        "--warmup-request-count 0)"),
     "vllm-bench-serve": Protocol(
         "vllm-bench-serve", 0, 1, DEFAULT_REQUESTS, 0,
         "the request's send (time.perf_counter() before the aiohttp POST) to its first "

@@ -55,8 +55,9 @@ def add_parser(sub) -> None:
                    help="simulate a benchmark client against the engine's scheduler: closed "
                         "(--concurrency clients, each sending its next request when one ends) "
                         "or poisson (--request-rate); or a named client's closed loop with "
-                        "its defaults: genai-perf (max(10, 2 x concurrency) requests, no "
-                        "warm-up), vllm-bench-serve (1,000 prompts); TTFT, TPOT and throughput "
+                        "its defaults: genai-perf and aiperf (max(10, 2 x concurrency) "
+                        "requests, no warm-up), vllm-bench-serve (1,000 prompts); TTFT, TPOT "
+                        "and throughput "
                         "are then the run's means, with median and p90 (default: the analytic "
                         "steady state)")
     p.add_argument("--warmup", type=int, metavar="N", help="requests of the simulated run "

@@ -218,6 +218,7 @@ def test_client_protocols_measure_what_their_source_says():
     assert g.client(3).resolved() == M.Client("closed", 3, requests=10, warmup=0)
     assert g.client(25).resolved() == M.Client("closed", 25, requests=50, warmup=0)
     assert g.client(25, 300).resolved().requests == 300
+    assert M.PROTOCOLS["aiperf"].client(40).resolved().requests == 80
     v = M.PROTOCOLS["vllm-bench-serve"]
     assert v.client(4).resolved().requests == M.DEFAULT_REQUESTS
     assert v.client(4, 100) == M.Client("closed", 4, requests=100, warmup=0)
