@@ -101,11 +101,16 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
                      "(conc = requests in flight by Little's law; load = the rate over the "
                      "layout's capacity)")
     if head.get("client"):
-        load = "each row's concurrency in clients that send their next request when one " \
-            "ends" if head["client"] == "closed" else "the request rate's Poisson arrivals"
-        lines.append(f"simulated client: {load}, {head['requests']:,} requests "
-                     f"({head['warmup']:,} warm-up) against {head['engine']}'s scheduler; TTFT "
-                     "and TPOT are the run's means")
+        per = head.get("requests_per_client")
+        load = "the request rate's Poisson arrivals" if head["client"] == "poisson" else \
+            "each row's concurrency in clients that send their next request when one ends"
+        if head["client"] not in ("closed", "poisson"):
+            load = f"{head['client']}'s default closed loop: " + load
+        count = f"max({head['requests']:,}, {per} x concurrency) requests measured after " \
+            f"{head['warmup']:,} warm-up" if per else \
+            f"{head['requests']:,} requests ({head['warmup']:,} warm-up)"
+        lines.append(f"simulated client: {load}, {count} against {head['engine']}'s "
+                     "scheduler; TTFT and TPOT are the run's means")
     lines.append("")
     shown = _shown(result, top)
     lines += _table(shown, range(1, len(shown) + 1))

@@ -111,12 +111,13 @@ class Client:
     per_client: int = 0     # a closed loop measures max(requests, per_client x concurrency)
 
     def resolved(self) -> Client:
-        """The run at its concurrency: ``requests`` raised to ``per_client`` x concurrency
-        (genai-perf's request count), at most ``MAX_REQUESTS``."""
+        """The run at its concurrency: the measured ``requests`` raised to ``per_client`` x
+        concurrency (genai-perf's and AIPerf's count) and the ``warmup`` requests sent before
+        them (their --warmup-request-count), at most ``MAX_REQUESTS`` in all."""
         if not self.per_client:
             return self
-        n = min(MAX_REQUESTS, max(self.requests, self.per_client * self.concurrency))
-        return attrs.evolve(self, requests=n, per_client=0)
+        n = max(self.requests, self.per_client * self.concurrency) + self.warmup
+        return attrs.evolve(self, requests=min(MAX_REQUESTS, n), per_client=0)
 
     def per_replica(self, replicas: int) -> Client:
         """The busiest replica's share of the load (round-robin over ``replicas``)."""
@@ -192,14 +193,18 @@ CLIENT_NAMES = CLIENTS + tuple(PROTOCOLS)
 def client_for(name: str, rate: float = math.inf, requests: int | None = None,
                warmup: int | None = None) -> Client:
     """``--client NAME``'s run: ``closed`` or ``poisson`` with ``requests`` (default 1,000)
-    and ``warmup`` (default 0), or a named client's closed loop with its defaults
-    (``PROTOCOLS``), ``requests`` and ``warmup`` overriding them."""
+    of which the first ``warmup`` (default 0) are not measured, or a named client's closed
+    loop with its defaults (``PROTOCOLS``): ``requests`` then replaces its measured count and
+    ``warmup`` requests are sent before them, as those clients' own warm-up options do."""
     proto = PROTOCOLS.get(name)
     if proto is None:
         return Client(name, 1, rate, DEFAULT_REQUESTS if requests is None else requests,
                       DEFAULT_WARMUP if warmup is None else warmup)
     c = proto.client(1, requests)
-    return c if warmup is None else attrs.evolve(c, warmup=warmup)
+    w = proto.warmup if warmup is None else warmup
+    if c.per_client:
+        return attrs.evolve(c, warmup=w)
+    return attrs.evolve(c, requests=c.requests + w, warmup=w)
 
 
 def problem(client: Client, disaggregate: bool = False, rate: bool = False) -> str | None:
@@ -207,7 +212,9 @@ def problem(client: Client, disaggregate: bool = False, rate: bool = False) -> s
     request rate ``rate``), or None."""
     if client.kind not in CLIENTS:
         return f"client '{client.kind}': one of {', '.join(CLIENTS)}"
-    if not 1 <= client.requests <= MAX_REQUESTS or not 0 <= client.warmup < client.requests:
+    # a named client's warm-up comes on top of its measured count (``Client.resolved``)
+    room = client.requests + (client.warmup if client.per_client else 0)
+    if not 1 <= client.requests <= MAX_REQUESTS or not 0 <= client.warmup < room:
         return (f"{client.requests} requests with {client.warmup} warm-up: 1 to "
                 f"{MAX_REQUESTS:,} requests, fewer warm-up than that")
     if disaggregate:

@@ -129,7 +129,7 @@ def _client(args, arrivals: Arrivals | None) -> serve_sim.Client | None:
         raise UsageError(f"--requests {args.requests}: give 1 to {serve_sim.MAX_REQUESTS:,}")
     rate = arrivals.rate if arrivals is not None else math.inf
     client = serve_sim.client_for(args.client, rate, args.requests, args.warmup)
-    if not 0 <= client.warmup < client.requests:
+    if client.warmup < 0 or not client.per_client and client.warmup >= client.requests:
         raise UsageError(f"--warmup {client.warmup}: 0 to {client.requests - 1:,} (fewer than "
                          "--requests)")
     return client

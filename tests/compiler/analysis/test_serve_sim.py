@@ -150,6 +150,10 @@ def test_a_named_client_runs_its_own_request_count(node, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["client"] == "genai-perf" and doc["requests_per_client"] == 2
     assert doc["rows"][0]["ttft"] == api.ttft and doc["rows"][0]["sim_requests"] == 48
+    assert main(["infer", NODE, "--model", "llama3-8b", "--isl", "2000", "--osl", "200",
+                 "--gpus", "1", "--tp", "1", "--pp", "1", "--ep", "1", "--concurrency", "24",
+                 "--client", "genai-perf"]) == 0
+    assert "genai-perf's default closed loop" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv,why", [
@@ -226,6 +230,11 @@ def test_client_protocols_measure_what_their_source_says():
     assert M.client_for("genai-perf").per_client == 2
     assert M.client_for("genai-perf", requests=64) == M.Client("closed", 1, requests=64)
     assert M.client_for("closed", warmup=5) == M.Client("closed", 1, requests=1000, warmup=5)
+    # a named client's warm-up is sent before its measured count, as its own option does
+    run = attrs.evolve(M.client_for("aiperf", warmup=15), concurrency=20).resolved()
+    assert (run.requests, run.warmup) == (55, 15)
+    assert M.client_for("vllm-bench-serve", requests=100, warmup=10).requests == 110
+    assert M.problem(M.client_for("genai-perf", warmup=15)) is None
 
 
 def test_a_short_genai_perf_run_holds_more_of_the_first_wave(node):
