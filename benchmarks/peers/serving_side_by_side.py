@@ -88,12 +88,16 @@ def run_peer(rows: list[dict], cache: str | None = None) -> dict[str, dict]:
 
 
 def topoc_loso(path: str) -> dict[tuple[str, str], tuple[float, float]]:
-    """(row, metric) -> (analytic error, simulated error) from a ``--loso`` output."""
+    """(row, metric) -> (analytic error, simulated error) from a ``--loso`` output (its
+    every-held-out-check lines: 7 fields, or 8 with the simulated loop run as the row's client
+    runs it last; the simulated error read is the 1,000-request loop's, the 7th field)."""
     out = {}
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         f = line.split()
-        if len(f) == 7 and f[0].startswith("r") and f[2] in ("throughput", "tpot", "ttft"):
-            out[(f[0], f[2])] = (float(f[4].rstrip("%")) / 100, float(f[6].rstrip("%")) / 100)
+        if len(f) in (7, 8) and f[0].startswith("r") and \
+                f[2] in ("throughput", "tpot", "ttft"):
+            out[(f[0], f[2])] = (float(f[4].rstrip("%")) / 100,
+                                 float(f[6].rstrip("%")) / 100)
     return out
 
 
