@@ -9,6 +9,8 @@
                                        # check through the simulated closed loop (serve_sim)
     .venv/bin/python benchmarks/infer_validation.py --loso     # leave-one-source-out: each
                                        # source's rows predicted by settings fitted without it
+    .venv/bin/python benchmarks/infer_validation.py --steps r218  # one row's simulated closed
+                                       # loop step by step: batch, queue, KV held, step times
 
 Fit rows are every third usable row in file order (tests/serving_rows.py); the fit touches
 only them, and the medians are reported for fit and validation rows apart.
@@ -431,6 +433,57 @@ def sim_run(c: S.Check, settings: Settings, warmup: int = 0):
     return M.simulate(eng, c.isl, c.osl, one, scheduler_of(c))
 
 
+def step_trace(row: str, settings: Settings, requests: int = 1000, lines: int = 40) -> None:
+    """The simulated closed loop of one row's TTFT check (its engine's scheduler, ``requests``
+    requests, no warm-up; one replica) step by step (``serve_sim.Step``): the running batch,
+    the prompts each step admits and prefills, the queue and the frontend's backlog, the KV
+    tokens held against the capacity; the first ``lines`` records, the last wave's, and a
+    summary of why a request waits (the batch the KV cache allows against the one admitted,
+    the prompts per prefill step)."""
+    from topoc.compiler.analysis import serve_sim as M
+    c = next((x for x in S.checks() if x.row == row and x.metric == "ttft"), None)
+    if c is None or not isinstance(c.concurrency, int):
+        sys.exit(f"{row}: no fixed-concurrency TTFT check")
+    eng = S.engine(c, settings)
+    sched = scheduler_of(c)
+    one = M.Client("closed", c.concurrency, requests=requests).per_replica(
+        max(1, c.gpus // eng.lay.gpus))
+    steps: list = []
+    run = M.simulate(eng, c.isl, c.osl, one, sched, trace=steps.append)
+    print(f"{c.row}  {c.model} tp{c.tp} {c.gpu} {c.precision}/{eng.kvp} KV  {c.isl}/{c.osl}  "
+          f"concurrency {c.concurrency}  engine {sched.name} (max_batch {sched.max_batch}, "
+          f"max_tokens {sched.max_tokens}, chunked {sched.chunked_prefill}, overlap "
+          f"{sched.overlap}, reserve {sched.reserve})")
+    print(f"KV capacity {eng.kv_capacity:,} tokens per replica ({eng.kv_per_token:,.0f} B per "
+          f"token per GPU; weights {eng.weights / 1e9:.1f} GB per GPU): "
+          f"{int(eng.kv_capacity // (c.isl + sched.reserve * c.osl))} sequences admitted at "
+          f"isl + {sched.reserve:g} x osl; idle prefill {eng.prefill(c.isl):.4f} s, decode step "
+          f"at the concurrency {eng.decode_step(c.concurrency, c.isl + c.osl / 2)[0]:.4f} s")
+    print("      t       dt  steps  running  admitted  first  prefill_tok  waiting  pending  "
+          "held/capacity")
+
+    def line(x) -> str:
+        return (f"{x.t:8.3f}  {x.dt:.4f}  {x.steps:5d}  {x.running:7d}  {x.admitted:8d}  "
+                f"{x.finished:5d}  {x.prefill_tokens:11d}  {x.waiting:7d}  {x.pending:7d}  "
+                f"{x.held:,.0f}/{x.capacity:,}")
+    for x in steps[:lines]:
+        print(line(x))
+    late = [x for x in steps if x.t >= steps[-1].t - run.duration / max(1, requests //
+                                                                     one.concurrency)]
+    print(f"... the last wave ({len(late)} records):")
+    for x in late[:lines]:
+        print(line(x))
+    pre = [x.finished for x in steps if x.finished]
+    counts: dict[int, int] = {}
+    for n in pre:
+        counts[n] = counts.get(n, 0) + 1
+    print(f"most running {max(x.running for x in steps)}, most waiting "
+          f"{max(x.waiting for x in steps)}; prefill steps by prompts finished: "
+          + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
+    print(f"TTFT mean {run.ttft.mean:.4f} s, median {run.ttft.median:.4f} s (measured "
+          f"{c.measured:.4g}); TPOT mean {run.tpot.mean:.4f} s; cohort {run.cohort:.2f}")
+
+
 def trace_line(c: S.Check, settings: Settings, name: str, every: list) -> str:
     """One loaded TTFT check with the simulated trace: the measured wait beyond the same
     sweep's one-request TTFT in measured decode steps, the analytic and simulated errors
@@ -757,8 +810,13 @@ def main() -> None:
                     help="how the rows' collectives are costed: 'engine' (default: each row's "
                          "engine's all-reduce rule, collectives/engines.py), or a chooser "
                          "(fastest, nccl) for every row")
+    ap.add_argument("--steps", metavar="ROW",
+                    help="one row's simulated closed loop step by step (1,000 requests)")
     args = ap.parse_args()
     settings = Settings(collectives=args.collectives)
+    if args.steps:
+        step_trace(args.steps, settings)
+        return
     SHRINK[0] = args.shrink
     FEW[0] = args.few
     if args.constants:

@@ -49,6 +49,7 @@ import heapq
 import math
 import random
 from collections import deque
+from collections.abc import Callable
 
 import attrs
 
@@ -285,6 +286,29 @@ class Run:
     cohort: float = 0.0
 
 
+@attrs.frozen
+class Step:
+    """One record of a simulated run's trace (``simulate(trace=...)``): ``steps`` engine steps
+    from ``t`` of ``dt`` seconds each (decode-only steps between two events come as one record),
+    the ``running`` sequences they decode, the prompts whose prefill they ``admitted`` (taken
+    from the queue) and ``finished`` (first token at the step's end), the ``prefill_tokens`` they
+    run, the requests ``waiting`` in the engine's queue and ``pending`` in the frontend after
+    the step's admissions, and the KV tokens the admitted sequences hold and reserve
+    (``held``) of the ``capacity``: what a reader needs to see why a request waits."""
+
+    t: float
+    dt: float
+    steps: int
+    running: int
+    admitted: int
+    finished: int
+    prefill_tokens: int
+    waiting: int
+    pending: int
+    held: float
+    capacity: int
+
+
 def _arrivals(client: Client) -> list[float] | None:
     """Send times of an open loop's requests (seeded: deterministic), or None (closed)."""
     if client.kind == "closed":
@@ -299,9 +323,11 @@ def _arrivals(client: Client) -> list[float] | None:
     return out
 
 
-def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
+def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler,
+             trace: Callable[[Step], None] | None = None) -> Run:
     """One replica (``eng``: an ``infer.Engine`` whose settings carry the scheduler's
-    max_batch, max_tokens and overlap) under ``client``'s load (already per replica)."""
+    max_batch, max_tokens and overlap) under ``client``'s load (already per replica).
+    ``trace``, when given, is called with each step's ``Step`` record in time order."""
     client = client.resolved()
     s = eng.s
     cap = eng.kv_capacity
@@ -407,6 +433,7 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
             budget = budget_max if admissible and sched.prefill_first else 0
         step_tokens = 0
         completed: list[list] = []
+        taken = len(waiting)
         if budget > 0 and admissible:
             for q in list(prefilling):
                 take = min(q[1], budget - step_tokens)
@@ -470,6 +497,8 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
                 preempted += 1
                 continue
             dt = t_dec(b)
+            if trace is not None:
+                trace(Step(t, dt, steps, b, 0, 0, 0, len(waiting), len(pending), held, cap))
             t += steps * dt
             planned = t - dt
             k += steps
@@ -481,6 +510,9 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler) -> Run:
             pause = 0.0
         else:
             dt = (t_dec(b) + step_tokens * slope) if decode else t_pre(step_tokens)
+            if trace is not None:
+                trace(Step(t, dt, 1, b if decode else 0, taken - len(waiting), len(completed),
+                           step_tokens, len(waiting), len(pending), held, cap))
             planned = t
             t += dt
             area += (b if decode else 0) * dt

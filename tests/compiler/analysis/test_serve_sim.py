@@ -246,3 +246,23 @@ def test_a_short_genai_perf_run_holds_more_of_the_first_wave(node):
     short = M.simulate(eng, 4000, 200, M.PROTOCOLS["genai-perf"].client(32), sched)
     long = M.simulate(eng, 4000, 200, M.Client("closed", 32, requests=1000), sched)
     assert short.measured == 64 and short.ttft.mean > long.ttft.mean
+
+
+def test_the_trace_accounts_for_every_step_and_request(node):
+    """``simulate(trace=...)``: the records come in time order and tile the run (each starts
+    where the last ended), every request is admitted and gets its first token once, the running
+    batch and the KV tokens held never pass what TensorRT-LLM's rule admits (a small cache: 20
+    sequences, 60 clients), and tracing changes no figure."""
+    eng = engine(node)
+    eng.kv_capacity = 20 * 1500
+    sched = M.ENGINES["trtllm"]
+    client = M.Client("closed", 60, requests=300)
+    steps: list[M.Step] = []
+    traced = M.simulate(eng, 1000, 500, client, sched, trace=steps.append)
+    assert traced == M.simulate(eng, 1000, 500, client, sched)
+    assert sum(x.admitted for x in steps) == sum(x.finished for x in steps) == 300
+    for a, b in zip(steps, steps[1:]):
+        assert b.t >= a.t + a.steps * a.dt - 1e-9
+    assert max(x.running for x in steps) <= 20
+    assert max(x.held for x in steps) <= eng.kv_capacity
+    assert max(x.waiting for x in steps) >= 40 - 20    # the rest wait in the engine's queue
