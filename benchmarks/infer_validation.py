@@ -11,6 +11,8 @@
                                        # source's rows predicted by settings fitted without it
     .venv/bin/python benchmarks/infer_validation.py --steps r218  # one row's simulated closed
                                        # loop step by step: batch, queue, KV held, step times
+    .venv/bin/python benchmarks/infer_validation.py --protocol-bound  # loaded TTFT checks
+                                       # below what their client's default run could measure
 
 Fit rows are every third usable row in file order (tests/serving_rows.py); the fit touches
 only them, and the medians are reported for fit and validation rows apart.
@@ -484,6 +486,52 @@ def step_trace(row: str, settings: Settings, requests: int = 1000, lines: int = 
           f"{c.measured:.4g}); TPOT mean {run.tpot.mean:.4f} s; cohort {run.cohort:.2f}")
 
 
+def first_wave_bound(c: S.Check, settings: Settings) -> float | None:
+    """The least mean TTFT the row's named client (``serve_sim.PROTOCOLS``) can measure when
+    its first synchronised wave is in the mean (no warm-up, a count per client): the C prompts
+    sent together need C x p of prefill work however the engine batches them, p the prompt's
+    FLOPs on its busiest GPU at the precision's dense peak (nothing fitted: efficiency 1, no
+    overhead, no decode), so the k-th first token comes no sooner than k x p and the wave's
+    mean is at least p (C + 1) / 2; the run measures N = max(least, per_client x C) requests,
+    the wave's C among them. None when the client warms up, has a fixed count, or is not
+    named."""
+    from topoc.compiler.analysis import serve_sim as M
+    from topoc.compiler.training import serving as sv
+    proto = M.PROTOCOLS.get(client_of(c.row))
+    if proto is None or proto.warmup or not proto.per_client or \
+            not isinstance(c.concurrency, int):
+        return None
+    eng = S.engine(c, settings)
+    w = sv.prefill(eng.a, eng.lay, c.isl, eng.prec, eng.kvp)
+    p = (w.gemm_flops + w.expert_flops) / eng.gpu.peak(eng.prec) + \
+        w.attn_flops / eng.gpu.peak("fp8" if eng.kvp != "bf16" else "bf16")
+    p *= eng.lay.pp
+    n = max(proto.least, proto.per_client * c.concurrency)
+    return c.concurrency / n * p * (c.concurrency + 1) / 2
+
+
+def protocol_report(settings: Settings) -> None:
+    """Each loaded TTFT check against ``first_wave_bound``: the rows whose measured mean is
+    below the least its stated client's default run could give (so that run, first wave
+    counted, is not what was measured), by table."""
+    print("loaded TTFT against the least mean its client's default run could measure "
+          "(first wave counted, prefill at the dense peak): row model tp isl/osl concurrency "
+          "client measured bound")
+    out = []
+    for c in S.checks():
+        if c.metric != "ttft" or c.concurrency in (1, "max"):
+            continue
+        b = first_wave_bound(c, settings)
+        if b is None:
+            continue
+        out.append(c.measured < b)
+        print(f"  {c.row}  {c.model}  tp{c.tp}  {c.isl}/{c.osl}  c{c.concurrency}  "
+              f"{client_of(c.row)}  {c.measured:.4g}  {b:.4g}"
+              + ("  EXCLUDED" if c.measured < b else ""))
+    print(f"{sum(out)} of {len(out)} loaded checks measured below their client's default "
+          "run's least mean")
+
+
 def trace_line(c: S.Check, settings: Settings, name: str, every: list) -> str:
     """One loaded TTFT check with the simulated trace: the measured wait beyond the same
     sweep's one-request TTFT in measured decode steps, the analytic and simulated errors
@@ -812,8 +860,14 @@ def main() -> None:
                          "(fastest, nccl) for every row")
     ap.add_argument("--steps", metavar="ROW",
                     help="one row's simulated closed loop step by step (1,000 requests)")
+    ap.add_argument("--protocol-bound", action="store_true",
+                    help="each loaded TTFT check against the least mean its client's default "
+                         "run (first wave counted) could measure")
     args = ap.parse_args()
     settings = Settings(collectives=args.collectives)
+    if args.protocol_bound:
+        protocol_report(settings)
+        return
     if args.steps:
         step_trace(args.steps, settings)
         return
