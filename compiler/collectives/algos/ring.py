@@ -67,11 +67,12 @@ def chain_latency(p: Profile, collective: str, n: int, proto: int) -> float:
 #: runRing: ``alignUp(divUp(remCount, nranks), 16/sizeof(T))``, v2.22.3-1 to v2.30.7-1); before
 #: it 8 per thread (v2.19.3-1 ``minChunkSize = nthreads * (calcBytePerGrain() / sizeof(T))``;
 #: v2.20.5-1, v2.21.5-1 enqueue.cc computeCollAlignCount ``NCCL_LL_ALIGNMENT_PER_THREAD /
-#: typeSize * nThreads``) with the 64 threads enqueue.cc leaves a one-channel call of a few KiB
+#: typeSize * nThreads``) with the 96 threads enqueue.cc leaves a one-channel call of a few KiB
 #: (it halves NCCL_LL_MAX_NTHREADS, 512, while the bytes are under threads x 8 x nRanks, down to
-#: 64).
+#: 64, then raises a count under three warps to three: ``nt/WARP_SIZE < 3 ? 3*WARP_SIZE : nt``,
+#: v2.18.3-1 to v2.21.5-1).
 LL_CHUNK_ALIGN = 16
-LL_CHUNK_ALIGN_OLD = 64 * 8
+LL_CHUNK_ALIGN_OLD = 96 * 8
 
 
 def data_chunks(p: Profile, n: int, size: int) -> int:
