@@ -87,18 +87,16 @@ REGISTRY: tuple[Constant, ...] = (
              ("Azure/AI-benchmarking-guide",), _OLD_LAUNCH,
              caveat="kept from an excluded row: no source with a stated 2.18-2.20 release "
                     "measures a single-host small call"),
-    Constant("launch_2.21", 4.5, "us",
+    Constant("launch_2.21", 7.5, "us",
              "what an nccl-tests call costs besides the hops and the bytes from NCCL 2.21 (none "
-             "of tuning.cc's base latency: the host path got faster)",
+             "of tuning.cc's base latency: the host path got faster): the kernel launch and "
+             "host enqueue of back-to-back calls",
              "fitted", "small rows of one host's GPUs, NCCL 2.21 and later and unstated releases "
-             "(costed as the latest)",
+             "(costed as the latest); at 8 B a ring all-reduce's empty LL steps do not wait "
+             "(algos/ring.py, idle), so the 8 B and the 1-4 KiB rows of both sources ask for "
+             "the same launch (7-8 us)",
              ("aws-samples/awsome-distributed-training", "deepseek-ai/DeepEP issue 303"),
-             _NEW_LAUNCH, (0.0, 20.0), prior=0.0, scope="single-host small",
-             caveat="kept: the refit on every source (benchmarks/calibration.py --loso) gave "
-                    "6.0 us, and 7 us since a ring's LL runs at half the bus from 2.21; the two "
-                    "sources disagree (their 8 B rows want 4.5 us, DeepEP's 1 and 4 KiB rows 7: "
-                    "docs/cost.md, Leave one source out); the leave-one-source-out figures "
-                    "refit it anyway"),
+             _NEW_LAUNCH, (0.0, 20.0), prior=0.0, scope="single-host small"),
     Constant("ll_channel_gbs", 2.5, "GB/s busbw",
              "what one LL channel moves on NCCL 2.18-2.20 (NCCL's model lets LL use every channel "
              "at a quarter of the bus; the DGX A100 rows take four times longer)",

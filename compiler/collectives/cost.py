@@ -60,7 +60,7 @@ class Cost:
     busbw: float
     bottleneck: str          # link class of the busiest bundle
     bottleneck_link: str     # one link of that bundle
-    latency: float           # the part of ``time`` that does not depend on the size
+    latency: float           # the part of ``time`` that is not the bytes' (algos.idle_us)
     classes: tuple[str, ...] = ()   # link classes the transfers cross
     #: how the row was chosen: ``nccl`` (NCCL's model), ``tuner`` (the net plugin's table),
     #: ``fastest`` or ``forced`` (an algorithm named); empty where no chooser ran
@@ -222,7 +222,8 @@ def options(p: Profile, group: RankGroup, collective: str, size: int,
     out = []
     for proto in allowed:
         if n > 1:
-            latency = launch + algos.latency_us(p, collective, n, proto) * 1e-6
+            latency = launch + (algos.latency_us(p, collective, n, proto) -
+                                algos.idle_us(p, collective, n, size, proto)) * 1e-6
             chosen_lat = launch + algos.selection_us(p, collective, n, proto) * 1e-6 * \
                 algos.plateau(p, collective, n, size, proto)
             chosen_bus = algos.bus_gbs(charged, collective, n, size, proto) * 1e9 * p.credit

@@ -99,8 +99,9 @@ class Nccl:
 
 
 #: launch_us and base_scale: 10 us plus all of baseLat up to 2.20 (fitted on the NCCL 2.18 DGX
-#: H100 1 KiB row, which the 2.20 H200 rows then validate); 4.5 us and none of baseLat from 2.21
-#: (fitted on the 8 B row of a current NCCL on HGX H100: 12.9 us). No published small-message
+#: H100 1 KiB row, which the 2.20 H200 rows then validate); 7.5 us and none of baseLat from 2.21
+#: (fitted on the 8 B to 1 MiB rows of one HGX H100 and H20 node, two sources, with a ring
+#: all-reduce's empty LL steps not waited for: algos/ring.py idle). No published small-message
 #: row between 2.20 and 2.25 pins the release in between where the host path got faster.
 #: ll_channel_cap: the per-channel LL ceiling was fitted on rows of NCCL 2.18 and older; current
 #: NCCL goes past it (an HGX H100 does 1 MiB at 64 GB/s busbw where it allows 45), so from 2.21

@@ -96,6 +96,12 @@ def plateau(p: Profile, collective: str, n: int, size: int, proto: int) -> float
     return REGISTRY[p.algorithm].plateau(p, collective, n, size, proto)
 
 
+def idle_us(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
+    """The part of ``latency_us`` a call of ``size`` bytes does not wait for when calls run back
+    to back (0 for most: ``Algorithm.idle``)."""
+    return REGISTRY[p.algorithm].idle(p, collective, n, size, proto)
+
+
 def net_steps(p: Profile, collective: str) -> float:
     """Network steps on the critical path of the profile's algorithm."""
     return REGISTRY[p.algorithm].net_steps(p, collective)
@@ -120,5 +126,5 @@ def fill_seconds(p: Profile, collective: str, n: int, size: int) -> float:
 
 __all__ = ["REGISTRY", "Algorithm", "CostError", "PROTOCOLS", "RING", "TREE", "NVLS",
            "NVLS_TREE", "PAT", "COLLNET_CHAIN", "ONESHOT", "TWOSHOT", "MULTIMEM", "DIRECT", "PAIRWISE", "HIERARCHICAL", "get", "costed", "planned",
-           "not_nccl", "protocols", "latency_us", "selection_us", "net_steps", "bus_gbs",
+           "not_nccl", "protocols", "latency_us", "selection_us", "idle_us", "net_steps", "bus_gbs",
            "pipeline_seconds", "fill_seconds"]

@@ -121,6 +121,10 @@ class Algorithm:
     credit: Callable[[System, Sequence[int]], float] = lambda system, ranks: 1.0
     #: the factor NCCL's own choice puts on its latency at this size (ring's plateau)
     plateau: Callable[[Profile, str, int, int, int], float] = lambda p, c, n, size, proto: 1.0
+    #: the hop latency (us) of ``latency`` a call of this size does not wait for when calls run
+    #: back to back, as nccl-tests times them (ring all-reduce's empty LL steps); NCCL's own
+    #: choice charges it whole
+    idle: Callable[[Profile, str, int, int, int], float] = lambda p, c, n, size, proto: 0.0
     owner: str = "NCCL"                 # whose algorithm it is: NCCL, topoc, an engine
 
     def protocol_indices(self) -> tuple[int, ...]:

@@ -63,6 +63,48 @@ def chain_latency(p: Profile, collective: str, n: int, proto: int) -> float:
     return base + (n - m) * intra + (m - 1) * net       # broadcast, reduce: a chain
 
 
+#: The bytes a ring all-reduce's LL chunk is a whole number of: 16 from NCCL 2.22 (all_reduce.h
+#: runRing: ``alignUp(divUp(remCount, nranks), 16/sizeof(T))``, v2.22.3-1 to v2.30.7-1); before
+#: it 8 per thread (v2.19.3-1 ``minChunkSize = nthreads * (calcBytePerGrain() / sizeof(T))``;
+#: v2.20.5-1, v2.21.5-1 enqueue.cc computeCollAlignCount ``NCCL_LL_ALIGNMENT_PER_THREAD /
+#: typeSize * nThreads``) with the 96 threads enqueue.cc leaves a one-channel call of a few KiB
+#: (it halves NCCL_LL_MAX_NTHREADS, 512, while the bytes are under threads x 8 x nRanks, down to
+#: 64, then raises a count under three warps to three: ``nt/WARP_SIZE < 3 ? 3*WARP_SIZE : nt``,
+#: v2.18.3-1 to v2.21.5-1).
+LL_CHUNK_ALIGN = 16
+LL_CHUNK_ALIGN_OLD = 96 * 8
+
+
+def data_chunks(p: Profile, n: int, size: int) -> int:
+    """How many of a ring all-reduce's n chunks carry data on LL: each rank's chunk is ``size /
+    n`` rounded up to the alignment, so a call of fewer than n alignments leaves the last
+    chunks empty. At most ceil(size / alignment) carry data (exactly that where size / n is
+    within one alignment, as at 8 B to 128 B on 8 ranks); the bound keeps the count growing
+    with the size."""
+    align = LL_CHUNK_ALIGN if p.nccl.release >= (2, 22) else LL_CHUNK_ALIGN_OLD
+    return max(1, min(n, -(-size // align)))
+
+
+def idle(p: Profile, collective: str, n: int, size: int, proto: int) -> float:
+    """The hop latency (us) a ring all-reduce on LL does not wait for when calls run back to
+    back (nccl-tests' loop) and only m < n - 1 chunks carry data. An empty LL step neither
+    reads nor waits for its flags (prims_ll.h LLGenericOp: ``while (nelem > 0)``, v2.18.3-1 to
+    v2.30.7-1), so a rank waits only for the chunks with data: the rank that sends chunk 0
+    first gets its result back n hops later (n - 1 to reduce it, one to return it), and its
+    next call's kernel starts then, while the last ranks still copy. With m chunks a rank spans
+    n + m - 1 hops from its first wait to its last, against the 2(n - 1) of full chunks; the
+    8 B all-reduce of an 8-GPU node runs 8 of 14 hops (aws-samples' p5 and DeepEP#303's H20:
+    12.9 and 12.5 us at 8 B, 15.6 and 15.7 us at 1 KiB). NCCL's own choice charges every hop."""
+    steps = 2 * (n - 1)
+    if collective != "allreduce" or proto != 0 or n < 3:
+        return 0.0
+    window = n + data_chunks(p, n, size) - 1
+    if window >= steps:
+        return 0.0
+    base = tree_hops(p, "ring", proto)[0]
+    return (chain_latency(p, collective, n, proto) - base) * (steps - window) / steps
+
+
 def net_steps(p: Profile, collective: str) -> float:
     """A ring's network steps: 2(m-1) for all-reduce, m-1 for one pass."""
     return (2 if collective == "allreduce" else 1) * (p.islands - 1)
@@ -155,4 +197,4 @@ RING = Algorithm(
     nccl={c: since((2, 0)) for c in ("allreduce", "reducescatter", "allgather", "broadcast",
                                      "reduce")},
     step_share=RING_STEP_SHARE, ring_thresholds=True, pipeline=messages.ring_seconds,
-    plateau=plateau)
+    plateau=plateau, idle=idle)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import math
 
+import attrs
+
 import pytest
 
 import topoc
@@ -119,3 +121,34 @@ def test_the_cost_cli_notes_an_older_release(capsys):
     assert out.rstrip().splitlines()[-1].startswith("# NCCL 2.17 is older than")
     assert main(["cost", f, "--group", "world", "--sizes", "1M", "--nccl", "2.27"]) == 0
     assert "older than" not in capsys.readouterr().out
+
+
+def test_a_tiny_ring_all_reduce_does_not_wait_for_its_empty_ll_steps():
+    """8 B on 8 GPUs: one chunk of the ring carries data (16-byte chunks from NCCL 2.22, 768 B
+    before: 8 bytes for each of 96 threads), so back-to-back calls span n = 8 of the 14 hops; from 128 B every chunk has data
+    and every hop counts. NCCL's own choice still charges all 14 (it does not know), and the
+    time never falls as the size grows."""
+    from topoc.compiler.collectives.algos import ring
+    from topoc.compiler.collectives.cost import options, profile
+
+    s = system("dgx_h100.topo", ())
+    world = RankGroup("world", tuple(range(8)))
+    p = profile(s, world, "allreduce", "ring")
+    assert [ring.data_chunks(p, 8, b) for b in (8, 16, 32, 64, 128, 1 * KiB)] == \
+        [1, 1, 2, 4, 8, 8]
+    old = attrs.evolve(p, nccl=nccl("2.21"))
+    assert [ring.data_chunks(old, 8, b) for b in (8, 1 * KiB, 4 * KiB, 8 * KiB)] == [1, 2, 6, 8]
+    hop = (ring.chain_latency(p, "allreduce", 8, 0) - ring.tree_hops(p, "ring", 0)[0]) / 14
+    assert ring.idle(p, "allreduce", 8, 8, 0) == pytest.approx(6 * hop)
+    assert ring.idle(p, "allreduce", 8, 1 * KiB, 0) == 0.0
+    assert ring.idle(p, "allreduce", 8, 8, 2) == 0.0           # Simple steps synchronise
+    assert ring.idle(p, "reducescatter", 8, 8, 0) == 0.0
+    two = profile(s, RankGroup("pair", (0, 1)), "allreduce", "ring")
+    assert ring.idle(two, "allreduce", 2, 8, 0) == 0.0          # 2(n-1) = n: nothing to skip
+    ll = {b: next((t, c) for t, c in options(p, world, "allreduce", b) if c.protocol == "LL")
+          for b in (8, 1 * KiB)}
+    assert ll[1 * KiB][1].time - ll[8][1].time > 5 * hop * 1e-6
+    assert ll[1 * KiB][0] - ll[8][0] < 1e-6                     # NCCL's charge: the same hops
+    times = [next(c for _, c in options(p, world, "allreduce", b) if c.protocol == "LL").time
+             for b in range(8, 1100, 4)]
+    assert times == sorted(times)

@@ -61,7 +61,8 @@ def test_cost_plan_and_infer_agree(name, defines, size, collective):
 
 def test_the_issue_case_names_its_chooser(capsys):
     """4 p5 nodes, 32 ranks, 1 MiB: NCCL (through the EFA tuner) runs tree/LL128, 507 us; the
-    fastest of NCCL's algorithms is tree/LL, 137 us. Each door gives the one its chooser
+    fastest of NCCL's algorithms is tree/LL, 137 us in the issue (140 since the launch from
+    NCCL 2.21 is fitted at 7.5 us, not 4.5: constants.py). Each door gives the one its chooser
     names, and ``topoc cost`` gives both."""
     s = load("aws_p5.topo", (("nodes", 4),))
     world = RankGroup("world", tuple(range(32)))
@@ -69,7 +70,7 @@ def test_the_issue_case_names_its_chooser(capsys):
     fastest = cost_collective(s, world, "allreduce", MiB, chooser="fastest")
     assert (nccl.algorithm, nccl.protocol) == ("tree", "LL128")
     assert nccl.time == pytest.approx(507e-6, rel=0.01)
-    assert fastest.time == pytest.approx(137e-6, rel=0.01) and fastest.time < nccl.time
+    assert fastest.time == pytest.approx(140e-6, rel=0.01) and fastest.time < nccl.time
     f = str(library_file("aws_p5.topo"))
     for algorithm, want in (("auto", nccl), ("fastest", fastest)):
         assert main(["cost", f, "-D", "nodes=4", "--group", "world", "--sizes", "1M",
