@@ -177,7 +177,7 @@ _RECORDS = (
                     "layer's launches at host_launch, 1.4-1.8 ms, are its floor); "
                     "llm-foundry's rows alone ask for about 5 ms; Megatron-Bridge's large MoE "
                     "rows (Qwen3-235B, DeepSeek-V3 on GB200, CUDA graphs on the router and "
-                    "dispatch preprocessing) are over-charged by it (+15 % to +26 % held out); "
+                    "dispatch preprocessing) are over-charged by it (+12 % to +21 % held out); "
                     "charged to BLOOM's launch-blocking Megatron-DeepSpeed as well "
                     "(one value across both families) it orders 87 % of the pairs but costs "
                     "four winners and 0.8 points of the held-out 90th percentile, so it is not "
