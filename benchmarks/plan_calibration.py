@@ -6,7 +6,8 @@ time and memory next to the measured ones as a Markdown table, fit and validatio
     .venv/bin/python benchmarks/plan_calibration.py [--fit] [--ranks]
 
 --fit    search the constants and print them: the global ones (``GLOBALS``: the cost per
-         layer and micro-batch of PyTorch's FSDP) on every scored row and every group of
+         layer and micro-batch of PyTorch's FSDP and Megatron-Core's MoE layers) on every
+         scored row and every group of
          measured alternatives, then each generation's GEMM curve on its fit rows (coordinate
          descent on the RMS log error), ``ROUNDS`` times; the printed values are copied into
          compiler/training/constants.py by hand (the registry holds a fixed point of --fit).

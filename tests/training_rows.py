@@ -117,9 +117,12 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "26.02.01 run (its mapping, batch and figure)",
         {"microbatch": 1, "interleave": 12, "batch": 1024, "value": 9058.0}),
     "mbridge-2511-b200-q30-8-fp8-mx": (
-        "host-bound at one sequence a micro-batch (16 local experts of 2K tokens, fp8): how "
-        "far depends on compute.HOST_LAUNCH, an order-of-magnitude figure no fit row can set "
-        "(-58 % at 10 us, -32 % at 20 us, -6 % at 30 us); the run's CUDA-graph and dispatcher "
+        "host-bound at one sequence a micro-batch (16 local experts of 2K tokens, fp8): with "
+        "the launches alone (compute.host_bound) how far depended on compute.HOST_LAUNCH, an "
+        "order-of-magnitude figure no fit row can set (-58 % at 10 us, -32 % at 20 us, -6 % "
+        "at 30 us); since each MoE layer and micro-batch also pays the host's fixed cost "
+        "after the dispatcher's sync (compute.layer_microbatch) it is +5 %; the run's "
+        "CUDA-graph and dispatcher "
         "settings are not published (Megatron-Bridge's later B200 preset for it runs four "
         "sequences a micro-batch with CUDA graphs on the router and dispatch preprocessing); "
         "at four sequences (26.02.01: 26,695 tokens/s/GPU, 2.75x this row's per GPU) topoc "
@@ -737,14 +740,14 @@ _FOUNDRY = ("llm-foundry's published runs checkpoint every block; the best drops
             "recompute (docs/plan.md, 'llm-foundry: the micro-batch, not the recompute'): "
             "within the table's checkpointed runs alone a smaller micro-batch loses more "
             "than topoc predicts (MPT-70B on H100, micro-batch 2 -> 8: 1.18x the tokens/s "
-            "measured, 1.12x predicted with the 3.75 ms per layer and micro-batch topoc "
+            "measured, 1.11x predicted with the 3.5 ms per layer and micro-batch topoc "
             "charges PyTorch's FSDP, compute.layer_microbatch, fitted across sources; 1.06x "
             "without it), and a GEMM plateau of 0.64 with about 5 ms per "
             "layer and micro-batch puts all 18 H100 rows, checkpointed or not, within 6 % "
             "(this one {err} before that charge; benchmarks/foundry_microbatch.py). No source "
             "read gives its seconds (FSDP1's rate-limiter gap, 235 us a gather in PyTorch PR "
             "108234, is about a tenth of it); the search's small micro-batches pay the fitted "
-            "3.75 ms, not llm-foundry's 5; with the memory margin the best fits at most at "
+            "3.5 ms, not llm-foundry's 5; with the memory margin the best fits at most at "
             "77 % of HBM (six of these rows, whose best sat at 91-99 % without it, rank within "
             "15 % with it), so memory does not separate the two")
 _A2A = ("expert all-to-all costed fully exposed: the published wide EP pays {ep} s of "
@@ -852,8 +855,8 @@ RANK_MISSES: dict[str, str] = {
         "one sequence a micro-batch waits on the host (compute.host_bound: 16 local experts of "
         "2K tokens are launched slower than they run after the dispatcher's sync), which four "
         "sequences amortise; Megatron-Bridge's later B200 preset for this model runs four (with "
-        "CUDA graphs on the router and dispatch preprocessing); the row is still predicted "
-        "32 % fast, so how much four gain depends on the host figure"),
+        "CUDA graphs on the router and dispatch preprocessing); the row was predicted 32 % "
+        "fast with the launches alone, +5 % with the cost per MoE layer and micro-batch"),
     "mbridge-2511-h100-q30-16-fp8-cs": _Q30.format(err="61 %") +
         "; its figure predates the change of token dispatcher that made the same mapping 77 % "
         "faster (CAVEATS)",

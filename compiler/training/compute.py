@@ -212,24 +212,35 @@ def blocking(m: Transformer, t, layers: int, microbatches: int) -> float:
 LAYER_MICROBATCH = value("compute.layer_microbatch")
 
 
-def fixed_per_layer(t, layers: int) -> float:
-    """Seconds one micro-batch of a stage of ``layers`` layers pays beyond its kernels under
-    PyTorch's FSDP (``Training.fsdp`` without Megatron's distributed optimizer): its hooks run
-    on the host around every wrapped layer, each micro-batch, forward and backward. FSDP1
-    (Composer's, llm-foundry's) also makes the host wait on the GPU there
+def fixed_per_layer(t, layers: int, moe_layers: int = 0) -> float:
+    """Seconds one micro-batch of a stage of ``layers`` layers (``moe_layers`` of them MoE
+    layers) pays beyond its kernels where the host has to wait for the GPU inside a layer, so
+    that the queue drains and the GPU idles while the host catches up.
+
+    PyTorch's FSDP (``Training.fsdp`` without Megatron's distributed optimizer), every layer:
+    its hooks run on the host around every wrapped layer, each micro-batch, forward and
+    backward. FSDP1 (Composer's, llm-foundry's) also makes the host wait on the GPU there
     (torch/distributed/fsdp/_runtime_utils.py ``_unshard``: with ``limit_all_gathers`` the
     CPU calls ``event.synchronize()`` on an earlier gather's event, the
     "FullyShardedDataParallel.rate_limiter" range, before it issues the next layer's
-    all-gather), so the queue drains and the GPU idles while the host catches up; FSDP2
-    (torchtitan's, torchao's, AutoModel's ``fully_shard``) does per-layer host work of its
-    own (the all-gather's copy-in and copy-out, the reduce-scatter's). No source measures
-    the seconds: the value is fitted across those sources (``compute.layer_microbatch``).
-    Megatron-FSDP
-    (``fsdp`` with ``distributed_optimizer``, megatron/core/distributed/fsdp) gathers
-    parameters by its own buckets in one ``ParamAndGradBuffer`` and is not charged, nor are
+    all-gather); FSDP2 (torchtitan's, torchao's, AutoModel's ``fully_shard``) does per-layer
+    host work of its own (the all-gather's copy-in and copy-out, the reduce-scatter's).
+
+    Megatron-Core, every MoE layer: its dropless token dispatcher copies the per-expert token
+    counts to the host and waits for them (megatron/core/transformer/moe/token_dispatcher.py,
+    ``_maybe_dtoh_and_synchronize``: ``self.d2h_event.synchronize()`` at the dispatcher's
+    ``cuda_sync_point``, "before_ep_alltoall" with expert or tensor parallelism, to get "the
+    ``input_splits`` and ``output_splits`` CPU values"), once per layer and micro-batch.
+
+    No source measures the seconds: one value is fitted across the sources of both
+    families (``compute.layer_microbatch``). Megatron-FSDP (``fsdp`` with
+    ``distributed_optimizer``, megatron/core/distributed/fsdp) gathers parameters by its own
+    buckets in one ``ParamAndGradBuffer`` and is not charged for its dense layers, nor are
     frameworks that keep the weights (Megatron's own schedule, ZeRO-1/2): the rows of those
     sources do not ask for it (docs/plan.md, 'A cost per layer and micro-batch')."""
-    return layers * LAYER_MICROBATCH if t.fsdp and not t.distributed_optimizer else 0.0
+    if t.fsdp and not t.distributed_optimizer:
+        return layers * LAYER_MICROBATCH
+    return moe_layers * LAYER_MICROBATCH
 
 
 #: Bytes per second per direction between a GPU and its CPU's memory, for CPU offloading: a
@@ -441,6 +452,7 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
         if best is None or got[0] > best[1][0]:
             best = (name, got)
     name, (time, flops, gemm, ew, att, segments) = best
+    dense_here = stages[name][1] if m.experts else stages[name][0]
     per_weight, skipped = GRAD_ACCUMULATION[t.grad_accumulation]
     acc = accumulation(m, t, sh, lay, name, r, microbatches, per_weight, skipped) \
         if per_weight else 0.0
@@ -448,7 +460,7 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
     layers = {"last": lay.last, "first": lay.first, "middle": lay.middle}[name]
     launch = blocking(m, t, layers, microbatches) / microbatches
     moved = offload(m, t, sh, gpu.name, time / max(1, layers))
-    fixed = fixed_per_layer(t, layers)
+    fixed = fixed_per_layer(t, layers, layers - dense_here)
     time += launch + moved + fixed
     peak_used = r.fp8 if r.fp8 != r.peak else r.peak
     eff = flops / (gemm + att) / peak_used if gemm + att else 0.0

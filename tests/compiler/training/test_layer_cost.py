@@ -1,7 +1,7 @@
 """The cost per layer and micro-batch (``compute.fixed_per_layer``, the registry's
 ``compute.layer_microbatch``): charged to PyTorch's FSDP, per layer of the slowest stage and per
-micro-batch of the step, and to nothing else (docs/plan.md, 'A cost per layer and
-micro-batch')."""
+micro-batch of the step, to Megatron-Core's MoE layers (the token dispatcher's host
+synchronisation), and to nothing else (docs/plan.md, 'A cost per layer and micro-batch')."""
 
 from __future__ import annotations
 
@@ -52,3 +52,21 @@ def test_a_pipeline_stage_pays_for_its_own_layers_only():
     assert stage < m.layers
     assert d.compute.layer_time == pytest.approx(
         stage * d.microbatches * compute.LAYER_MICROBATCH)
+
+
+def test_megatron_core_moe_layers_pay_it_and_their_dense_layers_do_not():
+    # the dropless dispatcher waits for the token counts on the host in every MoE layer
+    # (megatron/core/transformer/moe/token_dispatcher.py, d2h_event.synchronize()); DeepSeek-V3's
+    # first dense layers have no dispatcher
+    m = bundled_models()["deepseek_v3"]
+    assert 0 < m.dense_layers < m.layers
+    sh = Shape(tp=1, cp=1, ep=8, dp=8, pp=1)
+    for mb in (1, 2):
+        t = Training(m, 64, microbatch=mb, distributed_optimizer=True)
+        d = derive(t, sh, H100)
+        assert d.compute.layer_time == pytest.approx(
+            (m.layers - m.dense_layers) * d.microbatches * compute.LAYER_MICROBATCH)
+    # under PyTorch's FSDP every layer pays once, its MoE layers not twice
+    d = derive(Training(m, 64, microbatch=1, fsdp=True), sh, H100)
+    assert d.compute.layer_time == pytest.approx(m.layers * d.microbatches *
+                                                 compute.LAYER_MICROBATCH)

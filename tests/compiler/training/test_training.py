@@ -379,11 +379,13 @@ def test_torchtitan_pipelines_split_the_local_batch_into_pp_microbatches():
     assert abs(a.error) < 0.1 and abs(b.error) < 0.1
 
 
-def test_fine_grained_experts_wait_on_the_host_large_ones_do_not():
+def test_fine_grained_experts_wait_on_the_host_large_ones_do_not(monkeypatch):
     # the dispatcher's host sync leaves the forward's expert segment issued at the host's
     # pace: 16 local experts of a 2K-token micro-batch (Qwen3-30B-A3B on 8 GPUs) take longer
     # to launch than to run; DeepSeek-V3's 4 local experts of 7,168 x 2,048 do not. The
     # backward has no sync, so only the whole layer's launches against its GPU time count.
+    # Beyond the launches, each MoE layer and micro-batch pays the host's fixed cost once the
+    # sync has drained the queue (compute.fixed_per_layer, compute.layer_microbatch).
     from topoc.compiler.training.compute import HOST_LAUNCH, host_bound
     q30 = MODELS["qwen3_30b_a3b"]
     sh = Shape(ep=8, dp=8)
@@ -397,15 +399,19 @@ def test_fine_grained_experts_wait_on_the_host_large_ones_do_not():
         host_bound(q30, sh, False, 0.0, 0.0)
     assert host_bound(MODELS["deepseek_v3"], Shape(ep=64, dp=64), False, 5e-3, 1e-2) == 0.0
     by_id = {r.id: r for r in rows()}
-    b200 = predict(by_id["mbridge-2511-b200-q30-8-fp8-mx"])
-    assert -0.4 < b200.error < 0                        # -66.6 % without the host term
+    b200 = by_id["mbridge-2511-b200-q30-8-fp8-mx"]
+    # one sequence a micro-batch: within 10 % with both host terms (+5 %), -66.6 % without
+    assert abs(predict(b200).error) < 0.1
+    from topoc.compiler.training import compute as compute_mod
+    monkeypatch.setattr(compute_mod, "LAYER_MICROBATCH", 0.0)
+    assert -0.4 < predict(b200).error < -0.2            # the launches alone: about -32 %
 
 
 def test_gpt_oss_rows_pay_the_eager_epilogue_their_framework_runs():
     """Megatron-Core's TEGroupedMLP (NeMo 25.11/26.02) clamps and adds fc2's expert bias in
-    eager PyTorch: the Megatron-Bridge GPT-OSS validation rows, -30 to -36 % with those fused,
-    come within 25 % (the H100 row at -24 % since the Hopper plateau was refitted to 0.58 with
-    the FSDP rows' cost per layer and micro-batch; it was -19 % at 0.52); NeMo AutoModel's row
+    eager PyTorch: the Megatron-Bridge GPT-OSS validation rows, -17 % with those fused (-30 to
+    -36 % before their MoE layers paid the cost per layer and micro-batch of the dispatcher's
+    host sync), come within 10 % (-5 % and -4 %); NeMo AutoModel's row
     (clamp compiled, both biases eager) stays within 20 % (+15 %: it pays FSDP2's cost per
     layer and micro-batch, which its MoE rows ask for less of than the dense rows; +4 %
     without it)."""
@@ -413,7 +419,7 @@ def test_gpt_oss_rows_pay_the_eager_epilogue_their_framework_runs():
     for rid in ("mbridge-2511-gb200-gptoss-64-bf16", "mbridge-2602-h100-gptoss-64-bf16"):
         fused = predict(by_id[rid], expert_epilogue="fused").error
         mcore = predict(by_id[rid]).error
-        assert fused < -0.3 and -0.25 < mcore < 0 and mcore > fused + 0.1
+        assert fused < -0.1 and -0.1 < mcore < 0 and mcore > fused + 0.1
     auto = by_id["automodel-h100-gpt-oss-120b-64gpu-bf16"]
     assert abs(predict(auto).error) < 0.2
     assert predict(auto, expert_epilogue="megatron").error > predict(auto).error
@@ -631,8 +637,8 @@ def test_llm_foundrys_large_scale_runs_prefetch_their_backward_gathers():
 
 @pytest.mark.xfail(strict=True, reason="llm-foundry's checkpointed runs of one model lose "
                    "throughput at small micro-batches more than topoc predicts (MPT-70B on "
-                   "H100, micro-batch 2 -> 8: 1.18x measured, 1.12x predicted with PyTorch "
-                   "FSDP's cost per layer and micro-batch, compute.layer_microbatch, 3.75 ms "
+                   "H100, micro-batch 2 -> 8: 1.18x measured, 1.11x predicted with PyTorch "
+                   "FSDP's cost per layer and micro-batch, compute.layer_microbatch, 3.5 ms "
                    "fitted across sources; 1.06x without it); llm-foundry's rows alone ask "
                    "for about 5 ms (docs/plan.md, 'llm-foundry: the micro-batch, not the "
                    "recompute'; benchmarks/foundry_microbatch.py)")
