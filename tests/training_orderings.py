@@ -105,7 +105,9 @@ class Group:
 #: huggingface.co/bigscience/bloom, Hardware): four 100 Gb/s OPA ports a node where the
 #: library's A100 cluster (DGX A100 SuperPOD) has eight 200 Gb/s HDR rails. What NCCL moves
 #: over one of those ports was measured on the same nodes: bigscience-workshop/bigscience
-#: ``experiments/bandwidth/n4_a100_all_reduce_bench.txt`` (NCCL 2.10.3 over the hfi1 ports,
+#: ``experiments/bandwidth/n4_a100_all_reduce_bench.txt`` at commit 74c6c3d (the file was
+#: replaced on 2022-01-28 by ``all_reduce_bench-a100-n4.txt``, whose runs range 14.7-40.8 Gb/s
+#: of bus bandwidth, the same ceiling) (NCCL 2.10.3 over the hfi1 ports,
 #: a 4 GB all-reduce on 4 jean-zay-iam nodes, 4 GPUs each, whose ring sent both its channels
 #: through one port, "via NET/IB/1"): 39.9 Gb/s bus bandwidth, 40 % of the port's line rate
 #: (the directory's README: "an issue with nccl that doesn't fully utilize Intel OPA full
