@@ -115,8 +115,8 @@ def diff(a: System, b: System, host: str | None = None,
     differ is compared item by item; the result is the same."""
     if b is not a and alike(a, b):
         b = a
-    fa = fabric(a)
-    fb = fa if b is a else fabric(b)
+    fa = fabric(a, blocks=False)        # (the NVLink domains are not compared from here)
+    fb = fa if b is a else fabric(b, blocks=False)
     notes: list[str] = []
     found: list[Finding] = []
     compared: list[str] = []
@@ -171,7 +171,7 @@ def diff(a: System, b: System, host: str | None = None,
             found.append(_hca_finding(side, h, peers[side]))
         notes += _plane_hint(fa, pairs, only)
     kinds_a = {d.kind for d in a.devices}
-    kinds_b = {d.kind for d in b.devices}
+    kinds_b = kinds_a if b is a else {d.kind for d in b.devices}
     both = kinds_a & kinds_b
     for k in sorted((kinds_a | kinds_b) - both):
         side = "A" if k in kinds_a else "B"
@@ -211,7 +211,8 @@ def diff(a: System, b: System, host: str | None = None,
         compared += ["devices", "nvlink"] + [c for c, k in (("nic", "nic"), ("pcie",
                                                                         "pcie_switch"),
                                                             ("numa", "cpu")) if k in both]
-    if any(not known(m) for s in (a, b) for m in {d.model.name for d in s.devices}):
+    if any(not known(m) for s in ((a,) if b is a else (a, b))
+           for m in {d.model.name for d in s.devices}):
         notes.append("a side names some models only by kind (GPU, CPU, NIC...): those are "
                      "compared by count")
     if fabrics:

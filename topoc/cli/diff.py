@@ -47,8 +47,8 @@ def add_parser(sub) -> None:
                    help="override a parameter of A's system (A must be a .topo file)")
     p.add_argument("--import-root", action="append", metavar="DIR")
     p.add_argument("--no-cache", action="store_true",
-                   help="compile A and B again: neither read nor write the compiled-system "
-                        "cache ($TOPOC_CACHE/systems; docs/scale.md)")
+                   help="compile A and B again: neither read the compiled-system cache nor "
+                        "store A in it ($TOPOC_CACHE/systems; docs/scale.md)")
     p.add_argument("--ports", metavar="FILE",
                    help="A's cable ports ('<end> <port> <end> <port>' lines, as topoc import "
                    "ibnetdiscover --ports writes them), compared with an ibnetdiscover or "
@@ -59,12 +59,13 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _load(path: str, args, defines):
+def _load(path: str, args, defines, keep: bool = True):
+    """One side as a System; a .topo through the compiled-system cache, as compile, lint and
+    cost read it (stored when ``keep``), None when it cannot be read (why is printed)."""
     cached: list[str] = []
     try:
-        # a .topo side through the compiled-system cache, as compile, lint and cost read it
         system, _, notes = load_any(path, defines, args.import_root or (),
-                                    cache=not args.no_cache, cache_notes=cached)
+                                    cache=not args.no_cache, cache_notes=cached, keep=keep)
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from None
     except ImportFailure as exc:
@@ -158,7 +159,9 @@ def run(args) -> int:
     if len(args.b) > 1:
         b, planes = _load_planes(args.b)
     else:
-        b = _load(args.b[0], args, None)
+        # B, what was found, is read from the cache but not stored: it is new at each
+        # check (a dump, the machines' state), where A, the design, is read again and again
+        b = _load(args.b[0], args, None, keep=False)
     b_paths = list(args.b)
     args.b = " + ".join(args.b)
     if a is None or b is None:
