@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from ..ir.alike import alike
+from ..ir.alike import alike, model_codes
 from ..ir.hosts import HostInfo
 from ..ir.system import System, device_indices
 from ..ir.locality import natural
@@ -170,8 +170,8 @@ def diff(a: System, b: System, host: str | None = None,
             (gone if side == "a" else new)[h.host][h.model] += 1
             found.append(_hca_finding(side, h, peers[side]))
         notes += _plane_hint(fa, pairs, only)
-    kinds_a = {d.kind for d in a.devices}
-    kinds_b = kinds_a if b is a else {d.kind for d in b.devices}
+    kinds_a = {m.kind for m in model_codes(a)[0]}
+    kinds_b = {m.kind for m in model_codes(b)[0]}
     both = kinds_a & kinds_b
     for k in sorted((kinds_a | kinds_b) - both):
         side = "A" if k in kinds_a else "B"
@@ -211,8 +211,7 @@ def diff(a: System, b: System, host: str | None = None,
         compared += ["devices", "nvlink"] + [c for c, k in (("nic", "nic"), ("pcie",
                                                                         "pcie_switch"),
                                                             ("numa", "cpu")) if k in both]
-    if any(not known(m) for s in ((a,) if b is a else (a, b))
-           for m in {d.model.name for d in s.devices}):
+    if any(not known(m.name) for s in (a, b) for m in model_codes(s)[0]):
         notes.append("a side names some models only by kind (GPU, CPU, NIC...): those are "
                      "compared by count")
     if fabrics:
@@ -525,7 +524,8 @@ def _loose_nics(system: System, fab: Fabric) -> int:
     import numpy as np
 
     index, n = device_indices(system), len(system.devices)
-    loose = np.fromiter((d.kind == "nic" for d in system.devices), dtype=np.bool_, count=n)
+    models, codes = model_codes(system)
+    loose = np.array([m.kind == "nic" for m in models], dtype=np.bool_)[codes]
     loose[[index[d] for h in fab.hosts for d in h.devices]] = False
     switch = np.zeros(n, dtype=np.bool_)
     switch[[index[s.device] for s in fab.switches]] = True

@@ -18,26 +18,29 @@ the parameters, which no view reads); a system whose links are not the compact `
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from .links import Links
 from .system import System
 
 
-def _models(system: System) -> tuple[list, bytes]:
-    """The distinct device models in first-use order, and each device's model as a code
-    (four bytes a device): two systems' models compare as a few objects and one buffer."""
-    from array import array
+def model_codes(system: System) -> tuple[tuple, object]:
+    """The distinct device models in first-use order, and each device's model as a code into
+    them (a numpy int32 array in device order), made once per system: two systems' models
+    compare as a few objects and one buffer, and a pass over the devices' kinds or model names
+    reads the few models."""
+    found = system.memo.get("model_codes")
+    if found is None:
+        import numpy as np
 
-    codes: dict[int, int] = {}
-    models: list = []
-    out = array("i")
-    for d in system.devices:
-        m = d.model
-        c = codes.get(id(m))
-        if c is None:
-            c = codes[id(m)] = len(models)
-            models.append(m)
-        out.append(c)
-    return models, out.tobytes()
+        objects = list(map(attrgetter("model"), system.devices))
+        ids = list(map(id, objects))
+        by_id = dict(zip(ids, objects))
+        code = {k: c for c, k in enumerate(dict.fromkeys(ids))}
+        found = system.memo["model_codes"] = (
+            tuple(by_id[k] for k in code),
+            np.fromiter(map(code.__getitem__, ids), dtype=np.int32, count=len(ids)))
+    return found
 
 
 def _links_alike(a: Links, b: Links) -> bool:
@@ -61,8 +64,9 @@ def alike(a: System, b: System) -> bool:
         return False
     if not isinstance(a.links, Links) or not isinstance(b.links, Links):
         return False
-    if [d.id for d in a.devices] != [d.id for d in b.devices]:
+    if list(map(attrgetter("id"), a.devices)) != list(map(attrgetter("id"), b.devices)):
         return False
-    if _models(a) != _models(b):
+    (ma, ca), (mb, cb) = model_codes(a), model_codes(b)
+    if ma != mb or not (ca == cb).all():
         return False
     return _links_alike(a.links, b.links)
