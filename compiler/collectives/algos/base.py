@@ -89,7 +89,8 @@ class Plan:
     fixed_chunks: Callable[[str], bool] = lambda collective: False
     #: the natural chunk count when the group's size and the channels alone give it (rings: a
     #: chunk per rank and channel), so a schedule past the chunk bound is refused before any
-    #: order is laid out (589,824 ranks: 16 s of ring orders); None: only ``layout`` knows
+    #: order is laid out (589,824 ranks were refused after their ring orders, 21.6 s of CPU in
+    #: all); None: only ``layout`` knows
     chunks: Callable[[int, int, str], int | None] = lambda n, count, collective: None
 
 

@@ -50,8 +50,8 @@ def test_a_whole_float_size_is_that_many_bytes(dgx):
 
 def test_a_ring_past_the_chunk_bound_is_refused_before_any_order(dgx, monkeypatch):
     """A ring's chunks are a rank and channel each, known from the group's size: past the
-    bound the schedule is refused before its orders are laid out (589,824 NVL72 ranks spent
-    16 s on ring orders to be refused), with the message the layout's count gave; a count the
+    bound the schedule is refused before its orders are laid out (589,824 NVL72 ranks were
+    refused after their ring orders), with the message the layout's count gave; a count the
     caller gives still goes the whole way."""
     from topoc.compiler.collectives import orders, schedule as schedule_module
     from topoc.compiler.collectives.schedule import ScheduleError, schedule
