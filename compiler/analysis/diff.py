@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from ..ir.alike import alike, model_codes
 from ..ir.hosts import HostInfo
 from ..ir.system import System, device_indices
 from ..ir.locality import natural
@@ -107,8 +108,15 @@ def diff(a: System, b: System, host: str | None = None,
     finding says the plane of its switch (an HCA's: of the switches it is cabled to).
     ``ports`` (A's and B's cable ports, ``topoc.importers.ports`` maps, as dumps report them)
     compares the ports of the cables both sides have: one moved to another port is a
-    difference."""
-    fa, fb = fabric(a), fabric(b)
+    difference.
+
+    Two systems alike (``ir.alike``: the same devices, links and hosts, say two compiles of
+    one design) are compared as one: their views are made once and nothing that cannot
+    differ is compared item by item; the result is the same."""
+    if b is not a and alike(a, b):
+        b = a
+    fa = fabric(a, blocks=False)        # (the NVLink domains are not compared from here)
+    fb = fa if b is a else fabric(b, blocks=False)
     notes: list[str] = []
     found: list[Finding] = []
     compared: list[str] = []
@@ -162,13 +170,15 @@ def diff(a: System, b: System, host: str | None = None,
             (gone if side == "a" else new)[h.host][h.model] += 1
             found.append(_hca_finding(side, h, peers[side]))
         notes += _plane_hint(fa, pairs, only)
-    kinds_a = {d.kind for d in a.devices}
-    kinds_b = {d.kind for d in b.devices}
+    kinds_a = {m.kind for m in model_codes(a)[0]}
+    kinds_b = {m.kind for m in model_codes(b)[0]}
     both = kinds_a & kinds_b
     for k in sorted((kinds_a | kinds_b) - both):
         side = "A" if k in kinds_a else "B"
         notes.append(f"only {side} describes {k} devices: not compared")
-    for ha, hb in pairs:
+    # A system against itself: each pair is one host, whose models, GPU and NIC facts agree
+    # with themselves and whose HCAs all matched (no finding can come of it).
+    for ha, hb in pairs if b is not a or host is not None else ():
         where = ha.name if ha.name == hb.name else f"{ha.name}|{hb.name}"
         ka, kb = by_kind(a, ha.devices), by_kind(b, hb.devices)
         for kind in sorted(both):
@@ -201,7 +211,7 @@ def diff(a: System, b: System, host: str | None = None,
         compared += ["devices", "nvlink"] + [c for c, k in (("nic", "nic"), ("pcie",
                                                                         "pcie_switch"),
                                                             ("numa", "cpu")) if k in both]
-    if any(not known(m) for s in (a, b) for m in {d.model.name for d in s.devices}):
+    if any(not known(m.name) for s in (a, b) for m in model_codes(s)[0]):
         notes.append("a side names some models only by kind (GPU, CPU, NIC...): those are "
                      "compared by count")
     if fabrics:
@@ -363,6 +373,8 @@ def _match_hcas(fa: Fabric, fb: Fabric, pairs) -> tuple[Fabric, list[tuple[str, 
     position instead agrees with more of the host's cabling (a design's four positional NICs
     against a subnet's mlx5_1, 2, 5, 6), by position. Cables of a left-over HCA are left out
     of the comparison (the HCA's finding names them)."""
+    if fa is fb:
+        return fb, []           # every HCA of every host is itself
     peers: list[dict[str, frozenset]] = []     # A's and B's, made when first needed
     rename: dict[str, str] = {}
     only: list[tuple[str, Hca]] = []
@@ -512,7 +524,8 @@ def _loose_nics(system: System, fab: Fabric) -> int:
     import numpy as np
 
     index, n = device_indices(system), len(system.devices)
-    loose = np.fromiter((d.kind == "nic" for d in system.devices), dtype=np.bool_, count=n)
+    models, codes = model_codes(system)
+    loose = np.array([m.kind == "nic" for m in models], dtype=np.bool_)[codes]
     loose[[index[d] for h in fab.hosts for d in h.devices]] = False
     switch = np.zeros(n, dtype=np.bool_)
     switch[[index[s.device] for s in fab.switches]] = True
@@ -524,6 +537,8 @@ def _loose_nics(system: System, fab: Fabric) -> int:
 def _compare_fabric(fa: Fabric, fb: Fabric, found: list[Finding],
                     skip_a: frozenset[str] = frozenset(),
                     skip_b: frozenset[str] = frozenset()) -> None:
+    if fa is fb and not skip_a and not skip_b:
+        return                  # one fabric: every switch and cable is itself
     sa = {s.name: s for s in fa.switches}
     sb = {s.name: s for s in fb.switches}
     # A switch only one side has is one finding: its cables are not listed again.

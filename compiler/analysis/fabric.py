@@ -139,9 +139,11 @@ def end_name(system: System, device_id: str) -> str:
 
 @gc_paused()            # 300,000 objects at 1,024 NVL72 racks: no collector passes over them
 def fabric(system: System, pattern: str | None = None,
-           mapping: Mapping[str, str] | None = None) -> Fabric:
+           mapping: Mapping[str, str] | None = None, blocks: bool = True) -> Fabric:
     """The fabric view of ``system`` with hostnames from ``pattern``/``mapping`` (see
-    ``compiler.ir.hosts``)."""
+    ``compiler.ir.hosts``). ``blocks`` False leaves the NVLink domains out (``blocks`` empty):
+    they are read from the locality table, most of the view's time on a large system, and
+    ``diff`` never reads them."""
     import numpy as np
 
     host_infos = host_list(system, pattern, mapping)
@@ -181,7 +183,7 @@ def fabric(system: System, pattern: str | None = None,
     kept[[i for i in switch_at if tier[i] > 0]] = True
     cable_list = _cables(ends, src, dst, codes, lanes, types, kept)
     return Fabric(system.name, host_infos, tuple(hcas), switches, cable_list,
-                  _blocks(system, host_of))
+                  _blocks(system, host_of) if blocks else ())
 
 
 def _tiers(n: int, src, dst, hca_at: list[int], switch_at: list[int]) -> list[int]:

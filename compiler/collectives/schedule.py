@@ -31,6 +31,8 @@ MAX_TRANSFERS = 2_000_000
 #: Below this many bytes the fallback rules take the tree for all-reduce (latency-bound sizes).
 TREE_BELOW = 256 * 1024
 MAX_CHANNELS = 64
+#: Chunks a schedule has at most.
+MAX_CHUNKS = 1_000_000
 
 
 @attrs.frozen
@@ -152,6 +154,11 @@ def schedule(system: System, group: RankGroup, collective: str, algorithm: str =
     channels = channels or plan.channels(collective)
     if not 1 <= channels <= MAX_CHANNELS:
         raise ScheduleError(f"channels must be 1..{MAX_CHANNELS}")
+    known = plan.chunks(n, channels, collective) if chunks is None else None
+    if known is not None and known > MAX_CHUNKS and \
+            not known % plan.step(n, channels, collective, known):
+        # the count the layout below would give and refuse (checked before the work)
+        raise ScheduleError(f"more than {MAX_CHUNKS:,} chunks")
     devices = tuple(system.gpus[r].id for r in group.ranks)
     kw: dict = {"root": root if collective in ("broadcast", "reduce") else None}
     orders_kw, natural = plan.layout(system, group.ranks, collective, channels, root)
@@ -164,6 +171,6 @@ def schedule(system: System, group: RankGroup, collective: str, algorithm: str =
     if plan.fixed_chunks(collective) and chunks != natural:
         raise ScheduleError(f"{algorithm} {collective} uses one chunk per rank and channel "
                             f"({natural}); change --channels instead")
-    if chunks > 1_000_000:
-        raise ScheduleError("more than 1,000,000 chunks")
+    if chunks > MAX_CHUNKS:
+        raise ScheduleError(f"more than {MAX_CHUNKS:,} chunks")
     return Schedule(collective, algorithm, group, devices, nbytes, chunks, channels, **kw)

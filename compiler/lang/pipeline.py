@@ -61,36 +61,32 @@ def lower(program: Program, defines: Mapping[str, int] | None = None) -> System 
 
 
 def compile(text: str, path: PathLike | None = None, defines: Mapping[str, int] | None = None,
-            import_roots: Sequence[PathLike] = ()) -> System:
+            import_roots: Sequence[PathLike] = (), cache: bool = False,
+            notes: list[str] | None = None, keep: bool = True) -> System:
     """The whole pipeline; raises ``CompileError`` with every diagnostic when the input has
-    errors. A file with no system is an error here (elaborate says so)."""
+    errors. A file with no system is an error here (elaborate says so). With ``cache``,
+    through the compiled-system cache (``syscache``): the System stored for the same sources,
+    parameters and code when there is one, else compiled and (unless ``keep`` is False)
+    stored; a cache file that could not be used is recompiled and a note saying why is
+    appended to ``notes``."""
     program = front_end(text, path, import_roots)
-    system = ranks(program, elaborate(program, defines), lenient=bool(defines))
-    errors = verify(system)
-    if errors:
-        raise CompileError(errors)
-    return system
-
-
-def load(path: PathLike, defines: Mapping[str, int] | None = None,
-         import_roots: Sequence[PathLike] = (), cache: bool = False,
-         notes: list[str] | None = None) -> System:
-    """Read and compile one .topo file. With ``cache``, through the compiled-system cache
-    (``syscache``): the System stored for the same sources, parameters and code when there is
-    one, else compiled and stored; a cache file that could not be used is recompiled and a
-    note saying why is appended to ``notes``."""
-    if not cache:
-        return compile(read(path), path, defines, import_roots)
-    program = front_end(read(path), path, import_roots)
-    found = cached(program, defines, notes)
+    found = cached(program, defines, notes) if cache else None
     if found is not None:
         return found
     system = ranks(program, elaborate(program, defines), lenient=bool(defines))
     errors = verify(system)
     if errors:
         raise CompileError(errors)
-    store(program, defines, system)
+    if cache and keep:
+        store(program, defines, system)
     return system
+
+
+def load(path: PathLike, defines: Mapping[str, int] | None = None,
+         import_roots: Sequence[PathLike] = (), cache: bool = False,
+         notes: list[str] | None = None) -> System:
+    """Read and compile one .topo file (``compile``; ``cache`` and ``notes`` as there)."""
+    return compile(read(path), path, defines, import_roots, cache, notes)
 
 
 def cached(program: Program, defines: Mapping[str, int] | None = None,

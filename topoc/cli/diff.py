@@ -20,8 +20,8 @@ from ..importers.detect import kind_of, load_any
 from ..importers.iblinkinfo import from_iblinkinfo
 from ..importers.ibnetdiscover import from_ibnetdiscover, merge
 from ..importers.ports import port_map, read_ports
-from .common import EXIT_INPUT, EXIT_OK, UsageError, add_failure_options, degraded, \
-    parse_defines, read_text, report, strategy_name, unreadable, write_output
+from .common import EXIT_INPUT, EXIT_OK, UsageError, add_failure_options, cache_notes, \
+    degraded, parse_defines, read_text, report, strategy_name, unreadable, write_output
 
 FORMATS = ("text", "json", "github", "sarif")
 
@@ -46,6 +46,9 @@ def add_parser(sub) -> None:
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
                    help="override a parameter of A's system (A must be a .topo file)")
     p.add_argument("--import-root", action="append", metavar="DIR")
+    p.add_argument("--no-cache", action="store_true",
+                   help="compile A and B again: neither read the compiled-system cache nor "
+                        "store A in it ($TOPOC_CACHE/systems; docs/scale.md)")
     p.add_argument("--ports", metavar="FILE",
                    help="A's cable ports ('<end> <port> <end> <port>' lines, as topoc import "
                    "ibnetdiscover --ports writes them), compared with an ibnetdiscover or "
@@ -56,9 +59,13 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _load(path: str, args, defines):
+def _load(path: str, args, defines, keep: bool = True):
+    """One side as a System; a .topo through the compiled-system cache, as compile, lint and
+    cost read it (stored when ``keep``), None when it cannot be read (why is printed)."""
+    cached: list[str] = []
     try:
-        system, _, notes = load_any(path, defines, args.import_root or ())
+        system, _, notes = load_any(path, defines, args.import_root or (),
+                                    cache=not args.no_cache, cache_notes=cached, keep=keep)
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from None
     except ImportFailure as exc:
@@ -72,6 +79,7 @@ def _load(path: str, args, defines):
         why = "input nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         print(f"topoc: error: {visible(path)}: {visible(why)}", file=sys.stderr)
         return None
+    cache_notes(cached)
     for note in notes:      # an importer's warnings say so themselves
         print(visible(note) if note.startswith("warning: ") else f"note: {visible(note)}",
               file=sys.stderr)
@@ -151,7 +159,9 @@ def run(args) -> int:
     if len(args.b) > 1:
         b, planes = _load_planes(args.b)
     else:
-        b = _load(args.b[0], args, None)
+        # B, what was found, is read from the cache but not stored: it is new at each
+        # check (a dump, the machines' state), where A, the design, is read again and again
+        b = _load(args.b[0], args, None, keep=False)
     b_paths = list(args.b)
     args.b = " + ".join(args.b)
     if a is None or b is None:

@@ -65,14 +65,18 @@ def to_topo(text: str, path: str) -> tuple[str, str, list[str]]:
 
 
 def load_any(path: str, defines: Mapping[str, int] | None = None,
-             import_roots=()) -> tuple[System, str, list[str]]:
+             import_roots=(), cache: bool = False, cache_notes: list[str] | None = None,
+             keep: bool = True) -> tuple[System, str, list[str]]:
     """(system, kind, notes) for a .topo file or any importable dump. Raises ``OSError`` or
     ``UnicodeDecodeError`` for an unreadable file, ``ImportFailure`` for a dump the importer
-    refuses and ``CompileError`` for a .topo with errors."""
+    refuses and ``CompileError`` for a .topo with errors. With ``cache``, a .topo goes through
+    the compiled-system cache (``pipeline.compile``: a cache file that could not be used is a
+    note in ``cache_notes``; ``keep`` False reads the cache without storing)."""
     text = pipeline.read(path)
     kind, topo, notes = to_topo(text, path)
     if kind == "topo":
-        return pipeline.compile(text, path, defines, import_roots), kind, notes
+        return pipeline.compile(text, path, defines, import_roots, cache, cache_notes,
+                                keep), kind, notes
     if defines:
         raise ImportFailure(f"{path}: -D applies to .topo files, not to a {kind} dump")
     return compile_imported(topo, path, f"{kind} dump"), kind, notes

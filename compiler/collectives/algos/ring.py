@@ -149,8 +149,12 @@ def layout(system: System, ranks: Sequence[int], collective: str, count: int,
     """Every channel's ring; a chunk per rank and channel (a pipelined chain for broadcast
     and reduce)."""
     rings = tuple(orders.ring_orders(system, ranks, count))
-    natural = PIPELINE * count if collective in ROOTED else len(ranks) * count
-    return {"rings": rings}, natural
+    return {"rings": rings}, natural(len(ranks), count, collective)
+
+
+def natural(n: int, count: int, collective: str) -> int:
+    """A chunk per rank and channel (a pipelined chain for broadcast and reduce)."""
+    return PIPELINE * count if collective in ROOTED else n * count
 
 
 def transfers(s) -> int:
@@ -183,7 +187,7 @@ def rounds(s, only: int | None) -> alg.Rounds:
 PLAN = Plan(layout, lambda n, count, collective, natural:
             1 if collective in ROOTED else n * count,
             transfers, rounds, channels=lambda collective: 1 if collective in ROOTED else 2,
-            fixed_chunks=lambda collective: collective not in ROOTED)
+            fixed_chunks=lambda collective: collective not in ROOTED, chunks=natural)
 
 
 RING = Algorithm(

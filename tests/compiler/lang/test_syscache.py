@@ -256,3 +256,27 @@ def test_the_python_api_reads_the_cache_when_asked(monkeypatch):
         [d.render() for d in found]
     with pytest.raises(AssertionError, match="elaborated"):
         topoc.load(CLUSTER, {"racks": 2})                     # no cache unless asked
+
+
+def test_diff_reads_the_cache_and_stores_only_its_design(tmp_path):
+    """``topoc diff A B`` stores A (the design, read again at every check) and reads B from
+    the cache without storing it (what was found: new at each check); its output is the one
+    --no-cache gives, with or without entries to read."""
+    env = dict(os.environ, TOPOC_CACHE=str(tmp_path / "c"), TOPOC_SYSTEM_CACHE_MIN_LINKS="0")
+    found = tmp_path / "found.topo"
+    found.write_text(f'use "{CLUSTER}"\nsystem cluster : NVL72FourTier(racks = 2)\n')
+    argv = ["diff", str(CLUSTER), str(found), "-D", "racks=2"]
+    first = _cli(*argv, env=env)
+    folder = tmp_path / "c" / "systems"
+    assert len(list(folder.glob("*.system"))) == 1
+    assert _cli("compile", str(CLUSTER), "-D", "racks=2", env=env).returncode == 0
+    assert len(list(folder.glob("*.system"))) == 1         # the entry diff stored is A's
+    _cli("compile", str(found), env=env)
+    assert len(list(folder.glob("*.system"))) == 2
+    again = _cli(*argv, env=env)                            # both sides read from the cache
+    plain = _cli(*argv, "--no-cache", env=dict(env, TOPOC_CACHE=str(tmp_path / "d")))
+    assert not (tmp_path / "d" / "systems").exists()
+    assert first.returncode == 0 and "no differences" in first.stdout
+    for run in (again, plain):
+        assert (run.returncode, run.stdout, run.stderr) == \
+            (first.returncode, first.stdout, first.stderr)
