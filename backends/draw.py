@@ -17,7 +17,7 @@ import graphviz
 
 from ..compiler.base.units import RATE, human
 from .layout import PAD, TITLE, layout, natural
-from .route import (BAND_H, Band, Labels, Rows, arc, detour, label_size, meshes, overlaps,
+from .route import (BAND_H, Band, Labels, Rows, Segments, arc, detour, label_size, meshes, overlaps,
                     polyline, rect, route, spline)
 from .uplinks import bar_label, climb_out
 from .style import (CLASS_COLOR, RING_COLOR, kind_name, kind_style, legend_name, Edge, Node,
@@ -407,7 +407,10 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     # and the line's width, not written on each line
     carried = Counter((e.cls, _figure(e)) for e in edges
                       if e.src not in band_of and e.dst not in band_of)
-    for e, p, q, path in routed:
+    drawn = Segments()          # no label under another line
+    for k, (e, _p, _q, path) in enumerate(routed):
+        drawn.add(path, penwidth(e.bandwidth), k)
+    for k, (e, p, q, path) in enumerate(routed):
         attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": f"{penwidth(e.bandwidth):.2f}",
                   "tooltip": f"{e.src} - {e.dst}\n{e.cls} ({', '.join(e.types)}): "
                              f"{_figure(e)} per direction",
@@ -421,7 +424,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         if len(figures[e.cls]) > 1 and (e.src, e.dst) not in quiet \
                 and (e.dst, e.src) not in quiet and carried[e.cls, _figure(e)] <= MANY:
             text = _figure(e)
-            at = labels.place(text, p, q)
+            at = labels.place(text, p, q, lambda r, k=k: drawn.clear(r, k))
             if at is not None:
                 attrs_.update(label=text, lp=f"{at[0]:.1f},{at[1]:.1f}")
         if opts.highlight:
@@ -480,7 +483,11 @@ def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos
         rows[round(b.y, 1) + 0.01].append(rects[b.id])
         every[round(b.y, 1) + 0.01].append(rects[b.id])
 
-    row_index, every_index = Rows(rows), Rows(every)     # indexed once: lines cost their rows
+    # two row-mates joined by a line side by side (a node's two CPUs and their socket link)
+    # are one obstacle to a detour: a line climbing the gap between them would run along
+    # the link's ends and read as a box between the CPUs (h100_cluster's nic3)
+    joined_rows, joined_every = _joined(edges, pos, rects, rows), _joined(edges, pos, rects, every)
+    row_index, every_index = Rows(joined_rows), Rows(joined_every)     # indexed once
 
     def top_frame(n: Node) -> list[str]:
         return n.cluster.split(".")[:2] if n.cluster not in ("", name) else []
@@ -507,6 +514,23 @@ def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos
             over.append(len(out))
         out.append((e, p, q, path))
     return _spread_columns(_over_lanes(out, over))
+
+
+def _joined(edges: list[Edge], pos: dict, rects: dict,
+            rows: dict[float, list]) -> dict[float, list]:
+    """``rows`` with, for every line between two neighbours of a row (no box between them),
+    one box spanning both: the gap the line runs in is not a column for a detour."""
+    where = {r: y for y, boxes in rows.items() for r in boxes}
+    out = {y: list(boxes) for y, boxes in rows.items()}
+    for e in edges:
+        a, b = rects.get(e.src), rects.get(e.dst)
+        if a is None or b is None or where.get(a) is None or where.get(a) != where.get(b):
+            continue
+        lo, hi = sorted((a, b))
+        if any(lo[2] < (r[0] + r[2]) / 2 < hi[0] for r in rows[where[a]]):
+            continue        # a row-mate further along: its line goes over the boxes between
+        out[where[a]].append((lo[0], min(lo[1], hi[1]), hi[2], max(lo[3], hi[3])))
+    return out
 
 
 #: Points between the heights of row-mates' lines over the boxes between them.
