@@ -19,7 +19,7 @@ from ..compiler.base.units import RATE, human
 from .layout import PAD, TITLE, layout, natural
 from .route import (BAND_H, Band, Labels, Rows, Segments, arc, detour, label_size, meshes, overlaps,
                     polyline, rect, route, spline)
-from .uplinks import bar_label, climb_out
+from .uplinks import bar_label, climb_out, room
 from .style import (CLASS_COLOR, RING_COLOR, kind_name, kind_style, legend_name, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
 
@@ -237,6 +237,32 @@ def _align(nodes: dict[str, Node], pos: dict, sizes: dict, edges: list[Edge]) ->
         pos[n] = (pos[n][0] - left, pos[n][1])
 
 
+def _grown(nodes, pos: dict, sizes: dict) -> dict:
+    """Each box's outline; a double outline is drawn 4 pt outside the box's size."""
+    rects = {n: rect(pos[n], sizes[n]) for n in pos}
+    for n in nodes:
+        if n.id in rects and kind_style(n.kind)["shape"] == "doubleoctagon":
+            x0, y0, x1, y1 = rects[n.id]
+            rects[n.id] = (x0 - 4, y0 - 4, x1 + 4, y1 + 4)
+    return rects
+
+
+def _make_room(name: str, nodes, by_id: dict, pos: dict, sizes: dict, frames: dict,
+               edges: list[Edge]) -> float:
+    """Everything above a machine drawn in full moved up (``pos`` and ``frames`` in place)
+    as far as its uplinks' tracks need (``uplinks.room``); the points moved."""
+    cut, need = room(edges, by_id, _grown(nodes, pos, sizes), frames, name)
+    if need <= 0:
+        return 0.0
+    for n, (x, y) in pos.items():
+        if y - sizes[n][1] / 2 >= cut - 4.5:
+            pos[n] = (x, y + need)
+    for c, (x0, y0, x1, y1) in frames.items():
+        if y0 >= cut - 4.5:
+            frames[c] = (x0, y0 + need, x1, y1 + need)
+    return need
+
+
 def _per_member(fabric: str, edges: list[Edge]) -> str:
     """', each GPU x18 900 GB/s' when every line into a fabric carries the same figure."""
     figs = {_figure(e) for e in edges if fabric in (e.src, e.dst)}
@@ -314,6 +340,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     sizes = {n.id: box(n) for n in nodes}
     _align(by_id, pos, sizes, edges)
     _stretch(by_id, pos, sizes, edges)
+    height += _make_room(name, nodes, by_id, pos, sizes, frames, edges)
     width = max((pos[n][0] + sizes[n][0] / 2 for n in pos), default=width)
     width = max([width] + [f[2] for f in frames.values()])
     bands, edges, quiet = _bands(by_id, pos, sizes, frames, edges)
@@ -363,11 +390,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
                          labelloc="b" if c in mirrored else "t", **justify.get(c, {}))
                 emit(sub, c)
 
-    rects = {n: rect(pos[n], sizes[n]) for n in pos}
-    for n in nodes:         # a double outline is drawn 4 pt outside the box's size
-        if kind_style(n.kind)["shape"] == "doubleoctagon":
-            x0, y0, x1, y1 = rects[n.id]
-            rects[n.id] = (x0 - 4, y0 - 4, x1 + 4, y1 + 4)
+    rects = _grown(nodes, pos, sizes)
     band_of = {b.id: b for b in bands}
     band_of.update((n.id, n) for n in nodes if n.kind == "fabric")
     for b in bands:
