@@ -19,6 +19,7 @@ from ..compiler.base.units import RATE, human
 from .layout import PAD, TITLE, layout, natural
 from .route import (BAND_H, Band, Labels, Rows, Segments, arc, detour, label_size, meshes, overlaps,
                     polyline, rect, route, spline)
+from .trunks import on_tracks
 from .uplinks import bar_label, climb_out, room
 from .style import (CLASS_COLOR, RING_COLOR, kind_name, kind_style, legend_name, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
@@ -397,7 +398,8 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         rects[b.id] = (b.x0, b.y - BAND_H / 2, b.x1, b.y + BAND_H / 2)
     bars = {b.id: b.label for b in bands}
     bars.update((n.id, n.label) for n in nodes if n.kind == "fabric")
-    routed = climb_out(_route_all(name, edges, nodes, by_id, pos, rects, bands, band_of),
+    routed = climb_out(on_tracks(_route_all(name, edges, nodes, by_id, pos, rects, bands,
+                                            band_of), by_id, rects, frames),
                        name, by_id, rects, frames, bars)
     # a frame of switches alone (a unit's leaves) has a smaller title, to fit between lines
     title_font = {c: 10 if by_cluster.get(c) and not children.get(c) and
@@ -432,7 +434,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
                       if e.src not in band_of and e.dst not in band_of)
     drawn = Segments()          # no label under another line
     for k, (e, _p, _q, path) in enumerate(routed):
-        drawn.add(path, penwidth(e.bandwidth), k)
+        drawn.add(path, penwidth(e.bandwidth), k, frozenset((e.src, e.dst)))
     for k, (e, p, q, path) in enumerate(routed):
         attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": f"{penwidth(e.bandwidth):.2f}",
                   "tooltip": f"{e.src} - {e.dst}\n{e.cls} ({', '.join(e.types)}): "
@@ -447,7 +449,8 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         if len(figures[e.cls]) > 1 and (e.src, e.dst) not in quiet \
                 and (e.dst, e.src) not in quiet and carried[e.cls, _figure(e)] <= MANY:
             text = _figure(e)
-            at = labels.place(text, p, q, lambda r, k=k: drawn.clear(r, k))
+            at = labels.place(text, p, q, lambda r, k=k: drawn.clear(r, k),
+                              penwidth(e.bandwidth))
             if at is not None:
                 attrs_.update(label=text, lp=f"{at[0]:.1f},{at[1]:.1f}")
         if opts.highlight:

@@ -181,18 +181,22 @@ class Labels:
         self._index(len(self.taken) - 1, r)
 
     def place(self, text: str, p: tuple[float, float], q: tuple[float, float],
-              clear: Callable[[Rect], bool] | None = None) -> tuple[float, float] | None:
+              clear: Callable[[Rect], bool] | None = None,
+              width: float = 0.0) -> tuple[float, float] | None:
         """A centre for ``text`` beside the segment p..q, or None when there is no room;
-        ``clear`` also rules out a spot (one another line runs through)."""
+        ``clear`` also rules out a spot (one another line runs through); ``width``, the
+        line's, keeps the text off a thick line."""
         w, h = label_size(text)
         (x0, y0), (x1, y1) = p, q
         vertical = abs(x1 - x0) < abs(y1 - y0)
-        beside = ((w / 2 + 3, 0), (-w / 2 - 3, 0))
-        over = ((0, h / 2 + 2), (0, -h / 2 - 2))
+        off = width / 2 if clear is not None else 0.0
+        beside = ((w / 2 + 3 + off, 0), (-w / 2 - 3 - off, 0))
+        over = ((0, h / 2 + 2 + off), (0, -h / 2 - 2 - off))
         offsets = [beside if vertical else over]
         if clear is not None:       # lines checked: a slanted line's label may go further off
             offsets.append((*(over if vertical else beside),
-                            *((sx * (w / 2 + 3), sy * (h / 2 + 2)) for sy in (1, -1)
+                            *((sx * (w / 2 + 3 + off), sy * (h / 2 + 2 + off))
+                              for sy in (1, -1)
                               for sx in (1, -1))))
         spots = [(0.5, 0.35, 0.65, 0.2, 0.8)]
         if clear is not None:
@@ -215,8 +219,13 @@ class Segments:
     def __init__(self):
         self.pieces: list[tuple[tuple[float, float], tuple[float, float], float, int]] = []
         self._cells: dict[tuple[int, int], list[int]] = defaultdict(list)
+        self._ends: dict[int, frozenset] = {}
 
-    def add(self, path: Sequence[tuple[float, float]], width: float, owner: int) -> None:
+    def add(self, path: Sequence[tuple[float, float]], width: float, owner: int,
+            ends: frozenset = frozenset()) -> None:
+        """A line's pieces; ``ends``: its boxes (lines sharing one may be drawn along it, a
+        bundle on a track: a label beside the one is beside the others)."""
+        self._ends[owner] = ends
         for p, q in zip(path, path[1:]):
             i = len(self.pieces)
             self.pieces.append((p, q, width, owner))
@@ -231,8 +240,10 @@ class Segments:
             for cy in range(int((r[1] - 5) // 100), int((r[3] + 5) // 100) + 1):
                 for i in self._cells.get((cx, cy), ()):
                     p, q, width, who = self.pieces[i]
-                    # its own line may pass by the label's edge, never through it
-                    if segment_meets(p, q, r, width / 2 + 1 if who != owner else 0.0):
+                    mine = who == owner or self._ends[who] & self._ends[owner]
+                    # its own line (and its bundle) may pass by the label's edge, never
+                    # through it
+                    if segment_meets(p, q, r, width / 2 + 1 if not mine else 0.0):
                         return False
         return True
 

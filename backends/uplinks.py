@@ -124,8 +124,8 @@ def climb_out(routed: list[tuple], name: str, by_id: dict, rects: dict, frames: 
         ends[k] = (end, y_out, inner.id == e.src)
         leaving[top].append((k, outer.id))
     _lanes(out, climbs)
-    tracks = {k: height[top, box] for top, members in leaving.items() if top in planned
-              for k, box in members}
+    tracks = {k: height[top, box] for top, members in leaving.items()
+              for k, box in members if (top, box) in height}
     for k, (end, y_out, forward) in ends.items():
         e, _p, _q, pts = out[k]
         if k in tracks:         # up to its box's track, along it, up into the box
@@ -161,12 +161,13 @@ def _feed(e, by_id: dict, rects: dict, frames: dict, name: str) -> tuple | None:
     the other racks, drawn in the frame's row): its line crosses the frame's uplinks'
     tracks, so it takes a track of its own; else None."""
     a, b = by_id.get(e.src), by_id.get(e.dst)
-    if a is None or b is None or a.cluster not in ("", name) or b.cluster not in ("", name):
+    if a is None or b is None:
         return None
     for upper, lower in ((a, b), (b, a)):
         ru, rl = rects.get(upper.id), rects.get(lower.id)
-        if ru is None or rl is None:
-            continue
+        if ru is None or rl is None or lower.cluster not in ("", name) or \
+                (upper.cluster not in ("", name) and upper.kind != "net_switch"):
+            continue        # a leaf may be in its unit's frame
         for top, f in frames.items():
             if "." in top[len(name) + 1:] or rl[0] < f[2] and f[0] < rl[2]:
                 continue        # not a top-level frame, or the box is not beside it
@@ -177,7 +178,8 @@ def _feed(e, by_id: dict, rects: dict, frames: dict, name: str) -> tuple | None:
 
 def track_plan(edges, by_id: dict, rects: dict, frames: dict, name: str) \
         -> dict[str, list[tuple[str, float]]]:
-    """For each top-level frame whose NIC uplinks leave it for boxes above: the tracks
+    """For each top-level frame whose trays' NIC uplinks leave it for boxes above (a
+    machine's own NICs are routed as any line, through the gaps of its rows): the tracks
     above it, (box, widest line) from the frame up. First one track a box the uplinks go to
     (a rail's leaf), left to right: its uplinks run along it and up into the box as a
     bundle, lines with a box in common. Then one a summary box beside the frame (the other
@@ -188,7 +190,7 @@ def track_plan(edges, by_id: dict, rects: dict, frames: dict, name: str) \
     feeds: dict[str, dict[str, list]] = defaultdict(dict)
     for e in edges:
         found = _uplink(e, by_id, rects, frames, name)
-        if found is not None:
+        if found is not None and found[1].cluster != found[0]:     # a NIC in a tray
             top, _inner, outer = found
             w = uplinks[top].get(outer.id, 0.0)
             uplinks[top][outer.id] = max(w, penwidth(e.bandwidth))

@@ -205,3 +205,30 @@ def test_no_line_label_is_drawn_under_a_line(name, view):
     assert not under, under
     if name == "h100_fourtier.topo" and view is None:
         assert any(t == "x64 800 GB/s" for _, t, _ in geometry.texts(svg))
+
+
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_an_nvl72_racks_uplinks_leave_as_one_bundle_a_leaf(view):
+    """nvl72_cluster's rack0 under its leaves: its 72 uplinks fanned out above the rack
+    (620 pairs of unrelated lines drawn along each other). Now each climbs to its leaf's
+    track above the rack, one track a leaf (4), and up into the leaf; the other racks'
+    lines into their summary boxes take tracks of their own: none of these lines runs
+    along an unrelated one."""
+    system = topoc.load(library_file("nvl72_cluster.topo"))
+    svg, _ = r.render(system, "svg", r.Options(view=view))
+    _, lines, _, _ = geometry.read(svg)
+    rack = geometry.frames(svg)["cluster.rack0"]
+    uplinks = [(a, b, pts) for a, b, pts in lines if ".rack0.tray" in a + b and ".leaf" in a + b]
+    feeds = [(a, b, pts) for a, b, pts in lines if ".leaf" in a + b
+             and re.search(r"\.rack[1-9]\d*$", b if ".leaf" in a else a)]
+    assert len(uplinks) == 72 and feeds, (len(uplinks), len(feeds))
+    assert geometry.overlapping_lines(uplinks + feeds) == []
+    tracks: dict[str, set[float]] = {}
+    for a, b, pts in uplinks:
+        leaf = a if ".leaf" in a else b
+        runs = {round(p[1], 1) for p, q in zip(pts, pts[1:])
+                if abs(p[1] - q[1]) < 0.1 and abs(p[0] - q[0]) > 1 and p[1] < rack[1]}
+        assert len(runs) == 1, (a, b, runs)        # one run along a track above the rack
+        tracks.setdefault(leaf, set()).update(runs)
+    assert len(tracks) == 4 and all(len(h) == 1 for h in tracks.values()), tracks
+    assert len({h for hs in tracks.values() for h in hs}) == 4, tracks
