@@ -17,9 +17,10 @@ import graphviz
 
 from ..compiler.base.units import RATE, human
 from .layout import PAD, TITLE, layout, natural
-from .route import (BAND_H, Band, Labels, Rows, arc, detour, label_size, meshes, overlaps,
+from .route import (BAND_H, Band, Labels, Rows, Segments, arc, detour, label_size, meshes, overlaps,
                     polyline, rect, route, spline)
-from .uplinks import bar_label, climb_out
+from .trunks import on_tracks
+from .uplinks import bar_label, climb_out, room
 from .style import (CLASS_COLOR, RING_COLOR, kind_name, kind_style, legend_name, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
 
@@ -237,6 +238,32 @@ def _align(nodes: dict[str, Node], pos: dict, sizes: dict, edges: list[Edge]) ->
         pos[n] = (pos[n][0] - left, pos[n][1])
 
 
+def _grown(nodes, pos: dict, sizes: dict) -> dict:
+    """Each box's outline; a double outline is drawn 4 pt outside the box's size."""
+    rects = {n: rect(pos[n], sizes[n]) for n in pos}
+    for n in nodes:
+        if n.id in rects and kind_style(n.kind)["shape"] == "doubleoctagon":
+            x0, y0, x1, y1 = rects[n.id]
+            rects[n.id] = (x0 - 4, y0 - 4, x1 + 4, y1 + 4)
+    return rects
+
+
+def _make_room(name: str, nodes, by_id: dict, pos: dict, sizes: dict, frames: dict,
+               edges: list[Edge]) -> float:
+    """Everything above a machine drawn in full moved up (``pos`` and ``frames`` in place)
+    as far as its uplinks' tracks need (``uplinks.room``); the points moved."""
+    cut, need = room(edges, by_id, _grown(nodes, pos, sizes), frames, name)
+    if need <= 0:
+        return 0.0
+    for n, (x, y) in pos.items():
+        if y - sizes[n][1] / 2 >= cut - 4.5:
+            pos[n] = (x, y + need)
+    for c, (x0, y0, x1, y1) in frames.items():
+        if y0 >= cut - 4.5:
+            frames[c] = (x0, y0 + need, x1, y1 + need)
+    return need
+
+
 def _per_member(fabric: str, edges: list[Edge]) -> str:
     """', each GPU x18 900 GB/s' when every line into a fabric carries the same figure."""
     figs = {_figure(e) for e in edges if fabric in (e.src, e.dst)}
@@ -314,6 +341,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     sizes = {n.id: box(n) for n in nodes}
     _align(by_id, pos, sizes, edges)
     _stretch(by_id, pos, sizes, edges)
+    height += _make_room(name, nodes, by_id, pos, sizes, frames, edges)
     width = max((pos[n][0] + sizes[n][0] / 2 for n in pos), default=width)
     width = max([width] + [f[2] for f in frames.values()])
     bands, edges, quiet = _bands(by_id, pos, sizes, frames, edges)
@@ -363,18 +391,15 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
                          labelloc="b" if c in mirrored else "t", **justify.get(c, {}))
                 emit(sub, c)
 
-    rects = {n: rect(pos[n], sizes[n]) for n in pos}
-    for n in nodes:         # a double outline is drawn 4 pt outside the box's size
-        if kind_style(n.kind)["shape"] == "doubleoctagon":
-            x0, y0, x1, y1 = rects[n.id]
-            rects[n.id] = (x0 - 4, y0 - 4, x1 + 4, y1 + 4)
+    rects = _grown(nodes, pos, sizes)
     band_of = {b.id: b for b in bands}
     band_of.update((n.id, n) for n in nodes if n.kind == "fabric")
     for b in bands:
         rects[b.id] = (b.x0, b.y - BAND_H / 2, b.x1, b.y + BAND_H / 2)
     bars = {b.id: b.label for b in bands}
     bars.update((n.id, n.label) for n in nodes if n.kind == "fabric")
-    routed = climb_out(_route_all(name, edges, nodes, by_id, pos, rects, bands, band_of),
+    routed = climb_out(on_tracks(_route_all(name, edges, nodes, by_id, pos, rects, bands,
+                                            band_of), by_id, rects, frames),
                        name, by_id, rects, frames, bars)
     # a frame of switches alone (a unit's leaves) has a smaller title, to fit between lines
     title_font = {c: 10 if by_cluster.get(c) and not children.get(c) and
@@ -407,7 +432,10 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     # and the line's width, not written on each line
     carried = Counter((e.cls, _figure(e)) for e in edges
                       if e.src not in band_of and e.dst not in band_of)
-    for e, p, q, path in routed:
+    drawn = Segments()          # no label under another line
+    for k, (e, _p, _q, path) in enumerate(routed):
+        drawn.add(path, penwidth(e.bandwidth), k, frozenset((e.src, e.dst)))
+    for k, (e, p, q, path) in enumerate(routed):
         attrs_ = {"color": CLASS_COLOR[e.cls], "penwidth": f"{penwidth(e.bandwidth):.2f}",
                   "tooltip": f"{e.src} - {e.dst}\n{e.cls} ({', '.join(e.types)}): "
                              f"{_figure(e)} per direction",
@@ -421,7 +449,8 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         if len(figures[e.cls]) > 1 and (e.src, e.dst) not in quiet \
                 and (e.dst, e.src) not in quiet and carried[e.cls, _figure(e)] <= MANY:
             text = _figure(e)
-            at = labels.place(text, p, q)
+            at = labels.place(text, p, q, lambda r, k=k: drawn.clear(r, k),
+                              penwidth(e.bandwidth))
             if at is not None:
                 attrs_.update(label=text, lp=f"{at[0]:.1f},{at[1]:.1f}")
         if opts.highlight:
@@ -480,7 +509,11 @@ def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos
         rows[round(b.y, 1) + 0.01].append(rects[b.id])
         every[round(b.y, 1) + 0.01].append(rects[b.id])
 
-    row_index, every_index = Rows(rows), Rows(every)     # indexed once: lines cost their rows
+    # two row-mates joined by a line side by side (a node's two CPUs and their socket link)
+    # are one obstacle to a detour: a line climbing the gap between them would run along
+    # the link's ends and read as a box between the CPUs (h100_cluster's nic3)
+    joined_rows, joined_every = _joined(edges, pos, rects, rows), _joined(edges, pos, rects, every)
+    row_index, every_index = Rows(joined_rows), Rows(joined_every)     # indexed once
 
     def top_frame(n: Node) -> list[str]:
         return n.cluster.split(".")[:2] if n.cluster not in ("", name) else []
@@ -507,6 +540,23 @@ def _route_all(name: str, edges: list[Edge], nodes: list[Node], by_id: dict, pos
             over.append(len(out))
         out.append((e, p, q, path))
     return _spread_columns(_over_lanes(out, over))
+
+
+def _joined(edges: list[Edge], pos: dict, rects: dict,
+            rows: dict[float, list]) -> dict[float, list]:
+    """``rows`` with, for every line between two neighbours of a row (no box between them),
+    one box spanning both: the gap the line runs in is not a column for a detour."""
+    where = {r: y for y, boxes in rows.items() for r in boxes}
+    out = {y: list(boxes) for y, boxes in rows.items()}
+    for e in edges:
+        a, b = rects.get(e.src), rects.get(e.dst)
+        if a is None or b is None or where.get(a) is None or where.get(a) != where.get(b):
+            continue
+        lo, hi = sorted((a, b))
+        if any(lo[2] < (r[0] + r[2]) / 2 < hi[0] for r in rows[where[a]]):
+            continue        # a row-mate further along: its line goes over the boxes between
+        out[where[a]].append((lo[0], min(lo[1], hi[1]), hi[2], max(lo[3], hi[3])))
+    return out
 
 
 #: Points between the heights of row-mates' lines over the boxes between them.

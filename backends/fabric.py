@@ -589,6 +589,18 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
     if len(per_rail) == 1 and rails:
         cab, bw_one = next(iter(per_rail))
         rail_text = f"{cab} cables a rail in a pod, {_rate(bw_one)} each"
+    times_of_low = {b.id: b.times for b in boxes}
+    # every line as drawn (ends and width), so that no label goes under one
+    drawn = [((port[k, ln.low], pos[ln.low][1] + size[ln.low][1] / 2),
+              (port[k, ln.high], pos[ln.high][1] - size[ln.high][1] / 2),
+              penwidth(ln.bandwidth / max(1, ln.cables)
+                       * min(ln.cables // times_of_low[ln.low], 8)))
+             for k, ln in enumerate(lines)]
+    for band in bands:
+        for box, x in band.stubs:
+            y_box = pos[box][1] + size[box][1] / 2 if pos[box][1] < band.y \
+                else pos[box][1] - size[box][1] / 2
+            drawn.append(((x, y_box), (x, band.y), band.width))
     for k, ln in sorted(enumerate(lines), key=lambda kl: (kl[1].low, kl[1].high, kl[1].rail)):
         p = (port[k, ln.low], pos[ln.low][1] + size[ln.low][1] / 2)
         q = (port[k, ln.high], pos[ln.high][1] - size[ln.high][1] / 2)
@@ -627,7 +639,7 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
                             if (o.low, o.high) == (ln.low, ln.high))
                 top = pos[ln.high][1] - size[ln.high][1] / 2
                 p, q = (right + 2, p[1]), (right + 2 + (q[0] - p[0]), top)
-            at = _free_spot(text, p, q, taken)
+            at = _free_spot(text, p, q, taken, drawn)
             if at is not None:
                 attrs_.append(f'label="{_esc(text)}", lp="{at[0]:.1f},{at[1]:.1f}"')
         out.append(f'"{_esc(ln.low)}" -- "{_esc(ln.high)}" [{", ".join(attrs_)}]')
@@ -720,16 +732,29 @@ def _meshes(boxes: list[Box], lines: list[Line], pos: dict, size: dict) \
     return left, bands
 
 
-def _free_spot(text: str, p, q, taken: list) -> tuple[float, float] | None:
-    """A spot for a line's label beside the line, on no box and no other label."""
+#: Where along its line a label is tried, middle first.
+SPOTS = (0.5, 0.35, 0.65, 0.2, 0.8, 0.275, 0.425, 0.575, 0.725, 0.125, 0.875)
+
+
+def _free_spot(text: str, p, q, taken: list, drawn: list | None = None) \
+        -> tuple[float, float] | None:
+    """A spot for a line's label beside the line, on no box, no other label and no line
+    (``drawn``: (start, end, width) of every straight line; a label under a line of a fan
+    was half hidden: h100_fourtier's 'x64 800 GB/s')."""
+    from .route import segment_meets
     w, h = len(text) * LINE_FONT * 0.55 + 4, LINE_FONT + 4
-    for t in (0.5, 0.35, 0.65, 0.2, 0.8):
+    for t in SPOTS:
         x, y = p[0] + (q[0] - p[0]) * t, p[1] + (q[1] - p[1]) * t
-        for dx in (w / 2 + 4, -w / 2 - 4):
-            r = (x + dx - w / 2, y - h / 2, x + dx + w / 2, y + h / 2)
-            if all(r[2] < o[0] or r[0] > o[2] or r[3] < o[1] or r[1] > o[3] for o in taken):
+        # beside it, then (a shallow line, which a label beside it would sit on) above or
+        # below it, then diagonally off it
+        for dx, dy in ((w / 2 + 4, 0), (-w / 2 - 4, 0), (0, h / 2 + 8), (0, -h / 2 - 8),
+                       (w / 2 + 4, h / 2 + 8), (-w / 2 - 4, h / 2 + 8),
+                       (w / 2 + 4, -h / 2 - 8), (-w / 2 - 4, -h / 2 - 8)):
+            r = (x + dx - w / 2, y + dy - h / 2, x + dx + w / 2, y + dy + h / 2)
+            if all(r[2] < o[0] or r[0] > o[2] or r[3] < o[1] or r[1] > o[3] for o in taken) \
+                    and not any(segment_meets(a, b, r, wd / 2 + 1) for a, b, wd in drawn or ()):
                 taken.append(r)
-                return x + dx, y
+                return x + dx, y + dy
     return None
 
 

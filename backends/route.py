@@ -105,6 +105,25 @@ def route(a: Rect, b: Rect, a_band: bool = False, b_band: bool = False) \
     return (a[0], ay), (b[2], by)
 
 
+def segment_meets(p: tuple[float, float], q: tuple[float, float], r: Rect,
+                  pad: float = 0.0) -> bool:
+    """Whether the segment p..q passes through ``r`` grown by ``pad`` (a line's half width:
+    a label placed there would be drawn under the line). Liang-Barsky clipping."""
+    x0, y0, x1, y1 = r[0] - pad, r[1] - pad, r[2] + pad, r[3] + pad
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    lo, hi = 0.0, 1.0
+    for d, near, far in ((dx, x0 - p[0], x1 - p[0]), (dy, y0 - p[1], y1 - p[1])):
+        if abs(d) < 1e-9:
+            if near > 0 or far < 0:
+                return False
+            continue
+        a, b = sorted((near / d, far / d))
+        lo, hi = max(lo, a), min(hi, b)
+        if lo > hi:
+            return False
+    return True
+
+
 def spline(p: tuple[float, float], q: tuple[float, float]) -> str:
     """A straight segment as Graphviz's one-piece B-spline ``pos``."""
     (x0, y0), (x1, y1) = p, q
@@ -161,21 +180,72 @@ class Labels:
         self.taken.append(r)
         self._index(len(self.taken) - 1, r)
 
-    def place(self, text: str, p: tuple[float, float], q: tuple[float, float]) \
-            -> tuple[float, float] | None:
-        """A centre for ``text`` beside the segment p..q, or None when there is no room."""
+    def place(self, text: str, p: tuple[float, float], q: tuple[float, float],
+              clear: Callable[[Rect], bool] | None = None,
+              width: float = 0.0) -> tuple[float, float] | None:
+        """A centre for ``text`` beside the segment p..q, or None when there is no room;
+        ``clear`` also rules out a spot (one another line runs through); ``width``, the
+        line's, keeps the text off a thick line."""
         w, h = label_size(text)
         (x0, y0), (x1, y1) = p, q
         vertical = abs(x1 - x0) < abs(y1 - y0)
-        for t in (0.5, 0.35, 0.65, 0.2, 0.8):
-            x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
-            for dx, dy in (((w / 2 + 3, 0), (-w / 2 - 3, 0)) if vertical
-                           else ((0, h / 2 + 2), (0, -h / 2 - 2))):
-                r = (x + dx - w / 2, y + dy - h / 2, x + dx + w / 2, y + dy + h / 2)
-                if self.free(r):
-                    self.take(r)
-                    return x + dx, y + dy
+        off = width / 2 if clear is not None else 0.0
+        beside = ((w / 2 + 3 + off, 0), (-w / 2 - 3 - off, 0))
+        over = ((0, h / 2 + 2 + off), (0, -h / 2 - 2 - off))
+        offsets = [beside if vertical else over]
+        if clear is not None:       # lines checked: a slanted line's label may go further off
+            offsets.append((*(over if vertical else beside),
+                            *((sx * (w / 2 + 3 + off), sy * (h / 2 + 2 + off))
+                              for sy in (1, -1)
+                              for sx in (1, -1))))
+        spots = [(0.5, 0.35, 0.65, 0.2, 0.8)]
+        if clear is not None:
+            spots.append((0.5, 0.35, 0.65, 0.2, 0.8, 0.275, 0.425, 0.575, 0.725, 0.125, 0.875))
+        for tried, along in zip(offsets, spots):
+            for t in along:
+                x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
+                for dx, dy in tried:
+                    r = (x + dx - w / 2, y + dy - h / 2, x + dx + w / 2, y + dy + h / 2)
+                    if self.free(r) and (clear is None or clear(r)):
+                        self.take(r)
+                        return x + dx, y + dy
         return None
+
+
+class Segments:
+    """Drawn lines' straight pieces, indexed in 100-point cells: whether a label's box is
+    clear of every line but its own (a label under another line of a fan is half hidden)."""
+
+    def __init__(self):
+        self.pieces: list[tuple[tuple[float, float], tuple[float, float], float, int]] = []
+        self._cells: dict[tuple[int, int], list[int]] = defaultdict(list)
+        self._ends: dict[int, frozenset] = {}
+
+    def add(self, path: Sequence[tuple[float, float]], width: float, owner: int,
+            ends: frozenset = frozenset()) -> None:
+        """A line's pieces; ``ends``: its boxes (lines sharing one may be drawn along it, a
+        bundle on a track: a label beside the one is beside the others)."""
+        self._ends[owner] = ends
+        for p, q in zip(path, path[1:]):
+            i = len(self.pieces)
+            self.pieces.append((p, q, width, owner))
+            for cx in range(int(min(p[0], q[0]) // 100), int(max(p[0], q[0]) // 100) + 1):
+                for cy in range(int(min(p[1], q[1]) // 100), int(max(p[1], q[1]) // 100) + 1):
+                    self._cells[cx, cy].append(i)
+
+    def clear(self, r: Rect, owner: int) -> bool:
+        """No line runs through ``r`` (grown by the half width of each line but ``owner``'s,
+        which may pass by its edge)."""
+        for cx in range(int((r[0] - 5) // 100), int((r[2] + 5) // 100) + 1):
+            for cy in range(int((r[1] - 5) // 100), int((r[3] + 5) // 100) + 1):
+                for i in self._cells.get((cx, cy), ()):
+                    p, q, width, who = self.pieces[i]
+                    mine = who == owner or self._ends[who] & self._ends[owner]
+                    # its own line (and its bundle) may pass by the label's edge, never
+                    # through it
+                    if segment_meets(p, q, r, width / 2 + 1 if not mine else 0.0):
+                        return False
+        return True
 
 
 def polyline(points: Sequence[tuple[float, float]]) -> str:

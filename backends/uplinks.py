@@ -24,6 +24,7 @@ import math
 from collections import defaultdict
 
 from ..compiler.ir.kinds import is_endpoint
+from .style import penwidth
 
 #: Points between the lanes of climbs that share a gap.
 LANE = 4.0
@@ -33,6 +34,8 @@ RISE = 7.0
 EXIT = 8.0
 #: Points a climb keeps clear of a box.
 CLEAR = 3.0
+#: Points between the tracks above a frame, one a box its uplinks go to, and the least.
+TRACK, MIN_TRACK = 8.0, 4.0
 #: A gap at least this wide holds its climbs near its edge, not in its middle.
 WIDE = 40.0
 #: At most this far beside its own tray a climb's gap is (the gap between two trays).
@@ -83,20 +86,25 @@ def climb_out(routed: list[tuple], name: str, by_id: dict, rects: dict, frames: 
     holds = _holders(by_id, name)
     climbs: dict[tuple, list[tuple[int, float, float, bool]]] = defaultdict(list)
     ends: dict[int, tuple] = {}
+    leaving: dict[str, list[tuple[int, str]]] = defaultdict(list)    # frame -> (line, box)
+    planned = track_plan([e for e, *_ in routed], by_id, rects, frames, name)
+    height = track_heights(planned, frames)
     for k, (e, _p, _q, _path) in enumerate(routed):
-        if not e.duplex:
+        fed = _feed(e, by_id, rects, frames, name)
+        if fed is not None and fed[0] in planned:  # a summary box's line: along its track
+            top, upper, lower = fed
+            h = height[top, lower.id]
+            ru, rl = rects[upper.id], rects[lower.id]
+            x_u, x_l = (ru[0] + ru[2]) / 2, (rl[0] + rl[2]) / 2
+            path = [(x_u, ru[1]), (x_u, h), (x_l, h), (x_l, rl[3])]
+            if upper.id != e.src:
+                path = path[::-1]
+            out[k] = (e, path[0], path[-1], path)
             continue
-        a, b = by_id.get(e.src), by_id.get(e.dst)
-        if a is None or b is None:
+        ends_of = _uplink(e, by_id, rects, frames, name)
+        if ends_of is None:
             continue
-        for inner, outer in ((a, b), (b, a)):
-            top = _top_frame(inner.cluster, name)
-            if (is_endpoint(inner.kind) and top in frames
-                    and _top_frame(outer.cluster, name) != top
-                    and rects[outer.id][1] >= frames[top][3]):
-                break
-        else:
-            continue
+        top, inner, outer = ends_of
         frame = frames[top]
         ri, ro = rects[inner.id], rects[outer.id]
         start = ((ri[0] + ri[2]) / 2, ri[3])
@@ -104,10 +112,9 @@ def climb_out(routed: list[tuple], name: str, by_id: dict, rects: dict, frames: 
         y_out = frame[3] + EXIT
         above = [r for r in inside[top] if r != ri and r[3] > start[1] and r[1] < frame[3]]
         if not any(r[0] - CLEAR < start[0] < r[2] + CLEAR for r in above):
-            path = [start, (start[0], y_out), end]
-            if inner.id != e.src:
-                path = path[::-1]
-            out[k] = (e, path[0], path[-1], path)
+            out[k] = (e, start, start, [start])
+            ends[k] = (end, y_out, inner.id == e.src)
+            leaving[top].append((k, outer.id))
             continue
         plan = _climb(top, inner, start, frame, frames, holds,
                       [*inside[top], *texts], bar_rects)
@@ -115,14 +122,121 @@ def climb_out(routed: list[tuple], name: str, by_id: dict, rects: dict, frames: 
             continue
         climbs[(top, *plan)].append((k, start[0], start[1], inner.id == e.src))
         ends[k] = (end, y_out, inner.id == e.src)
+        leaving[top].append((k, outer.id))
     _lanes(out, climbs)
+    tracks = {k: height[top, box] for top, members in leaving.items()
+              for k, box in members if (top, box) in height}
     for k, (end, y_out, forward) in ends.items():
         e, _p, _q, pts = out[k]
-        pts = [*pts, (pts[-1][0], y_out), end]
+        if k in tracks:         # up to its box's track, along it, up into the box
+            pts = [*pts, (pts[-1][0], tracks[k]), (end[0], tracks[k]), end]
+        else:
+            pts = [*pts, (pts[-1][0], y_out), end]
         if not forward:
             pts = pts[::-1]
         out[k] = (e, pts[0], pts[-1], pts)
     return out
+
+
+def _uplink(e, by_id: dict, rects: dict, frames: dict, name: str) -> tuple | None:
+    """(frame, NIC, box) when ``e`` is a NIC's uplink out of a top-level frame to a box above
+    the frame, else None."""
+    if not e.duplex:
+        return None
+    a, b = by_id.get(e.src), by_id.get(e.dst)
+    if a is None or b is None:
+        return None
+    for inner, outer in ((a, b), (b, a)):
+        top = _top_frame(inner.cluster, name)
+        if (is_endpoint(inner.kind) and top in frames
+                and _top_frame(outer.cluster, name) != top
+                and rects[outer.id][1] >= frames[top][3]):
+            return top, inner, outer
+    return None
+
+
+def _feed(e, by_id: dict, rects: dict, frames: dict, name: str) -> tuple | None:
+    """(frame, upper, lower) when ``e`` joins a top-level box above a top-level frame (a
+    leaf) to a top-level box beside the frame whose top is the frame's (the summary box of
+    the other racks, drawn in the frame's row): its line crosses the frame's uplinks'
+    tracks, so it takes a track of its own; else None."""
+    a, b = by_id.get(e.src), by_id.get(e.dst)
+    if a is None or b is None:
+        return None
+    for upper, lower in ((a, b), (b, a)):
+        ru, rl = rects.get(upper.id), rects.get(lower.id)
+        if ru is None or rl is None or lower.cluster not in ("", name) or \
+                (upper.cluster not in ("", name) and upper.kind != "net_switch"):
+            continue        # a leaf may be in its unit's frame
+        for top, f in frames.items():
+            if "." in top[len(name) + 1:] or rl[0] < f[2] and f[0] < rl[2]:
+                continue        # not a top-level frame, or the box is not beside it
+            if abs(rl[3] - f[3]) < 2 and ru[1] >= f[3]:
+                return top, upper, lower
+    return None
+
+
+def track_plan(edges, by_id: dict, rects: dict, frames: dict, name: str) \
+        -> dict[str, list[tuple[str, float]]]:
+    """For each top-level frame whose trays' NIC uplinks leave it for boxes above (a
+    machine's own NICs are routed as any line, through the gaps of its rows): the tracks
+    above it, (box, widest line) from the frame up. First one track a box the uplinks go to
+    (a rail's leaf), left to right: its uplinks run along it and up into the box as a
+    bundle, lines with a box in common. Then one a summary box beside the frame (the other
+    racks), in the order of the boxes feeding it, left to right, so that no line from a
+    box above drops across another's track. No two lines into different boxes share a
+    track."""
+    uplinks: dict[str, dict[str, float]] = defaultdict(dict)
+    feeds: dict[str, dict[str, list]] = defaultdict(dict)
+    for e in edges:
+        found = _uplink(e, by_id, rects, frames, name)
+        if found is not None and found[1].cluster != found[0]:     # a NIC in a tray
+            top, _inner, outer = found
+            w = uplinks[top].get(outer.id, 0.0)
+            uplinks[top][outer.id] = max(w, penwidth(e.bandwidth))
+            continue
+        fed = _feed(e, by_id, rects, frames, name)
+        if fed is not None:
+            top, upper, lower = fed
+            x = (rects[upper.id][0] + rects[upper.id][2]) / 2
+            got = feeds[top].setdefault(lower.id, [math.inf, 0.0])
+            got[0], got[1] = min(got[0], x), max(got[1], penwidth(e.bandwidth))
+    plan = {}
+    for top, boxes in uplinks.items():
+        order = sorted(boxes, key=lambda b: ((rects[b][0] + rects[b][2]) / 2, b))
+        fed_order = sorted(feeds.get(top, {}).items(), key=lambda kv: (kv[1][0], kv[0]))
+        plan[top] = [(b, boxes[b]) for b in order] + [(b, w) for b, (_x, w) in fed_order]
+    return plan
+
+
+def track_heights(plan: dict, frames: dict) -> dict[tuple[str, str], float]:
+    """(frame, box) -> the height of the box's track: EXIT above the frame, then each
+    track TRACK above the last, or more between wide lines (3 pt clear)."""
+    out = {}
+    for top, tracks in plan.items():
+        y, last = frames[top][3] + EXIT, None
+        for box, w in tracks:
+            if last is not None:
+                y += max(TRACK, (last + w) / 2 + 3)
+            out[top, box] = y
+            last = w
+    return out
+
+
+def room(edges, by_id: dict, rects: dict, frames: dict, name: str) -> tuple[float, float]:
+    """(height, points): the boxes above the height must move up by the points to leave
+    room for the tracks above a frame (EXIT clear of the boxes above); (0, 0) when the tracks
+    fit."""
+    plan = track_plan(edges, by_id, rects, frames, name)
+    heights = track_heights(plan, frames)
+    cut, need = 0.0, 0.0
+    for top, tracks in plan.items():
+        f = frames[top]
+        highest = max(heights[top, b] for b, _w in tracks) + tracks[-1][1] / 2 + EXIT
+        upper = [r[1] for r in rects.values() if r[1] >= f[3] - 0.5]
+        if upper and highest - min(upper) > need:
+            cut, need = f[3] + 0.5, highest - min(upper)
+    return cut, need
 
 
 def _holders(by_id: dict, name: str) -> set[str]:

@@ -267,3 +267,29 @@ def slide_fit(svg: bytes) -> tuple[float, float, float]:
     sizes = [float(t.get("font-size", "14")) for t in root.iter(f"{SVG}text")
              if "".join(t.itertext()).strip()]
     return width, height, min(sizes, default=14.0) * PX_PER_PT * scale
+
+
+def labels_under_lines(svg: bytes, margin: float = 1.0) -> list[tuple[str, str, str]]:
+    """(label, owner, line) for every line label some line runs through (the label's box,
+    0.55 em a character from 0.75 em above its baseline to 0.2 em below, shrunk by
+    ``margin``): a label under a line is half hidden. Its own line counts too."""
+    _, lines, _, _ = read(svg)
+    grid: dict[tuple[int, int], set[int]] = {}
+    sampled = []
+    for i, (_a, _b, pts) in enumerate(lines):
+        sampled.append(_samples(pts))
+        for x, y in sampled[-1]:
+            grid.setdefault((int(x // 50), int(y // 50)), set()).add(i)
+    out = []
+    for owner, text, (x0, y0, x1, y1) in texts(svg):
+        if not owner.startswith("edge:"):
+            continue
+        x0, y0, x1, y1 = x0 + margin, y0 + margin, x1 - margin, y1 - margin
+        near = set().union(*(grid.get((cx, cy), set())
+                             for cx in range(int(x0 // 50), int(x1 // 50) + 1)
+                             for cy in range(int(y0 // 50), int(y1 // 50) + 1)))
+        for i in sorted(near):
+            if any(x0 < x < x1 and y0 < y < y1 for x, y in sampled[i]):
+                out.append((text, owner[5:], f"{lines[i][0]}--{lines[i][1]}"))
+                break
+    return out

@@ -174,3 +174,61 @@ def test_an_nvl72_rack_in_a_cluster_sends_its_uplinks_out_of_its_trays(view):
     assert not bus, (view, len(bus), bus[:3])
     titles = [t for t in geometry.lines_through_titles(svg) if re.search(r"tray\d+$", t[2])]
     assert not titles, (view, titles[:3])
+
+
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_no_line_climbs_between_two_linked_cpus(view):
+    """h100_cluster's node0: nic3's uplink climbed the gap between cpu0 and cpu1, along the
+    ends of their socket link, so it read as a NIC between the CPUs. A gap two row-mates'
+    own line runs in is no column for a detour: no other line enters it."""
+    system = topoc.load(library_file("h100_cluster.topo"))
+    svg, _ = r.render(system, "svg", r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    cpu0, cpu1 = boxes["cluster.node0.cpu0"], boxes["cluster.node0.cpu1"]
+    gap = (cpu0[2], min(cpu0[1], cpu1[1]), cpu1[0], max(cpu0[3], cpu1[3]))
+    assert gap[2] - gap[0] > 4, gap
+    inside = [(a, b) for a, b, pts in lines if {a, b} != {"cluster.node0.cpu0", "cluster.node0.cpu1"}
+              and any(geometry._inside(p, gap, 1.0) for p in geometry._samples(pts))]
+    assert not inside, (view, inside)
+
+
+@pytest.mark.parametrize("name,view", [("h100_fourtier.topo", None), ("h100_fourtier.topo", "racks"),
+                                       ("pcie_server.topo", None), ("dgx1_v100.topo", None),
+                                       ("hgx_b300.topo", "physical")])
+def test_no_line_label_is_drawn_under_a_line(name, view):
+    """A line's figure is written where no line runs (its own included): h100_fourtier's
+    'x64 800 GB/s' sat under the next line of the core's fan, pcie_server's figures on
+    their own slanted lines."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view=view))
+    assert any(o.startswith("edge:") for o, _, _ in geometry.texts(svg))  # figures drawn
+    under = geometry.labels_under_lines(svg)
+    assert not under, under
+    if name == "h100_fourtier.topo" and view is None:
+        assert any(t == "x64 800 GB/s" for _, t, _ in geometry.texts(svg))
+
+
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_an_nvl72_racks_uplinks_leave_as_one_bundle_a_leaf(view):
+    """nvl72_cluster's rack0 under its leaves: its 72 uplinks fanned out above the rack
+    (620 pairs of unrelated lines drawn along each other). Now each climbs to its leaf's
+    track above the rack, one track a leaf (4), and up into the leaf; the other racks'
+    lines into their summary boxes take tracks of their own: none of these lines runs
+    along an unrelated one."""
+    system = topoc.load(library_file("nvl72_cluster.topo"))
+    svg, _ = r.render(system, "svg", r.Options(view=view))
+    _, lines, _, _ = geometry.read(svg)
+    rack = geometry.frames(svg)["cluster.rack0"]
+    uplinks = [(a, b, pts) for a, b, pts in lines if ".rack0.tray" in a + b and ".leaf" in a + b]
+    feeds = [(a, b, pts) for a, b, pts in lines if ".leaf" in a + b
+             and re.search(r"\.rack[1-9]\d*$", b if ".leaf" in a else a)]
+    assert len(uplinks) == 72 and feeds, (len(uplinks), len(feeds))
+    assert geometry.overlapping_lines(uplinks + feeds) == []
+    tracks: dict[str, set[float]] = {}
+    for a, b, pts in uplinks:
+        leaf = a if ".leaf" in a else b
+        runs = {round(p[1], 1) for p, q in zip(pts, pts[1:])
+                if abs(p[1] - q[1]) < 0.1 and abs(p[0] - q[0]) > 1 and p[1] < rack[1]}
+        assert len(runs) == 1, (a, b, runs)        # one run along a track above the rack
+        tracks.setdefault(leaf, set()).update(runs)
+    assert len(tracks) == 4 and all(len(h) == 1 for h in tracks.values()), tracks
+    assert len({h for hs in tracks.values() for h in hs}) == 4, tracks

@@ -64,15 +64,17 @@ def _centres(svg: bytes) -> tuple[dict[str, tuple[float, float]], float, dict[st
 
 def _siblings(ids) -> dict[tuple[str, str], list[tuple[int, str]]]:
     """Ids grouped by parent path and name stem, with their index: gpu0..7 of one node,
-    rack[0..31] and rack[32..63] of one cluster (folded meshes are not devices)."""
+    rack[0..31] and rack[32..63] of one cluster (folded meshes are not devices); a rack's
+    leaves' frame ('rack3 leaves') is a sibling of the other racks' leaves, not of rack3."""
     groups = defaultdict(list)
     for i in ids:
         if i.startswith("mesh/"):
             continue
         parent, _, last = i.rpartition(".")
-        m = re.match(r"^(\D*?)\[?(\d+)", last)
+        m = re.match(r"^(\D*?)\[?(\d+)(.*)$", last)
         if m:
-            groups[parent, m.group(1)].append((int(m.group(2)), i))
+            tail = re.sub(r"[\d.\[\]]", "", m.group(3))
+            groups[parent, m.group(1), tail].append((int(m.group(2)), i))
     return groups
 
 

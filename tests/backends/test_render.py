@@ -15,6 +15,7 @@ from topoc.cli import main
 from topoc.compiler.ir.system import Device, DeviceModel, Link, LinkType, System
 
 from ..conftest import GOLDEN, library_file
+from . import geometry
 
 RENDER = GOLDEN / "render"
 CASES = [("nvl72", "physical"), ("nvl72", "logical"), ("dgx_h100", None),
@@ -242,12 +243,15 @@ def test_leaves_are_framed_by_scalable_unit_and_named_by_rail():
     assert 'subgraph "cluster_cluster.SU 1"' in source
     su1 = source[source.index("cluster_cluster.SU 1"):]
     assert "leaf8\nrail 0" in su1[:su1.index("subgraph") if "subgraph" in su1 else None]
-    racks, _ = r.dot_source(topoc.load(library_file("nvl72_cluster.topo")),
-                            r.Options(view="logical"))
-    # an NVL72 cluster's rack frames would have lines through their titles (the lines from
-    # the spine planes cross the leaf row): the leaves stand in a row, named by rail
-    assert "rack3 leaves" not in racks
+    nvl72 = topoc.load(library_file("nvl72_cluster.topo"))
+    racks, _ = r.dot_source(nvl72, r.Options(view="logical"))
+    # an NVL72 cluster's leaves in a frame a rack (the lines from the spine planes run on
+    # tracks above the frames, so none crosses a frame's title; they crossed the leaf row)
+    assert 'subgraph "cluster_cluster.rack3 leaves"' in racks
     assert racks.count("\nrail 3\n") == 8       # one label per rack (tooltips aside)
+    if HAS_DOT:
+        svg, _ = r.render(nvl72, "svg", r.Options(view="logical"))
+        assert not [t for t in geometry.lines_through_titles(svg) if t[2].endswith(" leaves")]
 
 
 def test_names_are_the_shortest_unique_suffix():
