@@ -12,7 +12,7 @@ import re
 from collections import defaultdict
 
 from ..base.gcpause import gc_paused
-from . import system
+from . import relocate, system
 from .system import SCALEOUT_CLASSES, System
 from .system import device_indices as system_device_indices
 
@@ -330,10 +330,22 @@ class Locality:
         storage NICs carry no GPU traffic."""
         found = self.memo.get("ids", {}).get(kind)
         if found is None:
-            found = self.memo.setdefault("ids", {})[kind] = frozenset(
-                d.id for d in self.system.devices
-                if d.kind == kind and (kind != "nic" or d.compute_nic))
+            found = relocate.ids(self, kind)
+            if found is None:
+                found = frozenset(d.id for d in self.system.devices
+                                  if d.kind == kind and (kind != "nic" or d.compute_nic))
+            self.memo.setdefault("ids", {})[kind] = found
         return found
+
+    @functools.cached_property
+    def host_label(self):
+        """Each device's host part (a component over PCIe, C2C and socket links: a
+        superchip, a node), as a numpy array over device indices labelled with the part's
+        smallest index: two GPUs share a host exactly when their labels are equal."""
+        import numpy as np
+
+        a, b = self._host_ends
+        return _components(np.arange(len(self.system.devices), dtype=np.int32), a, b)
 
     @functools.cached_property
     def gpu_hosts(self) -> tuple[list[str], list[tuple[str, ...]], list[str], list[str]]:
@@ -342,7 +354,12 @@ class Locality:
         distinct host part (``host_shapes``): the searches run on one representative of each
         shape, in offsets from its first device, and every other copy reads them at its own
         offsets. Equal to asking ``_nearest`` GPU by GPU (tests compare them on every library
-        file): a search over PCIe, C2C and socket links never leaves its host part."""
+        file): a search over PCIe, C2C and socket links never leaves its host part. A
+        degraded system copies the healthy system's and searches again only the host parts
+        its failure touches (``relocate``)."""
+        patched = relocate.gpu_hosts(self)
+        if patched is not None:
+            return patched
         system = self.system
         devices, gpus = system.devices, system.gpus
         ids = [d.id for d in devices]
@@ -481,15 +498,28 @@ class Locality:
         and numbers (the cost model sorts a 590,000-GPU world by it)."""
         n = len(self.system.gpus)
         sockets = self.gpu_hosts[0]
-        if self._ids("pcie_switch"):
-            switches = [self.pcie_switch(r) for r in range(n)]
+        switch_ids = self._ids("pcie_switch")
+        switches = None
+        if switch_ids:
+            switches = relocate.pcie_switches(self, switch_ids)
+            if switches is None:
+                switches = [self.pcie_switch(r) for r in range(n)]
         else:
             switches = [""] * n
-        numbers = []
-        for names in (sockets, switches):
-            keys = {name: _natural(name) for name in set(names)}
-            rank_of = {k: i for i, k in enumerate(sorted(set(keys.values())))}
-            numbers.append(({name: rank_of[k] for name, k in keys.items()}, len(rank_of)))
+        self.memo["order.switches"] = switches
+        # a degraded system numbers its names as the healthy one did when it has no new
+        # name: the same order (names are only removed), no second sort of every name
+        base = self.system.memo.get("locality.base")
+        numbers = base.healthy.memo.get("order.numbers") if base is not None else None
+        if numbers is None or any(name not in numbers[0][0] for name in sockets) or \
+                any(name not in numbers[1][0] for name in switches):
+            numbers = []
+            for names in (sockets, switches):
+                keys = {name: _natural(name) for name in set(names)}
+                rank_of = {k: i for i, k in enumerate(sorted(set(keys.values())))}
+                numbers.append(({name: rank_of[k] for name, k in keys.items()},
+                                len(rank_of)))
+            self.memo["order.numbers"] = numbers
         (sock, n_sock), (sw, n_sw) = numbers
         island = self.island
         return [((island[r] * n_sock + sock[sockets[r]]) * n_sw + sw[switches[r]]) * n + r
