@@ -305,7 +305,11 @@ class Locality:
     def host_adj(self) -> dict[str, list[str]]:
         """Device id -> its neighbours over PCIe, C2C and socket links (both ways, link
         order): made when a search first asks (lint's and diff's per-host passes read
-        ``host_shapes`` instead; 0.5 s of ids at 16,384 DGX nodes)."""
+        ``host_shapes`` instead; 0.5 s of ids at 16,384 DGX nodes). A degraded system's
+        searches visit only the host parts its failure touches: they read each device's
+        neighbours from the incidence when asked (``relocate``), not a table of all."""
+        if "locality.base" in self.system.memo:
+            return relocate.HostAdj(self.system)
         a, b = self._host_ends
         ids = self.system.devices
         host_adj: dict[str, list[str]] = defaultdict(list)

@@ -19,7 +19,7 @@ from collections import defaultdict
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
 
 
-class _HostAdj:
+class HostAdj:
     """Device id -> its neighbours over host links, read from the system's incidence when
     asked (the ``host_adj`` a search needs, for the few devices it visits)."""
 
@@ -34,6 +34,9 @@ class _HostAdj:
                                       for x in self.incidence.get(node, ())
                                       if x.cls in _HOST_CLASSES]
         return out or default
+
+    def __getitem__(self, node: str) -> list[str]:
+        return self.get(node, [])
 
 
 class Base:
@@ -96,7 +99,7 @@ def gpu_hosts(loc):
     socket, nearest, own, nic_socket = out
     system = loc.system
     gpus = system.gpus
-    adj = _HostAdj(system)
+    adj = HostAdj(system)
 
     def kind(device_id: str) -> str:
         d = system.device(device_id)
@@ -149,7 +152,7 @@ def pcie_switches(loc, switch_ids) -> list[str] | None:
     if old is None:
         return None
     out = [old[r] for r in base.kept_ranks().tolist()]
-    adj = _HostAdj(loc.system)
+    adj = HostAdj(loc.system)
     gpus = loc.system.gpus
     for r in base.redo(loc).tolist():
         ups = sorted(n for n in adj.get(gpus[r].id) if n in switch_ids)
