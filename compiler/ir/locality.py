@@ -371,6 +371,7 @@ class Locality:
         n = len(gpus)
         socket, nearest, own, nic_socket = [""] * n, [()] * n, [""] * n, [""] * n
         rank_of_index = dict(zip(self.gpu_index.tolist(), range(n)))
+        arrays = None
         for members, edges, copies in host_shapes(self):
             # the searches, once per shape, on the representative's offsets
             adj: dict[int, list[int]] = defaultdict(list)
@@ -393,6 +394,15 @@ class Locality:
                     if x not in nic_cpu:
                         nic_cpu[x] = search(x, "cpu")
                 plan.append((o, cpus, nics))
+            if all(len(c) <= 1 and len(x) <= 1 for _, c, x in plan) and \
+                    all(len(c) <= 1 for c in nic_cpu.values()):
+                # one socket and one NIC per GPU at most: every min and sort is of one id, so
+                # each column is the copies' ids at one offset, taken in numpy
+                if arrays is None:
+                    arrays = self._host_arrays(ids)
+                self._simple_copies(arrays, plan, nic_cpu, copies, socket, nearest, own,
+                                    nic_socket)
+                continue
             for first in copies:
                 # ids sorted per copy, as ``_nearest`` sorts them (names may order differently)
                 sharing: dict[tuple[str, ...], list[int]] = defaultdict(list)
@@ -414,6 +424,37 @@ class Locality:
                     cpus = nic_cpu[self.index[mine] - first]
                     nic_socket[r] = min(ids[first + x] for x in cpus) if cpus else ""
         return socket, nearest, own, nic_socket
+
+    def _host_arrays(self, ids: list[str]):
+        """The device ids as a numpy object array and each device index's rank (-1 for a
+        device that is no GPU), for ``_simple_copies``."""
+        import numpy as np
+
+        rank = np.full(len(ids), -1, dtype=np.int64)
+        rank[self.gpu_index] = np.arange(len(self.gpu_index))
+        return np.array(ids, dtype=object), rank
+
+    @staticmethod
+    def _simple_copies(arrays, plan, nic_cpu, copies, socket, nearest, own, nic_socket):
+        """``gpu_hosts``' columns for every copy of a host shape in which each GPU has one
+        socket and one NIC at most (each NIC one socket): the ids at the plan's offsets."""
+        import numpy as np
+
+        ids, rank_at = arrays
+        first = np.asarray(copies, dtype=np.int64)
+        for o, cpus, nics in plan:
+            ranks = rank_at[first + o].tolist()
+            socks = ids[first + cpus[0]].tolist() if cpus else [""] * len(ranks)
+            if nics:
+                mine = ids[first + nics[0]].tolist()
+                far = nic_cpu[nics[0]]
+                theirs = ids[first + far[0]].tolist() if far else [""] * len(ranks)
+            for i, r in enumerate(ranks):
+                socket[r] = socks[i]
+                if nics:
+                    nearest[r], own[r], nic_socket[r] = (mine[i],), mine[i], theirs[i]
+                else:
+                    nearest[r] = ()
 
     def socket(self, rank: int) -> str:
         """The CPU whose root complex the GPU hangs off ('' when none)."""
