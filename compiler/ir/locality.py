@@ -361,7 +361,7 @@ class Locality:
         file): a search over PCIe, C2C and socket links never leaves its host part. A
         degraded system copies the healthy system's and searches again only the host parts
         its failure touches (``relocate``)."""
-        patched = relocate.gpu_hosts(self)
+        patched = relocate.gpu_hosts(self, nearest_by_bfs)
         if patched is not None:
             return patched
         system = self.system

@@ -82,11 +82,10 @@ def ids(loc, kind: str):
     return base.healthy.memo["ids"][kind] - {devices[i].id for i in base.failed}
 
 
-def gpu_hosts(loc):
+def gpu_hosts(loc, nearest_by_bfs):
     """``Locality.gpu_hosts`` of a degraded system from the healthy one's (module
-    docstring), or None when the healthy system has not made them."""
-    from .locality import nearest_by_bfs
-
+    docstring), or None when the healthy system has not made them; ``nearest_by_bfs`` is
+    locality's search (passed in: locality imports this module)."""
     base = loc.system.memo.get("locality.base")
     if base is None or "gpu_hosts" not in base.healthy.__dict__:
         return None
