@@ -394,14 +394,10 @@ class Locality:
                     if x not in nic_cpu:
                         nic_cpu[x] = search(x, "cpu")
                 plan.append((o, cpus, nics))
-            if all(len(c) <= 1 and len(x) <= 1 for _, c, x in plan) and \
-                    all(len(c) <= 1 for c in nic_cpu.values()):
-                # one socket and one NIC per GPU at most: every min and sort is of one id, so
-                # each column is the copies' ids at one offset, taken in numpy
-                if arrays is None:
-                    arrays = self._host_arrays(ids)
-                self._simple_copies(arrays, plan, nic_cpu, copies, socket, nearest, own,
-                                    nic_socket)
+            if arrays is None:
+                arrays = self._host_arrays(ids)
+            if self._alike_copies(arrays, plan, nic_cpu, copies, socket, nearest, own,
+                                  nic_socket):
                 continue
             for first in copies:
                 # ids sorted per copy, as ``_nearest`` sorts them (names may order differently)
@@ -435,26 +431,60 @@ class Locality:
         return np.array(ids, dtype=object), rank
 
     @staticmethod
-    def _simple_copies(arrays, plan, nic_cpu, copies, socket, nearest, own, nic_socket):
-        """``gpu_hosts``' columns for every copy of a host shape in which each GPU has one
-        socket and one NIC at most (each NIC one socket): the ids at the plan's offsets."""
+    def _alike_copies(arrays, plan, nic_cpu, copies, socket, nearest, own,
+                      nic_socket) -> bool:
+        """``gpu_hosts``' columns for every copy of a host shape at once, when the ids at
+        each set of offsets the plan names sort alike in every copy (checked in numpy, one
+        comparison per neighbouring pair): then every min and sort is at the same offsets,
+        the GPUs sharing a set of NICs are the same, and each column is the copies' ids at
+        one offset. False (nothing written) when some copy sorts otherwise."""
         import numpy as np
 
         ids, rank_at = arrays
         first = np.asarray(copies, dtype=np.int64)
+        base = copies[0]
+        ordered: dict[tuple[int, ...], tuple[int, ...] | None] = {}
+
+        def order(offsets) -> tuple[int, ...] | None:
+            key = tuple(offsets)
+            if key not in ordered:
+                rep = tuple(sorted(key, key=lambda x: ids[base + x]))
+                alike = all(bool(np.all(ids[first + x] < ids[first + y]))
+                            for x, y in zip(rep, rep[1:]))
+                ordered[key] = rep if alike else None
+            return ordered[key]
+        rows = []
+        sharing: dict[tuple[int, ...], list[int]] = defaultdict(list)
         for o, cpus, nics in plan:
+            cs, ns = order(cpus), order(nics)
+            if cs is None or ns is None:
+                return False
+            if ns:
+                sharing[ns].append(o)
+            rows.append((o, cs, ns))
+        columns = []
+        for o, cs, ns in rows:
+            mine = theirs = None
+            if ns:
+                group = sharing[ns]
+                mine = ns[group.index(o) % len(ns)]
+                theirs = order(nic_cpu[mine])
+                if theirs is None:
+                    return False
+            columns.append((o, cs, ns, mine, theirs))
+        n = len(copies)
+        for o, cs, ns, mine, theirs in columns:
             ranks = rank_at[first + o].tolist()
-            socks = ids[first + cpus[0]].tolist() if cpus else [""] * len(ranks)
-            if nics:
-                mine = ids[first + nics[0]].tolist()
-                far = nic_cpu[nics[0]]
-                theirs = ids[first + far[0]].tolist() if far else [""] * len(ranks)
+            socks = ids[first + cs[0]].tolist() if cs else [""] * n
+            near = list(zip(*(ids[first + x].tolist() for x in ns))) if ns else [()] * n
+            if ns:
+                owned = ids[first + mine].tolist()
+                far = ids[first + theirs[0]].tolist() if theirs else [""] * n
             for i, r in enumerate(ranks):
-                socket[r] = socks[i]
-                if nics:
-                    nearest[r], own[r], nic_socket[r] = (mine[i],), mine[i], theirs[i]
-                else:
-                    nearest[r] = ()
+                socket[r], nearest[r] = socks[i], near[i]
+                if ns:
+                    own[r], nic_socket[r] = owned[i], far[i]
+        return True
 
     def socket(self, rank: int) -> str:
         """The CPU whose root complex the GPU hangs off ('' when none)."""
