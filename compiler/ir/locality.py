@@ -336,9 +336,24 @@ class Locality:
         if found is None:
             found = relocate.ids(self, kind)
             if found is None:
-                found = frozenset(d.id for d in self.system.devices
-                                  if d.kind == kind and (kind != "nic" or d.compute_nic))
+                found = self._ids_by_kind().get(kind, frozenset())
             self.memo.setdefault("ids", {})[kind] = found
+        return found
+
+    def _ids_by_kind(self) -> dict[str, frozenset[str]]:
+        """Every kind's ids in one pass over the devices, each model's kind read once (a
+        NIC that is no compute NIC filed apart)."""
+        found = self.memo.get("ids_by_kind")
+        if found is None:
+            kinds: dict[int, str] = {}
+            lists: dict[str, list[str]] = defaultdict(list)
+            for d in self.system.devices:
+                k = kinds.get(id(d.model))
+                if k is None:
+                    k = kinds[id(d.model)] = d.kind if d.kind != "nic" or d.compute_nic \
+                        else "nic:other"
+                lists[k].append(d.id)
+            found = self.memo["ids_by_kind"] = {k: frozenset(v) for k, v in lists.items()}
         return found
 
     @functools.cached_property
