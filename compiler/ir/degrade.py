@@ -31,6 +31,7 @@ import attrs
 
 from ..base.diagnostics import CompileError, Source, Span, error, plural, suggest
 from ..base.units import RATE, Quantity, human
+from . import relocate
 from .incidence import Ends, MaskedIncidence
 from .links import Links
 from .system import SCALEOUT_CLASSES, Link, LinkType, System
@@ -312,6 +313,10 @@ def _share_views(system: System, out: System, m: Mask, lost: list[Link],
 
     if retyped:
         return
+    if system.has_view("locality"):
+        # the locality facts searched GPU by GPU are copied but for the host parts the
+        # failure touches (``ir.relocate``)
+        out.memo["locality.base"] = relocate.Base(system.locality, m.devices, lost)
     if system.has_view("incidence"):
         object.__setattr__(out, "incidence", MaskedIncidence(system.incidence, lost))
     if system.has_view("levels") and not any(x.cls in SCALEOUT_CLASSES for x in lost):

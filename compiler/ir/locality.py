@@ -12,7 +12,7 @@ import re
 from collections import defaultdict
 
 from ..base.gcpause import gc_paused
-from . import system
+from . import relocate, system
 from .system import SCALEOUT_CLASSES, System
 from .system import device_indices as system_device_indices
 
@@ -305,7 +305,11 @@ class Locality:
     def host_adj(self) -> dict[str, list[str]]:
         """Device id -> its neighbours over PCIe, C2C and socket links (both ways, link
         order): made when a search first asks (lint's and diff's per-host passes read
-        ``host_shapes`` instead; 0.5 s of ids at 16,384 DGX nodes)."""
+        ``host_shapes`` instead; 0.5 s of ids at 16,384 DGX nodes). A degraded system's
+        searches visit only the host parts its failure touches: they read each device's
+        neighbours from the incidence when asked (``relocate``), not a table of all."""
+        if "locality.base" in self.system.memo:
+            return relocate.HostAdj(self.system)
         a, b = self._host_ends
         ids = self.system.devices
         host_adj: dict[str, list[str]] = defaultdict(list)
@@ -330,10 +334,37 @@ class Locality:
         storage NICs carry no GPU traffic."""
         found = self.memo.get("ids", {}).get(kind)
         if found is None:
-            found = self.memo.setdefault("ids", {})[kind] = frozenset(
-                d.id for d in self.system.devices
-                if d.kind == kind and (kind != "nic" or d.compute_nic))
+            found = relocate.ids(self, kind)
+            if found is None:
+                found = self._ids_by_kind().get(kind, frozenset())
+            self.memo.setdefault("ids", {})[kind] = found
         return found
+
+    def _ids_by_kind(self) -> dict[str, frozenset[str]]:
+        """Every kind's ids in one pass over the devices, each model's kind read once (a
+        NIC that is no compute NIC filed apart)."""
+        found = self.memo.get("ids_by_kind")
+        if found is None:
+            kinds: dict[int, str] = {}
+            lists: dict[str, list[str]] = defaultdict(list)
+            for d in self.system.devices:
+                k = kinds.get(id(d.model))
+                if k is None:
+                    k = kinds[id(d.model)] = d.kind if d.kind != "nic" or d.compute_nic \
+                        else "nic:other"
+                lists[k].append(d.id)
+            found = self.memo["ids_by_kind"] = {k: frozenset(v) for k, v in lists.items()}
+        return found
+
+    @functools.cached_property
+    def host_label(self):
+        """Each device's host part (a component over PCIe, C2C and socket links: a
+        superchip, a node), as a numpy array over device indices labelled with the part's
+        smallest index: two GPUs share a host exactly when their labels are equal."""
+        import numpy as np
+
+        a, b = self._host_ends
+        return _components(np.arange(len(self.system.devices), dtype=np.int32), a, b)
 
     @functools.cached_property
     def gpu_hosts(self) -> tuple[list[str], list[tuple[str, ...]], list[str], list[str]]:
@@ -342,7 +373,12 @@ class Locality:
         distinct host part (``host_shapes``): the searches run on one representative of each
         shape, in offsets from its first device, and every other copy reads them at its own
         offsets. Equal to asking ``_nearest`` GPU by GPU (tests compare them on every library
-        file): a search over PCIe, C2C and socket links never leaves its host part."""
+        file): a search over PCIe, C2C and socket links never leaves its host part. A
+        degraded system copies the healthy system's and searches again only the host parts
+        its failure touches (``relocate``)."""
+        patched = relocate.gpu_hosts(self, nearest_by_bfs)
+        if patched is not None:
+            return patched
         system = self.system
         devices, gpus = system.devices, system.gpus
         ids = [d.id for d in devices]
@@ -350,6 +386,7 @@ class Locality:
         n = len(gpus)
         socket, nearest, own, nic_socket = [""] * n, [()] * n, [""] * n, [""] * n
         rank_of_index = dict(zip(self.gpu_index.tolist(), range(n)))
+        arrays = None
         for members, edges, copies in host_shapes(self):
             # the searches, once per shape, on the representative's offsets
             adj: dict[int, list[int]] = defaultdict(list)
@@ -372,6 +409,11 @@ class Locality:
                     if x not in nic_cpu:
                         nic_cpu[x] = search(x, "cpu")
                 plan.append((o, cpus, nics))
+            if arrays is None:
+                arrays = self._host_arrays(ids)
+            if self._alike_copies(arrays, plan, nic_cpu, copies, socket, nearest, own,
+                                  nic_socket):
+                continue
             for first in copies:
                 # ids sorted per copy, as ``_nearest`` sorts them (names may order differently)
                 sharing: dict[tuple[str, ...], list[int]] = defaultdict(list)
@@ -393,6 +435,71 @@ class Locality:
                     cpus = nic_cpu[self.index[mine] - first]
                     nic_socket[r] = min(ids[first + x] for x in cpus) if cpus else ""
         return socket, nearest, own, nic_socket
+
+    def _host_arrays(self, ids: list[str]):
+        """The device ids as a numpy object array and each device index's rank (-1 for a
+        device that is no GPU), for ``_simple_copies``."""
+        import numpy as np
+
+        rank = np.full(len(ids), -1, dtype=np.int64)
+        rank[self.gpu_index] = np.arange(len(self.gpu_index))
+        return np.array(ids, dtype=object), rank
+
+    @staticmethod
+    def _alike_copies(arrays, plan, nic_cpu, copies, socket, nearest, own,
+                      nic_socket) -> bool:
+        """``gpu_hosts``' columns for every copy of a host shape at once, when the ids at
+        each set of offsets the plan names sort alike in every copy (checked in numpy, one
+        comparison per neighbouring pair): then every min and sort is at the same offsets,
+        the GPUs sharing a set of NICs are the same, and each column is the copies' ids at
+        one offset. False (nothing written) when some copy sorts otherwise."""
+        import numpy as np
+
+        ids, rank_at = arrays
+        first = np.asarray(copies, dtype=np.int64)
+        base = copies[0]
+        ordered: dict[tuple[int, ...], tuple[int, ...] | None] = {}
+
+        def order(offsets) -> tuple[int, ...] | None:
+            key = tuple(offsets)
+            if key not in ordered:
+                rep = tuple(sorted(key, key=lambda x: ids[base + x]))
+                alike = all(bool(np.all(ids[first + x] < ids[first + y]))
+                            for x, y in zip(rep, rep[1:]))
+                ordered[key] = rep if alike else None
+            return ordered[key]
+        rows = []
+        sharing: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        for o, cpus, nics in plan:
+            cs, ns = order(cpus), order(nics)
+            if cs is None or ns is None:
+                return False
+            if ns:
+                sharing[ns].append(o)
+            rows.append((o, cs, ns))
+        columns = []
+        for o, cs, ns in rows:
+            mine = theirs = None
+            if ns:
+                group = sharing[ns]
+                mine = ns[group.index(o) % len(ns)]
+                theirs = order(nic_cpu[mine])
+                if theirs is None:
+                    return False
+            columns.append((o, cs, ns, mine, theirs))
+        n = len(copies)
+        for o, cs, ns, mine, theirs in columns:
+            ranks = rank_at[first + o].tolist()
+            socks = ids[first + cs[0]].tolist() if cs else [""] * n
+            near = list(zip(*(ids[first + x].tolist() for x in ns))) if ns else [()] * n
+            if ns:
+                owned = ids[first + mine].tolist()
+                far = ids[first + theirs[0]].tolist() if theirs else [""] * n
+            for i, r in enumerate(ranks):
+                socket[r], nearest[r] = socks[i], near[i]
+                if ns:
+                    own[r], nic_socket[r] = owned[i], far[i]
+        return True
 
     def socket(self, rank: int) -> str:
         """The CPU whose root complex the GPU hangs off ('' when none)."""
@@ -481,15 +588,28 @@ class Locality:
         and numbers (the cost model sorts a 590,000-GPU world by it)."""
         n = len(self.system.gpus)
         sockets = self.gpu_hosts[0]
-        if self._ids("pcie_switch"):
-            switches = [self.pcie_switch(r) for r in range(n)]
+        switch_ids = self._ids("pcie_switch")
+        switches = None
+        if switch_ids:
+            switches = relocate.pcie_switches(self, switch_ids)
+            if switches is None:
+                switches = [self.pcie_switch(r) for r in range(n)]
         else:
             switches = [""] * n
-        numbers = []
-        for names in (sockets, switches):
-            keys = {name: _natural(name) for name in set(names)}
-            rank_of = {k: i for i, k in enumerate(sorted(set(keys.values())))}
-            numbers.append(({name: rank_of[k] for name, k in keys.items()}, len(rank_of)))
+        self.memo["order.switches"] = switches
+        # a degraded system numbers its names as the healthy one did when it has no new
+        # name: the same order (names are only removed), no second sort of every name
+        base = self.system.memo.get("locality.base")
+        numbers = base.healthy.memo.get("order.numbers") if base is not None else None
+        if numbers is None or any(name not in numbers[0][0] for name in sockets) or \
+                any(name not in numbers[1][0] for name in switches):
+            numbers = []
+            for names in (sockets, switches):
+                keys = {name: _natural(name) for name in set(names)}
+                rank_of = {k: i for i, k in enumerate(sorted(set(keys.values())))}
+                numbers.append(({name: rank_of[k] for name, k in keys.items()},
+                                len(rank_of)))
+            self.memo["order.numbers"] = numbers
         (sock, n_sock), (sw, n_sw) = numbers
         island = self.island
         return [((island[r] * n_sock + sock[sockets[r]]) * n_sw + sw[switches[r]]) * n + r

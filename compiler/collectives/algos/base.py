@@ -176,24 +176,13 @@ def island_agents(system: System, ranks: Sequence[int]):
 
 def hosts(system: System, ranks: Sequence[int]) -> int:
     """Hosts among the group's GPUs: sets of GPUs joined by PCIe, C2C and socket links (one
-    OS image each: a DGX is one host, an NVL72 rack 36 Grace hosts)."""
+    OS image each: a DGX is one host, an NVL72 rack 36 Grace hosts), counted as the distinct
+    host parts (``Locality.host_label``) of the group's GPUs."""
+    import numpy as np
+
     loc = system.locality
-    seen: dict[str, int] = {}
-    count = 0
-    for r in ranks:
-        start = system.gpus[r].id
-        if start in seen:
-            continue
-        count += 1
-        frontier = [start]
-        seen[start] = count
-        while frontier:
-            node = frontier.pop()
-            for other in loc.host_adj[node]:
-                if other not in seen:
-                    seen[other] = count
-                    frontier.append(other)
-    return count
+    at = loc.gpu_index[np.asarray(ranks, dtype=np.int64)]
+    return len(np.unique(loc.host_label[at]))
 
 
 def arch_of(system: System, ranks: Sequence[int]) -> int:

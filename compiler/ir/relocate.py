@@ -1,0 +1,159 @@
+"""A degraded system's locality facts patched from the healthy system's (``Locality``'s
+``base``): the facts that are searched GPU by GPU (each GPU's socket, nearest NICs, own NIC
+and that NIC's socket, its PCIe switch) made anew only for the host parts a failure touches.
+
+A host part is a component over the PCIe, C2C and socket links (a superchip, a node); every
+search those facts come from runs over those links alone and never leaves its part. A part
+that holds no failed device and no end of a lost link of those classes has, on the degraded
+system, the same devices, ids and links, so the same answers: they are copied (ranks
+renumbered past the failed GPUs); the parts a failure touches are searched again on the
+degraded system's links. On an 8,192-rack cluster a GPU's failure then searches one
+superchip instead of 590,000 GPUs' hosts. ``tests/compiler/ir/test_relocate.py`` compares
+the result with a fresh system's on every failure class of the bundled clusters.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+_HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
+
+
+class HostAdj:
+    """Device id -> its neighbours over host links, read from the system's incidence when
+    asked (the ``host_adj`` a search needs, for the few devices it visits)."""
+
+    def __init__(self, system):
+        self.incidence = system.incidence
+        self.found: dict[str, list[str]] = {}
+
+    def get(self, node: str, default=()):
+        out = self.found.get(node)
+        if out is None:
+            out = self.found[node] = [x.dst if x.src == node else x.src
+                                      for x in self.incidence.get(node, ())
+                                      if x.cls in _HOST_CLASSES]
+        return out or default
+
+    def __getitem__(self, node: str) -> list[str]:
+        return self.get(node, [])
+
+
+class Base:
+    """What a degraded system's locality reads from the healthy one: the healthy
+    ``Locality`` and the mask's failed device indices and lost links."""
+
+    def __init__(self, healthy, failed: tuple[int, ...], lost):
+        self.healthy = healthy
+        self.failed = failed
+        self.lost = lost
+
+    def kept_ranks(self):
+        """The healthy ranks that survive, in order (the degraded ranks 0..n-1)."""
+        import numpy as np
+
+        old = self.healthy.gpu_index
+        return np.flatnonzero(~np.isin(old, np.asarray(self.failed, dtype=np.int64)))
+
+    def redo(self, loc):
+        """The degraded ranks whose host part the failure touches, ascending."""
+        import numpy as np
+
+        old = self.healthy
+        label = old.host_label
+        index = old.index
+        hit = {int(label[i]) for i in self.failed}
+        for x in self.lost:
+            if x.cls in _HOST_CLASSES:
+                hit.add(int(label[index[x.src]]))
+                hit.add(int(label[index[x.dst]]))
+        per_rank = label[old.gpu_index[self.kept_ranks()]]
+        return np.flatnonzero(np.isin(per_rank, np.fromiter(hit, dtype=per_rank.dtype,
+                                                            count=len(hit))))
+
+
+def ids(loc, kind: str):
+    """``Locality._ids`` of the degraded system: the healthy set less the failed ids."""
+    base = loc.system.memo.get("locality.base")
+    if base is None or "ids" not in base.healthy.memo or \
+            kind not in base.healthy.memo["ids"]:
+        return None
+    devices = base.healthy.system.devices
+    return base.healthy.memo["ids"][kind] - {devices[i].id for i in base.failed}
+
+
+def gpu_hosts(loc, nearest_by_bfs):
+    """``Locality.gpu_hosts`` of a degraded system from the healthy one's (module
+    docstring), or None when the healthy system has not made them; ``nearest_by_bfs`` is
+    locality's search (passed in: locality imports this module)."""
+    base = loc.system.memo.get("locality.base")
+    if base is None or "gpu_hosts" not in base.healthy.__dict__:
+        return None
+    keep = base.kept_ranks().tolist()
+    old = base.healthy.gpu_hosts
+    out = tuple([column[r] for r in keep] for column in old)
+    redo = base.redo(loc).tolist()
+    if not redo:
+        return out
+    socket, nearest, own, nic_socket = out
+    system = loc.system
+    gpus = system.gpus
+    adj = HostAdj(system)
+
+    def kind(device_id: str) -> str:
+        d = system.device(device_id)
+        return "nic" if d.kind == "nic" and d.compute_nic else \
+            ("" if d.kind == "nic" else d.kind)
+
+    def is_gpu(x: str) -> bool:
+        return kind(x) == "gpu"
+
+    def near(start: str, want: str) -> list[str]:
+        return nearest_by_bfs(start, adj, lambda x: kind(x) == want, is_gpu)
+
+    # each touched GPU's host part on the degraded system: the ranks sharing a set of NICs
+    # are counted inside it (``gpu_hosts``' copies)
+    part: dict[str, int] = {}
+    for r in redo:
+        start = gpus[r].id
+        if start in part:
+            continue
+        part[start] = r
+        frontier = [start]
+        while frontier:
+            node = frontier.pop()
+            for other in adj.get(node):
+                if other not in part:
+                    part[other] = r
+                    frontier.append(other)
+    sharing: dict[tuple, list[int]] = defaultdict(list)
+    for r in redo:
+        cpus, nics = near(gpus[r].id, "cpu"), near(gpus[r].id, "nic")
+        socket[r] = min(cpus) if cpus else ""
+        nearest[r] = tuple(sorted(nics))
+        own[r], nic_socket[r] = "", ""
+        if nics:
+            sharing[(part[gpus[r].id], nearest[r])].append(r)
+    for (_, found), group in sharing.items():
+        for r in group:
+            mine = found[group.index(r) % len(found)]
+            own[r] = mine
+            cpus = near(mine, "cpu")
+            nic_socket[r] = min(cpus) if cpus else ""
+    return out
+
+
+def pcie_switches(loc, switch_ids) -> list[str] | None:
+    """Every rank's PCIe switch (``Locality.pcie_switch``) of a degraded system from the
+    healthy one's, or None when the healthy system has not listed them."""
+    base = loc.system.memo.get("locality.base")
+    old = base.healthy.memo.get("order.switches") if base is not None else None
+    if old is None:
+        return None
+    out = [old[r] for r in base.kept_ranks().tolist()]
+    adj = HostAdj(loc.system)
+    gpus = loc.system.gpus
+    for r in base.redo(loc).tolist():
+        ups = sorted(n for n in adj.get(gpus[r].id) if n in switch_ids)
+        out[r] = ups[0] if ups else ""
+    return out
