@@ -136,6 +136,33 @@ def model_ids(system: System):
     return found
 
 
+def model_numbers(system: System):
+    """Each device's model as a small number (numpy int32 array by device index) and the
+    models in number order (any order: readers only index it by these numbers); kept per system (the
+    compiled-system cache reads it back from its device columns). What whole-system passes
+    test a model's facts with: once per model, spread over the devices in C."""
+    import numpy as np
+
+    found = system.memo.get("model_numbers")
+    if found is None:
+        ids, models = model_ids(system)
+        codes = np.fromiter(models, dtype=np.int64, count=len(models))
+        order = np.argsort(codes)
+        numbers = order[np.searchsorted(codes, ids, sorter=order)].astype(np.int32)
+        found = system.memo["model_numbers"] = (numbers, list(models.values()))
+    return found
+
+
+def model_flags(system: System, test) -> "object":
+    """``test(model)`` of each device's model as a numpy bool array by device index, ``test``
+    called once per model."""
+    import numpy as np
+
+    numbers, models = model_numbers(system)
+    return np.array([bool(test(m)) for m in models], dtype=np.bool_)[numbers] if models \
+        else np.zeros(len(numbers), dtype=np.bool_)
+
+
 def _kinds(system: System) -> Counter:
     """Devices per kind, counted per model."""
     import numpy as np

@@ -54,9 +54,11 @@ MAX_BYTES = 2 * 2**30
 #: What the folder keeps after a write: the newest entries, at most this many and bytes.
 KEEP_ENTRIES = 16
 KEEP_BYTES = 4 * 2**30
-#: The memo entries stored with the System: elaborate's integer ends (``System.ends``) and
-#: verify's findings (none: only clean systems are stored).
-MEMO = ("ends", "verify")
+#: The memo entries stored with the System: elaborate's integer ends (``System.ends``),
+#: verify's findings (none: only clean systems are stored) and each device's distance from
+#: the NICs (``summary.level_array``, which compile's summary, lint and the cost model read;
+#: stored as bytes). Each device's model number is rebuilt from the device columns.
+MEMO = ("ends", "verify", "level_array")
 #: Standard callables an entry may name, besides classes of ``topoc.compiler``.
 _STANDARD = {("builtins", n) for n in ("tuple", "list", "dict", "set", "frozenset", "complex",
                                        "bytearray", "slice", "range")} | \
@@ -199,7 +201,11 @@ def save(entry_key: str, system: System) -> bool:
     columns = _device_columns(system.devices)
     if columns is None:
         return False
-    memo = {k: system.memo[k] for k in MEMO if k in system.memo}
+    from ..ir.summary import level_array
+    memo = {k: system.memo[k] for k in MEMO if k in system.memo and k != "level_array"}
+    levels = level_array(system)
+    if len(levels) and -1 <= levels.min() and levels.max() < 127:
+        memo["level_array"] = array("b", levels.astype("int8").tobytes())
     head = len(_header(entry_key, 0, 0))
 
     def write(f):
@@ -270,8 +276,8 @@ def load(entry_key: str) -> tuple[System | None, str | None]:
             return None, _note(path, "its checksum does not match (damaged?)")
         unpickler = _Unpickler(io.BytesIO(payload))
         ids, m, s, models, spans = unpickler.load()
-        devices = tuple(Device(i, models[a], spans[b])
-                        for i, a, b in zip(ids.split("\n") if ids else (), m, s))
+        devices = tuple(map(Device, ids.split("\n") if ids else (), map(models.__getitem__, m),
+                            map(spans.__getitem__, s)))
         unpickler.devices = devices
         system, memo = unpickler.load()
         if not isinstance(system, System) or not isinstance(memo, dict) \
@@ -283,14 +289,34 @@ def load(entry_key: str) -> tuple[System | None, str | None]:
         return None, _note(path, f"it cannot be read ({type(exc).__name__}: {exc})"[:300])
     finally:
         os.close(fd)
-    for k, v in memo.items():
-        if k in MEMO:
-            system.memo[k] = v
+    _restore_memo(system, memo, m, models)
     try:
         os.utime(path)          # the newest entries are the ones kept
     except OSError:
         pass
     return system, None
+
+
+def _restore_memo(system: System, memo: dict, m: array, models: list) -> None:
+    """The stored memo entries back on ``system``, and each device's model number and model
+    ``id`` from the device columns (``summary.model_numbers``, ``summary.model_ids``)."""
+    import numpy as np
+
+    for k, v in memo.items():
+        if k not in MEMO:
+            continue
+        if k == "level_array":
+            if not isinstance(v, array) or len(v) != len(system.devices):
+                continue
+            v = np.frombuffer(v, dtype=np.int8).astype(np.int64)
+        system.memo[k] = v
+    if models and len(m) == len(system.devices):
+        numbers = np.frombuffer(m, dtype=np.int32) if m.itemsize == 4 else \
+            np.asarray(m, dtype=np.int32)
+        system.memo["model_numbers"] = (numbers, list(models))
+        ids = np.array([id(x) for x in models], dtype=np.int64)
+        system.memo["model_ids"] = (ids[numbers], {id(x): x for x in
+                                                   sorted(models, key=id)})
 
 
 def _note(path: Path, why: str) -> str:
