@@ -15,7 +15,7 @@ from ..base.gcpause import gc_paused
 from . import system
 from .system import SCALEOUT_CLASSES, System
 from .system import device_indices as system_device_indices
-from .summary import model_flags
+from .modelcodes import model_flags
 
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
 

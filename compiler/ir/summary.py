@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
-from operator import attrgetter
 from typing import Any
 
 from . import system as _system
 from .incidence import arrays_in
 from .kinds import is_endpoint
 from .links import Links
+from .modelcodes import model_flags, model_ids, model_numbers  # noqa: F401 (re-exported)
 from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System
 from ..base.units import exact
 
-
-_MODEL = attrgetter("model")
 
 
 def _directions(link) -> int:
@@ -119,48 +117,6 @@ def _scaleup_arrays(system: System):
     bw = np.bincount(ends[keep], weights=both_w[keep], minlength=n)[gpu_index]
     ln = np.bincount(ends[keep], weights=both_l[keep], minlength=n)[gpu_index]
     return sorted(bw.tolist()), sorted(int(x) for x in ln.tolist()), total
-
-
-def model_ids(system: System):
-    """Each device's model as a number (its ``id``) in a numpy array, and the models by
-    number: made in C (``map``), where a pass over 1.7 M devices in Python took seconds."""
-    import numpy as np
-
-    found = system.memo.get("model_ids")
-    if found is None:
-        devices = system.devices
-        ids = np.fromiter(map(id, map(_MODEL, devices)), dtype=np.int64, count=len(devices))
-        models = {id(d.model): d.model for d in
-                  (devices[i] for i in np.unique(ids, return_index=True)[1].tolist())}
-        found = system.memo["model_ids"] = (ids, models)
-    return found
-
-
-def model_numbers(system: System):
-    """Each device's model as a small number (numpy int32 array by device index) and the
-    models in number order (any order: readers only index it by these numbers); kept per system (the
-    compiled-system cache reads it back from its device columns). What whole-system passes
-    test a model's facts with: once per model, spread over the devices in C."""
-    import numpy as np
-
-    found = system.memo.get("model_numbers")
-    if found is None:
-        ids, models = model_ids(system)
-        codes = np.fromiter(models, dtype=np.int64, count=len(models))
-        order = np.argsort(codes)
-        numbers = order[np.searchsorted(codes, ids, sorter=order)].astype(np.int32)
-        found = system.memo["model_numbers"] = (numbers, list(models.values()))
-    return found
-
-
-def model_flags(system: System, test) -> "object":
-    """``test(model)`` of each device's model as a numpy bool array by device index, ``test``
-    called once per model."""
-    import numpy as np
-
-    numbers, models = model_numbers(system)
-    return np.array([bool(test(m)) for m in models], dtype=np.bool_)[numbers] if models \
-        else np.zeros(len(numbers), dtype=np.bool_)
 
 
 def _kinds(system: System) -> Counter:

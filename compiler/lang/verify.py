@@ -108,7 +108,7 @@ def _verify_subjects(system: System) -> list[tuple[Diagnostic, str]]:
     devices = system.devices
     lanes_of = _lane_arrays(system)
     if lanes_of:
-        from ..ir.summary import model_numbers
+        from ..ir.modelcodes import model_numbers
         where, models = model_numbers(system)
     for cls, row in lanes_of.items():
         # each model's budget once, spread over its devices
