@@ -378,6 +378,8 @@ class Locality:
         devices, gpus = system.devices, system.gpus
         n = len(gpus)
         socket, nearest, own, nic_socket = [""] * n, [()] * n, [""] * n, [""] * n
+        #: each rank's own NIC as a device index (-1: none), for passes in numpy
+        self._nic_index = np.full(n, -1, dtype=np.int64)
         ids = None
         for members, edges, copies in host_shapes(self):
             # the searches, once per shape, on the representative's offsets
@@ -458,6 +460,7 @@ class Locality:
                 nearest[r] = near
             for r, name in zip(ranks, ids[firsts + mine].tolist()):
                 own[r] = name
+            self._nic_index[ranks] = firsts + mine
             if cpus_of:
                 for r, name in zip(ranks, ids[firsts + cpus_of[0]].tolist()):
                     nic_socket[r] = name
@@ -486,8 +489,15 @@ class Locality:
                 group = sharing[near]
                 mine = near[group.index(r) % len(near)]
                 own[r] = mine
+                self._nic_index[r] = index[mine]
                 cpus = nic_cpu[index[mine] - first]
                 nic_socket[r] = min(ids[first + x] for x in cpus) if cpus else ""
+
+    @property
+    def nic_index(self):
+        """Each rank's own NIC (``nic``) as a device index, a numpy array (-1: none)."""
+        self.gpu_hosts
+        return self._nic_index
 
     @functools.cached_property
     def _rank_of_index(self) -> dict[int, int]:
