@@ -501,6 +501,21 @@ def _values(expr, env: Mapping[str, int]) -> str:
     return f" (with {', '.join(f'{v} = {env[v]}' for v in names)})" if names else ""
 
 
+_NAMES: dict[tuple[str, int | None], list[str]] = {}
+
+
+def _element_names(m: Member) -> list[str]:
+    """The element names of a member (``tray0`` .. ``tray17``), made once per name and size
+    rather than once per instance (a list of f-strings for each of 147,456 trays)."""
+    key = (m.name, m.size)
+    found = _NAMES.get(key)
+    if found is None:
+        found = [m.name] if m.size is None else [f"{m.name}{i}" for i in range(m.size)]
+        if len(_NAMES) < 4096 and len(found) <= 4096:       # a bounded memo
+            _NAMES[key] = found
+    return found
+
+
 def _instantiate(t: Template, prefix: str, devices: list[Device],
                  links: dict[tuple, Link], sites: dict[str, Span], stem: str,
                  hosts: list[Host], chain: tuple[tuple[str, int | None], ...] = (),
@@ -517,14 +532,16 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
         ids = {}
     base = len(devices)
     for m in t.members.values():
-        names = [m.name] if m.size is None else [f"{m.name}{i}" for i in range(m.size)]
+        names = _element_names(m)
         sites.setdefault(stem + m.name, m.span)     # once per member, not per element
         indices = [None] if m.size is None else list(range(m.size))
         if m.model is not None:
-            for n in names:
-                did = prefix + n
-                ids[did] = len(devices)
-                devices.append(Device(did, m.model, m.span))
+            # the member's devices made in C (map), not one Python step each
+            start = len(devices)
+            dids = [prefix + n for n in names]
+            devices.extend(map(Device, dids, itertools.repeat(m.model, len(dids)),
+                               itertools.repeat(m.span, len(dids))))
+            ids.update(zip(dids, range(start, start + len(dids))))
             if m.host:
                 hosts.extend(Host(prefix + n, (*chain, (m.name, i)), m.hostname, m.span)
                              for n, i in zip(names, indices))
@@ -651,16 +668,15 @@ def _may_merge(templates) -> bool:
     for t in templates:
         if t is None:
             continue
-        seen = set()
-        for a, b, lt, _, duplex, _ in t.links:
-            head_a, dot_a, _ = a.partition(".")
-            head_b, dot_b, _ = b.partition(".")
-            if dot_a and dot_b and head_a == head_b:
-                return True
-            key = (min(a, b), max(a, b), lt.name, True) if duplex else (a, b, lt.name, False)
-            if key in seen:
-                return True
-            seen.add(key)
+        links = t.links
+        # one element's two devices: ``a`` has a dot and ``b`` starts with ``a``'s first
+        # part and its dot (comprehensions: a system's top group holds millions of links)
+        if any(b.startswith(a[:a.find(".") + 1]) for a, b, *_ in links if "." in a):
+            return True
+        keys = {((a, b, lt.name, True) if a < b else (b, a, lt.name, True)) if duplex
+                else (a, b, lt.name, False) for a, b, lt, _, duplex, _ in links}
+        if len(keys) != len(links):
+            return True
     return False
 
 
