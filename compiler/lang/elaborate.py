@@ -586,6 +586,10 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
         links[key] = Link(None, src, dst, lt, lanes, duplex, span)   # id: src<->dst:type
 
 
+#: Templates with more links than this add their instances' ends in numpy (``add_many``).
+_NUMPY_ROWS = 48
+
+
 class _EndsBuilder:
     """``System.ends`` filled while instantiation appends links: per template, its links' end
     offsets and type codes once (``rows``, ``layout``), then whole instances at a time."""
@@ -597,6 +601,7 @@ class _EndsBuilder:
         self.types: list[LinkType] = []
         self.layout: dict[int, list | None] = {}
         self.columns: dict[int, tuple] = {}
+        self.wide: dict[int, tuple] = {}            # numpy views of many-link templates' columns
         self.ok = True
         #: True while every link so far is only a row of these arrays (``ir.links.Links``);
         #: the first link that is not a template row (``to_objects``) ends it
@@ -630,10 +635,22 @@ class _EndsBuilder:
         return out
 
     def add_many(self, base: int, rows: list, t: Template) -> None:
-        """The integer ends of one instance's links (``rows`` of its template at ``base``)."""
+        """The integer ends of one instance's links (``rows`` of its template at ``base``):
+        offsets plus ``base``, in numpy for a template of many links (an NVL72 rack's 1,296
+        NVLink links, 8,192 times), in Python for a few (numpy's call costs more there)."""
         src, dst, codes, lanes, rows_ = self.columns[id(t)]
-        self.src.extend([base + o for o in src])
-        self.dst.extend([base + o for o in dst])
+        if len(src) > _NUMPY_ROWS:
+            wide = self.wide.get(id(t))
+            if wide is None:
+                import numpy as np
+                wide = self.wide[id(t)] = (np, np.frombuffer(src, dtype=np.int32),
+                                           np.frombuffer(dst, dtype=np.int32))
+            np, a, b = wide
+            self.src.frombytes(np.add(a, base, dtype=np.int32).tobytes())
+            self.dst.frombytes(np.add(b, base, dtype=np.int32).tobytes())
+        else:
+            self.src.extend([base + o for o in src])
+            self.dst.extend([base + o for o in dst])
         self.type.extend(codes)
         self.lanes.extend(lanes)
         if self.compact:
