@@ -367,10 +367,14 @@ class _Elaborator:
         names = [v for v, _ in axes]
         scope = dict(env)
         made = 0
+        # each selected segment with its element names, so a path joins listed names
+        plans = [tuple((name, sel, size, var, _element_names(name, size)
+                        if sel is not None and size <= _NAMES_MAX else None)
+                       for name, sel, size, var in side) for side in sides]
         for combo in itertools.product(*(dom for _, dom in axes)):
             scope.update(zip(names, combo))
-            a = self.path(sides[0], scope, stmt, free)
-            b = self.path(sides[1], scope, stmt, free)
+            a = self.path(plans[0], scope, stmt, free)
+            b = self.path(plans[1], scope, stmt, free)
             if a is None or b is None:
                 continue
             if a == b:
@@ -433,12 +437,15 @@ class _Elaborator:
         """The element path for one binding; None when an index ranging over its inferred
         domain (``free``) falls outside an array here, so the binding makes no link."""
         parts = []
-        for name, sel, size, var in side:
+        for name, sel, size, var, elements in side:
             if sel is None:
                 parts.append(name)
                 continue
             idx = scope[var] if var is not None else evaluate_fast(sel.expr, scope)
-            if not 0 <= idx < size and free and variables(sel.expr) & set(free):
+            if 0 <= idx < size:
+                parts.append(elements[idx] if elements is not None else f"{name}{idx}")
+                continue
+            if free and variables(sel.expr) & set(free):
                 return None
             if not 0 <= idx < size:
                 bound = ", ".join(f"{k}={v}" for k, v in scope.items()
@@ -446,7 +453,6 @@ class _Elaborator:
                 raise EvalError(error("E210", f"selects {name}[{idx}]"
                                       + (f" (when {bound})" if bound else "")
                                       + f", but '{name}' has elements 0..{size - 1}", sel.span))
-            parts.append(f"{name}{idx}")
         return ".".join(parts)
 
 
@@ -502,15 +508,17 @@ def _values(expr, env: Mapping[str, int]) -> str:
 
 
 _NAMES: dict[tuple[str, int | None], list[str]] = {}
+#: The largest array whose element names a connection lists (``connection``, ``path``).
+_NAMES_MAX = 65536
 
 
-def _element_names(m: Member) -> list[str]:
+def _element_names(name: str, size: int | None) -> list[str]:
     """The element names of a member (``tray0`` .. ``tray17``), made once per name and size
     rather than once per instance (a list of f-strings for each of 147,456 trays)."""
-    key = (m.name, m.size)
+    key = (name, size)
     found = _NAMES.get(key)
     if found is None:
-        found = [m.name] if m.size is None else [f"{m.name}{i}" for i in range(m.size)]
+        found = [name] if size is None else [f"{name}{i}" for i in range(size)]
         if len(_NAMES) < 4096 and len(found) <= 4096:       # a bounded memo
             _NAMES[key] = found
     return found
@@ -532,7 +540,7 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
         ids = {}
     base = len(devices)
     for m in t.members.values():
-        names = _element_names(m)
+        names = _element_names(m.name, m.size)
         sites.setdefault(stem + m.name, m.span)     # once per member, not per element
         indices = [None] if m.size is None else list(range(m.size))
         if m.model is not None:
