@@ -86,9 +86,10 @@ def isolated(system: System, opts) -> Iterable[Finding]:
     for column in system.ends.arrays():
         linked[column] = True
     by_stmt: dict[tuple, list[str]] = defaultdict(list)
-    for d, seen in zip(system.devices, linked.tolist()):
-        if not seen:
-            by_stmt[d.span, d.model.name].append(d.id)
+    devices = system.devices
+    for i in np.flatnonzero(~linked).tolist():         # only the unlinked, in device order
+        d = devices[i]
+        by_stmt[d.span, d.model.name].append(d.id)
     for (span, model), ids in by_stmt.items():
         yield Finding("W401", f"{_many(ids)} ({model}) has no links", span, min(ids))
 
