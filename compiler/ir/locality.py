@@ -213,7 +213,7 @@ def host_shapes(loc: "Locality"):
 
     devices = loc.system.devices
     a, b = loc._host_ends
-    label = _components(np.arange(len(devices), dtype=np.int32), a, b)
+    label = loc.host_labels
     roots = np.unique(label[loc.gpu_index])
     keep = np.isin(label, roots)
     members = np.flatnonzero(keep)
@@ -323,6 +323,15 @@ class Locality:
     def rank_of(self) -> dict[str, int]:
         """GPU id -> its world rank."""
         return {g.id: r for r, g in enumerate(self.system.gpus)}
+
+    @functools.cached_property
+    def host_labels(self):
+        """Each device's host part (its component over PCIe, C2C and socket links) as a numpy
+        array by device index, labelled with the part's smallest index."""
+        import numpy as np
+
+        a, b = self._host_ends
+        return _components(np.arange(len(self.system.devices), dtype=np.int32), a, b)
 
     @functools.cached_property
     def host_adj(self) -> dict[str, list[str]]:

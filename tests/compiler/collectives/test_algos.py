@@ -18,7 +18,7 @@ from topoc.compiler.collectives.versions import nccl
 from topoc.compiler.ir.groups import RankGroup
 from topoc.compiler.ir.system import COLLECTIVES
 
-from ...conftest import library_file
+from ...conftest import LIBRARY, library_file
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 
@@ -119,3 +119,30 @@ def test_the_cost_cli_notes_an_older_release(capsys):
     assert out.rstrip().splitlines()[-1].startswith("# NCCL 2.17 is older than")
     assert main(["cost", f, "--group", "world", "--sizes", "1M", "--nccl", "2.27"]) == 0
     assert "older than" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", sorted(p for p in LIBRARY.rglob("*.topo")
+                                        if "\nsystem " in p.read_text())[::2],
+                         ids=lambda p: p.name)
+def test_hosts_from_the_labels_are_the_host_searches(path):
+    """``base.hosts`` counts the GPUs' host parts from the locality's labels; a search over
+    the host links from each GPU counts the same, for the world and for its first half."""
+    from topoc.compiler.collectives.algos import base
+    system = topoc.load(path)
+    loc = system.locality
+    for ranks in (range(len(system.gpus)), range(len(system.gpus) // 2)):
+        seen: set[str] = set()
+        count = 0
+        for r in ranks:
+            start = system.gpus[r].id
+            if start in seen:
+                continue
+            count += 1
+            seen.add(start)
+            frontier = [start]
+            while frontier:
+                for other in loc.host_adj[frontier.pop()]:
+                    if other not in seen:
+                        seen.add(other)
+                        frontier.append(other)
+        assert base.hosts(system, list(ranks)) == count
