@@ -15,7 +15,7 @@ from ..base.gcpause import gc_paused
 from . import system
 from .system import SCALEOUT_CLASSES, System
 from .system import device_indices as system_device_indices
-from .modelcodes import model_flags
+from .modelcodes import model_flags, model_numbers
 
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
 
@@ -219,9 +219,7 @@ def host_shapes(loc: "Locality"):
     members = np.flatnonzero(keep)
     members = members[np.argsort(label[members], kind="stable")]
     member_roots = label[members]
-    codes: dict[int, int] = {}
-    model = np.array([codes.setdefault(id(devices[i].model), len(codes))
-                      for i in members.tolist()], dtype=np.int32)
+    model = model_numbers(loc.system)[0][members]
     offsets = (members - member_roots).astype(np.int32)
     inside = keep[a]
     ea, eb = a[inside], b[inside]
@@ -386,7 +384,9 @@ class Locality:
         system = self.system
         devices, gpus = system.devices, system.gpus
         n = len(gpus)
-        socket, nearest, own, nic_socket = [""] * n, [()] * n, [""] * n, [""] * n
+        # per rank, filled shape by shape (object arrays: a shape's copies at once)
+        socket, own, nic_socket = (np.full(n, "", dtype=object) for _ in range(3))
+        nearest: list[tuple[str, ...]] = [()] * n
         #: each rank's own NIC as a device index (-1: none), for passes in numpy
         self._nic_index = np.full(n, -1, dtype=np.int64)
         ids = None
@@ -418,7 +418,7 @@ class Locality:
                                        nic_socket):
                 self._shape_by_copy(ids, copies, plan, nic_cpu, socket, nearest, own,
                                     nic_socket)
-        return socket, nearest, own, nic_socket
+        return socket.tolist(), nearest, own.tolist(), nic_socket.tolist()
 
     def _shape_at_once(self, ids, firsts, plan, nic_cpu, socket, nearest, own,
                        nic_socket) -> bool:
@@ -459,20 +459,18 @@ class Locality:
                     return False
             picks.append((mine, cpus_of))
         for (o, cpu_order, nic_order), (mine, cpus_of) in zip(rows, picks):
-            ranks = np.searchsorted(self.gpu_index, firsts + o).tolist()
+            ranks = np.searchsorted(self.gpu_index, firsts + o)
             if cpu_order:
-                for r, name in zip(ranks, ids[firsts + cpu_order[0]].tolist()):
-                    socket[r] = name
+                socket[ranks] = ids[firsts + cpu_order[0]]
             if not nic_order:
                 continue
-            for r, near in zip(ranks, zip(*(ids[firsts + x].tolist() for x in nic_order))):
+            for r, near in zip(ranks.tolist(), zip(*(ids[firsts + x].tolist()
+                                                     for x in nic_order))):
                 nearest[r] = near
-            for r, name in zip(ranks, ids[firsts + mine].tolist()):
-                own[r] = name
+            own[ranks] = ids[firsts + mine]
             self._nic_index[ranks] = firsts + mine
             if cpus_of:
-                for r, name in zip(ranks, ids[firsts + cpus_of[0]].tolist()):
-                    nic_socket[r] = name
+                nic_socket[ranks] = ids[firsts + cpus_of[0]]
         return True
 
     def _shape_by_copy(self, ids, copies, plan, nic_cpu, socket, nearest, own,
