@@ -570,13 +570,18 @@ class Locality:
         island in different sets stage their traffic through host memory."""
         import numpy as np
 
-        devices = self.system.devices
+        return IndexSets(self.index, self.p2p_labels.tolist())
+
+    @functools.cached_property
+    def p2p_labels(self):
+        """``p2p``'s sets as a numpy array by device index (each set's smallest index)."""
+        import numpy as np
+
         a, b = self.system.ends.arrays(lambda t: t.cls == "pcie")
-        cpu = np.fromiter((d.kind == "cpu" for d in devices), dtype=np.bool_, count=len(devices))
+        cpu = model_flags(self.system, lambda m: m.kind == "cpu")
         below = ~(cpu[a] | cpu[b])
         # NVLink's joins are the domains' joins: the PCIe links below the CPUs join on them
-        label = _components(self._domains.copy(), a[below], b[below])
-        return IndexSets(self.index, label.tolist())
+        return _components(self._domains.copy(), a[below], b[below])
 
     def staged(self, a: int, b: int) -> bool:
         """True when ranks ``a`` and ``b`` share an island but no peer-to-peer path."""

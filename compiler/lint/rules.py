@@ -96,11 +96,23 @@ def isolated(system: System, opts) -> Iterable[Finding]:
 
 @rule("W402", "warning", "GPU pair with no peer-to-peer path: traffic staged through host memory")
 def no_p2p(system: System, opts) -> Iterable[Finding]:
+    import numpy as np
+
     loc = system.locality
-    p2p = loc.p2p            # NVLink, or PCIe switches that never pass a CPU's root complex
-    islands: dict[int, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    for r, g in enumerate(system.gpus):
-        islands[loc.island[r]][p2p.find(g.id)].append(g)
+    gpus = system.gpus
+    # NVLink, or PCIe switches that never pass a CPU's root complex: each GPU's set, and the
+    # islands whose GPUs fall in two sets or more found in numpy; those islands alone in Python
+    label = loc.p2p_labels[loc.gpu_index].astype(np.int64)
+    island = np.asarray(loc.island, dtype=np.int64)
+    width = len(system.devices) + 1
+    pairs = np.unique(island * width + label)
+    split = np.flatnonzero(np.bincount(pairs // width) >= 2).tolist() if len(pairs) else []
+    islands: dict[int, dict[int, list]] = {}
+    for i in split:
+        parts: dict[int, list] = defaultdict(list)
+        for r in loc.island_ranks[i]:
+            parts[int(label[r])].append(gpus[r])
+        islands[i] = parts
     for parts in islands.values():
         if len(parts) < 2:
             continue
@@ -145,12 +157,25 @@ def asymmetric(system: System, opts) -> Iterable[Finding]:
     both[0::2] = src
     both[1::2] = dst
     total = np.bincount(both, weights=np.repeat(weight, 2), minlength=len(system.devices))
-    bw = total[loc.gpu_index].tolist()          # per rank; non-GPU ends were never read
-    domains: dict[str, list[int]] = defaultdict(list)
-    for r, root in enumerate(loc.domain_root):
-        if root is not None:
-            domains[root].append(r)
-    for ranks in domains.values():
+    bw = total[loc.gpu_index]                   # per rank; non-GPU ends were never read
+    # the domains whose GPUs differ, found in numpy (each domain's least and greatest figure
+    # over its ranks); those domains alone in Python, in the order of their first rank
+    codes: dict[str, int] = {}
+    code = np.array([-1 if root is None else codes.setdefault(root, len(codes))
+                     for root in loc.domain_root], dtype=np.int64)
+    inside = np.flatnonzero(code >= 0)
+    domains: dict[int, list[int]] = {}
+    if len(inside):
+        by_domain = inside[np.argsort(code[inside], kind="stable")]
+        starts = np.flatnonzero(np.r_[True, np.diff(code[by_domain]) != 0])
+        values = bw[by_domain]
+        differ = np.minimum.reduceat(values, starts) != np.maximum.reduceat(values, starts)
+        ends = np.r_[starts[1:], len(by_domain)]
+        for lo, hi in zip(starts[differ].tolist(), ends[differ].tolist()):
+            ranks = by_domain[lo:hi].tolist()
+            domains[ranks[0]] = ranks
+    bw = bw.tolist()
+    for _, ranks in sorted(domains.items()):
         values = {bw[r] for r in ranks}
         if len(values) > 1:
             lo = min(ranks, key=lambda r: (bw[r], gpus[r].id))
