@@ -500,6 +500,10 @@ class Locality:
                 cpus = nic_cpu[index[mine] - first]
                 nic_socket[r] = min(ids[first + x] for x in cpus) if cpus else ""
 
+    @functools.cached_property
+    def _has_pcie_switches(self) -> bool:
+        return bool(model_flags(self.system, lambda m: m.kind == "pcie_switch").any())
+
     @property
     def nic_index(self):
         """Each rank's own NIC (``nic``) as a device index, a numpy array (-1: none)."""
@@ -517,6 +521,8 @@ class Locality:
     @_memo
     def pcie_switch(self, rank: int) -> str:
         """The PCIe switch directly above the GPU ('' when none)."""
+        if not self._has_pcie_switches:
+            return ""           # no such model: no id set of every device, no adjacency
         switches = self._ids("pcie_switch")
         ups = sorted(n for n in self.host_adj.get(self.system.gpus[rank].id, ())
                      if n in switches)
@@ -605,7 +611,7 @@ class Locality:
 
         n = len(self.system.gpus)
         sockets = self.gpu_hosts[0]
-        if model_flags(self.system, lambda m: m.kind == "pcie_switch").any():
+        if self._has_pcie_switches:
             switches = [self.pcie_switch(r) for r in range(n)]
         else:
             switches = [""] * n
