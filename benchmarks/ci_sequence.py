@@ -3,7 +3,8 @@
 each a process of its own, with a fresh compiled-system cache (the first verb compiles and
 stores the system, the others read it) and, with ``--no-cache``, without it; then
 `topoc compile --format json` into a file (written as it is made). Per call: CPU, wall and
-peak RSS; per sequence: the total wall time and the load average around it.
+peak RSS; per sequence: the total wall time and the load average around it. topoc's sources
+are byte-compiled first, as installing the package does.
 
     .venv/bin/python benchmarks/ci_sequence.py --racks 1024
     nice -n 10 .venv/bin/python benchmarks/ci_sequence.py --racks 8192 --json /tmp/x.json
@@ -64,6 +65,16 @@ def sequence(racks: int, cache: bool, limit: float) -> list[dict]:
     return rows
 
 
+def byte_compile() -> None:
+    """Byte-compile topoc's sources first, as installing the package does: with
+    ``PYTHONDONTWRITEBYTECODE`` set (as on this machine) every call would otherwise compile
+    every module it imports again, which no installed topoc does."""
+    import compileall
+
+    for folder in ("topoc", "compiler", "backends", "grammar"):
+        compileall.compile_dir(str(ROOT / folder), quiet=1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--racks", default="1024")
@@ -71,6 +82,7 @@ def main() -> None:
     ap.add_argument("--json", metavar="FILE", help="also time compile --format json -o FILE")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per call")
     args = ap.parse_args()
+    byte_compile()
     for racks in [int(x) for x in args.racks.split(",") if x]:
         for cache in ([True, False] if args.no_cache else [True]):
             before = os.getloadavg()[0]

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from . import algos, orders, transports, tuners
-from ..ir.system import SCALEOUT_CLASSES, System
+from ..ir.system import SCALEOUT_CLASSES, System, device_indices
 from .loads import Resources
 from ..ir.groups import RankGroup
 from .algos.base import SAMPLE_ISLANDS, CostError, Group
@@ -79,8 +79,12 @@ def _sample(system: System, ranks: Sequence[int]) -> tuple[int, ...]:
 def _gpu_facts(system: System, ranks: Sequence[int]) -> tuple[int | None, int]:
     """Compute capability and NVLink lanes of the group's first GPU (groups are uniform)."""
     first = system.gpus[ranks[0]]
-    lanes = sum(link.lanes for link in system.links_of(first.id) if link.cls == "nvlink")
-    return first.model.attr("sm"), lanes
+    # over the links' integer ends (links_of would build every device's link list)
+    src, dst, lanes = system.ends.arrays(lambda t: t.cls == "nvlink", ("src", "dst", "lanes"))
+    loc = system.locality
+    at = loc.gpu_index[ranks[0]] if loc.system.devices is system.devices else \
+        device_indices(system)[first.id]
+    return first.model.attr("sm"), int(lanes[(src == at) | (dst == at)].sum(dtype="int64"))
 
 
 def _transport(system: System, ranks: Sequence[int]) -> transports.Transport | None:
@@ -89,10 +93,19 @@ def _transport(system: System, ranks: Sequence[int]) -> transports.Transport | N
     nic = system.locality.nic(ranks[0])
     if not nic:
         return None
-    device = system.device(nic)
-    classes = [link.cls for link in system.links_of(nic) if link.cls in ("infiniband",
-                                                                        "ethernet")]
-    return transports.of_nic(device.model, classes[0] if classes else "infiniband")
+    loc = system.locality
+    at = int(loc.nic_index[ranks[0]]) if loc.system.devices is system.devices else \
+        device_indices(system)[nic]
+    device = system.devices[at]
+    # the class of the NIC's first scale-out link in declaration order (links_of's first),
+    # over the links' integer ends
+    e = system.ends
+    src, dst, codes = e.arrays(lambda t: t.cls in ("infiniband", "ethernet"),
+                               ("src", "dst", "type"))
+    found = (src == at) | (dst == at)
+    first = int(found.argmax()) if found.any() else None
+    return transports.of_nic(device.model, e.types[int(codes[first])].cls
+                             if first is not None else "infiniband")
 
 
 def _nic_bytes_per_s(system: System, rank: int) -> float:

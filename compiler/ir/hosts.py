@@ -21,6 +21,7 @@ import attrs
 
 from ..base.limits import LIMITS
 from ..base.text import visible
+from .modelcodes import model_flags
 from .system import System
 
 #: Link classes that stay inside one host when hosts are inferred.
@@ -117,8 +118,9 @@ def _components(n: int, src, dst):
     return components(np.arange(n, dtype=np.int64), src.astype(np.int64), dst.astype(np.int64))
 
 
-def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
-    """(id, device ids) per host when the file marks none: CPU-local components."""
+def _inferred(system: System) -> list[tuple[str, list[int]]]:
+    """(id, device indices in device order) per host when the file marks none: CPU-local
+    components."""
     import numpy as np
 
     # The local links' arrays (System.ends), no Link object made for them; components in
@@ -127,7 +129,7 @@ def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
     n = len(devices)
     src, dst = system.ends.arrays(lambda t: t.cls in LOCAL_CLASSES)
     label = _components(n, src, dst)
-    cpu = np.fromiter((d.kind == "cpu" for d in devices), dtype=np.bool_, count=n)
+    cpu = model_flags(system, lambda m: m.kind == "cpu")
     with_cpu = np.zeros(n, dtype=np.bool_)
     with_cpu[label[cpu]] = True
     kept = np.flatnonzero(with_cpu[label])          # devices of components with a CPU
@@ -161,40 +163,35 @@ def _inferred(system: System) -> list[tuple[str, tuple[str, ...]]]:
                 break
     out = [(h, sorted(members)) for h, members in merged.items()]
     out.sort(key=lambda h: h[1][0])
-    return [(h, tuple(devices[i].id for i in members)) for h, members in out]
+    return out
 
 
-def hosts(system: System, pattern: str | None = None,
-          mapping: Mapping[str, str] | None = None) -> tuple[HostInfo, ...]:
-    """Every host of the system with its hostname, in declaration order.
-
-    Raises ``HostnameError`` for a pattern that reads an index the path lacks, or when two
-    hosts would get one name.
-    """
+def _groups(system: System) -> list[tuple[str, tuple, str | None, list[int]]]:
+    """(host id, index steps, own pattern, member device indices in device order) per host."""
     if system.hosts:
-        groups = []
-        by_prefix: dict[str, list[str]] = {h.id: [] for h in system.hosts}
+        by_prefix: dict[str, list[int]] = {h.id: [] for h in system.hosts}
         # Hosts do not nest, so a device belongs to the host whose id is a prefix of its id
         # (or is its id): one dictionary probe per dot of the id, linear in devices (a scan of
         # every host per device took minutes at 18,432 hosts).
-        for d in system.devices:
+        for i, d in enumerate(system.devices):
             prefix = d.id
             while True:
                 members = by_prefix.get(prefix)
                 if members is not None:
-                    members.append(d.id)
+                    members.append(i)
                     break
                 cut = prefix.rfind(".")
                 if cut < 0:
                     break
                 prefix = prefix[:cut]
-        for h in system.hosts:
-            groups.append((h.id, h.indices, h.pattern, tuple(by_prefix[h.id])))
-    else:
-        groups = [(i, _steps(system, i), None, ids) for i, ids in _inferred(system)]
-    out: list[HostInfo] = []
+        return [(h.id, h.indices, h.pattern, by_prefix[h.id]) for h in system.hosts]
+    return [(i, _steps(system, i), None, members) for i, members in _inferred(system)]
+
+
+def _named(groups, pattern: str | None, mapping: Mapping[str, str] | None):
+    """(host id, hostname, members) per group, raising ``HostnameError`` as ``hosts`` says."""
     seen: dict[str, str] = {}
-    for n, (host_id, indices, own, ids) in enumerate(groups):
+    for n, (host_id, indices, own, members) in enumerate(groups):
         default = host_id.split(".", 1)[1].replace(".", "-") if "." in host_id else host_id
         if mapping and (host_id in mapping or default in mapping):
             name = mapping.get(host_id) or mapping[default]
@@ -206,8 +203,25 @@ def hosts(system: System, pattern: str | None = None,
             raise HostnameError(f"hosts '{seen[name]}' and '{host_id}' would both be called "
                                 f"'{name}'")
         seen[name] = host_id
-        out.append(HostInfo(host_id, name, ids))
-    return tuple(out)
+        yield host_id, name, members
+
+
+def hosts(system: System, pattern: str | None = None,
+          mapping: Mapping[str, str] | None = None) -> tuple[HostInfo, ...]:
+    """Every host of the system with its hostname, in declaration order.
+
+    Raises ``HostnameError`` for a pattern that reads an index the path lacks, or when two
+    hosts would get one name.
+    """
+    devices = system.devices
+    return tuple(HostInfo(host_id, name, tuple(devices[i].id for i in members))
+                 for host_id, name, members in _named(_groups(system), pattern, mapping))
+
+
+def host_members(system: System) -> list[tuple[str, list[int]]]:
+    """(host id, its devices' indices in device order) per host of ``hosts(system)``, in its
+    order, with no id string per device; ``HostnameError`` when ``hosts`` raises it."""
+    return [(host_id, members) for host_id, _, members in _named(_groups(system), None, None)]
 
 
 def read_mapping(text: str) -> dict[str, str]:

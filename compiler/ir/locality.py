@@ -15,6 +15,7 @@ from ..base.gcpause import gc_paused
 from . import relocate, system
 from .system import SCALEOUT_CLASSES, System
 from .system import device_indices as system_device_indices
+from .modelcodes import model_flags, model_numbers
 
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
 
@@ -192,6 +193,15 @@ def nearest_by_bfs(start, adj, wanted, is_gpu) -> list:
     return []
 
 
+def _kind_of(device) -> str:
+    """A device's kind as ``Locality._ids`` counts kinds: "nic" only for a compute NIC (DPUs
+    and storage NICs carry no GPU traffic), "" for other NICs."""
+    kind = device.kind
+    if kind == "nic" and not device.compute_nic:
+        return ""
+    return kind
+
+
 def host_shapes(loc: "Locality"):
     """The host parts that hold GPUs (components over PCIe, C2C and socket links: a
     superchip, a node), grouped by shape: (member offsets, link offsets, first index of each
@@ -203,15 +213,13 @@ def host_shapes(loc: "Locality"):
 
     devices = loc.system.devices
     a, b = loc._host_ends
-    label = _components(np.arange(len(devices), dtype=np.int32), a, b)
+    label = loc.host_labels
     roots = np.unique(label[loc.gpu_index])
     keep = np.isin(label, roots)
     members = np.flatnonzero(keep)
     members = members[np.argsort(label[members], kind="stable")]
     member_roots = label[members]
-    codes: dict[int, int] = {}
-    model = np.array([codes.setdefault(id(devices[i].model), len(codes))
-                      for i in members.tolist()], dtype=np.int32)
+    model = model_numbers(loc.system)[0][members]
     offsets = (members - member_roots).astype(np.int32)
     inside = keep[a]
     ea, eb = a[inside], b[inside]
@@ -254,7 +262,6 @@ class Locality:
         import numpy as np
 
         devices = system.devices
-        self.index = index = system_device_indices(system)
         select = system.ends.arrays
         n = len(devices)
         a, b = select(lambda t: t.cls == "nvlink")
@@ -264,42 +271,65 @@ class Locality:
         domains = _components(np.arange(n, dtype=np.int32), a, b)
         a, b = select(lambda t: t.cls not in SCALEOUT_CLASSES and t.cls != "nvlink")
         islands = _components(domains.copy(), a, b)
-        ids = [d.id for d in devices]
         a, b = select(lambda t: t.cls in _HOST_CLASSES)
         self._host_ends = (a, b)
         self._domains = domains                 # p2p starts from them
-        gpus = system.gpus
-        self.rank_of = {g.id: r for r, g in enumerate(gpus)}
-        #: each rank's device index (ranks follow the devices' order)
-        self.gpu_index = gpu_index = np.fromiter((index[g.id] for g in gpus), dtype=np.int64,
-                                                 count=len(gpus))
+        #: each rank's device index (ranks follow the devices' order: ``System.gpus``), from
+        #: the models' kinds in numpy (no pass over 1.7 M devices in Python)
+        self.gpu_index = gpu_index = np.flatnonzero(
+            model_flags(system, lambda m: m.kind == "gpu")).astype(np.int64)
         # islands numbered in order of their first rank, each rank list ascending
         roots = islands[gpu_index]
         _, first, inverse = np.unique(roots, return_index=True, return_inverse=True)
         number = np.empty(len(first), np.int64)
         number[np.argsort(first, kind="stable")] = np.arange(len(first))
-        self.island: list[int] = number[inverse.reshape(-1)].tolist()
-        self.island_ranks: list[list[int]] = [[] for _ in range(len(first))]
-        for r, i in enumerate(self.island):
-            self.island_ranks[i].append(r)
-        # An NVLink domain is named by its smallest device id, as the string-keyed pass named it.
-        name: dict[int, str] = {}
+        island = number[inverse.reshape(-1)]
+        self.island: list[int] = island.tolist()
+        by_island = np.argsort(island, kind="stable")
+        cuts = np.searchsorted(island[by_island], np.arange(1, len(first))).tolist()
+        self.island_ranks: list[list[int]] = [part.tolist() for part in
+                                              np.split(by_island, cuts)] if len(first) else []
+        # An NVLink domain is named by its smallest device id, as the string-keyed pass named
+        # it: the members sorted by root, the smallest id of each run of one root.
+        switch = model_flags(system, lambda m: m.kind == "switch")
+        inside = np.flatnonzero(in_domain)
+        inside = inside[np.argsort(domains[inside], kind="stable")]
+        member_roots = domains[inside]
+        starts = np.flatnonzero(np.r_[True, member_roots[1:] != member_roots[:-1]]) \
+            if len(inside) else np.zeros(0, np.int64)
+        ids = np.array([devices[i].id for i in inside.tolist()], dtype=object)
+        name: dict[int, str] = dict(zip(member_roots[starts].tolist(),
+                                        np.minimum.reduceat(ids, starts).tolist()
+                                        if len(starts) else ()))
         members: dict[int, list[str]] = defaultdict(list)
-        switch = np.fromiter((d.kind == "switch" for d in devices), dtype=np.bool_, count=n)
-        for i, root in zip(np.flatnonzero(in_domain).tolist(),
-                           domains[in_domain].tolist()):
-            known = name.get(root)
-            if known is None or ids[i] < known:
-                name[root] = ids[i]
         for i, root in zip(np.flatnonzero(in_domain & switch).tolist(),
                            domains[in_domain & switch].tolist()):
-            members[root].append(ids[i])
+            members[root].append(devices[i].id)
         gpu_root = domains[gpu_index].tolist()
         gpu_in = in_domain[gpu_index].tolist()
         self.domain_root = [name[root] if inside else None
                             for root, inside in zip(gpu_root, gpu_in)]
         self.domain_switches: dict[str, tuple[str, ...]] = defaultdict(tuple)
         self.domain_switches.update({name[k]: tuple(sorted(v)) for k, v in members.items()})
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Device id -> its index (``system.device_indices``, made when first asked)."""
+        return system_device_indices(self.system)
+
+    @functools.cached_property
+    def rank_of(self) -> dict[str, int]:
+        """GPU id -> its world rank."""
+        return {g.id: r for r, g in enumerate(self.system.gpus)}
+
+    @functools.cached_property
+    def host_labels(self):
+        """Each device's host part (its component over PCIe, C2C and socket links) as a numpy
+        array by device index, labelled with the part's smallest index."""
+        import numpy as np
+
+        a, b = self._host_ends
+        return _components(np.arange(len(self.system.devices), dtype=np.int32), a, b)
 
     @functools.cached_property
     def host_adj(self) -> dict[str, list[str]]:
@@ -357,36 +387,39 @@ class Locality:
         return found
 
     @functools.cached_property
-    def host_label(self):
-        """Each device's host part (a component over PCIe, C2C and socket links: a
-        superchip, a node), as a numpy array over device indices labelled with the part's
-        smallest index: two GPUs share a host exactly when their labels are equal."""
-        import numpy as np
-
-        a, b = self._host_ends
-        return _components(np.arange(len(self.system.devices), dtype=np.int32), a, b)
-
-    @functools.cached_property
     def gpu_hosts(self) -> tuple[list[str], list[tuple[str, ...]], list[str], list[str]]:
         """Per rank: its socket (``socket``), its nearest NICs (``_nearest(gpu, "nic")``), its
         own NIC (``nic``) and that NIC's socket, for every GPU at once and computed once per
         distinct host part (``host_shapes``): the searches run on one representative of each
         shape, in offsets from its first device, and every other copy reads them at its own
         offsets. Equal to asking ``_nearest`` GPU by GPU (tests compare them on every library
-        file): a search over PCIe, C2C and socket links never leaves its host part. A
-        degraded system copies the healthy system's and searches again only the host parts
-        its failure touches (``relocate``)."""
+        file): a search over PCIe, C2C and socket links never leaves its host part.
+
+        The answers name devices, chosen and ordered by their ids (the smallest socket, the
+        NICs sorted): when the representative's order of those ids holds in every copy
+        (checked in numpy, id against id), each answer is one offset for all copies and the
+        ids are read for all of them at once; a shape whose copies order differently is
+        answered copy by copy. A degraded system copies the healthy system's and searches
+        again only the host parts its failure touches (``relocate``)."""
+        import numpy as np
+
         patched = relocate.gpu_hosts(self, nearest_by_bfs)
         if patched is not None:
+            own = patched[2]
+            index = self.index
+            self._nic_index = np.array([index[o] if o else -1 for o in own],
+                                       dtype=np.int64)
             return patched
+
         system = self.system
         devices, gpus = system.devices, system.gpus
-        ids = [d.id for d in devices]
-        want = {kind: self._ids(kind) for kind in ("cpu", "nic", "gpu")}
         n = len(gpus)
-        socket, nearest, own, nic_socket = [""] * n, [()] * n, [""] * n, [""] * n
-        rank_of_index = dict(zip(self.gpu_index.tolist(), range(n)))
-        arrays = None
+        # per rank, filled shape by shape (object arrays: a shape's copies at once)
+        socket, own, nic_socket = (np.full(n, "", dtype=object) for _ in range(3))
+        nearest: list[tuple[str, ...]] = [()] * n
+        #: each rank's own NIC as a device index (-1: none), for passes in numpy
+        self._nic_index = np.full(n, -1, dtype=np.int64)
+        ids = None
         for members, edges, copies in host_shapes(self):
             # the searches, once per shape, on the representative's offsets
             adj: dict[int, list[int]] = defaultdict(list)
@@ -394,13 +427,12 @@ class Locality:
                 adj[x].append(y)
                 adj[y].append(x)
             base = copies[0]
-            kind_of = {o: ids[base + o] for o in members}
+            kind_of = {o: _kind_of(devices[base + o]) for o in members}
 
             def search(start: int, kind: str) -> list[int]:
-                wanted, gpu_ids = want[kind], want["gpu"]
-                return nearest_by_bfs(start, adj, lambda o: kind_of[o] in wanted,
-                                      lambda o: kind_of[o] in gpu_ids)
-            gpu_offsets = [o for o in members if kind_of[o] in want["gpu"]]
+                return nearest_by_bfs(start, adj, lambda o: kind_of[o] == kind,
+                                      lambda o: kind_of[o] == "gpu")
+            gpu_offsets = [o for o in members if kind_of[o] == "gpu"]
             plan = []
             nic_cpu: dict[int, list[int]] = {}
             for o in gpu_offsets:
@@ -409,97 +441,108 @@ class Locality:
                     if x not in nic_cpu:
                         nic_cpu[x] = search(x, "cpu")
                 plan.append((o, cpus, nics))
-            if arrays is None:
-                arrays = self._host_arrays(ids)
-            if self._alike_copies(arrays, plan, nic_cpu, copies, socket, nearest, own,
-                                  nic_socket):
-                continue
-            for first in copies:
-                # ids sorted per copy, as ``_nearest`` sorts them (names may order differently)
-                sharing: dict[tuple[str, ...], list[int]] = defaultdict(list)
-                rows = []
-                for o, cpus, nics in plan:
-                    r = rank_of_index[first + o]
-                    sock = min(ids[first + x] for x in cpus) if cpus else ""
-                    near = tuple(sorted(ids[first + x] for x in nics))
-                    socket[r], nearest[r] = sock, near
-                    if near:
-                        sharing[near].append(r)
-                    rows.append((r, near))
-                for r, near in rows:
-                    if not near:
-                        continue
-                    group = sharing[near]
-                    mine = near[group.index(r) % len(near)]
-                    own[r] = mine
-                    cpus = nic_cpu[self.index[mine] - first]
-                    nic_socket[r] = min(ids[first + x] for x in cpus) if cpus else ""
-        return socket, nearest, own, nic_socket
+            if ids is None:
+                ids = np.array([d.id for d in devices], dtype=object)
+            firsts = np.asarray(copies, dtype=np.int64)
+            if not self._shape_at_once(ids, firsts, plan, nic_cpu, socket, nearest, own,
+                                       nic_socket):
+                self._shape_by_copy(ids, copies, plan, nic_cpu, socket, nearest, own,
+                                    nic_socket)
+        return socket.tolist(), nearest, own.tolist(), nic_socket.tolist()
 
-    def _host_arrays(self, ids: list[str]):
-        """The device ids as a numpy object array and each device index's rank (-1 for a
-        device that is no GPU), for ``_simple_copies``."""
+    def _shape_at_once(self, ids, firsts, plan, nic_cpu, socket, nearest, own,
+                       nic_socket) -> bool:
+        """``gpu_hosts`` for every copy of one shape at once (``firsts``: each copy's first
+        device index), when the representative's id order holds in every copy; False (and
+        nothing written) when it does not."""
         import numpy as np
 
-        rank = np.full(len(ids), -1, dtype=np.int64)
-        rank[self.gpu_index] = np.arange(len(self.gpu_index))
-        return np.array(ids, dtype=object), rank
+        rep = firsts[0]
 
-    @staticmethod
-    def _alike_copies(arrays, plan, nic_cpu, copies, socket, nearest, own,
-                      nic_socket) -> bool:
-        """``gpu_hosts``' columns for every copy of a host shape at once, when the ids at
-        each set of offsets the plan names sort alike in every copy (checked in numpy, one
-        comparison per neighbouring pair): then every min and sort is at the same offsets,
-        the GPUs sharing a set of NICs are the same, and each column is the copies' ids at
-        one offset. False (nothing written) when some copy sorts otherwise."""
-        import numpy as np
-
-        ids, rank_at = arrays
-        first = np.asarray(copies, dtype=np.int64)
-        base = copies[0]
-        ordered: dict[tuple[int, ...], tuple[int, ...] | None] = {}
-
-        def order(offsets) -> tuple[int, ...] | None:
-            key = tuple(offsets)
-            if key not in ordered:
-                rep = tuple(sorted(key, key=lambda x: ids[base + x]))
-                alike = all(bool(np.all(ids[first + x] < ids[first + y]))
-                            for x, y in zip(rep, rep[1:]))
-                ordered[key] = rep if alike else None
-            return ordered[key]
+        def ordered(offsets) -> list[int] | None:
+            """``offsets`` sorted by the representative's ids; None unless every copy's ids
+            sort them the same way (ids are unique, so strictly)."""
+            out = sorted(offsets, key=lambda o: ids[rep + o])
+            for x, y in zip(out, out[1:]):
+                if not (ids[firsts + x] < ids[firsts + y]).all():
+                    return None
+            return out
         rows = []
         sharing: dict[tuple[int, ...], list[int]] = defaultdict(list)
         for o, cpus, nics in plan:
-            cs, ns = order(cpus), order(nics)
-            if cs is None or ns is None:
+            cpu_order, nic_order = ordered(cpus), ordered(nics)
+            if cpu_order is None or nic_order is None:
                 return False
-            if ns:
-                sharing[ns].append(o)
-            rows.append((o, cs, ns))
-        columns = []
-        for o, cs, ns in rows:
-            mine = theirs = None
-            if ns:
-                group = sharing[ns]
-                mine = ns[group.index(o) % len(ns)]
-                theirs = order(nic_cpu[mine])
-                if theirs is None:
+            rows.append((o, cpu_order, nic_order))
+            if nic_order:
+                sharing[tuple(nic_order)].append(o)
+        # the same choice as the copy-by-copy pass: the GPU's place among those sharing its
+        # NICs (plan order, rank order in every copy) picks among the NICs in id order
+        picks = []
+        for o, cpu_order, nic_order in rows:
+            mine = cpus_of = None
+            if nic_order:
+                group = sharing[tuple(nic_order)]
+                mine = nic_order[group.index(o) % len(nic_order)]
+                cpus_of = ordered(nic_cpu[mine])
+                if cpus_of is None:
                     return False
-            columns.append((o, cs, ns, mine, theirs))
-        n = len(copies)
-        for o, cs, ns, mine, theirs in columns:
-            ranks = rank_at[first + o].tolist()
-            socks = ids[first + cs[0]].tolist() if cs else [""] * n
-            near = list(zip(*(ids[first + x].tolist() for x in ns))) if ns else [()] * n
-            if ns:
-                owned = ids[first + mine].tolist()
-                far = ids[first + theirs[0]].tolist() if theirs else [""] * n
-            for i, r in enumerate(ranks):
-                socket[r], nearest[r] = socks[i], near[i]
-                if ns:
-                    own[r], nic_socket[r] = owned[i], far[i]
+            picks.append((mine, cpus_of))
+        for (o, cpu_order, nic_order), (mine, cpus_of) in zip(rows, picks):
+            ranks = np.searchsorted(self.gpu_index, firsts + o)
+            if cpu_order:
+                socket[ranks] = ids[firsts + cpu_order[0]]
+            if not nic_order:
+                continue
+            for r, near in zip(ranks.tolist(), zip(*(ids[firsts + x].tolist()
+                                                     for x in nic_order))):
+                nearest[r] = near
+            own[ranks] = ids[firsts + mine]
+            self._nic_index[ranks] = firsts + mine
+            if cpus_of:
+                nic_socket[ranks] = ids[firsts + cpus_of[0]]
         return True
+
+    def _shape_by_copy(self, ids, copies, plan, nic_cpu, socket, nearest, own,
+                       nic_socket) -> None:
+        """``gpu_hosts`` for the copies of one shape one by one (ids sorted per copy, as
+        ``_nearest`` sorts them: names may order differently from copy to copy)."""
+        rank_of_index = self._rank_of_index
+        index = self.index
+        for first in copies:
+            sharing: dict[tuple[str, ...], list[int]] = defaultdict(list)
+            rows = []
+            for o, cpus, nics in plan:
+                r = rank_of_index[first + o]
+                sock = min(ids[first + x] for x in cpus) if cpus else ""
+                near = tuple(sorted(ids[first + x] for x in nics))
+                socket[r], nearest[r] = sock, near
+                if near:
+                    sharing[near].append(r)
+                rows.append((r, near))
+            for r, near in rows:
+                if not near:
+                    continue
+                group = sharing[near]
+                mine = near[group.index(r) % len(near)]
+                own[r] = mine
+                self._nic_index[r] = index[mine]
+                cpus = nic_cpu[index[mine] - first]
+                nic_socket[r] = min(ids[first + x] for x in cpus) if cpus else ""
+
+    @functools.cached_property
+    def _has_pcie_switches(self) -> bool:
+        return bool(model_flags(self.system, lambda m: m.kind == "pcie_switch").any())
+
+    @property
+    def nic_index(self):
+        """Each rank's own NIC (``nic``) as a device index, a numpy array (-1: none)."""
+        self.gpu_hosts
+        return self._nic_index
+
+    @functools.cached_property
+    def _rank_of_index(self) -> dict[int, int]:
+        return dict(zip(self.gpu_index.tolist(), range(len(self.gpu_index))))
 
     def socket(self, rank: int) -> str:
         """The CPU whose root complex the GPU hangs off ('' when none)."""
@@ -508,6 +551,8 @@ class Locality:
     @_memo
     def pcie_switch(self, rank: int) -> str:
         """The PCIe switch directly above the GPU ('' when none)."""
+        if not self._has_pcie_switches:
+            return ""           # no such model: no id set of every device, no adjacency
         switches = self._ids("pcie_switch")
         ups = sorted(n for n in self.host_adj.get(self.system.gpus[rank].id, ())
                      if n in switches)
@@ -561,13 +606,18 @@ class Locality:
         island in different sets stage their traffic through host memory."""
         import numpy as np
 
-        devices = self.system.devices
+        return IndexSets(self.index, self.p2p_labels.tolist())
+
+    @functools.cached_property
+    def p2p_labels(self):
+        """``p2p``'s sets as a numpy array by device index (each set's smallest index)."""
+        import numpy as np
+
         a, b = self.system.ends.arrays(lambda t: t.cls == "pcie")
-        cpu = np.fromiter((d.kind == "cpu" for d in devices), dtype=np.bool_, count=len(devices))
+        cpu = model_flags(self.system, lambda m: m.kind == "cpu")
         below = ~(cpu[a] | cpu[b])
         # NVLink's joins are the domains' joins: the PCIe links below the CPUs join on them
-        label = _components(self._domains.copy(), a[below], b[below])
-        return IndexSets(self.index, label.tolist())
+        return _components(self._domains.copy(), a[below], b[below])
 
     def staged(self, a: int, b: int) -> bool:
         """True when ranks ``a`` and ``b`` share an island but no peer-to-peer path."""
@@ -585,35 +635,34 @@ class Locality:
         """``key`` of every rank as one integer, made once per system: sorting by it gives
         ``key``'s order (sockets and switches numbered in their ``natural`` order, ties kept
         tied), and comparing two integers is a fraction of comparing two tuples of strings
-        and numbers (the cost model sorts a 590,000-GPU world by it)."""
+        and numbers (the cost model sorts a 590,000-GPU world by it). Each distinct name is
+        parsed once and the keys are made in numpy while they fit in 63 bits."""
+        import numpy as np
+
         n = len(self.system.gpus)
         sockets = self.gpu_hosts[0]
-        switch_ids = self._ids("pcie_switch")
         switches = None
-        if switch_ids:
-            switches = relocate.pcie_switches(self, switch_ids)
+        if self._has_pcie_switches:
+            switches = relocate.pcie_switches(self, self._ids("pcie_switch"))
             if switches is None:
                 switches = [self.pcie_switch(r) for r in range(n)]
         else:
             switches = [""] * n
         self.memo["order.switches"] = switches
-        # a degraded system numbers its names as the healthy one did when it has no new
-        # name: the same order (names are only removed), no second sort of every name
-        base = self.system.memo.get("locality.base")
-        numbers = base.healthy.memo.get("order.numbers") if base is not None else None
-        if numbers is None or any(name not in numbers[0][0] for name in sockets) or \
-                any(name not in numbers[1][0] for name in switches):
-            numbers = []
-            for names in (sockets, switches):
-                keys = {name: _natural(name) for name in set(names)}
-                rank_of = {k: i for i, k in enumerate(sorted(set(keys.values())))}
-                numbers.append(({name: rank_of[k] for name, k in keys.items()},
-                                len(rank_of)))
-            self.memo["order.numbers"] = numbers
+        numbers = []
+        for names in (sockets, switches):
+            distinct, inverse = np.unique(np.array(names, dtype=object), return_inverse=True)
+            keys = [_natural(name) for name in distinct.tolist()]
+            rank_of = {k: i for i, k in enumerate(sorted(set(keys)))}
+            numbers.append((np.array([rank_of[k] for k in keys], dtype=np.int64)
+                            [inverse.reshape(-1)], len(rank_of)))
         (sock, n_sock), (sw, n_sw) = numbers
-        island = self.island
-        return [((island[r] * n_sock + sock[sockets[r]]) * n_sw + sw[switches[r]]) * n + r
-                for r in range(n)]
+        island = np.asarray(self.island, dtype=np.int64)
+        n_island = int(island.max()) + 1 if n else 0
+        if n_island * n_sock * n_sw * n < 2**62:
+            return (((island * n_sock + sock) * n_sw + sw) * n + np.arange(n)).tolist()
+        island, sock, sw = self.island, sock.tolist(), sw.tolist()
+        return [((island[r] * n_sock + sock[r]) * n_sw + sw[r]) * n + r for r in range(n)]
 
     def nvlink_agents(self, ranks) -> tuple[str, ...] | None:
         """The reducing NVLink switches every GPU of ``ranks`` shares, or None when the group is

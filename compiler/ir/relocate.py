@@ -60,7 +60,7 @@ class Base:
         import numpy as np
 
         old = self.healthy
-        label = old.host_label
+        label = old.host_labels
         index = old.index
         hit = {int(label[i]) for i in self.failed}
         for x in self.lost:

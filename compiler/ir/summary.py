@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
-from operator import attrgetter
 from typing import Any
 
 from . import system as _system
 from .incidence import arrays_in
 from .kinds import is_endpoint
 from .links import Links
+from .modelcodes import model_flags, model_ids, model_numbers  # noqa: F401 (re-exported)
 from .system import SCALEOUT_CLASSES, SCALEUP_CLASSES, System
 from ..base.units import exact
 
-
-_MODEL = attrgetter("model")
 
 
 def _directions(link) -> int:
@@ -99,41 +97,21 @@ def _scaleup_arrays(system: System):
     if not all(type(t.bandwidth) in (int, float) for t in e.types):
         return None
     src, dst, codes, lane = e.arrays(None, ("src", "dst", "type", "lanes"))
-    lane = lane.astype(np.int64)
-    total = int(lane.sum())
+    total = int(lane.sum(dtype=np.int64))
     up = np.array([t.cls in SCALEUP_CLASSES for t in e.types], dtype=np.bool_)[codes]
-    mids, models = model_ids(system)
-    gpu_models = np.array([m for m, model in models.items() if model.kind == "gpu"],
-                          dtype=np.int64)
-    is_gpu = np.isin(mids, gpu_models)
-    gpu_index = np.flatnonzero(is_gpu)          # device order: world-rank order
+    gpu_index = np.flatnonzero(model_flags(system, lambda m: m.kind == "gpu"))  # rank order
     per_lane = np.array([float(t.bandwidth) for t in e.types], dtype=np.float64)
-    weight = per_lane[codes] * lane * np.where(links.duplex_array(), 2.0, 1.0)
-    # each link's two ends one after the other: bincount adds in this order
+    duplex = links.duplex_array()[up]
+    src, dst, codes, lane = src[up], dst[up], codes[up], lane[up].astype(np.float64)
+    weight = per_lane[codes] * lane * np.where(duplex, 2.0, 1.0)
+    # each scale-up link's two ends one after the other: bincount adds in this order, so each
+    # GPU's sum is the pass link by link (other devices' sums are never read)
     ends = np.empty(2 * len(src), dtype=np.int64)
     ends[0::2], ends[1::2] = src, dst
-    both_w = np.repeat(weight, 2)
-    both_l = np.repeat(lane, 2)
-    keep = np.repeat(up, 2) & is_gpu[ends]
     n = len(system.devices)
-    bw = np.bincount(ends[keep], weights=both_w[keep], minlength=n)[gpu_index]
-    ln = np.bincount(ends[keep], weights=both_l[keep], minlength=n)[gpu_index]
+    bw = np.bincount(ends, weights=np.repeat(weight, 2), minlength=n)[gpu_index]
+    ln = np.bincount(ends, weights=np.repeat(lane, 2), minlength=n)[gpu_index]
     return sorted(bw.tolist()), sorted(int(x) for x in ln.tolist()), total
-
-
-def model_ids(system: System):
-    """Each device's model as a number (its ``id``) in a numpy array, and the models by
-    number: made in C (``map``), where a pass over 1.7 M devices in Python took seconds."""
-    import numpy as np
-
-    found = system.memo.get("model_ids")
-    if found is None:
-        devices = system.devices
-        ids = np.fromiter(map(id, map(_MODEL, devices)), dtype=np.int64, count=len(devices))
-        models = {id(d.model): d.model for d in
-                  (devices[i] for i in np.unique(ids, return_index=True)[1].tolist())}
-        found = system.memo["model_ids"] = (ids, models)
-    return found
 
 
 def _kinds(system: System) -> Counter:

@@ -367,10 +367,14 @@ class _Elaborator:
         names = [v for v, _ in axes]
         scope = dict(env)
         made = 0
+        # each selected segment with its element names, so a path joins listed names
+        plans = [tuple((name, sel, size, var, _element_names(name, size)
+                        if sel is not None and size <= _NAMES_MAX else None)
+                       for name, sel, size, var in side) for side in sides]
         for combo in itertools.product(*(dom for _, dom in axes)):
             scope.update(zip(names, combo))
-            a = self.path(sides[0], scope, stmt, free)
-            b = self.path(sides[1], scope, stmt, free)
+            a = self.path(plans[0], scope, stmt, free)
+            b = self.path(plans[1], scope, stmt, free)
             if a is None or b is None:
                 continue
             if a == b:
@@ -433,12 +437,15 @@ class _Elaborator:
         """The element path for one binding; None when an index ranging over its inferred
         domain (``free``) falls outside an array here, so the binding makes no link."""
         parts = []
-        for name, sel, size, var in side:
+        for name, sel, size, var, elements in side:
             if sel is None:
                 parts.append(name)
                 continue
             idx = scope[var] if var is not None else evaluate_fast(sel.expr, scope)
-            if not 0 <= idx < size and free and variables(sel.expr) & set(free):
+            if 0 <= idx < size:
+                parts.append(elements[idx] if elements is not None else f"{name}{idx}")
+                continue
+            if free and variables(sel.expr) & set(free):
                 return None
             if not 0 <= idx < size:
                 bound = ", ".join(f"{k}={v}" for k, v in scope.items()
@@ -446,7 +453,6 @@ class _Elaborator:
                 raise EvalError(error("E210", f"selects {name}[{idx}]"
                                       + (f" (when {bound})" if bound else "")
                                       + f", but '{name}' has elements 0..{size - 1}", sel.span))
-            parts.append(f"{name}{idx}")
         return ".".join(parts)
 
 
@@ -501,6 +507,23 @@ def _values(expr, env: Mapping[str, int]) -> str:
     return f" (with {', '.join(f'{v} = {env[v]}' for v in names)})" if names else ""
 
 
+_NAMES: dict[tuple[str, int | None], list[str]] = {}
+#: The largest array whose element names a connection lists (``connection``, ``path``).
+_NAMES_MAX = 65536
+
+
+def _element_names(name: str, size: int | None) -> list[str]:
+    """The element names of a member (``tray0`` .. ``tray17``), made once per name and size
+    rather than once per instance (a list of f-strings for each of 147,456 trays)."""
+    key = (name, size)
+    found = _NAMES.get(key)
+    if found is None:
+        found = [name] if size is None else [f"{name}{i}" for i in range(size)]
+        if len(_NAMES) < 4096 and len(found) <= 4096:       # a bounded memo
+            _NAMES[key] = found
+    return found
+
+
 def _instantiate(t: Template, prefix: str, devices: list[Device],
                  links: dict[tuple, Link], sites: dict[str, Span], stem: str,
                  hosts: list[Host], chain: tuple[tuple[str, int | None], ...] = (),
@@ -517,14 +540,16 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
         ids = {}
     base = len(devices)
     for m in t.members.values():
-        names = [m.name] if m.size is None else [f"{m.name}{i}" for i in range(m.size)]
+        names = _element_names(m.name, m.size)
         sites.setdefault(stem + m.name, m.span)     # once per member, not per element
         indices = [None] if m.size is None else list(range(m.size))
         if m.model is not None:
-            for n in names:
-                did = prefix + n
-                ids[did] = len(devices)
-                devices.append(Device(did, m.model, m.span))
+            # the member's devices made in C (map), not one Python step each
+            start = len(devices)
+            dids = [prefix + n for n in names]
+            devices.extend(map(Device, dids, itertools.repeat(m.model, len(dids)),
+                               itertools.repeat(m.span, len(dids))))
+            ids.update(zip(dids, range(start, start + len(dids))))
             if m.host:
                 hosts.extend(Host(prefix + n, (*chain, (m.name, i)), m.hostname, m.span)
                              for n, i in zip(names, indices))
@@ -569,6 +594,10 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
         links[key] = Link(None, src, dst, lt, lanes, duplex, span)   # id: src<->dst:type
 
 
+#: Templates with more links than this add their instances' ends in numpy (``add_many``).
+_NUMPY_ROWS = 48
+
+
 class _EndsBuilder:
     """``System.ends`` filled while instantiation appends links: per template, its links' end
     offsets and type codes once (``rows``, ``layout``), then whole instances at a time."""
@@ -580,6 +609,7 @@ class _EndsBuilder:
         self.types: list[LinkType] = []
         self.layout: dict[int, list | None] = {}
         self.columns: dict[int, tuple] = {}
+        self.wide: dict[int, tuple] = {}            # numpy views of many-link templates' columns
         self.ok = True
         #: True while every link so far is only a row of these arrays (``ir.links.Links``);
         #: the first link that is not a template row (``to_objects``) ends it
@@ -613,10 +643,22 @@ class _EndsBuilder:
         return out
 
     def add_many(self, base: int, rows: list, t: Template) -> None:
-        """The integer ends of one instance's links (``rows`` of its template at ``base``)."""
+        """The integer ends of one instance's links (``rows`` of its template at ``base``):
+        offsets plus ``base``, in numpy for a template of many links (an NVL72 rack's 1,296
+        NVLink links, 8,192 times), in Python for a few (numpy's call costs more there)."""
         src, dst, codes, lanes, rows_ = self.columns[id(t)]
-        self.src.extend([base + o for o in src])
-        self.dst.extend([base + o for o in dst])
+        if len(src) > _NUMPY_ROWS:
+            wide = self.wide.get(id(t))
+            if wide is None:
+                import numpy as np
+                wide = self.wide[id(t)] = (np, np.frombuffer(src, dtype=np.int32),
+                                           np.frombuffer(dst, dtype=np.int32))
+            np, a, b = wide
+            self.src.frombytes(np.add(a, base, dtype=np.int32).tobytes())
+            self.dst.frombytes(np.add(b, base, dtype=np.int32).tobytes())
+        else:
+            self.src.extend([base + o for o in src])
+            self.dst.extend([base + o for o in dst])
         self.type.extend(codes)
         self.lanes.extend(lanes)
         if self.compact:
@@ -651,16 +693,15 @@ def _may_merge(templates) -> bool:
     for t in templates:
         if t is None:
             continue
-        seen = set()
-        for a, b, lt, _, duplex, _ in t.links:
-            head_a, dot_a, _ = a.partition(".")
-            head_b, dot_b, _ = b.partition(".")
-            if dot_a and dot_b and head_a == head_b:
-                return True
-            key = (min(a, b), max(a, b), lt.name, True) if duplex else (a, b, lt.name, False)
-            if key in seen:
-                return True
-            seen.add(key)
+        links = t.links
+        # one element's two devices: ``a`` has a dot and ``b`` starts with ``a``'s first
+        # part and its dot (comprehensions: a system's top group holds millions of links)
+        if any(b.startswith(a[:a.find(".") + 1]) for a, b, *_ in links if "." in a):
+            return True
+        keys = {((a, b, lt.name, True) if a < b else (b, a, lt.name, True)) if duplex
+                else (a, b, lt.name, False) for a, b, lt, _, duplex, _ in links}
+        if len(keys) != len(links):
+            return True
     return False
 
 

@@ -33,6 +33,7 @@ import types
 import zlib
 from array import array
 from collections.abc import Mapping
+from operator import attrgetter
 from pathlib import Path
 
 from ..base.cachefile import Bad, cache_dir, code_hash, open_regular, write_atomic
@@ -41,6 +42,7 @@ from ..base import limits
 from ..base.version import VERSION
 from ..ir.incidence import Ends
 from ..ir.links import Links
+from ..ir.modelcodes import model_numbers
 from ..ir.system import Device, System
 
 FORMAT = 1
@@ -54,9 +56,11 @@ MAX_BYTES = 2 * 2**30
 #: What the folder keeps after a write: the newest entries, at most this many and bytes.
 KEEP_ENTRIES = 16
 KEEP_BYTES = 4 * 2**30
-#: The memo entries stored with the System: elaborate's integer ends (``System.ends``) and
-#: verify's findings (none: only clean systems are stored).
-MEMO = ("ends", "verify")
+#: The memo entries stored with the System: elaborate's integer ends (``System.ends``),
+#: verify's findings (none: only clean systems are stored) and each device's distance from
+#: the NICs (``summary.level_array``, which compile's summary, lint and the cost model read;
+#: stored as bytes). Each device's model number is rebuilt from the device columns.
+MEMO = ("ends", "verify", "level_array")
 #: Standard callables an entry may name, besides classes of ``topoc.compiler``.
 _STANDARD = {("builtins", n) for n in ("tuple", "list", "dict", "set", "frozenset", "complex",
                                        "bytearray", "slice", "range")} | \
@@ -64,6 +68,7 @@ _STANDARD = {("builtins", n) for n in ("tuple", "list", "dict", "set", "frozense
      ("collections", "OrderedDict"), ("collections", "Counter"),
      ("copyreg", "_reconstructor")}
 _OURS = "topoc.compiler."
+_SPAN = attrgetter("span")
 
 
 def min_links() -> int:
@@ -152,25 +157,24 @@ class _Unpickler(pickle.Unpickler):
         return self.devices
 
 
-def _device_columns(devices) -> tuple | None:
+def _device_columns(system: System) -> tuple | None:
     """The devices as (ids joined by newlines, model codes, span codes, models, spans); None
-    when an id holds a newline (the columns could not be split again)."""
+    when an id holds a newline (the columns could not be split again). The codes are numbered
+    in numpy over the objects' ``id`` (``modelcodes``: a call a device took seconds at 8,192
+    racks)."""
+    import numpy as np
+
+    devices = system.devices
     ids = "\n".join([d.id for d in devices])
     if ids.count("\n") != max(len(devices) - 1, 0):
         return None
-    models: dict[int, int] = {}
-    spans: dict[int, int] = {}
-    model_list, span_list = [], []
-
-    def code(table, items, obj):
-        c = table.get(id(obj))
-        if c is None:
-            c = table[id(obj)] = len(items)
-            items.append(obj)
-        return c
-    m = array("i", [code(models, model_list, d.model) for d in devices])
-    s = array("i", [code(spans, span_list, d.span) for d in devices])
-    return ids, m, s, model_list, span_list
+    numbers, model_list = model_numbers(system)
+    m = array("i", numbers.astype(np.int32).tobytes())
+    span_ids = np.fromiter(map(id, map(_SPAN, devices)), dtype=np.int64, count=len(devices))
+    _, first, codes = np.unique(span_ids, return_index=True, return_inverse=True)
+    span_list = [devices[i].span for i in first.tolist()]
+    s = array("i", codes.reshape(-1).astype(np.int32).tobytes())
+    return ids, m, s, list(model_list), span_list
 
 
 class _Crc:
@@ -196,10 +200,14 @@ def save(entry_key: str, system: System) -> bool:
     stored (too small, a callable an entry may not name, an unwritable folder)."""
     if len(system.links) < min_links():
         return False
-    columns = _device_columns(system.devices)
+    columns = _device_columns(system)
     if columns is None:
         return False
-    memo = {k: system.memo[k] for k in MEMO if k in system.memo}
+    from ..ir.summary import level_array
+    memo = {k: system.memo[k] for k in MEMO if k in system.memo and k != "level_array"}
+    levels = level_array(system)
+    if len(levels) and -1 <= levels.min() and levels.max() < 127:
+        memo["level_array"] = array("b", levels.astype("int8").tobytes())
     head = len(_header(entry_key, 0, 0))
 
     def write(f):
@@ -270,8 +278,8 @@ def load(entry_key: str) -> tuple[System | None, str | None]:
             return None, _note(path, "its checksum does not match (damaged?)")
         unpickler = _Unpickler(io.BytesIO(payload))
         ids, m, s, models, spans = unpickler.load()
-        devices = tuple(Device(i, models[a], spans[b])
-                        for i, a, b in zip(ids.split("\n") if ids else (), m, s))
+        devices = tuple(map(Device, ids.split("\n") if ids else (), map(models.__getitem__, m),
+                            map(spans.__getitem__, s)))
         unpickler.devices = devices
         system, memo = unpickler.load()
         if not isinstance(system, System) or not isinstance(memo, dict) \
@@ -283,14 +291,34 @@ def load(entry_key: str) -> tuple[System | None, str | None]:
         return None, _note(path, f"it cannot be read ({type(exc).__name__}: {exc})"[:300])
     finally:
         os.close(fd)
-    for k, v in memo.items():
-        if k in MEMO:
-            system.memo[k] = v
+    _restore_memo(system, memo, m, models)
     try:
         os.utime(path)          # the newest entries are the ones kept
     except OSError:
         pass
     return system, None
+
+
+def _restore_memo(system: System, memo: dict, m: array, models: list) -> None:
+    """The stored memo entries back on ``system``, and each device's model number and model
+    ``id`` from the device columns (``summary.model_numbers``, ``summary.model_ids``)."""
+    import numpy as np
+
+    for k, v in memo.items():
+        if k not in MEMO:
+            continue
+        if k == "level_array":
+            if not isinstance(v, array) or len(v) != len(system.devices):
+                continue
+            v = np.frombuffer(v, dtype=np.int8).astype(np.int64)
+        system.memo[k] = v
+    if models and len(m) == len(system.devices):
+        numbers = np.frombuffer(m, dtype=np.int32) if m.itemsize == 4 else \
+            np.asarray(m, dtype=np.int32)
+        system.memo["model_numbers"] = (numbers, list(models))
+        ids = np.array([id(x) for x in models], dtype=np.int64)
+        system.memo["model_ids"] = (ids[numbers], {id(x): x for x in
+                                                   sorted(models, key=id)})
 
 
 def _note(path: Path, why: str) -> str:

@@ -17,7 +17,8 @@ from . import plausible
 from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, Device, System, device_indices
 from ..ir.groups import rank_groups
-from ..ir.incidence import arrays_in, columns_in
+from ..ir.incidence import arrays_in
+from ..ir.modelcodes import model_flags
 from ..ir.summary import level_array, model_ids
 
 
@@ -85,20 +86,33 @@ def isolated(system: System, opts) -> Iterable[Finding]:
     for column in system.ends.arrays():
         linked[column] = True
     by_stmt: dict[tuple, list[str]] = defaultdict(list)
-    for d, seen in zip(system.devices, linked.tolist()):
-        if not seen:
-            by_stmt[d.span, d.model.name].append(d.id)
+    devices = system.devices
+    for i in np.flatnonzero(~linked).tolist():         # only the unlinked, in device order
+        d = devices[i]
+        by_stmt[d.span, d.model.name].append(d.id)
     for (span, model), ids in by_stmt.items():
         yield Finding("W401", f"{_many(ids)} ({model}) has no links", span, min(ids))
 
 
 @rule("W402", "warning", "GPU pair with no peer-to-peer path: traffic staged through host memory")
 def no_p2p(system: System, opts) -> Iterable[Finding]:
+    import numpy as np
+
     loc = system.locality
-    p2p = loc.p2p            # NVLink, or PCIe switches that never pass a CPU's root complex
-    islands: dict[int, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    for r, g in enumerate(system.gpus):
-        islands[loc.island[r]][p2p.find(g.id)].append(g)
+    gpus = system.gpus
+    # NVLink, or PCIe switches that never pass a CPU's root complex: each GPU's set, and the
+    # islands whose GPUs fall in two sets or more found in numpy; those islands alone in Python
+    label = loc.p2p_labels[loc.gpu_index].astype(np.int64)
+    island = np.asarray(loc.island, dtype=np.int64)
+    width = len(system.devices) + 1
+    pairs = np.unique(island * width + label)
+    split = np.flatnonzero(np.bincount(pairs // width) >= 2).tolist() if len(pairs) else []
+    islands: dict[int, dict[int, list]] = {}
+    for i in split:
+        parts: dict[int, list] = defaultdict(list)
+        for r in loc.island_ranks[i]:
+            parts[int(label[r])].append(gpus[r])
+        islands[i] = parts
     for parts in islands.values():
         if len(parts) < 2:
             continue
@@ -143,12 +157,25 @@ def asymmetric(system: System, opts) -> Iterable[Finding]:
     both[0::2] = src
     both[1::2] = dst
     total = np.bincount(both, weights=np.repeat(weight, 2), minlength=len(system.devices))
-    bw = total[loc.gpu_index].tolist()          # per rank; non-GPU ends were never read
-    domains: dict[str, list[int]] = defaultdict(list)
-    for r, root in enumerate(loc.domain_root):
-        if root is not None:
-            domains[root].append(r)
-    for ranks in domains.values():
+    bw = total[loc.gpu_index]                   # per rank; non-GPU ends were never read
+    # the domains whose GPUs differ, found in numpy (each domain's least and greatest figure
+    # over its ranks); those domains alone in Python, in the order of their first rank
+    codes: dict[str, int] = {}
+    code = np.array([-1 if root is None else codes.setdefault(root, len(codes))
+                     for root in loc.domain_root], dtype=np.int64)
+    inside = np.flatnonzero(code >= 0)
+    domains: dict[int, list[int]] = {}
+    if len(inside):
+        by_domain = inside[np.argsort(code[inside], kind="stable")]
+        starts = np.flatnonzero(np.r_[True, np.diff(code[by_domain]) != 0])
+        values = bw[by_domain]
+        differ = np.minimum.reduceat(values, starts) != np.maximum.reduceat(values, starts)
+        ends = np.r_[starts[1:], len(by_domain)]
+        for lo, hi in zip(starts[differ].tolist(), ends[differ].tolist()):
+            ranks = by_domain[lo:hi].tolist()
+            domains[ranks[0]] = ranks
+    bw = bw.tolist()
+    for _, ranks in sorted(domains.items()):
         values = {bw[r] for r in ranks}
         if len(values) > 1:
             lo = min(ranks, key=lambda r: (bw[r], gpus[r].id))
@@ -194,41 +221,54 @@ def oversubscribed(system: System, opts) -> Iterable[Finding]:
 @rule("W406", "warning", "rail misalignment: NIC n of a node lands on another rail's switch")
 def rails(system: System, opts) -> Iterable[Finding]:
     # NIC n of a node is its n-th NIC among the NICs of the same parent instance (a DGX node,
-    # a GB200 compute tray), in declaration order.
-    siblings: dict[str, list[str]] = defaultdict(list)
-    compute: dict[int, bool] = {}       # per device model
-    for d in system.devices:
-        m = d.model
-        nic = compute.get(id(m))
-        if nic is None:
-            nic = compute[id(m)] = d.compute_nic
-        if nic:                      # storage NICs and DPUs sit on their own networks
-            siblings[d.id.rpartition(".")[0]].append(d.id)
-    local = {nic: i for nics in siblings.values() for i, nic in enumerate(nics)}
-    leaf_of: dict[str, str] = {}
-    src, dst, _ = columns_in(system, SCALEOUT_CLASSES)
-    for x, y in zip(src, dst):
-        for a, b in ((x, y), (y, x)):
-            if a in local:
-                leaf_of.setdefault(a, b)
-    rail_votes: dict[str, Counter] = defaultdict(Counter)
-    nodes: dict[str, dict[int, set]] = defaultdict(lambda: defaultdict(set))
+    # a GB200 compute tray), in declaration order. In device indices: the compute NICs picked
+    # by their models in numpy, each NIC's first scale-out neighbour from the links' integer
+    # ends (no id of every scale-out link's ends, no pass over every device in Python).
+    import numpy as np
+
+    devices = system.devices
+    cnic = model_flags(system, lambda m: Device(m.name, m).compute_nic)
+    local: dict[int, int] = {}          # compute NIC -> its place among its parent's NICs
+    parent_of: dict[int, int] = {}      # compute NIC -> its parent, numbered
+    count: dict[str, list[int]] = {}
+    for i in np.flatnonzero(cnic).tolist():
+        parent = devices[i].id.rpartition(".")[0]
+        seen = count.get(parent)
+        if seen is None:
+            seen = count[parent] = [len(count), 0]
+        local[i] = seen[1]
+        parent_of[i] = seen[0]
+        seen[1] += 1
+    a, b, _ = arrays_in(system, SCALEOUT_CLASSES)
+    # each link seen from both ends, in link order: (x, y) then (y, x)
+    near = np.empty(2 * len(a), dtype=np.int64)
+    far = np.empty(2 * len(a), dtype=np.int64)
+    near[0::2], near[1::2] = a, b
+    far[0::2], far[1::2] = b, a
+    mask = cnic[near]
+    near, far = near[mask], far[mask]
+    _, first = np.unique(near, return_index=True)
+    first.sort()                        # the order each NIC first appears: leaf_of's order
+    leaf_of = dict(zip(near[first].tolist(), far[first].tolist()))
+    rail_votes: dict[int, Counter] = defaultdict(Counter)
+    nodes: dict[int, dict[int, set]] = defaultdict(lambda: defaultdict(set))
     for nic, leaf in leaf_of.items():
         rail_votes[leaf][local[nic]] += 1
-        nodes[leaf][local[nic]].add(nic.rpartition(".")[0])
+        nodes[leaf][local[nic]].add(parent_of[nic])
     rails = {leaf: _carried(votes, nodes[leaf]) for leaf, votes in rail_votes.items()}
     if len(set().union(*rails.values())) < 2:
         return           # not a rail-optimised fabric: nothing to align
-    wrong = [(nic, leaf) for nic, leaf in leaf_of.items() if local[nic] not in rails[leaf]]
+    wrong = [(devices[nic].id, devices[leaf].id, local[nic], leaf, nic)
+             for nic, leaf in leaf_of.items() if local[nic] not in rails[leaf]]
     if wrong:
-        nic, leaf = min(wrong)
+        nic, leaf, rail, at, index = min(wrong)
         their = "its" if len(wrong) == 1 else "their"
-        carried = sorted(rails[leaf])
+        carried = sorted(rails[at])
         what = f"rail {carried[0]}" if len(carried) == 1 else \
             f"rails {', '.join(map(str, carried))}"
-        yield Finding("W406", f"{plural(len(wrong), 'NIC')} off {their} rail, e.g. {nic} (NIC {local[nic]} "
+        yield Finding("W406", f"{plural(len(wrong), 'NIC')} off {their} rail, e.g. {nic} (NIC {rail} "
                       f"of its node) on {leaf}, which carries {what}",
-                      system.device(nic).span, nic)
+                      devices[index].span, nic)
 
 
 def _carried(votes: Counter, nodes: dict[int, set]) -> set[int]:
@@ -392,18 +432,30 @@ def misfit(system: System, opts) -> Iterable[Finding]:
 
 # ---- single points of failure ---------------------------------------------------------------
 
-def _host_devices(system: System) -> list[tuple[str, tuple[str, ...]]]:
-    """(host id, its devices) as the exports name hosts: marked ``host`` or inferred; made once
-    per system (W409 and W410 both ask)."""
+def _host_devices(system: System) -> list[tuple[str, list[int]]]:
+    """(host id, its devices' indices) as the exports name hosts: marked ``host`` or
+    inferred; none when the hosts cannot be named (``HostnameError``); made once per system
+    (W409 and W410 both ask)."""
     found = system.memo.get("lint_hosts")
     if found is None:
-        from ..ir.hosts import HostnameError, hosts
+        from ..ir.hosts import HostnameError, host_members
         try:
-            found = [(h.id, h.devices) for h in hosts(system)]
+            found = host_members(system)
         except HostnameError:
             found = []
         system.memo["lint_hosts"] = found
     return found
+
+
+def _host_table(system: System, hosts):
+    """Each membership as two numpy arrays: the device indices of every host's members, host
+    after host, and the host's number beside each."""
+    import numpy as np
+
+    sizes = [len(members) for _, members in hosts]
+    at = np.fromiter((i for _, members in hosts for i in members), dtype=np.int64,
+                     count=sum(sizes))
+    return at, np.repeat(np.arange(len(hosts), dtype=np.int64), sizes)
 
 
 def _one_switch_arrays(system: System, hosts) -> dict[str, list[str]] | None:
@@ -414,23 +466,14 @@ def _one_switch_arrays(system: System, hosts) -> dict[str, list[str]] | None:
     import numpy as np
 
     devices = system.devices
-    index = device_indices(system)
-    sizes = [len(members) for _, members in hosts]
-    at = np.fromiter((index[i] for _, members in hosts for i in members), dtype=np.int64,
-                     count=sum(sizes))
+    at, number = _host_table(system, hosts)
     if len(at) and np.bincount(at).max() > 1:
         return None
     host_of = np.full(len(devices), -1, dtype=np.int64)
-    host_of[at] = np.repeat(np.arange(len(hosts), dtype=np.int64), sizes)
-    mids, models = model_ids(system)
-    codes = np.array(list(models), dtype=np.int64)
+    host_of[at] = number
     # a switch without a port budget stands for a whole fabric (a cloud's), not one box
-    flags = [(Device(m.name, m).compute_nic, m.kind == "net_switch" and bool(m.ports))
-             for m in models.values()]
-    order = np.argsort(codes)
-    where = order[np.searchsorted(codes, mids, sorter=order)]
-    nic = np.array([f[0] for f in flags], dtype=np.bool_)[where]
-    switch = np.array([f[1] for f in flags], dtype=np.bool_)[where]
+    nic = model_flags(system, lambda m: Device(m.name, m).compute_nic)
+    switch = model_flags(system, lambda m: m.kind == "net_switch" and bool(m.ports))
     counts = np.bincount(host_of[nic & (host_of >= 0)], minlength=len(hosts))
     src, dst = system.ends.arrays()
     a = np.concatenate((src, dst)).astype(np.int64)
@@ -464,8 +507,8 @@ def _one_switch_pass(system: System, hosts) -> dict[str, list[str]]:
     """W409's hosts by switch, host by host over each compute NIC's links."""
     device = system.device
     by_switch: dict[str, list[str]] = defaultdict(list)
-    for host, devices in hosts:
-        nics = [i for i in devices if device(i).compute_nic]
+    for host, members in hosts:
+        nics = [system.devices[i].id for i in members if system.devices[i].compute_nic]
         if len(nics) < 2:
             continue
         switches = {link.dst if link.src == n else link.src
@@ -482,23 +525,34 @@ def _one_switch_pass(system: System, hosts) -> dict[str, list[str]]:
 def domain_margin(system: System, opts) -> Iterable[Finding]:
     if not system.parallels:
         return
+    import numpy as np
+
     loc = system.locality
-    rank_of = loc.rank_of
-    size: dict[str, int] = defaultdict(int)
-    per_host: dict[tuple[str, str], int] = defaultdict(int)
-    for r, root in enumerate(loc.domain_root):
-        if root is not None:
-            size[root] += 1
-    for host, devices in _host_devices(system):
-        for d in devices:
-            r = rank_of.get(d)
-            if r is not None and loc.domain_root[r] is not None:
-                per_host[loc.domain_root[r], host] += 1
+    # each rank's NVLink domain numbered (-1: none), every (domain, host) pair's GPUs counted
+    # in numpy over the hosts' member indices
+    codes: dict[str, int] = {}
+    root = np.array([-1 if x is None else codes.setdefault(x, len(codes))
+                     for x in loc.domain_root], dtype=np.int64)
+    names = list(codes)
+    counted = np.bincount(root[root >= 0], minlength=len(names)).tolist()
+    size = dict(zip(names, counted))
+    rank = np.full(len(system.devices), -1, dtype=np.int64)
+    rank[loc.gpu_index] = np.arange(len(loc.gpu_index))
+    hosts = _host_devices(system)
+    at, number = _host_table(system, hosts)
+    r = rank[at]
+    keep = r >= 0
+    dom, number = root[r[keep]], number[keep]
+    keep = dom >= 0
+    width = len(hosts) + 1
+    pairs, per = np.unique(dom[keep] * width + number[keep], return_counts=True)
+    pair_root = pairs // width
     largest: dict[str, int] = defaultdict(int)
     hosts_in: dict[str, int] = defaultdict(int)
-    for (root, _), n in per_host.items():
-        largest[root] = max(largest[root], n)
-        hosts_in[root] += 1
+    for code, n in zip(pair_root.tolist(), per.tolist()):
+        name = names[code]
+        largest[name] = max(largest[name], n)
+        hosts_in[name] += 1
     for p in system.parallels:
         need = p.size("tp") * p.size("ep")
         tight = sorted(root for root, n in size.items() if hosts_in[root] > 1

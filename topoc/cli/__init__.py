@@ -8,14 +8,13 @@ level, or the file cannot serve the request; 2 usage or I/O (``common`` says whi
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from ..compiler.base.diagnostics import CompileError
 from ..compiler.base.text import visible
 from ..compiler.base.version import VERSION
-from . import (blast, compile, cost, diff, export, fmt, imports, infer, library, lint, lsp, plan,
-               reliability, render, report, schedule)
 from .common import EXIT_INPUT, EXIT_OK, EXIT_USAGE, UsageError, parse_size, report as print_diagnostics
 
 __all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "parse_size"]
@@ -23,26 +22,32 @@ __all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "parse
 #: Ctrl-C: quietly, as a shell expects (128 + 2); topoc.launch, the entry point, exits so too.
 EXIT_INTERRUPTED = 130
 
-#: The verbs in the order ``topoc --help`` lists them.
+#: The verbs in the order ``topoc --help`` lists them, each with its module of this package.
+VERBS = (("compile", "compile"), ("lint", "lint"), ("export", "export"), ("import", "imports"),
+         ("diff", "diff"), ("fmt", "fmt"), ("render", "render"), ("schedule", "schedule"),
+         ("cost", "cost"), ("report", "report"), ("plan", "plan"), ("infer", "infer"),
+         ("blast", "blast"), ("reliability", "reliability"), ("library", "library"),
+         ("lsp", "lsp"))
 
-VERBS = (compile, lint, export, imports, diff, fmt, render, schedule, cost, report, plan, infer,
-         blast, reliability, library, lsp)
 
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse tree of every verb."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argparse tree of every verb, or of the verb ``only`` alone: a call that names its
+    verb first imports that verb's module and no other (each verb's imports are a fraction of
+    a second, paid by every call when all were imported)."""
     ap = argparse.ArgumentParser(prog="topoc", description="Compile, check and draw GPU system "
                                  "topologies written in the .topo language.")
     ap.add_argument("--version", action="version", version=f"topoc {VERSION}")
     sub = ap.add_subparsers(dest="verb", metavar="VERB")
-    for verb in VERBS:
-        verb.add_parser(sub)
+    for verb, module in VERBS:
+        if only is None or verb == only:
+            importlib.import_module(f"{__name__}.{module}").add_parser(sub)
     return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of raising SystemExit for errors."""
-    ap = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    ap = build_parser(argv[0] if argv and argv[0] in dict(VERBS) else None)
     args = ap.parse_args(argv)
     if not getattr(args, "func", None):
         ap.print_help(sys.stderr)

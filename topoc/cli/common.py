@@ -291,7 +291,14 @@ def load(args) -> System:
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(args.file, exc) from None
     cache_notes(notes)
+    _KEPT.append(system)
     return degraded(system, args)
+
+
+#: The systems the verbs loaded, kept to the end of the process: it exits without freeing
+#: them (``topoc.launch``), where dropping a large system at the end of a verb freed millions
+#: of objects one by one.
+_KEPT: list = []
 
 
 def cache_notes(notes: Sequence[str]) -> None:

@@ -177,12 +177,31 @@ def island_agents(system: System, ranks: Sequence[int]):
 def hosts(system: System, ranks: Sequence[int]) -> int:
     """Hosts among the group's GPUs: sets of GPUs joined by PCIe, C2C and socket links (one
     OS image each: a DGX is one host, an NVL72 rack 36 Grace hosts), counted as the distinct
-    host parts (``Locality.host_label``) of the group's GPUs."""
-    import numpy as np
-
+    host parts (``Locality.host_labels``) of the group's GPUs."""
     loc = system.locality
-    at = loc.gpu_index[np.asarray(ranks, dtype=np.int64)]
-    return len(np.unique(loc.host_label[at]))
+    if loc.system.devices is system.devices:
+        # the host parts' labels in numpy (a search over 590,000 GPUs' host links took a
+        # second): the GPUs' distinct labels
+        import numpy as np
+
+        index = loc.gpu_index[np.asarray(ranks, dtype=np.int64)] if len(ranks) else []
+        return len(np.unique(loc.host_labels[index])) if len(ranks) else 0
+    seen: dict[str, int] = {}
+    count = 0
+    for r in ranks:
+        start = system.gpus[r].id
+        if start in seen:
+            continue
+        count += 1
+        frontier = [start]
+        seen[start] = count
+        while frontier:
+            node = frontier.pop()
+            for other in loc.host_adj[node]:
+                if other not in seen:
+                    seen[other] = count
+                    frontier.append(other)
+    return count
 
 
 def arch_of(system: System, ranks: Sequence[int]) -> int:

@@ -25,6 +25,8 @@ from .base import Algorithm, CostError, Group, Shape, gpu_ids, since
 def sharp_fabric(system: System, ranks: Sequence[int]) -> bool:
     """True when every network switch the group's NICs link to declares ``sharp = true``."""
     loc = system.locality
+    if loc.system.devices is system.devices:
+        return _sharp_arrays(system, loc, ranks)
     found = False
     for nic in {loc.nic(r) for r in ranks} - {""}:
         for link in system.links_of(nic):
@@ -36,6 +38,26 @@ def sharp_fabric(system: System, ranks: Sequence[int]) -> bool:
                     return False
                 found = True
     return found
+
+
+def _sharp_arrays(system: System, loc, ranks: Sequence[int]) -> bool:
+    """``sharp_fabric`` over the scale-out links' integer ends: the group's own NICs by device
+    index, every neighbour of theirs at once (a world of 590,000 GPUs asked each NIC's links,
+    and built every device's link list for it)."""
+    import numpy as np
+
+    from ...ir.incidence import arrays_in
+    from ...ir.modelcodes import model_flags
+
+    nics = loc.nic_index[np.asarray(ranks, dtype=np.int64)] if len(ranks) else \
+        np.zeros(0, np.int64)
+    chosen = np.zeros(len(system.devices), dtype=np.bool_)
+    chosen[nics[nics >= 0]] = True
+    a, b, _ = arrays_in(system, SCALEOUT_CLASSES)
+    others = np.concatenate((b[chosen[a]], a[chosen[b]]))
+    switch = model_flags(system, lambda m: m.kind == "net_switch")[others]
+    plain = model_flags(system, lambda m: m.kind == "net_switch" and not m.attr("sharp"))
+    return bool(switch.any()) and not bool(plain[others].any())
 
 
 def chain_loads(res: Resources, system: System, ranks: Sequence[int]) -> Loads:

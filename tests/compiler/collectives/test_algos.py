@@ -20,7 +20,7 @@ from topoc.compiler.collectives.versions import nccl
 from topoc.compiler.ir.groups import RankGroup
 from topoc.compiler.ir.system import COLLECTIVES
 
-from ...conftest import library_file
+from ...conftest import LIBRARY, library_file
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 
@@ -152,3 +152,30 @@ def test_a_tiny_ring_all_reduce_does_not_wait_for_its_empty_ll_steps():
     times = [next(c for _, c in options(p, world, "allreduce", b) if c.protocol == "LL").time
              for b in range(8, 1100, 4)]
     assert times == sorted(times)
+
+
+@pytest.mark.parametrize("path", sorted(p for p in LIBRARY.rglob("*.topo")
+                                        if "\nsystem " in p.read_text())[::2],
+                         ids=lambda p: p.name)
+def test_hosts_from_the_labels_are_the_host_searches(path):
+    """``base.hosts`` counts the GPUs' host parts from the locality's labels; a search over
+    the host links from each GPU counts the same, for the world and for its first half."""
+    from topoc.compiler.collectives.algos import base
+    system = topoc.load(path)
+    loc = system.locality
+    for ranks in (range(len(system.gpus)), range(len(system.gpus) // 2)):
+        seen: set[str] = set()
+        count = 0
+        for r in ranks:
+            start = system.gpus[r].id
+            if start in seen:
+                continue
+            count += 1
+            seen.add(start)
+            frontier = [start]
+            while frontier:
+                for other in loc.host_adj[frontier.pop()]:
+                    if other not in seen:
+                        seen.add(other)
+                        frontier.append(other)
+        assert base.hosts(system, list(ranks)) == count

@@ -97,6 +97,53 @@ system row : Row
         "row.node0.cpu1)" in found[0].message
 
 
+def test_copies_whose_ids_sort_unlike_the_first_are_answered_copy_by_copy(monkeypatch):
+    # each GPU's host part holds its own node's NIC and the next node's: node9's pair sorts
+    # nica first, node10's nicb first ("row.n10" < "row.n9"), so one offset cannot answer
+    # every copy and the shape is answered copy by copy
+    text = """
+link pcie4 : pcie { bandwidth = 32 GB/s latency = 1 us }
+device G : gpu { hbm = 80 GB hbm_bandwidth = 2 TB/s }
+device N : nic { rate = 400 Gb/s }
+group Node {
+  gpu : G
+  nica : N
+  nicb : N
+  gpu <-> nica : pcie4
+}
+group Row {
+  n[12] : Node
+  n[k + 0].gpu <-> n[k + 1].nicb : pcie4
+}
+system row : Row
+"""
+    from topoc.compiler.ir.locality import Locality
+    system = topoc.compile(text, "row.topo")
+    loc = system.locality
+    answers = []
+    at_once = Locality._shape_at_once
+
+    def spy(self, *args):
+        answers.append(at_once(self, *args))
+        return answers[-1]
+    monkeypatch.setattr(Locality, "_shape_at_once", spy)
+    assert tuple(loc.gpu_hosts) == _search_each_gpu(loc, system)
+    assert False in answers
+    assert loc.gpu_hosts[1][9] == ("row.n10.nicb", "row.n9.nica")
+    assert loc.gpu_hosts[1][0] == ("row.n0.nica", "row.n1.nicb")
+
+
+@pytest.mark.parametrize("path", FILES[::3], ids=lambda p: p.name)
+def test_the_copy_by_copy_answers_equal_the_answers_at_once(path, monkeypatch):
+    from topoc.compiler.ir.locality import Locality
+    system = topoc.load(path)
+    at_once = tuple(system.locality.gpu_hosts)
+    monkeypatch.setattr(Locality, "_shape_at_once", lambda *_a: False)
+    again = topoc.load(path)
+    assert tuple(again.locality.gpu_hosts) == at_once
+    assert again.locality.nic_index.tolist() == system.locality.nic_index.tolist()
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_integer_order_keys_sort_as_the_locality_keys(path):
     system = topoc.load(path)

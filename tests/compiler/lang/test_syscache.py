@@ -83,6 +83,29 @@ def test_a_hit_keeps_the_compact_links_and_their_arrays(monkeypatch):
     assert not hit.links._made and hit.links._all is None
 
 
+def test_a_hit_carries_the_levels_and_each_devices_model_number(monkeypatch):
+    """What lint and the cost model would compute again comes back with a hit: each device's
+    distance from the NICs (stored) and its model's number (from the device columns), equal
+    to a fresh compile's."""
+    import numpy as np
+
+    from topoc.compiler.ir import summary as summary_ir
+    fresh = pipeline.load(CLUSTER, {"racks": 2})
+    pipeline.load(CLUSTER, {"racks": 2}, cache=True)
+    _no_elaboration(monkeypatch)
+    hit = pipeline.load(CLUSTER, {"racks": 2}, cache=True)
+    assert "level_array" in hit.memo and "model_numbers" in hit.memo
+    assert np.array_equal(hit.memo["level_array"], summary_ir._level_array(fresh))
+    assert (hit.memo["level_array"] >= 0).any()
+    numbers, models = hit.memo["model_numbers"]
+    assert [models[k] for k in numbers.tolist()] == [d.model for d in hit.devices]
+    ids, by_id = hit.memo["model_ids"]
+    assert ids.tolist() == [id(d.model) for d in hit.devices]
+    assert list(by_id) == sorted(by_id) and all(by_id[k] is m for k, m in zip(ids.tolist(), (
+        d.model for d in hit.devices)))
+    assert hit.gpus == fresh.gpus
+
+
 PARTS = """
 link fast : nvlink { bandwidth = 50 GB/s  latency = 1 us }
 device G : gpu { hbm = 80 GB }
