@@ -240,6 +240,39 @@ def host_shapes(loc: "Locality"):
                copies)
 
 
+def _copy_offsets(ids: list[str], base: int, copies: list[int], plan, nic_cpu):
+    """``gpu_hosts``'s answer for one host shape in offsets, the same for every copy: per GPU
+    offset (offset, socket offset or None, sorted NIC offsets, own NIC's offset, its socket's
+    offset or None). The representative (at ``base``) fixes which of several CPUs is the
+    least name and how NICs sort; every copy is checked to order those names alike (one
+    string comparison per pair and copy), and None is returned when one does not (the caller
+    then sorts each copy's names). Which GPUs share a NIC set, and so which NIC each takes, is
+    a matter of offsets only."""
+    pairs: set[tuple[int, int]] = set()
+
+    def least(offsets: list[int]) -> int | None:
+        if not offsets:
+            return None
+        best = min(offsets, key=lambda x: ids[base + x])
+        pairs.update((best, x) for x in offsets if x != best)
+        return best
+
+    out, sharing = [], defaultdict(list)
+    for o, cpus, nics in plan:
+        near = sorted(nics, key=lambda x: ids[base + x])
+        pairs.update(zip(near, near[1:]))
+        sharing[tuple(near)].append(o)
+        out.append([o, least(cpus), tuple(near)])
+    for row in out:
+        near = row[2]
+        mine = near[sharing[near].index(row[0]) % len(near)] if near else None
+        row += [mine, least(nic_cpu[mine]) if near else None]
+    for x, y in pairs:
+        if not all(ids[f + x] < ids[f + y] for f in copies):
+            return None
+    return [tuple(row) for row in out]
+
+
 class Locality:
     """Locality facts of one system's GPUs; built on first use via ``System.locality``."""
 
@@ -343,13 +376,16 @@ class Locality:
         shape, in offsets from its first device, and every other copy reads them at its own
         offsets. Equal to asking ``_nearest`` GPU by GPU (tests compare them on every library
         file): a search over PCIe, C2C and socket links never leaves its host part."""
+        import numpy as np
+
         system = self.system
         devices, gpus = system.devices, system.gpus
         ids = [d.id for d in devices]
         want = {kind: self._ids(kind) for kind in ("cpu", "nic", "gpu")}
         n = len(gpus)
         socket, nearest, own, nic_socket = [""] * n, [()] * n, [""] * n, [""] * n
-        rank_of_index = dict(zip(self.gpu_index.tolist(), range(n)))
+        rank_at = np.full(len(devices), -1, dtype=np.int64)
+        rank_at[self.gpu_index] = np.arange(n, dtype=np.int64)
         for members, edges, copies in host_shapes(self):
             # the searches, once per shape, on the representative's offsets
             adj: dict[int, list[int]] = defaultdict(list)
@@ -372,12 +408,32 @@ class Locality:
                     if x not in nic_cpu:
                         nic_cpu[x] = search(x, "cpu")
                 plan.append((o, cpus, nics))
+            found = _copy_offsets(ids, base, copies, plan, nic_cpu)
+            if found is not None:
+                # every copy orders its names as the representative does: each rank's socket,
+                # NICs, own NIC and that NIC's socket are at the representative's offsets
+                first = np.asarray(copies, dtype=np.int64)
+                for o, sock, near, mine, mine_sock in found:
+                    ranks = rank_at[first + o].tolist()
+                    if sock is not None:
+                        for r, i in zip(ranks, (first + sock).tolist()):
+                            socket[r] = ids[i]
+                    if near:
+                        rows = zip(*((first + x).tolist() for x in near))
+                        for r, row in zip(ranks, rows):
+                            nearest[r] = tuple(ids[i] for i in row)
+                        for r, i in zip(ranks, (first + mine).tolist()):
+                            own[r] = ids[i]
+                        if mine_sock is not None:
+                            for r, i in zip(ranks, (first + mine_sock).tolist()):
+                                nic_socket[r] = ids[i]
+                continue
             for first in copies:
                 # ids sorted per copy, as ``_nearest`` sorts them (names may order differently)
                 sharing: dict[tuple[str, ...], list[int]] = defaultdict(list)
                 rows = []
                 for o, cpus, nics in plan:
-                    r = rank_of_index[first + o]
+                    r = int(rank_at[first + o])
                     sock = min(ids[first + x] for x in cpus) if cpus else ""
                     near = tuple(sorted(ids[first + x] for x in nics))
                     socket[r], nearest[r] = sock, near
@@ -476,15 +532,17 @@ class Locality:
     @functools.cached_property
     def order_keys(self) -> list[int]:
         """``key`` of every rank as one integer, made once per system: sorting by it gives
-        ``key``'s order (sockets and switches numbered in their ``natural`` order, ties kept
-        tied), and comparing two integers is a fraction of comparing two tuples of strings
-        and numbers (the cost model sorts a 590,000-GPU world by it)."""
+        ``key``'s order (sockets and switches numbered in their ``natural`` order within each
+        island, ties kept tied), and comparing two integers is a fraction of comparing two
+        tuples of strings and numbers (the cost model sorts a 590,000-GPU world by it)."""
         n = len(self.system.gpus)
         sockets = self.gpu_hosts[0]
-        if self._ids("pcie_switch"):
-            switches = [self.pcie_switch(r) for r in range(n)]
-        else:
-            switches = [""] * n
+        switches = [self.pcie_switch(r) for r in range(n)] if self._ids("pcie_switch") \
+            else None
+        found = self._keys_by_index(sockets, switches)
+        if found is not None:
+            return found
+        switches = switches or [""] * n
         numbers = []
         for names in (sockets, switches):
             keys = {name: _natural(name) for name in set(names)}
@@ -494,6 +552,39 @@ class Locality:
         island = self.island
         return [((island[r] * n_sock + sock[sockets[r]]) * n_sw + sw[switches[r]]) * n + r
                 for r in range(n)]
+
+    def _keys_by_index(self, sockets: list[str], switches: list[str] | None) -> list[int] | None:
+        """``order_keys`` from the devices' indices in the compact IR: a socket (a switch) is
+        numbered by (island, device index), which is its ``natural`` order wherever, inside
+        each island, the devices' order is their names' natural order (declaration order
+        numbers arrays as their names do: tray2 before tray10). That is checked on each pair
+        of neighbours in that order, one name parsed per device instead of a sort of every
+        name's key; None when any island orders them otherwise (the caller then sorts the
+        names). Only the order within an island matters: the island comes first in the key."""
+        import numpy as np
+
+        n = len(sockets)
+        index, devices = self.index, self.system.devices
+        island = np.asarray(self.island, dtype=np.int64)
+        span = len(devices) + 1
+        columns = []
+        for names in (sockets, switches):
+            if names is None:
+                columns.append((np.zeros(n, dtype=np.int64), 1))
+                continue
+            at = np.fromiter((index[x] if x else -1 for x in names), dtype=np.int64, count=n)
+            unique, number = np.unique(island * span + at + 1, return_inverse=True)
+            device = (unique % span - 1).tolist()
+            keys = [_natural(devices[d].id) if d >= 0 else ("",) for d in device]
+            same = np.flatnonzero(unique[1:] // span == unique[:-1] // span).tolist()
+            if not all(keys[i] < keys[i + 1] for i in same):
+                return None
+            columns.append((number.reshape(-1).astype(np.int64), len(unique)))
+        (sock, n_sock), (sw, n_sw) = columns
+        if (int(island.max(initial=0)) + 1) * n_sock * n_sw * n >= 2**63:
+            return [((int(i) * n_sock + int(s)) * n_sw + int(w)) * n + r
+                    for r, (i, s, w) in enumerate(zip(island, sock, sw))]
+        return (((island * n_sock + sock) * n_sw + sw) * n + np.arange(n, dtype=np.int64)).tolist()
 
     def nvlink_agents(self, ranks) -> tuple[str, ...] | None:
         """The reducing NVLink switches every GPU of ``ranks`` shares, or None when the group is
