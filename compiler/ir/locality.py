@@ -361,12 +361,24 @@ class Locality:
     def _ids(self, kind: str) -> frozenset[str]:
         """Ids of the devices of ``kind``, once per kind; "nic" means a compute NIC: DPUs and
         storage NICs carry no GPU traffic."""
-        found = self.memo.get("ids", {}).get(kind)
-        if found is None:
-            found = self.memo.setdefault("ids", {})[kind] = frozenset(
-                d.id for d in self.system.devices
-                if d.kind == kind and (kind != "nic" or d.compute_nic))
-        return found
+        table = self.memo.get("ids")
+        if table is None:
+            # one pass over the devices for every kind, by model (a model has one kind and
+            # one role): the passes asked for GPUs, CPUs, NICs and PCIe switches apart
+            by_model: dict[int, tuple[object, list[str]]] = {}
+            for d in self.system.devices:
+                found = by_model.get(id(d.model))
+                if found is None:
+                    found = by_model[id(d.model)] = (d, [])
+                found[1].append(d.id)
+            table = self.memo["ids"] = {}
+            for first, ids in by_model.values():
+                name = "nic" if first.compute_nic else first.kind if first.kind != "nic" \
+                    else "other nic"
+                table.setdefault(name, []).append(ids)
+            for name, lists in table.items():
+                table[name] = frozenset(i for ids in lists for i in ids)
+        return table.get(kind, frozenset())
 
     @functools.cached_property
     def gpu_hosts(self) -> tuple[list[str], list[tuple[str, ...]], list[str], list[str]]:
@@ -458,6 +470,8 @@ class Locality:
     def pcie_switch(self, rank: int) -> str:
         """The PCIe switch directly above the GPU ('' when none)."""
         switches = self._ids("pcie_switch")
+        if not switches:        # no switch to find: the host links are not gathered for it
+            return ""
         ups = sorted(n for n in self.host_adj.get(self.system.gpus[rank].id, ())
                      if n in switches)
         return ups[0] if ups else ""
