@@ -76,6 +76,7 @@ class Resources:
         self._paths: dict[tuple[str, str], tuple[tuple, ...]] = {}
         self._marked: dict[tuple[str, str], tuple[tuple[tuple, bool], ...]] = {}
         self._links_at: dict[str, dict[str, object]] = {}
+        self._classes: dict[str, str] = {}
         self._latency: dict[tuple[str, str], float] = {}
         self.capacity: dict[tuple, float] = {}
         self.example: dict[tuple, tuple[str, str]] = {}     # resource -> (link id, link class)
@@ -135,17 +136,25 @@ class Resources:
             links = [link]
         else:
             low, high, way = (u, v, "up") if tu < tv else (v, u, "down")
-            cls = device_class(high)
+            cls = self._device_class(high)
             pool = self._pool(low) if link.cls in SCALEOUT_CLASSES else (low,)
             key = (way, pool[0], cls, link.cls)
             links = [] if key in self.capacity else [
                 d["link"] for member in pool for w, edges in self.graph[member].items()
-                if device_class(w) == cls for d in edges.values() if d["link"].cls == link.cls]
+                if self._device_class(w) == cls for d in edges.values()
+                if d["link"].cls == link.cls]
         if key not in self.capacity:
             self.capacity[key] = sum(x.bandwidth * self._efficiency(x) for x in links)
             first = min(links, key=lambda x: x.id)
             self.example[key] = (first.id, first.cls)
         return key
+
+    def _device_class(self, device_id: str) -> str:
+        """``device_class``, once per device (a hop's bundle asks at every new path)."""
+        found = self._classes.get(device_id)
+        if found is None:
+            found = self._classes[device_id] = device_class(device_id)
+        return found
 
     def _pool(self, device_id: str) -> tuple[str, ...]:
         """The NICs one GPU drives together (``Locality.nic_pool``): one resource of their

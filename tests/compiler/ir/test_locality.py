@@ -275,3 +275,18 @@ def test_order_keys_sort_names_when_the_declaration_order_is_not_theirs():
     loc = system.locality
     assert loc._keys_by_index(loc.gpu_hosts[0], None) is not None
     assert sorted(ranks, key=lambda r: loc.order_keys[r]) == sorted(ranks, key=loc.key)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_host_adjacency_read_per_device_equals_a_table_of_every_host_link(path):
+    # the lazy view must list what a dict filled from every host link listed, in link order
+    system = topoc.load(path)
+    loc = system.locality
+    a, b = loc._host_ends
+    table: dict[str, list[str]] = {}
+    for x, y in zip(a.tolist(), b.tolist()):
+        u, v = system.devices[x].id, system.devices[y].id
+        table.setdefault(u, []).append(v)
+        table.setdefault(v, []).append(u)
+    assert all(loc.host_adj[d.id] == table.get(d.id, []) for d in system.devices)
+    assert all(loc.host_adj.get(d.id, ()) == table.get(d.id, ()) for d in system.devices)
