@@ -337,8 +337,9 @@ class System:
 
     @functools.cached_property
     def gpus(self) -> tuple[Device, ...]:
-        """GPUs in world-rank order."""
-        return tuple(d for d in self.devices if d.kind == "gpu")
+        """GPUs in world-rank order (the model's kind read directly: one pass over millions
+        of devices pays no property call per device)."""
+        return tuple(d for d in self.devices if d.model.kind == "gpu")
 
     @functools.cached_property
     def gpu_models(self) -> dict[str, DeviceModel]:
