@@ -52,6 +52,19 @@ def _natural(device_id: str) -> tuple:
     return tuple(parts)
 
 
+#: Every ASCII digit as 0: two ids with one shape have their digit runs at the same places
+#: and of the same lengths.
+_DIGIT_SHAPE = str.maketrans("0123456789", "0000000000")
+
+
+def _natural_less(a: str, b: str, same_shape: bool) -> bool:
+    """``_natural(a) < _natural(b)``. Two ids of one digit shape compare as plain strings do:
+    their parts line up, equal-length digit runs compare as numbers do, and the first
+    differing character lies in the first differing part; only ids of different shapes are
+    parsed (tray9 against tray10, not cpu0 against cpu1)."""
+    return a < b if same_shape else _natural(a) < _natural(b)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def natural(device_id: str) -> tuple:
     """A sort key that compares the numbers in an id as numbers: tray2 before tray10 (cached:
@@ -339,10 +352,12 @@ class Locality:
         _, first, inverse = np.unique(roots, return_index=True, return_inverse=True)
         number = np.empty(len(first), np.int64)
         number[np.argsort(first, kind="stable")] = np.arange(len(first))
-        self.island: list[int] = number[inverse.reshape(-1)].tolist()
-        self.island_ranks: list[list[int]] = [[] for _ in range(len(first))]
-        for r, i in enumerate(self.island):
-            self.island_ranks[i].append(r)
+        island = number[inverse.reshape(-1)]
+        self.island: list[int] = island.tolist()
+        # each island's ranks ascending: a stable sort by island, cut at the counts
+        order = np.argsort(island, kind="stable")
+        cuts = np.cumsum(np.bincount(island, minlength=len(first)))[:-1]
+        self.island_ranks: list[list[int]] = [part.tolist() for part in np.split(order, cuts)]
         # An NVLink domain is named by its smallest device id, as the string-keyed pass named it.
         name: dict[int, str] = {}
         members: dict[int, list[str]] = defaultdict(list)
@@ -610,10 +625,11 @@ class Locality:
                 continue
             at = np.fromiter((index[x] if x else -1 for x in names), dtype=np.int64, count=n)
             unique, number = np.unique(island * span + at + 1, return_inverse=True)
-            device = (unique % span - 1).tolist()
-            keys = [_natural(devices[d].id) if d >= 0 else ("",) for d in device]
+            names = [devices[d].id if d >= 0 else "" for d in (unique % span - 1).tolist()]
+            shapes = [name.translate(_DIGIT_SHAPE) for name in names]
             same = np.flatnonzero(unique[1:] // span == unique[:-1] // span).tolist()
-            if not all(keys[i] < keys[i + 1] for i in same):
+            if not all(_natural_less(names[i], names[i + 1], shapes[i] == shapes[i + 1])
+                       for i in same):
                 return None
             columns.append((number.reshape(-1).astype(np.int64), len(unique)))
         (sock, n_sock), (sw, n_sw) = columns

@@ -290,3 +290,20 @@ def test_host_adjacency_read_per_device_equals_a_table_of_every_host_link(path):
         table.setdefault(v, []).append(u)
     assert all(loc.host_adj[d.id] == table.get(d.id, []) for d in system.devices)
     assert all(loc.host_adj.get(d.id, ()) == table.get(d.id, ()) for d in system.devices)
+
+
+def test_ids_of_one_digit_shape_compare_naturally_as_plain_strings():
+    # the order keys' check parses only ids whose digits sit elsewhere; every other pair is
+    # compared as strings, which must be the natural order
+    import random
+
+    from topoc.compiler.ir.locality import _DIGIT_SHAPE, _natural, _natural_less
+    rng = random.Random(7)
+    alphabet = "ab.0123456789_"
+    for _ in range(20000):
+        a, b = ("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+                for _ in range(2))
+        same = a.translate(_DIGIT_SHAPE) == b.translate(_DIGIT_SHAPE)
+        assert _natural_less(a, b, same) == (_natural(a) < _natural(b)), (a, b)
+    assert _natural_less("rack9.cpu0", "rack10.cpu0", False)
+    assert not _natural_less("rack9.cpu0", "rack10.cpu0", True)    # as strings: wrong
