@@ -26,6 +26,7 @@ from pathlib import Path
 import attrs
 
 from ..base.cachefile import cache_dir
+from ..base.gcpause import gc_paused
 from ..base.version import VERSION
 from ..lang import pipeline
 from ..ir import degrade
@@ -577,6 +578,7 @@ def _storable(outcome: Outcome):
     return row
 
 
+@gc_paused()
 def plan(system: System, model: Transformer, base: Training, gpus: int | None = None,
          fixed: Mapping[str, object] | None = None, jobs: int = 1, ray: str | None = None,
          source: dict | None = None, use_cache: bool = True,

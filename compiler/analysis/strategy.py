@@ -321,9 +321,12 @@ def _groups_by_period(system: System, p: ParallelStrategy, dim: str):
         return None
     first, offsets = group_translates(p, dim)
     step = np.asarray(offsets, dtype=np.int64)
-    _, at = np.unique(first % s, return_index=True)
+    # the first group of each residue (``np.unique``'s first indices, without its sort of
+    # every group's first rank: a pass that keeps each residue's least index)
+    at = np.full(s, len(first), dtype=np.int64)
+    np.minimum.at(at, first % s, np.arange(len(first), dtype=np.int64))
     kinds: dict[tuple, RankGroup] = {}
-    for i in sorted(at.tolist()):
+    for i in sorted(at[at < len(first)].tolist()):
         ranks = int(first[i]) + step
         island = ranks // s
         runs = np.diff(np.flatnonzero(np.diff(island, prepend=-1, append=-1)))

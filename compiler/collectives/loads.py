@@ -74,6 +74,9 @@ class Resources:
         self.kind = self.router.kind
         self._levels: dict[str, int] | None = None
         self._paths: dict[tuple[str, str], tuple[tuple, ...]] = {}
+        self._marked: dict[tuple[str, str], tuple[tuple[tuple, bool], ...]] = {}
+        self._links_at: dict[str, dict[str, object]] = {}
+        self._classes: dict[str, str] = {}
         self._latency: dict[tuple[str, str], float] = {}
         self.capacity: dict[tuple, float] = {}
         self.example: dict[tuple, tuple[str, str]] = {}     # resource -> (link id, link class)
@@ -133,17 +136,25 @@ class Resources:
             links = [link]
         else:
             low, high, way = (u, v, "up") if tu < tv else (v, u, "down")
-            cls = device_class(high)
+            cls = self._device_class(high)
             pool = self._pool(low) if link.cls in SCALEOUT_CLASSES else (low,)
             key = (way, pool[0], cls, link.cls)
             links = [] if key in self.capacity else [
                 d["link"] for member in pool for w, edges in self.graph[member].items()
-                if device_class(w) == cls for d in edges.values() if d["link"].cls == link.cls]
+                if self._device_class(w) == cls for d in edges.values()
+                if d["link"].cls == link.cls]
         if key not in self.capacity:
             self.capacity[key] = sum(x.bandwidth * self._efficiency(x) for x in links)
             first = min(links, key=lambda x: x.id)
             self.example[key] = (first.id, first.cls)
         return key
+
+    def _device_class(self, device_id: str) -> str:
+        """``device_class``, once per device (a hop's bundle asks at every new path)."""
+        found = self._classes.get(device_id)
+        if found is None:
+            found = self._classes[device_id] = device_class(device_id)
+        return found
 
     def _pool(self, device_id: str) -> tuple[str, ...]:
         """The NICs one GPU drives together (``Locality.nic_pool``): one resource of their
@@ -164,6 +175,17 @@ class Resources:
             if staging is not None:
                 found += (staging,)
             self._paths[key] = found
+        return found
+
+    def crossed_nics(self, src: str, dst: str) -> tuple[tuple[tuple, bool], ...]:
+        """``crossed`` with, for each resource, whether it is a NIC's scale-out bundle (one
+        ``net_channel`` shares per channel): once per pair, so a ring's transfers on every
+        channel ask only about the resources that have shares."""
+        key = (src, dst)
+        found = self._marked.get(key)
+        if found is None:
+            found = self._marked[key] = tuple((r, self._nic_bundle(r))
+                                              for r in self.crossed(src, dst))
         return found
 
     def staging(self, src: str, dst: str, hops: tuple[tuple, ...]) -> tuple | None:
@@ -199,22 +221,31 @@ class Resources:
         """The per-channel share of a NIC's scale-out bundle: NCCL drives a NIC with
         CHANNELS_PER_NIC channels, each at that fraction of the NIC (docs/cost.md). None when
         ``resource`` is not a NIC's scale-out bundle."""
-        way, low = resource[0], resource[1]
-        if way not in ("up", "down") or resource[3] not in SCALEOUT_CLASSES or \
-                self.kind.get(low) != "nic":
+        if not self._nic_bundle(resource):
             return None
+        way, low = resource[0], resource[1]
         key = ("netchan", low, way, channel)
         if key not in self.capacity:
             self.capacity[key] = self.capacity[resource] / CHANNELS_PER_NIC
             self.example[key] = self.example[resource]
         return key
 
+    def _nic_bundle(self, resource: tuple) -> bool:
+        """Whether ``resource`` is a NIC's scale-out bundle (what ``net_channel`` shares)."""
+        return resource[0] in ("up", "down") and resource[3] in SCALEOUT_CLASSES and \
+            self.kind.get(resource[1]) == "nic"
+
     def _link(self, at: str, link_id: str):
-        for edges in self.graph[at].values():
-            for d in edges.values():
-                if d["link"].id == link_id:
-                    return d["link"]
-        raise KeyError(link_id)
+        """The link ``link_id`` at device ``at``, from a table of the device's links by id
+        made when first asked (the adjacency files each link under its id): a path's hop
+        through an NVLink switch chip no longer spells out the ids of its 72 links."""
+        table = self._links_at.get(at)
+        if table is None:
+            table = self._links_at[at] = {}
+            for edges in self.graph[at].values():
+                for k, d in edges.items():
+                    table.setdefault(k, d["link"])
+        return table[link_id]
 
     def classes(self, resources) -> set[str]:
         """Link classes of ``resources``."""
@@ -233,12 +264,16 @@ class Loads:
         also on that channel's share of every NIC it crosses."""
         if src == dst:
             return
-        for r in self.resources.crossed(src, dst):
-            self.bytes[r] += nbytes
-            if channel is not None:
-                share = self.resources.net_channel(r, channel)
-                if share is not None:
-                    self.bytes[share] += nbytes
+        found = self.bytes
+        if channel is None:
+            for r in self.resources.crossed(src, dst):
+                found[r] += nbytes
+            return
+        resources = self.resources
+        for r, nic in resources.crossed_nics(src, dst):
+            found[r] += nbytes
+            if nic:
+                found[resources.net_channel(r, channel)] += nbytes
 
     def busiest(self) -> tuple[float, tuple | None]:
         """Seconds the busiest resource needs for its bytes, and that resource; among equally

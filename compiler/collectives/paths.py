@@ -70,7 +70,9 @@ class Router:
         return self.cache[key]
 
     def _edge_cost(self, u: str, v: str, data: dict, ends: tuple[str, str],
-                   bucket: int) -> float | None:
+                   bucket: int, link_id: str | None = None) -> float | None:
+        """One hop's cost over the link ``data`` holds (``link_id``: its id, the key the
+        adjacency files it under, passed so that it is not spelled out again)."""
         if self.classes is not None and data["cls"] not in self.classes:
             return None                        # networkx hides an edge whose weight is None
         cost = HOP_COST[data["cls"]]
@@ -83,7 +85,7 @@ class Router:
                         GPU_TRANSIT if kind == "gpu" else CPU_TRANSIT if kind == "cpu" else 0.0
                 cost += transit
         # A tie-break far below any real cost difference, stable across runs and platforms.
-        key = (data["link"].id, bucket)
+        key = (data["link"].id if link_id is None else link_id, bucket)
         salt = self._salt.get(key)
         if salt is None:
             salt = self._salt[key] = zlib.crc32(f"{key[0]}|{bucket}".encode()) / 2**32 * 1e-3
@@ -109,8 +111,8 @@ class Router:
             w = known.get((u, v), _UNKNOWN)
             if w is not _UNKNOWN:
                 return w
-            costs = [c for d in edges.values()
-                     if (c := self._edge_cost(u, v, d, ends, bucket)) is not None]
+            costs = [c for k, d in edges.items()
+                     if (c := self._edge_cost(u, v, d, ends, bucket, k)) is not None]
             w = min(costs) if costs else None
             # a hop between devices no path pays to cross (NICs, switches) weighs the same
             # for every pair of ends: kept for the next search
@@ -178,8 +180,8 @@ class Router:
             found = self._near_hops[key] = {}
             for w, edges in self.graph[node].items():
                 ends = (node, w)
-                best = min(((c, d["link"].id) for d in edges.values()
-                            if (c := self._edge_cost(node, w, d, ends, bucket)) is not None),
+                best = min(((c, k) for k, d in edges.items()
+                            if (c := self._edge_cost(node, w, d, ends, bucket, k)) is not None),
                            default=None)
                 if best is not None:
                     found[w] = best

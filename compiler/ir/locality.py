@@ -53,6 +53,19 @@ def _natural(device_id: str) -> tuple:
     return tuple(parts)
 
 
+#: Every ASCII digit as 0: two ids with one shape have their digit runs at the same places
+#: and of the same lengths.
+_DIGIT_SHAPE = str.maketrans("0123456789", "0000000000")
+
+
+def _natural_less(a: str, b: str, same_shape: bool) -> bool:
+    """``_natural(a) < _natural(b)``. Two ids of one digit shape compare as plain strings do:
+    their parts line up, equal-length digit runs compare as numbers do, and the first
+    differing character lies in the first differing part; only ids of different shapes are
+    parsed (tray9 against tray10, not cpu0 against cpu1)."""
+    return a < b if same_shape else _natural(a) < _natural(b)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def natural(device_id: str) -> tuple:
     """A sort key that compares the numbers in an id as numbers: tray2 before tray10 (cached:
@@ -332,23 +345,14 @@ class Locality:
         return _components(np.arange(len(self.system.devices), dtype=np.int32), a, b)
 
     @functools.cached_property
-    def host_adj(self) -> dict[str, list[str]]:
+    def host_adj(self) -> "relocate.HostAdj":
         """Device id -> its neighbours over PCIe, C2C and socket links (both ways, link
-        order): made when a search first asks (lint's and diff's per-host passes read
-        ``host_shapes`` instead; 0.5 s of ids at 16,384 DGX nodes). A degraded system's
-        searches visit only the host parts its failure touches: they read each device's
-        neighbours from the incidence when asked (``relocate``), not a table of all."""
-        if "locality.base" in self.system.memo:
-            return relocate.HostAdj(self.system)
-        a, b = self._host_ends
-        ids = self.system.devices
-        host_adj: dict[str, list[str]] = defaultdict(list)
-        with gc_paused():
-            for x, y in zip(a.tolist(), b.tolist()):
-                u, v = ids[x].id, ids[y].id
-                host_adj[u].append(v)
-                host_adj[v].append(u)
-        return host_adj
+        order), each device's list made when a search first reads it from the system's
+        incidence (``relocate.HostAdj``: a table of every host link's ids cost 0.5 s at
+        16,384 DGX nodes and more at 8,192 NVL72 racks, where the cost model asks about a
+        few NICs' hosts; a degraded system's searches visit only the host parts its
+        failure touches)."""
+        return relocate.HostAdj(self.system)
 
     @_memo
     def _nearest(self, gpu_id: str, kind: str) -> tuple[str, ...]:
@@ -554,6 +558,8 @@ class Locality:
         if not self._has_pcie_switches:
             return ""           # no such model: no id set of every device, no adjacency
         switches = self._ids("pcie_switch")
+        if not switches:        # no switch to find: the host links are not gathered for it
+            return ""
         ups = sorted(n for n in self.host_adj.get(self.system.gpus[rank].id, ())
                      if n in switches)
         return ups[0] if ups else ""
@@ -649,6 +655,9 @@ class Locality:
         else:
             switches = [""] * n
         self.memo["order.switches"] = switches
+        found = self._keys_by_index(sockets, switches if self._has_pcie_switches else None)
+        if found is not None:
+            return found
         numbers = []
         for names in (sockets, switches):
             distinct, inverse = np.unique(np.array(names, dtype=object), return_inverse=True)
@@ -663,6 +672,40 @@ class Locality:
             return (((island * n_sock + sock) * n_sw + sw) * n + np.arange(n)).tolist()
         island, sock, sw = self.island, sock.tolist(), sw.tolist()
         return [((island[r] * n_sock + sock[r]) * n_sw + sw[r]) * n + r for r in range(n)]
+
+    def _keys_by_index(self, sockets: list[str], switches: list[str] | None) -> list[int] | None:
+        """``order_keys`` from the devices' indices in the compact IR: a socket (a switch) is
+        numbered by (island, device index), which is its ``natural`` order wherever, inside
+        each island, the devices' order is their names' natural order (declaration order
+        numbers arrays as their names do: tray2 before tray10). That is checked on each pair
+        of neighbours in that order, one name parsed per device instead of a sort of every
+        name's key; None when any island orders them otherwise (the caller then sorts the
+        names). Only the order within an island matters: the island comes first in the key."""
+        import numpy as np
+
+        n = len(sockets)
+        index, devices = self.index, self.system.devices
+        island = np.asarray(self.island, dtype=np.int64)
+        span = len(devices) + 1
+        columns = []
+        for names in (sockets, switches):
+            if names is None:
+                columns.append((np.zeros(n, dtype=np.int64), 1))
+                continue
+            at = np.fromiter((index[x] if x else -1 for x in names), dtype=np.int64, count=n)
+            unique, number = np.unique(island * span + at + 1, return_inverse=True)
+            names = [devices[d].id if d >= 0 else "" for d in (unique % span - 1).tolist()]
+            shapes = [name.translate(_DIGIT_SHAPE) for name in names]
+            same = np.flatnonzero(unique[1:] // span == unique[:-1] // span).tolist()
+            if not all(_natural_less(names[i], names[i + 1], shapes[i] == shapes[i + 1])
+                       for i in same):
+                return None
+            columns.append((number.reshape(-1).astype(np.int64), len(unique)))
+        (sock, n_sock), (sw, n_sw) = columns
+        if (int(island.max(initial=0)) + 1) * n_sock * n_sw * n >= 2**63:
+            return [((int(i) * n_sock + int(s)) * n_sw + int(w)) * n + r
+                    for r, (i, s, w) in enumerate(zip(island, sock, sw))]
+        return (((island * n_sock + sock) * n_sw + sw) * n + np.arange(n, dtype=np.int64)).tolist()
 
     def nvlink_agents(self, ranks) -> tuple[str, ...] | None:
         """The reducing NVLink switches every GPU of ``ranks`` shares, or None when the group is

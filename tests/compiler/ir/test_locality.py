@@ -254,3 +254,111 @@ def test_reach_labels_are_the_components_of_the_links_of_those_classes(path):
             got.setdefault(x, []).append(i)
         assert sorted(got.values()) == expected
         assert all(x == min(members) for x, members in got.items())
+
+
+#: Twelve GPUs, each between two CPUs whose names sort the other way round from copy to copy
+#: (row.c2 before row.c14, row.c12 before row.c0 is false: "row.c0" < "row.c12"), so one host
+#: shape whose copies disagree on which socket name is least.
+FLIPPED = """
+link pcie4 : pcie { bandwidth = 32 GB/s latency = 1 us }
+device G : gpu { hbm = 80 GB hbm_bandwidth = 2 TB/s }
+device C : cpu { memory = 512 GB }
+group Row {
+  g[12] : G
+  c[24] : C
+  g[i] <-> c[i] : pcie4
+  g[i] <-> c[i + 12] : pcie4
+}
+system row : Row
+"""
+
+
+def test_copies_that_order_their_names_differently_are_each_sorted():
+    import numpy as np
+
+    from topoc.compiler.ir.locality import host_shapes
+    system = topoc.compile(FLIPPED, "row.topo")
+    loc = system.locality
+    assert tuple(loc.gpu_hosts) == _search_each_gpu(loc, system)
+    assert loc.gpu_hosts[0][0] == "row.c0" and loc.gpu_hosts[0][2] == "row.c14"
+    # the shape's copies disagree, so the offsets of its representative are not used
+    ids = np.array([d.id for d in system.devices], dtype=object)
+    (members, edges, copies), = host_shapes(loc)
+    plan = [(0, [12, 24], [])]
+    n = len(system.gpus)
+
+    def at_once(firsts) -> bool:
+        socket, own, nic_socket = (np.full(n, "", dtype=object) for _ in range(3))
+        return loc._shape_at_once(ids, np.asarray(firsts, dtype=np.int64), plan, {}, socket,
+                                  [()] * n, own, nic_socket)
+    assert not at_once(copies)
+    assert at_once(copies[:2])
+
+
+#: One island, its GPUs on two sockets declared in the opposite order to their names' order.
+SWAPPED = """
+link pcie4 : pcie { bandwidth = 32 GB/s latency = 1 us }
+link upi : inter_socket { bandwidth = 40 GB/s latency = 1 us }
+device G : gpu { hbm = 80 GB hbm_bandwidth = 2 TB/s }
+device C : cpu { memory = 512 GB }
+group Node {
+  cpu_b : C
+  cpu_a : C
+  gpu[4] : G
+  gpu[0] <-> cpu_b : pcie4
+  gpu[1] <-> cpu_a : pcie4
+  gpu[2] <-> cpu_b : pcie4
+  gpu[3] <-> cpu_a : pcie4
+  cpu_a <-> cpu_b : upi
+}
+group Row { node[11] : Node }
+system row : Row
+"""
+
+
+def test_order_keys_sort_names_when_the_declaration_order_is_not_theirs():
+    # cpu_b is declared first, so device order puts it before cpu_a: the keys from indices
+    # would be wrong and the names are sorted instead; in node order (node10 after node9) the
+    # indices agree with the names and no name is sorted
+    system = topoc.compile(SWAPPED, "row.topo")
+    loc = system.locality
+    ranks = range(len(system.gpus))
+    assert loc._keys_by_index(loc.gpu_hosts[0], None) is None
+    assert sorted(ranks, key=lambda r: loc.order_keys[r]) == sorted(ranks, key=loc.key)
+    assert sorted(range(4), key=lambda r: loc.order_keys[r]) == [1, 3, 0, 2]
+    system = topoc.compile(SWAPPED.replace("cpu_b", "cpu_0"), "row.topo")
+    loc = system.locality
+    assert loc._keys_by_index(loc.gpu_hosts[0], None) is not None
+    assert sorted(ranks, key=lambda r: loc.order_keys[r]) == sorted(ranks, key=loc.key)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_host_adjacency_read_per_device_equals_a_table_of_every_host_link(path):
+    # the lazy view must list what a dict filled from every host link listed, in link order
+    system = topoc.load(path)
+    loc = system.locality
+    a, b = loc._host_ends
+    table: dict[str, list[str]] = {}
+    for x, y in zip(a.tolist(), b.tolist()):
+        u, v = system.devices[x].id, system.devices[y].id
+        table.setdefault(u, []).append(v)
+        table.setdefault(v, []).append(u)
+    assert all(loc.host_adj[d.id] == table.get(d.id, []) for d in system.devices)
+    assert all(loc.host_adj.get(d.id, ()) == table.get(d.id, ()) for d in system.devices)
+
+
+def test_ids_of_one_digit_shape_compare_naturally_as_plain_strings():
+    # the order keys' check parses only ids whose digits sit elsewhere; every other pair is
+    # compared as strings, which must be the natural order
+    import random
+
+    from topoc.compiler.ir.locality import _DIGIT_SHAPE, _natural, _natural_less
+    rng = random.Random(7)
+    alphabet = "ab.0123456789_"
+    for _ in range(20000):
+        a, b = ("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+                for _ in range(2))
+        same = a.translate(_DIGIT_SHAPE) == b.translate(_DIGIT_SHAPE)
+        assert _natural_less(a, b, same) == (_natural(a) < _natural(b)), (a, b)
+    assert _natural_less("rack9.cpu0", "rack10.cpu0", False)
+    assert not _natural_less("rack9.cpu0", "rack10.cpu0", True)    # as strings: wrong
