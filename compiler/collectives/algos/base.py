@@ -186,7 +186,14 @@ def hosts(system: System, ranks: Sequence[int]) -> int:
 
         index = loc.gpu_index[np.asarray(ranks, dtype=np.int64)] if len(ranks) else []
         return len(np.unique(loc.host_labels[index])) if len(ranks) else 0
-    seen: dict[str, int] = {}
+    return hosts_by_search(system, ranks)
+
+
+def hosts_by_search(system: System, ranks: Sequence[int]) -> int:
+    """``hosts`` by a search over the host links from each GPU (for a locality view of
+    another system's devices, and as the check of the labels' count)."""
+    adj = system.locality.host_adj
+    seen: set[str] = set()
     count = 0
     for r in ranks:
         start = system.gpus[r].id
@@ -194,12 +201,11 @@ def hosts(system: System, ranks: Sequence[int]) -> int:
             continue
         count += 1
         frontier = [start]
-        seen[start] = count
+        seen.add(start)
         while frontier:
-            node = frontier.pop()
-            for other in loc.host_adj[node]:
+            for other in adj[frontier.pop()]:
                 if other not in seen:
-                    seen[other] = count
+                    seen.add(other)
                     frontier.append(other)
     return count
 

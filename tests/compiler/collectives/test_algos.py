@@ -162,20 +162,5 @@ def test_hosts_from_the_labels_are_the_host_searches(path):
     the host links from each GPU counts the same, for the world and for its first half."""
     from topoc.compiler.collectives.algos import base
     system = topoc.load(path)
-    loc = system.locality
     for ranks in (range(len(system.gpus)), range(len(system.gpus) // 2)):
-        seen: set[str] = set()
-        count = 0
-        for r in ranks:
-            start = system.gpus[r].id
-            if start in seen:
-                continue
-            count += 1
-            seen.add(start)
-            frontier = [start]
-            while frontier:
-                for other in loc.host_adj[frontier.pop()]:
-                    if other not in seen:
-                        seen.add(other)
-                        frontier.append(other)
-        assert base.hosts(system, list(ranks)) == count
+        assert base.hosts(system, list(ranks)) == base.hosts_by_search(system, ranks)
