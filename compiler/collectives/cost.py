@@ -79,12 +79,49 @@ def _sample(system: System, ranks: Sequence[int]) -> tuple[int, ...]:
 def _gpu_facts(system: System, ranks: Sequence[int]) -> tuple[int | None, int]:
     """Compute capability and NVLink lanes of the group's first GPU (groups are uniform)."""
     first = system.gpus[ranks[0]]
-    # over the links' integer ends (links_of would build every device's link list)
-    src, dst, lanes = system.ends.arrays(lambda t: t.cls == "nvlink", ("src", "dst", "lanes"))
     loc = system.locality
     at = loc.gpu_index[ranks[0]] if loc.system.devices is system.devices else \
         device_indices(system)[first.id]
-    return first.model.attr("sm"), int(lanes[(src == at) | (dst == at)].sum(dtype="int64"))
+    return first.model.attr("sm"), int(_nvlink_lanes(system)[at])
+
+
+def _nvlink_lanes(system: System):
+    """Each device's NVLink lanes (a link joining a device to itself counted once), in numpy
+    by device index, made once per system over the links' integer ends: the plan costs a
+    thousand groups, and a pass over every link per group was most of its time at 8,192
+    racks."""
+    found = system.memo.get("cost.nvlink_lanes")
+    if found is None:
+        import numpy as np
+
+        src, dst, lanes = system.ends.arrays(lambda t: t.cls == "nvlink",
+                                             ("src", "dst", "lanes"))
+        n = len(system.devices)
+        weights = lanes.astype(np.int64)
+        loops = src == dst
+        found = np.bincount(src, weights, n) + np.bincount(dst, weights, n) \
+            - np.bincount(src[loops], weights[loops], n)
+        found = system.memo["cost.nvlink_lanes"] = found.astype(np.int64)
+    return found
+
+
+def _first_scaleout(system: System):
+    """Each device's first scale-out link in declaration order (-1: none) and every such
+    link's type code, made once per system (as ``_nvlink_lanes``)."""
+    found = system.memo.get("cost.first_scaleout")
+    if found is None:
+        import numpy as np
+
+        src, dst, codes = system.ends.arrays(lambda t: t.cls in ("infiniband", "ethernet"),
+                                             ("src", "dst", "type"))
+        n = len(system.devices)
+        first = np.full(n, len(src), dtype=np.int64)
+        order = np.arange(len(src), dtype=np.int64)
+        np.minimum.at(first, src, order)
+        np.minimum.at(first, dst, order)
+        first[first == len(src)] = -1
+        found = system.memo["cost.first_scaleout"] = (first, codes.copy())
+    return found
 
 
 def _transport(system: System, ranks: Sequence[int]) -> transports.Transport | None:
@@ -97,15 +134,11 @@ def _transport(system: System, ranks: Sequence[int]) -> transports.Transport | N
     at = int(loc.nic_index[ranks[0]]) if loc.system.devices is system.devices else \
         device_indices(system)[nic]
     device = system.devices[at]
-    # the class of the NIC's first scale-out link in declaration order (links_of's first),
-    # over the links' integer ends
-    e = system.ends
-    src, dst, codes = e.arrays(lambda t: t.cls in ("infiniband", "ethernet"),
-                               ("src", "dst", "type"))
-    found = (src == at) | (dst == at)
-    first = int(found.argmax()) if found.any() else None
-    return transports.of_nic(device.model, e.types[int(codes[first])].cls
-                             if first is not None else "infiniband")
+    # the class of the NIC's first scale-out link in declaration order (links_of's first)
+    first, codes = _first_scaleout(system)
+    link = int(first[at])
+    return transports.of_nic(device.model, system.ends.types[int(codes[link])].cls
+                             if link >= 0 else "infiniband")
 
 
 def _nic_bytes_per_s(system: System, rank: int) -> float:
