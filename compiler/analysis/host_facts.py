@@ -113,8 +113,15 @@ def nic_facts(system: System, kinds: Kinds) -> list[dict]:
         i = index[x]
         return [o for o in (devices[j].id for j in neighbours[start[i]:start[i + 1]])
                 if o in pos and kind[o] in ("cpu", "pcie_switch")]
+    return nic_places(kinds.get("nic", ()), adj, kind, pos)
+
+
+def nic_places(nics, adj, kind: dict[str, str], pos: dict[str, int]) -> list[dict]:
+    """Per NIC: model, its PCIe switch and its CPU as host-relative positions, by a search
+    from the NIC over ``adj`` (id -> neighbour ids) through PCIe switches only, neighbours
+    in natural order, stopping at the first CPU."""
     out = []
-    for n in kinds.get("nic", ()):
+    for n in nics:
         switch = cpu = None
         seen, frontier = {n.id}, [n.id]
         while frontier and cpu is None:      # nearest CPU through PCIe switches only

@@ -9,9 +9,9 @@ from collections import Counter, defaultdict
 import pytest
 
 import topoc
+from topoc.compiler.analysis import host_facts
 from topoc.compiler.analysis.host_facts import by_kind, gpu_facts, nic_facts
 from topoc.compiler.ir.hosts import hosts
-from topoc.compiler.ir.locality import natural
 from topoc.importers.detect import load_any
 
 from ...conftest import LIBRARY
@@ -55,24 +55,8 @@ def _by_links(system, kinds):
             if ln.cls == "pcie" and other in pos:
                 adj[d].append(other)
     kind = {d.id: d.kind for k in kinds for d in kinds[k]}
-    nics = []
-    for n in kinds.get("nic", ()):
-        switch = cpu = None
-        seen, frontier = {n.id}, [n.id]
-        while frontier and cpu is None:
-            nxt = []
-            for x in frontier:
-                for y in sorted(adj[x], key=natural):
-                    if y in seen:
-                        continue
-                    seen.add(y)
-                    if kind[y] == "cpu" and cpu is None:
-                        cpu = pos[y]
-                    elif kind[y] == "pcie_switch":
-                        switch = pos[y] if switch is None else switch
-                        nxt.append(y)
-            frontier = nxt
-        nics.append({"model": n.model.name, "switch": switch, "cpu": cpu})
+    # the search is host_facts' own; what is checked is the adjacency read from the arrays
+    nics = host_facts.nic_places(kinds.get("nic", ()), adj.__getitem__, kind, pos)
     return gpus, nics
 
 
