@@ -6,7 +6,10 @@
 
 The rows are the checks of tests/serving_runs.csv (tests/serving_rows.py). topoc's figure for
 each is its leave-one-source-out prediction (the ``--loso`` output's per-check lines: the
-analytic figure, and for TTFT also the simulated closed loop). The peer is NVIDIA's
+analytic figure, and the simulated closed loop: for TTFT as the row's client runs it, the
+headline). The medians are printed over every check of a kind and over the
+protocol-consistent TTFT checks (benchmarks/infer_validation.py ``consistent``: issue 43's
+alternative TTFT target, docs/infer.md). The peer is NVIDIA's
 AIConfigurator (`aiconfigurator cli estimate --estimate-mode agg`, run by
 aiconfigurator/run_rows.py in its own venv; nothing of it is fitted here): the row's model,
 GPU, engine (TensorRT-LLM for TensorRT-LLM's and NIM's rows, vLLM's, SGLang's), precision, TP /
@@ -30,6 +33,9 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests import serving_rows as S  # noqa: E402
+
+sys.path.insert(0, str(HERE.parent))
+import infer_validation as V  # noqa: E402
 
 PEER = HERE / "aiconfigurator"
 MODELS = {"llama3_8b": "meta-llama/Meta-Llama-3.1-8B", "llama3_70b": "meta-llama/Meta-Llama-3.1-70B",
@@ -90,14 +96,15 @@ def run_peer(rows: list[dict], cache: str | None = None) -> dict[str, dict]:
 def topoc_loso(path: str) -> dict[tuple[str, str], tuple[float, float]]:
     """(row, metric) -> (analytic error, simulated error) from a ``--loso`` output (its
     every-held-out-check lines: 7 fields, or 8 with the simulated loop run as the row's client
-    runs it last; the simulated error read is the 1,000-request loop's, the 7th field)."""
+    runs it last). The simulated error is the loop as the row's client runs it (the 8th
+    field, `--loso`'s headline TTFT) where the line has it, else the 1,000-request loop's."""
     out = {}
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         f = line.split()
         if len(f) in (7, 8) and f[0].startswith("r") and \
                 f[2] in ("throughput", "tpot", "ttft"):
             out[(f[0], f[2])] = (float(f[4].rstrip("%")) / 100,
-                                 float(f[6].rstrip("%")) / 100)
+                                 float(f[-1].rstrip("%")) / 100)
     return out
 
 
@@ -144,11 +151,17 @@ def main() -> None:
                  str(c.concurrency), f"{a:+.0%}", f"{sim:+.0%}", peer_cell]
         print(("| " + " | ".join(cells) + " |") if args.markdown else "  ".join(cells))
     print()
-    for metric in ("throughput", "tpot", "ttft", "ttft idle", "ttft loaded"):
-        both = [(a, sim, e) for c, a, sim, e, _ in table if e is not None and
-                (S.kind(c) if " " in metric else c.metric) == metric]
-        alone = sum(1 for c, *_ in table if (S.kind(c) if " " in metric else c.metric) == metric)
-        print(f"side by side {metric:12s} checks {len(both):3d} of {alone:3d}  median |error| "
+    def kind(c: S.Check, metric: str) -> bool:
+        # "ttft loaded, consistent": the protocol-consistent checks of that kind (issue 43's
+        # alternative TTFT target, benchmarks/infer_validation.py ``consistent``)
+        name, _, only = metric.partition(", ")
+        return (S.kind(c) if " " in name else c.metric) == name and \
+            (not only or V.consistent(c))
+    for metric in ("throughput", "tpot", "ttft", "ttft idle", "ttft loaded",
+                   "ttft, consistent", "ttft loaded, consistent"):
+        both = [(a, sim, e) for c, a, sim, e, _ in table if e is not None and kind(c, metric)]
+        alone = sum(1 for c, *_ in table if kind(c, metric))
+        print(f"side by side {metric:23s} checks {len(both):3d} of {alone:3d}  median |error| "
               f"topoc {S.median_abs([x[0] for x in both]):.1%}  topoc simulated "
               f"{S.median_abs([x[1] for x in both]):.1%}  AIConfigurator "
               f"{S.median_abs([x[2] for x in both]):.1%}")
