@@ -151,6 +151,7 @@ def main() -> None:
                  str(c.concurrency), f"{a:+.0%}", f"{sim:+.0%}", peer_cell]
         print(("| " + " | ".join(cells) + " |") if args.markdown else "  ".join(cells))
     print()
+
     def kind(c: S.Check, metric: str) -> bool:
         # "ttft loaded, consistent": the protocol-consistent checks of that kind (issue 43's
         # alternative TTFT target, benchmarks/infer_validation.py ``consistent``)
