@@ -13,6 +13,8 @@
                                        # loop step by step: batch, queue, KV held, step times
     .venv/bin/python benchmarks/infer_validation.py --protocol-bound  # loaded TTFT checks
                                        # below what their client's default run could measure
+                                       # (--loso's "protocol-consistent" headline leaves them
+                                       # out: issue 43's alternative TTFT target, docs/infer.md)
 
 Fit rows are every third usable row in file order (tests/serving_rows.py); the fit touches
 only them, and the medians are reported for fit and validation rows apart.
