@@ -162,8 +162,8 @@ def host_bound(m: Transformer, sh: Shape, fp8: bool, experts_fwd: float, layer_b
     there is no copy to wait for (token_dispatcher.py, ``_maybe_dtoh_and_synchronize``: the
     copy and the ``d2h_event.synchronize()`` run only ``if not self.drop_and_pad``): the host
     runs ahead, and the forward waits on it only when its launches outlast the whole layer's
-    forward, the caller's ``experts_fwd``. Transformer Engine's GroupedLinear launches one GEMM per local
-    expert (``--moe-grouped-gemm``: "launch multiple local GEMM kernels in multiple
+    forward, the caller's ``experts_fwd``. Transformer Engine's GroupedLinear launches one GEMM
+    per local expert (``--moe-grouped-gemm``: "launch multiple local GEMM kernels in multiple
     streams"), each with an fp8 cast of its input under fp8: two GEMMs per expert forward,
     four backward (data and weight gradients); its maintainers attribute the gap between
     the module and its GEMMs to that host work (TransformerEngine issue #1499: torch.split
