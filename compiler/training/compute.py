@@ -216,7 +216,7 @@ def blocking(m: Transformer, t, layers: int, microbatches: int) -> float:
 LAYER_MICROBATCH = value("compute.layer_microbatch")
 
 
-def fixed_per_layer(t, layers: int, moe_layers: int = 0) -> float:
+def fixed_per_layer(t, layers: int, moe_layers: int = 0, paired: float = 0.0) -> float:
     """Seconds one micro-batch of a stage of ``layers`` layers (``moe_layers`` of them MoE
     layers) pays beyond its kernels where the host has to wait for the GPU inside a layer, so
     that the queue drains and the GPU idles while the host catches up.
@@ -242,7 +242,18 @@ def fixed_per_layer(t, layers: int, moe_layers: int = 0) -> float:
     (``Training.token_drop``; Megatron-Bridge's ``--use_tokendrop``, ``apply_moe_token_drop``:
     capacity factor 1.0 and ``moe_pad_expert_input_to_capacity=True``) every split is the
     capacity, known on the host, and the dispatcher skips the copy and the wait (``if not
-    self.drop_and_pad``), so those MoE layers are not charged.
+    self.drop_and_pad``), so those MoE layers are not charged. Under the EP A2A overlap
+    (``ep_overlap``) with the all-to-all dispatcher, a forward paired with another
+    micro-batch's backward (``paired``: that share of the step's passes, ``ep_overlap.paired``)
+    does not drain the queue: the combined schedule issues the other micro-batch's expert
+    backward between the token counts' copy and the wait (megatron/core/models/common/
+    model_chunk_schedule_plan.py, ``TransformerLayerSchedulePlan.run``: ``f_layer.post_attn``
+    (router and ``dispatch_preprocess``, whose ``_maybe_dtoh_and_synchronize(
+    "before_permutation_1")`` issues the copy on the side stream), then ``b_layer.mlp.backward``,
+    then ``f_layer.moe_dispatch`` (``token_dispatch``: the wait, "before_ep_alltoall")); the
+    copy's event waits only for the work issued before it, so the GPU runs the other
+    micro-batch's backward while the host waits. Only the warm-up and cool-down passes, which
+    run alone, pay. DeepEP's wait (``.item()`` after its dispatch) has no such gap.
 
     No source measures the seconds: one value is fitted across the sources of both
     families (``compute.layer_microbatch``). Megatron-FSDP (``fsdp`` with
@@ -252,7 +263,7 @@ def fixed_per_layer(t, layers: int, moe_layers: int = 0) -> float:
     sources do not ask for it (docs/plan.md, 'A cost per layer and micro-batch')."""
     if t.fsdp and not t.distributed_optimizer:
         return layers * LAYER_MICROBATCH
-    return 0.0 if t.token_drop else moe_layers * LAYER_MICROBATCH
+    return 0.0 if t.token_drop else moe_layers * LAYER_MICROBATCH * (1.0 - paired)
 
 
 #: Bytes per second per direction between a GPU and its CPU's memory, for CPU offloading: a
@@ -475,11 +486,12 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
     layers = {"last": lay.last, "first": lay.first, "middle": lay.middle}[name]
     launch = blocking(m, t, layers, microbatches) / microbatches
     moved = offload(m, t, sh, gpu.name, time / max(1, layers))
-    fixed = fixed_per_layer(t, layers, layers - dense_here)
+    on = ep_overlap.applies(t, sh)
+    fixed = fixed_per_layer(t, layers, layers - dense_here,
+                            ep_overlap.paired(t, sh, microbatches) if not t.deepep else 0.0)
     time += launch + moved + fixed
     peak_used = r.fp8 if r.fp8 != r.peak else r.peak
     eff = flops / (gemm + att) / peak_used if gemm + att else 0.0
-    on = ep_overlap.applies(t, sh)
     return Compute(time * microbatches, flops * microbatches, gemm * microbatches,
                    ew * microbatches, eff, att * microbatches, time, name,
                    segments if on else (),

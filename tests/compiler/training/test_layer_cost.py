@@ -101,3 +101,25 @@ def test_without_the_wait_the_forward_launches_race_the_whole_layer():
     a = derive(base, sh, H100).compute
     b = derive(attrs.evolve(base, token_drop=True), sh, H100).compute
     assert b.gemm_time < a.gemm_time
+
+
+def test_moe_passes_paired_by_the_ep_overlap_do_not_drain_the_queue():
+    # Megatron-Core's combined 1F1B schedule issues the other micro-batch's expert backward
+    # between the token counts' copy and the wait (model_chunk_schedule_plan.py,
+    # TransformerLayerSchedulePlan.run): only the passes that run alone pay; DeepEP's wait
+    # comes after its dispatch and is not hidden
+    from topoc.compiler.training import ep_overlap
+    m = bundled_models()["qwen3_30b_a3b"]
+    sh = Shape(tp=1, cp=1, ep=8, dp=8, pp=1)
+    base = Training(m, 64, microbatch=1, distributed_optimizer=True)
+    plain = derive(base, sh, H100)
+    over = derive(attrs.evolve(base, ep_overlap=True), sh, H100)
+    share = ep_overlap.paired(attrs.evolve(base, ep_overlap=True), sh, over.microbatches)
+    assert 0 < share < 1
+    assert over.compute.layer_time == pytest.approx(plain.compute.layer_time * (1 - share))
+    deep = derive(attrs.evolve(base, ep_overlap=True, deepep=True), sh, H100)
+    assert deep.compute.layer_time == pytest.approx(plain.compute.layer_time)
+    # a full recompute turns the overlap off (Megatron-Core refuses it): every pass pays
+    full = attrs.evolve(base, recompute="full")
+    assert derive(attrs.evolve(full, ep_overlap=True), sh, H100).compute.layer_time == \
+        pytest.approx(derive(full, sh, H100).compute.layer_time)
