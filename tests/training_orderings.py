@@ -279,6 +279,13 @@ def _mbridge_groups() -> list[Group]:
     # _MBRIDGE_OFFLOAD)
     for rid in ("mbridge-2509-gb200-l70-fsdp", "mbridge-2602-gb200-l70-fsdp-fp8"):
         OPTIONS[rid] = dict(offload_layers=40)
+    # 25.09's DeepSeek-V3 runs are labelled "(tokendrop)" (25.11's and 26.02's MoE rows are
+    # "token-dropless", the archive's notes): Megatron-Bridge's --use_tokendrop
+    # (scripts/performance/utils/helpers.py -> training/utils/moe_token_drop.py
+    # apply_moe_token_drop: capacity factor 1.0, moe_pad_expert_input_to_capacity=True), so
+    # the dispatcher never waits on the host for the token counts (``Training.token_drop``)
+    for rid in ("mbridge-2509-gb200-dsv3-pp4", "mbridge-2509-gb200-dsv3-pp8"):
+        OPTIONS[rid] = dict(token_drop=True)
     g = []
     r = _mbridge_row
     g.append(Group("mbridge-2509-gb200-llama370b-64", MBRIDGE, MBRIDGE_URL,

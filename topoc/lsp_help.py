@@ -61,6 +61,10 @@ SETTING_DOCS = {
     "launch_blocking": "every kernel launch waits for the one before (CUDA_LAUNCH_BLOCKING=1): "
                        "the host's issue time per kernel is paid on the GPU, per layer and "
                        "micro-batch",
+    "token_drop": "experts' inputs dropped and padded to capacity (Megatron-Core's "
+                  "moe_pad_expert_input_to_capacity): the token dispatcher never waits on the "
+                  "host for the token counts, so MoE layers pay no cost per layer and "
+                  "micro-batch for it",
     "fp8_recipe": "how an fp8 run scales its GEMM inputs: tensorwise (one scale a tensor; "
                   "default), rowwise (one a row: a slower forward GEMM, rescaled backward "
                   "GEMMs, costlier casts) or mxfp8 (one a 32-element block, Blackwell only)",

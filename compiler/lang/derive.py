@@ -33,7 +33,7 @@ _COUNTS = ("zero", "first_stage_layers", "last_stage_layers", "route_nodes", "of
 BOOL_SETTINGS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash_attention",
                  "fsdp", "fp8", "pure_bf16", "pipeline_slots", "dualpipe", "recompute_norms",
                  "fp8_activations", "bf16_moments", "bf16_grads", "deepep", "ep_overlap",
-                 "launch_blocking", "scatter_gather", "async_tp")
+                 "launch_blocking", "scatter_gather", "async_tp", "token_drop")
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
 TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules", "attention_kernel",
                      "expert_epilogue", "cross_entropy", "grad_accumulation", "fp8_recipe",

@@ -158,8 +158,12 @@ def host_bound(m: Transformer, sh: Shape, fp8: bool, experts_fwd: float, layer_b
     host integers; its README: the dynamic shapes make MoE layers uncapturable by CUDA
     graphs), so the GPU queue is empty after the copy and the expert segment that follows
     runs no faster than the host issues it; the rest of the layer (attention) is issued
-    faster than it runs. Transformer Engine's GroupedLinear launches one GEMM per local
-    expert (``--moe-grouped-gemm``: "launch multiple local GEMM kernels in multiple
+    faster than it runs. With tokens dropped and padded to capacity (``Training.token_drop``)
+    there is no copy to wait for (token_dispatcher.py, ``_maybe_dtoh_and_synchronize``: the
+    copy and the ``d2h_event.synchronize()`` run only ``if not self.drop_and_pad``): the host
+    runs ahead, and the forward waits on it only when its launches outlast the whole layer's
+    forward, the caller's ``experts_fwd``. Transformer Engine's GroupedLinear launches one GEMM
+    per local expert (``--moe-grouped-gemm``: "launch multiple local GEMM kernels in multiple
     streams"), each with an fp8 cast of its input under fp8: two GEMMs per expert forward,
     four backward (data and weight gradients); its maintainers attribute the gap between
     the module and its GEMMs to that host work (TransformerEngine issue #1499: torch.split
@@ -212,7 +216,7 @@ def blocking(m: Transformer, t, layers: int, microbatches: int) -> float:
 LAYER_MICROBATCH = value("compute.layer_microbatch")
 
 
-def fixed_per_layer(t, layers: int, moe_layers: int = 0) -> float:
+def fixed_per_layer(t, layers: int, moe_layers: int = 0, paired: float = 0.0) -> float:
     """Seconds one micro-batch of a stage of ``layers`` layers (``moe_layers`` of them MoE
     layers) pays beyond its kernels where the host has to wait for the GPU inside a layer, so
     that the queue drains and the GPU idles while the host catches up.
@@ -230,7 +234,26 @@ def fixed_per_layer(t, layers: int, moe_layers: int = 0) -> float:
     counts to the host and waits for them (megatron/core/transformer/moe/token_dispatcher.py,
     ``_maybe_dtoh_and_synchronize``: ``self.d2h_event.synchronize()`` at the dispatcher's
     ``cuda_sync_point``, "before_ep_alltoall" with expert or tensor parallelism, to get "the
-    ``input_splits`` and ``output_splits`` CPU values"), once per layer and micro-batch.
+    ``input_splits`` and ``output_splits`` CPU values"), once per layer and micro-batch. The
+    flex dispatcher's backends wait too (DeepEP: ``num_out_tokens=self.tokens_per_expert.sum()
+    .item()`` in ``_DeepepManager.get_permuted_hidden_states_by_experts``; HybridEP: an unset
+    ``num_permuted_tokens`` "will cause a CPU sync"), at the Megatron-LM commit
+    Megatron-Bridge v0.2.0 pins (0d8e0714). With tokens dropped and padded to capacity
+    (``Training.token_drop``; Megatron-Bridge's ``--use_tokendrop``, ``apply_moe_token_drop``:
+    capacity factor 1.0 and ``moe_pad_expert_input_to_capacity=True``) every split is the
+    capacity, known on the host, and the dispatcher skips the copy and the wait (``if not
+    self.drop_and_pad``), so those MoE layers are not charged. Under the EP A2A overlap
+    (``ep_overlap``) with the all-to-all dispatcher, a forward paired with another
+    micro-batch's backward (``paired``: that share of the step's passes, ``ep_overlap.paired``)
+    does not drain the queue: the combined schedule issues the other micro-batch's expert
+    backward between the token counts' copy and the wait (megatron/core/models/common/
+    model_chunk_schedule_plan.py, ``TransformerLayerSchedulePlan.run``: ``f_layer.post_attn``
+    (router and ``dispatch_preprocess``, whose ``_maybe_dtoh_and_synchronize(
+    "before_permutation_1")`` issues the copy on the side stream), then ``b_layer.mlp.backward``,
+    then ``f_layer.moe_dispatch`` (``token_dispatch``: the wait, "before_ep_alltoall")); the
+    copy's event waits only for the work issued before it, so the GPU runs the other
+    micro-batch's backward while the host waits. Only the warm-up and cool-down passes, which
+    run alone, pay. DeepEP's wait (``.item()`` after its dispatch) has no such gap.
 
     No source measures the seconds: one value is fitted across the sources of both
     families (``compute.layer_microbatch``). Megatron-FSDP (``fsdp`` with
@@ -240,7 +263,7 @@ def fixed_per_layer(t, layers: int, moe_layers: int = 0) -> float:
     sources do not ask for it (docs/plan.md, 'A cost per layer and micro-batch')."""
     if t.fsdp and not t.distributed_optimizer:
         return layers * LAYER_MICROBATCH
-    return moe_layers * LAYER_MICROBATCH
+    return 0.0 if t.token_drop else moe_layers * LAYER_MICROBATCH * (1.0 - paired)
 
 
 #: Bytes per second per direction between a GPU and its CPU's memory, for CPU offloading: a
@@ -395,8 +418,11 @@ def _stage(m: Transformer, t, sh: Shape, r: _Rates, layers: int, dense: int,
             attn_f = _gemms(r, shapes[:n_att], fp8)[0] + router + a_fwd
             mlp_f = _gemms(r, shapes[n_att:], fp8)[0]
             segments = (attn_f, mlp_f, 2 * (attn_f - a_fwd) + a_bwd, 2 * mlp_f)
+            # without the dispatcher's wait the forward's launches race the whole layer's
+            # forward, not the experts' GEMMs alone (``host_bound``)
+            ahead = attn_f + mlp_f if t.token_drop else experts
             g_time += (r.curve.moe_layer + host_bound(
-                m, sh, fp8, experts, bwd, passes - 2,
+                m, sh, fp8, ahead, bwd, passes - 2,
                 epilogue.launches(m, t, max(1, m.experts // max(1, sh.ep))))) / passes
         # Megatron-Core's module recompute (``recompute_modules``): the forwards it redoes
         again, again_flops, again_bytes = _modules_again(m, t, sh, r, shapes, moe, mods, fp8)
@@ -460,11 +486,12 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
     layers = {"last": lay.last, "first": lay.first, "middle": lay.middle}[name]
     launch = blocking(m, t, layers, microbatches) / microbatches
     moved = offload(m, t, sh, gpu.name, time / max(1, layers))
-    fixed = fixed_per_layer(t, layers, layers - dense_here)
+    on = ep_overlap.applies(t, sh)
+    fixed = fixed_per_layer(t, layers, layers - dense_here,
+                            ep_overlap.paired(t, sh, microbatches) if not t.deepep else 0.0)
     time += launch + moved + fixed
     peak_used = r.fp8 if r.fp8 != r.peak else r.peak
     eff = flops / (gemm + att) / peak_used if gemm + att else 0.0
-    on = ep_overlap.applies(t, sh)
     return Compute(time * microbatches, flops * microbatches, gemm * microbatches,
                    ew * microbatches, eff, att * microbatches, time, name,
                    segments if on else (),

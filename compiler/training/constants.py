@@ -119,13 +119,13 @@ _RECORDS = (
              "2 package), as a fraction of the dense bf16 peak", "chosen",
              ("Shah et al. 2024, FlashAttention-3, sec. 1: FlashAttention-2 reaches 35 % of an "
               "H100's peak",), caveat="a published kernel figure, not a fit"),
-    _gemm("blackwell", "e_max", 0.75, "fraction", _E_MAX, BLACKWELL_ROWS, (MBRIDGE,),
+    _gemm("blackwell", "e_max", 0.69, "fraction", _E_MAX, BLACKWELL_ROWS, (MBRIDGE,),
           _ONE_SOURCE),
     _gemm("blackwell", "fp8", 0.59, "fraction", _FP8, BLACKWELL_FP8_ROWS, (MBRIDGE,),
           _ONE_SOURCE),
-    _gemm("blackwell", "c", 32.0, "elements", _C, BLACKWELL_ROWS, (MBRIDGE,),
-          "one step above the lower limit of its search (16), where it sat until the cost "
-          "per layer and micro-batch was charged to Megatron-Core's MoE layers; " +
+    _gemm("blackwell", "c", 16.0, "elements", _C, BLACKWELL_ROWS, (MBRIDGE,),
+          _LIMIT_C + " (32 when the cost per layer and micro-batch was first charged to "
+          "Megatron-Core's MoE layers, 16 again after later changes to the collective costs); " +
           _ONE_SOURCE),
     _gemm("blackwell", "attention", 0.40, "fraction", _ATT, BLACKWELL_ROWS, (MBRIDGE,),
           _ONE_SOURCE),
@@ -151,19 +151,24 @@ _RECORDS = (
              "eager epilogues) reach", "chosen",
              ("benchmarks/plan_calibration.py: the step times it is part of against the "
               "published runs",), caveat="a round figure, not a fit"),
-    Constant("compute.layer_microbatch", 0.0035, "s",
+    Constant("compute.layer_microbatch", 0.00275, "s",
              "seconds per transformer layer and micro-batch on a pipeline stage that no "
              "kernel's size explains, once the host has had to wait for the GPU inside the "
              "layer: under PyTorch's FSDP (not Megatron-FSDP) every layer (the host's per-layer "
              "hooks; FSDP1: the rate limiter's event.synchronize()), under Megatron-Core every "
-             "MoE layer (the token dispatcher's d2h_event.synchronize() on the token counts) "
-             "(compute.fixed_per_layer)", "fitted",
+             "MoE layer that does not drop and pad tokens to capacity (the token "
+             "dispatcher's d2h_event.synchronize() on the token counts; Training.token_drop "
+             "skips it) (compute.fixed_per_layer)", "fitted",
              (FOUNDRY, TORCHTITAN_H100, TORCHTITAN_A100, AUTOMODEL, MBRIDGE,
               "pytorch/ao torchao float8 training benchmarks",
               "alibaba/Pai-Megatron-Patch issue 658",
               "NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py "
               "(_maybe_dtoh_and_synchronize: self.d2h_event.synchronize() at the dispatcher's "
-              "cuda_sync_point, before_ep_alltoall with ep or tp > 1)",
+              "cuda_sync_point, before_ep_alltoall with ep or tp > 1, only if not "
+              "self.drop_and_pad)",
+              "NVIDIA/Megatron-LM megatron/core/models/common/model_chunk_schedule_plan.py "
+              "(TransformerLayerSchedulePlan.run: under the EP A2A overlap the other "
+              "micro-batch's expert backward is issued between the copy and the wait)",
               "benchmarks/plan_calibration.py --fit (fit_globals: coordinate descent on every "
               "scored row and every group of alternatives, each group centred on its own "
               "level; benchmarks/plan_validation.py refits it with each source left out)"),
@@ -171,17 +176,24 @@ _RECORDS = (
               "tests/training_orderings.py; the PyTorch-FSDP ones (llm-foundry, torchtitan, "
               "torchao, NeMo AutoModel) and the Megatron-Core MoE ones (Megatron-Bridge's MoE "
               "rows, Pai-Megatron-Patch's group) move it",), row_count=112,
-             caveat="fitted at 3.5 ms on the rows and groups of six sources of two framework "
+             caveat="fitted at 2.75 ms on the rows and groups of six sources of two framework "
                     "families (PyTorch FSDP; Megatron-Core's MoE layers); left one source out "
-                    "it stays within 2.5-4.0 ms; no source gives the seconds from code (a "
+                    "it stays within 2.5-3.25 ms (3.5 ms and 2.75-3.75 ms while the EP A2A "
+                    "overlap's paired passes still paid, when Megatron-Bridge's Qwen3-30B row "
+                    "on 16 H100s, 50 % under, held it up); no source gives the seconds from "
+                    "code (a "
                     "layer's launches at host_launch, 1.4-1.8 ms, are its floor); "
                     "llm-foundry's rows alone ask for about 5 ms; Megatron-Bridge's large MoE "
-                    "rows (Qwen3-235B, DeepSeek-V3 on GB200, CUDA graphs on the router and "
-                    "dispatch preprocessing) are over-charged by it (+12 % to +21 % held out); "
+                    "rows on GB200 (Qwen3-235B, DeepSeek-V3 FP8-MX, CUDA graphs on the router "
+                    "and dispatch preprocessing) are over-charged by it (+17 % to +24 % held "
+                    "out); "
                     "charged to BLOOM's launch-blocking Megatron-DeepSpeed as well "
                     "(one value across both families) it orders 87 % of the pairs but costs "
                     "four winners and 0.8 points of the held-out 90th percentile, so it is not "
-                    "(docs/plan.md, Orderings)"),
+                    "(docs/plan.md, Orderings); Megatron-Bridge 25.09's token-drop DeepSeek-V3 "
+                    "runs, which never wait on the host, are predicted 24 % and 31 % fast "
+                    "without it (8 % and 18 % with it): on Megatron-Core's MoE layers it is not "
+                    "the dispatcher's wait alone"),
     Constant("fp8.rowwise_forward_gemm", 0.95, "fraction",
              "the forward GEMM's rate under torchao's rowwise fp8 recipe (PyTorch's CUTLASS "
              "row-scaled kernel with fast accumulation) over the tensorwise cuBLAS kernel's at "

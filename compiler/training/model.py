@@ -95,7 +95,11 @@ class Training:
     inputs (``fp8.RECIPES``: tensorwise, rowwise, mxfp8), which sets the fp8 GEMMs' rate and
     the casts' bytes; ``offload_layers`` keeps the activations
     of that many layers in CPU memory between their forward and backward (Megatron-Core's
-    ``cpu_offloading_num_layers``: ``memory`` and ``compute.offload``)."""
+    ``cpu_offloading_num_layers``: ``memory`` and ``compute.offload``); ``token_drop`` drops
+    and pads each expert's tokens to its capacity (Megatron-Core's ``moe_expert_capacity_factor``
+    with ``moe_pad_expert_input_to_capacity``, Megatron-Bridge's ``--use_tokendrop``), so the
+    token dispatcher never waits on the host for the token counts (``compute.fixed_per_layer``,
+    ``compute.host_bound``)."""
 
     model: Transformer
     batch: int                          # global batch, in sequences
@@ -136,6 +140,7 @@ class Training:
     async_tp: bool = False              # TP collectives overlap the GEMMs (``traffic``)
     fp8_recipe: str = "tensorwise"      # how fp8 GEMM inputs are scaled: ``fp8.RECIPES``
     offload_layers: int = 0             # layers whose activations go to CPU memory (``compute``)
+    token_drop: bool = False            # experts padded to capacity: no host sync (``compute``)
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     pipeline_slots: bool | None = None

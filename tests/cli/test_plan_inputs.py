@@ -198,3 +198,21 @@ def test_compare_splits_compute_into_its_terms_and_counts_micro_batches(capsys):
     fused = {t["term"]: t for t in runs["fused"]["terms"]}
     assert fused.get("compute: grad accumulation", {"this": 0.0})["this"] == 0.0
     assert doc["row"]["step_time"] > runs["fused"]["row"]["step_time"]
+
+
+def test_token_drop_takes_the_dispatchers_wait_off_an_moe_compare(capsys):
+    """--token-drop (experts padded to capacity): the Megatron-Core MoE layers' cost per layer
+    and micro-batch, the token dispatcher's wait on the host, is gone from --compare's terms."""
+    import json
+    args = ["plan", DGX, "--model", "qwen3-30b-a3b", "--batch", "64", "--no-cache", "--jobs",
+            "1", "--distributed-optimizer", "--compare",
+            "tp=1,pp=1,dp=8,ep=8,microbatch=1,recompute=full", "--format", "json"]
+    runs = {}
+    for extra in ((), ("--token-drop",)):
+        assert main(args + list(extra)) == 0
+        doc = json.loads(capsys.readouterr().out)
+        runs[extra] = {t["term"]: t["this"] for t in doc["terms"]}, doc["row"]["step_time"]
+    (plain, plain_step), (dropped, dropped_step) = runs[()], runs[("--token-drop",)]
+    assert plain["compute: per layer and micro-batch"] > 0
+    assert dropped.get("compute: per layer and micro-batch", 0.0) == 0.0
+    assert dropped_step < plain_step

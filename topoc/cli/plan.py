@@ -97,6 +97,7 @@ def add_parser(sub) -> None:
     p.add_argument("--launch-blocking", action="store_true", help=DOCS["launch_blocking"])
     p.add_argument("--scatter-gather", action="store_true", help=DOCS["scatter_gather"])
     p.add_argument("--async-tp", action="store_true", help=DOCS["async_tp"])
+    p.add_argument("--token-drop", action="store_true", help=DOCS["token_drop"])
     p.add_argument("--fp8-recipe", choices=FP8_RECIPES, default="tensorwise",
                    help=DOCS["fp8_recipe"] + "; default tensorwise")
     p.add_argument("--offload-layers", type=count(0, 10**6), default=0, metavar="N",
@@ -213,7 +214,7 @@ def run(args) -> int:
                     launch_blocking=args.launch_blocking,
                     scatter_gather=args.scatter_gather, async_tp=args.async_tp,
                     fp8_recipe=args.fp8_recipe,
-                    offload_layers=args.offload_layers)
+                    offload_layers=args.offload_layers, token_drop=args.token_drop)
     fixed = {k: getattr(args, k) for k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
                                              "recompute", "interleave", "sequence_parallel",
                                              "zero")}

@@ -98,3 +98,16 @@ def test_async_tp_is_a_block_setting():
     fast = topoc.loads(source.format(extra="async_tp = true")).parallel("p")
     assert fast.training.async_tp and not plain.training.async_tp
     assert {f.overlap for f in fast.derived.flows if f.dim == "tp"} == {"forward", "backward"}
+
+
+def test_token_drop_is_a_block_setting():
+    """``token_drop = true`` (experts padded to capacity) takes the dispatcher's wait on the host
+    off a Megatron-Core MoE block's MoE layers."""
+    source = SOURCE.replace("models/llama3.topo", "models/frontier.topo")
+    source = source.replace("tp = 1  dp = 8  model = llama3_8b", "ep = 8  dp = 8  "
+                            "model = qwen3_30b_a3b").replace("fsdp = true",
+                                                             "distributed_optimizer = true")
+    plain = topoc.loads(source.format(extra="")).parallel("p")
+    dropped = topoc.loads(source.format(extra="token_drop = true")).parallel("p")
+    assert dropped.training.token_drop and not plain.training.token_drop
+    assert plain.derived.compute.layer_time > 0 and dropped.derived.compute.layer_time == 0
