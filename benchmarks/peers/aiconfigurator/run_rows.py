@@ -10,6 +10,13 @@ the caller scales by replicas) or {"row", "error"} when AIConfigurator has no an
 system or engine its tables do not cover). The estimate is `aiconfigurator cli estimate
 --estimate-mode agg` (aggregated in-flight batching at a fixed batch: TTFT and TPOT of its
 analytic IFB schedule), through its Python API so the tables load once.
+
+With ``--factors`` it prints instead, for each row, the queueing factor its agg TTFT multiplies
+the per-request prefill by ({"row", "queuing_factor"}): the backend's ``_ttft_queuing_factor``
+hook at the row's batch and ``steps_to_finish_ctx`` = ceil(isl x batch / ctx_tokens), with
+ctx_tokens = isl as ``cli estimate`` defaults it (aiconfigurator 0.12.0
+``aiconfigurator_core/sdk/backends/base_backend.py`` lines 1250 and 1322-1323,
+``aiconfigurator/cli/api.py`` line 1334). It loads no kernel table and takes a second.
 """
 
 from __future__ import annotations
@@ -25,7 +32,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 logging.disable(logging.WARNING)
 
 
+def factors() -> None:
+    import math
+    from aiconfigurator_core.sdk.backends.factory import get_backend
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        backend = get_backend(r["backend"])
+        steps = math.ceil(r["isl"] * r["batch"] / r["isl"])
+        qf = float(backend._ttft_queuing_factor(r["batch"], steps))
+        print(json.dumps({"row": r["row"], "queuing_factor": qf}), flush=True)
+
+
 def main() -> None:
+    if "--factors" in sys.argv[1:]:
+        factors()
+        return
     import warnings
     warnings.simplefilter("ignore")
     from aiconfigurator.cli.api import cli_estimate
