@@ -140,10 +140,19 @@ REGISTRY: tuple[Constant, ...] = (
     Constant("efa_p2p", 0.875, "fraction",
              "what all-to-all's concurrent peers reach of EFA's rate", "fitted",
              "EFA all-to-all rows", ("crazyguitar/aws-gpu-communication-benchmark",),
-             ("transports:EFA_P2P", "transports:TRANSPORTS.efa.p2p_efficiency"), (0.5, 1.0),
+             ("transports:EFA_P2P", "transports:TRANSPORTS.efa.p2p_efficiency",
+              "transports:TRANSPORTS.efa_sendrecv.p2p_efficiency"), (0.5, 1.0),
              prior=1.0, caveat="one source: the only published EFA all-to-all rows; without them "
              "it is its prior, 1 (InfiniBand's all-to-all reaches a NIC's rate, "
              "NVIDIA/nccl-tests#267)"),
+    Constant("tcpx_p2p", 0.87, "fraction",
+             "what all-to-all's concurrent peers reach of TCPX's and TCPXO's rate", "chosen",
+             "none: an assumption, no published TCPX or TCPXO all-to-all (EFA's first fitted "
+             "all-to-all fraction, borrowed)", (),
+             ("transports:TRANSPORTS.tcpx.p2p_efficiency",
+              "transports:TRANSPORTS.tcpxo.p2p_efficiency"),
+             caveat="no row moves it: every published a3-mega row is an all-reduce or an "
+                    "all-gather"),
     Constant("nvls_tree_fan", 2, "messages",
              "messages a chunk of NVLS-tree's network part puts on a channel's busiest EFA "
              "connection beyond two islands", "fitted", "EFA NVLS-tree rows beyond two nodes",

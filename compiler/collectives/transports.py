@@ -54,8 +54,9 @@ class Transport:
 #: NCCL_NVLSTREE_MAX_CHUNKSIZE 512 KiB are what aws-ofi-nccl sets on p4d and later
 #: (src/platform-aws.cpp, platform_data_map .env). TCPXO's per-operation cost and line-rate
 #: fraction are refit on both published a3-mega sweeps, its per-step cost on the all-reduce
-#: sweep's trees (a ring hides it; constants.py). TCPX is given TCPXO's figures and the p2p
-#: fraction 0.87 (no published row for either).
+#: sweep's trees (a ring hides it; constants.py). TCPX is given TCPXO's figures, and both the p2p
+#: fraction ``tcpx_p2p`` (chosen, constants.py: no published all-to-all on either). EFA over
+#: SENDRECV (p4d, p4de) takes EFA's fitted all-to-all fraction (it was a 0.94 of no record).
 #: declared_us is not fitted: it is what the net plugin reports to NCCL as its latency, which
 #: NCCL's own tuning model adds to every network step when it chooses an algorithm and protocol
 #: (tuning.cc: interLat += graphs[a]->latencyInter, once more for Simple, "the flush extra
@@ -84,11 +85,11 @@ TRANSPORTS = {
                      gap_us=EFA_GAP_US, buffsize=8 << 20, p2p_chunk=512 << 10,
                      nvls_chunk=512 << 10, nvls_tree_max_chunk=512 << 10),
     "efa_sendrecv": Transport("efa_sendrecv", value("efa_op_us"), value("efa_gap_us"),
-                              0.96, 0.94, 75.0, ("Simple",)),
+                              0.96, EFA_P2P, 75.0, ("Simple",)),
     "tcpx": Transport("tcpx", value("tcpxo_op_us"), value("tcpxo_step_us"),
-                      value("tcpxo_efficiency"), 0.87),
+                      value("tcpxo_efficiency"), value("tcpx_p2p")),
     "tcpxo": Transport("tcpxo", value("tcpxo_op_us"), value("tcpxo_step_us"),
-                       value("tcpxo_efficiency"), 0.87),
+                       value("tcpxo_efficiency"), value("tcpx_p2p")),
 }
 DEFAULT = {"infiniband": "ib", "ethernet": "roce"}
 

@@ -77,6 +77,31 @@ def test_a_refit_finds_the_value_its_rows_ask_for():
         constants.BY_NAME["efa_op_us"].fallback
 
 
+def test_the_finer_grid_searches_every_good_basin_not_only_the_coarse_best():
+    """A capped loss has several basins: one whose floor lies between two coarse points can be
+    the deepest although its coarse points score worse than another basin's (issue 41: the
+    per-operation cost without aws-k8s-tester#585). The finer grid covers the best basins, so
+    the refit finds that floor; the old search (around the coarse best only) could not."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import loso
+    c = constants.BY_NAME["efa_op_us"]            # range 0-150 us: coarse step 15
+
+    def score(v: float) -> tuple[float, float]:
+        # a narrow deep floor at 56.25 (between the coarse points 45 and 60) and a broad
+        # shallow one at 90, on a background that rises away from 60
+        background = 0.4 + 0.002 * abs(v - 60)
+        deep = 0.05 + 0.07 * abs(v - 56.25) if abs(v - 56.25) < 5 else 1.0
+        broad = 0.3 + 0.01 * abs(v - 90)
+        return min(background, deep, broad), 0.0
+
+    coarse = loso.grid(c)
+    assert min(coarse, key=score) == 90                     # the coarse grid's best point
+    assert min(loso._refined(c, coarse, score), key=score) == 56.25
+    step = coarse[1] - coarse[0]
+    around_best = [90 + step * k / 4 for k in range(-4, 5)]
+    assert min(around_best, key=score) != 56.25             # what the old search saw
+    assert all(c.bounds[0] <= v <= c.bounds[1] for v in loso._refined(c, coarse, score))
+
 def test_fitted_records_name_their_rows_documents():
     """A fitted record's sources are documents of the calibration rows (source_of)."""
     documents = {source_of(r) for r in rows() if r["role"] in ("fit", "validate")}
