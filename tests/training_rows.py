@@ -261,6 +261,13 @@ _TITAN_COMPILED_LOSS = dict(cross_entropy="compiled")
 #: Megatron-FSDP and ``cpu_offloading_num_layers=40``, no recompute (Megatron-Core refuses
 #: offloading with one).
 _MBRIDGE_OFFLOAD = dict(offload_layers=40)
+#: The DeepSpeed release a ZeRO-3 row ran (``Training.zero3_impl``, compiler/training/zero3.py).
+#: Narayanan et al. name no version, but their dates bound it: ZeRO-3 first shipped in DeepSpeed
+#: v0.3.12 (2021-03-12), the paper appeared on 2021-04-09 (arXiv:2104.04473 v1) and at SC'21,
+#: and every release until v0.5.4 (2021-10-06) gathers and reduce-scatters through per-rank
+#: lists of views (v0.5.5, 2021-11-02, the first with ``_all_gather_base``): whichever release
+#: they ran is "deepspeed-0.3".
+ZERO3_RELEASE = {"narayanan": "deepspeed-0.3"}
 OPTIONS = {"deepseekv3-report-h800-2048gpu-fp8":
            dict(dualpipe=True, recompute_norms=True, fp8_activations=True, bf16_moments=True,
                 first_stage_layers=3, last_stage_layers=2, ep_overlap=True, **_DSV3_EP),
@@ -487,7 +494,8 @@ def training(row: Row, recompute: str = "none", **overrides) -> Training:
                 # Megatron-LM's scatter/gather of pipeline boundaries (Narayanan et al. 2021,
                 # sec. 4.1, on in their runs) and DeepSpeed's partitioned pipeline buffers
                 # (BLOOM's Megatron-DeepSpeed): the family's pipelines send 1/tp of a boundary
-                scatter_gather=row.family == "narayanan")
+                scatter_gather=row.family == "narayanan",
+                zero3_impl=ZERO3_RELEASE.get(row.family, "flat") if row.zero == 3 else "flat")
     if row.id.startswith("llmfoundry"):
         opts.update(COMPOSER_FSDP)
     opts.update(OPTIONS.get(row.id, {}))

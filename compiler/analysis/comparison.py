@@ -131,7 +131,8 @@ def compute_parts(base: Training, row: PlanRow, gpu: GPUFigures) -> tuple[dict[s
              "compute: element-wise": c.memory_time - c.accumulation_time,
              "compute: grad accumulation": c.accumulation_time,
              "compute: launches": c.launch_time, "compute: CPU offload": c.offload_time,
-             "compute: per layer and micro-batch": c.layer_time}
+             "compute: per layer and micro-batch": c.layer_time,
+             "compute: ZeRO-3 per-rank copies": c.zero3_host_time}
     other = row.compute_time - sum(parts.values())
     if abs(other) > 1e-9 * max(row.compute_time, 1e-9):
         parts["compute: other"] = other

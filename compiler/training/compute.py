@@ -38,6 +38,7 @@ from .gemm import CURVES, Curve, gemm_time, generation, shape_factor
 from .mapping import Layout, Shape
 from .memory import activation_per_layer, modules, op_policy
 from .params import attention_matrices, matrices, qk_dim, stage_parameters
+from . import zero3
 
 #: How each micro-batch's weight gradients reach the gradient buffer, and the HBM bytes per
 #: local weight that costs per micro-batch (``Training.grad_accumulation``), with how many
@@ -80,6 +81,7 @@ class Compute:
     launch_time: float = 0.0    # of ``time``: the GPU idle between synchronous launches
     offload_time: float = 0.0   # of ``time``: CPU offloading's transfers left exposed
     layer_time: float = 0.0     # of ``time``: the fixed cost per layer and micro-batch
+    zero3_host_time: float = 0.0  # of ``time``: ZeRO-3's per-rank copies issued (``zero3``)
 
 
 @attrs.frozen
@@ -489,7 +491,8 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
     on = ep_overlap.applies(t, sh)
     fixed = fixed_per_layer(t, layers, layers - dense_here,
                             ep_overlap.paired(t, sh, microbatches) if not t.deepep else 0.0)
-    time += launch + moved + fixed
+    views = zero3.host_time(m, t, sh, layers, microbatches) / microbatches
+    time += launch + moved + fixed + views
     peak_used = r.fp8 if r.fp8 != r.peak else r.peak
     eff = flops / (gemm + att) / peak_used if gemm + att else 0.0
     return Compute(time * microbatches, flops * microbatches, gemm * microbatches,
@@ -497,4 +500,4 @@ def compute(m: Transformer, t, sh: Shape, lay: Layout, gpu: GPUFigures,
                    segments if on else (),
                    ep_overlap.sm_share(generation(gpu.name)) if on else 0.0,
                    acc * microbatches, launch * microbatches, moved * microbatches,
-                   fixed * microbatches)
+                   fixed * microbatches, views * microbatches)

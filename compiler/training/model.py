@@ -25,9 +25,10 @@ from .gemm import generation
 from .memory import Memory, activation_per_layer, bytes_per_param, memory, sharding
 from .params import model_flops, moe_layers, parameters, stage_parameters
 from .traffic import traffic
+from .zero3 import ZERO3_IMPLS
 
 __all__ = ["RECOMPUTE", "RECOMPUTE_MODULES", "ATTENTION_KERNELS", "EXPERT_EPILOGUES", "FSDP_PREFETCH",
-           "CROSS_ENTROPY", "GRAD_ACCUMULATION",
+           "CROSS_ENTROPY", "GRAD_ACCUMULATION", "ZERO3_IMPLS",
            "ZERO", "Training",
            "Derived",
            "derive", "Compute", "Memory", "Shape",
@@ -141,6 +142,7 @@ class Training:
     fp8_recipe: str = "tensorwise"      # how fp8 GEMM inputs are scaled: ``fp8.RECIPES``
     offload_layers: int = 0             # layers whose activations go to CPU memory (``compute``)
     token_drop: bool = False            # experts padded to capacity: no host sync (``compute``)
+    zero3_impl: str = "flat"            # how ZeRO-3 hands PyTorch its collectives: ``zero3``
     first_stage_layers: int = 0
     last_stage_layers: int = 0
     pipeline_slots: bool | None = None
@@ -218,6 +220,8 @@ def derive(t: Training, sh: Shape, gpu: GPUFigures) -> Derived:
                            f"tensor cores; {gpu.name} has none (use tensorwise or rowwise)")
     if t.zero not in ZERO:
         raise MappingError(f"zero {t.zero}: one of 0, 1, 2, 3")
+    if t.zero3_impl not in ZERO3_IMPLS:
+        raise MappingError(f"zero3 impl '{t.zero3_impl}': one of {', '.join(ZERO3_IMPLS)}")
     m = t.model
     if m.dtype == "fp8" and not t.fp8:
         t = attrs.evolve(t, fp8=True)
