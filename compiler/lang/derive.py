@@ -21,7 +21,7 @@ from .closest import POINTER
 from .resolve import Program, library_root
 from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
                               GRAD_ACCUMULATION, RECOMPUTE,
-                              RECOMPUTE_MODULES, MappingError, Training,
+                              RECOMPUTE_MODULES, ZERO3_IMPLS, MappingError, Training,
                               derive as derive_step, shape_of)
 from ..training.fp8 import FP8_RECIPES
 from ..training.memory import sharding_conflict
@@ -37,7 +37,7 @@ BOOL_SETTINGS = ("sequence_parallel", "distributed_optimizer", "overlap", "flash
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency")
 TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules", "attention_kernel",
                      "expert_epilogue", "cross_entropy", "grad_accumulation", "fp8_recipe",
-                     "fsdp_prefetch", *BOOL_SETTINGS, "bucket", "imbalance",
+                     "fsdp_prefetch", "zero3_impl", *BOOL_SETTINGS, "bucket", "imbalance",
                      *_FRACTIONS)
 
 
@@ -46,7 +46,8 @@ TRAINING_SETTINGS = ("model", *_WHOLE, *_COUNTS, "recompute", "recompute_modules
 SETTING_CHOICES = {"attention_kernel": ATTENTION_KERNELS, "expert_epilogue": EXPERT_EPILOGUES,
                    "cross_entropy": CROSS_ENTROPY,
                    "grad_accumulation": tuple(GRAD_ACCUMULATION), "fp8_recipe": FP8_RECIPES,
-                   "recompute": RECOMPUTE, "fsdp_prefetch": FSDP_PREFETCH}
+                   "recompute": RECOMPUTE, "fsdp_prefetch": FSDP_PREFETCH,
+                   "zero3_impl": tuple(ZERO3_IMPLS)}
 
 
 def _name(value: s.Value) -> str | None:

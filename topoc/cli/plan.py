@@ -22,7 +22,7 @@ from ..compiler.base.limits import LIMITS
 from ..compiler.base.text import visible
 from ..compiler.training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
                                        GRAD_ACCUMULATION,
-                                       RECOMPUTE, RECOMPUTE_MODULES, ZERO, Training)
+                                       RECOMPUTE, RECOMPUTE_MODULES, ZERO, ZERO3_IMPLS, Training)
 from ..lsp_help import SETTING_DOCS as DOCS
 from .common import (add_failure_options, EXIT_INPUT, EXIT_OK, UsageError, add_common, count, load, number, parse_size,
                      parse_defines, scaling_range, write_output)
@@ -95,6 +95,8 @@ def add_parser(sub) -> None:
     p.add_argument("--grad-accumulation", choices=tuple(GRAD_ACCUMULATION), default="fused",
                    help=DOCS["grad_accumulation"])
     p.add_argument("--launch-blocking", action="store_true", help=DOCS["launch_blocking"])
+    p.add_argument("--zero3-impl", choices=tuple(ZERO3_IMPLS), default="flat",
+                   help=DOCS["zero3_impl"])
     p.add_argument("--scatter-gather", action="store_true", help=DOCS["scatter_gather"])
     p.add_argument("--async-tp", action="store_true", help=DOCS["async_tp"])
     p.add_argument("--token-drop", action="store_true", help=DOCS["token_drop"])
@@ -211,7 +213,7 @@ def run(args) -> int:
                     expert_epilogue=args.expert_epilogue,
                     cross_entropy=args.cross_entropy,
                     grad_accumulation=args.grad_accumulation,
-                    launch_blocking=args.launch_blocking,
+                    launch_blocking=args.launch_blocking, zero3_impl=args.zero3_impl,
                     scatter_gather=args.scatter_gather, async_tp=args.async_tp,
                     fp8_recipe=args.fp8_recipe,
                     offload_layers=args.offload_layers, token_drop=args.token_drop)
