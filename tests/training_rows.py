@@ -140,45 +140,36 @@ CAVEATS: dict[str, tuple[str, dict]] = {
         "adds per-step merges not modelled, which at about 4 GB a step explain ~2 s of the "
         "18 s", {}),
     "narayanan21-t2-zero3-174.6b-384gpu": (
-        "unexplained: the model's ZeRO-3 gathers (about 6 s per step at NCCL's multi-NIC ring "
-        "bandwidth) hide behind the 55 s of compute; the paper gives no DeepSpeed version or "
-        "bucket sizes; its 1,536-GPU sibling (not reproduced, 44 TFLOP/s) leaves about 53 s of "
-        "a 67 s step to 1.4 TB of gathers and reduce-scatters per GPU: about 26 GB/s, one "
-        "NIC's worth, if nothing overlaps. DeepSpeed of the time (v0.3.13, March 2021, "
-        "runtime/zero/stage3.py and partition_parameters.py) bounds the overlap to one "
-        "sub-module: each module's fetch waits for its gather and calls "
-        "torch.cuda.synchronize(), every parameter's all-gather starts with another, and the "
-        "next module is prefetched only when nothing is in flight (stage3_prefetch_bucket_size "
-        "5e7 elements: one weight matrix here); so a module takes the longer of its compute "
-        "and the next one's gather, but at the modelled bandwidth each gather is about a fifth "
-        "of its module's compute at 8K tokens, and that bound alone leaves the step unchanged. "
-        "Nor do the number and size of its collectives explain it: that DeepSpeed (v0.3.13 to "
-        "v0.4.0, March-June 2021) all-gathers each weight matrix alone and reduce-scatters "
-        "each one's gradient alone (partition_parameters.py _allgather_param and "
-        "_reduce_scatter_gradient, one call per parameter even inside a 5e8-element reduce "
-        "bucket) over the whole data-parallel world, the 384 or 768 GPUs; biases and norms "
-        "stay resident (stage3_param_persistence_threshold 1e5 elements), so a layer makes "
-        "four calls of each, not one fused call. topoc's collective model costs the four "
-        "gathers (0.3-1.2 GB each) at 24 ms against 21 ms fused on 384 ranks, 27 against 22 "
-        "on 768: the calls are bandwidth-bound and their per-call latency is 1-2 ms. Split "
-        "per weight matrix the three ZeRO-3 rows move by at most 0.02 s, and with every "
-        "ZeRO-3 collective on the critical path (none hidden) they would still be -25 %, "
-        "-32 % and -47 %",
+        "partly explained: the DeepSpeed of the time (any release from ZeRO-3's first, "
+        "v0.3.12, to v0.5.4) hands every gather and reduce-scatter to PyTorch as a list of "
+        "per-rank views (partition_parameters.py at v0.3.13, _allgather_param and "
+        "_reduce_scatter_gradient) that ProcessGroupNCCL copies one by one, a host-issued "
+        "copy per rank and call on the critical path (compiler/training/zero3.py, "
+        "zero3_impl deepspeed-0.3): 12.5 s of this step at compute.host_launch with only the "
+        "weights' and norm weights' calls counted (GPT's biases and LayerNorm biases, six "
+        "more calls a layer, would make it 17.0 s); the remaining 13 s is not explained: the "
+        "gathers themselves (about 6 s at NCCL's multi-NIC ring bandwidth) hide behind "
+        "compute; the paper gives no DeepSpeed version or bucket sizes. Already ruled out "
+        "(docs/plan.md, ZeRO-3): the one-module prefetch bound with torch.cuda.synchronize(), "
+        "one call per weight matrix (at most 0.02 s), and every collective exposed",
         {}),
     "narayanan21-t2-zero3-529.6b-640gpu": (
-        "unexplained, as the 174.6B ZeRO-3 row", {}),
+        "partly explained, as the 174.6B 384-GPU ZeRO-3 row (22.8 s of per-rank copies); the "
+        "remaining 76 s is not explained: it is 5.6 times the 174.6B rows' remainder (13-14 s "
+        "at 384 and 768 ranks) for three times the weights and about as many calls (105 "
+        "layers against 96), so no per-call host cost gives it; the run sat near 80 GB "
+        "(ZeRO-3 did not fit the model on 560 GPUs), where the caching allocator's retries "
+        "would cost time the model does not count", {}),
     "narayanan21-t2-zero3-174.6b-1536gpu": (
-        "unexplained, as the 384-GPU ZeRO-3 row (scored since a100_superpod.topo hosts 1,536 "
-        "A100s): measured at 44 TFLOP/s against PTD-P's 141 on the same GPUs, predicted "
-        "faster than that PTD-P row", {}),
+        "explained in the main by DeepSpeed's per-rank copies, as the 384-GPU ZeRO-3 row "
+        "(50 s of a 64 s step at 1,536 ranks: twice the ranks of the 768-GPU row at half its "
+        "compute, which is why the two measured steps are the same 67 s); scored since "
+        "a100_superpod.topo hosts 1,536 A100s", {}),
     "narayanan21-t2-zero3-174.6b-768gpu": (
-        "unexplained, as the 384-GPU ZeRO-3 row, and it decides a ranking: at 768 GPUs topoc "
-        "predicts ZeRO-3 (27.4 s) faster than the paper's PTD-P (37.7 s, -4 %), which was "
-        "measured 1.7x faster (149 against 88 TFLOP/s); the step's 1.05 TB of gathers and "
-        "reduce-scatters per GPU would take the measured 67 s at about 26 GB/s, one HDR NIC's "
-        "worth, if nothing overlapped, against the 8-NIC ring bandwidth topoc costs them at; "
-        "costed per weight matrix as that DeepSpeed issued them and with none hidden it would "
-        "still be 35.2 s, faster than the PTD-P row",
+        "partly explained, as the 384-GPU ZeRO-3 row (25 s of per-rank copies), which now "
+        "orders it behind the paper's PTD-P as measured (53.1 s against 37.8 s; measured "
+        "66.8 s against 39.4 s, 1.7x); without them (zero3_impl flat) topoc put ZeRO-3 "
+        "first at 28.0 s",
         {}),
     "llmfoundry-a100-40gb-mpt-70b-s2048-64gpu-bf16-mb2-ckpt": (
         "unexplained, and at odds with its sibling: the same model on 128 A100 40 GB at "
@@ -880,6 +871,12 @@ RANK_MISSES: dict[str, str] = {
     "tt25-asynctp-8b-64gpu-bf16-vanillaTP": _TITAN_TP.format(
         what="the AsyncTP benchmark's vanilla-TP baseline", tp="0.25", pin=" 8",
         pinned="+6 %"),
+    **{f"narayanan21-t2-zero3-174.6b-{n}gpu": (
+        f"measured {ratio} slower than PTD-P on the same {n} GPUs (benchmarks/rank_floor.py): "
+        "Narayanan et al. ran ZeRO-3 as the comparison, not as their best, and a model that "
+        "orders the two as measured ranks it past 15 %; with DeepSpeed's per-rank copies "
+        "(zero3_impl deepspeed-0.3) the search's best is a tensor- and pipeline-parallel "
+        "mapping that pays none") for n, ratio in (("768", "1.69x"), ("1536", "3.20x"))},
     "tt24-t2-8b-8gpu-fsdp8-cp1-32k": (
         "torchtitan's Table 2 compares context parallelism (this is its cp 1 baseline at "
         "32K); with cp 1 kept the best (tp 2, per-op selective recompute) is 23 % faster and "
