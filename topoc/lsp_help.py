@@ -76,7 +76,7 @@ SETTING_DOCS = {
                       "NVLink (Megatron-LM's scatter/gather optimisation, DeepSpeed's "
                       "partitioned pipeline buffers; sequence parallelism does it anyway)",
     "zero3_impl": "how ZeRO-3 hands PyTorch its gathers and reduce-scatters: flat (one flat "
-                  "buffer a call: PyTorch FSDP, Megatron-FSDP, DeepSpeed from v0.5.5; default) "
+                  "buffer a call: PyTorch FSDP, Megatron-FSDP, DeepSpeed from v0.6.0; default) "
                   "or deepspeed-0.3 (DeepSpeed v0.3.12 to v0.5.4: a list of per-rank views "
                   "that PyTorch copies one by one, a host copy per data-parallel rank and "
                   "call on the critical path)",

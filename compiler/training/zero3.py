@@ -4,9 +4,11 @@ A ZeRO-3 step all-gathers every weight matrix before each use and reduce-scatter
 gradient. What the host does per call depends on the implementation (``Training.zero3_impl``,
 one record of ``ZERO3_IMPLS`` per family of releases):
 
-- ``flat`` (PyTorch FSDP, Megatron-FSDP, DeepSpeed from v0.5.5): the collective reads and
-  writes one flat buffer (``_all_gather_base``, ``_reduce_scatter_base`` or their successors),
-  so a call's host work does not grow with the data-parallel size. No cost here.
+- ``flat`` (PyTorch FSDP, Megatron-FSDP, DeepSpeed from v0.6.0 on a PyTorch that has
+  ``_all_gather_base`` and ``_reduce_scatter_base``): the collective reads and writes one flat
+  buffer, so a call's host work does not grow with the data-parallel size. No cost here.
+  DeepSpeed v0.5.5-v0.5.10 sits between the two (flat gathers, per-rank reduce-scatters) and
+  has no record: no row runs it.
 - ``deepspeed-0.3`` (DeepSpeed v0.3.12, 2021-03-12, its first ZeRO-3, to v0.5.4,
   2021-10-06): every call hands PyTorch a Python list of world-size views, one per rank, and
   PyTorch's ProcessGroupNCCL copies each view on its own. DeepSpeed v0.3.13
@@ -21,9 +23,9 @@ one record of ``ZERO3_IMPLS`` per family of releases):
   runs ``outputTensors[i][j].copy_(outputFlattened[i][j], true)`` for every rank j, and
   ``reduce_scatter``'s pre-processing ``inputFlattened[i][j].copy_(inputTensors[i][j], true)``,
   each after a ``recordStream``. So the host issues one copy per rank per call. DeepSpeed
-  v0.5.5 replaced the gather's list by ``_all_gather_base`` on one flat tensor (PR #1188,
-  "ZeRO3, improved parameter all-gather operation", c0eeb69d) and v0.6.0 the reduce-scatter's
-  by ``_reduce_scatter_base`` (deepspeed/runtime/comm/coalesced_collectives.py, whose fallback
+  v0.5.5 replaced the gather's list by ``_all_gather_base`` on one flat tensor when PyTorch
+  has it (PR #1188, "ZeRO3, improved parameter all-gather operation", c0eeb69d) and v0.6.0
+  the reduce-scatter's by ``_reduce_scatter_base`` (deepspeed/runtime/comm/coalesced_collectives.py, whose fallback
   warns that the list form "will result in suboptimal performance").
 
 That host time is on the critical path: ``_allgather_param`` calls ``torch.cuda.synchronize()``
@@ -65,9 +67,10 @@ class Zero3Impl:
 
 
 ZERO3_IMPLS = {
-    "flat": Zero3Impl("flat", False, "PyTorch FSDP, Megatron-FSDP, DeepSpeed v0.5.5 and later",
+    "flat": Zero3Impl("flat", False, "PyTorch FSDP, Megatron-FSDP, DeepSpeed v0.6.0 and later",
                       "torch.distributed._all_gather_base / _reduce_scatter_base on one flat "
-                      "buffer (DeepSpeed PR #1188, v0.5.5)"),
+                      "buffer (DeepSpeed PR #1188, v0.5.5, for the gathers; "
+                      "runtime/comm/coalesced_collectives.py, v0.6.0, for the reduce-scatters)"),
     "deepspeed-0.3": Zero3Impl("deepspeed-0.3", True,
                                "DeepSpeed v0.3.12 (2021-03-12) to v0.5.4 (2021-10-06)",
                                "deepspeed/runtime/zero/partition_parameters.py at v0.3.13: "
