@@ -676,6 +676,21 @@ def test_ptd_parallelism_beats_zero3_at_768_gpus_as_narayanan_measured():
     assert predict(row, zero3_impl="flat").predicted < ptdp.predicted
 
 
+def test_only_the_2021_deepspeed_zero3_rows_pay_per_rank_copies():
+    """The per-rank copies (``zero3_impl="deepspeed-0.3"``) are the DeepSpeed of 2021's alone:
+    PyTorch FSDP, Megatron-FSDP and ZeRO-1/2 rows (Megatron-Bridge, torchtitan, llm-foundry,
+    AutoModel, BLOOM) run flat buffers and pay none."""
+    from tests.training_rows import training
+    charged = set()
+    for r in rows():
+        t = training(r, r.recompute or "none")
+        if t.zero3_impl != "flat":
+            charged.add(r.id)
+            assert r.family == "narayanan" and r.zero == 3 and not r.fsdp
+    assert charged == {r.id for r in rows() if r.id.startswith("narayanan21-t2-zero3-")}
+    assert len(charged) == 4
+
+
 def test_the_measurements_alone_put_three_published_strategies_past_15_percent():
     """benchmarks/rank_floor.py, with no model: three published strategies were measured more
     than 15 % slower than another strategy of the same work in the same source, so an exact
