@@ -206,8 +206,13 @@ _RECORDS = (
     Constant("compute.host_launch", 20e-6, "s",
              "host time to issue one kernel from an eager PyTorch module (Python, the "
              "dispatcher, autograd bookkeeping, cudaLaunchKernel)", "chosen",
-             ("benchmarks/README.md: the host-bound rows reported at 10 and 30 us as well",),
-             caveat="an order-of-magnitude figure, not fitted"),
+             ("benchmarks/README.md: the host-bound rows reported at 10 and 30 us as well",
+              "Narayanan et al. 2021's ZeRO-3 rows bound it from above where it is charged per "
+              "rank and call to DeepSpeed's per-rank copies (compiler/training/zero3.py): at "
+              "1,536 ranks the 174.6B step leaves room for at most about 21 us with the calls "
+              "counted, 15 us with GPT's bias calls too"),
+             caveat="an order-of-magnitude figure, not fitted; the ZeRO-3 per-rank copies "
+                    "(a Python narrow and a C++ copy a rank) read it too"),
 )
 
 #: Serving (``topoc infer``): fitted by ``benchmarks/infer_validation.py --fit`` on its fit rows
