@@ -16,6 +16,7 @@ import os
 import re
 import string
 from collections.abc import Mapping
+from operator import attrgetter
 
 import attrs
 
@@ -216,6 +217,23 @@ def hosts(system: System, pattern: str | None = None,
     devices = system.devices
     return tuple(HostInfo(host_id, name, tuple(devices[i].id for i in members))
                  for host_id, name, members in _named(_groups(system), pattern, mapping))
+
+
+def hosts_and_members(system: System, pattern: str | None = None,
+                      mapping: Mapping[str, str] | None = None
+                      ) -> tuple[tuple[HostInfo, ...], list[list[int]]]:
+    """``hosts(system, pattern, mapping)`` and each host's device indices in device order
+    (for views that index devices by number: the fabric's)."""
+    devices = system.devices
+    infos, indices = [], []
+    for host_id, name, members in _named(_groups(system), pattern, mapping):
+        infos.append(HostInfo(host_id, name, tuple(map(_ID, map(devices.__getitem__,
+                                                                  members)))))
+        indices.append(members)
+    return tuple(infos), indices
+
+
+_ID = attrgetter("id")
 
 
 def host_members(system: System) -> list[tuple[str, list[int]]]:
