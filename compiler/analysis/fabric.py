@@ -80,6 +80,12 @@ class Fabric:
     cables: tuple[Cable, ...]
     #: NVLink domains as tuples of hostnames (only domains spanning hosts' GPUs).
     blocks: tuple[tuple[str, ...], ...]
+    #: Made from a system (``fabric``): (``hosts``, ``switches``, each device's position in
+    #: ``hosts`` (-1: none) as a numpy array, ``switches``' device indices), for passes that
+    #: index devices by number (diff's loose-NIC count), valid while ``hosts`` and
+    #: ``switches`` are these same tuples (an ``attrs.evolve`` may replace them); None
+    #: otherwise. Not compared.
+    device_at: tuple | None = attrs.field(default=None, eq=False, repr=False)
 
     def switch(self, name: str) -> Switch:
         """The switch called ``name`` (KeyError if none); a dictionary built once, so a pass
@@ -184,10 +190,12 @@ def fabric(system: System, pattern: str | None = None,
                      for i in switch_at if tier[i] > 0)
     kept = np.zeros(len(devices), dtype=np.bool_)
     kept[hca_at] = True
-    kept[[i for i in switch_at if tier[i] > 0]] = True
+    switch_kept = [i for i in switch_at if tier[i] > 0]
+    kept[switch_kept] = True
     cable_list = _cables(ends, src, dst, codes, lanes, types, kept)
     return Fabric(system.name, host_infos, tuple(hcas), switches, cable_list,
-                  _blocks(system, host_infos, host_at) if blocks else ())
+                  _blocks(system, host_infos, host_at) if blocks else (),
+                  (host_infos, switches, host_at, switch_kept))
 
 
 def _compute_nic(model) -> bool:
