@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
+from operator import itemgetter
 
 from ..compiler.analysis.fabric import Fabric, Wire, wiring
 from ..compiler.base.gcpause import gc_paused
@@ -87,17 +88,19 @@ def render_ibsim(fab: Fabric, source: str = "", ports=None) -> str:
         lanes, speed, _ = width_speed(rate)
         tail[rate] = f"w={WIDTH[lanes]} {speed[2]}={speed[3]}"
     ends = [s.name for s in fab.switches] + [f"{h.host}/{h.index}" for h in fab.hcas]
+    quoted = {end: f'"{name}"' for end, name in names.items()}
+    first = itemgetter(0)
     for end in ends:
-        mine = sorted(ports.get(end, ()), key=lambda p: p[0])
+        mine = sorted(ports.get(end, ()), key=first)
         if not mine:
             continue
         is_switch = "/" not in end
         radix = max(len(mine), mine[-1][0], fab.switch(end).radix or 0 if is_switch else 0)
         if radix > 254:
             raise ExportError(f"switch '{end}' needs {radix} ports; ibsim takes at most 254")
-        lines.append(f"{'Switch' if is_switch else 'Hca'}\t{radix} \"{names[end]}\"")
-        for port, peer, peer_port, w in mine:
-            lines.append(f"[{port}]\t\"{names[peer]}\"[{peer_port}]\t{tail[w.rate]}")
+        lines.append(f"{'Switch' if is_switch else 'Hca'}\t{radix} {quoted[end]}")
+        lines.extend([f"[{port}]\t{quoted[peer]}[{peer_port}]\t{tail[w.rate]}"
+                      for port, peer, peer_port, w in mine])
         lines.append("")
     return "\n".join(lines)
 
@@ -128,11 +131,12 @@ def render_ibdiagnet(fab: Fabric, source: str = "", ports=None) -> str:
         ports[w.b].append((w.b_port, w.a, w.a_port))
     lines = [f"# IBDM topology file written by topoc from {visible(source or fab.name)}", ""]
     ends = [s.name for s in fab.switches] + [f"{h.host}/{h.index}" for h in fab.hcas]
+    system_of = {end: system(end) for end in ends}      # once per end, not per cable end
     for end in ends:
         if end not in ports:
             continue
-        lines.append(f"{model[end]} {system(end)}")
-        for port, peer, peer_port in sorted(ports[end]):
-            lines.append(f"   P{port} -> {model[peer]} {system(peer)} P{peer_port}")
+        lines.append(f"{model[end]} {system_of[end]}")
+        lines.extend([f"   P{port} -> {model[peer]} {system_of[peer]} P{peer_port}"
+                      for port, peer, peer_port in sorted(ports[end])])
         lines.append("")
     return "\n".join(lines)

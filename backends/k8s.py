@@ -47,15 +47,21 @@ def labels(fab: Fabric, clique: bool = False) -> dict[str, dict[str, str]]:
                 if prev is None or int(idx) < int(prev[0]):
                     first_leaf[host] = (idx, other)
     domain = {h: f"nvl{i}" for i, b in enumerate(fab.blocks) for h in b if len(b) > 1}
+    chains: dict[str, dict[str, str]] = {}      # a leaf's tier labels, made once per leaf
     out: dict[str, dict[str, str]] = {}
     for h in fab.hosts:
         lab: dict[str, str] = {}
         if h.name in first_leaf:
-            s, n = first_leaf[h.name][1], 0
-            while s is not None:
-                lab[TIER.format(n)] = s
-                nxt = sorted(up.get(s, ()))
-                s, n = (nxt[0] if nxt else None), n + 1
+            leaf = first_leaf[h.name][1]
+            chain = chains.get(leaf)
+            if chain is None:
+                chain, s, n = {}, leaf, 0
+                while s is not None:
+                    chain[TIER.format(n)] = s
+                    nxt = up.get(s)
+                    s, n = (min(nxt) if nxt else None), n + 1
+                chains[leaf] = chain
+            lab.update(chain)
         if h.name in domain:
             lab[DOMAIN] = domain[h.name]
             if clique:

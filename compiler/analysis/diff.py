@@ -523,12 +523,19 @@ def _loose_nics(system: System, fab: Fabric) -> int:
         return 0
     import numpy as np
 
-    index, n = device_indices(system), len(system.devices)
+    n = len(system.devices)
     models, codes = model_codes(system)
     loose = np.array([m.kind == "nic" for m in models], dtype=np.bool_)[codes]
-    loose[[index[d] for h in fab.hosts for d in h.devices]] = False
     switch = np.zeros(n, dtype=np.bool_)
-    switch[[index[s.device] for s in fab.switches]] = True
+    at = fab.device_at
+    if at is not None and at[0] is fab.hosts and at[1] is fab.switches and len(at[2]) == n:
+        _, _, host_at, switch_at = at           # the view's own indices: no id looked up
+        loose[host_at >= 0] = False
+        switch[switch_at] = True
+    else:
+        index = device_indices(system)
+        loose[[index[d] for h in fab.hosts for d in h.devices]] = False
+        switch[[index[s.device] for s in fab.switches]] = True
     src, dst = system.ends.arrays()
     return len(np.unique(np.concatenate((src[loose[src] & switch[dst]],
                                          dst[loose[dst] & switch[src]]))))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import functools
+import itertools
+import operator
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
@@ -19,7 +21,8 @@ from operator import itemgetter
 import attrs
 
 from ..base.gcpause import gc_paused
-from ..ir.hosts import HostInfo, hosts as host_list
+from ..ir.hosts import HostInfo, hosts_and_members
+from ..ir.modelcodes import model_flags
 from ..ir.locality import _natural, natural
 from ..ir.system import SCALEOUT_CLASSES, System
 
@@ -77,6 +80,12 @@ class Fabric:
     cables: tuple[Cable, ...]
     #: NVLink domains as tuples of hostnames (only domains spanning hosts' GPUs).
     blocks: tuple[tuple[str, ...], ...]
+    #: Made from a system (``fabric``): (``hosts``, ``switches``, each device's position in
+    #: ``hosts`` (-1: none) as a numpy array, ``switches``' device indices), for passes that
+    #: index devices by number (diff's loose-NIC count), valid while ``hosts`` and
+    #: ``switches`` are these same tuples (an ``attrs.evolve`` may replace them); None
+    #: otherwise. Not compared.
+    device_at: tuple | None = attrs.field(default=None, eq=False, repr=False)
 
     def switch(self, name: str) -> Switch:
         """The switch called ``name`` (KeyError if none); a dictionary built once, so a pass
@@ -146,23 +155,24 @@ def fabric(system: System, pattern: str | None = None,
     ``diff`` never reads them."""
     import numpy as np
 
-    host_infos = host_list(system, pattern, mapping)
-    host_of = {d: h for h in host_infos for d in h.devices}
+    host_infos, host_at = _host_at(system, pattern, mapping)
     # The scale-out links read from the link arrays (System.ends), no Link object nor id
     # string made per link: device indices, link type codes and lanes, in declaration order.
     src, dst, codes, lanes = system.ends.arrays(lambda t: t.cls in SCALEOUT_CLASSES,
                                                 ("src", "dst", "type", "lanes"))
     devices, types = system.devices, system.ends.types
-    net = np.unique(np.concatenate((src, dst))).tolist()    # in device order
+    net = np.unique(np.concatenate((src, dst)))     # in device order
     hcas: list[Hca] = []
     ends: dict[int, str] = {}           # device index -> its end name (HCAs, switches)
-    per_host: dict[str, list[int]] = defaultdict(list)
-    for i in net:
-        d = devices[i]
-        if d.compute_nic and d.id in host_of:
-            per_host[host_of[d.id].name].append(i)
+    # compute NICs on a host, each host's in device order, hosts in order of their first
+    # (the models tested once each, not a property per device: 282,624 ends at 32,768 nodes)
+    nics = net[model_flags(system, _compute_nic)[net] & (host_at[net] >= 0)]
+    per_host: dict[int, list[int]] = defaultdict(list)
+    for i, k in zip(nics.tolist(), host_at[nics].tolist()):
+        per_host[k].append(i)
     hca_at: list[int] = []
-    for h, members in per_host.items():
+    for k, members in per_host.items():
+        h = host_infos[k].name
         for i, index in zip(members, hca_indices([devices[i].id for i in members])):
             d = devices[i]
             hcas.append(Hca(h, index, d.id, d.model.name))
@@ -170,7 +180,7 @@ def fabric(system: System, pattern: str | None = None,
             ends[i] = f"{h}/{index}"
     hcas = [hcas[k] for k in np.argsort(np.array(hca_at, dtype=np.int64), kind="stable")
             .tolist()]
-    switch_at = [i for i in net if devices[i].kind == "net_switch"]
+    switch_at = net[model_flags(system, lambda m: m.kind == "net_switch")[net]].tolist()
     for i in switch_at:
         ends[i] = end_name(system, devices[i].id)
     tier = _tiers(len(devices), src, dst, hca_at, switch_at)
@@ -180,10 +190,31 @@ def fabric(system: System, pattern: str | None = None,
                      for i in switch_at if tier[i] > 0)
     kept = np.zeros(len(devices), dtype=np.bool_)
     kept[hca_at] = True
-    kept[[i for i in switch_at if tier[i] > 0]] = True
+    switch_kept = [i for i in switch_at if tier[i] > 0]
+    kept[switch_kept] = True
     cable_list = _cables(ends, src, dst, codes, lanes, types, kept)
     return Fabric(system.name, host_infos, tuple(hcas), switches, cable_list,
-                  _blocks(system, host_of) if blocks else ())
+                  _blocks(system, host_infos, host_at) if blocks else (),
+                  (host_infos, switches, host_at, switch_kept))
+
+
+def _compute_nic(model) -> bool:
+    """``Device.compute_nic`` of a model's devices."""
+    return model.kind == "nic" and model.attr("role", "compute") == "compute"
+
+
+def _host_at(system: System, pattern: str | None, mapping: Mapping[str, str] | None):
+    """The hosts (``ir.hosts.hosts``) and each device's host as its position among them (-1:
+    on none), a numpy array by device index: no dictionary of every host device's id."""
+    import numpy as np
+
+    infos, members = hosts_and_members(system, pattern, mapping)
+    host_at = np.full(len(system.devices), -1, dtype=np.int64)
+    if members:
+        flat = np.fromiter(itertools.chain.from_iterable(members), dtype=np.int64)
+        host_at[flat] = np.repeat(np.arange(len(members), dtype=np.int64),
+                                  [len(m) for m in members])
+    return infos, host_at
 
 
 def _tiers(n: int, src, dst, hca_at: list[int], switch_at: list[int]) -> list[int]:
@@ -220,14 +251,18 @@ def _cables(ends: dict[int, str], src, dst, codes, lanes, types, kept) -> tuple[
     import numpy as np
 
     # each name's key once (the cached ``natural`` holds 65,536: 80,000 ends would churn it)
-    named = sorted(((_natural(x), x) for x in set(ends.values())), key=itemgetter(0))
-    if any(x[0] == y[0] for x, y in zip(named, named[1:])):
+    # (``map`` over the names, not a Python step each: 282,624 ends at 32,768 DGX nodes)
+    distinct = list(set(ends.values()))
+    natural_key = _natural if any("\0" in x for x in distinct) else _natural_text
+    named = sorted(zip(map(natural_key, distinct), distinct), key=itemgetter(0))
+    keys = list(map(itemgetter(0), named))
+    if any(map(operator.eq, keys, keys[1:])):
         return _cables_by_name(ends, src, dst, codes, lanes, types, kept)  # names alike
-    names = [x for _, x in named]
-    rank_of = {name: r for r, name in enumerate(names)}
+    names = list(map(itemgetter(1), named))
+    rank_of = dict(zip(names, range(len(names))))
     rank = np.full(len(kept), -1, dtype=np.int64)
-    at = list(ends)
-    rank[at] = [rank_of[ends[i]] for i in at]
+    rank[np.fromiter(ends, dtype=np.int64, count=len(ends))] = np.fromiter(
+        map(rank_of.__getitem__, ends.values()), dtype=np.int64, count=len(ends))
     keep = kept[src] & kept[dst]
     ra, rb = rank[src[keep]], rank[dst[keep]]
     lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
@@ -247,12 +282,31 @@ def _cables(ends: dict[int, str], src, dst, codes, lanes, types, kept) -> tuple[
     pair, k = np.divmod(uniq, nk)
     a, b = np.divmod(pair, m)
     order = np.lexsort((first, name_rank[k], b, a))
-    out = []
-    for x, y, c, n in zip(a[order].tolist(), b[order].tolist(), k[order].tolist(),
-                          count[order].tolist()):
-        cls, rate, lt = kind_list[c]
-        out.append(Cable(names[x], names[y], cls, rate, n, lt))
-    return tuple(out)
+    k = k[order].tolist()
+    return tuple(map(Cable, map(names.__getitem__, a[order].tolist()),
+                     map(names.__getitem__, b[order].tolist()),
+                     map(itemgetter(0), map(kind_list.__getitem__, k)),
+                     map(itemgetter(1), map(kind_list.__getitem__, k)),
+                     count[order].tolist(),
+                     map(itemgetter(2), map(kind_list.__getitem__, k))))
+
+
+def _digits_token(m: re.Match) -> str:
+    digits = str(int(m.group()))
+    return f"\0{chr(len(digits) + 1)}{digits}"
+
+
+def _natural_text(name: str) -> str:
+    """A string that sorts (and ties) as ``natural(name)`` does, for a name without NUL: each
+    run of digits becomes NUL, its value's length and its value's digits. A plain string sort
+    of these is several times faster than one of ``natural``'s tuples of text and numbers.
+    Where the tuples compare a text part with a longer one, the shorter's NUL (or its end)
+    sorts first, as the shorter text does; where they compare two numbers, the two runs are
+    at the same place and compare by length, then digits, as the numbers do."""
+    return _DIGIT_RUN.sub(_digits_token, name)
+
+
+_DIGIT_RUN = re.compile(r"\d+")
 
 
 def _cables_by_name(ends: dict[int, str], src, dst, codes, lanes, types,
@@ -272,18 +326,21 @@ def _cables_by_name(ends: dict[int, str], src, dst, codes, lanes, types,
                      cables.items(), key=lambda kv: (key[kv[0][0]], key[kv[0][1]], kv[0][4])))
 
 
-def _blocks(system: System, host_of: Mapping[str, HostInfo]) -> tuple[tuple[str, ...], ...]:
-    """NVLink domains as hostnames, in rank order; single-host domains count too (a DGX)."""
+def _blocks(system: System, host_infos: Sequence[HostInfo],
+            host_at) -> tuple[tuple[str, ...], ...]:
+    """NVLink domains as hostnames, in rank order; single-host domains count too (a DGX).
+    ``host_at``: each device's position in ``host_infos`` (-1: on no host)."""
     loc = system.locality
+    gpu_host = host_at[model_flags(system, lambda m: m.kind == "gpu").nonzero()[0]].tolist()
     order: dict[str, list[str]] = {}
-    for rank, g in enumerate(system.gpus):
+    for rank, (g, k) in enumerate(zip(system.gpus, gpu_host)):
         root = loc.domain_root[rank] or g.id
-        h = host_of.get(g.id)
-        if h is None:
+        if k < 0:
             continue
+        name = host_infos[k].name
         names = order.setdefault(root, [])
-        if h.name not in names:
-            names.append(h.name)
+        if name not in names:
+            names.append(name)
     return tuple(tuple(v) for v in order.values())
 
 
@@ -321,6 +378,24 @@ def wiring(fab: Fabric, ports: Mapping[tuple[str, str], Sequence[tuple[int, int]
         port = next_port[end]
         used[end].add(port)
         return port
+    if ports is None:
+        # no dump to follow: each end's ports from 1 in cable order (one pass, no lookups of
+        # given pairs: 786,432 wires at 32,768 DGX nodes)
+        out = []
+        for c in fab.cables:
+            a, b = c.a, c.b
+            pa, pb = next_port[a], next_port[b]
+            n = c.count
+            if a == b:              # one end at both: its counter moves twice per wire
+                out.extend(Wire(a, pa + k, b, pa + k, c.rate, c.cls) for k in range(0, 2 * n, 2))
+                next_port[a] = pa + 2 * n
+                continue
+            next_port[a], next_port[b] = pa + n, pb + n
+            if n == 1:
+                out.append(Wire(a, pa, b, pb, c.rate, c.cls))
+            else:
+                out.extend(Wire(a, pa + k, b, pb + k, c.rate, c.cls) for k in range(n))
+        return tuple(out)
     out = []
     for c in fab.cables:
         flip = (c.b, c.a) in given and (c.a, c.b) not in given

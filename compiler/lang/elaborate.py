@@ -17,7 +17,7 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, error, suggest
-from . import hints
+from . import fastconn, hints
 from .exprs import EvalError, check_requirement, evaluate, evaluate_fast, variables
 from ..base.gcpause import gc_paused
 from .hosts import check_patterns, nested_host
@@ -31,6 +31,9 @@ from .resolve import Program
 # Connections larger than this are not expanded once an error is recorded: the program
 # cannot compile, and the links' only use would be further diagnostics of the same kind.
 _EXPAND_AFTER_ERROR = 10_000
+#: Connections of at least this many bindings are enumerated in numpy (``fastconn``) when
+#: they are of the ordinary kind; below it numpy's per-call cost outweighs the loop's.
+_FAST_LINKS = 4096
 
 
 @attrs.define
@@ -371,7 +374,12 @@ class _Elaborator:
         plans = [tuple((name, sel, size, var, _element_names(name, size)
                         if sel is not None and size <= _NAMES_MAX else None)
                        for name, sel, size, var in side) for side in sides]
-        for combo in itertools.product(*(dom for _, dom in axes)):
+        fast = fastconn.expand(plans, axes, free, env) if total >= _FAST_LINKS else None
+        if fast is not None:
+            made = len(fast[0])
+            t.links.extend(zip(*fast, itertools.repeat(link_type), itertools.repeat(lanes),
+                               itertools.repeat(not stmt.directed), itertools.repeat(stmt.span)))
+        for combo in () if fast is not None else itertools.product(*(dom for _, dom in axes)):
             scope.update(zip(names, combo))
             a = self.path(plans[0], scope, stmt, free)
             b = self.path(plans[1], scope, stmt, free)
