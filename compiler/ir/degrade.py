@@ -296,6 +296,7 @@ def degrade_mask(system: System, m: Mask, slow: Sequence = ()) -> Degraded:
     touched = [system.devices[i].id for i in sorted(failed)] + \
         [e for link in changed for e in link]
     out.memo["faults"] = frozenset(p for d in touched for p in holders_of(d))
+    fault_ranks(system, out, m.devices)
     return Degraded(out, tuple(system.devices[i].id for i in sorted(failed)), tuple(lost),
                     degraded, tuple(dropped), len(system.gpus))
 
@@ -382,6 +383,31 @@ def _holding(system: System, failed: set[int]) -> tuple:
         if d.id.startswith(prefixes) and d.id not in ids:
             holding.update(p for p in (*holders_of(d.id), d.id) if p in hit)
     return tuple(h for h in system.hosts if h.id not in hit or h.id in holding)
+
+
+#: A degraded system's memo entry: a numpy bool array over its ranks, whether an instance of
+#: its ``faults`` holds the GPU (what the cost model's sampling reads, ``fault_ranks``).
+FAULT_RANKS = "fault_ranks"
+
+
+def fault_ranks(system: System, out: System, failed: Sequence[int]) -> None:
+    """Set ``out.memo[FAULT_RANKS]`` (``out``: ``system`` degraded, ``failed`` its failed
+    device indices) from the healthy system's instance table, where one was made (``blast``
+    makes it): each rank's GPU against the instances of ``out.memo["faults"]`` in numpy,
+    instead of a prefix test of every GPU's id per degraded system."""
+    import numpy as np
+
+    from .instances import MEMO
+    from .modelcodes import model_flags
+
+    tree = system.memo.get(MEMO)
+    if tree is None:
+        return
+    rows = np.flatnonzero(model_flags(system, lambda m: m.kind == "gpu"))
+    hit = tree.under(out.memo["faults"], rows)
+    if len(failed):
+        hit = hit[~np.isin(rows, np.asarray(failed, dtype=np.int64))]
+    out.memo[FAULT_RANKS] = hit
 
 
 def holders_of(device_id: str) -> list[str]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import attrs
 
-from .degrade import Degraded, Mask, holders_of
+from .degrade import Degraded, Mask, fault_ranks, holders_of
 from .incidence import Ends, MaskedIncidence
 from .links import Links
 from .system import SCALEOUT_CLASSES, System
@@ -96,6 +96,7 @@ def isolate(system: System, m: Mask) -> Degraded | None:
     touched = [devices[i].id for i in m.devices] + [e for link in lost
                                                     for e in (link.src, link.dst)]
     out.memo["faults"] = frozenset(p for d in touched for p in holders_of(d))
+    fault_ranks(system, out, ())
     return Degraded(out, tuple(devices[i].id for i in m.devices), lost, 0, (),
                     len(system.gpus))
 
