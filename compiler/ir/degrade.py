@@ -22,6 +22,7 @@ rings, trees, NVLS groups, the tuner, lint) reads the degraded system as it read
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import re
 from array import array
 from collections.abc import Iterable, Sequence
@@ -104,6 +105,9 @@ class Mask:
 
     devices: tuple[int, ...]
     lost: Any = attrs.field(eq=False, repr=False)
+    #: links named by ``A<->B`` selectors are among ``lost`` (else every lost link ends at a
+    #: failed device)
+    cut: bool = False
 
 
 @attrs.frozen
@@ -220,7 +224,7 @@ def mask(system: System, gone: Iterable[int], cut: Sequence = ()) -> Mask:
     lost = failed[src] | failed[dst]
     for a, b in cut:
         lost |= _touching(len(system.devices), src, dst, (a, b))
-    return Mask(tuple(np.flatnonzero(failed).tolist()), lost)
+    return Mask(tuple(np.flatnonzero(failed).tolist()), lost, bool(cut))
 
 
 def _touching(n: int, src, dst, ends):
@@ -271,7 +275,10 @@ def degrade_mask(system: System, m: Mask, slow: Sequence = ()) -> Degraded:
             retyped[i] = link.type
     failed = set(m.devices)
     if failed:
-        devices = tuple(d for i, d in enumerate(system.devices) if i not in failed)
+        # the slices between failed devices, joined in C (not a test per device)
+        cuts = [-1, *sorted(failed), len(system.devices)]
+        devices = tuple(itertools.chain.from_iterable(
+            system.devices[a + 1:b] for a, b in zip(cuts, cuts[1:])))
     else:
         devices = system.devices
     links = _kept_links(system, devices, m, retyped)
@@ -320,8 +327,21 @@ def _share_views(system: System, out: System, m: Mask, lost: list[Link],
         out.memo["locality.base"] = relocate.Base(system.locality, m.devices, lost)
     if system.has_view("incidence"):
         object.__setattr__(out, "incidence", MaskedIncidence(system.incidence, lost))
-    if system.has_view("levels") and not any(x.cls in SCALEOUT_CLASSES for x in lost):
-        object.__setattr__(out, "levels", system.levels)
+    if not any(x.cls in SCALEOUT_CLASSES for x in lost) or \
+            (not m.cut and levels_kept(system, set(m.devices))):
+        # every survivor keeps its distance from the NICs: the healthy levels less the
+        # failed devices
+        if system.has_view("levels"):
+            levels = system.levels
+            gone = [d for d in (system.devices[i].id for i in m.devices) if d in levels]
+            if gone:
+                levels = dict(levels)
+                for d in gone:
+                    del levels[d]
+            object.__setattr__(out, "levels", levels)
+        if "level_array" in system.memo:       # summary.level_array's
+            out.memo["level_array"] = np.delete(system.memo["level_array"], list(m.devices)) \
+                if m.devices else system.memo["level_array"]
     for classes in (None, SCALEOUT_CLASSES):
         key = ("reach_labels", classes)
         if key in system.memo:
@@ -377,12 +397,57 @@ def _holding(system: System, failed: set[int]) -> tuple:
         {h.id for h in system.hosts if h.id != system.name}
     if not hit:
         return system.hosts
+    from .instances import MEMO
+    tree = system.memo.get(MEMO)
+    if tree is not None:
+        # each hit host's devices (itself, if a device, and those its id prefixes) read from
+        # the instance table blast made, not found by a prefix test of every device
+        from .system import device_indices
+        index = device_indices(system)
+        holding = set()
+        for h in hit:
+            held = list(tree.devices(h) or ())
+            if h in index:
+                held.append(index[h])
+            if any(i not in failed for i in held):
+                holding.add(h)
+        return tuple(h for h in system.hosts if h.id not in hit or h.id in holding)
     prefixes = tuple(hit) + tuple(h + "." for h in hit)
     holding = set()
     for d in system.devices:
         if d.id.startswith(prefixes) and d.id not in ids:
             holding.update(p for p in (*holders_of(d.id), d.id) if p in hit)
     return tuple(h for h in system.hosts if h.id not in hit or h.id in holding)
+
+
+def levels_kept(system: System, failed: set[int]) -> bool:
+    """Whether every device that survives the failure of ``failed`` (device indices; the
+    lost links being those they end) keeps its distance from the NICs (``summary.levels``):
+    each surviving scale-out neighbour of a failed device at level l > 0 keeps a surviving
+    neighbour at level l - 1, and one at level 0 (a NIC) keeps a scale-out link. Distances
+    only grow when devices go; a survivor whose distance grew, taken at its least healthy
+    level, lost the neighbour its shortest path came through, so it is such a neighbour, and
+    the one at l - 1 it kept still is at l - 1: none grew. Only the neighbours of a failed
+    device are read."""
+    from .summary import level_array
+    from .system import device_indices
+
+    level, index, devices = level_array(system), device_indices(system), system.devices
+    ids = {devices[i].id for i in failed}
+    incidence = system.incidence
+    for i in failed:
+        for link in incidence.get(devices[i].id, ()):
+            w = link.dst if link.src == devices[i].id else link.src
+            if w in ids or link.cls not in SCALEOUT_CLASSES:
+                continue
+            lv = int(level[index[w]])
+            if lv < 0:
+                continue
+            kept = [u for x in incidence.get(w, ()) if x.cls in SCALEOUT_CLASSES and
+                    (u := x.dst if x.src == w else x.src) not in ids]
+            if not (kept if lv == 0 else any(level[index[u]] == lv - 1 for u in kept)):
+                return False
+    return True
 
 
 #: A degraded system's memo entry: a numpy bool array over its ranks, whether an instance of

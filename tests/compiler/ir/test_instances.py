@@ -40,3 +40,27 @@ def test_fault_ranks_are_the_prefix_test(name, defines):
         prefixes = tuple(t + "." for t in after.memo["faults"])
         assert after.memo[FAULT_RANKS].tolist() == \
             [g.id.startswith(prefixes) for g in after.gpus], members[0]
+
+
+@pytest.mark.parametrize("name,defines", SIZED, ids=[n for n, _ in SIZED])
+def test_shared_levels_and_hosts_are_a_fresh_systems(name, defines):
+    """What ``degrade`` hands a degraded system from the healthy one where blast made the
+    instance table and the levels (the hosts still holding a device, the distances from the
+    NICs where ``levels_kept`` holds) equals what a freshly loaded system computes."""
+    from topoc.compiler.ir.degrade import Faults, degrade, levels_kept
+    from topoc.compiler.ir.summary import level_array
+
+    system = topoc.load(library_file(name), defines)
+    level_array(system)
+    system.levels
+    shared = 0
+    for members in classes(system).values():
+        result = _degraded(system, members[0])
+        after = result.system
+        fresh = degrade(topoc.load(library_file(name), defines), Faults((members[0],))).system
+        assert after.hosts == fresh.hosts, members[0]
+        if "level_array" in after.memo and after.devices is not system.devices:
+            shared += 1
+            assert after.memo["level_array"].tolist() == level_array(fresh).tolist()
+            assert after.levels == fresh.levels, members[0]
+    assert shared, "no class shared the levels"
