@@ -21,11 +21,12 @@ rings, trees, NVLS groups, the tuner, lint) reads the degraded system as it read
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import itertools
 import re
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -35,6 +36,7 @@ from ..base.units import RATE, Quantity, human
 from . import relocate
 from .incidence import Ends, MaskedIncidence
 from .links import Links
+from .summary import LEVELS_BASE
 from .system import SCALEOUT_CLASSES, Link, LinkType, System
 
 #: A degrade selector's rate: '50%' or a rate with its unit.
@@ -297,6 +299,10 @@ def degrade_mask(system: System, m: Mask, slow: Sequence = ()) -> Degraded:
                        hosts=hosts, skipped=())
     if isinstance(links, Links):
         out.memo["ends"] = links.ends
+    if "device_indices" in system.memo:     # system.device_indices'
+        out.memo["device_indices"] = ShiftedIndex(
+            system.memo["device_indices"], sorted(failed),
+            {system.devices[i].id for i in failed}) if failed else system.memo["device_indices"]
     _share_views(system, out, m, lost, retyped)
     # The instances that hold a fault (a failed device, an end of a failed or slow link): the
     # cost model samples a few islands of a large group as alike, and must sample these too.
@@ -342,6 +348,12 @@ def _share_views(system: System, out: System, m: Mask, lost: list[Link],
         if "level_array" in system.memo:       # summary.level_array's
             out.memo["level_array"] = np.delete(system.memo["level_array"], list(m.devices)) \
                 if m.devices else system.memo["level_array"]
+    elif system.has_view("levels") and "level_array" in system.memo:
+        # the levels are found again over the degraded links; their dict is patched from
+        # the healthy one where they differ (``summary._levels``)
+        out.memo[LEVELS_BASE] = (system.levels, np.delete(system.memo["level_array"],
+                                                          list(m.devices)),
+                                 [system.devices[i].id for i in m.devices])
     for classes in (None, SCALEOUT_CLASSES):
         key = ("reach_labels", classes)
         if key in system.memo:
@@ -379,6 +391,37 @@ def _kept_links(system: System, devices: tuple, m: Mask, retyped: dict[int, Link
                 array("H", code[keep].tobytes()), tuple(types),
                 array("i", lanes[keep].astype(np.int32).tobytes()))
     return links_in.kept(devices, ends, keep)
+
+
+class ShiftedIndex(Mapping):
+    """A degraded system's device id -> index (``system.device_indices``) read from the
+    healthy system's: the failed ids are not keys and every other index moves down by the
+    failed devices before it (the survivors keep their order), so no dict of 1.7 M ids is
+    made per degraded system."""
+
+    def __init__(self, healthy: Mapping[str, int], failed: list[int], gone: set[str]):
+        self._healthy, self._failed, self._gone = healthy, failed, gone
+
+    def __getitem__(self, device_id: str) -> int:
+        i = self._healthy[device_id]
+        if device_id in self._gone:
+            raise KeyError(device_id)
+        return i - bisect.bisect_left(self._failed, i)
+
+    def get(self, device_id, default=None):
+        i = self._healthy.get(device_id)
+        if i is None or device_id in self._gone:
+            return default
+        return i - bisect.bisect_left(self._failed, i)
+
+    def __contains__(self, device_id: object) -> bool:
+        return device_id in self._healthy and device_id not in self._gone
+
+    def __iter__(self):
+        return (d for d in self._healthy if d not in self._gone)
+
+    def __len__(self) -> int:
+        return len(self._healthy) - len(self._gone)
 
 
 def _flags(n: int, indices):

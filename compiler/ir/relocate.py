@@ -157,3 +157,47 @@ def pcie_switches(loc, switch_ids) -> list[str] | None:
         ups = sorted(n for n in adj.get(gpus[r].id) if n in switch_ids)
         out[r] = ups[0] if ups else ""
     return out
+
+
+def key_devices(loc, column: int, names):
+    """``Locality._keys_by_index``'s device index per rank of one column (0: sockets, 1: PCIe
+    switches; -1 for none) on a degraded system, from the healthy system's: a rank whose host
+    part the failure leaves alone keeps its socket and switch, at the index less the failed
+    devices before it; the touched parts' ranks read theirs from ``names``. None where the
+    healthy system numbered none."""
+    import numpy as np
+
+    base = loc.system.memo.get("locality.base")
+    old = base.healthy.memo.get("order.by_index", {}).get(column) if base is not None else None
+    if old is None:
+        return None
+    at = old[0][base.kept_ranks()]
+    failed = np.asarray(sorted(base.failed), dtype=np.int64)
+    at = np.where(at >= 0, at - np.searchsorted(failed, at), -1)
+    index = loc.index
+    for r in base.redo(loc).tolist():
+        at[r] = index[names[r]] if names[r] else -1
+    return at
+
+
+def key_checked(loc, column: int, unique, first, span: int):
+    """For each (island, device) entry ``unique`` of a degraded system's key column
+    (``Locality._keys_by_index``; ``first``: a rank of each), whether the healthy system
+    checked it in the same island: then its order against any other such entry of its
+    island is checked already (the healthy check holds between neighbours, so along the
+    island's whole chain; failures only split islands and removing devices keeps their
+    order). None where the healthy system checked nothing."""
+    import numpy as np
+
+    base = loc.system.memo.get("locality.base")
+    old = base.healthy.memo.get("order.by_index", {}).get(column) if base is not None else None
+    if old is None:
+        return None
+    healthy = base.healthy
+    island = np.asarray(healthy.island, dtype=np.int64)[base.kept_ranks()[first]]
+    alive = np.ones(len(healthy.system.devices), dtype=np.bool_)
+    alive[list(base.failed)] = False
+    survivors = np.flatnonzero(alive)
+    device = unique % span - 1
+    device = np.where(device >= 0, survivors[np.maximum(device, 0)], -1)
+    return np.isin(island * (len(healthy.system.devices) + 1) + device + 1, old[1])
