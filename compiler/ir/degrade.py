@@ -354,11 +354,10 @@ def _share_views(system: System, out: System, m: Mask, lost: list[Link],
         out.memo[LEVELS_BASE] = (system.levels, np.delete(system.memo["level_array"],
                                                           list(m.devices)),
                                  [system.devices[i].id for i in m.devices])
-    for classes in (None, SCALEOUT_CLASSES):
-        key = ("reach_labels", classes)
-        if key in system.memo:
-            out.memo[key] = np.delete(system.memo[key], list(m.devices)) if m.devices \
-                else system.memo[key]
+    for key in [k for k in system.memo if isinstance(k, tuple) and k[0] == "reach_labels"]:
+        # every link classes' labels (``locality.reach_labels``), the failed devices' left out
+        out.memo[key] = np.delete(system.memo[key], list(m.devices)) if m.devices \
+            else system.memo[key]
 
 
 def _kept_links(system: System, devices: tuple, m: Mask, retyped: dict[int, LinkType]):

@@ -409,10 +409,8 @@ class Locality:
 
         patched = relocate.gpu_hosts(self, nearest_by_bfs)
         if patched is not None:
-            own = patched[2]
-            index = self.index
-            self._nic_index = np.array([index[o] if o else -1 for o in own],
-                                       dtype=np.int64)
+            base = self.system.memo["locality.base"]
+            self._nic_index = relocate.shifted(self, base, base.healthy._nic_index, patched[2])
             return patched
 
         system = self.system

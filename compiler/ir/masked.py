@@ -86,13 +86,11 @@ def isolate(system: System, m: Mask) -> Degraded | None:
             out.memo[key] = system.memo[key]
     out.memo["ends"] = ends
     object.__setattr__(out, "incidence", MaskedIncidence(system.incidence, lost))
-    for classes in (None, SCALEOUT_CLASSES):
-        # the healthy reach labels bound the degraded ones: links taken away join nothing,
-        # so labels that differ still mean no path; equal ones send the router to search,
-        # which answers NoRoute itself (``locality.reach_labels``)
-        key = ("reach_labels", classes)
-        if key in system.memo:
-            out.memo[key] = system.memo[key]
+    for key in [k for k in system.memo if isinstance(k, tuple) and k[0] == "reach_labels"]:
+        # the healthy reach labels (of any link classes) bound the degraded ones: links taken
+        # away join nothing, so labels that differ still mean no path; equal ones send the
+        # router to search, which answers NoRoute itself (``locality.reach_labels``)
+        out.memo[key] = system.memo[key]
     touched = [devices[i].id for i in m.devices] + [e for link in lost
                                                     for e in (link.src, link.dst)]
     out.memo["faults"] = frozenset(p for d in touched for p in holders_of(d))

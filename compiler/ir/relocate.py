@@ -14,6 +14,7 @@ the result with a fresh system's on every failure class of the bundled clusters.
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
@@ -56,7 +57,13 @@ class Base:
         return np.flatnonzero(~np.isin(old, np.asarray(self.failed, dtype=np.int64)))
 
     def redo(self, loc):
-        """The degraded ranks whose host part the failure touches, ascending."""
+        """The degraded ranks whose host part the failure touches, ascending (once)."""
+        found = getattr(self, "_redo", None)
+        if found is None:
+            found = self._redo = self._find_redo()
+        return found
+
+    def _find_redo(self):
         import numpy as np
 
         old = self.healthy
@@ -91,7 +98,8 @@ def gpu_hosts(loc, nearest_by_bfs):
         return None
     keep = base.kept_ranks().tolist()
     old = base.healthy.gpu_hosts
-    out = tuple([column[r] for r in keep] for column in old)
+    pick = operator.itemgetter(*keep) if len(keep) > 1 else (lambda c: tuple(c[r] for r in keep))
+    out = tuple(list(pick(column)) for column in old)
     redo = base.redo(loc).tolist()
     if not redo:
         return out
@@ -171,7 +179,16 @@ def key_devices(loc, column: int, names):
     old = base.healthy.memo.get("order.by_index", {}).get(column) if base is not None else None
     if old is None:
         return None
-    at = old[0][base.kept_ranks()]
+    return shifted(loc, base, old[0], names)
+
+
+def shifted(loc, base, old, names):
+    """A per-rank array of device indices (-1: none) of the healthy system carried to the
+    degraded one: the surviving ranks' entries less the failed devices before each, the
+    touched host parts' ranks read from ``names`` (the degraded system's ids per rank)."""
+    import numpy as np
+
+    at = old[base.kept_ranks()]
     failed = np.asarray(sorted(base.failed), dtype=np.int64)
     at = np.where(at >= 0, at - np.searchsorted(failed, at), -1)
     index = loc.index

@@ -25,7 +25,8 @@ def _facts(system):
     n = len(system.gpus)
     return (loc.gpu_hosts, [loc.pcie_switch(r) for r in range(n)], loc._ids("nic"),
             loc._ids("pcie_switch"), sorted(range(n), key=lambda r: loc.order_keys[r]),
-            sorted(range(n), key=loc.key), hosts(system, range(n)), list(loc.order_keys))
+            sorted(range(n), key=loc.key), hosts(system, range(n)), list(loc.order_keys),
+            loc.nic_index.tolist())
 
 
 @pytest.mark.parametrize("name,defines", FILES, ids=[c[0] for c in FILES])
