@@ -702,11 +702,14 @@ class Locality:
             covered = relocate.key_checked(self, c, unique, first, span)
             if covered is not None:
                 same = same[~(covered[same] & covered[same + 1])]
+                at_pairs = np.union1d(same, same + 1)
+            else:
+                at_pairs = np.arange(len(unique))
             ids = [devices[d].id if d >= 0 else "" for d in
-                   (unique[np.union1d(same, same + 1)] % span - 1).tolist()]
-            name = dict(zip(np.union1d(same, same + 1).tolist(), ids))
-            if not all(_natural_less(name[i], name[i + 1], name[i].translate(_DIGIT_SHAPE) ==
-                                     name[i + 1].translate(_DIGIT_SHAPE))
+                   (unique[at_pairs] % span - 1).tolist()]
+            name = dict(zip(at_pairs.tolist(), ids))
+            shape = {i: x.translate(_DIGIT_SHAPE) for i, x in name.items()}
+            if not all(_natural_less(name[i], name[i + 1], shape[i] == shape[i + 1])
                        for i in same.tolist()):
                 return None
             kept[c] = (at, unique)
