@@ -115,10 +115,13 @@ def _members(system: System, example: str) -> list[int]:
     """The device indices ``--fail example`` names (``degrade._select``: the device of that
     id and every device its id prefixes up to a dot), read from the instance table
     (``faildomains.Instances``) and the id index instead of a pass over every id."""
-    if any(c in example for c in "*?["):
-        return _select(system, example, "--fail")
-    found = instances(system).devices(example) or []
+    found = instances(system).devices(example)
     at = device_indices(system).get(example)
+    if any(c in example for c in "*?[") or (found is None and at is None):
+        # a glob, or no instance below the system: the system itself (a single machine's
+        # host), whose devices the table does not number as an instance
+        return _select(system, example, "--fail")
+    found = found or []
     return sorted({*found, at}) if at is not None else found
 
 

@@ -79,7 +79,11 @@ def test_classes_are_the_plain_pass(name, defines):
     assert list(found.items()) == list(plain_classes(system).items())
 
 
-@pytest.mark.parametrize("name,defines", SIZED, ids=[n for n, _ in SIZED])
+MACHINES = [("dgx_h100.topo", None), ("gb200_nvl72.topo", None), ("pcie_server.topo", None),
+            ("gb200_superchip.topo", None)]
+
+
+@pytest.mark.parametrize("name,defines", SIZED + MACHINES, ids=[n for n, _ in SIZED + MACHINES])
 def test_instance_devices_are_the_selector(name, defines):
     system = topoc.load(library_file(name), defines)
     tree = instances(system)
