@@ -378,18 +378,30 @@ def _kept_links(system: System, devices: tuple, m: Mask, retyped: dict[int, Link
         return tuple(out)
     e = system.ends
     src, dst, code, lanes = e.arrays(None, ("src", "dst", "type", "lanes"))
-    renumber = np.cumsum(~_flags(len(system.devices), m.devices)) - 1
+    renumber = (np.cumsum(~_flags(len(system.devices), m.devices)) - 1).astype(np.int32)
     types = list(e.types)
-    code = code.astype(np.uint16)
-    for i, t in retyped.items():
-        if t not in types:
-            types.append(t)
-        code[i] = types.index(t)
-    ends = Ends(array("i", renumber[src[keep]].astype(np.int32).tobytes()),
-                array("i", renumber[dst[keep]].astype(np.int32).tobytes()),
-                array("H", code[keep].tobytes()), tuple(types),
-                array("i", lanes[keep].astype(np.int32).tobytes()))
+    typecode = e.type.typecode
+    if retyped:
+        code, typecode = code.astype(np.uint16), "H"
+        for i, t in retyped.items():
+            if t not in types:
+                types.append(t)
+            code[i] = types.index(t)
+    ends = Ends(column_array("i", renumber[src[keep]]), column_array("i", renumber[dst[keep]]),
+                column_array(typecode, code[keep]), tuple(types),
+                column_array("i", lanes[keep]))
     return links_in.kept(devices, ends, keep)
+
+
+def column_array(typecode: str, column) -> array:
+    """A numpy column as the ``array.array`` of ``typecode`` that ``Ends`` holds, copied
+    once from the column's buffer (13.7 M rows at 8,192 racks: no bytes object between)."""
+    import numpy as np
+
+    dtype = {"i": np.int32, "H": np.uint16, "B": np.uint8}[typecode]
+    out = array(typecode)
+    out.frombytes(memoryview(np.ascontiguousarray(column, dtype=dtype)).cast("B"))
+    return out
 
 
 class ShiftedIndex(Mapping):

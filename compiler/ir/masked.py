@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import attrs
 
-from .degrade import Degraded, Mask, fault_ranks, holders_of
+from .degrade import Degraded, Mask, column_array, fault_ranks, holders_of
 from .incidence import Ends, MaskedIncidence
 from .links import Links
 from .system import SCALEOUT_CLASSES, System
@@ -74,9 +74,10 @@ def isolate(system: System, m: Mask) -> Degraded | None:
             return None
     keep = ~m.lost
     src, dst, code, lanes = e.arrays(None, ("src", "dst", "type", "lanes"))
-    ends = Ends(*(_array(typecode, column[keep]) for typecode, column in
+    ends = Ends(*(column_array(typecode, column[keep]) for typecode, column in
                   (("i", src), ("i", dst))),
-                _array(e.type.typecode, code[keep]), e.types, _array("i", lanes[keep]))
+                column_array(e.type.typecode, code[keep]), e.types,
+                column_array("i", lanes[keep]))
     out = attrs.evolve(system, links=links.kept(devices, ends, keep), skipped=())
     for name in SHARED_VIEWS:
         object.__setattr__(out, name, getattr(system, name))
@@ -99,14 +100,6 @@ def isolate(system: System, m: Mask) -> Degraded | None:
                     len(system.gpus))
 
 
-def _array(typecode: str, column):
-    """A numpy column as the ``array.array`` of ``typecode`` that ``Ends`` holds."""
-    from array import array
-
-    import numpy as np
-
-    dtype = {"i": np.int32, "H": np.uint16, "B": np.uint8}[typecode]
-    return array(typecode, column.astype(dtype).tobytes())
 
 
 def _domains_kept(system: System, failed: set[int], lost) -> object | None:
