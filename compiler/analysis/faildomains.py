@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..base.gcpause import gc_paused
 from ..ir.hosts import HostnameError, hosts as host_list
-from ..ir.instances import Instances, instances  # noqa: F401 (blast reads it here)
+from ..ir.instances import Instances, instances
 from ..ir.modelcodes import model_numbers
 from ..ir.system import System, device_indices
 

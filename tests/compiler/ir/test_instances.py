@@ -47,7 +47,7 @@ def test_shared_levels_and_hosts_are_a_fresh_systems(name, defines):
     """What ``degrade`` hands a degraded system from the healthy one where blast made the
     instance table and the levels (the hosts still holding a device, the distances from the
     NICs where ``levels_kept`` holds) equals what a freshly loaded system computes."""
-    from topoc.compiler.ir.degrade import Faults, degrade, levels_kept
+    from topoc.compiler.ir.degrade import Faults, degrade
     from topoc.compiler.ir.summary import level_array
 
     system = topoc.load(library_file(name), defines)
