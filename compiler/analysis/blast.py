@@ -24,16 +24,12 @@ import attrs
 from ..base.gcpause import gc_paused
 from ..collectives.cost import CostError
 from ..collectives.coster import cost
-from ..ir.degrade import Degraded, _select, degrade_mask, holders_of, mask
+from ..ir.degrade import Degraded, _select, degrade_mask, mask
 from ..ir.masked import isolate
 from ..ir.groups import select_group
-from ..ir.hosts import HostnameError, hosts as host_list
 from ..ir.system import System, device_indices
+from .faildomains import DEVICE_DOMAINS, classes, domains, instances  # noqa: F401 (re-exported)
 from .strategy import step
-
-#: Device kinds that are failure domains on their own.
-DEVICE_DOMAINS = ("gpu", "nic", "dpu", "pcie_switch", "switch", "net_switch")
-
 
 @attrs.frozen
 class Domain:
@@ -77,137 +73,6 @@ class Domain:
     ids: tuple[str, ...] = ()   # every member's id (the example first)
 
 
-@gc_paused()
-def classes(system: System) -> dict[tuple[str, tuple], list[str]]:
-    """Every failure domain, by class: (what, signature) -> the members' ids. Alike domains
-    share the signature: a device's kind, model, distance from the NICs and lanes; a host's,
-    NVSwitch tray's or rack's set of device kinds and models. Classes in the order of their
-    first member: the devices in declaration order, then the hosts by id, then the other
-    instances in the order their first devices come. One pass over the devices and numpy
-    over the link ends (no ``Link`` object), so an 8,192-rack cluster's millions of domains
-    are found in seconds."""
-    import numpy as np
-
-    devices = system.devices
-    codes: dict[int, int] = {}
-    models: list = []
-    code = np.empty(len(devices), dtype=np.int64)
-    direct: dict[str, set[int]] = {}        # instance -> the models of its own devices
-    first: dict[str, int] = {}
-    for i, d in enumerate(devices):
-        c = codes.get(id(d.model))
-        if c is None:
-            c = codes[id(d.model)] = len(models)
-            models.append(d.model)
-        code[i] = c
-        parent = d.id.rpartition(".")[0]
-        if "." in parent:
-            found = direct.get(parent)
-            if found is None:
-                found = direct[parent] = set()
-                first[parent] = i
-            found.add(c)
-    out: dict[tuple[str, tuple], list[str]] = {}
-    _device_classes(system, code, models, out)
-    # every instance's models: its own devices' and its sub-instances'
-    inside: dict[str, set[int]] = {}
-    start: dict[str, int] = {}              # instance -> its first device's index
-    for inst, own in direct.items():
-        at = inst
-        while "." in at:
-            found = inside.get(at)
-            if found is None:
-                found = inside[at] = set()
-                start[at] = first[inst]
-            else:
-                start[at] = min(start[at], first[inst])
-            found |= own
-            at = at.rpartition(".")[0]
-    labels = [f"{m.kind}:{m.name}" for m in models]
-    shapes: dict[frozenset, tuple[str, ...]] = {}
-
-    def shape(found: set[int]) -> tuple[str, ...]:
-        key = frozenset(found)
-        if key not in shapes:
-            shapes[key] = tuple(sorted({labels[c] for c in key}))
-        return shapes[key]
-
-    hosts = _host_shapes(system, inside, shape, code)
-    for h in sorted(hosts):
-        out.setdefault(("host", ("host", hosts[h])), []).append(h)
-    held: dict[str, int] = defaultdict(int)     # instance -> hosts inside it
-    for h in hosts:
-        for inst in holders_of(h):
-            held[inst] += 1
-    for inst in sorted(inside, key=lambda x: (start[x], x.count("."))):
-        if inst in hosts:
-            continue
-        found = shape(inside[inst])
-        if all(label.startswith("switch:") for label in found):
-            out.setdefault(("nvswitch tray", ("tray", found)), []).append(inst)
-        elif held[inst] > 1:
-            out.setdefault(("rack", ("rack", found)), []).append(inst)
-    return out
-
-
-def _device_classes(system: System, code, models, out: dict) -> None:
-    """The devices that are failure domains on their own, by (kind, model, level, lanes), in
-    ``out`` in the order of each class's first device (``classes``)."""
-    import numpy as np
-
-    from ..ir.summary import level_array
-
-    devices = system.devices
-    wanted = np.array([m.kind in DEVICE_DOMAINS for m in models], dtype=np.bool_)
-    at = np.flatnonzero(wanted[code]) if len(code) else np.zeros(0, dtype=np.int64)
-    e = system.ends
-    src, dst, lanes = e.arrays(None, ("src", "dst", "lanes"))
-    degree = np.bincount(src, weights=lanes, minlength=len(devices)) + \
-        np.bincount(dst, weights=lanes, minlength=len(devices))
-    level = level_array(system)
-    rows = np.stack((code[at], level[at], degree[at].astype(np.int64)), axis=1)
-    _, where, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(where, kind="stable")
-    members = at[np.argsort(inverse, kind="stable")]
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(inverse, minlength=len(where)))))
-    for k in order.tolist():
-        first = int(at[where[k]])
-        model = models[int(code[first])]
-        lv = int(level[first])
-        sig = (model.kind, model.name, None if lv < 0 else lv, int(degree[first]))
-        out[(model.kind, sig)] = [devices[i].id for i in
-                                  members[bounds[k]:bounds[k + 1]].tolist()]
-
-
-def _host_shapes(system: System, inside: dict[str, set[int]], shape, code) -> dict:
-    """Each host's id -> its devices' kinds and models (a sorted tuple): a declared host is an
-    instance (or a device) and holds the devices its id prefixes; inferred hosts are read
-    from ``ir.hosts``."""
-    if system.hosts:
-        out = {}
-        for h in system.hosts:
-            found = set(inside.get(h.id, ()))
-            try:
-                found.add(int(code[device_indices(system)[h.id]]))
-            except KeyError:
-                pass
-            out[h.id] = shape(found)
-        return out
-    try:
-        listed = {h.id: h.devices for h in host_list(system)}
-    except HostnameError:
-        return {}
-    index = device_indices(system)
-    return {h: shape({int(code[index[i]]) for i in ids}) for h, ids in listed.items()}
-
-
-def domains(system: System) -> list[tuple[str, str, tuple]]:
-    """Every failure domain as (what, id, signature): alike domains share the signature."""
-    return [(what, ident, sig) for (what, sig), ids in classes(system).items()
-            for ident in ids]
-
-
 def _reference(system: System, size: int) -> tuple[float | None, bool]:
     """The world all-reduce time and whether the GPUs reach each other."""
     if len(system.gpus) < 2:
@@ -243,7 +108,25 @@ def _seed_routes(healthy: System, after: System, lost) -> None:
 def _degraded(system: System, example: str) -> Degraded:
     """``degrade(system, Faults((example,)))``, by ``isolate`` where that is exact (a switch
     of the scale-out fabric: the degraded system shares the healthy one's views)."""
-    m = mask(system, _select(system, example, "--fail"))
+    return _degraded_at(system, _members(system, example))
+
+
+def _members(system: System, example: str) -> list[int]:
+    """The device indices ``--fail example`` names (``degrade._select``: the device of that
+    id and every device its id prefixes up to a dot), read from the instance table
+    (``faildomains.Instances``) and the id index instead of a pass over every id."""
+    found = instances(system).devices(example)
+    at = device_indices(system).get(example)
+    if any(c in example for c in "*?[") or (found is None and at is None):
+        # a glob, or no instance below the system: the system itself (a single machine's
+        # host), whose devices the table does not number as an instance
+        return _select(system, example, "--fail")
+    found = found or []
+    return sorted({*found, at}) if at is not None else found
+
+
+def _degraded_at(system: System, failed: list[int]) -> Degraded:
+    m = mask(system, failed)
     return isolate(system, m) or degrade_mask(system, m)
 
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from . import algorithms as alg
 from .paths import nic_through_cpu
+from ..ir.degrade import FAULT_RANKS
 from ..ir.incidence import arrays_in
 from ..ir.system import System
 
@@ -386,9 +387,15 @@ def _touched_parts(system: System, ranks: Sequence[int], parts: list[list[int]],
     """The indices (``keep`` and on) of the parts with a GPU that an instance of ``touched``
     holds: a GPU whose id some ``touched`` id prefixes, up to a dot (``holders_of``), one
     C-level prefix test per GPU of the group."""
-    ids = system.memo.get("gpu_ids") or [g.id for g in system.gpus]    # algos.gpu_ids'
-    prefixes = tuple(t + "." for t in touched)
-    hit = {p for p, r in enumerate(ranks) if ids[r].startswith(prefixes)}
+    flags = system.memo.get(FAULT_RANKS)    # the same test in numpy (degrade.fault_ranks)
+    if flags is not None:
+        import numpy as np
+
+        hit = set(np.flatnonzero(flags[np.asarray(ranks, dtype=np.int64)]).tolist())
+    else:
+        ids = system.memo.get("gpu_ids") or [g.id for g in system.gpus]  # algos.gpu_ids'
+        prefixes = tuple(t + "." for t in touched)
+        hit = {p for p, r in enumerate(ranks) if ids[r].startswith(prefixes)}
     if not hit:
         return []
     return [i for i, part in enumerate(parts) if i >= keep and not hit.isdisjoint(part)]

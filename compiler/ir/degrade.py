@@ -21,10 +21,12 @@ rings, trees, NVLS groups, the tuner, lint) reads the degraded system as it read
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
+import itertools
 import re
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -34,6 +36,7 @@ from ..base.units import RATE, Quantity, human
 from . import relocate
 from .incidence import Ends, MaskedIncidence
 from .links import Links
+from .summary import LEVELS_BASE
 from .system import SCALEOUT_CLASSES, Link, LinkType, System
 
 #: A degrade selector's rate: '50%' or a rate with its unit.
@@ -104,6 +107,9 @@ class Mask:
 
     devices: tuple[int, ...]
     lost: Any = attrs.field(eq=False, repr=False)
+    #: links named by ``A<->B`` selectors are among ``lost`` (else every lost link ends at a
+    #: failed device)
+    cut: bool = False
 
 
 @attrs.frozen
@@ -220,7 +226,7 @@ def mask(system: System, gone: Iterable[int], cut: Sequence = ()) -> Mask:
     lost = failed[src] | failed[dst]
     for a, b in cut:
         lost |= _touching(len(system.devices), src, dst, (a, b))
-    return Mask(tuple(np.flatnonzero(failed).tolist()), lost)
+    return Mask(tuple(np.flatnonzero(failed).tolist()), lost, bool(cut))
 
 
 def _touching(n: int, src, dst, ends):
@@ -271,7 +277,10 @@ def degrade_mask(system: System, m: Mask, slow: Sequence = ()) -> Degraded:
             retyped[i] = link.type
     failed = set(m.devices)
     if failed:
-        devices = tuple(d for i, d in enumerate(system.devices) if i not in failed)
+        # the slices between failed devices, joined in C (not a test per device)
+        cuts = [-1, *sorted(failed), len(system.devices)]
+        devices = tuple(itertools.chain.from_iterable(
+            system.devices[a + 1:b] for a, b in zip(cuts, cuts[1:])))
     else:
         devices = system.devices
     links = _kept_links(system, devices, m, retyped)
@@ -290,12 +299,17 @@ def degrade_mask(system: System, m: Mask, slow: Sequence = ()) -> Degraded:
                        hosts=hosts, skipped=())
     if isinstance(links, Links):
         out.memo["ends"] = links.ends
+    if "device_indices" in system.memo:     # system.device_indices'
+        out.memo["device_indices"] = ShiftedIndex(
+            system.memo["device_indices"], sorted(failed),
+            {system.devices[i].id for i in failed}) if failed else system.memo["device_indices"]
     _share_views(system, out, m, lost, retyped)
     # The instances that hold a fault (a failed device, an end of a failed or slow link): the
     # cost model samples a few islands of a large group as alike, and must sample these too.
     touched = [system.devices[i].id for i in sorted(failed)] + \
         [e for link in changed for e in link]
     out.memo["faults"] = frozenset(p for d in touched for p in holders_of(d))
+    fault_ranks(system, out, m.devices)
     return Degraded(out, tuple(system.devices[i].id for i in sorted(failed)), tuple(lost),
                     degraded, tuple(dropped), len(system.gpus))
 
@@ -319,13 +333,31 @@ def _share_views(system: System, out: System, m: Mask, lost: list[Link],
         out.memo["locality.base"] = relocate.Base(system.locality, m.devices, lost)
     if system.has_view("incidence"):
         object.__setattr__(out, "incidence", MaskedIncidence(system.incidence, lost))
-    if system.has_view("levels") and not any(x.cls in SCALEOUT_CLASSES for x in lost):
-        object.__setattr__(out, "levels", system.levels)
-    for classes in (None, SCALEOUT_CLASSES):
-        key = ("reach_labels", classes)
-        if key in system.memo:
-            out.memo[key] = np.delete(system.memo[key], list(m.devices)) if m.devices \
-                else system.memo[key]
+    if not any(x.cls in SCALEOUT_CLASSES for x in lost) or \
+            (not m.cut and levels_kept(system, set(m.devices))):
+        # every survivor keeps its distance from the NICs: the healthy levels less the
+        # failed devices
+        if system.has_view("levels"):
+            levels = system.levels
+            gone = [d for d in (system.devices[i].id for i in m.devices) if d in levels]
+            if gone:
+                levels = dict(levels)
+                for d in gone:
+                    del levels[d]
+            object.__setattr__(out, "levels", levels)
+        if "level_array" in system.memo:       # summary.level_array's
+            out.memo["level_array"] = np.delete(system.memo["level_array"], list(m.devices)) \
+                if m.devices else system.memo["level_array"]
+    elif system.has_view("levels") and "level_array" in system.memo:
+        # the levels are found again over the degraded links; their dict is patched from
+        # the healthy one where they differ (``summary._levels``)
+        out.memo[LEVELS_BASE] = (system.levels, np.delete(system.memo["level_array"],
+                                                          list(m.devices)),
+                                 [system.devices[i].id for i in m.devices])
+    for key in [k for k in system.memo if isinstance(k, tuple) and k[0] == "reach_labels"]:
+        # every link classes' labels (``locality.reach_labels``), the failed devices' left out
+        out.memo[key] = np.delete(system.memo[key], list(m.devices)) if m.devices \
+            else system.memo[key]
 
 
 def _kept_links(system: System, devices: tuple, m: Mask, retyped: dict[int, LinkType]):
@@ -346,18 +378,61 @@ def _kept_links(system: System, devices: tuple, m: Mask, retyped: dict[int, Link
         return tuple(out)
     e = system.ends
     src, dst, code, lanes = e.arrays(None, ("src", "dst", "type", "lanes"))
-    renumber = np.cumsum(~_flags(len(system.devices), m.devices)) - 1
+    renumber = (np.cumsum(~_flags(len(system.devices), m.devices)) - 1).astype(np.int32)
     types = list(e.types)
-    code = code.astype(np.uint16)
-    for i, t in retyped.items():
-        if t not in types:
-            types.append(t)
-        code[i] = types.index(t)
-    ends = Ends(array("i", renumber[src[keep]].astype(np.int32).tobytes()),
-                array("i", renumber[dst[keep]].astype(np.int32).tobytes()),
-                array("H", code[keep].tobytes()), tuple(types),
-                array("i", lanes[keep].astype(np.int32).tobytes()))
+    typecode = e.type.typecode
+    if retyped:
+        code, typecode = code.astype(np.uint16), "H"
+        for i, t in retyped.items():
+            if t not in types:
+                types.append(t)
+            code[i] = types.index(t)
+    ends = Ends(column_array("i", renumber[src[keep]]), column_array("i", renumber[dst[keep]]),
+                column_array(typecode, code[keep]), tuple(types),
+                column_array("i", lanes[keep]))
     return links_in.kept(devices, ends, keep)
+
+
+def column_array(typecode: str, column) -> array:
+    """A numpy column as the ``array.array`` of ``typecode`` that ``Ends`` holds, copied
+    once from the column's buffer (13.7 M rows at 8,192 racks: no bytes object between)."""
+    import numpy as np
+
+    dtype = {"i": np.int32, "H": np.uint16, "B": np.uint8}[typecode]
+    out = array(typecode)
+    out.frombytes(memoryview(np.ascontiguousarray(column, dtype=dtype)).cast("B"))
+    return out
+
+
+class ShiftedIndex(Mapping):
+    """A degraded system's device id -> index (``system.device_indices``) read from the
+    healthy system's: the failed ids are not keys and every other index moves down by the
+    failed devices before it (the survivors keep their order), so no dict of 1.7 M ids is
+    made per degraded system."""
+
+    def __init__(self, healthy: Mapping[str, int], failed: list[int], gone: set[str]):
+        self._healthy, self._failed, self._gone = healthy, failed, gone
+
+    def __getitem__(self, device_id: str) -> int:
+        i = self._healthy[device_id]
+        if device_id in self._gone:
+            raise KeyError(device_id)
+        return i - bisect.bisect_left(self._failed, i)
+
+    def get(self, device_id, default=None):
+        i = self._healthy.get(device_id)
+        if i is None or device_id in self._gone:
+            return default
+        return i - bisect.bisect_left(self._failed, i)
+
+    def __contains__(self, device_id: object) -> bool:
+        return device_id in self._healthy and device_id not in self._gone
+
+    def __iter__(self):
+        return (d for d in self._healthy if d not in self._gone)
+
+    def __len__(self) -> int:
+        return len(self._healthy) - len(self._gone)
 
 
 def _flags(n: int, indices):
@@ -376,12 +451,82 @@ def _holding(system: System, failed: set[int]) -> tuple:
         {h.id for h in system.hosts if h.id != system.name}
     if not hit:
         return system.hosts
+    from .instances import MEMO
+    tree = system.memo.get(MEMO)
+    if tree is not None:
+        # each hit host's devices (itself, if a device, and those its id prefixes) read from
+        # the instance table blast made, not found by a prefix test of every device
+        from .system import device_indices
+        index = device_indices(system)
+        holding = set()
+        for h in hit:
+            held = list(tree.devices(h) or ())
+            if h in index:
+                held.append(index[h])
+            if any(i not in failed for i in held):
+                holding.add(h)
+        return tuple(h for h in system.hosts if h.id not in hit or h.id in holding)
     prefixes = tuple(hit) + tuple(h + "." for h in hit)
     holding = set()
     for d in system.devices:
         if d.id.startswith(prefixes) and d.id not in ids:
             holding.update(p for p in (*holders_of(d.id), d.id) if p in hit)
     return tuple(h for h in system.hosts if h.id not in hit or h.id in holding)
+
+
+def levels_kept(system: System, failed: set[int]) -> bool:
+    """Whether every device that survives the failure of ``failed`` (device indices; the
+    lost links being those they end) keeps its distance from the NICs (``summary.levels``):
+    each surviving scale-out neighbour of a failed device at level l > 0 keeps a surviving
+    neighbour at level l - 1, and one at level 0 (a NIC) keeps a scale-out link. Distances
+    only grow when devices go; a survivor whose distance grew, taken at its least healthy
+    level, lost the neighbour its shortest path came through, so it is such a neighbour, and
+    the one at l - 1 it kept still is at l - 1: none grew. Only the neighbours of a failed
+    device are read."""
+    from .summary import level_array
+    from .system import device_indices
+
+    level, index, devices = level_array(system), device_indices(system), system.devices
+    ids = {devices[i].id for i in failed}
+    incidence = system.incidence
+    for i in failed:
+        for link in incidence.get(devices[i].id, ()):
+            w = link.dst if link.src == devices[i].id else link.src
+            if w in ids or link.cls not in SCALEOUT_CLASSES:
+                continue
+            lv = int(level[index[w]])
+            if lv < 0:
+                continue
+            kept = [u for x in incidence.get(w, ()) if x.cls in SCALEOUT_CLASSES and
+                    (u := x.dst if x.src == w else x.src) not in ids]
+            if not (kept if lv == 0 else any(level[index[u]] == lv - 1 for u in kept)):
+                return False
+    return True
+
+
+#: A degraded system's memo entry: a numpy bool array over its ranks, whether an instance of
+#: its ``faults`` holds the GPU (what the cost model's sampling reads, ``fault_ranks``).
+FAULT_RANKS = "fault_ranks"
+
+
+def fault_ranks(system: System, out: System, failed: Sequence[int]) -> None:
+    """Set ``out.memo[FAULT_RANKS]`` (``out``: ``system`` degraded, ``failed`` its failed
+    device indices) from the healthy system's instance table, where one was made (``blast``
+    makes it): each rank's GPU against the instances of ``out.memo["faults"]`` in numpy,
+    instead of a prefix test of every GPU's id per degraded system."""
+    import numpy as np
+
+    from .instances import MEMO
+    from .modelcodes import model_flags
+
+    tree = system.memo.get(MEMO)
+    if tree is None:
+        return
+    rows = np.flatnonzero(model_flags(system, lambda m: m.kind == "gpu"))
+    hit = tree.under(out.memo["faults"], rows)
+    if len(failed):
+        hit = hit[~np.isin(rows, np.asarray(failed, dtype=np.int64))]
+    out.memo[FAULT_RANKS] = hit
 
 
 def holders_of(device_id: str) -> list[str]:

@@ -55,7 +55,9 @@ class Links(Sequence):
         import numpy as np
 
         row = np.frombuffer(self._row, dtype=np.dtype(self._row.typecode))[keep]
-        return Links(devices, ends, self._rows, array(self._row.typecode, row.tobytes()))
+        kept = array(self._row.typecode)
+        kept.frombytes(memoryview(np.ascontiguousarray(row)).cast("B"))    # copied once
+        return Links(devices, ends, self._rows, kept)
 
     def __getitem__(self, i):
         if self._all is not None:

@@ -409,10 +409,8 @@ class Locality:
 
         patched = relocate.gpu_hosts(self, nearest_by_bfs)
         if patched is not None:
-            own = patched[2]
-            index = self.index
-            self._nic_index = np.array([index[o] if o else -1 for o in own],
-                                       dtype=np.int64)
+            base = self.system.memo["locality.base"]
+            self._nic_index = relocate.shifted(self, base, base.healthy._nic_index, patched[2])
             return patched
 
         system = self.system
@@ -688,19 +686,35 @@ class Locality:
         island = np.asarray(self.island, dtype=np.int64)
         span = len(devices) + 1
         columns = []
-        for names in (sockets, switches):
+        kept: dict[int, tuple] = {}
+        for c, names in enumerate((sockets, switches)):
             if names is None:
                 columns.append((np.zeros(n, dtype=np.int64), 1))
                 continue
-            at = np.fromiter((index[x] if x else -1 for x in names), dtype=np.int64, count=n)
-            unique, number = np.unique(island * span + at + 1, return_inverse=True)
-            names = [devices[d].id if d >= 0 else "" for d in (unique % span - 1).tolist()]
-            shapes = [name.translate(_DIGIT_SHAPE) for name in names]
-            same = np.flatnonzero(unique[1:] // span == unique[:-1] // span).tolist()
-            if not all(_natural_less(names[i], names[i + 1], shapes[i] == shapes[i + 1])
-                       for i in same):
+            at = relocate.key_devices(self, c, names)
+            if at is None:
+                at = np.fromiter((index[x] if x else -1 for x in names), dtype=np.int64,
+                                 count=n)
+            unique, first, number = np.unique(island * span + at + 1, return_index=True,
+                                              return_inverse=True)
+            same = np.flatnonzero(unique[1:] // span == unique[:-1] // span)
+            # a degraded system checks only the pairs its healthy system did not (``relocate``)
+            covered = relocate.key_checked(self, c, unique, first, span)
+            if covered is not None:
+                same = same[~(covered[same] & covered[same + 1])]
+                at_pairs = np.union1d(same, same + 1)
+            else:
+                at_pairs = np.arange(len(unique))
+            ids = [devices[d].id if d >= 0 else "" for d in
+                   (unique[at_pairs] % span - 1).tolist()]
+            name = dict(zip(at_pairs.tolist(), ids))
+            shape = {i: x.translate(_DIGIT_SHAPE) for i, x in name.items()}
+            if not all(_natural_less(name[i], name[i + 1], shape[i] == shape[i + 1])
+                       for i in same.tolist()):
                 return None
+            kept[c] = (at, unique)
             columns.append((number.reshape(-1).astype(np.int64), len(unique)))
+        self.memo["order.by_index"] = kept      # what a degraded system's keys start from
         (sock, n_sock), (sw, n_sw) = columns
         if (int(island.max(initial=0)) + 1) * n_sock * n_sw * n >= 2**63:
             return [((int(i) * n_sock + int(s)) * n_sw + int(w)) * n + r

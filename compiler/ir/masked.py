@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import attrs
 
-from .degrade import Degraded, Mask, holders_of
+from .degrade import Degraded, Mask, column_array, fault_ranks, holders_of
 from .incidence import Ends, MaskedIncidence
 from .links import Links
 from .system import SCALEOUT_CLASSES, System
@@ -38,7 +38,7 @@ from .system import SCALEOUT_CLASSES, System
 #: The healthy system's views a degraded system made by ``isolate`` shares: cached properties
 #: (set on the new instance) and memo entries.
 SHARED_VIEWS = ("locality", "levels", "gpus", "gpu_models")
-SHARED_MEMO = ("device_indices", "gpu_ids", "island_period")
+SHARED_MEMO = ("device_indices", "gpu_ids", "island_period", "level_array")
 
 
 def isolate(system: System, m: Mask) -> Degraded | None:
@@ -74,9 +74,10 @@ def isolate(system: System, m: Mask) -> Degraded | None:
             return None
     keep = ~m.lost
     src, dst, code, lanes = e.arrays(None, ("src", "dst", "type", "lanes"))
-    ends = Ends(*(_array(typecode, column[keep]) for typecode, column in
+    ends = Ends(*(column_array(typecode, column[keep]) for typecode, column in
                   (("i", src), ("i", dst))),
-                _array(e.type.typecode, code[keep]), e.types, _array("i", lanes[keep]))
+                column_array(e.type.typecode, code[keep]), e.types,
+                column_array("i", lanes[keep]))
     out = attrs.evolve(system, links=links.kept(devices, ends, keep), skipped=())
     for name in SHARED_VIEWS:
         object.__setattr__(out, name, getattr(system, name))
@@ -86,28 +87,19 @@ def isolate(system: System, m: Mask) -> Degraded | None:
             out.memo[key] = system.memo[key]
     out.memo["ends"] = ends
     object.__setattr__(out, "incidence", MaskedIncidence(system.incidence, lost))
-    for classes in (None, SCALEOUT_CLASSES):
-        # the healthy reach labels bound the degraded ones: links taken away join nothing,
-        # so labels that differ still mean no path; equal ones send the router to search,
-        # which answers NoRoute itself (``locality.reach_labels``)
-        key = ("reach_labels", classes)
-        if key in system.memo:
-            out.memo[key] = system.memo[key]
+    for key in [k for k in system.memo if isinstance(k, tuple) and k[0] == "reach_labels"]:
+        # the healthy reach labels (of any link classes) bound the degraded ones: links taken
+        # away join nothing, so labels that differ still mean no path; equal ones send the
+        # router to search, which answers NoRoute itself (``locality.reach_labels``)
+        out.memo[key] = system.memo[key]
     touched = [devices[i].id for i in m.devices] + [e for link in lost
                                                     for e in (link.src, link.dst)]
     out.memo["faults"] = frozenset(p for d in touched for p in holders_of(d))
+    fault_ranks(system, out, ())
     return Degraded(out, tuple(devices[i].id for i in m.devices), lost, 0, (),
                     len(system.gpus))
 
 
-def _array(typecode: str, column):
-    """A numpy column as the ``array.array`` of ``typecode`` that ``Ends`` holds."""
-    from array import array
-
-    import numpy as np
-
-    dtype = {"i": np.int32, "H": np.uint16, "B": np.uint8}[typecode]
-    return array(typecode, column.astype(dtype).tobytes())
 
 
 def _domains_kept(system: System, failed: set[int], lost) -> object | None:

@@ -14,6 +14,7 @@ the result with a fresh system's on every failure class of the bundled clusters.
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
@@ -56,7 +57,13 @@ class Base:
         return np.flatnonzero(~np.isin(old, np.asarray(self.failed, dtype=np.int64)))
 
     def redo(self, loc):
-        """The degraded ranks whose host part the failure touches, ascending."""
+        """The degraded ranks whose host part the failure touches, ascending (once)."""
+        found = getattr(self, "_redo", None)
+        if found is None:
+            found = self._redo = self._find_redo()
+        return found
+
+    def _find_redo(self):
         import numpy as np
 
         old = self.healthy
@@ -91,7 +98,8 @@ def gpu_hosts(loc, nearest_by_bfs):
         return None
     keep = base.kept_ranks().tolist()
     old = base.healthy.gpu_hosts
-    out = tuple([column[r] for r in keep] for column in old)
+    pick = operator.itemgetter(*keep) if len(keep) > 1 else (lambda c: tuple(c[r] for r in keep))
+    out = tuple(list(pick(column)) for column in old)
     redo = base.redo(loc).tolist()
     if not redo:
         return out
@@ -157,3 +165,56 @@ def pcie_switches(loc, switch_ids) -> list[str] | None:
         ups = sorted(n for n in adj.get(gpus[r].id) if n in switch_ids)
         out[r] = ups[0] if ups else ""
     return out
+
+
+def key_devices(loc, column: int, names):
+    """``Locality._keys_by_index``'s device index per rank of one column (0: sockets, 1: PCIe
+    switches; -1 for none) on a degraded system, from the healthy system's: a rank whose host
+    part the failure leaves alone keeps its socket and switch, at the index less the failed
+    devices before it; the touched parts' ranks read theirs from ``names``. None where the
+    healthy system numbered none."""
+    import numpy as np
+
+    base = loc.system.memo.get("locality.base")
+    old = base.healthy.memo.get("order.by_index", {}).get(column) if base is not None else None
+    if old is None:
+        return None
+    return shifted(loc, base, old[0], names)
+
+
+def shifted(loc, base, old, names):
+    """A per-rank array of device indices (-1: none) of the healthy system carried to the
+    degraded one: the surviving ranks' entries less the failed devices before each, the
+    touched host parts' ranks read from ``names`` (the degraded system's ids per rank)."""
+    import numpy as np
+
+    at = old[base.kept_ranks()]
+    failed = np.asarray(sorted(base.failed), dtype=np.int64)
+    at = np.where(at >= 0, at - np.searchsorted(failed, at), -1)
+    index = loc.index
+    for r in base.redo(loc).tolist():
+        at[r] = index[names[r]] if names[r] else -1
+    return at
+
+
+def key_checked(loc, column: int, unique, first, span: int):
+    """For each (island, device) entry ``unique`` of a degraded system's key column
+    (``Locality._keys_by_index``; ``first``: a rank of each), whether the healthy system
+    checked it in the same island: then its order against any other such entry of its
+    island is checked already (the healthy check holds between neighbours, so along the
+    island's whole chain; failures only split islands and removing devices keeps their
+    order). None where the healthy system checked nothing."""
+    import numpy as np
+
+    base = loc.system.memo.get("locality.base")
+    old = base.healthy.memo.get("order.by_index", {}).get(column) if base is not None else None
+    if old is None:
+        return None
+    healthy = base.healthy
+    island = np.asarray(healthy.island, dtype=np.int64)[base.kept_ranks()[first]]
+    alive = np.ones(len(healthy.system.devices), dtype=np.bool_)
+    alive[list(base.failed)] = False
+    survivors = np.flatnonzero(alive)
+    device = unique % span - 1
+    device = np.where(device >= 0, survivors[np.maximum(device, 0)], -1)
+    return np.isin(island * (len(healthy.system.devices) + 1) + device + 1, old[1])

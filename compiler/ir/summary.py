@@ -44,7 +44,8 @@ def _level_array(system: System):
     devices = system.devices
     level = np.full(len(devices), -1, dtype=np.int64)
     touched = np.unique(np.concatenate((a, b)))
-    starts = [i for i in touched.tolist() if is_endpoint(devices[i].kind)]
+    # the endpoints among them, each model's kind tested once (no test per device)
+    starts = touched[model_flags(system, lambda m: is_endpoint(m.kind))[touched]]
     level[starts] = 0
     current = 0
     while True:
@@ -63,8 +64,28 @@ def _levels(system: System) -> dict[str, int]:
     import numpy as np
 
     level, devices = level_array(system), system.devices
+    base = system.memo.get(LEVELS_BASE)
+    if base is not None:
+        # a degraded system (``degrade``): the healthy dict less the failed devices, with the
+        # few levels the failure changed set again (equal as mappings to the pass below)
+        healthy, before, failed = base
+        out = dict(healthy)
+        for d in failed:
+            out.pop(d, None)
+        for i in np.flatnonzero(before != level).tolist():
+            if level[i] >= 0:
+                out[devices[i].id] = int(level[i])
+            else:
+                out.pop(devices[i].id, None)
+        return out
     found = np.flatnonzero(level >= 0)
     return {devices[i].id: lv for i, lv in zip(found.tolist(), level[found].tolist())}
+
+
+#: A degraded system's memo entry: (the healthy ``levels``, the healthy ``level_array`` less
+#: the failed devices, the failed ids), which ``_levels`` patches instead of a pass over
+#: every device (``degrade`` sets it).
+LEVELS_BASE = "levels.base"
 
 
 def scaleout_tiers(system: System) -> dict[int, float]:

@@ -226,3 +226,18 @@ def test_a_failure_file_replays_a_scenario_and_names_a_bad_line(tmp_path, capsys
     err = capsys.readouterr().err
     assert f"{scenario}:2:1: E170 error" in err and "^^^^^^^^" in err
     assert main(["cost", f, "--faults", str(tmp_path / "none"), "--sizes", "1MiB"]) == 2
+
+
+def test_degraded_link_arrays_are_the_surviving_links():
+    """The degraded system's compact links (arrays copied from the healthy ones' buffers,
+    ``degrade.column_array``) read back as the healthy links that end at no failed device,
+    in order, the type column in its one-byte form."""
+    system = topoc.load(library_file("nvl72_fourtier.topo"), {"racks": 4})
+    for example in ("cluster.rack1.tray2", "cluster.rack0.tray0.nic1", "cluster.leaf2"):
+        out = degrade(system, Faults((example,))).system
+        gone = {d.id for d in system.devices} - {d.id for d in out.devices}
+        assert gone
+        want = [(x.src, x.dst, x.type, x.lanes) for x in system.links
+                if x.src not in gone and x.dst not in gone]
+        assert [(x.src, x.dst, x.type, x.lanes) for x in out.links] == want, example
+        assert out.ends.type.typecode == system.ends.type.typecode

@@ -25,7 +25,8 @@ def _facts(system):
     n = len(system.gpus)
     return (loc.gpu_hosts, [loc.pcie_switch(r) for r in range(n)], loc._ids("nic"),
             loc._ids("pcie_switch"), sorted(range(n), key=lambda r: loc.order_keys[r]),
-            sorted(range(n), key=loc.key), hosts(system, range(n)))
+            sorted(range(n), key=loc.key), hosts(system, range(n)), list(loc.order_keys),
+            loc.nic_index.tolist())
 
 
 @pytest.mark.parametrize("name,defines", FILES, ids=[c[0] for c in FILES])
@@ -61,3 +62,24 @@ def test_the_patch_searches_only_the_touched_host_part(monkeypatch):
     assert gpus == {"cluster.rack1.tray3.sc1.gpu1"}
     assert len(socket) == len(system.gpus) - 1
     assert relocate.Base is type(after.memo["locality.base"])
+
+
+def test_order_keys_start_from_the_healthy_systems(monkeypatch):
+    """A degraded system's order keys read the healthy system's sockets and switches by
+    index (``relocate.key_devices``) and check the natural order only of the pairs the
+    healthy system did not (``relocate.key_checked``): a GPU's failure on a 4-node H100
+    cluster (sockets and PCIe switches) compares no pair of untouched nodes again."""
+    from topoc.compiler.ir import locality, relocate
+
+    system = topoc.load(library_file("h100_cluster.topo"), {"nodes": 4})
+    healthy_keys = system.locality.order_keys
+    assert set(system.locality.memo["order.by_index"]) == {0, 1}
+    after = degrade(system, Faults(("cluster.node2.gpu5",))).system
+    compared = []
+    real = locality._natural_less
+    monkeypatch.setattr(locality, "_natural_less",
+                        lambda a, b, same: compared.append((a, b)) or real(a, b, same))
+    keys = after.locality.order_keys
+    assert relocate.key_devices(after.locality, 0, after.locality.gpu_hosts[0]) is not None
+    assert all(".node2." in a + b for a, b in compared)
+    assert len(keys) == len(healthy_keys) - 1
