@@ -96,6 +96,12 @@ class FlowReport:
         """Whether this traffic can overlap compute."""
         return bool(self.window)
 
+    @property
+    def refused(self) -> bool:
+        """Whether the cost model refused groups of several GPUs (``note`` says why: their
+        GPUs not linked, say): the line has no time, so the step's totals leave it out."""
+        return self.cost is None and self.group_size > 1
+
 
 @attrs.frozen
 class StepReport:

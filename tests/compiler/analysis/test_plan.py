@@ -531,3 +531,14 @@ def test_tp_within_domains_tests_every_group_as_spans_domains_does(name, gpus):
     assert True in answers
     if len(system.locality.island_ranks) > 1:       # some size leaves a domain
         assert False in answers
+
+
+def test_a_mapping_whose_groups_are_not_linked_is_rejected_not_ranked_free():
+    # a GB200 compute tray alone: its two Superchips share no link, so no group can span
+    # them; such a mapping used to rank first, its traffic left out of the step as if free
+    tray = topoc.load(str(LIBRARY / "nvidia" / "gb200_tray.topo"))
+    m = find_model(tray, "llama3-8b")
+    every = plan(tray, m, Training(m, 256), use_cache=False)
+    assert not every.rows and every.invalid == every.considered - every.over_memory > 0
+    one = plan(tray, m, Training(m, 256), gpus=2, use_cache=False)   # one Superchip
+    assert one.rows and all(any(links for _, links in r.links_by_dim) for r in one.rows)
