@@ -153,8 +153,13 @@ CLOSE_CUTOFF = 0.6  # difflib's ratio below which a candidate is not offered
 
 def closest(name: str, candidates: Iterable[str]) -> str | None:
     """The one closest candidate to a mistyped name, or None when nothing is close. Every
-    'did you mean' in topoc goes through here, so they all judge closeness alike."""
-    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=CLOSE_CUTOFF)
+    'did you mean' in topoc goes through here, so they all judge closeness alike. The name in
+    another case comes first: difflib scores 'h100' as close to 'V100' as to 'H100'."""
+    pool = sorted(set(candidates))
+    same = [c for c in pool if c.casefold() == name.casefold()]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=CLOSE_CUTOFF)
     return close[0] if close else None
 
 
