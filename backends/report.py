@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..compiler.analysis.strategy import StepReport, efficiency, speedup
 from ..compiler.training.memory import MEMORY_MARGIN, OVER, TIGHT, fit
 from ..compiler.training.model import parameters
+from ..compiler.base.diagnostics import plural
 from ..compiler.base.units import human_size
 
 
@@ -84,11 +85,12 @@ def _summary(r: StepReport) -> list[str]:
     chunks = p.training.interleave if p.training else 1
     if chunks > 1:
         head = (f"pipeline bubble: (P-1)/(V*M+P-1) = {stages - 1}/{chunks * micro + stages - 1} = "
-                f"{r.bubble:.1%} (P = {stages} stages, M = {micro} micro-batches, V = {chunks} "
-                "model chunks per stage)")
+                f"{r.bubble:.1%} (P = {plural(stages, 'stage')}, M = "
+                f"{plural(micro, 'micro-batch')}, V = {chunks} model chunks per stage)")
     else:
         head = (f"pipeline bubble: (P-1)/(M+P-1) = {stages - 1}/{micro + stages - 1} = "
-                f"{r.bubble:.1%} (P = {stages} stages, M = {micro} micro-batches)")
+                f"{r.bubble:.1%} (P = {plural(stages, 'stage')}, M = "
+                f"{plural(micro, 'micro-batch')})")
     out = _training(r) + [head,
            f"communication per step: {seconds(r.comm_total)} in all, {seconds(r.comm)} exposed"]
     if r.compute is None:

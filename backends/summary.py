@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..compiler.ir.system import System
 from ..compiler.ir.summary import summarize
+from ..compiler.base.diagnostics import plural
 from ..compiler.base.units import BYTES, RATE, human
 
 
@@ -36,5 +37,5 @@ def render(system: System) -> str:
     for p in system.parallels:
         sizes = " ".join(f"{d}={n}" for d, n in p.sizes if n > 1) or "one GPU per group"
         lines.append(f"  parallel   {p.name}: {sizes} (order {'-'.join(p.order)}, "
-                     f"{p.microbatches} micro-batches)")
+                     f"{plural(p.microbatches, 'micro-batch')})")
     return "\n".join(lines) + "\n"

@@ -17,3 +17,16 @@ def test_the_verdict_follows_the_band():
                                            f"{MEMORY_MARGIN:.0%} uncertainty, so it may run")
     over = hbm / (1 - MEMORY_MARGIN) + 1e9
     assert memory_verdict(over, hbm).startswith(f"does NOT fit, {(over - hbm) / 1e9:.1f} GB over")
+
+
+def test_one_stage_and_one_micro_batch_are_singular_in_the_report_and_the_summary():
+    import topoc
+    from topoc.backends import summary
+    from topoc.backends.report import render
+    from topoc.compiler.analysis.strategy import analyse
+    from tests.conftest import LIBRARY
+    system = topoc.load(str(LIBRARY / "nvidia" / "h100_fourtier.topo"), defines={"nodes": 8})
+    text = render(analyse(system, "train"), system.name)
+    assert "(P = 1 stage, M = 1 micro-batch)" in text and "1 stages" not in text
+    assert "1 micro-batch)" in summary.render(system) and "1 micro-batches" not in \
+        summary.render(system)
