@@ -30,3 +30,13 @@ def test_one_stage_and_one_micro_batch_are_singular_in_the_report_and_the_summar
     assert "(P = 1 stage, M = 1 micro-batch)" in text and "1 stages" not in text
     assert "1 micro-batch)" in summary.render(system) and "1 micro-batches" not in \
         summary.render(system)
+
+
+def test_one_lane_is_singular_in_the_summary():
+    import topoc
+    from topoc.backends import summary
+    pair = topoc.loads('use "nvidia/devices.topo"\nuse "nvidia/links.topo"\n'
+                       'group P {\n  a : H100\n  b : H100\n  a <-> b : nvlink4\n}\n'
+                       'system pair : P\n')
+    text = summary.render(pair)
+    assert "links      1 (1 lane)" in text and "(50 GB/s and 1 lane per GPU)" in text
