@@ -60,10 +60,17 @@ def _training(r: StepReport) -> list[str]:
            f"micro-batch {t.microbatch}; " + ", ".join(opts)]
     d = r.detail
     if d is not None:
-        out.append(f"compute per step and GPU: {seconds(d.time)} = GEMMs {seconds(d.gemm_time)} "
+        # every term of the time (Compute's "of time" fields), so the sum is the total; the
+        # efficiency is over the GEMMs' and attention's time together, as the model counts it
+        kernels = f"GEMMs {seconds(d.gemm_time)}" + (
+            f" + attention {seconds(d.attention_time)}" if d.attention_time else "")
+        rest = "".join(f" + {name} {seconds(t)}" for name, t in (
+            ("launches", d.launch_time), ("CPU offload", d.offload_time),
+            ("per layer and micro-batch", d.layer_time)) if t)
+        out.append(f"compute per step and GPU: {seconds(d.time)} = {kernels} "
                    f"({d.hardware_flops / 1e15:.1f} PFLOP, recompute included, at "
                    f"{d.efficiency:.0%} of "
-                   f"{r.peak / 1e12:.0f} TFLOP/s) + element-wise {seconds(d.memory_time)}")
+                   f"{r.peak / 1e12:.0f} TFLOP/s) + element-wise {seconds(d.memory_time)}{rest}")
     mem = r.memory
     gb = 1e9
     line = (f"memory per GPU ({mem.stage} pipeline stage): weights {mem.weights / gb:.1f} GB + "
