@@ -160,6 +160,12 @@ def closest(name: str, candidates: Iterable[str]) -> str | None:
     if same:
         return same[0]
     close = difflib.get_close_matches(name, pool, n=1, cutoff=CLOSE_CUTOFF)
+    if not close and len(name) == 2:
+        # one letter off a two-letter name scores 0.5 ('dq', 'dp'): offered when it is the
+        # only such name ('xp' is one letter off tp, cp, ep, dp and pp alike)
+        close = [c for c in pool if len(c) == 2 and
+                 sum(a != b for a, b in zip(c.casefold(), name.casefold())) == 1]
+        close = close if len(close) == 1 else []
     return close[0] if close else None
 
 

@@ -47,3 +47,19 @@ def test_a_model_in_the_wrong_case_is_offered_in_the_right_one(tmp_path, capsys)
     assert main(["compile", str(f)]) == 1
     err = capsys.readouterr().err
     assert "unknown device model or group 'h100'; did you mean 'H100'?" in err
+
+
+def test_a_two_letter_name_one_letter_off_is_offered_when_it_is_the_only_one():
+    from topoc.compiler.base.diagnostics import closest
+    kinds = ["tp", "cp", "ep", "dp", "pp", "edp", "dpcp", "world"]
+    assert closest("dq", kinds) == "dp"                    # difflib alone: 0.5, below its cutoff
+    assert closest("xp", kinds) is None                    # tp, cp, ep, dp, pp: no one answer
+    assert closest("zz", kinds) is None
+
+
+def test_an_unknown_group_kind_on_the_command_line_is_answered_with_the_closest(capsys):
+    from tests.conftest import library_file
+    argv = ["cost", str(library_file("nvl72_cluster.topo")), "-D", "racks=2", "--parallel",
+            "train", "--group", "dq:3"]
+    assert main(argv) == 2
+    assert "unknown group kind 'dq'; did you mean 'dp'?" in capsys.readouterr().err
