@@ -187,6 +187,19 @@ def test_plan_text_and_csv_and_byte_identical_reruns(tmp_path, capsys):
     assert "plan for llama3_8b on dgx: 8 GPUs" in text and "... and" in text
 
 
+def test_plan_csv_tells_apart_the_rows_the_text_tells_apart(capsys):
+    # the text's 'zero' column was missing from the CSV: rows differing only in the ZeRO
+    # stage came out identical but for their times
+    import csv
+    import io
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["zero"] for r in rows} == {"1", "3"}
+    keys = [tuple(v for k, v in r.items() if k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
+            "recompute", "interleave", "sequence_parallel", "zero")) for r in rows]
+    assert len(set(keys)) == len(keys)
+
+
 def test_plan_exit_codes(capsys):
     assert main(["plan", DGX, "--model", "llama3-9b", "--batch", "64"]) == 2
     assert "did you mean" in capsys.readouterr().err
