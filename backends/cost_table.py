@@ -57,8 +57,8 @@ def as_table(rows: Sequence[Cost], title: str = "", notes: Sequence[str] = ()) -
                      f"{c.group:<8} {c.ranks:>6}  {c.algorithm:<12} {c.protocol:<6} "
                      f"{c.time * 1e6:>11.2f} {c.algbw / 1e9:>11.2f} {c.busbw / 1e9:>11.2f}  "
                      f"{c.bottleneck}")
-    if rows:
-        worst = max(rows, key=lambda c: c.size)
+    worst = max(rows, key=lambda c: c.size, default=None)
+    if worst is not None and worst.bottleneck_link:     # a group of one rank crosses no link
         lines.append(f"# bottleneck at {human_size(worst.size)}: {worst.bottleneck_link}")
     for algo in sorted({c.algorithm for c in rows} & algos.not_nccl()):
         whose = "a serving engine's own kernel" if algos.get(algo).owner == "engine" \

@@ -83,16 +83,21 @@ def _table(rows, index) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in out]
 
 
+def _count(n: int, word: str) -> str:
+    """'1 layout', '1,224 layouts'."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
 def as_text(result: InferResult, head: dict, top: int = 20) -> str:
     """A header, the ranked table, then the Pareto front."""
     fitting = sum(1 for r in result.rows if r.fits)
     lines = [f"serving {head['model']} on {head['system']}: {result.gpus} GPUs, "
              f"{head['isl']} tokens in, {head['osl']} out, {head['precision']} weights, "
              f"{head['kv_precision']} KV cache",
-             f"{result.considered:,} layouts"
-             + (f" (some rejected: {len(result.rejected)} reasons below)" if result.rejected
-                else "")
-             + f", {len(result.rows):,} configurations costed, {fitting:,} fit"]
+             _count(result.considered, "layout")
+             + (f" (some rejected: {_count(len(result.rejected), 'reason')} below)"
+                if result.rejected else "")
+             + f", {_count(len(result.rows), 'configuration')} costed, {fitting:,} fit"]
     if head.get("arrival") == "burst":
         lines.append(f"load: {head['requests']:,} requests at once (a burst; conc = requests "
                      "in flight, TTFT and TPOT are the run's)")

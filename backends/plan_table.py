@@ -12,7 +12,7 @@ from .ranked_csv import ranked_csv
 
 SCHEMA = "topoc.plan/1"
 CSV_FIELDS = ("rank", "tp", "cp", "ep", "dp", "pp", "microbatch", "recompute", "interleave",
-              "sequence_parallel", "step_time", "compute_time", "comm_time", "bubble_time",
+              "sequence_parallel", "zero", "step_time", "compute_time", "comm_time", "bubble_time",
               "memory_per_gpu", "fits", "mfu", "tokens_per_s", "tight")
 
 

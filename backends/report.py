@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..compiler.analysis.strategy import StepReport, efficiency, speedup
 from ..compiler.training.memory import MEMORY_MARGIN, OVER, TIGHT, fit
 from ..compiler.training.model import parameters
+from ..compiler.base.diagnostics import plural
 from ..compiler.base.units import human_size
 
 
@@ -59,10 +60,17 @@ def _training(r: StepReport) -> list[str]:
            f"micro-batch {t.microbatch}; " + ", ".join(opts)]
     d = r.detail
     if d is not None:
-        out.append(f"compute per step and GPU: {seconds(d.time)} = GEMMs {seconds(d.gemm_time)} "
+        # every term of the time (Compute's "of time" fields), so the sum is the total; the
+        # efficiency is over the GEMMs' and attention's time together, as the model counts it
+        kernels = f"GEMMs {seconds(d.gemm_time)}" + (
+            f" + attention {seconds(d.attention_time)}" if d.attention_time else "")
+        rest = "".join(f" + {name} {seconds(t)}" for name, t in (
+            ("launches", d.launch_time), ("CPU offload", d.offload_time),
+            ("per layer and micro-batch", d.layer_time)) if t)
+        out.append(f"compute per step and GPU: {seconds(d.time)} = {kernels} "
                    f"({d.hardware_flops / 1e15:.1f} PFLOP, recompute included, at "
                    f"{d.efficiency:.0%} of "
-                   f"{r.peak / 1e12:.0f} TFLOP/s) + element-wise {seconds(d.memory_time)}")
+                   f"{r.peak / 1e12:.0f} TFLOP/s) + element-wise {seconds(d.memory_time)}{rest}")
     mem = r.memory
     gb = 1e9
     line = (f"memory per GPU ({mem.stage} pipeline stage): weights {mem.weights / gb:.1f} GB + "
@@ -84,11 +92,12 @@ def _summary(r: StepReport) -> list[str]:
     chunks = p.training.interleave if p.training else 1
     if chunks > 1:
         head = (f"pipeline bubble: (P-1)/(V*M+P-1) = {stages - 1}/{chunks * micro + stages - 1} = "
-                f"{r.bubble:.1%} (P = {stages} stages, M = {micro} micro-batches, V = {chunks} "
-                "model chunks per stage)")
+                f"{r.bubble:.1%} (P = {plural(stages, 'stage')}, M = "
+                f"{plural(micro, 'micro-batch')}, V = {chunks} model chunks per stage)")
     else:
         head = (f"pipeline bubble: (P-1)/(M+P-1) = {stages - 1}/{micro + stages - 1} = "
-                f"{r.bubble:.1%} (P = {stages} stages, M = {micro} micro-batches)")
+                f"{r.bubble:.1%} (P = {plural(stages, 'stage')}, M = "
+                f"{plural(micro, 'micro-batch')})")
     out = _training(r) + [head,
            f"communication per step: {seconds(r.comm_total)} in all, {seconds(r.comm)} exposed"]
     if r.compute is None:

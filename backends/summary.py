@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..compiler.ir.system import System
 from ..compiler.ir.summary import summarize
+from ..compiler.base.diagnostics import plural
 from ..compiler.base.units import BYTES, RATE, human
 
 
@@ -14,7 +15,7 @@ def render(system: System) -> str:
     lines = [f"system {system.name}"
              + (f" ({', '.join(f'{k}={v}' for k, v in system.params)})" if system.params else ""),
              f"  devices    {sum(s['devices'].values())}: {kinds}",
-             f"  links      {s['links']} ({s['lanes']} lanes)"]
+             f"  links      {s['links']} ({plural(s['lanes'], 'lane')})"]
     if s["gpus"]:
         per = s["scaleup_bandwidth_per_gpu"]
         lanes = s["nvlink_lanes_per_gpu"]
@@ -27,7 +28,8 @@ def render(system: System) -> str:
         lines.append(f"  HBM        {human(s['hbm_bytes'], BYTES)} over {s['gpus']} "
                      f"GPU{'s' if s['gpus'] != 1 else ''} (as the driver reports)")
         lines.append(f"  NVLink     {human(s['scaleup_bandwidth'], RATE)} both directions "
-                     f"({per_txt} and {lanes_txt} lanes per GPU)" if s["scaleup_bandwidth"]
+                     f"({per_txt} and {lanes_txt} lane{'' if lanes_txt == '1' else 's'} per "
+                     "GPU)" if s["scaleup_bandwidth"]
                      else "  NVLink     none")
     if s["scaleout_tiers"]:
         tiers = ", ".join(f"tier {k} {human(v, RATE)}" for k, v in s["scaleout_tiers"].items())
@@ -36,5 +38,5 @@ def render(system: System) -> str:
     for p in system.parallels:
         sizes = " ".join(f"{d}={n}" for d, n in p.sizes if n > 1) or "one GPU per group"
         lines.append(f"  parallel   {p.name}: {sizes} (order {'-'.join(p.order)}, "
-                     f"{p.microbatches} micro-batches)")
+                     f"{plural(p.microbatches, 'micro-batch')})")
     return "\n".join(lines) + "\n"

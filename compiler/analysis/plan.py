@@ -262,7 +262,10 @@ def row_of(system: System, c: Candidate, p: ParallelStrategy, cache: dict | None
     """Cost one derived candidate's traffic on the system (on the GPUs ``where`` names, see
     ``strategy.placement``) and put its row together; ``hbm`` (bytes per GPU) replaces the
     system's GPU memory in the row's verdict."""
-    r: StepReport = step(system, p, cache, where=where)
+    return _row(c, p, step(system, p, cache, where=where), hbm)
+
+
+def _row(c: Candidate, p: ParallelStrategy, r: StepReport, hbm: float | None) -> PlanRow:
     by_dim = exposed_by_dim(r.flows, r.compute, p.derived.compute)
     links: dict[str, set] = {}
     for f in r.flows:
@@ -279,7 +282,8 @@ def cost_candidate(system: System, base: Training, c: Candidate, cache: dict | N
                    hbm: float | None = None, limit: float | None = None) \
         -> PlanRow | float | None:
     """One candidate's row, its verdict against ``hbm``; its bytes per GPU (a float) when it is
-    over ``limit`` (default ``hbm``: not costed); None when the model cannot run it."""
+    over ``limit`` (default ``hbm``: not costed); None when the model cannot run it or the cost
+    model refuses one of its traffic lines (a group whose GPUs are not linked)."""
     gpu = (cache or {}).get("gpu") or gpu_figures(system)
     p = strategy_for(base, c, gpu)
     if p is None:
@@ -291,7 +295,10 @@ def cost_candidate(system: System, base: Training, c: Candidate, cache: dict | N
         cache["where", c.shape.world] = placement(system, c.shape.world)
     where = cache.get(("where", c.shape.world)) if cache is not None else \
         placement(system, c.shape.world)
-    return row_of(system, c, p, cache, where, hbm)
+    r = step(system, p, cache, where=where)
+    # a line the cost model refuses (its groups' GPUs not linked) has no time: ranked with
+    # it left out, a mapping that cannot run would come first
+    return None if any(f.refused for f in r.flows) else _row(c, p, r, hbm)
 
 
 # ---- running many ---------------------------------------------------------------------------
@@ -511,6 +518,23 @@ def first_rejection(base: Training, gpus: int, fixed: Mapping[str, object] | Non
             check(c.training(base), c.shape)
         except MappingError as exc:
             return c.key, str(exc)
+    return None
+
+
+def first_refusal(system: System, base: Training, gpus: int,
+                  fixed: Mapping[str, object] | None = None):
+    """(the first candidate the model accepts, why the cost model refuses a traffic line of
+    it: its groups' GPUs not linked), or None when it is costed: what a search whose
+    candidates were rejected on the topology says. Costs one candidate."""
+    gpu = gpu_figures(system)
+    for c in enumerate_candidates(base.model, gpus, base.batch, fixed or {}):
+        p = strategy_for(base, c, gpu) if gpu is not None else None
+        if p is None:
+            continue
+        r = step(system, p, where=placement(system, c.shape.world))
+        bad = [f for f in r.flows if f.refused]
+        return (c.key, f"{bad[0].dim} {bad[0].collective} cannot run: {bad[0].note}") if bad \
+            else None
     return None
 
 

@@ -29,7 +29,7 @@ import attrs
 
 from ...library import reliability as _rows
 from ..ir.hosts import hosts
-from ..ir.system import System
+from ..ir.system import SCALEOUT_CLASSES, System
 
 DAY = 86400.0
 DEFAULT_RATES = "llama3"
@@ -176,6 +176,9 @@ def job_exposure(system: System, gpus: int | None = None) -> Exposure:
                         extrapolated=True)
     if len({loc.island[r] for r in ranks}) == 1:
         nics = []                               # one machine: NVLink and PCIe only
+    else:                   # a NIC cabled into no fabric (a lone tray's) carries no traffic
+        nics = [nic for nic in nics if any(link.type.cls in SCALEOUT_CLASSES
+                                           for link in system.links_of(nic))]
     switches = {end for nic in nics for link in system.links_of(nic)
                 for end in (link.src, link.dst) if system.device(end).kind == "net_switch"}
     return Exposure(n, len(nics), len(job_hosts), len(switches))

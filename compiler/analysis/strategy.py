@@ -96,6 +96,12 @@ class FlowReport:
         """Whether this traffic can overlap compute."""
         return bool(self.window)
 
+    @property
+    def refused(self) -> bool:
+        """Whether the cost model refused groups of several GPUs (``note`` says why: their
+        GPUs not linked, say): the line has no time, so the step's totals leave it out."""
+        return self.cost is None and self.group_size > 1
+
 
 @attrs.frozen
 class StepReport:
@@ -426,8 +432,10 @@ def _slow(f: FlowReport) -> list[str]:
 
 def _mapping_warnings(flows: tuple[FlowReport, ...]) -> list[str]:
     """Per-layer traffic (tp, cp, ep) on slow links, and frequent traffic on slow links while
-    rarer traffic has the fast ones."""
-    out = []
+    rarer traffic has the fast ones; and lines the cost model refused, which the totals
+    leave out."""
+    out = [f"{f.dim} {f.collective} is not costed ({f.note}): the step's totals leave it out"
+           for f in flows if f.refused]
     for f in flows:
         if f.dim in PER_LAYER and f.count >= FREQUENT and _slow(f):
             out.append(f"{f.dim} {f.collective} runs {f.count} times per step over "

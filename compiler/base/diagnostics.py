@@ -153,8 +153,19 @@ CLOSE_CUTOFF = 0.6  # difflib's ratio below which a candidate is not offered
 
 def closest(name: str, candidates: Iterable[str]) -> str | None:
     """The one closest candidate to a mistyped name, or None when nothing is close. Every
-    'did you mean' in topoc goes through here, so they all judge closeness alike."""
-    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=CLOSE_CUTOFF)
+    'did you mean' in topoc goes through here, so they all judge closeness alike. The name in
+    another case comes first: difflib scores 'h100' as close to 'V100' as to 'H100'."""
+    pool = sorted(set(candidates))
+    same = [c for c in pool if c.casefold() == name.casefold()]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=CLOSE_CUTOFF)
+    if not close and len(name) == 2:
+        # one letter off a two-letter name scores 0.5 ('dq', 'dp'): offered when it is the
+        # only such name ('xp' is one letter off tp, cp, ep, dp and pp alike)
+        close = [c for c in pool if len(c) == 2 and
+                 sum(a != b for a, b in zip(c.casefold(), name.casefold())) == 1]
+        close = close if len(close) == 1 else []
     return close[0] if close else None
 
 

@@ -220,3 +220,11 @@ def test_report_writes_an_odd_size_in_a_human_unit(tmp_path, capsys):
     assert main(["report", str(path), "--parallel", "p"]) == 0
     out = capsys.readouterr().out
     assert " 16.427 GiB " in out and "KiB" not in out
+
+
+def test_a_group_of_one_rank_prints_no_empty_bottleneck_line(capsys):
+    assert main(["cost", DGX, "--ranks", "0", "--sizes", "1K"]) == 0
+    out = capsys.readouterr().out
+    assert "# bottleneck at" not in out and out.count("\n") == 3      # title, head, one row
+    assert main(["cost", DGX, "--ranks", "0..7", "--sizes", "1K"]) == 0
+    assert "# bottleneck at 1 KiB: dgx." in capsys.readouterr().out

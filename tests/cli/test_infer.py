@@ -54,6 +54,13 @@ def test_every_dimension_and_the_concurrency_given_is_rows_0(capsys):
     assert (r["precision"], r["kv_precision"]) == ("bf16", "bf16")
 
 
+def test_one_layout_and_one_configuration_are_singular_in_the_text(capsys):
+    argv = ["infer", NVL72, "--model", "llama3-8b", "--isl", "512", "--osl", "128",
+            "--gpus", "4", "--tp", "2", "--pp", "1", "--ep", "1", "--concurrency", "12"]
+    assert main(argv) == 0
+    assert "\n1 layout, 1 configuration costed, 1 fit\n" in capsys.readouterr().out
+
+
 def test_text_and_csv_and_output_file(tmp_path, capsys):
     argv = ["infer", DGX, "--model", "llama3-70b", "--isl", "2000", "--osl", "200",
             "--concurrency", "max"]

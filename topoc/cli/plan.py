@@ -10,8 +10,8 @@ from ..compiler.analysis import comparison, scaling
 from ..compiler.analysis.goodput import rank_by_goodput, scaling_goodput
 from ..compiler.analysis.reliability import DEFAULT_RATES, ReliabilityError, rate_sets
 from .reliability import add_rate_options
-from ..compiler.analysis.plan import (PlanUsageError, cache_dir, first_rejection, plan,
-                                      smallest_over, tp_within_domains)
+from ..compiler.analysis.plan import (PlanUsageError, cache_dir, first_refusal,
+                                      first_rejection, plan, smallest_over, tp_within_domains)
 from ..compiler.ir.gpus import gpu_figures, hbm_of, no_fp8
 from ..compiler.lang.derive import find_model
 from ..compiler.training.fp8 import FP8_RECIPES, RECIPES
@@ -277,7 +277,7 @@ def run(args) -> int:
         print(f"{args.file}: error: no mapping fits in GPU memory{within}: "
               f"{result.over_memory:,} of {result.considered:,} candidates are over; the "
               f"smallest needs {size / 1e9:.1f} GB per GPU, {(size - cap) / 1e9:.1f} GB over "
-              f"({key}){terms}", file=sys.stderr)
+              f"({key}){terms}{_refusal(system, base, result, fixed)}", file=sys.stderr)
         return EXIT_INPUT
     if not result.considered:
         given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()
@@ -291,9 +291,10 @@ def run(args) -> int:
     if not result.rows:
         print(f"{args.file}: error: no mapping of {model.name} runs on {result.gpus} GPUs with "
               f"batch {args.batch}: all {result.considered:,} candidates were rejected (layers, "
-              "heads, batch or experts do not divide, or fewer micro-batches than an interleaved "
-              f"pipeline needs{_first_reason(base, result.gpus, fixed)}); try --gpus or another "
-              "--batch", file=sys.stderr)
+              "heads, batch or experts do not divide, fewer micro-batches than an interleaved "
+              f"pipeline needs, or a group's GPUs not linked"
+              f"{_first_reason(base, result.gpus, fixed)}){_refusal(system, base, result, fixed)}"
+              "; try --gpus or another --batch", file=sys.stderr)
         return EXIT_INPUT
     if args.goodput:
         try:
@@ -332,6 +333,14 @@ def _check_goodput(args) -> None:
                          f"{', '.join(rate_sets())}")
     if args.compare is not None:
         raise UsageError("--goodput and --compare: --compare ranks by step time; give one")
+
+
+def _refusal(system, base, result, fixed) -> str:
+    """'; 676 rejected, e.g. tp1-..., whose dp allreduce cannot run: no path ...': the
+    rejected candidates whose traffic the cost model refuses ('' when the first is costed)."""
+    found = first_refusal(system, base, result.gpus, fixed) if result.invalid else None
+    return (f"; {result.invalid:,} rejected, e.g. {found[0]}, whose {found[1]}") if found \
+        else ""
 
 
 def _first_reason(base, gpus, fixed) -> str:

@@ -187,6 +187,19 @@ def test_plan_text_and_csv_and_byte_identical_reruns(tmp_path, capsys):
     assert "plan for llama3_8b on dgx: 8 GPUs" in text and "... and" in text
 
 
+def test_plan_csv_tells_apart_the_rows_the_text_tells_apart(capsys):
+    # the text's 'zero' column was missing from the CSV: rows differing only in the ZeRO
+    # stage came out identical but for their times
+    import csv
+    import io
+    assert main(["plan", DGX, "--model", "llama3-8b", "--batch", "64", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["zero"] for r in rows} == {"1", "3"}
+    keys = [tuple(v for k, v in r.items() if k in ("tp", "cp", "ep", "dp", "pp", "microbatch",
+            "recompute", "interleave", "sequence_parallel", "zero")) for r in rows]
+    assert len(set(keys)) == len(keys)
+
+
 def test_plan_exit_codes(capsys):
     assert main(["plan", DGX, "--model", "llama3-9b", "--batch", "64"]) == 2
     assert "did you mean" in capsys.readouterr().err
@@ -531,3 +544,14 @@ def test_tp_within_domains_tests_every_group_as_spans_domains_does(name, gpus):
     assert True in answers
     if len(system.locality.island_ranks) > 1:       # some size leaves a domain
         assert False in answers
+
+
+def test_a_mapping_whose_groups_are_not_linked_is_rejected_not_ranked_free():
+    # a GB200 compute tray alone: its two Superchips share no link, so no group can span
+    # them; such a mapping used to rank first, its traffic left out of the step as if free
+    tray = topoc.load(str(LIBRARY / "nvidia" / "gb200_tray.topo"))
+    m = find_model(tray, "llama3-8b")
+    every = plan(tray, m, Training(m, 256), use_cache=False)
+    assert not every.rows and every.invalid == every.considered - every.over_memory > 0
+    one = plan(tray, m, Training(m, 256), gpus=2, use_cache=False)   # one Superchip
+    assert one.rows and all(any(links for _, links in r.links_by_dim) for r in one.rows)

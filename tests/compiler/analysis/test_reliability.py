@@ -145,6 +145,15 @@ def test_job_exposure_counts_hosts_nics_and_leaves_of_the_first_gpus():
     assert job_exposure(p5).nics == 4 * job_exposure(p5).gpus
 
 
+def test_a_nic_cabled_into_no_fabric_is_no_compute_nic_of_the_job():
+    """A lone GB200 tray: its two Superchips are two islands, but its four NICs are cabled to
+    nothing, so no cable or switch behind them can stop the job (they were counted: 4 NICs
+    and their 'switch or cable' rate, where the whole NVL72 rack counted none)."""
+    tray = topoc.load(LIB / "gb200_tray.topo")
+    assert job_exposure(tray) == Exposure(4, 0, 2, 0)
+    assert job_exposure(topoc.load(LIB / "gb200_nvl72.topo")).nics == 0
+
+
 def test_a_job_inside_one_nvlink_domain_uses_no_nic():
     """A GB200 NVL72 rack is 18 hosts but one machine: NCCL stays on NVLink, so no NIC,
     cable or switch can stop it; two racks need the fabric."""

@@ -92,6 +92,18 @@ def test_inverted_mapping_is_warned_about():
     assert any("leave one NVLink domain" in w for w in r.warnings)      # lint's W501 too
 
 
+def test_a_line_the_cost_model_refuses_is_warned_about_not_silently_free():
+    # a GB200 tray's two Superchips share no link: the dp group cannot run, and the step's
+    # "0 s" of communication must say that it leaves the line out
+    system = topoc.loads('use "nvidia/gb200_tray.topo"\nsystem t : GB200Tray\n'
+                         'parallel train on t {\n  dp = 4\n  traffic { dp allreduce 1 GiB }\n}\n')
+    r = analyse(system, "train")
+    (dp,) = r.flows
+    assert dp.refused and dp.per_step == 0 and "not all linked" in dp.note
+    assert any(w.startswith("dp allreduce is not costed (no path from") and
+               "totals leave it out" in w for w in r.warnings)
+
+
 def test_every_kind_of_group_is_costed_and_the_slowest_reported():
     """An H100 node and an A100 node: tp:0 and tp:1 are two kinds; the A100's is slower and
     is the one on the critical path."""
