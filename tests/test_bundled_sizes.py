@@ -72,8 +72,9 @@ def test_a_model_block_whose_batch_the_d_size_does_not_divide_is_left_out(tmp_pa
     assert "W507" in capsys.readouterr().err
     assert main(["lint", str(path), "-D", "n=3"]) == 0
     assert "batch 64 does not divide" in capsys.readouterr().out
+    # the file's nodes share no network, so plan searches one node's GPUs
     assert main(["plan", str(path), "-D", "n=3", "--model", "llama3-8b", "--batch", "48",
-                 "--top", "1", "--no-cache", "--jobs", "1"]) == 0
+                 "--gpus", "8", "--top", "1", "--no-cache", "--jobs", "1"]) == 0
     capsys.readouterr()
     assert main(["report", str(path), "-D", "n=3", "--parallel", "train"]) == 2
     assert "does not fit this size" in capsys.readouterr().err

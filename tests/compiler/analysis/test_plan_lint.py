@@ -42,6 +42,10 @@ CLUSTERS = [("a100_cluster.topo", {}, "llama3-70b", 320),
             ("nvl72_fourtier.topo", {}, "llama3-405b", 1152),
             ("nvl72_superpod.topo", {"racks": 16}, "llama3-405b", 1152)]
 TOP = 3
+#: A file whose GPUs share no link as a whole is planned on the GPUs that do: gb200_tray's two
+#: Superchips meet only through the rack's NVLink switch trays, which the tray file does not
+#: hold, so a mapping over all four GPUs cannot run (below) and the search takes one Superchip.
+GPUS = {"gb200_tray.topo": 2}
 
 
 def placement_findings(system, strategy, gpus: int) -> list[str]:
@@ -75,12 +79,22 @@ def test_plans_top_candidates_pass_lints_placement_rules(tmp_path, monkeypatch, 
     system = topoc.load(LIBRARY / "nvidia" / file, defines)
     model = find_model(system, name)
     base = Training(model, batch, overlap=True)
-    result = plan(system, model, base, fixed=FIXED, jobs=1)
+    result = plan(system, model, base, gpus=GPUS.get(file), fixed=FIXED, jobs=1)
     assert result.rows
     gpu = gpu_figures(system)
     for row in result.rows[:TOP]:
         p = strategy_for(base, row.candidate, gpu)
         assert placement_findings(system, p, result.gpus) == [], row.candidate.key
+
+
+def test_a_file_whose_gpus_share_no_link_has_no_mapping_over_all_of_them(tmp_path, monkeypatch):
+    """Over both of gb200_tray's Superchips every mapping has a group with no path between its
+    GPUs: the search rejects them all rather than ranking one with no communication cost."""
+    monkeypatch.setenv("TOPOC_CACHE", str(tmp_path))
+    system = topoc.load(LIBRARY / "nvidia" / "gb200_tray.topo")
+    model = find_model(system, "llama3-8b")
+    result = plan(system, model, Training(model, 16, overlap=True), fixed=FIXED, jobs=1)
+    assert result.rows == () and result.invalid == result.considered > 0
 
 
 def test_the_check_sees_a_tp_group_across_nodes(tmp_path, monkeypatch):
