@@ -14,10 +14,10 @@ from pathlib import Path
 import attrs
 
 from . import syntax as s
-from ..base.diagnostics import Collector, Span, closest, suggest
+from ..base.diagnostics import Collector, Span, suggest
 from ..ir.gpus import GPUFigures, gpu_figures, no_fp8
 from ..ir.system import ParallelStrategy, System, Transformer
-from .closest import POINTER
+from .closest import POINTER, model_spelling
 from .resolve import Program, library_root
 from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
                               GRAD_ACCUMULATION, RECOMPUTE,
@@ -94,10 +94,7 @@ def _model_hint(name: str, own: Iterable[str]) -> str:
     presets (the CLI's spelling 'llama3-8b' is 'llama3_8b'), with the import a bundled one
     needs; '' when nothing is close."""
     own = set(own)
-    pool = own | set(bundled_models())
-    spelt = name.strip().lower().replace("-", "_")
-    pick = next((c for c in (spelt.replace(".", "_"), spelt.replace(".", "")) if c in pool),
-                None) or closest(name, pool)
+    pick = model_spelling(name, own | set(bundled_models()))
     if pick is None:
         return ""
     if pick == name:
