@@ -25,8 +25,16 @@ def render(system: System) -> str:
             f"{lanes['min']}..{lanes['max']}"
         # the library's GPU memory is the driver's figure (nvidia-smi's memory.total), not
         # the marketed one: say so, as the totals differ by up to 7 %
-        lines.append(f"  HBM        {human(s['hbm_bytes'], BYTES)} over {s['gpus']} "
-                     f"GPU{'s' if s['gpus'] != 1 else ''} (as the driver reports)")
+        # a GPU that declares no hbm (an NCCL dump or nvidia-smi matrix imported without
+        # --gpu) has unknown memory, which a sum would print as 0 B
+        unknown = sum(1 for d in system.gpus if d.model.attr("hbm") is None)
+        known = s["gpus"] - unknown
+        if not known:
+            lines.append("  HBM        unknown (the GPU models declare no hbm)")
+        else:
+            lines.append(f"  HBM        {human(s['hbm_bytes'], BYTES)} over {known} "
+                         f"GPU{'s' if known != 1 else ''} (as the driver reports)"
+                         + (f"; unknown on {unknown}" if unknown else ""))
         lines.append(f"  NVLink     {human(s['scaleup_bandwidth'], RATE)} both directions "
                      f"({per_txt} and {lanes_txt} lane{'' if lanes_txt == '1' else 's'} per "
                      "GPU)" if s["scaleup_bandwidth"]

@@ -130,7 +130,10 @@ def test_a_bad_line_is_named_with_its_line_and_column(text, where, says, tmp_pat
     out = tmp_path / "out.topo"
     assert main(["import", "iblinkinfo", str(bad), "-o", str(out)]) == 1   # EXIT_INPUT
     err = capsys.readouterr().err
-    assert err.startswith(f"topoc: error: {bad}:") and "Traceback" not in err
+    # the standard form: the dump's line and column (its start when no line is to blame)
+    assert err.startswith(f"{bad}:{where}")
+    assert re.match(rf"{re.escape(str(bad))}:\d+:\d+: E180 error: ", err), err
+    assert "Traceback" not in err
     assert not out.exists()
 
 

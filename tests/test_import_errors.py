@@ -80,7 +80,7 @@ def test_an_import_that_does_not_compile_names_the_input_file(tmp_path, capsys):
     assert main(["import", "ibnetdiscover", str(dump), "-o", str(tmp_path / "o.topo")]) == 1
     assert main(["diff", str(dump), str(dump)]) == 2
     err = capsys.readouterr().err
-    assert err.count(f"{dump}: this ibnetdiscover") == 3 and "E220" in err
+    assert err.count(f"{dump}:1:1: E180 error: this ibnetdiscover") == 3 and "E220" in err
     assert "<input>" not in err and "leaf0 : QM9700" in err
 
 
@@ -125,3 +125,18 @@ def test_a_use_of_a_path_with_a_nul_is_a_diagnostic(tmp_path, capsys, verb):
     assert main([verb, str(path)]) == 1
     captured = capsys.readouterr()
     assert "E130 error: cannot read 'links\\x00.topo'" in captured.out + captured.err
+
+
+@pytest.mark.parametrize("kind, line", [("nccl-topo", "    1 | junk\n      | ^\n"),
+                                        ("nvidia-smi", None), ("hwloc", None)])
+def test_a_dump_that_is_not_one_is_a_diagnostic_in_the_standard_form(kind, line, tmp_path,
+                                                                     capsys):
+    # path:line:col: CODE severity: message, like every other diagnostic (docs/errors.md)
+    junk = tmp_path / "junk.txt"
+    junk.write_text("junk\n")
+    assert main(["import", kind, str(junk), "-o", str(tmp_path / "o.topo")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{junk}:1:1: E180 error: "), err
+    assert "topoc: error" not in err and not (tmp_path / "o.topo").exists()
+    if line:
+        assert err.endswith(line)

@@ -22,6 +22,7 @@ rings, trees, NVLS groups, the tuner, lint) reads the degraded system as it read
 from __future__ import annotations
 
 import bisect
+import contextlib
 import fnmatch
 import itertools
 import re
@@ -54,6 +55,10 @@ class Faults:
 
     fail: tuple[str, ...] = ()
     degrade: tuple[tuple[str, str], ...] = ()
+    #: where a failure file wrote each selector (None for a command-line word), so that one
+    #: that names nothing is reported at its line
+    fail_at: tuple[Span | None, ...] = attrs.field(default=(), eq=False, repr=False)
+    degrade_at: tuple[Span | None, ...] = attrs.field(default=(), eq=False, repr=False)
 
     def __bool__(self) -> bool:
         return bool(self.fail or self.degrade)
@@ -62,7 +67,7 @@ class Faults:
     def read(cls, text: str, path: str) -> Faults:
         """A failure file: one ``fail SELECTOR`` or ``degrade SELECTOR = RATE`` per line, ``#``
         comments, blank lines; a line of anything else is a CompileError at that line."""
-        fail, slow, errors = [], [], []
+        fail, slow, errors, fail_at, slow_at = [], [], [], [], []
         source = Source(path, text)
         for n, raw in enumerate(source.lines, 1):
             line = raw.split("#", 1)[0].strip()
@@ -71,20 +76,28 @@ class Faults:
             verb, _, rest = line.partition(" ")
             rest = rest.strip()
             col = raw.index(verb) + 1
+            at = raw.index(rest, col + len(verb) - 1) + 1 if rest else col
             if verb == "fail" and rest and "=" not in rest:
                 fail.append(rest)
+                fail_at.append(Span(source, n, at, n, at + len(rest)))
             elif verb == "degrade" and (m := _RATE.match(rest)):
                 slow.append((m.group(1), m.group(2)))
+                slow_at.append(Span(source, n, at, n, at + len(m.group(1))))
             else:
                 errors.append(error(
                     "E170", "a failure file line is 'fail SELECTOR' or 'degrade SELECTOR = "
-                    "RATE' (docs/failures.md)", Span(source, n, col, n, len(raw) + 1)))
+                    "RATE' (docs/failures.md)" + suggest(verb, ("fail", "degrade")),
+                    Span(source, n, col, n, len(raw) + 1)))
         if errors:
             raise CompileError(errors)
-        return cls(tuple(fail), tuple(slow))
+        return cls(tuple(fail), tuple(slow), tuple(fail_at), tuple(slow_at))
 
     def __add__(self, other: Faults) -> Faults:
-        return Faults(self.fail + other.fail, self.degrade + other.degrade)
+        def where(f: Faults) -> tuple:
+            return (f.fail_at + (None,) * len(f.fail))[:len(f.fail)], \
+                (f.degrade_at + (None,) * len(f.degrade))[:len(f.degrade)]
+        (fa, da), (fb, db) = where(self), where(other)
+        return Faults(self.fail + other.fail, self.degrade + other.degrade, fa + fb, da + db)
 
     @classmethod
     def parse(cls, fail: Iterable[str] = (), degrade: Iterable[str] = ()) -> Faults:
@@ -205,13 +218,32 @@ def degrade(system: System, faults: Faults) -> Degraded:
     selector that names nothing."""
     gone: set[int] = set()
     cut: list = []
-    for selector in faults.fail:
-        if "<->" in selector:
-            cut.append(_link_pairs(system, selector, "--fail"))
-        else:
-            gone.update(_select(system, selector, "--fail"))
-    slow = [(_link_pairs(system, sel, "--degrade"), rate) for sel, rate in faults.degrade]
+    for selector, at in itertools.zip_longest(faults.fail, faults.fail_at[:len(faults.fail)]):
+        flag = "--fail" if at is None else "fail"
+        with _at_line(at):
+            if "<->" in selector:
+                cut.append(_link_pairs(system, selector, flag))
+            else:
+                gone.update(_select(system, selector, flag))
+    slow = []
+    for (sel, rate), at in itertools.zip_longest(faults.degrade,
+                                                 faults.degrade_at[:len(faults.degrade)]):
+        with _at_line(at):
+            slow.append((_link_pairs(system, sel, "--degrade" if at is None else "degrade"),
+                         rate))
     return degrade_mask(system, mask(system, gone, cut), slow)
+
+
+@contextlib.contextmanager
+def _at_line(at: Span | None):
+    """A selector from a failure file that names nothing is E171 at its line (a diagnostic
+    in that file, exit 1); from the command line it stays a FaultError (a usage error)."""
+    try:
+        yield
+    except FaultError as exc:
+        if at is None:
+            raise
+        raise CompileError([error("E171", str(exc), at)]) from None
 
 
 def mask(system: System, gone: Iterable[int], cut: Sequence = ()) -> Mask:

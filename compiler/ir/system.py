@@ -41,6 +41,8 @@ VIEWS: dict[str, Callable[[System], Any]] = {}
 
 COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall",
                "sendrecv")
+#: The collectives that have a root (a position of the group that sends or receives it all).
+ROOTED_COLLECTIVES = ("broadcast", "reduce")
 
 
 @attrs.frozen

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..base.diagnostics import closest
+
 #: Where the library's names, kinds and figures are listed (generated, backends.library_doc).
 LIBRARY_DOC = "docs/library.md"
 POINTER = f" (library names and figures: {LIBRARY_DOC})"
@@ -40,3 +42,12 @@ def different_hardware(typed: str, offered: str) -> bool:
         if x.isalpha() and len(x) <= 2 and len(y) <= 2:
             return True
     return False
+
+
+def model_spelling(name: str, pool: Iterable[str]) -> str | None:
+    """The model of ``pool`` a name means: the CLI's spelling ('llama3-8b' is 'llama3_8b',
+    'llama3.1-405b' 'llama31_405b'), else the closest name; None when nothing is close."""
+    pool = set(pool)
+    spelt = name.strip().lower().replace("-", "_")
+    return next((c for c in (spelt.replace(".", "_"), spelt.replace(".", "")) if c in pool),
+                None) or closest(name, pool)

@@ -8,7 +8,7 @@ both from the model's shape, the mapping and the GPUs' declared peak and memory 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import attrs
@@ -17,7 +17,7 @@ from . import syntax as s
 from ..base.diagnostics import Collector, Span, suggest
 from ..ir.gpus import GPUFigures, gpu_figures, no_fp8
 from ..ir.system import ParallelStrategy, System, Transformer
-from .closest import POINTER
+from .closest import POINTER, model_spelling
 from .resolve import Program, library_root
 from ..training.model import (ATTENTION_KERNELS, CROSS_ENTROPY, EXPERT_EPILOGUES, FSDP_PREFETCH,
                               GRAD_ACCUMULATION, RECOMPUTE,
@@ -87,6 +87,22 @@ def find_model(system: System, name: str) -> Transformer:
             return known[candidate]
     raise KeyError(f"unknown model '{name}'" + (suggest(key, sorted(known)) or
                    f"; known models: {', '.join(sorted(known))}") + POINTER)
+
+
+def _model_hint(name: str, own: Iterable[str]) -> str:
+    """The closest model to a name the file does not declare, among its own and the bundled
+    presets (the CLI's spelling 'llama3-8b' is 'llama3_8b'), with the import a bundled one
+    needs; '' when nothing is close."""
+    own = set(own)
+    pick = model_spelling(name, own | set(bundled_models()))
+    if pick is None:
+        return ""
+    if pick == name:
+        return _library_hint(name)
+    if pick in own:
+        return f"; did you mean '{pick}'?"
+    return (f"; did you mean '{pick}' (bundled: add use "
+            f"\"models/{Path(bundled_models()[pick].span.path).name}\")?")
 
 
 def _library_hint(name: str) -> str:
@@ -184,8 +200,8 @@ def derive(strategy: ParallelStrategy, seen: Mapping[str, s.Attr], program: Prog
     name = _name(item.value)
     if name is None or name not in program.models:
         known = sorted(program.models)
-        diags.error("E110", f"unknown model '{name}'" + (suggest(name, known) if name else "")
-                    + (_library_hint(name) if name else "") + POINTER, item.value.span)
+        diags.error("E110", f"unknown model '{name}'" + (_model_hint(name, known) if name else "")
+                    + POINTER, item.value.span)
         return None
     if strategy.flows:
         diags.error("E308", "a parallel block that names a model derives its traffic: drop the "

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import string
+from pathlib import Path
 from fractions import Fraction
 
 import attrs
@@ -13,6 +15,7 @@ from lark import Transformer, v_args
 from ...grammar import parser
 from . import fastlines
 from . import syntax as s
+from .closest import model_spelling
 from ..base.diagnostics import CompileError, Note, Source, Span, error
 from ..base.gcpause import gc_paused
 from ..base.limits import LIMITS
@@ -335,6 +338,41 @@ def _missing_brace(source: Source, at: Span, what: str):
                  Span(source, line, col, line, col + 1), Note(f"{what} found here", at))
 
 
+#: A parallel block's setting whose name value goes on with '-' or '.' ('model = llama3-8b').
+_SETTING_NAME = re.compile(r"(\w+)[ \t]*=[ \t]*([A-Za-z_]\w*)$")
+
+
+@functools.cache
+def _preset_names() -> tuple[str, ...]:
+    """The names of the bundled models (library/models/*.topo), read as text: this module
+    parses, so it cannot ask the stages above it (derive.bundled_models) for them."""
+    from ... import library
+    folder = Path(library.__file__).resolve().parent / "models"
+    return tuple(m.group(1) for p in sorted(folder.glob("*.topo"))
+                 for m in re.finditer(r"^model[ \t]+(\w+)", p.read_text(encoding="utf-8"), re.M))
+
+
+def _joined_name(source: Source, line: int, col: int, tok: str):
+    """E100 for 'model = llama3-8b' in a parallel block: the CLI's spelling of a model is not
+    one name in the language, and the parser would otherwise stop at the '-' (or report the
+    block as never closed when the setting starts a line). Suggests the bundled preset it
+    means, or the name with '_'."""
+    text = source.line(line)
+    m = _SETTING_NAME.search(text[:col - 1].rstrip())
+    opened = _unclosed(source, line, col)
+    if tok not in ("-", ".") or m is None or opened is None or \
+            not source.line(opened[0]).lstrip().startswith("parallel"):
+        return None
+    start = m.start(2)
+    word = re.match(r"[\w.\-]+", text[start:]).group(0).rstrip("-.")
+    fixed = (model_spelling(word, _preset_names()) if m.group(1) == "model" else None) or \
+        re.sub(r"[-.]", "_", word)
+    what = "a model name" if m.group(1) == "model" else "a name"
+    return error("E100", f"'{word}' is not one name: {what} is an identifier (letters, digits, "
+                 f"'_') or a string; write '{m.group(1)} = {fixed}'",
+                 Span(source, line, start + 1, line, start + 1 + len(word)))
+
+
 #: A number and the word written after it (``1 EB``, ``10 GBps``): the word unless it is the
 #: next attribute's key (followed by '=' or '.').
 _NUMBER_WORD = re.compile(r"(?<![\w.])\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?[ \t]+"
@@ -385,6 +423,9 @@ def _syntax_error(exc: lark.exceptions.UnexpectedInput, source: Source):
     at = Span(source, line, col, line, col + width)
     text = source.line(line)
     first = text.split(None, 1)[0] if text.strip() else ""
+    joined = _joined_name(source, line, col, str(tok))
+    if joined is not None:
+        return joined
     if first in _DECLARATIONS:           # a new declaration where a block should have closed
         start = len(text) - len(text.lstrip()) + 1
         found = _missing_brace(source, Span(source, line, start, line, start + len(first)),

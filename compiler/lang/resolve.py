@@ -69,6 +69,33 @@ def library_root() -> Path:
     return Path(library.__file__).resolve().parent
 
 
+def _importable(wanted: str, base: Path) -> list[str]:
+    """The paths a ``use`` could have meant, spelt as it would spell them: every bundled .topo
+    file, and the .topo files in the folder the path names next to the importing file (one
+    folder listed, never a walk of the user's tree)."""
+    root = library_root()
+    out = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*.topo"))]
+    folder = os.path.dirname(wanted)
+    try:
+        near = sorted((base / folder).glob("*.topo"))
+    except OSError:
+        near = []
+    out += [f"{folder}/{p.name}" if folder else p.name for p in near]
+    return out
+
+
+def _suggest_path(wanted: str, base: Path) -> str:
+    """'; did you mean 'nvidia/devices.topo'?' for a misspelt ``use``. Closeness is judged on
+    the file name alone: whole paths share 'nvidia/' and '.topo', which would make any two
+    look close; among files of that name, the one in the closest folder."""
+    paths = _importable(wanted, base)
+    stem = closest(Path(wanted).stem, [Path(p).stem for p in paths])
+    if stem is None:
+        return ""
+    same = [p for p in paths if Path(p).stem == stem]
+    return suggest(wanted, same) or f"; did you mean '{same[0]}'?"
+
+
 class _Loader:
     def __init__(self, roots: Sequence[Path], diags: Collector,
                  parsed: Mapping[Path, s.Module] | None = None):
@@ -105,7 +132,7 @@ class _Loader:
             if candidate.is_file():
                 return candidate
         self.diags.error("E130", f"cannot find '{use.path}' next to this file or in the bundled "
-                         "library", use.span)
+                         "library" + _suggest_path(use.path, base), use.span)
         return None
 
     def load(self, module: s.Module, path: Path | None, stack: list[tuple[Path, Span]]):

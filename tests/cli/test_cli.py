@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,21 @@ def test_compile_summary_reports_seed_figures(capsys):
     # 13.392 TB), and the summary says which convention it is
     assert "HBM        14.305 TB over 72 GPUs (as the driver reports)" in out
     assert "129.6 TB/s" in out
+
+
+@pytest.mark.parametrize("kind, dump", [("nccl-topo", "hgx_h200_topo.xml"),
+                                        ("nvidia-smi", "dgx_a100_topo_m.txt")])
+def test_an_import_without_hbm_says_unknown_not_zero(kind, dump, tmp_path, capsys):
+    # an NCCL dump names the GPU's sm, a matrix without --gpu nothing: the memory is unknown,
+    # never '0 B over 8 GPUs'
+    out = tmp_path / "node.topo"
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "nccl" / dump
+    assert main(["import", kind, str(fixture), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["compile", str(out)]) == 0
+    summary = capsys.readouterr().out
+    assert "HBM        unknown (the GPU models declare no hbm)" in summary
+    assert "0 B over" not in summary
 
 
 def test_compile_json_follows_the_contract(capsys):

@@ -40,3 +40,16 @@ def test_fmt_still_replaces_a_single_file_atomically(tmp_path):
     inode = a.stat().st_ino
     assert main(["fmt", str(a)]) == 0
     assert a.read_text() == PRETTY and a.stat().st_ino != inode
+
+
+def test_diff_reports_and_check_gates(tmp_path, capsys):
+    # the documented contract (docs/contracts.md): --diff alone is a report (exit 0), the exit
+    # status is --check's (1 when a file would change, with or without --diff); neither writes
+    f = tmp_path / "a.topo"
+    f.write_text(UGLY)
+    assert main(["fmt", "--diff", str(f)]) == 0
+    assert "-device   X : gpu {  }" in capsys.readouterr().out and f.read_text() == UGLY
+    assert main(["fmt", "--check", "--diff", str(f)]) == 1
+    assert "+device X : gpu { }" in capsys.readouterr().out and f.read_text() == UGLY
+    f.write_text(PRETTY)
+    assert main(["fmt", "--check", "--diff", str(f)]) == 0

@@ -83,3 +83,19 @@ def test_a_one_rank_group_says_it_has_no_ring(capsys):
     assert "note: the group is one rank (world rank 3): it has no ring" in err
     assert main(["schedule", DGX, "--ranks", "3,4", "--collective", "allreduce"]) == 0
     assert "note:" not in capsys.readouterr().err
+
+
+def test_root_out_of_group_is_a_usage_error(capsys):
+    # a --root past the group is a bad command line (exit 2), not a file that cannot serve
+    assert main(["schedule", DGX, "--ranks", "0..7", "--collective", "broadcast",
+                 "--root", "9"]) == 2
+    err = capsys.readouterr().err
+    assert "topoc: error: --root 9 is not a position of the group (0..7)" in err
+
+
+def test_root_with_a_collective_without_root_is_refused(capsys):
+    # silently ignoring --root would hide a typo'd collective: say so, as other flags do
+    assert main(["schedule", DGX, "--ranks", "0..7", "--collective", "allreduce",
+                 "--root", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--root is for broadcast and reduce" in err and "allreduce" in err

@@ -15,6 +15,7 @@ from ..compiler.base.text import visible
 from ..compiler.base.version import VERSION
 from ..compiler.ir.hosts import HostnameError
 from ..importers import ImportFailure
+from ..importers.base import import_diagnostic
 from ..importers.base import compile_imported
 from ..importers.detect import kind_of, load_any
 from ..importers.iblinkinfo import from_iblinkinfo
@@ -59,6 +60,15 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _text(path: str) -> str:
+    """A dump's text for the source line under an import error ('' when it cannot be read
+    again: the error is still reported, without the line)."""
+    try:
+        return read_text(path)
+    except (OSError, UnicodeDecodeError, UsageError, CompileError):
+        return ""
+
+
 def _load(path: str, args, defines, keep: bool = True):
     """One side as a System; a .topo through the compiled-system cache, as compile, lint and
     cost read it (stored when ``keep``), None when it cannot be read (why is printed)."""
@@ -69,7 +79,7 @@ def _load(path: str, args, defines, keep: bool = True):
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from None
     except ImportFailure as exc:
-        print(f"topoc: error: {visible(str(exc))}", file=sys.stderr)
+        print(import_diagnostic(exc, [(_text(path), path)]).render(), file=sys.stderr)
         return None
     except CompileError as exc:
         report(exc.diagnostics)
@@ -103,7 +113,7 @@ def _load_planes(paths: list[str]):
         topo, notes = from_ibnetdiscover(joined, label)
         system = compile_imported(topo, label, "ibnetdiscover dumps")
     except ImportFailure as exc:
-        print(f"topoc: error: {visible(str(exc))}", file=sys.stderr)
+        print(import_diagnostic(exc, [(_text(p), p) for p in paths]).render(), file=sys.stderr)
         return None, {}
     except CompileError as exc:
         report(exc.diagnostics)

@@ -8,7 +8,7 @@ import sys
 from ..backends.nccl_topo import write_bus_ids
 from ..compiler.base.text import visible
 from ..importers import ImportFailure, from_nccl_xml, from_smi
-from ..importers.base import compile_imported
+from ..importers.base import compile_imported, import_diagnostic
 from ..importers.guids import read_guids, write_guids
 from ..importers.hwloc import from_hwloc
 from ..importers.iblinkinfo import from_iblinkinfo
@@ -58,6 +58,7 @@ def run(args) -> int:
         raise UsageError(f"several inputs are for ibnetdiscover dumps (one per subnet); "
                          f"{args.format} takes one")
     dumps = [(read_text(path), path) for path in args.input]
+    sources = list(dumps)       # every file an error may name, for its line and carets
     args.input = " + ".join(args.input)
     text = dumps[0][0]
     bus_ids: dict[str, str] = {}
@@ -70,7 +71,8 @@ def run(args) -> int:
             topo, notes = from_hwloc(text, args.input, guids)
         elif fabric:
             if args.guids:
-                guids = read_guids(read_text(args.guids), args.guids)
+                sources.append((read_text(args.guids), args.guids))  # named in its errors
+                guids = read_guids(sources[-1][0], args.guids)
             if len(dumps) > 1:      # the subnets' union, each dump checked on its own first
                 text = merge(dumps)[0]
             read = from_ibnetdiscover if args.format == "ibnetdiscover" else from_iblinkinfo
@@ -79,7 +81,7 @@ def run(args) -> int:
             topo, notes = from_smi(text, args.input, gpu=args.gpu)
         compile_imported(topo, args.input, f"{args.format} input")   # what we write compiles
     except ImportFailure as exc:
-        print(f"topoc: error: {visible(str(exc))}", file=sys.stderr)
+        print(import_diagnostic(exc, sources).render(), file=sys.stderr)
         return EXIT_INPUT
     for note in notes:      # an importer's warnings say so themselves
         print(visible(note) if note.startswith("warning: ") else f"note: {visible(note)}",

@@ -10,7 +10,7 @@ from ..compiler.collectives import algos
 from ..compiler.collectives.paths import NoRoute
 from ..compiler.collectives.schedule import MAX_CHANNELS, ScheduleError, schedule
 from ..compiler.ir.groups import lone_rank
-from ..compiler.ir.system import COLLECTIVES
+from ..compiler.ir.system import COLLECTIVES, ROOTED_COLLECTIVES
 from .common import (add_failure_options, EXIT_OK, UsageError, add_common, add_group_options, count, fail, load,
                      parse_size, selected_group, write_output)
 
@@ -28,8 +28,8 @@ def add_parser(sub) -> None:
     p.add_argument("--channels", type=count(1, MAX_CHANNELS), help="channels side by side: rings (default 2) or "
                    "pairs of trees (default 1)")
     p.add_argument("--chunks", type=count(1, 1 << 20), help="slots the data is cut into (default per algorithm)")
-    p.add_argument("--root", type=count(0, 2**31), default=0, help="group position of the root (broadcast, "
-                   "reduce)")
+    p.add_argument("--root", type=count(0, 2**31), help="group position of the root (broadcast, "
+                   "reduce; default 0)")
     p.add_argument("--format", choices=list(BACKENDS), default="json")
     p.add_argument("--rank", type=count(0, 2**31), metavar="R", help="only the steps of world rank R")
     add_common(p)
@@ -43,9 +43,10 @@ def run(args) -> int:
     group = selected_group(system, args)
     if args.rank is not None and args.rank not in group.ranks:
         raise UsageError(f"{args.file}: rank {args.rank} is not in group {group.name}")
+    root = _root(args, len(group.ranks))
     try:
         sched = schedule(system, group, args.collective, args.algorithm, nbytes, args.channels,
-                         args.chunks, args.root)
+                         args.chunks, root)
         text = BACKENDS[args.format].render(system, sched, args.rank)
     except (ScheduleError, NoRoute) as exc:
         # The file is fine but cannot serve this request: an input error (exit 1).
@@ -55,3 +56,16 @@ def run(args) -> int:
         print(f"note: {lone}", file=sys.stderr)
     write_output(text, args.output)
     return EXIT_OK
+
+
+def _root(args, n: int) -> int:
+    """--root checked against the command line: a position of the group, and only for a
+    collective that has a root (given with another one it would be silently ignored)."""
+    if args.root is None:
+        return 0
+    if args.collective not in ROOTED_COLLECTIVES:
+        raise UsageError(f"--root is for {' and '.join(ROOTED_COLLECTIVES)}; {args.collective} "
+                         "has no root: drop --root")
+    if args.root >= n:
+        raise UsageError(f"--root {args.root} is not a position of the group (0..{n - 1})")
+    return args.root

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..compiler.base.diagnostics import Diagnostic, Source, Span, error
 from ..compiler.base.figures import PCIE_X16
 from ..compiler.base.text import visible
 from ..compiler.lang import emit
@@ -15,6 +18,35 @@ LIBRARY_GPUS = {"H100": "H100", "A100": "A100", "B200": "B200", "GB200": "B200_G
 
 class ImportFailure(ValueError):
     """The input is not a dump this importer understands; the message names where."""
+
+
+#: The code of every importer failure (docs/errors.md): a dump topoc cannot read.
+IMPORT_CODE = "E180"
+_AT = re.compile(r"(\d+):(\d+): (.*)", re.S)
+
+
+def import_diagnostic(exc: ImportFailure, inputs: Sequence[tuple[str, str]]) -> Diagnostic:
+    """The failure in the standard form, ``path:line:col: E180 error: message``: at the line
+    and column its message names in one of the ``inputs`` (text, path), with that line and a
+    caret; else at the input as a whole (no excerpt: the dump has no one line to blame)."""
+    message = str(exc)
+    for text, path in inputs:
+        head = printable(path) + ":"
+        if not message.startswith(head):
+            continue
+        rest = message[len(head):].lstrip(" ")
+        source = Source(path, text)
+        m = _AT.match(rest)
+        if m:
+            line, col = int(m.group(1)), int(m.group(2))
+            return error(IMPORT_CODE, m.group(3), Span(source, line, col, line, col + 1))
+        return error(IMPORT_CODE, rest, Span(source, 1, 1))
+    # a message about several dumps at once ('a.txt + b.txt: ...') or none in particular
+    label, _, rest = message.partition(": ")
+    if " + " in label and rest:
+        return error(IMPORT_CODE, rest, Span(Source(label, ""), 1, 1))
+    path = inputs[0][1] if inputs else "<input>"
+    return error(IMPORT_CODE, message, Span(Source(path, ""), 1, 1))
 
 
 @dataclass

@@ -241,3 +241,27 @@ def test_degraded_link_arrays_are_the_surviving_links():
                 if x.src not in gone and x.dst not in gone]
         assert [(x.src, x.dst, x.type, x.lanes) for x in out.links] == want, example
         assert out.ends.type.typecode == system.ends.type.typecode
+
+
+def test_a_failure_file_selector_that_names_nothing_is_reported_at_its_line(tmp_path, capsys):
+    # the selector's line in the failure file, not the system file and a '--fail' never typed
+    scenario = tmp_path / "faults.txt"
+    scenario.write_text("# leaf 33 is out\nfail cluster.leaf33\n")
+    f = str(library_file("h100_cluster.topo"))
+    assert main(["compile", f, "--faults", str(scenario), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"{scenario}:2:6: E171 error: fail cluster.leaf33: no device" in err
+    assert "did you mean 'cluster.leaf3'?" in err and "--fail" not in err
+    assert "    2 | fail cluster.leaf33\n      |      ^^^^^^^^^^^^^^" in err
+    assert not (tmp_path / "out").exists()
+    # the same selector on the command line stays a usage error
+    assert main(["compile", f, "--fail", "cluster.leaf33"]) == 2
+
+
+def test_a_misspelt_failure_file_verb_suggests_the_verb(tmp_path, capsys):
+    scenario = tmp_path / "faults.txt"
+    scenario.write_text("fial cluster.leaf3\n")
+    f = str(library_file("h100_cluster.topo"))
+    assert main(["compile", f, "--faults", str(scenario)]) == 1
+    err = capsys.readouterr().err
+    assert f"{scenario}:1:1: E170 error" in err and "did you mean 'fail'?" in err
