@@ -19,6 +19,7 @@ from ..compiler.base.units import RATE, human
 from .layout import PAD, TITLE, layout, natural
 from .route import (BAND_H, Band, Labels, Rows, Segments, arc, detour, label_size, meshes, overlaps,
                     polyline, rect, route, spline)
+from .nudge import apart
 from .trunks import on_tracks
 from .uplinks import bar_label, climb_out, room
 from .style import (CLASS_COLOR, RING_COLOR, kind_name, kind_style, legend_name, Edge, Node,
@@ -398,9 +399,13 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
         rects[b.id] = (b.x0, b.y - BAND_H / 2, b.x1, b.y + BAND_H / 2)
     bars = {b.id: b.label for b in bands}
     bars.update((n.id, n.label) for n in nodes if n.kind == "fabric")
-    routed = climb_out(on_tracks(_route_all(name, edges, nodes, by_id, pos, rects, bands,
-                                            band_of), by_id, rects, frames),
-                       name, by_id, rects, frames, bars)
+    first = _route_all(name, edges, nodes, by_id, pos, rects, bands, band_of)
+    routed = climb_out(on_tracks(first, by_id, rects, frames), name, by_id, rects, frames, bars)
+    # detours drawn on top of unrelated ones moved apart; the lines on tracks and climbs
+    # (laid out in lanes of their own) stay
+    routed = apart(routed, {**rects, **{f"text:{b}": bar_label(rects[b], text)
+                                        for b, text in bars.items() if b in rects}},
+                   {k for k, (a, b) in enumerate(zip(first, routed)) if a[3] != b[3]})
     # a frame of switches alone (a unit's leaves) has a smaller title, to fit between lines
     title_font = {c: 10 if by_cluster.get(c) and not children.get(c) and
                   all(n.kind == "net_switch" for n in by_cluster[c]) else 12 for c in frames}
