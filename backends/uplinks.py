@@ -178,9 +178,9 @@ def _feed(e, by_id: dict, rects: dict, frames: dict, name: str) -> tuple | None:
 
 def track_plan(edges, by_id: dict, rects: dict, frames: dict, name: str) \
         -> dict[str, list[tuple[str, float]]]:
-    """For each top-level frame whose trays' NIC uplinks leave it for boxes above (a
-    machine's own NICs are routed as any line, through the gaps of its rows): the tracks
-    above it, (box, widest line) from the frame up. First one track a box the uplinks go to
+    """For each top-level frame whose NIC uplinks leave it for boxes above (a rack's trays'
+    NICs, and a machine's own: a DGX node's eight NICs drawn under their rail leaves ran
+    slanted under the leaves' lines to the other nodes' summary box): the tracks above it, (box, widest line) from the frame up. First one track a box the uplinks go to
     (a rail's leaf), left to right: its uplinks run along it and up into the box as a
     bundle, lines with a box in common. Then one a summary box beside the frame (the other
     racks), in the order of the boxes feeding it, left to right, so that no line from a
@@ -190,7 +190,7 @@ def track_plan(edges, by_id: dict, rects: dict, frames: dict, name: str) \
     feeds: dict[str, dict[str, list]] = defaultdict(dict)
     for e in edges:
         found = _uplink(e, by_id, rects, frames, name)
-        if found is not None and found[1].cluster != found[0]:     # a NIC in a tray
+        if found is not None:
             top, _inner, outer = found
             w = uplinks[top].get(outer.id, 0.0)
             uplinks[top][outer.id] = max(w, penwidth(e.bandwidth))

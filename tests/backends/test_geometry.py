@@ -232,3 +232,26 @@ def test_an_nvl72_racks_uplinks_leave_as_one_bundle_a_leaf(view):
         tracks.setdefault(leaf, set()).update(runs)
     assert len(tracks) == 4 and all(len(h) == 1 for h in tracks.values()), tracks
     assert len({h for hs in tracks.values() for h in hs}) == 4, tracks
+
+
+@pytest.mark.parametrize("name", ["h100_cluster.topo", "h100_roce_cluster.topo",
+                                  "h100_sharp_cluster.topo", "a100_cluster.topo"])
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_a_machines_nic_uplinks_run_on_tracks_clear_of_the_summary_feeds(name, view):
+    """A DGX-class cluster drawn as node0 in full under its leaves: its NICs' uplinks ran
+    straight and slanted to their leaves, under the leaves' slanted lines to the other
+    nodes' summary box, at a few degrees (h100_cluster 15 pairs of unrelated lines drawn
+    along each other, h100_roce_cluster 14, h100_sharp_cluster 13, a100_cluster 4). As an
+    NVL72 rack's trays' uplinks do, each leaves the node to its leaf's track above it, and
+    the lines to the summary box take a track of their own above those."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    assert geometry.overlapping_lines(lines) == []
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
+    node = geometry.frames(svg)["cluster.node0"]
+    uplinks = [pts for a, b, pts in lines if ".leaf" in a + b and ".node0.nic" in a + b]
+    assert uplinks
+    for pts in uplinks:         # one horizontal run, above the node
+        runs = {round(p[1], 1) for p, q in zip(pts, pts[1:])
+                if abs(p[1] - q[1]) < 0.1 and abs(p[0] - q[0]) > 1 and p[1] < node[1]}
+        assert len(runs) <= 1, runs
