@@ -8,12 +8,14 @@ such pairs in its logical view).
 
 Here the inner pieces of every routed line (not the first and last, which end on their
 boxes) are taken in order and each kept where it is, or moved sideways by STEP, 2 STEP, ...
-(at most REACH, or three widths of a thick line), to the nearest place where it runs along no parallel piece of a line it
-shares no box with (closer than STEP, or than their half widths and GAP, over more than OVERLAP points), enters no box (nor a bar's text) its
-old place did not (each piece and its neighbours checked on their own), and its neighbouring pieces keep their direction. Lines sharing a box may
-share a lane (a bundle into one switch stays one bundle); lines that only cross stay put.
-Horizontal pieces are moved first, then vertical ones (moving a piece lengthens or shortens
-its neighbours, which stay perpendicular to it).
+(at most REACH, or three widths of a thick line), to the nearest place where it runs along
+no parallel piece of a line it shares no box with (closer than STEP, or than their half
+widths and GAP, over more than OVERLAP points), enters no box (nor a bar's text) its old
+place did not (each piece and its neighbours checked on their own), and its neighbouring
+pieces keep their direction. Lines sharing a box may share a lane (a bundle into one
+switch stays one bundle); lines that only cross stay put. Horizontal pieces are moved
+first, then vertical ones (moving a piece lengthens or shortens its neighbours, which stay
+perpendicular to it).
 """
 
 from __future__ import annotations

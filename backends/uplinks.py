@@ -180,8 +180,9 @@ def track_plan(edges, by_id: dict, rects: dict, frames: dict, name: str) \
         -> dict[str, list[tuple[str, float]]]:
     """For each top-level frame whose NIC uplinks leave it for boxes above (a rack's trays'
     NICs, and a machine's own: a DGX node's eight NICs drawn under their rail leaves ran
-    slanted under the leaves' lines to the other nodes' summary box): the tracks above it, (box, widest line) from the frame up. First one track a box the uplinks go to
-    (a rail's leaf), left to right: its uplinks run along it and up into the box as a
+    slanted under the leaves' lines to the other nodes' summary box): the tracks above
+    it, (box, widest line) from the frame up. First one track a box the uplinks go to (a
+    rail's leaf), left to right: its uplinks run along it and up into the box as a
     bundle, lines with a box in common. Then one a summary box beside the frame (the other
     racks), in the order of the boxes feeding it, left to right, so that no line from a
     box above drops across another's track. No two lines into different boxes share a
