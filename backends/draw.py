@@ -20,7 +20,7 @@ from .layout import PAD, TITLE, layout, natural
 from .route import (BAND_H, Band, Labels, Rows, Segments, arc, detour, label_size, meshes, overlaps,
                     polyline, rect, route, spline)
 from .nudge import apart
-from .trunks import on_tracks
+from .trunks import on_tracks, room as trunk_room
 from .uplinks import bar_label, climb_out, room
 from .style import (CLASS_COLOR, RING_COLOR, kind_name, kind_style, legend_name, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
@@ -265,6 +265,26 @@ def _make_room(name: str, nodes, by_id: dict, pos: dict, sizes: dict, frames: di
     return need
 
 
+def _room_for_tracks(nodes, by_id: dict, pos: dict, sizes: dict, frames: dict,
+                     edges: list[Edge]) -> float:
+    """Everything above a pair of switch rows whose tracks (``trunks``) do not fit in the
+    gap between them moved up as far as they need, pair by pair from the bottom; the points
+    moved in all."""
+    moved = 0.0
+    for _ in range(8):
+        cut, need = trunk_room(edges, by_id, _grown(nodes, pos, sizes), frames)
+        if need <= 0:
+            break
+        for n, (x, y) in pos.items():
+            if y - sizes[n][1] / 2 >= cut - 4.5:
+                pos[n] = (x, y + need)
+        for c, (x0, y0, x1, y1) in frames.items():
+            if y0 >= cut - 4.5:
+                frames[c] = (x0, y0 + need, x1, y1 + need)
+        moved += need
+    return moved
+
+
 def _per_member(fabric: str, edges: list[Edge]) -> str:
     """', each GPU x18 900 GB/s' when every line into a fabric carries the same figure."""
     figs = {_figure(e) for e in edges if fabric in (e.src, e.dst)}
@@ -343,6 +363,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     _align(by_id, pos, sizes, edges)
     _stretch(by_id, pos, sizes, edges)
     height += _make_room(name, nodes, by_id, pos, sizes, frames, edges)
+    height += _room_for_tracks(nodes, by_id, pos, sizes, frames, edges)
     width = max((pos[n][0] + sizes[n][0] / 2 for n in pos), default=width)
     width = max([width] + [f[2] for f in frames.values()])
     bands, edges, quiet = _bands(by_id, pos, sizes, frames, edges)

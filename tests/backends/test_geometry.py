@@ -255,3 +255,28 @@ def test_a_machines_nic_uplinks_run_on_tracks_clear_of_the_summary_feeds(name, v
         runs = {round(p[1], 1) for p, q in zip(pts, pts[1:])
                 if abs(p[1] - q[1]) < 0.1 and abs(p[0] - q[0]) > 1 and p[1] < node[1]}
         assert len(runs) <= 1, runs
+
+
+@pytest.mark.parametrize("view", ["logical", "physical", "racks"])
+def test_rows_of_switches_move_apart_until_their_tracks_fit(view):
+    """h100_fourtier: eight pods over sixteen leaves, each pod to one leaf of each scalable
+    unit. The tracks of eight thick lines did not fit in one row gap, so the lines stayed
+    straight and crossed at a few degrees (27 pairs of unrelated lines drawn along each
+    other in the logical view, 23 physical, 126 racks). The pods move up until they fit:
+    every pod-leaf line runs up from its leaf, along its pod's track and up into the pod."""
+    svg, _ = r.render(topoc.load(library_file("h100_fourtier.topo")), "svg",
+                      r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    assert geometry.overlapping_lines(lines) == []
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
+    pods = [(a, b, pts) for a, b, pts in lines if re.search(r"\.pod\d+$", a)
+            and re.search(r"\.leaf\d+$", b) or re.search(r"\.pod\d+$", b)
+            and re.search(r"\.leaf\d+$", a)]
+    assert len(pods) == 16, len(pods)
+    heights = {}
+    for a, b, pts in pods:
+        runs = {round(p[1], 1) for p, q in zip(pts, pts[1:])
+                if abs(p[1] - q[1]) < 0.1 and abs(p[0] - q[0]) > 1}
+        assert len(runs) == 1, (a, b, runs)
+        heights.setdefault(a if ".pod" in a else b, set()).update(runs)
+    assert len(heights) == 8 and len({h for hs in heights.values() for h in hs}) == 8
