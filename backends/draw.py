@@ -419,7 +419,8 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     for b in bands:
         rects[b.id] = (b.x0, b.y - BAND_H / 2, b.x1, b.y + BAND_H / 2)
     bars = {b.id: b.label for b in bands}
-    bars.update((n.id, n.label) for n in nodes if n.kind == "fabric")
+    # a fabric bar's text as drawn: its label and the figure of each member's line
+    bars.update((n.id, n.label + _per_member(n.id, edges)) for n in nodes if n.kind == "fabric")
     first = _route_all(name, edges, nodes, by_id, pos, rects, bands, band_of)
     routed = climb_out(on_tracks(first, by_id, rects, frames), name, by_id, rects, frames, bars)
     # detours drawn on top of unrelated ones moved apart; the lines on tracks and climbs

@@ -280,3 +280,15 @@ def test_rows_of_switches_move_apart_until_their_tracks_fit(view):
         assert len(runs) == 1, (a, b, runs)
         heights.setdefault(a if ".pod" in a else b, set()).update(runs)
     assert len(heights) == 8 and len({h for hs in heights.values() for h in hs}) == 8
+
+
+@pytest.mark.parametrize("name", ["nvl72_cluster.topo", "nvl72_superpod.topo",
+                                  "nvl72_fourtier.topo"])
+def test_rack_uplinks_cross_the_nvlink_bar_off_its_whole_text(name):
+    """The logical view's NVLink bar is labelled with the fabric and each GPU's figure
+    (', each GPU x18 900 GB/s'): the climbs of rack0's lower trays kept clear of the label
+    without that figure, and four of them crossed the bar through its text."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view="logical"))
+    boxes, lines, _, _ = geometry.read(svg)
+    assert any(b.endswith("nvlink_fabric") for b in geometry.bar_texts(svg))
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
