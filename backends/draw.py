@@ -19,7 +19,8 @@ from ..compiler.base.units import RATE, human
 from .layout import PAD, TITLE, layout, natural
 from .route import (BAND_H, Band, Labels, Rows, Segments, arc, detour, label_size, meshes, overlaps,
                     polyline, rect, route, spline)
-from .trunks import on_tracks
+from .nudge import apart
+from .trunks import on_tracks, room as trunk_room
 from .uplinks import bar_label, climb_out, room
 from .style import (CLASS_COLOR, RING_COLOR, kind_name, kind_style, legend_name, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
@@ -264,6 +265,26 @@ def _make_room(name: str, nodes, by_id: dict, pos: dict, sizes: dict, frames: di
     return need
 
 
+def _room_for_tracks(nodes, by_id: dict, pos: dict, sizes: dict, frames: dict,
+                     edges: list[Edge]) -> float:
+    """Everything above a pair of switch rows whose tracks (``trunks``) do not fit in the
+    gap between them moved up as far as they need, pair by pair from the bottom; the points
+    moved in all."""
+    moved = 0.0
+    for _ in range(8):
+        cut, need = trunk_room(edges, by_id, _grown(nodes, pos, sizes), frames)
+        if need <= 0:
+            break
+        for n, (x, y) in pos.items():
+            if y - sizes[n][1] / 2 >= cut - 4.5:
+                pos[n] = (x, y + need)
+        for c, (x0, y0, x1, y1) in frames.items():
+            if y0 >= cut - 4.5:
+                frames[c] = (x0, y0 + need, x1, y1 + need)
+        moved += need
+    return moved
+
+
 def _per_member(fabric: str, edges: list[Edge]) -> str:
     """', each GPU x18 900 GB/s' when every line into a fabric carries the same figure."""
     figs = {_figure(e) for e in edges if fabric in (e.src, e.dst)}
@@ -342,6 +363,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     _align(by_id, pos, sizes, edges)
     _stretch(by_id, pos, sizes, edges)
     height += _make_room(name, nodes, by_id, pos, sizes, frames, edges)
+    height += _room_for_tracks(nodes, by_id, pos, sizes, frames, edges)
     width = max((pos[n][0] + sizes[n][0] / 2 for n in pos), default=width)
     width = max([width] + [f[2] for f in frames.values()])
     bands, edges, quiet = _bands(by_id, pos, sizes, frames, edges)
@@ -397,10 +419,15 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     for b in bands:
         rects[b.id] = (b.x0, b.y - BAND_H / 2, b.x1, b.y + BAND_H / 2)
     bars = {b.id: b.label for b in bands}
-    bars.update((n.id, n.label) for n in nodes if n.kind == "fabric")
-    routed = climb_out(on_tracks(_route_all(name, edges, nodes, by_id, pos, rects, bands,
-                                            band_of), by_id, rects, frames),
-                       name, by_id, rects, frames, bars)
+    # a fabric bar's text as drawn: its label and the figure of each member's line
+    bars.update((n.id, n.label + _per_member(n.id, edges)) for n in nodes if n.kind == "fabric")
+    first = _route_all(name, edges, nodes, by_id, pos, rects, bands, band_of)
+    routed = climb_out(on_tracks(first, by_id, rects, frames), name, by_id, rects, frames, bars)
+    # detours drawn on top of unrelated ones moved apart; the lines on tracks and climbs
+    # (laid out in lanes of their own) stay
+    routed = apart(routed, {**rects, **{f"text:{b}": bar_label(rects[b], text)
+                                        for b, text in bars.items() if b in rects}},
+                   {k for k, (a, b) in enumerate(zip(first, routed)) if a[3] != b[3]})
     # a frame of switches alone (a unit's leaves) has a smaller title, to fit between lines
     title_font = {c: 10 if by_cluster.get(c) and not children.get(c) and
                   all(n.kind == "net_switch" for n in by_cluster[c]) else 12 for c in frames}

@@ -580,7 +580,7 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
     rails = sorted({ln.rail for ln in lines if ln.rail >= 0})
     rails = rails if len(rails) > 1 else []         # one leaf a pod: no rails to tell apart
     rail_bundles: set[tuple[str, str]] = set()
-    fans: set[tuple[str, str]] = set()
+    fanned = _fan_labelled(lines, port, boxes)
     # every pod's rails alike: their figure once, in the legend
     times_of = {b.id: b.times for b in boxes}
     per_rail = {(ln.cables // times_of[ln.low], round(ln.bandwidth / max(1, ln.cables)))
@@ -628,18 +628,15 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
                         f"x{cab} {_rate(ln.bandwidth / max(1, ln.cables))}") + \
                     (" each pod" if times > 1 else "")
         else:
-            text = f"x{ln.cables // times} {_rate(per)}" + (" each" if times > 1 else "")
-            # lines of one fan with one figure: labelled once, on the first of them
-            fan = {(ln.high, text), (ln.low, text)}
-            text = None if fan & fans else text
-            fans |= fan
+            # lines of one fan with one figure: labelled once, on its middle line
+            text = _figure_text(ln, times) if k in fanned else None
         if text:
             if ln.rail >= 0:      # beside the bundle, right of its rightmost rail
                 right = max(port[j, ln.low] for j, o in enumerate(lines)
                             if (o.low, o.high) == (ln.low, ln.high))
                 top = pos[ln.high][1] - size[ln.high][1] / 2
                 p, q = (right + 2, p[1]), (right + 2 + (q[0] - p[0]), top)
-            at = _free_spot(text, p, q, taken, drawn)
+            at = _free_spot(text, p, q, taken, drawn, width_pt)
             if at is not None:
                 attrs_.append(f'label="{_esc(text)}", lp="{at[0]:.1f},{at[1]:.1f}"')
         out.append(f'"{_esc(ln.low)}" -- "{_esc(ln.high)}" [{", ".join(attrs_)}]')
@@ -732,24 +729,67 @@ def _meshes(boxes: list[Box], lines: list[Line], pos: dict, size: dict) \
     return left, bands
 
 
+def _figure_text(ln: Line, times: int) -> str:
+    """The figure written on a line of no rail: its cables and bandwidth each."""
+    per = ln.bandwidth / max(1, ln.cables)
+    return f"x{ln.cables // times} {_rate(per)}" + (" each" if times > 1 else "")
+
+
+def _fan_labelled(lines: list[Line], port: dict, boxes: list[Box]) -> set[int]:
+    """The lines (indices) of no rail whose figure is written: one a fan (the lines of one
+    figure out of one box), its middle line by where the lines' other ends sit, the largest
+    fans first, a line's label serving both fans it is in (none on a line whose other fan is
+    labelled already). The first line of a fan was
+    labelled: h100_fourtier's 'x64 800 GB/s' sat beside its leftmost, shallowest line, far
+    from the fan's middle."""
+    times = {b.id: b.times for b in boxes}
+    fans: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
+    keys: dict[int, tuple[tuple[str, str], ...]] = {}
+    for k, ln in enumerate(lines):
+        if ln.rail >= 0:
+            continue
+        text = _figure_text(ln, times[ln.low])
+        keys[k] = ((ln.high, text), (ln.low, text))
+        fans[ln.high, text].append((port[k, ln.low], k))
+        fans[ln.low, text].append((port[k, ln.high], k))
+    labelled, covered = set(), set()
+    for key in sorted(fans, key=lambda key: (-len(fans[key]), key)):
+        if key in covered:
+            continue
+        members = [k for _x, k in sorted(fans[key])]
+        mid = (len(members) - 1) / 2
+        free = sorted((abs(i - mid), i) for i, k in enumerate(members)
+                      if not covered.intersection(keys[k]))
+        if not free:
+            continue
+        k = members[free[0][1]]
+        labelled.add(k)
+        covered.update(keys[k])
+    return labelled
+
+
 #: Where along its line a label is tried, middle first.
 SPOTS = (0.5, 0.35, 0.65, 0.2, 0.8, 0.275, 0.425, 0.575, 0.725, 0.125, 0.875)
 
 
-def _free_spot(text: str, p, q, taken: list, drawn: list | None = None) \
-        -> tuple[float, float] | None:
+def _free_spot(text: str, p, q, taken: list, drawn: list | None = None,
+               width: float = 1.0) -> tuple[float, float] | None:
     """A spot for a line's label beside the line, on no box, no other label and no line
     (``drawn``: (start, end, width) of every straight line; a label under a line of a fan
-    was half hidden: h100_fourtier's 'x64 800 GB/s')."""
+    was half hidden: h100_fourtier's 'x64 800 GB/s'). Beside means clear of the line's own
+    ``width`` and of its slant over the label's height (a thick line's label 4 pt off its
+    middle sat on the line itself, and found no spot)."""
     from .route import segment_meets
     w, h = len(text) * LINE_FONT * 0.55 + 4, LINE_FONT + 4
+    slant = abs(q[0] - p[0]) / max(1.0, abs(q[1] - p[1]))
+    side = w / 2 + 4 + width / 2 + min(h / 2 * slant, w)
     for t in SPOTS:
         x, y = p[0] + (q[0] - p[0]) * t, p[1] + (q[1] - p[1]) * t
         # beside it, then (a shallow line, which a label beside it would sit on) above or
         # below it, then diagonally off it
-        for dx, dy in ((w / 2 + 4, 0), (-w / 2 - 4, 0), (0, h / 2 + 8), (0, -h / 2 - 8),
-                       (w / 2 + 4, h / 2 + 8), (-w / 2 - 4, h / 2 + 8),
-                       (w / 2 + 4, -h / 2 - 8), (-w / 2 - 4, -h / 2 - 8)):
+        for dx, dy in ((side, 0), (-side, 0), (0, h / 2 + 8), (0, -h / 2 - 8),
+                       (side, h / 2 + 8), (-side, h / 2 + 8),
+                       (side, -h / 2 - 8), (-side, -h / 2 - 8)):
             r = (x + dx - w / 2, y + dy - h / 2, x + dx + w / 2, y + dy + h / 2)
             if all(r[2] < o[0] or r[0] > o[2] or r[3] < o[1] or r[1] > o[3] for o in taken) \
                     and not any(segment_meets(a, b, r, wd / 2 + 1) for a, b, wd in drawn or ()):

@@ -9,8 +9,10 @@ into one box share its track (they have that box in common); lines of different 
 cross, at right angles. A line enters its upper box at the box's middle, moved aside when a
 lower box's line rises at that x (the two would be drawn along each other).
 
-A pair of rows whose tracks do not fit in the gap between them (each TRACK apart, or more
-between wide lines, EXIT clear of both rows) keeps its straight lines.
+Before any line is routed, the rows above a pair whose tracks do not fit in the gap between
+them (each TRACK apart, or more between wide lines, EXIT clear of both rows) move up until
+they fit (``room``; h100_fourtier's eight pods over its sixteen leaves). A pair whose tracks
+still do not fit keeps its straight lines.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ TRACK, EXIT = 8.0, 8.0
 SWITCHES = ("net_switch", "netunit")
 
 
-def on_tracks(routed: list[tuple], by_id: dict, rects: dict, frames: dict) -> list[tuple]:
-    """``routed`` (edge, start, end, path) with every line between two rows of network
-    switches drawn on its upper box's track, as the module says; other lines as they were."""
+def _groups(edges: list, by_id: dict, rects: dict) -> dict[tuple[float, float], list[int]]:
+    """The lines (indices into ``edges``) between two neighbouring rows of network switches,
+    by the rows' heights (below, above)."""
     rows = sorted({round((r[1] + r[3]) / 2, 1) for n, r in rects.items()
                    if n in by_id and by_id[n].kind in SWITCHES})
     groups: dict[tuple[float, float], list[int]] = defaultdict(list)
-    for k, (e, _p, _q, _path) in enumerate(routed):
+    for k, e in enumerate(edges):
         a, b = by_id.get(e.src), by_id.get(e.dst)
         if a is None or b is None or a.kind not in SWITCHES or b.kind not in SWITCHES:
             continue
@@ -39,26 +41,47 @@ def on_tracks(routed: list[tuple], by_id: dict, rects: dict, frames: dict) -> li
         if lo == hi or any(lo < y < hi for y in rows):
             continue            # row-mates, or a line past a row between
         groups[lo, hi].append(k)
+    return groups
+
+
+def on_tracks(routed: list[tuple], by_id: dict, rects: dict, frames: dict) -> list[tuple]:
+    """``routed`` (edge, start, end, path) with every line between two rows of network
+    switches drawn on its upper box's track, as the module says; other lines as they were."""
     out = list(routed)
-    for (lo, hi), members in sorted(groups.items()):
+    for (lo, hi), members in sorted(_groups([e for e, *_ in routed], by_id, rects).items()):
         _tracks(out, members, lo, hi, by_id, rects, frames)
     return out
 
 
-def _tracks(out: list[tuple], members: list[int], lo: float, hi: float, by_id: dict,
-            rects: dict, frames: dict) -> None:
-    """The lines ``members`` between the rows at heights ``lo`` (below) and ``hi``, on
-    tracks when they fit."""
+def room(edges: list, by_id: dict, rects: dict, frames: dict) -> tuple[float, float]:
+    """(height, points): the boxes above the height must move up by the points for the
+    tracks between the lowest pair of switch rows whose tracks do not fit in their gap
+    (h100_fourtier's eight pods over its sixteen leaves: the tracks of eight thick lines
+    did not fit in one row gap, and their straight lines crossed at a few degrees); (0, 0)
+    when every pair's fit. Full meshes between the rows are left out: they are folded into
+    a bar (``route.meshes``), not drawn on tracks."""
+    from .route import meshes
+    folded = {(a, b) for side, other, _cls in meshes(edges) for a in side for b in other}
+    edges = [e for e in edges if (e.src, e.dst) not in folded and (e.dst, e.src) not in folded]
+    for (lo, hi), members in sorted(_groups(edges, by_id, rects).items()):
+        plan = _plan([(edges[k], None) for k in members], by_id, rects, frames, lo)
+        if plan is not None and plan[1] > 0:
+            uppers = {u for _k, u, _d, _w in plan[0]}
+            return min(_outline(u, rects, frames)[1] for u in uppers) - 0.5, plan[1]
+    return 0.0, 0.0
+
+
+def _plan(lines: list[tuple], by_id: dict, rects: dict, frames: dict, lo: float):
+    """The ends (key, upper box, lower box, width) of ``lines`` ((edge, key) pairs), each
+    upper box's track height, and the points the tracks lack below the upper row (0 or
+    less when they fit); None when the lowest track would sink under the lower row."""
     ends = []
-    for k in members:
-        e = out[k][0]
+    for e, k in lines:
         mid = lambda n: (rects[n][1] + rects[n][3]) / 2      # noqa: E731
         up, down = (e.src, e.dst) if mid(e.src) > mid(e.dst) else (e.dst, e.src)
         ends.append((k, up, down, penwidth(e.bandwidth)))
     uppers = sorted({u for _k, u, _d, _w in ends}, key=lambda u: (rects[u][0], u))
     lowers = {d for _k, _u, d, _w in ends}
-    # the gap: above the lower boxes and the frames round them (a unit's leaves), below
-    # the upper boxes and theirs
     floor = max(_outline(d, rects, frames)[3] for d in lowers) + EXIT
     ceiling = min(_outline(u, rects, frames)[1] for u in uppers) - EXIT
     widest = {u: max(w for _k, uu, _d, w in ends if uu == u) for u in uppers}
@@ -68,8 +91,19 @@ def _tracks(out: list[tuple], members: list[int], lo: float, hi: float, by_id: d
             y += max(TRACK, (last + widest[u]) / 2 + 3)
         heights[u] = y
         last = widest[u]
-    if y + last / 2 > ceiling or floor - widest[uppers[0]] / 2 < lo:
+    if floor - widest[uppers[0]] / 2 < lo:
+        return None
+    return ends, y + last / 2 - ceiling, heights, lowers
+
+
+def _tracks(out: list[tuple], members: list[int], lo: float, hi: float, by_id: dict,
+            rects: dict, frames: dict) -> None:
+    """The lines ``members`` between the rows at heights ``lo`` (below) and ``hi``, on
+    tracks when they fit."""
+    plan = _plan([(out[k][0], k) for k in members], by_id, rects, frames, lo)
+    if plan is None or plan[1] > 0:
         return                  # no room: straight lines, as before
+    ends, _lack, heights, lowers = plan
     rises = [(rects[d][0] + rects[d][2]) / 2 for d in lowers]
     for k, up, down, _w in ends:
         ru, rd = rects[up], rects[down]

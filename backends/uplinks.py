@@ -178,19 +178,24 @@ def _feed(e, by_id: dict, rects: dict, frames: dict, name: str) -> tuple | None:
 
 def track_plan(edges, by_id: dict, rects: dict, frames: dict, name: str) \
         -> dict[str, list[tuple[str, float]]]:
-    """For each top-level frame whose trays' NIC uplinks leave it for boxes above (a
-    machine's own NICs are routed as any line, through the gaps of its rows): the tracks
-    above it, (box, widest line) from the frame up. First one track a box the uplinks go to
-    (a rail's leaf), left to right: its uplinks run along it and up into the box as a
+    """For each top-level frame whose NIC uplinks leave it for boxes above (a rack's trays'
+    NICs, and a machine's own: a DGX node's eight NICs drawn under their rail leaves ran
+    slanted under the leaves' lines to the other nodes' summary box): the tracks above
+    it, (box, widest line) from the frame up. First one track a box the uplinks go to (a
+    rail's leaf), left to right: its uplinks run along it and up into the box as a
     bundle, lines with a box in common. Then one a summary box beside the frame (the other
     racks), in the order of the boxes feeding it, left to right, so that no line from a
     box above drops across another's track. No two lines into different boxes share a
     track."""
     uplinks: dict[str, dict[str, float]] = defaultdict(dict)
     feeds: dict[str, dict[str, list]] = defaultdict(dict)
+    machine: set[str] = set()           # frames whose own NICs (in no tray) leave them
+    feeders: dict[str, set[str]] = defaultdict(set)
     for e in edges:
         found = _uplink(e, by_id, rects, frames, name)
-        if found is not None and found[1].cluster != found[0]:     # a NIC in a tray
+        if found is not None:
+            if found[1].cluster == found[0]:
+                machine.add(found[0])
             top, _inner, outer = found
             w = uplinks[top].get(outer.id, 0.0)
             uplinks[top][outer.id] = max(w, penwidth(e.bandwidth))
@@ -201,12 +206,25 @@ def track_plan(edges, by_id: dict, rects: dict, frames: dict, name: str) \
             x = (rects[upper.id][0] + rects[upper.id][2]) / 2
             got = feeds[top].setdefault(lower.id, [math.inf, 0.0])
             got[0], got[1] = min(got[0], x), max(got[1], penwidth(e.bandwidth))
+            feeders[top].add(upper.id)
     plan = {}
     for top, boxes in uplinks.items():
+        if top in machine and not _one_row({*boxes, *feeders[top]}, rects, frames[top]):
+            continue        # a machine's leaves in several rows (256 DGX nodes' 64 leaves):
+            # a track above the machine would cross the lower rows; its lines as routed
         order = sorted(boxes, key=lambda b: ((rects[b][0] + rects[b][2]) / 2, b))
         fed_order = sorted(feeds.get(top, {}).items(), key=lambda kv: (kv[1][0], kv[0]))
         plan[top] = [(b, boxes[b]) for b in order] + [(b, w) for b, (_x, w) in fed_order]
     return plan
+
+
+def _one_row(boxes: set[str], rects: dict, frame: tuple) -> bool:
+    """Whether ``boxes`` stand in one row above ``frame`` with no box between them and it."""
+    bottoms = {round(rects[b][1], 1) for b in boxes}
+    if len(bottoms) > 1:
+        return False
+    low = min(bottoms)
+    return not any(frame[3] < r[1] and r[3] < low for r in rects.values())
 
 
 def track_heights(plan: dict, frames: dict) -> dict[tuple[str, str], float]:

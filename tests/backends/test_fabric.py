@@ -95,3 +95,26 @@ def test_a_gb300_rack_with_cx8_switches_and_bluefield3_draws_in_every_view(tmp_p
         assert b"tray17" in svg and b"cx8sw3" in svg and b"dpu1" in svg
     assert main(["render", path, "-o", str(tmp_path / "d.dot")]) == 0
     assert "drew the racks view" in capsys.readouterr().err
+
+
+def test_a_fans_figure_is_written_at_its_middle():
+    """h100_fourtier: the 8 lines from the core group to the pods carry one figure, written
+    once, between the fan's two middle lines (it was beside the leftmost, shallowest line,
+    far from the fan), and clear of every line."""
+    from . import geometry
+    svg, view = r.render(_load("h100_fourtier.topo"), "svg")
+    assert view == "fabric"
+    _, lines, _, _ = geometry.read(svg)
+    fan = [pts for a, b, pts in lines if "core0" in a + b]
+    assert len(fan) == 8
+    label = [box for owner, text, box in geometry.texts(svg) if text == "x64 800 GB/s"]
+    assert len(label) == 1
+    x0, y0, x1, y1 = label[0]
+    y = (y0 + y1) / 2
+
+    def x_at(pts):      # the line's x at the label's height (straight lines)
+        (ax, ay), (bx, by) = pts[0], pts[-1]
+        return ax + (bx - ax) * (y - ay) / (by - ay)
+    xs = sorted(x_at(pts) for pts in fan)
+    assert xs[3] < x0 and x1 < xs[4], (xs, label)
+    assert geometry.labels_under_lines(svg) == []

@@ -232,3 +232,63 @@ def test_an_nvl72_racks_uplinks_leave_as_one_bundle_a_leaf(view):
         tracks.setdefault(leaf, set()).update(runs)
     assert len(tracks) == 4 and all(len(h) == 1 for h in tracks.values()), tracks
     assert len({h for hs in tracks.values() for h in hs}) == 4, tracks
+
+
+@pytest.mark.parametrize("name", ["h100_cluster.topo", "h100_roce_cluster.topo",
+                                  "h100_sharp_cluster.topo", "a100_cluster.topo"])
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_a_machines_nic_uplinks_run_on_tracks_clear_of_the_summary_feeds(name, view):
+    """A DGX-class cluster drawn as node0 in full under its leaves: its NICs' uplinks ran
+    straight and slanted to their leaves, under the leaves' slanted lines to the other
+    nodes' summary box, at a few degrees (h100_cluster 15 pairs of unrelated lines drawn
+    along each other, h100_roce_cluster 14, h100_sharp_cluster 13, a100_cluster 4). As an
+    NVL72 rack's trays' uplinks do, each leaves the node to its leaf's track above it, and
+    the lines to the summary box take a track of their own above those."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    assert geometry.overlapping_lines(lines) == []
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
+    node = geometry.frames(svg)["cluster.node0"]
+    uplinks = [pts for a, b, pts in lines if ".leaf" in a + b and ".node0.nic" in a + b]
+    assert uplinks
+    for pts in uplinks:         # one horizontal run, above the node
+        runs = {round(p[1], 1) for p, q in zip(pts, pts[1:])
+                if abs(p[1] - q[1]) < 0.1 and abs(p[0] - q[0]) > 1 and p[1] < node[1]}
+        assert len(runs) <= 1, runs
+
+
+@pytest.mark.parametrize("view", ["logical", "physical", "racks"])
+def test_rows_of_switches_move_apart_until_their_tracks_fit(view):
+    """h100_fourtier: eight pods over sixteen leaves, each pod to one leaf of each scalable
+    unit. The tracks of eight thick lines did not fit in one row gap, so the lines stayed
+    straight and crossed at a few degrees (27 pairs of unrelated lines drawn along each
+    other in the logical view, 23 physical, 126 racks). The pods move up until they fit:
+    every pod-leaf line runs up from its leaf, along its pod's track and up into the pod."""
+    svg, _ = r.render(topoc.load(library_file("h100_fourtier.topo")), "svg",
+                      r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    assert geometry.overlapping_lines(lines) == []
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
+    pods = [(a, b, pts) for a, b, pts in lines if re.search(r"\.pod\d+$", a)
+            and re.search(r"\.leaf\d+$", b) or re.search(r"\.pod\d+$", b)
+            and re.search(r"\.leaf\d+$", a)]
+    assert len(pods) == 16, len(pods)
+    heights = {}
+    for a, b, pts in pods:
+        runs = {round(p[1], 1) for p, q in zip(pts, pts[1:])
+                if abs(p[1] - q[1]) < 0.1 and abs(p[0] - q[0]) > 1}
+        assert len(runs) == 1, (a, b, runs)
+        heights.setdefault(a if ".pod" in a else b, set()).update(runs)
+    assert len(heights) == 8 and len({h for hs in heights.values() for h in hs}) == 8
+
+
+@pytest.mark.parametrize("name", ["nvl72_cluster.topo", "nvl72_superpod.topo",
+                                  "nvl72_fourtier.topo"])
+def test_rack_uplinks_cross_the_nvlink_bar_off_its_whole_text(name):
+    """The logical view's NVLink bar is labelled with the fabric and each GPU's figure
+    (', each GPU x18 900 GB/s'): the climbs of rack0's lower trays kept clear of the label
+    without that figure, and four of them crossed the bar through its text."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view="logical"))
+    boxes, lines, _, _ = geometry.read(svg)
+    assert any(b.endswith("nvlink_fabric") for b in geometry.bar_texts(svg))
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []

@@ -91,13 +91,16 @@ def check_drawing(svg: bytes, what: str) -> None:
                 f"{what}: {a} ({xa:.0f},{ya:.0f}) is not read before {b} ({xb:.0f},{yb:.0f})"
 
 
-def check_geometry(svg: bytes, system, what: str) -> None:
-    """Issue 28's limits: at most 5 % of lines through boxes they do not join, no side beyond
-    MAX_SIDE, and no NIC on a line between a GPU and the NVLink switches."""
+def check_geometry(svg: bytes, system, what: str, share: float = 0.05) -> None:
+    """Issue 28's limits: at most ``share`` of lines through boxes they do not join (5 %;
+    issue 46: none in a library file's views, where the NVL72 clusters' logical views had 4
+    uplinks through the NVLink bar's text), no side beyond MAX_SIDE, and no NIC on a line
+    between a GPU and the NVLink switches."""
     boxes, lines, width, height = geometry.read(svg)
     assert max(width, height) <= r.MAX_SIDE * 1.02, f"{what}: {width:.0f} x {height:.0f} pt"
     crossing = geometry.crossing(boxes, lines, geometry.bar_texts(svg))
-    assert len(crossing) <= 0.05 * len(lines), f"{what}: {len(crossing)}/{len(lines)} {crossing[:3]}"
+    assert len(crossing) <= share * len(lines), \
+        f"{what}: {len(crossing)}/{len(lines)} {crossing[:3]}"
     kind = {d.id: d.kind for d in system.devices}
     nics = [b for n, b in boxes.items() if kind.get(n) == "nic"]
     nvlink = lambda n: kind.get(n) == "switch" or n.endswith("nvlink_fabric") \
@@ -137,7 +140,7 @@ def test_library_drawings_keep_index_order_shape_and_clear_lines(path):
             continue
         drawn_any = True
         check_drawing(svg, f"{path.stem} {drawn}")
-        check_geometry(svg, system, f"{path.stem} {drawn}")
+        check_geometry(svg, system, f"{path.stem} {drawn}", share=0.0)
         check_titles(svg, system, f"{path.stem} {drawn}")
         check_texts(svg, f"{path.stem} {drawn}")
     assert drawn_any
