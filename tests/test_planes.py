@@ -134,7 +134,7 @@ def test_a_bad_line_is_reported_in_its_own_dump(tmp_path, capsys):
         next(x for x in PLANES[1].read_text().split("\n") if "4xNDR" in x)) + 1
     code = main(["diff", CLUSTER, str(PLANES[0]), str(bad), "-D", "racks=2"])
     err = capsys.readouterr().err
-    assert code == 2 and f"{bad}:{line}: unknown link speed 'QDX'" in err
+    assert code == 2 and f"{bad}:{line}:1: E180 error: unknown link speed 'QDX'" in err
 
 
 def test_import_takes_several_dumps_as_one_fabric(tmp_path, capsys):

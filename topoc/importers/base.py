@@ -22,7 +22,8 @@ class ImportFailure(ValueError):
 
 #: The code of every importer failure (docs/errors.md): a dump topoc cannot read.
 IMPORT_CODE = "E180"
-_AT = re.compile(r"(\d+):(\d+): (.*)", re.S)
+#: where a message names its place: ``line:col:`` or (ibnetdiscover's lines) ``line:``
+_AT = re.compile(r"(\d+)(?::(\d+))?: (.*)", re.S)
 
 
 def import_diagnostic(exc: ImportFailure, inputs: Sequence[tuple[str, str]]) -> Diagnostic:
@@ -38,7 +39,7 @@ def import_diagnostic(exc: ImportFailure, inputs: Sequence[tuple[str, str]]) -> 
         source = Source(path, text)
         m = _AT.match(rest)
         if m:
-            line, col = int(m.group(1)), int(m.group(2))
+            line, col = int(m.group(1)), int(m.group(2) or 1)
             return error(IMPORT_CODE, m.group(3), Span(source, line, col, line, col + 1))
         return error(IMPORT_CODE, rest, Span(source, 1, 1))
     # a message about several dumps at once ('a.txt + b.txt: ...') or none in particular
