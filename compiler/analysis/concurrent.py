@@ -118,6 +118,9 @@ def shared_cost(system: System, p: ParallelStrategy, f, g: RankGroup, alone: Cos
             c = attrs.evolve(base, group=h.name)
         if worst is None or c.time > worst.time:
             worst, ranks = c, h.ranks
-            sharing = len({i for i, other in enumerate(loads) if other is not per and
-                           not other.keys().isdisjoint(background)})
+            # named only where the sharing slows the group down (a shared link that is not
+            # its bottleneck changes nothing)
+            sharing = 0 if c.time <= base.time else len(
+                {i for i, other in enumerate(loads)
+                 if other is not per and not other.keys().isdisjoint(background)})
     return worst, sharing, ranks
