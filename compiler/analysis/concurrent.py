@@ -75,12 +75,14 @@ def _index(p: ParallelStrategy, dim: str, first, offsets):
 
 
 def shared_cost(system: System, p: ParallelStrategy, f, g: RankGroup, alone: Cost,
-                size_of, cost_alone, where: tuple[int, ...] | None = None
-                ) -> tuple[Cost, int, tuple[int, ...]]:
+                size_of, cost_alone, where: tuple[int, ...] | None = None,
+                loads_of=None) -> tuple[Cost, int, tuple[int, ...]]:
     """``g``'s line cost with the groups that run next to it (module docstring): the slowest
     of them with their shared loads, how many other groups share a link with it (0: the
     representative's cost ``alone`` unchanged) and its ranks. ``size_of(h)``: a group's bytes per call;
-    ``cost_alone(h)``: its cost alone (the caller's cache)."""
+    ``cost_alone(h)``: its cost alone, ``loads_of(h, algorithm)``: its loads
+    (``cost.group_loads``), both from the caller's cache."""
+    loads_of = loads_of or (lambda h, a: group_loads(system, h, f.collective, a))
     degraded = bool(system.memo.get("faults"))
     near = neighbours(system, p, f.dim, g, where)
     if len(near) < 2:
@@ -88,9 +90,9 @@ def shared_cost(system: System, p: ParallelStrategy, f, g: RankGroup, alone: Cos
     loads: list[dict[tuple, float]] = []
     for h in near:
         try:
-            per = group_loads(system, h, f.collective, alone.algorithm)
+            per = loads_of(h, alone.algorithm)
         except CostError:
-            per = group_loads(system, h, f.collective, cost_alone(h).algorithm)
+            per = loads_of(h, cost_alone(h).algorithm)
         size = size_of(h)
         loads.append({r: b * size for r, b in per.items()})
     users: dict[tuple, int] = defaultdict(int)

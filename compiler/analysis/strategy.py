@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import attrs
 
-from ..collectives.cost import Cost, CostError
+from ..collectives.cost import Cost, CostError, group_loads
 from ..collectives.coster import coster, sweep
 from ..base.diagnostics import plural
 from ..ir.system import SCALEOUT_CLASSES, ParallelStrategy, System
@@ -405,6 +405,18 @@ def _alone(system: System, f, g: RankGroup, gid: int | None, cache: dict | None)
     return attrs.evolve(c, group=g.name)
 
 
+def _loads(system: System, f, g: RankGroup, algorithm: str, cache: dict | None) -> dict:
+    """``cost.group_loads`` of one group, kept in ``cache`` under its group number: the plan
+    search meets the same groups in many strategies."""
+    if cache is None:
+        return group_loads(system, g, f.collective, algorithm)
+    key = ("loads", _group_id(cache, g.ranks)[0], f.collective, algorithm)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = group_loads(system, g, f.collective, algorithm)
+    return found
+
+
 def _size(system: System, f, g: RankGroup) -> int:
     """A group's bytes per call (an expert dispatch's deduplicated share)."""
     return int(f.bytes * dedup_share(system, g.ranks, *f.dedup)) if f.dedup[0] else f.bytes
@@ -426,7 +438,8 @@ def _costed(system: System, f, kinds: dict[tuple, RankGroup], ids: tuple[int, ..
             if p is not None:
                 c, sharing, ranks = shared_cost(
                     system, p, f, g, c, lambda h: _size(system, f, h),
-                    lambda h: _alone(system, f, h, None, cache), where)
+                    lambda h: _alone(system, f, h, None, cache), where,
+                    lambda h, a: _loads(system, f, h, a, cache))
                 shared[c.group] = sharing
             ranks_of[c.group] = ranks
             costs.append(c)
