@@ -449,8 +449,9 @@ def _costed(system: System, f, kinds: dict[tuple, RankGroup], ids: tuple[int, ..
     notes = [f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
              f"{cost.group}, is reported"] if len(kinds) > 1 else []
     if shared.get(cost.group):
-        notes.append(f"{cost.group} shares links with {plural(shared[cost.group], 'other group')}"
-                     f" of {f.dim} running at the same time (their loads counted)")
+        notes.append(f"{cost.group} shares links with "
+                     f"{plural(shared[cost.group], f'other {f.dim} group')} running at the same "
+                     "time, whose loads are counted")
     slow = ranks_of[cost.group]
     at = next((i for i, g in enumerate(kinds.values()) if g.ranks == slow), None)
     if cache is None or at is None:
