@@ -59,19 +59,31 @@ def neighbours(system: System, p: ParallelStrategy, dim: str, g: RankGroup,
 
 
 def _index(p: ParallelStrategy, dim: str, first, offsets):
-    """rank -> (its group's number in ``rank_groups`` order, that group's first rank)."""
-    if dim != "dpcp" and len(offsets) > 1:
-        stride = offsets[1]
+    """rank -> (its group's number in ``rank_groups`` order, that group's first rank), by
+    arithmetic on the mixed radix over ``p.order`` (``ir.groups``): a group of ``dim`` is a
+    block's ranks at one offset below the dimension's stride; a ``dpcp`` group the ranks that
+    differ only in their dp and cp digits, numbered by its first rank among ``first``."""
+    import numpy as np
+
+    if dim != "dpcp":
+        stride = offsets[1] if len(offsets) > 1 else 1
         block = stride * len(offsets)
 
         def at(r: int) -> tuple[int, int]:
             return (r // block) * stride + r % stride, (r // block) * block + r % stride
         return at
-    table = {}
-    for i, f in enumerate(first.tolist()):
-        for o in offsets:
-            table[f + o] = (i, f)
-    return table.__getitem__
+    sizes = {**dict(p.sizes), "ep": 1}
+    radix, step = {}, 1
+    for d in p.order:
+        if sizes.get(d, 1) > 1:
+            radix[d] = step
+            step *= sizes[d]
+
+    def joint(r: int) -> tuple[int, int]:
+        base = r - sum((r // radix[d]) % sizes[d] * radix[d] for d in ("dp", "cp")
+                       if d in radix)
+        return int(np.searchsorted(first, base)), base
+    return joint
 
 
 def shared_cost(system: System, p: ParallelStrategy, f, g: RankGroup, alone: Cost,

@@ -95,3 +95,19 @@ def test_neighbours_are_the_groups_in_the_sampled_islands():
         h.name for h in every if {island[r] for r in h.ranks} & ours)
     assert all(attrs.evolve(h, name="") in {attrs.evolve(e, name="") for e in every}
                for h in found)
+
+
+@pytest.mark.parametrize("order", [("tp", "cp", "dp", "pp"), ("pp", "dp", "cp", "tp"),
+                                   ("cp", "tp", "pp", "dp"), ("dp", "pp", "tp", "cp")])
+@pytest.mark.parametrize("dim", ["tp", "cp", "dp", "pp", "dpcp"])
+def test_each_rank_finds_its_group_by_arithmetic(order, dim):
+    from topoc.compiler.analysis.concurrent import _index
+    from topoc.compiler.ir.groups import group_translates
+
+    base = _cluster(8).parallel("train")
+    sizes = {"tp": 2, "cp": 2, "dp": 4, "pp": 4}
+    p = attrs.evolve(base, sizes=tuple((k, sizes.get(k, v)) for k, v in base.sizes),
+                     order=order)
+    at = _index(p, dim, *group_translates(p, dim))
+    for i, g in enumerate(rank_groups(p, dim)):
+        assert all(at(r) == (i, min(g)) for r in g)
