@@ -91,8 +91,8 @@ def shared_cost(system: System, p: ParallelStrategy, f, g: RankGroup, alone: Cos
                 loads_of=None) -> tuple[Cost, int, tuple[int, ...]]:
     """``g``'s line cost with the groups that run next to it (module docstring): the slowest
     of them with their shared loads, how many other groups share a link with it (0: the
-    representative's cost ``alone`` unchanged) and its ranks. ``size_of(h)``: a group's bytes per call;
-    ``cost_alone(h)``: its cost alone, ``loads_of(h, algorithm)``: its loads
+    representative's cost ``alone`` unchanged) and its ranks. ``size_of(h)``: a group's
+    bytes per call; ``cost_alone(h)``: its cost alone, ``loads_of(h, algorithm)``: its loads
     (``cost.group_loads``), both from the caller's cache."""
     loads_of = loads_of or (lambda h, a: group_loads(system, h, f.collective, a))
     degraded = bool(system.memo.get("faults"))
