@@ -28,7 +28,14 @@ def document(system_name: str, gpus: int, size: int, parallel: str | None,
     """The JSON document (docs/contracts.md)."""
     doc = {"schema": SCHEMA, "system": system_name, "gpus": gpus, "size": size,
            "parallel": parallel, "domains": rows(found)}
+    if _parts(found) > 1:       # the healthy system is already split (docs/contracts.md)
+        doc["parts"] = _parts(found)
     return json.dumps(doc, indent=1) + "\n"
+
+
+def _parts(found: Sequence[Domain]) -> int:
+    """The healthy system's parts (GPUs no link joins): 1 when it is connected."""
+    return found[0].parts_before if found else 1
 
 
 def _allreduce(d: Domain) -> str:
@@ -112,6 +119,9 @@ def table(system_name: str, gpus: int, size: int, parallel: str | None,
                 if parallel else ""),
              "each row: a class of alike domains, x N members (the members column), costed on "
              "one (the example)",
+             *([f"the healthy system is already split into {_parts(found)} parts that no link "
+                "joins: no world all-reduce runs on it, and a row says partitioned only when "
+                "the failure splits a part"] if _parts(found) > 1 else []),
              f"{'#':<3} {'domain':<14} {'members':>7}  {'example':<34} {'GPUs lost':>9}  "
              f"{'all-reduce':>12}  {'step':>16}  bandwidth lost"]
     for i, d in enumerate(found, 1):

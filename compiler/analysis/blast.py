@@ -71,6 +71,9 @@ class Domain:
 
     gpus_total: int = 0
     ids: tuple[str, ...] = ()   # every member's id (the example first)
+    #: the healthy system's parts: sets of GPUs no link joins to each other (1: connected).
+    #: Where it is already split, ``connected`` says whether the failure splits a part
+    parts_before: int = 1
 
 
 def _reference(system: System, size: int) -> tuple[float | None, bool]:
@@ -159,10 +162,30 @@ def blast(system: System, parallel: str | None = None, size: int = 2**30,
     return out[:limit] if limit > 0 else out
 
 
+def gpu_parts(system: System) -> dict[str, int]:
+    """Each GPU's part: the component of the link graph it is in (by id, labelled with the
+    component's smallest device index)."""
+    from ..ir.locality import reach_labels
+    labels = reach_labels(system, None)
+    index = device_indices(system)
+    return {g.id: int(labels[index[g.id]]) for g in system.gpus}
+
+
+def _splits(before: dict[str, int], after: System) -> bool:
+    """Whether the failure cut apart surviving GPUs that were in one part before: more parts
+    among the survivors than the healthy parts that keep a GPU."""
+    now = gpu_parts(after)
+    return len(set(now.values())) > len({before[g] for g in now})
+
+
 def _blast(system: System, parallel: str | None, size: int, gc) -> list[Domain]:
-    """``blast``'s classes, unranked."""
+    """``blast``'s classes, unranked. On a system already split into parts (two Superchips
+    of a GB200 tray that share no link) no world collective runs; a class is marked
+    partitioned only when it splits a part."""
     found = classes(system)
-    before, _ = _reference(system, size)
+    before, joined = _reference(system, size)
+    parts = gpu_parts(system) if not joined and len(system.gpus) > 1 else None
+    count = len(set(parts.values())) if parts else 1
     step_before = _step(system, parallel)
     total = len(system.gpus)
     out = []
@@ -173,6 +196,8 @@ def _blast(system: System, parallel: str | None, size: int, gc) -> list[Domain]:
         _seed_routes(system, after, result.lost)
         lost = total - len(after.gpus)
         time_after, connected = _reference(after, size)
+        if parts is not None:
+            connected = not _splits(parts, after)
         gone = defaultdict(float)
         for link in result.lost:
             gone[link.type.cls] += link.type.bandwidth * link.lanes * (2 if link.duplex else 1)
@@ -180,7 +205,7 @@ def _blast(system: System, parallel: str | None, size: int, gc) -> list[Domain]:
         out.append(Domain(what, example, len(members), lost, tuple(sorted(gone.items())),
                           connected, before, time_after, step_before,
                           None if replan else _step(after, parallel), replan, total,
-                          tuple(members)))
+                          tuple(members), count))
         del result, after
         gc.collect(0)
     return out

@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import attrs
 
-from ..collectives.cost import Cost, CostError
+from ..collectives.cost import Cost, CostError, group_loads
 from ..collectives.coster import coster, sweep
 from ..base.diagnostics import plural
 from ..ir.system import SCALEOUT_CLASSES, ParallelStrategy, System
@@ -28,6 +28,7 @@ from ..ir.groups import RankGroup, group_translates, rank_groups
 from ..ir.locality import island_period
 from ..ir.gpus import gpu_figures, hbm_of
 from ..training.model import Compute, Memory, bubble, idle_time, model_flops
+from .concurrent import shared_cost
 
 OVERLAPPING = {"dp": "yes, with the backward pass", "cp": "yes, with attention compute"}
 BACKWARD_SHARE = 2 / 3
@@ -375,7 +376,7 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
     key = ("flow", ids, f.dim, f.collective, f.bytes, f.dedup)
     found = cache.get(key) if cache is not None else None
     if found is None:
-        found = _costed(system, f, kinds, ids, cache)
+        found = _costed(system, f, kinds, ids, cache, p, where)
         if cache is not None:
             cache[key] = found
     cost, note = found
@@ -386,34 +387,74 @@ def _flow(system: System, p: ParallelStrategy, f, cache: dict | None = None,
                       cost, cost.classes, overlap, note, window)
 
 
+def _alone(system: System, f, g: RankGroup, gid: int | None, cache: dict | None) -> Cost:
+    """One group's cost of a traffic line as if it ran alone (``cache``: under its group
+    number ``gid``)."""
+    size_b = _size(system, f, g)
+    if cache is None:
+        return attrs.evolve(sweep(system, g, f.collective, [size_b])[0], group=g.name)
+    if gid is None:
+        gid = _group_id(cache, g.ranks)[0]
+    key = (gid, f.collective, size_b)
+    c = cache.get(key)
+    if c is None:
+        at = cache.get((gid, f.collective))
+        if at is None:
+            at = cache[gid, f.collective] = coster(system, g, f.collective)
+        c = cache[key] = at(size_b)
+    return attrs.evolve(c, group=g.name)
+
+
+def _loads(system: System, f, g: RankGroup, algorithm: str, cache: dict | None) -> dict:
+    """``cost.group_loads`` of one group, kept in ``cache`` under its group number: the plan
+    search meets the same groups in many strategies."""
+    if cache is None:
+        return group_loads(system, g, f.collective, algorithm)
+    key = ("loads", _group_id(cache, g.ranks)[0], f.collective, algorithm)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = group_loads(system, g, f.collective, algorithm)
+    return found
+
+
+def _size(system: System, f, g: RankGroup) -> int:
+    """A group's bytes per call (an expert dispatch's deduplicated share)."""
+    return int(f.bytes * dedup_share(system, g.ranks, *f.dedup)) if f.dedup[0] else f.bytes
+
+
 def _costed(system: System, f, kinds: dict[tuple, RankGroup], ids: tuple[int, ...],
-            cache: dict | None) -> tuple[Cost | None, str]:
+            cache: dict | None, p: ParallelStrategy | None = None,
+            where: tuple[int, ...] | None = None) -> tuple[Cost | None, str]:
     """(the slowest kind's cost, the flow's note) of one traffic line on the first group of
-    each kind; (None, why) when the model refuses it. ``ids``: the kinds' group numbers, the
-    keys of ``cache``'s costs."""
-    costs = []
+    each kind, with the links it shares with the line's groups running next to it
+    (``concurrent.shared_cost``); (None, why) when the model refuses it. ``ids``: the kinds'
+    group numbers, the keys of ``cache``'s costs."""
+    costs, shared = [], {}
+    ranks_of: dict[str, tuple[int, ...]] = {}
     try:
         for g, gid in zip(kinds.values(), ids or [None] * len(kinds)):
-            size_b = int(f.bytes * dedup_share(system, g.ranks, *f.dedup)) if f.dedup[0] \
-                else f.bytes
-            key = (gid, f.collective, size_b)
-            c = cache.get(key) if cache is not None else None
-            if c is None and cache is not None:
-                at = cache.get((gid, f.collective))
-                if at is None:
-                    at = cache[gid, f.collective] = coster(system, g, f.collective)
-                c = cache[key] = at(size_b)
-            elif c is None:
-                c = sweep(system, g, f.collective, [size_b])[0]
-            costs.append(attrs.evolve(c, group=g.name))
+            c = _alone(system, f, g, gid, cache)
+            ranks = g.ranks
+            if p is not None:
+                c, sharing, ranks = shared_cost(
+                    system, p, f, g, c, lambda h: _size(system, f, h),
+                    lambda h: _alone(system, f, h, None, cache), where,
+                    lambda h, a: _loads(system, f, h, a, cache))
+                shared[c.group] = sharing
+            ranks_of[c.group] = ranks
+            costs.append(c)
     except CostError as exc:
         return None, str(exc)
     cost = max(costs, key=lambda c: c.time)
     notes = [f"{len(kinds)} kinds of {f.dim} group (GPU models or island layouts); the slowest, "
              f"{cost.group}, is reported"] if len(kinds) > 1 else []
-    at = next(i for i, g in enumerate(kinds.values()) if g.name == cost.group)
-    slow = list(kinds.values())[at].ranks
-    if cache is None:
+    if shared.get(cost.group):
+        notes.append(f"{cost.group} shares links with "
+                     f"{plural(shared[cost.group], f'other {f.dim} group')} running at the same "
+                     "time, whose loads are counted")
+    slow = ranks_of[cost.group]
+    at = next((i for i, g in enumerate(kinds.values()) if g.ranks == slow), None)
+    if cache is None or at is None:
         staged = staged_pairs(system, slow)
     else:
         if ("staged", ids[at]) not in cache:

@@ -35,7 +35,8 @@ import attrs
 
 from . import algos, orders, transports, tuners
 from ..ir.system import SCALEOUT_CLASSES, System, device_indices
-from .loads import Resources
+from .loads import Resources, crowding, totals
+from .paths import NoRoute
 from ..ir.groups import RankGroup
 from .algos.base import SAMPLE_ISLANDS, CostError, Group
 from .versions import GRAPH_SAVES_US, Nccl, nccl as nccl_profile
@@ -172,9 +173,10 @@ def _net_overhead(system: System, rank: int) -> float:
 
 def profile(system: System, group: RankGroup, collective: str, algorithm: str,
             res: Resources | None = None, nccl: Nccl | None = None,
-            plugin: str | None = None) -> Profile:
+            plugin: str | None = None, background: dict | None = None) -> Profile:
     """The size-independent part of the cost of ``algorithm`` (a registered record's name) on
-    ``group`` (``plugin``: the net plugin's release, transports.with_plugin)."""
+    ``group`` (``plugin``: the net plugin's release, transports.with_plugin); ``background``:
+    what other groups running at the same time put on the links (``loads.crowding``)."""
     record = algos.get(algorithm)
     ranks = group.ranks
     n = len(ranks)
@@ -184,9 +186,11 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
     islands = orders.island_count(system, ranks)
     sample = _sample(system, ranks)
     nccl = nccl or nccl_profile()
-    shape = record.shape(Group(system, tuple(ranks), collective, res, sample, nccl))
+    shape = record.shape(Group(system, tuple(ranks), collective, res, sample, nccl,
+                               background))
+    crowd = crowding(shape.phases, background)
     timed = [(t * rounds, which) for (loads, rounds) in shape.phases
-             for t, which in [loads.busiest()]]
+             for t, which in [loads.busiest(crowd)]]
     total = sum(t for t, _ in timed)
     slowest = max(timed, key=lambda p: p[0])[1]
     example = res.example[slowest] if slowest is not None else ("", "")
@@ -219,6 +223,22 @@ def profile(system: System, group: RankGroup, collective: str, algorithm: str,
                    if islands > 1 else None, shape.select, shape.net,
                    _nic_bytes_per_s(system, ranks[0]) if islands > 1 else 0.0,
                    record.credit(system, ranks), _net_overhead(system, ranks[0]))
+
+
+def group_loads(system: System, group: RankGroup, collective: str, algorithm: str,
+                nccl: Nccl | None = None) -> dict[tuple, float]:
+    """Bytes per unit size ``algorithm`` puts on each shared resource when it runs
+    ``collective`` on ``group`` (its orders over the islands sampled, as ``profile`` costs
+    it): what one group of a traffic line adds to the links the others use at the same time."""
+    record = algos.get(algorithm)
+    sm, _ = _gpu_facts(system, group.ranks)
+    res = Resources.of(system, sm)
+    try:
+        shape = record.shape(Group(system, tuple(group.ranks), collective, res,
+                                   _sample(system, group.ranks), nccl or nccl_profile()))
+    except NoRoute as exc:
+        raise CostError(f"{exc}: the group's GPUs are not all linked to each other") from None
+    return totals(shape.phases)
 
 
 def _transfer_seconds(p: Profile, collective: str, n: int, size: int, proto: int,

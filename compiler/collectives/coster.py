@@ -45,11 +45,14 @@ def _release_note(version, asked: str | None) -> str:
 
 class Coster:
     """One collective on one group, its size-independent part (algorithms, routes, loads)
-    computed once; ``Coster(...)(size)`` is ``cost_collective(..., size)``."""
+    computed once; ``Coster(...)(size)`` is ``cost_collective(..., size)``. ``background``:
+    the bytes other groups of the same traffic line put on the links at the same time (per
+    unit of this group's size, ``cost.group_loads``), which share them (``loads.crowding``)."""
 
     def __init__(self, system: System, group: RankGroup, collective: str,
                  chooser: str = "nccl", protocol: str | None = None, nccl: str | None = None,
-                 plugin: str | None = None, graph: bool = False, among: Sequence[str] = ()):
+                 plugin: str | None = None, graph: bool = False, among: Sequence[str] = (),
+                 background: dict | None = None):
         try:
             version = nccl_profile(nccl)
             if plugin not in (None, "", "latest"):
@@ -70,8 +73,8 @@ class Coster:
             raise CostError(f"{collective} needs at least 2 ranks")
         res = Resources.of(system, _gpu_facts(system, group.ranks)[0])
         try:
-            profiles = [profile(system, group, collective, a, res, version, plugin)
-                        for a in names]
+            profiles = [profile(system, group, collective, a, res, version, plugin,
+                                background) for a in names]
         except NoRoute as exc:
             raise CostError(f"{exc}: the group's GPUs are not all linked to each other") \
                 from None
@@ -146,6 +149,9 @@ def cost(system: System, group: RankGroup, collective: str, size: int,
 
 
 def coster(system: System, group: RankGroup, collective: str, chooser: str = "nccl",
-           nccl: str | None = None, plugin: str | None = None) -> Coster:
-    """The prepared call the plan search and infer ask for many sizes."""
-    return Coster(system, group, collective, chooser, nccl=nccl, plugin=plugin)
+           nccl: str | None = None, plugin: str | None = None, protocol: str | None = None,
+           background: dict | None = None) -> Coster:
+    """The prepared call the plan search and infer ask for many sizes (``background``: the
+    links' load by the groups running at the same time, ``Coster``)."""
+    return Coster(system, group, collective, chooser, protocol, nccl=nccl, plugin=plugin,
+                  background=background)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 
 from ..base.figures import nvlink_nominal
 from ..ir.kinds import KINDS
@@ -252,6 +253,29 @@ class Resources:
         return {self.example[r][1] for r in resources}
 
 
+def totals(phases) -> dict[tuple, float]:
+    """Bytes per unit size on each resource over all of an algorithm's phases (a phase's
+    loads times its rounds): what one group puts on the links in one call."""
+    out: dict[tuple, float] = defaultdict(float)
+    for loads, rounds in phases:
+        for r, b in loads.bytes.items():
+            out[r] += b * rounds
+    return dict(out)
+
+
+def crowding(phases, background: Mapping[tuple, float] | None) -> dict[tuple, float]:
+    """The factor on each resource's bytes when other groups of the same traffic line load it
+    at the same time (``background``: their bytes per unit of this group's size): the
+    resource is shared in proportion to what each group puts on it, so this group's bytes
+    take (own + others) / own as long, the time the resource needs to drain them all. Only
+    resources both load are in it (empty: the group is alone)."""
+    if not background:
+        return {}
+    own = totals(phases)
+    return {r: (b + background[r]) / b for r, b in own.items()
+            if b > 0 and background.get(r, 0.0) > 0}
+
+
 class Loads:
     """Bytes per resource, accumulated transfer by transfer."""
 
@@ -275,13 +299,17 @@ class Loads:
             if nic:
                 found[resources.net_channel(r, channel)] += nbytes
 
-    def busiest(self) -> tuple[float, tuple | None]:
+    def busiest(self, crowd: Mapping[tuple, float] | None = None) -> tuple[float, tuple | None]:
         """Seconds the busiest resource needs for its bytes, and that resource; among equally
-        busy ones the outermost (network before PCIe before NVLink) is named."""
+        busy ones the outermost (network before PCIe before NVLink) is named. ``crowd``: a
+        factor (at least 1) on the bytes of the resources other groups load at the same
+        time (``crowding``); the others keep their time exactly."""
         cap, example = self.resources.capacity, self.resources.example
+        crowd = crowd or {}
         best_t, best_rank, which = 0.0, (-1, ""), None
         for r in self.bytes:
-            t = self.bytes[r] / cap[r] if cap[r] > 0 else float("inf")
+            b = self.bytes[r] * crowd[r] if r in crowd else self.bytes[r]
+            t = b / cap[r] if cap[r] > 0 else float("inf")
             rank = (_OUTER.get(example[r][1], 0), repr(r))
             tie = abs(t - best_t) <= 1e-9 * max(t, best_t)
             if (t > best_t and not tie) or (tie and rank > best_rank):

@@ -46,6 +46,9 @@ class Group:
     res: Resources | None = None
     sample: tuple[int, ...] = ()
     nccl: Nccl | None = None
+    #: what the other groups of the same traffic line put on the resources at the same time
+    #: (bytes per unit of this group's size; ``loads.crowding``); None: the group alone
+    background: dict | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen

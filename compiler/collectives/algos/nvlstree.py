@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ...ir.system import System
 from .. import algorithms as alg
 from .. import messages, orders
-from ..loads import Loads
+from ..loads import Loads, crowding
 from ..tuning import BUS_FACTOR, NVLS_CHANNELS, NVLS_EFFICIENCY, NVLS_NCHANNELS, Profile
 from .base import Algorithm, CostError, Group, Shape, arch_of, gpu_ids, hosts, island_agents, since
 from .tree import log_steps
@@ -63,16 +63,17 @@ def shape(g: Group) -> Shape:
         raise CostError("NVLS-tree needs two or more islands, each one NVLink domain of "
                         "reducing switches")
     whole = nvls_tree_loads(g)
+    crowd = crowding(((whole, 1.0),), g.background)
     # the network part apart: NVLS's efficiency is a property of the NVLink SHARP part,
     # not of the NICs (tuning.cc: min(intraBw x nvlsEfficiency, interBw, ...))
-    net = nvls_tree_loads(g, 1.0, 0.0).busiest()[0]
+    net = nvls_tree_loads(g, 1.0, 0.0).busiest(crowd)[0]
     select = None
     if islands > 2 and g.nccl.nvls_tree_ch is None:
         # tuning.cc before 2.28 charges NVLS-tree half the inter-node bandwidth beyond two
         # nodes when it chooses (docs/cost.md); ``auto`` chooses with NCCL's charge and
         # reports the time the links give. Loads scale with their bytes: twice ``net``.
         select = 2.0 * net
-    nvls_part = nvls_tree_loads(g, 0.0).busiest()[0]
+    nvls_part = nvls_tree_loads(g, 0.0).busiest(crowd)[0]
     return Shape(((whole, 1.0),), nvls_part, net, select)
 
 
