@@ -256,13 +256,19 @@ def _make_room(name: str, nodes, by_id: dict, pos: dict, sizes: dict, frames: di
     cut, need = room(edges, by_id, _grown(nodes, pos, sizes), frames, name)
     if need <= 0:
         return 0.0
+    _lift(cut, need, pos, sizes, frames)
+    return need
+
+
+def _lift(cut: float, need: float, pos: dict, sizes: dict, frames: dict) -> None:
+    """Every box whose bottom and every frame whose lower edge is at or above ``cut`` (less
+    half a line's clearance) moved up by ``need`` points, in place."""
     for n, (x, y) in pos.items():
         if y - sizes[n][1] / 2 >= cut - 4.5:
             pos[n] = (x, y + need)
     for c, (x0, y0, x1, y1) in frames.items():
         if y0 >= cut - 4.5:
             frames[c] = (x0, y0 + need, x1, y1 + need)
-    return need
 
 
 def _room_for_tracks(nodes, by_id: dict, pos: dict, sizes: dict, frames: dict,
@@ -275,12 +281,7 @@ def _room_for_tracks(nodes, by_id: dict, pos: dict, sizes: dict, frames: dict,
         cut, need = trunk_room(edges, by_id, _grown(nodes, pos, sizes), frames)
         if need <= 0:
             break
-        for n, (x, y) in pos.items():
-            if y - sizes[n][1] / 2 >= cut - 4.5:
-                pos[n] = (x, y + need)
-        for c, (x0, y0, x1, y1) in frames.items():
-            if y0 >= cut - 4.5:
-                frames[c] = (x0, y0 + need, x1, y1 + need)
+        _lift(cut, need, pos, sizes, frames)
         moved += need
     return moved
 
