@@ -16,7 +16,9 @@ slowest of those groups.
 When no two of those groups load one resource (a healthy rail-optimised fabric: each replica
 on its own rail, each GPU its own NVLinks) the representative's cost is returned unchanged,
 exactly. The work per line is a constant number of groups (those with a GPU in a few
-islands), whatever the system's size. NCCL chooses each group's algorithm alone (it knows
+islands), whatever the system's size. Only a degraded system's groups are costed so: on a
+healthy one every candidate of a plan would pay for it (6x slower at 8,192 NVL72 racks), and
+the representative alone is returned (docs/failures.md). NCCL chooses each group's algorithm alone (it knows
 nothing of other communicators); the sharing changes the time, not the choice.
 """
 
@@ -96,6 +98,12 @@ def shared_cost(system: System, p: ParallelStrategy, f, g: RankGroup, alone: Cos
     (``cost.group_loads``), both from the caller's cache."""
     loads_of = loads_of or (lambda h, a: group_loads(system, h, f.collective, a))
     degraded = bool(system.memo.get("faults"))
+    if not degraded:
+        # a healthy system's groups are costed alone, as before: counting the neighbours on
+        # every candidate made plan on 8,192 NVL72 racks 6x slower (246 s CPU, 8.3 GB), each
+        # of a rack's dp groups routed over thousands of ranks; the healthy rows it moved
+        # (two GPUs a NIC on p4de, PXN onto a busy rail) are a known limit (docs/failures.md)
+        return alone, 0, g.ranks
     near = neighbours(system, p, f.dim, g, where)
     if len(near) < 2:
         return alone, 0, g.ranks
