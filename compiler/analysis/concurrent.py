@@ -97,8 +97,7 @@ def shared_cost(system: System, p: ParallelStrategy, f, g: RankGroup, alone: Cos
     bytes per call; ``cost_alone(h)``: its cost alone, ``loads_of(h, algorithm)``: its loads
     (``cost.group_loads``), both from the caller's cache."""
     loads_of = loads_of or (lambda h, a: group_loads(system, h, f.collective, a))
-    degraded = bool(system.memo.get("faults"))
-    if not degraded:
+    if not system.memo.get("faults"):
         # a healthy system's groups are costed alone, as before: counting the neighbours on
         # every candidate made plan on 8,192 NVL72 racks 6x slower (246 s CPU, 8.3 GB), each
         # of a rack's dp groups routed over thousands of ranks; the healthy rows it moved
@@ -115,12 +114,6 @@ def shared_cost(system: System, p: ParallelStrategy, f, g: RankGroup, alone: Cos
             per = loads_of(h, cost_alone(h).algorithm)
         size = size_of(h)
         loads.append({r: b * size for r, b in per.items()})
-    users: dict[tuple, int] = defaultdict(int)
-    for per in loads:
-        for r in per:
-            users[r] += 1
-    if not degraded and max(users.values(), default=0) < 2:
-        return alone, 0, g.ranks
     total: dict[tuple, float] = defaultdict(float)
     for per in loads:
         for r, b in per.items():
