@@ -29,7 +29,7 @@ from collections import defaultdict
 import attrs
 
 from ..collectives.algos.base import SAMPLE_ISLANDS
-from ..collectives.cost import Cost, CostError, group_loads
+from ..collectives.cost import Cost, CostError
 from ..collectives.coster import coster
 from ..collectives.orders import sample_islands
 from ..ir.groups import RankGroup, group_translates
@@ -89,14 +89,13 @@ def _index(p: ParallelStrategy, dim: str, first, offsets):
 
 
 def shared_cost(system: System, p: ParallelStrategy, f, g: RankGroup, alone: Cost,
-                size_of, cost_alone, where: tuple[int, ...] | None = None,
-                loads_of=None) -> tuple[Cost, int, tuple[int, ...]]:
+                size_of, cost_alone, where: tuple[int, ...] | None,
+                loads_of) -> tuple[Cost, int, tuple[int, ...]]:
     """``g``'s line cost with the groups that run next to it (module docstring): the slowest
     of them with their shared loads, how many other groups share a link with it (0: the
     representative's cost ``alone`` unchanged) and its ranks. ``size_of(h)``: a group's
     bytes per call; ``cost_alone(h)``: its cost alone, ``loads_of(h, algorithm)``: its loads
     (``cost.group_loads``), both from the caller's cache."""
-    loads_of = loads_of or (lambda h, a: group_loads(system, h, f.collective, a))
     if not system.memo.get("faults"):
         # a healthy system's groups are costed alone, as before: counting the neighbours on
         # every candidate made plan on 8,192 NVL72 racks 6x slower (246 s CPU, 8.3 GB), each
@@ -107,21 +106,22 @@ def shared_cost(system: System, p: ParallelStrategy, f, g: RankGroup, alone: Cos
     if len(near) < 2:
         return alone, 0, g.ranks
     loads: list[dict[tuple, float]] = []
-    for h in near:
+    sizes = [size_of(h) for h in near]
+    alones: dict[int, Cost] = {}
+    for i, (h, size) in enumerate(zip(near, sizes)):
         try:
             per = loads_of(h, alone.algorithm)
         except CostError:
-            per = loads_of(h, cost_alone(h).algorithm)
-        size = size_of(h)
+            alones[i] = cost_alone(h)
+            per = loads_of(h, alones[i].algorithm)
         loads.append({r: b * size for r, b in per.items()})
     total: dict[tuple, float] = defaultdict(float)
     for per in loads:
         for r, b in per.items():
             total[r] += b
     worst, sharing, ranks = None, 0, g.ranks
-    for h, per in zip(near, loads):
-        base = alone if h is g else cost_alone(h)
-        size = size_of(h)
+    for i, (h, per, size) in enumerate(zip(near, loads, sizes)):
+        base = alone if h is g else alones.get(i) or cost_alone(h)
         background = {r: (total[r] - b) / size for r, b in per.items() if total[r] > b}
         if background:
             at = coster(system, h, f.collective, base.algorithm, protocol=base.protocol,

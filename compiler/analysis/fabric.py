@@ -331,7 +331,7 @@ def _blocks(system: System, host_infos: Sequence[HostInfo],
     """NVLink domains as hostnames, in rank order; single-host domains count too (a DGX).
     ``host_at``: each device's position in ``host_infos`` (-1: on no host)."""
     loc = system.locality
-    gpu_host = host_at[model_flags(system, lambda m: m.kind == "gpu").nonzero()[0]].tolist()
+    gpu_host = host_at[loc.gpu_index].tolist()
     order: dict[str, list[str]] = {}
     for rank, (g, k) in enumerate(zip(system.gpus, gpu_host)):
         root = loc.domain_root[rank] or g.id

@@ -227,9 +227,7 @@ def hosts(system: System, pattern: str | None = None,
     Raises ``HostnameError`` for a pattern that reads an index the path lacks, or when two
     hosts would get one name.
     """
-    devices = system.devices
-    return tuple(HostInfo(host_id, name, tuple(devices[i].id for i in members))
-                 for host_id, name, members in _named(_groups(system), pattern, mapping))
+    return hosts_and_members(system, pattern, mapping)[0]
 
 
 def hosts_and_members(system: System, pattern: str | None = None,

@@ -17,7 +17,7 @@ from .system import SCALEOUT_CLASSES, System
 from .system import device_indices as system_device_indices
 from .modelcodes import model_flags, model_numbers
 
-_HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
+from .relocate import _HOST_CLASSES, kind_of as _kind_of
 
 
 class UnionFind:
@@ -205,14 +205,6 @@ def nearest_by_bfs(start, adj, wanted, is_gpu) -> list:
         frontier = nxt
     return []
 
-
-def _kind_of(device) -> str:
-    """A device's kind as ``Locality._ids`` counts kinds: "nic" only for a compute NIC (DPUs
-    and storage NICs carry no GPU traffic), "" for other NICs."""
-    kind = device.kind
-    if kind == "nic" and not device.compute_nic:
-        return ""
-    return kind
 
 
 def host_shapes(loc: "Locality"):

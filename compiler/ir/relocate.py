@@ -20,6 +20,15 @@ from collections import defaultdict
 _HOST_CLASSES = ("pcie", "nvlink_c2c", "inter_socket")
 
 
+def kind_of(device) -> str:
+    """A device's kind as ``Locality._ids`` counts kinds: "nic" only for a compute NIC (DPUs
+    and storage NICs carry no GPU traffic), "" for other NICs."""
+    kind = device.kind
+    if kind == "nic" and not device.compute_nic:
+        return ""
+    return kind
+
+
 class HostAdj:
     """Device id -> its neighbours over host links, read from the system's incidence when
     asked (the ``host_adj`` a search needs, for the few devices it visits)."""
@@ -109,9 +118,7 @@ def gpu_hosts(loc, nearest_by_bfs):
     adj = HostAdj(system)
 
     def kind(device_id: str) -> str:
-        d = system.device(device_id)
-        return "nic" if d.kind == "nic" and d.compute_nic else \
-            ("" if d.kind == "nic" else d.kind)
+        return kind_of(system.device(device_id))
 
     def is_gpu(x: str) -> bool:
         return kind(x) == "gpu"
