@@ -34,8 +34,8 @@ RISE = 7.0
 EXIT = 8.0
 #: Points a climb keeps clear of a box.
 CLEAR = 3.0
-#: Points between the tracks above a frame, one a box its uplinks go to, and the least.
-TRACK, MIN_TRACK = 8.0, 4.0
+#: Points between the tracks above a frame, one a box its uplinks go to.
+TRACK = 8.0
 #: A gap at least this wide holds its climbs near its edge, not in its middle.
 WIDE = 40.0
 #: At most this far beside its own tray a climb's gap is (the gap between two trays).
