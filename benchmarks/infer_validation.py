@@ -23,6 +23,7 @@ only them, and the medians are reported for fit and validation rows apart.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import time
@@ -543,8 +544,7 @@ def window_bound(c: S.Check, settings: Settings, interval: float = 10.0,
     them. None when the row has no measured TPOT, its client is not genai-perf's or AIPerf's
     kind, or a request outlasts the span (the first wave may not be in the windows)."""
     wave = first_wave_bound(c, settings)
-    tpot = next((x.measured for x in S.checks() if x.row == c.row and x.metric == "tpot"),
-                None)
+    tpot = _measured_tpot().get(c.row)
     if wave is None or tpot is None:
         return None
     span = trials * 1.2 * interval
@@ -556,6 +556,17 @@ def window_bound(c: S.Check, settings: Settings, interval: float = 10.0,
     counted = max(proto.least, proto.per_client * c.concurrency)
     # first_wave_bound is C / counted x the wave's least mean; here C / N x it
     return wave * counted / (c.concurrency * math.ceil(span / request))
+
+
+@functools.cache
+def _measured_tpot() -> dict:
+    """Each row's measured TPOT (its first TPOT check), read once: ``S.checks`` reads the
+    runs file again at every call."""
+    out: dict = {}
+    for x in S.checks():
+        if x.metric == "tpot":
+            out.setdefault(x.row, x.measured)
+    return out
 
 
 def consistent(c: S.Check, windows: bool = False) -> bool:
