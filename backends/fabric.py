@@ -589,12 +589,11 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
     if len(per_rail) == 1 and rails:
         cab, bw_one = next(iter(per_rail))
         rail_text = f"{cab} cables a rail in a pod, {_rate(bw_one)} each"
-    times_of_low = {b.id: b.times for b in boxes}
     # every line as drawn (ends and width), so that no label goes under one
     drawn = [((port[k, ln.low], pos[ln.low][1] + size[ln.low][1] / 2),
               (port[k, ln.high], pos[ln.high][1] - size[ln.high][1] / 2),
               penwidth(ln.bandwidth / max(1, ln.cables)
-                       * min(ln.cables // times_of_low[ln.low], 8)))
+                       * min(ln.cables // times_of[ln.low], 8)))
              for k, ln in enumerate(lines)]
     for band in bands:
         for box, x in band.stubs:
@@ -602,13 +601,11 @@ def draw(system: System, opts: Options = Options(), gpu_colors: dict | None = No
                 else pos[box][1] - size[box][1] / 2
             drawn.append(((x, y_box), (x, band.y), band.width))
     for k, ln in sorted(enumerate(lines), key=lambda kl: (kl[1].low, kl[1].high, kl[1].rail)):
-        p = (port[k, ln.low], pos[ln.low][1] + size[ln.low][1] / 2)
-        q = (port[k, ln.high], pos[ln.high][1] - size[ln.high][1] / 2)
+        p, q, width_pt = drawn[k]
+        times = times_of[ln.low]
         color = PALETTE[ln.rail % len(PALETTE)] if rails and 0 <= ln.rail and len(rails) <= RAILS \
             else CLASS_COLOR.get(ln.cls, "#1f4e9a")
-        times = next(b.times for b in boxes if b.id == ln.low)
         per = ln.bandwidth / max(1, ln.cables)
-        width_pt = penwidth(per * min(ln.cables // times, 8))
         attrs_ = [f'pos="{p[0]:.1f},{p[1]:.1f} {p[0]:.1f},{p[1]:.1f} {q[0]:.1f},{q[1]:.1f} '
                   f'{q[0]:.1f},{q[1]:.1f}"', f'color="{color}"', f'penwidth="{width_pt:.2f}"',
                   f'tooltip="{_esc(ln.low)} - {_esc(ln.high)}: {ln.cables} cables, '
