@@ -159,12 +159,52 @@ def build(system: System, node: str | None = None,
     ranks = {g.id: r for r, g in enumerate(system.gpus)}
     root = ET.Element("system", version="1")
     placed: set[str] = set()
+    bridges: dict[str, str] = {}        # NICs drawn as bridges: their switch's bus id
     local_gpu = {d.id: i for i, d in enumerate(d for d in members if d.kind == "gpu")}
     # NCCL's NICs are the compute NICs: storage NICs and DPUs are left out of its topology
     local_nic = {d.id: i for i, d in enumerate(d for d in members if d.compute_nic)}
 
+    def bridge_bus(device_id: str) -> str:
+        """A bus id for the switch of a NIC drawn as a bridge: the first free one after the
+        devices' own."""
+        used = set(bus.values()) | set(bridges.values())
+        number = next(n for n in range(0x10 + len(bus), 0x10000) if f"0000:{n:02x}:00.0" not in used)
+        return bridges.setdefault(device_id, f"0000:{number:02x}:00.0")
+
+    def below(dev: Device) -> list:
+        """The (link, device) pairs ``dev`` reaches downstream over PCIe inside the node: the
+        GPUs, PCIe switches and compute NICs not yet placed, in link order."""
+        out = []
+        for link in sorted(adj[dev.id], key=lambda lk: lk.id):
+            other = system.device(link.dst if link.src == dev.id else link.src)
+            if link.cls == "pcie" and other.id in ids and other.id not in placed and \
+                    (other.kind in ("pcie_switch", "gpu") or other.compute_nic):
+                out.append((link, other))
+        return out
+
     def pci(parent: ET.Element, dev: Device, via) -> None:
         placed.add(dev.id)
+        if dev.kind == "nic" and below(dev):
+            # A NIC with devices behind it (ConnectX-8's built-in PCIe switch carries its GPU
+            # and the host link) is, to the PCI tree, a Mellanox bridge holding the NIC
+            # function and those devices; NCCL then finds the GPU and its NIC one switch apart
+            # (PIX), as on the machine.
+            bridge = ET.SubElement(parent, "pci", {
+                "busid": bridge_bus(dev.id),
+                "class": BRIDGE_CLASS, "vendor": "0x15b3",
+                "link_speed": PCIE_SPEED[_generation(via)],
+                "link_width": str(via.type.attr("width") or 16)})
+            downstream = below(dev)
+            placed.update(other.id for _, other in downstream)
+            element(bridge, dev, via)
+            for link, other in downstream:
+                placed.discard(other.id)
+                pci(bridge, other, link)
+            return
+        element(parent, dev, via)
+
+    def element(parent: ET.Element, dev: Device, via) -> None:
+        """The ``<pci>`` of ``dev`` reached over ``via``, with what it holds."""
         gen, width = _generation(via), via.type.attr("width")
         klass = {"gpu": GPU_CLASS, "pcie_switch": BRIDGE_CLASS}.get(dev.kind)
         if dev.kind == "nic":
@@ -186,10 +226,8 @@ def build(system: System, node: str | None = None,
                 "speed": str(int(dev.model.attr("rate", 50e9) * 8 // 10**6)), "port": "1",
                 "guid": f"0x{0x1000 + i:x}", "maxconn": "131072", "gdr": "1"})
         else:
-            for link in sorted(adj[dev.id], key=lambda lk: lk.id):
-                other = system.device(link.dst if link.src == dev.id else link.src)
-                if link.cls == "pcie" and other.id in ids and other.id not in placed and \
-                        (other.kind in ("pcie_switch", "gpu") or other.compute_nic):
+            for link, other in below(dev):
+                if other.id not in placed:
                     pci(el, other, link)
 
     def gpu(parent: ET.Element, dev: Device) -> None:

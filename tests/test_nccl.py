@@ -241,3 +241,23 @@ def test_graph_path_types_of_a_pcie_server():
     row = [nccl_graph._type(system, gpus[0], g) for g in gpus]
     assert row == ["PIX", "PIX", "PHB", "PHB", "SYS", "SYS", "SYS", "SYS"]
     assert nccl_graph._type(system, gpus[6], gpus[7]) == "PIX"
+
+
+def test_b300_gpus_sit_with_their_cx8_under_its_built_in_switch():
+    # HGX B300: each GPU reaches the host through its own ConnectX-8's PCIe switch; NCCL's tree
+    # holds one Mellanox bridge per NIC with that NIC and its GPU (PIX), under the GPU's socket
+    system = topoc.load(library_file("hgx_b300.topo"))
+    text = nccl_topo.render(system)
+    assert nccl_topo.check_nccl_xml(text) == []
+    root = nccl_topo.ET.fromstring(text)
+    for cpu in root.findall("cpu"):
+        bridges = cpu.findall("pci")
+        assert len(bridges) == 4
+        for bridge in bridges:
+            assert (bridge.get("class"), bridge.get("vendor")) == (nccl_topo.BRIDGE_CLASS, "0x15b3")
+            kinds = sorted(child.get("class") for child in bridge.findall("pci"))
+            assert kinds == sorted([nccl_topo.IB_CLASS, nccl_topo.GPU_CLASS])
+    busids = [el.get("busid") for el in root.iter("pci")]
+    assert len(busids) == len(set(busids)) == 24
+    ranks = [int(g.get("rank")) for cpu in root.findall("cpu") for g in cpu.iter("gpu")]
+    assert ranks == list(range(8))
