@@ -422,7 +422,7 @@ def rows() -> tuple[Row, ...]:
 def system_of(row: Row):
     """(library file, -D values) of a topology that hosts the row's GPUs; None when none does."""
     n = row.gpus
-    if row.gpu.startswith("A100"):
+    if row.gpu.startswith(("A100", "A800")):
         if n == 8:
             return "nvidia/dgx_a100.topo", {}
         if n <= 800:
@@ -459,9 +459,31 @@ def system(file: str, defines: tuple, slow: tuple = ()):
 DEGRADE: dict[str, tuple[str, ...]] = {}
 
 
+#: The export variants of the A100 and H100 for China: the same silicon, its NVLink cut to
+#: 400 GB/s a GPU: the A800 against the A100's 600 GB/s (heise.de, 2022-11, "A800 fuer China":
+#: "Lediglich die Nvlink-Geschwindigkeit ist von 600 auf 400 GByte/s gedrosselt"; tweakers.net
+#: news 203182), the H800 SXM against the H100 SXM's 900 GB/s (philisun.com, "NVIDIA H800 vs
+#: H100": "400 GB/s total aggregate bidirectional bandwidth" against 900). A row on one of them
+#: runs on the library's A100 or H100 topology with every GPU-NVSwitch link at this share of
+#: its rate (``--degrade`` words); HBM, peaks and the network as the topology declares them.
+NVLINK_SHARE = {"A800": "66.67%", "H800": "44.44%"}
+
+
+def _nvlink_words(row: Row, where) -> tuple[str, ...]:
+    """The ``--degrade`` word that sets an A800's or H800's NVLink at ``NVLINK_SHARE`` on the
+    topology ``where`` names (none for another GPU)."""
+    share = next((v for k, v in NVLINK_SHARE.items() if row.gpu.startswith(k)), None)
+    if share is None:
+        return ()
+    inside = "dgx." if where[0].endswith(("dgx_a100.topo", "dgx_h100.topo")) else \
+        "cluster.node*."
+    return (f"{inside}gpu*<->{inside}nvswitch*={share}",)
+
+
 def system_for(row: Row, where) -> tuple:
     """(the compiled system a row runs on, its collective-cost memo key)."""
-    key = (where[0], tuple(sorted(where[1].items())), DEGRADE.get(row.id, ()))
+    key = (where[0], tuple(sorted(where[1].items())),
+           DEGRADE.get(row.id, ()) + _nvlink_words(row, where))
     return system(*key), key
 
 
