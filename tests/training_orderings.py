@@ -67,6 +67,18 @@ Sources (each group says which table):
   apart, no pair; topoc predicts a tie, so its winner counts wrong). None of these scripts passes ``--overlap-grad-reduce`` (Megatron-Core 0.6 and
   FlagScale then overlap nothing by default; the Aquila case's README: FlagScale ed55532 "has
   not implemented compute-communication overlap").
+- DLPERF: OneFlow's DLPerf (github Oneflow-Inc/DLPerf), its reproductions of other
+  frameworks on one DGX-1-like node of 8 V100-SXM2-16GB (NVLink hybrid cube mesh, the
+  README's ``nvidia-smi topo -m``): ``Megatron-LM/README.md``'s "2D" table (Megatron-LM at
+  8aa4619, Dec. 2020, ``scripts/mutil_perf_pretrain_gpt_dp_mp_pp_1536_16_16.sh``: GPT of 16
+  layers of 1,536, 16 heads, 2,048 tokens, --fp16, --checkpoint-activations, GBS 16), four
+  DP x TP mappings of one node, its latency column the iteration time (its "DP" and "MP"
+  tables repeat two of them, 480.96 and 692.44 ms, within 4 %); ``DeepSpeed/Megatron-LM/
+  README.md``'s one-node table: DeepSpeedExamples' GPT-2 small (12 layers of 768, 1,024
+  tokens) at 4 sequences a GPU, ZeRO stage 0 against 1 (198.6 and 195.8 samples/s). Left
+  out: the 32-GPU pipeline table (four DGX-1-like nodes over one 100 Gb/s EDR port each: no
+  library fabric) and OneFlow's own runs (a framework topoc does not model). V100s take
+  Hopper's GEMM curve (``gemm.generation``'s default; no Volta curve is fitted).
 - PAI: alibaba/Pai-Megatron-Patch issue 658 (2025-09-02): Qwen3-235B-A22B on 256 H800, the
   same recipe at tp 1 and tp 2 (ep 8, pp 32, vpp 3, four sequences a micro-batch, full
   recompute).
@@ -544,9 +556,45 @@ def _flagperf_groups() -> list[Group]:
     return out
 
 
+DLPERF = "Oneflow-Inc/DLPerf Megatron-LM and DeepSpeed reproductions"
+DLPERF_URL = "https://github.com/Oneflow-Inc/DLPerf/tree/master/Megatron-LM"
+
+
+def _dlperf_groups() -> list[Group]:
+    """DLPerf's one-node V100 tables of other frameworks (module docstring, DLPERF)."""
+    gpt = Transformer("dlperf_gpt_1536x16", 16, 1536, 16, 2048, 50257, 4 * 1536, 16,
+                      tied=True, dropout=True, dtype="fp16")
+    alts = []
+    for dp, tp, mb, ms in ((8, 1, 2, 480.22), (1, 8, 16, 664.64), (2, 4, 8, 576.48),
+                           (4, 2, 4, 593.68)):
+        rid = f"dlperf-v100-megatron-gpt1536-dp{dp}tp{tp}"
+        MODELS[rid] = gpt
+        alts.append(Alternative(Row(
+            rid, DLPERF, "V100-SXM2-16GB", 8, gpt.name, 16, Shape(tp, 1, 1, dp, 1), mb, 1,
+            "full", False, False, False, 1, False, False, "iter_time_s", ms / 1e3, None,
+            "narayanan"), f"dp{dp} tp{tp} mb{mb}"))
+    out = [Group("dlperf-megatron-gpt1536-v100-8", DLPERF, DLPERF_URL,
+                 "Megatron-LM/README.md, the 2D table's one-node rows (GBS 16)", tuple(alts))]
+    gpt2 = Transformer("dlperf_gpt2_small", 12, 768, 12, 1024, 50257, 4 * 768, 12, tied=True,
+                       dropout=True, dtype="fp16")
+    alts = []
+    for zero, sps in ((0, 198.6), (1, 195.8)):
+        rid = f"dlperf-v100-deepspeed-gpt2small-zero{zero}"
+        MODELS[rid] = gpt2
+        alts.append(Alternative(Row(
+            rid, DLPERF, "V100-SXM2-16GB", 8, gpt2.name, 32, Shape(1, 1, 1, 8, 1), 4, 1,
+            "none", False, False, False, zero, False, False, "iter_time_s", 32 / sps, None,
+            "narayanan"), f"zero-stage-{zero}"))
+    out.append(Group("dlperf-deepspeed-gpt2small-v100-8", DLPERF,
+                     "https://github.com/Oneflow-Inc/DLPerf/tree/master/DeepSpeed/Megatron-LM",
+                     "DeepSpeed/Megatron-LM/README.md, 1n_8g_dp_4bs, ZeRO stage 0 and 1",
+                     tuple(alts)))
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def groups() -> tuple[Group, ...]:
     """Every group, in a fixed order."""
     return tuple(_bloom_groups() + _foundry_groups() + _mbridge_groups() + _runs_groups() +
                  _torchao_groups() + _asynctp_groups() + _pai_groups() +
-                 _flagperf_groups())
+                 _flagperf_groups() + _dlperf_groups())

@@ -299,7 +299,7 @@ RECIPE_RECOMPUTE = {
 #: devices (library/nvidia/devices.topo) where nvidia-smi's figure is known: H800 has the
 #: H100's 81,559 MiB, H200 shows 143,771 MiB; the others at their marketed size.
 HBM = {"H100-96GB-HBM2e": 96e9, "H200": 143771 * 2**20, "A100-40GB": 40e9,
-       "H800": 81559 * 2**20}
+       "H800": 81559 * 2**20, "V100-SXM2-16GB": 16e9}
 
 
 @attrs.frozen
@@ -334,8 +334,10 @@ class Row:
 
     @property
     def generation(self) -> str:
-        """ampere, hopper or blackwell."""
-        return {"A": "ampere", "H": "hopper", "B": "blackwell", "G": "blackwell"}[self.gpu[0]]
+        """ampere, hopper or blackwell (volta: no runs.csv row; an orderings group's V100s take
+        Hopper's curve, as ``gemm.generation`` gives an unknown GPU)."""
+        return {"A": "ampere", "H": "hopper", "B": "blackwell", "G": "blackwell",
+                "V": "volta"}[self.gpu[0]]
 
 
 def _int(text: str, default: int = 0) -> int:
@@ -436,6 +438,8 @@ def system_of(row: Row):
         if n <= 2048:
             return "nvidia/h100_cluster.topo", {"nodes": n // 8}
         return ("nvidia/h100_superpod.topo", {"nodes": n // 8}) if n <= 8192 else None
+    if row.gpu.startswith("V100") and n == 8:
+        return "nvidia/dgx1_v100.topo", {}
     if row.gpu == "GB200":
         return "nvidia/nvl72_cluster.topo", {"racks": math.ceil(n / 72)}
     if row.gpu == "B200" and n == 8:
