@@ -49,6 +49,36 @@ Sources (each group says which table):
   500 W H100 96 GB): the bf16 rows of its results table, vanilla against async TP, Llama 3.1
   8B on 64 GPUs and 70B on 256 (the vanilla runs are runs.csv rows; both 9-10 % apart, so
   they add winners, not pairs over 10 %).
+- FLAGPERF: BAAI's FlagPerf (github FlagOpen/FlagPerf, ``training/nvidia/<case>/README.md``,
+  each case's scripts and configs beside it, commit 1b5a030): every NVIDIA LLM case whose table
+  measures one model on one GPU set at one global batch in more than one way, with a framework
+  topoc models (Megatron-Core, FlagScale's Megatron-LM fork). ``llama3_8B-megatron``: the
+  8-GPU "A100" ablation table (the case's hardware is a DGX A800: the A100 with NVLink cut to
+  400 GB/s, ``training_rows.NVLINK_SHARE``), PP/DP/TP searched at micro-batch 1 and GBS 512 of
+  8,192 tokens, one mapping out of memory; the same case's H100 rows in bf16 and in fp8
+  (``training_adapter_H100_fp8.sh``: Transformer Engine's hybrid delayed scaling) on 8 and 16
+  GPUs; ``llama2_70B-megatron``: TP8 PP4 against TP4 PP8 on 32 H800 at GAS 44 (its fp32 row and
+  its GAS 1,024 row are another precision and another batch); ``aquila2_7b-flagscale``: three
+  mappings of Aquila2-7B at GBS 72 on 8 A800 (its TP1 PP8 row runs LBS 4 at GBS 36 by the
+  case's ``run_pretraining.py``, another batch). Left out: the PaddlePaddle cases (a framework
+  topoc does not model; ``llama1_13B-paddle`` also repeats the 7B 40 GB table's figures), and
+  the cases whose rows change the sequence, the batch or the GPU count together with the
+  mapping; ``qwen1.5_MoE-megatron``'s bf16 and fp16 runs of one MoE on 8 A800 are kept (1.2 %
+  apart, no pair; topoc predicts a tie, so its winner counts wrong). None of these scripts passes ``--overlap-grad-reduce`` (Megatron-Core 0.6 and
+  FlagScale then overlap nothing by default; the Aquila case's README: FlagScale ed55532 "has
+  not implemented compute-communication overlap").
+- DLPERF: OneFlow's DLPerf (github Oneflow-Inc/DLPerf), its reproductions of other
+  frameworks on one DGX-1-like node of 8 V100-SXM2-16GB (NVLink hybrid cube mesh, the
+  README's ``nvidia-smi topo -m``): ``Megatron-LM/README.md``'s "2D" table (Megatron-LM at
+  8aa4619, Dec. 2020, ``scripts/mutil_perf_pretrain_gpt_dp_mp_pp_1536_16_16.sh``: GPT of 16
+  layers of 1,536, 16 heads, 2,048 tokens, --fp16, --checkpoint-activations, GBS 16), four
+  DP x TP mappings of one node, its latency column the iteration time (its "DP" and "MP"
+  tables repeat two of them, 480.96 and 692.44 ms, within 4 %); ``DeepSpeed/Megatron-LM/
+  README.md``'s one-node table: DeepSpeedExamples' GPT-2 small (12 layers of 768, 1,024
+  tokens) at 4 sequences a GPU, ZeRO stage 0 against 1 (198.6 and 195.8 samples/s). Left
+  out: the 32-GPU pipeline table (four DGX-1-like nodes over one 100 Gb/s EDR port each: no
+  library fabric) and OneFlow's own runs (a framework topoc does not model). V100s take
+  Hopper's GEMM curve (``gemm.generation``'s default; no Volta curve is fitted).
 - PAI: alibaba/Pai-Megatron-Patch issue 658 (2025-09-02): Qwen3-235B-A22B on 256 H800, the
   same recipe at tp 1 and tp 2 (ep 8, pp 32, vpp 3, four sequences a micro-batch, full
   recompute).
@@ -437,8 +467,134 @@ def _pai_groups() -> list[Group]:
                   "the issue's table, GBS 4,096 rows (bf16, force-balanced routing)", tuple(alts))]
 
 
+FLAGPERF = "FlagOpen/FlagPerf training/nvidia case READMEs"
+FLAGPERF_URL = "https://github.com/FlagOpen/FlagPerf/tree/main/training/nvidia"
+
+
+def _flagperf_row(rid: str, gpu: str, gpus: int, model: Transformer, gbs: int, mb: int,
+                  tp: int, pp: int, recompute: str, fp8: bool, fa2: bool, sp: bool,
+                  value: float | None) -> Row | None:
+    """One FlagPerf table row (tokens per GPU per second): Megatron's distributed optimizer,
+    sequence parallelism where the case's script passes it, no overlap of the gradient
+    reduction (no script passes ``--overlap-grad-reduce``)."""
+    if value is None:
+        return None
+    MODELS[rid] = model
+    OPTIONS[rid] = dict(overlap=False)
+    dp = gpus // (tp * pp)
+    return Row(rid, FLAGPERF, gpu, gpus, model.name, gbs, Shape(tp, 1, 1, dp, pp), mb, 1,
+               recompute, sp and tp > 1, fp8, False, 1, True, fa2,
+               "tokens_per_s_per_gpu", value, None, "megatron")
+
+
+def _flagperf_groups() -> list[Group]:
+    """FlagPerf's NVIDIA LLM cases with more than one run of one training work (module
+    docstring, FLAGPERF)."""
+    out = []
+    l8 = attrs.evolve(bundled_models()["llama3_8b"], seq=8192)
+
+    def group(gid, where, runs):
+        alts = []
+        for rid, label, row_args in runs:
+            row = _flagperf_row(rid, *row_args)
+            alts.append(Alternative(row, label, oom=row is None))
+        out.append(Group(gid, FLAGPERF, FLAGPERF_URL, where, tuple(alts)))
+
+    # llama3_8B-megatron/README.md, "A100单机8卡 消融实验" (A100 single node, ablations) and the
+    # baseline row above it; pretrain_llama3.sh: Megatron-Core 0.6 with Transformer Engine,
+    # --sequence-parallel, --use-distributed-optimizer, --use-flash-attn, micro-batch 1, GBS
+    # 512. The README lists "recompute-activations" among its optimisations but the script
+    # passes no recompute flag: the recompute is taken as unpublished (the lightest that fits).
+    group("flagperf-llama3-8b-a800-8",
+          "llama3_8B-megatron: the A100 ablation table (DGX A800 80 GB), bf16, PPxDPyTPz",
+          [(f"flagperf-a800-l3-8b-pp{pp}dp{dp}tp{tp}", f"pp{pp} dp{dp} tp{tp}",
+            ("A800", 8, l8, 512, 1, tp, pp, "", False, False, True, v))
+           for pp, dp, tp, v in ((2, 4, 1, 3698.7), (4, 2, 1, 3306.5), (1, 8, 1, None),
+                                 (2, 2, 2, 3409.2), (2, 1, 4, 3006.1), (8, 1, 1, 2690.3),
+                                 (1, 1, 8, 2451.2), (4, 1, 2, 3042.7))])
+    for gpus, dp, bf16, fp8 in ((8, 4, 8103.0, 10486.0), (16, 8, 7914.0, 10280.0)):
+        group(f"flagperf-llama3-8b-h100-{gpus}",
+              f"llama3_8B-megatron: H100 x {gpus}, PP1 DP{dp} TP2, bf16 and bf16+fp8 (TE "
+              "hybrid delayed scaling)",
+              [(f"flagperf-h100-l3-8b-{gpus}-{prec}", prec,
+                ("H100-SXM", gpus, l8, 512, 1, 2, 1, "", prec == "fp8", False, True, v))
+               for prec, v in (("bf16", bf16), ("fp8", fp8))])
+    # llama2_70B-megatron: FlagScale @6fc099c (megatron_main.sh: --sequence-parallel,
+    # --use-distributed-optimizer, --use-flash-attn, --bf16; config_H800x4x8.py: seq 4096,
+    # micro-batch 1, accumulate_steps 44, recompute False); the "amp" rows
+    l70 = attrs.evolve(bundled_models()["llama2_70b"], seq=4096)
+    group("flagperf-llama2-70b-h800-32",
+          "llama2_70B-megatron: H800 x 32 (4 x 8), amp rows at GAS 44 (GBS 44)",
+          [(f"flagperf-h800-l2-70b-tp{tp}pp{pp}", f"tp{tp} pp{pp}",
+            ("H800", 32, l70, 44, 1, tp, pp, "none", False, True, True, v))
+           for tp, pp, v in ((8, 4, 641.93), (4, 8, 791.37))])
+    # aquila2_7b-flagscale: FlagScale @ed55532 (flagscale_main.sh: 32 layers of 4,096, 32
+    # heads, SwiGLU at multiple-of 256 -> ffn 11,008, vocabulary 100,008 untied, seq 2048,
+    # --use-distributed-optimizer, --use-flash-attn, no --sequence-parallel, no recompute);
+    # run_pretraining.py: GBS = LBS x 8 x 9 / (tp x pp) = 72 for these three rows
+    aq = Transformer("aquila2_7b", 32, 4096, 32, 2048, 100008, 11008, 32, gated=True,
+                     tied=False, dropout=False)
+    group("flagperf-aquila2-7b-a800-8",
+          "aquila2_7b-flagscale: A800 x 8, GBS 72 (TP1 PP8 at LBS 4 is GBS 36: left out)",
+          [(f"flagperf-a800-aquila2-7b-tp{tp}pp{pp}", f"tp{tp} pp{pp} dp{8 // (tp * pp)} mb{mb}",
+            ("A800", 8, aq, 72, mb, tp, pp, "none", False, True, False, v))
+           for tp, pp, mb, v in ((1, 1, 1, 3936.8), (8, 1, 8, 2866.3), (2, 2, 4, 3468.3))])
+    # qwen1.5_MoE-megatron: Pai-Megatron-Patch on Megatron-LM-240405 (megatron_pai_main.sh: a
+    # Megatron-Core MoE of 24 layers of 2,048, 16 heads, 8 experts of 5,504 top-2, EP 1, the
+    # Qwen2 tokenizer's 151,646 + 293 extra tokens untied, seq 8192, --sequence-parallel,
+    # --use-distributed-optimizer, --recompute-activations (selective), Transformer Engine;
+    # config_A800x1x8.py: micro-batch 1, GBS 512, TP1 PP2); the same run in bf16 and fp16,
+    # which topoc does not tell apart (a predicted tie: no winner)
+    qw = {dt: Transformer(f"flagperf_qwen15_moe_{dt}", 24, 2048, 16, 8192, 151939, 5504, 16,
+                          experts=8, top_k=2, expert_ffn=5504, gated=True, tied=False,
+                          dropout=False, dtype=dt) for dt in ("bf16", "fp16")}
+    group("flagperf-qwen15-moe-a800-8",
+          "qwen1.5_MoE-megatron: A800 x 8, TP1 PP2 DP4, bf16 and fp16",
+          [(f"flagperf-a800-qwen15-moe-{dt}", dt,
+            ("A800", 8, qw[dt], 512, 1, 1, 2, "selective", False, True, True, v))
+           for dt, v in (("bf16", 7450.7), ("fp16", 7537.7))])
+    return out
+
+
+DLPERF = "Oneflow-Inc/DLPerf Megatron-LM and DeepSpeed reproductions"
+DLPERF_URL = "https://github.com/Oneflow-Inc/DLPerf/tree/master/Megatron-LM"
+
+
+def _dlperf_groups() -> list[Group]:
+    """DLPerf's one-node V100 tables of other frameworks (module docstring, DLPERF)."""
+    gpt = Transformer("dlperf_gpt_1536x16", 16, 1536, 16, 2048, 50257, 4 * 1536, 16,
+                      tied=True, dropout=True, dtype="fp16")
+    alts = []
+    for dp, tp, mb, ms in ((8, 1, 2, 480.22), (1, 8, 16, 664.64), (2, 4, 8, 576.48),
+                           (4, 2, 4, 593.68)):
+        rid = f"dlperf-v100-megatron-gpt1536-dp{dp}tp{tp}"
+        MODELS[rid] = gpt
+        alts.append(Alternative(Row(
+            rid, DLPERF, "V100-SXM2-16GB", 8, gpt.name, 16, Shape(tp, 1, 1, dp, 1), mb, 1,
+            "full", False, False, False, 1, False, False, "iter_time_s", ms / 1e3, None,
+            "narayanan"), f"dp{dp} tp{tp} mb{mb}"))
+    out = [Group("dlperf-megatron-gpt1536-v100-8", DLPERF, DLPERF_URL,
+                 "Megatron-LM/README.md, the 2D table's one-node rows (GBS 16)", tuple(alts))]
+    gpt2 = Transformer("dlperf_gpt2_small", 12, 768, 12, 1024, 50257, 4 * 768, 12, tied=True,
+                       dropout=True, dtype="fp16")
+    alts = []
+    for zero, sps in ((0, 198.6), (1, 195.8)):
+        rid = f"dlperf-v100-deepspeed-gpt2small-zero{zero}"
+        MODELS[rid] = gpt2
+        alts.append(Alternative(Row(
+            rid, DLPERF, "V100-SXM2-16GB", 8, gpt2.name, 32, Shape(1, 1, 1, 8, 1), 4, 1,
+            "none", False, False, False, zero, False, False, "iter_time_s", 32 / sps, None,
+            "narayanan"), f"zero-stage-{zero}"))
+    out.append(Group("dlperf-deepspeed-gpt2small-v100-8", DLPERF,
+                     "https://github.com/Oneflow-Inc/DLPerf/tree/master/DeepSpeed/Megatron-LM",
+                     "DeepSpeed/Megatron-LM/README.md, 1n_8g_dp_4bs, ZeRO stage 0 and 1",
+                     tuple(alts)))
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def groups() -> tuple[Group, ...]:
     """Every group, in a fixed order."""
     return tuple(_bloom_groups() + _foundry_groups() + _mbridge_groups() + _runs_groups() +
-                 _torchao_groups() + _asynctp_groups() + _pai_groups())
+                 _torchao_groups() + _asynctp_groups() + _pai_groups() +
+                 _flagperf_groups() + _dlperf_groups())

@@ -299,7 +299,7 @@ RECIPE_RECOMPUTE = {
 #: devices (library/nvidia/devices.topo) where nvidia-smi's figure is known: H800 has the
 #: H100's 81,559 MiB, H200 shows 143,771 MiB; the others at their marketed size.
 HBM = {"H100-96GB-HBM2e": 96e9, "H200": 143771 * 2**20, "A100-40GB": 40e9,
-       "H800": 81559 * 2**20}
+       "H800": 81559 * 2**20, "V100-SXM2-16GB": 16e9}
 
 
 @attrs.frozen
@@ -334,8 +334,10 @@ class Row:
 
     @property
     def generation(self) -> str:
-        """ampere, hopper or blackwell."""
-        return {"A": "ampere", "H": "hopper", "B": "blackwell", "G": "blackwell"}[self.gpu[0]]
+        """ampere, hopper or blackwell (volta: no runs.csv row; an orderings group's V100s take
+        Hopper's curve, as ``gemm.generation`` gives an unknown GPU)."""
+        return {"A": "ampere", "H": "hopper", "B": "blackwell", "G": "blackwell",
+                "V": "volta"}[self.gpu[0]]
 
 
 def _int(text: str, default: int = 0) -> int:
@@ -422,7 +424,7 @@ def rows() -> tuple[Row, ...]:
 def system_of(row: Row):
     """(library file, -D values) of a topology that hosts the row's GPUs; None when none does."""
     n = row.gpus
-    if row.gpu.startswith("A100"):
+    if row.gpu.startswith(("A100", "A800")):
         if n == 8:
             return "nvidia/dgx_a100.topo", {}
         if n <= 800:
@@ -436,6 +438,8 @@ def system_of(row: Row):
         if n <= 2048:
             return "nvidia/h100_cluster.topo", {"nodes": n // 8}
         return ("nvidia/h100_superpod.topo", {"nodes": n // 8}) if n <= 8192 else None
+    if row.gpu.startswith("V100") and n == 8:
+        return "nvidia/dgx1_v100.topo", {}
     if row.gpu == "GB200":
         return "nvidia/nvl72_cluster.topo", {"racks": math.ceil(n / 72)}
     if row.gpu == "B200" and n == 8:
@@ -459,9 +463,31 @@ def system(file: str, defines: tuple, slow: tuple = ()):
 DEGRADE: dict[str, tuple[str, ...]] = {}
 
 
+#: The export variants of the A100 and H100 for China: the same silicon, its NVLink cut to
+#: 400 GB/s a GPU: the A800 against the A100's 600 GB/s (heise.de, 2022-11, "A800 fuer China":
+#: "Lediglich die Nvlink-Geschwindigkeit ist von 600 auf 400 GByte/s gedrosselt"; tweakers.net
+#: news 203182), the H800 SXM against the H100 SXM's 900 GB/s (philisun.com, "NVIDIA H800 vs
+#: H100": "400 GB/s total aggregate bidirectional bandwidth" against 900). A row on one of them
+#: runs on the library's A100 or H100 topology with every GPU-NVSwitch link at this share of
+#: its rate (``--degrade`` words); HBM, peaks and the network as the topology declares them.
+NVLINK_SHARE = {"A800": "66.67%", "H800": "44.44%"}
+
+
+def _nvlink_words(row: Row, where) -> tuple[str, ...]:
+    """The ``--degrade`` word that sets an A800's or H800's NVLink at ``NVLINK_SHARE`` on the
+    topology ``where`` names (none for another GPU)."""
+    share = next((v for k, v in NVLINK_SHARE.items() if row.gpu.startswith(k)), None)
+    if share is None:
+        return ()
+    inside = "dgx." if where[0].endswith(("dgx_a100.topo", "dgx_h100.topo")) else \
+        "cluster.node*."
+    return (f"{inside}gpu*<->{inside}nvswitch*={share}",)
+
+
 def system_for(row: Row, where) -> tuple:
     """(the compiled system a row runs on, its collective-cost memo key)."""
-    key = (where[0], tuple(sorted(where[1].items())), DEGRADE.get(row.id, ()))
+    key = (where[0], tuple(sorted(where[1].items())),
+           DEGRADE.get(row.id, ()) + _nvlink_words(row, where))
     return system(*key), key
 
 

@@ -92,3 +92,27 @@ def test_terms_of_an_alternative_add_up_to_its_predicted_step():
         assert sum(terms.values()) == pytest.approx(facts["step"], rel=1e-9)
         assert pv.predicted_with(a.row, held).predicted / a.row.batch == \
             pytest.approx(facts["step"], rel=1e-12)
+
+
+def test_export_variants_run_their_nvlink_at_the_cut_rate():
+    """An A800 or H800 row (FlagPerf's groups) runs on the A100 or H100 topology with every
+    GPU-NVSwitch link at 400 GB/s a GPU (``training_rows.NVLINK_SHARE``): the tensor-parallel
+    mapping pays for it, a mapping without tensor parallelism on one node hardly does."""
+    import attrs
+    from tests.training_rows import system_for, system_of
+    rows = {a.row.id: a.row for g in groups() if g.id == "flagperf-llama3-8b-a800-8"
+            for a in g.alternatives if not a.oom}
+    tp8 = rows["flagperf-a800-l3-8b-pp1dp1tp8"]
+    a100 = attrs.evolve(tp8, gpu="A100-80GB")
+    cut, _ = system_for(tp8, system_of(tp8))
+    full, _ = system_for(a100, system_of(a100))
+
+    def nvlink(s):
+        return {round(l.type.bandwidth * l.lanes / 1e9, 1) for l in s.links
+                if l.src.endswith("gpu0") and l.type.cls == "nvlink"}
+    assert nvlink(full) == {50.0} and nvlink(cut) == {33.3}     # GB/s a link, 12 a GPU
+    slower = predict(tp8).predicted / predict(a100).predicted - 1
+    assert slower > 0.02
+    pp8 = rows["flagperf-a800-l3-8b-pp8dp1tp1"]
+    assert abs(predict(pp8).predicted / predict(attrs.evolve(pp8, gpu="A100-80GB")).predicted
+               - 1) < slower / 4
