@@ -29,11 +29,17 @@ that decides, step by step, which requests run:
   (an assumption: the fitted per-request overhead read as serial work; docs/infer.md gives
   its effect on the validation).
 - A request's first token is at the end of the step that finishes its prefill; TTFT is that
-  less its send time. TPOT per request is (end - first token) / (osl - 1),
+  less its send time. TPOT per request is (end - first token) / (its output tokens - 1),
   as `vllm bench serve` computes it; throughput is the measured requests' output tokens over
   the time from the first measured request's send to the last one's end. The first
   ``warmup`` requests are not measured (the clients' default is none: the synchronised first
   wave of a closed loop is in the figures).
+
+Every request has the same prompt and output lengths unless the client spreads them
+(``Client.spread``, `vllm bench serve --random-range-ratio`): with lengths all the same, the
+requests a step admits together end together and are sent again together, so a closed loop
+keeps the cohorts its first wave forms; any spread of the output lengths breaks them up
+(docs/infer.md, "Why the simulated cohorts stay together").
 
 Events, not steps: between two events (a finish, an arrival, a cache that fills) every step is
 the same decode step, so the loop jumps over them; the work is linear in the requests (a few
@@ -102,7 +108,8 @@ def small_gpu(sched: Scheduler, hbm: float) -> Scheduler:
 class Client:
     """A benchmark client's protocol: ``closed`` (``concurrency`` clients) or ``poisson``
     (``rate`` requests/s, ``math.inf``: all at once); ``requests`` sent, the first ``warmup``
-    not measured."""
+    not measured; ``spread``: each request's prompt and output lengths drawn from the
+    integers of [L (1 - spread), L (1 + spread)] around the given ones (``lengths``)."""
 
     kind: str = "closed"
     concurrency: int = 1
@@ -110,6 +117,7 @@ class Client:
     requests: int = DEFAULT_REQUESTS
     warmup: int = DEFAULT_WARMUP
     per_client: int = 0     # a closed loop measures max(requests, per_client x concurrency)
+    spread: float = 0.0     # vllm bench serve's --random-range-ratio (0: every length the same)
 
     def resolved(self) -> Client:
         """The run at its concurrency: the measured ``requests`` raised to ``per_client`` x
@@ -191,8 +199,27 @@ PROTOCOLS = {
 CLIENT_NAMES = CLIENTS + tuple(PROTOCOLS)
 
 
+def lengths(isl: int, osl: int, n: int, spread: float) -> tuple[list[int], list[int]]:
+    """The prompt and output lengths of ``n`` requests: all ``isl`` and ``osl`` without a
+    ``spread``; with one, each drawn uniformly from the integers of [floor(L (1 - spread)),
+    ceil(L (1 + spread))] as `vllm bench serve --dataset-name random --random-range-ratio`
+    draws them (vllm-project/vllm vllm/benchmarks/datasets.py, ``RandomDataset``: "Sample
+    input/output token lengths per request from integer-uniform ranges around configured
+    means", ``get_sampling_params``; its default ratio is 0.0), outputs at least 2 tokens
+    (a TPOT needs two), from a fixed seed: the same run gives the same lengths."""
+    if not spread:
+        return [isl] * n, [osl] * n
+    rng = random.Random(43)
+
+    def draw(length: int, least: int) -> list[int]:
+        lo = max(least, math.floor(length * (1 - spread)))
+        hi = max(lo, math.ceil(length * (1 + spread)))
+        return [rng.randint(lo, hi) for _ in range(n)]
+    return draw(isl, 1), draw(osl, 2)
+
+
 def client_for(name: str, rate: float = math.inf, requests: int | None = None,
-               warmup: int | None = None) -> Client:
+               warmup: int | None = None, spread: float = 0.0) -> Client:
     """``--client NAME``'s run: ``closed`` or ``poisson`` with ``requests`` (default 1,000)
     of which the first ``warmup`` (default 0) are not measured, or a named client's closed
     loop with its defaults (``PROTOCOLS``): ``requests`` then replaces its measured count and
@@ -200,8 +227,8 @@ def client_for(name: str, rate: float = math.inf, requests: int | None = None,
     proto = PROTOCOLS.get(name)
     if proto is None:
         return Client(name, 1, rate, DEFAULT_REQUESTS if requests is None else requests,
-                      DEFAULT_WARMUP if warmup is None else warmup)
-    c = proto.client(1, requests)
+                      DEFAULT_WARMUP if warmup is None else warmup, spread=spread)
+    c = attrs.evolve(proto.client(1, requests), spread=spread)
     w = proto.warmup if warmup is None else warmup
     if c.per_client:
         return attrs.evolve(c, warmup=w)
@@ -218,6 +245,8 @@ def problem(client: Client, disaggregate: bool = False, rate: bool = False) -> s
     if not 1 <= client.requests <= MAX_REQUESTS or not 0 <= client.warmup < room:
         return (f"{client.requests} requests with {client.warmup} warm-up: 1 to "
                 f"{MAX_REQUESTS:,} requests, fewer warm-up than that")
+    if not 0 <= client.spread < 1:
+        return f"length spread {client.spread:g}: from 0 up to (not including) 1"
     if disaggregate:
         return ("a simulated client (--client) runs aggregated replicas; --disaggregate is "
                 "costed without it")
@@ -356,6 +385,8 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler,
 
     n = client.requests
     arrive = _arrivals(client)
+    # each request's prompt and output tokens (all isl and osl unless the client spreads them)
+    ins, outs = lengths(isl, osl, n, client.spread)
     send = [0.0] * n
     first = [math.nan] * n
     end = [0.0] * n
@@ -417,7 +448,8 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler,
                 send_one(arrive[ai])
                 ai += 1
         while pending and pending[0][0] <= (planned if lag else t):
-            waiting.append([pending.popleft()[1], isl, osl, isl])
+            rid = pending.popleft()[1]
+            waiting.append([rid, ins[rid], outs[rid], ins[rid]])
         most_queued = max(most_queued, len(waiting))
         b = len(running)
         gen = b * k - sum_kstart
@@ -544,11 +576,11 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler,
                 finish(rid)
     measured = range(min(client.warmup, n - 1), n)
     ttft = [first[i] - send[i] for i in measured]
-    tpot = [(end[i] - first[i]) / (osl - 1) for i in measured] if osl > 1 else [0.0]
+    tpot = [(end[i] - first[i]) / (outs[i] - 1) for i in measured] if osl > 1 else [0.0]
     start = min(send[i] for i in measured)
     stop = max(end[i] for i in measured)
     window = max(stop - start, 1e-12)
-    return Run(stats(ttft), stats(tpot), len(measured) * osl / window,
+    return Run(stats(ttft), stats(tpot), sum(outs[i] for i in measured) / window,
                area / busy if busy else 0.0, most_queued, preempted, len(measured), window,
                weighted(gaps), sum(cohort[i] for i in measured) / len(measured))
 

@@ -328,3 +328,34 @@ def test_the_protocol_consistent_ttft_checks_are_those_their_client_can_give():
     kept = [V.simulated_protocol(c, base) / c.measured - 1 for c in ttft.values()
             if V.consistent(c)]
     assert len(kept) >= 40 and S.median_abs(kept) <= 0.25
+
+
+def test_equal_lengths_keep_the_cohorts_a_spread_breaks_them(node):
+    """A closed loop whose requests all have the same lengths keeps the cohorts its first wave
+    forms (those admitted in one step end in one step and come back together), in the steady
+    state too; drawing each request's lengths within 5 % of them (vllm bench serve's
+    --random-range-ratio) breaks the cohorts up, and the steady-state TTFT falls toward one
+    request's prefill."""
+    eng = engine(node)
+    sched = M.ENGINES["trtllm"]
+    steady = M.Client("closed", 64, requests=13 * 64, warmup=3 * 64)
+    same = M.simulate(eng, 1000, 500, steady, sched)
+    mixed = M.simulate(eng, 1000, 500, attrs.evolve(steady, spread=0.05), sched)
+    assert same.cohort > 3 and mixed.cohort < 2
+    assert mixed.ttft.mean < same.ttft.mean / 2
+    # the mean lengths, and so the throughput and TPOT, stay near the unspread run's
+    assert mixed.throughput == pytest.approx(same.throughput, rel=0.1)
+    assert mixed.tpot.mean == pytest.approx(same.tpot.mean, rel=0.1)
+
+
+def test_lengths_are_the_random_datasets():
+    """Integer-uniform in [floor(L (1 - r)), ceil(L (1 + r))], outputs at least 2 tokens, from
+    a fixed seed; without a spread every request has the given lengths."""
+    ins, outs = M.lengths(1000, 10, 4000, 0.5)
+    assert min(ins) == 500 and max(ins) == 1500 and min(outs) == 5 and max(outs) == 15
+    assert abs(sum(ins) / len(ins) - 1000) < 15
+    assert (ins, outs) == M.lengths(1000, 10, 4000, 0.5)
+    assert M.lengths(1000, 10, 3, 0.0) == ([1000] * 3, [10] * 3)
+    assert min(M.lengths(100, 2, 100, 0.9)[1]) == 2
+    assert M.problem(M.Client("closed", 4, spread=1.0)) is not None
+    assert M.problem(M.Client("closed", 4, spread=0.3)) is None
