@@ -114,6 +114,9 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
         count = f"max({head['requests']:,}, {per} x concurrency) requests measured after " \
             f"{head['warmup']:,} warm-up" if per else \
             f"{head['requests']:,} requests ({head['warmup']:,} warm-up)"
+        if head.get("length_spread"):
+            count += (f", each request's lengths drawn within {head['length_spread']:.0%} of "
+                      "--isl and --osl")
         lines.append(f"simulated client: {load}, {count} against {head['engine']}'s "
                      "scheduler; TTFT and TPOT are the run's means")
     lines.append("")

@@ -63,6 +63,10 @@ def add_parser(sub) -> None:
     p.add_argument("--warmup", type=int, metavar="N", help="requests of the simulated run "
                    f"left out of its figures (default {serve_sim.DEFAULT_WARMUP}, as vllm bench "
                    "serve and genai-perf)")
+    p.add_argument("--length-spread", type=float, metavar="R", help="with --client: each "
+                   "request's prompt and output lengths drawn from the integers within "
+                   "--isl and --osl x (1 +- R), as vllm bench serve --random-range-ratio R "
+                   "does (default 0: every request the same lengths); 0 <= R < 1")
     p.add_argument("--engine", choices=tuple(serve_sim.ENGINES),
                    default=serve_sim.DEFAULT_ENGINE,
                    help="the serving engine whose scheduler defaults apply (max batch, tokens "
@@ -118,6 +122,8 @@ def _client(args, arrivals: Arrivals | None) -> serve_sim.Client | None:
     if args.client is None:
         if args.warmup is not None:
             raise UsageError("--warmup needs --client (the simulated run's warm-up)")
+        if args.length_spread is not None:
+            raise UsageError("--length-spread needs --client (the simulated run's lengths)")
         return None
     if args.disaggregate:
         raise UsageError("--client simulates aggregated replicas; not with --disaggregate")
@@ -128,7 +134,10 @@ def _client(args, arrivals: Arrivals | None) -> serve_sim.Client | None:
     if args.requests is not None and not 1 <= args.requests <= serve_sim.MAX_REQUESTS:
         raise UsageError(f"--requests {args.requests}: give 1 to {serve_sim.MAX_REQUESTS:,}")
     rate = arrivals.rate if arrivals is not None else math.inf
-    client = serve_sim.client_for(args.client, rate, args.requests, args.warmup)
+    spread = 0.0 if args.length_spread is None else args.length_spread
+    if not 0 <= spread < 1:
+        raise UsageError(f"--length-spread {spread:g}: from 0 up to (not including) 1")
+    client = serve_sim.client_for(args.client, rate, args.requests, args.warmup, spread)
     if client.warmup < 0 or not client.per_client and client.warmup >= client.requests:
         raise UsageError(f"--warmup {client.warmup}: 0 to {client.requests - 1:,} (fewer than "
                          "--requests)")
@@ -213,6 +222,8 @@ def run(args) -> int:
     head["engine"] = args.engine
     if client is not None:
         head.update(client=args.client, requests=client.requests, warmup=client.warmup)
+        if client.spread:
+            head.update(length_spread=client.spread)
         if client.per_client:
             # a named client's count follows each row's concurrency (its rows' sim_requests)
             head.update(requests_per_client=client.per_client)

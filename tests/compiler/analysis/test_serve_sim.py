@@ -164,6 +164,8 @@ def test_a_named_client_runs_its_own_request_count(node, capsys):
     (["--client", "closed", "--request-rate", "2"], "--client closed takes --concurrency"),
     (["--client", "closed", "--requests", "10", "--warmup", "10"], "--warmup 10: 0 to 9"),
     (["--client", "closed", "--disaggregate"], "not with --disaggregate"),
+    (["--length-spread", "0.1"], "--length-spread needs --client"),
+    (["--client", "closed", "--length-spread", "1"], "--length-spread 1: from 0 up to"),
 ])
 def test_client_usage_errors(argv, why, capsys):
     code = main(["infer", NODE, "--model", "llama3-8b", "--isl", "100", "--osl", "100",
@@ -359,3 +361,23 @@ def test_lengths_are_the_random_datasets():
     assert min(M.lengths(100, 2, 100, 0.9)[1]) == 2
     assert M.problem(M.Client("closed", 4, spread=1.0)) is not None
     assert M.problem(M.Client("closed", 4, spread=0.3)) is None
+
+
+def test_the_api_and_the_cli_spread_the_lengths_alike(node, capsys):
+    """``topoc infer --client closed --length-spread 0.1`` and ``topoc.infer(...,
+    length_spread=0.1)`` give the same row; the JSON names the spread, the text says it, and
+    the spread run's TTFT differs from the equal-length run's (its cohorts break up)."""
+    kw = dict(concurrency=64, client="closed", requests=400, **ONE)
+    api = topoc.infer(node, "llama3-8b", 1000, 500, length_spread=0.1, **kw).rows[0]
+    same = topoc.infer(node, "llama3-8b", 1000, 500, **kw).rows[0]
+    argv = ["infer", NODE, "--model", "llama3-8b", "--isl", "1000", "--osl", "500", "--gpus",
+            "1", "--tp", "1", "--pp", "1", "--ep", "1", "--concurrency", "64", "--client",
+            "closed", "--requests", "400", "--length-spread", "0.1"]
+    assert main(argv + ["--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["length_spread"] == 0.1 and doc["rows"][0]["ttft"] == api.ttft
+    assert api.ttft != same.ttft
+    assert main(argv) == 0
+    assert "lengths drawn within 10% of --isl and --osl" in capsys.readouterr().out
+    with pytest.raises(InferError, match="length_spread needs client"):
+        topoc.infer(node, "llama3-8b", 100, 100, length_spread=0.1, **ONE)
