@@ -22,7 +22,7 @@ Columns, for every loaded TTFT check (one request in flight is the table's idle 
 - ``bound``: the least mean the row's client's default run can measure, first wave counted
   (``infer_validation.first_wave_bound``: prefill at the dense peak, nothing fitted);
 - ``cohort``: prompts whose first token came in the same step as a measured request's, in the
-  ``client`` and ``steady`` runs.
+  ``client``, ``steady`` and ``spread`` runs.
 Then the median |error| of each column by table and over every loaded check.
 """
 
@@ -81,7 +81,8 @@ def figures(c: S.Check, settings: Settings) -> dict:
     mixed = run(c, settings, attrs.evolve(steady, spread=SPREAD))
     return {"analytic": S.predict(c, settings), "client": client.ttft.mean,
             "steady": still.ttft.mean, "spread": mixed.ttft.mean,
-            "bound": V.first_wave_bound(c, settings), "cohorts": (client.cohort, still.cohort)}
+            "bound": V.first_wave_bound(c, settings),
+            "cohorts": (client.cohort, still.cohort, mixed.cohort)}
 
 
 def main() -> None:
@@ -117,7 +118,7 @@ def main() -> None:
         print()
         print(head)
         print("  row   conc  measured  wait  " + "  ".join(f"{k:>8s}" for k in COLUMNS)
-              + "     bound  cohort client/steady")
+              + "     bound  cohort client/steady/spread")
         mine: dict[str, list[float]] = {k: [] for k in COLUMNS}
         for c in loaded:
             f = figures(c, settings)
@@ -134,7 +135,7 @@ def main() -> None:
                   + "  ".join(cells)
                   + (f"  {b:8.4g}" if b is not None else "         -")
                   + ("*" if b is not None and c.measured < b else " ")
-                  + f"  {f['cohorts'][0]:.1f}/{f['cohorts'][1]:.1f}")
+                  + "  " + "/".join(f"{x:.1f}" for x in f["cohorts"]))
         print("  median |error|          " + "  ".join(
             f"{S.median_abs(mine[k]):8.1%}" for k in COLUMNS))
     print()
