@@ -135,7 +135,8 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
           tpot_limit: float | None = None, settings=None, request_rate: float | None = None,
           requests: int | None = None, client: str | None = None, engine: str | None = None,
           warmup: int | None = None, collectives: str | None = None,
-          nccl: str | None = None, length_spread: float | None = None):
+          nccl: str | None = None, length_spread: float | None = None,
+          max_num_tokens: int | None = None, chunked_prefill: bool | None = None):
     """Serve ``model`` (a name or a ``Transformer``) on the first ``gpus``
     GPUs of ``system``: every tp x pp x ep (x attention DP) layout the fixed sizes allow, at
     ``concurrency`` requests in flight ("max": the saturated engine; "sweep": 1, 2, 4, ...),
@@ -154,10 +155,14 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     closed loop with that client's defaults (genai-perf: max(10, 2 x concurrency) requests), as
     ``topoc infer --client`` does: the rows' TTFT, TPOT and throughput are the run's means
     and ``parts`` holds the median and p90; ``length_spread`` R draws each simulated request's
-    lengths within isl and osl x (1 +- R) (``topoc infer --length-spread``). ``collectives`` ("fastest", the default, "nccl"
+    lengths within isl and osl x (1 +- R) (``topoc infer --length-spread``);
+    ``max_num_tokens`` and ``chunked_prefill`` replace the engine's token budget per step and
+    its chunking of long prompts (``topoc infer --max-num-tokens``, ``--chunked-prefill``). ``collectives`` ("fastest", the default, "nccl"
     or "engine": the engine's own all-reduce kernels by its rule) is ``topoc infer
     --collectives``; ``nccl`` (a release, "2.20"; default the latest profile) the NCCL the
     engine's NCCL calls run on, ``topoc infer --nccl``."""
+    import attrs
+
     from .compiler.analysis import serve_sim
     from .compiler.analysis.infer import InferError, Settings, default_precision, gpu_of
     from .compiler.analysis.infer import infer as run
@@ -209,6 +214,14 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
             raise InferError("collectives and settings: give the chooser in the settings")
     if nccl is not None and settings is not None:
         raise InferError("nccl and settings: give the release in the settings")
+    if max_num_tokens is not None:
+        if not 1 <= int(max_num_tokens) <= 10**9:
+            raise InferError(f"max_num_tokens {max_num_tokens}: 1 to 1,000,000,000")
+        sched = attrs.evolve(sched, max_tokens=int(max_num_tokens))
+        if settings is not None:
+            settings = attrs.evolve(settings, max_tokens=int(max_num_tokens))
+    if chunked_prefill is not None:
+        sched = attrs.evolve(sched, chunked_prefill=bool(chunked_prefill))
     if settings is None:
         chooser = (engine or serve_sim.DEFAULT_ENGINE) if collectives == "engine" \
             else collectives or Settings().collectives

@@ -81,6 +81,15 @@ def add_parser(sub) -> None:
                    help="the engine hides its per-step host work behind the GPU's next step "
                         "(TensorRT-LLM's PyTorch backend, SGLang: on; NIM's TensorRT engines, "
                         "vLLM without --async-scheduling: off; default: the --engine's)")
+    p.add_argument("--max-num-tokens", type=int, metavar="N",
+                   help="the engine's token budget per step, decodes and prefill together "
+                        "(TensorRT-LLM's max_num_tokens, vLLM's max_num_batched_tokens, "
+                        "SGLang's chunked_prefill_size; default: the --engine's, 8192): what "
+                        "a prebuilt engine was built with")
+    p.add_argument("--chunked-prefill", choices=("on", "off"),
+                   help="whether a prompt longer than the step's budget left runs in chunks "
+                        "(TensorRT-LLM's enable_chunked_prefill, off by default; vLLM and "
+                        "SGLang: on; default: the --engine's)")
     p.add_argument("--collectives", choices=CHOOSERS + ("engine",), default=CHOOSER,
                    help=f"how collectives are costed (docs/cost.md, 'One coster'): fastest, "
                    f"the least predicted time among NCCL's algorithms; nccl, what NCCL's tuner "
@@ -207,6 +216,13 @@ def run(args) -> int:
         sched = serve_sim.small_gpu(serve_sim.ENGINES[args.engine], gpu_of(system, gpus).hbm)
         if args.overlap_scheduler is not None:
             sched = attrs.evolve(sched, overlap=args.overlap_scheduler == "on")
+        if args.max_num_tokens is not None:
+            if not 1 <= args.max_num_tokens <= MAX_COUNT:
+                raise UsageError(f"--max-num-tokens {shown_number(args.max_num_tokens)}: 1 to "
+                                 f"{MAX_COUNT:,}")
+            sched = attrs.evolve(sched, max_tokens=args.max_num_tokens)
+        if args.chunked_prefill is not None:
+            sched = attrs.evolve(sched, chunked_prefill=args.chunked_prefill == "on")
         chooser = args.engine if args.collectives == "engine" else args.collectives
         settings = serve_sim.settings_for(Settings(scheduler_steps=args.scheduler_steps,
                                                    collectives=chooser, nccl=args.nccl),
