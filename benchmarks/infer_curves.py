@@ -6,6 +6,8 @@ closed loop, so that one can see which regime the measurement is in.
     .venv/bin/python benchmarks/infer_curves.py --held-out  # each source's rows with the
                                      # settings its leave-one-source-out fold fits without it
                                      # from the neutral start (what --loso --start neutral uses)
+    ... --model llama3_70b --max-num-tokens 1024 --chunked-prefill on   # one model's tables
+                                     # with an engine build's token budget and chunking
 
 Columns, for every loaded TTFT check (one request in flight is the table's idle row):
 - ``wait``: the measured TTFT beyond the table's idle one, in the row's own measured TPOTs
@@ -62,13 +64,19 @@ def fold_settings(start: Settings) -> dict[str, Settings]:
     return out
 
 
+#: ``--max-num-tokens`` and ``--chunked-prefill``: the engine build's limits in place of the
+#: row's engine's defaults (None: the defaults, as the validation runs every row).
+BUILD: dict = {}
+
+
 def run(c: S.Check, settings: Settings, client: M.Client) -> M.Run:
-    """One replica's simulated run of the check's row under ``client`` at its concurrency."""
-    eng = S.engine(c, settings)
+    """One replica's simulated run of the check's row under ``client`` at its concurrency,
+    on its engine's scheduler with ``BUILD``'s limits."""
+    sched = attrs.evolve(V.scheduler_of(c), **BUILD)
+    eng = S.engine(c, attrs.evolve(settings, max_tokens=sched.max_tokens))
     row = S.predicted_row(c, settings)
     one = attrs.evolve(client, concurrency=c.concurrency).resolved()
-    return M.simulate(eng, c.isl, c.osl, one.per_replica(row.config.replicas),
-                      V.scheduler_of(c))
+    return M.simulate(eng, c.isl, c.osl, one.per_replica(row.config.replicas), sched)
 
 
 def figures(c: S.Check, settings: Settings) -> dict:
@@ -79,7 +87,8 @@ def figures(c: S.Check, settings: Settings) -> dict:
                       warmup=WARMUP_WAVES * c.concurrency)
     client, still = run(c, settings, cl), run(c, settings, steady)
     mixed = run(c, settings, attrs.evolve(steady, spread=SPREAD))
-    return {"analytic": S.predict(c, settings), "client": client.ttft.mean,
+    built = attrs.evolve(settings, max_tokens=BUILD.get("max_tokens", settings.max_tokens))
+    return {"analytic": S.predict(c, built), "client": client.ttft.mean,
             "steady": still.ttft.mean, "spread": mixed.ttft.mean,
             "bound": V.first_wave_bound(c, settings),
             "cohorts": (client.cohort, still.cohort, mixed.cohort)}
@@ -90,19 +99,30 @@ def main() -> None:
     ap.add_argument("--held-out", action="store_true",
                     help="each source's rows with its leave-one-source-out fold's settings "
                          "(neutral start)")
+    ap.add_argument("--model", help="only this model's tables (llama3_8b, llama3_70b, ...)")
+    ap.add_argument("--max-num-tokens", type=int, metavar="N",
+                    help="the engines' token budget per step (default: each row's engine's)")
+    ap.add_argument("--chunked-prefill", choices=("on", "off"),
+                    help="whether long prompts run in chunks (default: each row's engine's)")
     args = ap.parse_args()
+    if args.max_num_tokens is not None:
+        BUILD["max_tokens"] = args.max_num_tokens
+    if args.chunked_prefill is not None:
+        BUILD["chunked_prefill"] = args.chunked_prefill == "on"
     base = Settings(collectives=S.ROW_ENGINE)
     src = V.source_of()
     folds = fold_settings(base) if args.held_out else {}
     every = S.checks()
     tables: dict[tuple, list[S.Check]] = {}
     for c in every:
-        if c.metric == "ttft" and isinstance(c.concurrency, int):
+        if c.metric == "ttft" and isinstance(c.concurrency, int) and \
+                args.model in (None, c.model):
             tables.setdefault((src[c.row], c.model, c.tp, c.isl, c.osl, c.engine),
                               []).append(c)
     errors: dict[str, list[float]] = {k: [] for k in COLUMNS}
     print("settings: " + ("each source's leave-one-source-out fold (neutral start)"
-                          if args.held_out else "the fitted defaults (in-sample)"))
+                          if args.held_out else "the fitted defaults (in-sample)")
+          + "".join(f"; {k} {v}" for k, v in BUILD.items()))
     for key, checks in tables.items():
         name, model, tp, isl, osl, _ = key
         settings = folds.get(name, base)
@@ -139,7 +159,7 @@ def main() -> None:
         print("  median |error|          " + "  ".join(
             f"{S.median_abs(mine[k]):8.1%}" for k in COLUMNS))
     print()
-    print(f"every loaded check ({len(errors['client'])}): median |error| " + ", ".join(
+    print(f"every loaded check shown ({len(errors['client'])}): median |error| " + ", ".join(
         f"{k} {S.median_abs(v):.1%}" for k, v in errors.items()))
     print("(* measured below the bound: the client's default run cannot give it)")
 
