@@ -118,6 +118,10 @@ class Client:
     warmup: int = DEFAULT_WARMUP
     per_client: int = 0     # a closed loop measures max(requests, per_client x concurrency)
     spread: float = 0.0     # vllm bench serve's --random-range-ratio (0: every length the same)
+    # the engine the client launches itself (trtllm-bench): its chunking of long prompts
+    # (None: the scheduler's) and its token budget tuned to the run's lengths (``bench_tokens``)
+    chunked: bool | None = None
+    tuned: bool = False
 
     def resolved(self) -> Client:
         """The run at its concurrency: the measured ``requests`` raised to ``per_client`` x
@@ -150,16 +154,21 @@ class Protocol:
     warmup: int              # requests sent first and not measured
     ttft: str                # what its TTFT spans
     source: str              # where the defaults are read
+    chunked: bool | None = None   # the engine it launches chunks long prompts (None: --engine's)
+    tuned: bool = False           # ... with its token budget tuned to the lengths
 
     def client(self, concurrency: int = 1, requests: int | None = None) -> Client:
         """The closed loop this client runs at ``concurrency`` (``requests`` when the run
         states its count; otherwise its default, resolved per row's concurrency)."""
+        engine = {"chunked": self.chunked, "tuned": self.tuned}
         if requests:
-            return Client("closed", concurrency, requests=requests, warmup=self.warmup)
+            return Client("closed", concurrency, requests=requests, warmup=self.warmup,
+                          **engine)
         if self.per_client:
             return Client("closed", concurrency, requests=self.least, warmup=self.warmup,
-                          per_client=self.per_client)
-        return Client("closed", concurrency, requests=self.requests, warmup=self.warmup)
+                          per_client=self.per_client, **engine)
+        return Client("closed", concurrency, requests=self.requests, warmup=self.warmup,
+                      **engine)
 
 
 #: The benchmark clients of the validation rows (docs/infer.md, "Where the TTFT error is").
@@ -192,7 +201,41 @@ PROTOCOLS = {
         "completions: ttft = timestamp of the first chunk - st) and vllm/benchmarks/serve.py "
         "(--num-prompts 1000, --num-warmups 0; --max-concurrency gates the sends with a "
         "semaphore)"),
+    # trtllm-bench throughput --concurrency C --streaming: its --warmup requests (2) run to
+    # the end in a run of their own before the measured one, so the measured run starts on an
+    # idle engine with all C requests at once and nothing of it is left out; it measures its
+    # whole dataset (--num_requests 0: no count of its own; 1,000 here, as vllm bench serve)
+    "trtllm-bench": Protocol(
+        "trtllm-bench", 0, 1, DEFAULT_REQUESTS, 0,
+        "the request's submission to the LLM API once the concurrency semaphore is held "
+        "(request_start_timestamp inside semaphore_guard) to its first streamed output: the "
+        "engine's queue and prefill, no HTTP server (the dataset is tokenized beforehand)",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/bench/benchmark/throughput.py (--warmup 2 run "
+        "through async_benchmark before the measured run; --num_requests 0, the dataset's "
+        "length; --concurrency; --enable_chunked_context default True; --scheduler_policy "
+        "guaranteed_no_evict) and utils/asynchronous.py (LlmManager._process_single_request: "
+        "request_start_timestamp after semaphore_guard, time_on_first_token at the first "
+        "streamed output); the engine's max_num_tokens from tensorrt_llm/bench/build/"
+        "tuning.py finetune_setting unless given (bench_tokens)",
+        chunked=True, tuned=True),
 }
+
+
+def bench_tokens(kv_tokens: float, isl: int, osl: int) -> int:
+    """The token budget trtllm-bench builds its engine with when none is given
+    (NVIDIA/TensorRT-LLM tensorrt_llm/bench/build/tuning.py, ``finetune_setting``): the
+    requests the KV cache holds at these lengths, at most 4,096, times 1 + isl / osl, at most
+    32,768, rounded up to 256 tokens below 4,096 ("Set min to 2048 to ensure Ctx/Gen overlap
+    efficiency"), to 512 below 8,192 and to 1,024 above. ``kv_tokens`` is the engine's KV
+    capacity in tokens (trtllm-bench estimates it from the free memory and 0.95 of it; topoc's
+    is the engine's)."""
+    raw_bs = min(kv_tokens / max(1, isl + osl), 4096)
+    raw = min(raw_bs * (1 + isl / max(1, osl)), 32768)
+    if raw < 4096:
+        return max(2048, 256 * math.ceil(raw / 256))
+    if raw < 8192:
+        return 512 * math.ceil(raw / 512)
+    return 1024 * math.ceil(raw / 1024)
 
 
 #: What ``--client`` takes: the two loops, and the named benchmark clients' closed loops.
@@ -360,6 +403,11 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler,
     client = client.resolved()
     s = eng.s
     cap = eng.kv_capacity
+    # a client that launches its own engine (trtllm-bench) brings that engine's limits
+    if client.chunked is not None:
+        sched = attrs.evolve(sched, chunked_prefill=client.chunked)
+    if client.tuned:
+        sched = attrs.evolve(sched, max_tokens=bench_tokens(cap, isl, osl))
     ctx = isl + osl / 2
     budget_max = sched.max_tokens
     n_full = max(1, budget_max // max(1, isl))

@@ -56,7 +56,9 @@ def add_parser(sub) -> None:
                         "(--concurrency clients, each sending its next request when one ends) "
                         "or poisson (--request-rate); or a named client's closed loop with "
                         "its defaults: genai-perf and aiperf (max(10, 2 x concurrency) "
-                        "requests, no warm-up), vllm-bench-serve (1,000 prompts); TTFT, TPOT "
+                        "requests, no warm-up), vllm-bench-serve (1,000 prompts), "
+                        "trtllm-bench (1,000 requests on the engine it launches: chunked "
+                        "context, max_num_tokens tuned to the lengths); TTFT, TPOT "
                         "and throughput "
                         "are then the run's means, with median and p90 (default: the analytic "
                         "steady state)")
@@ -240,6 +242,9 @@ def run(args) -> int:
         head.update(client=args.client, requests=client.requests, warmup=client.warmup)
         if client.spread:
             head.update(length_spread=client.spread)
+        if client.tuned or client.chunked is not None:
+            # the client launches its own engine (trtllm-bench) with its own limits
+            head.update(engine_by_client=True)
         if client.per_client:
             # a named client's count follows each row's concurrency (its rows' sim_requests)
             head.update(requests_per_client=client.per_client)

@@ -381,3 +381,43 @@ def test_the_api_and_the_cli_spread_the_lengths_alike(node, capsys):
     assert "lengths drawn within 10% of --isl and --osl" in capsys.readouterr().out
     with pytest.raises(InferError, match="length_spread needs client"):
         topoc.infer(node, "llama3-8b", 100, 100, length_spread=0.1, **ONE)
+
+
+def test_trtllm_bench_builds_its_token_budget_from_the_kv_cache_and_the_lengths():
+    """trtllm-bench's finetune_setting: the requests the KV cache holds (at most 4,096) x
+    (1 + isl / osl), at most 32,768, at least 2,048, rounded up to 256, 512 or 1,024."""
+    assert M.bench_tokens(502_893, 1000, 1000) == 2048      # 251 requests x 2 = 502: the floor
+    assert M.bench_tokens(3e6, 1000, 1000) == 3072          # 1,500 x 2 = 3,000 -> 256s
+    assert M.bench_tokens(1e7, 128, 128) == 8192            # 4,096 (the cap) x 2
+    assert M.bench_tokens(1e7, 8000, 1000) == 10240         # 1,111 x 9 = 10,000 -> 1,024s
+    assert M.bench_tokens(1e9, 8000, 100) == 32768          # the cap
+
+
+def test_the_trtllm_bench_client_runs_on_the_engine_it_launches(node):
+    """--client trtllm-bench: 1,000 requests with no warm-up in the loop (its --warmup runs
+    before, apart), all C at once, on an engine with chunked context and the tuned budget:
+    the same run as a plain closed loop on that scheduler, and unlike one on the default
+    scheduler (8,192 tokens, whole prompts)."""
+    c = M.client_for("trtllm-bench")
+    assert (c.requests, c.warmup, c.per_client, c.chunked, c.tuned) == (1000, 0, 0, True, True)
+    eng = engine(node)
+    sched = M.ENGINES["trtllm"]
+    bench = M.simulate(eng, 4000, 200, attrs.evolve(c, concurrency=32), sched)
+    built = attrs.evolve(sched, chunked_prefill=True,
+                         max_tokens=M.bench_tokens(eng.kv_capacity, 4000, 200))
+    plain = M.Client("closed", 32, requests=1000)
+    assert bench == M.simulate(eng, 4000, 200, plain, built)
+    assert bench.ttft.mean != M.simulate(eng, 4000, 200, plain, sched).ttft.mean
+
+
+def test_the_cli_says_trtllm_bench_launches_its_engine(node, capsys):
+    argv = ["infer", NODE, "--model", "llama3-8b", "--isl", "2000", "--osl", "200", "--gpus",
+            "1", "--tp", "1", "--pp", "1", "--ep", "1", "--concurrency", "24", "--client",
+            "trtllm-bench"]
+    assert main(argv + ["--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    api = topoc.infer(node, "llama3-8b", 2000, 200, concurrency=24, client="trtllm-bench",
+                      **ONE).rows[0]
+    assert doc["engine_by_client"] is True and doc["rows"][0]["ttft"] == api.ttft
+    assert main(argv) == 0
+    assert "as the client launches it" in capsys.readouterr().out
