@@ -222,6 +222,12 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
             settings = attrs.evolve(settings, max_tokens=int(max_num_tokens))
     if chunked_prefill is not None:
         sched = attrs.evolve(sched, chunked_prefill=bool(chunked_prefill))
+    if sim is not None:
+        # the limits given win over those of an engine the client launches (trtllm-bench)
+        if max_num_tokens is not None:
+            sim = attrs.evolve(sim, tuned=False)
+        if chunked_prefill is not None:
+            sim = attrs.evolve(sim, chunked=None)
     if settings is None:
         chooser = (engine or serve_sim.DEFAULT_ENGINE) if collectives == "engine" \
             else collectives or Settings().collectives

@@ -225,6 +225,12 @@ def run(args) -> int:
             sched = attrs.evolve(sched, max_tokens=args.max_num_tokens)
         if args.chunked_prefill is not None:
             sched = attrs.evolve(sched, chunked_prefill=args.chunked_prefill == "on")
+        if client is not None:
+            # the limits given win over those of an engine the client launches (trtllm-bench)
+            if args.max_num_tokens is not None:
+                client = attrs.evolve(client, tuned=False)
+            if args.chunked_prefill is not None:
+                client = attrs.evolve(client, chunked=None)
         chooser = args.engine if args.collectives == "engine" else args.collectives
         settings = serve_sim.settings_for(Settings(scheduler_steps=args.scheduler_steps,
                                                    collectives=chooser, nccl=args.nccl),

@@ -421,3 +421,20 @@ def test_the_cli_says_trtllm_bench_launches_its_engine(node, capsys):
     assert doc["engine_by_client"] is True and doc["rows"][0]["ttft"] == api.ttft
     assert main(argv) == 0
     assert "as the client launches it" in capsys.readouterr().out
+
+
+def test_given_build_limits_win_over_trtllm_benchs_own(node, capsys):
+    """--max-num-tokens / --chunked-prefill beside --client trtllm-bench: the limits given
+    are the engine's (a build the user states), in the CLI as in the API, the same run as a
+    plain closed loop of 1,000 requests on those limits."""
+    kw = dict(concurrency=24, **ONE)
+    given = topoc.infer(node, "llama3-8b", 2000, 200, client="trtllm-bench",
+                        max_num_tokens=4096, chunked_prefill=False, **kw).rows[0]
+    plain = topoc.infer(node, "llama3-8b", 2000, 200, client="closed", max_num_tokens=4096,
+                        chunked_prefill=False, **kw).rows[0]
+    assert given.ttft == plain.ttft
+    assert main(["infer", NODE, "--model", "llama3-8b", "--isl", "2000", "--osl", "200",
+                 "--gpus", "1", "--tp", "1", "--pp", "1", "--ep", "1", "--concurrency", "24",
+                 "--client", "trtllm-bench", "--max-num-tokens", "4096", "--chunked-prefill",
+                 "off", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["ttft"] == given.ttft
