@@ -114,8 +114,15 @@ def as_text(result: InferResult, head: dict, top: int = 20) -> str:
         count = f"max({head['requests']:,}, {per} x concurrency) requests measured after " \
             f"{head['warmup']:,} warm-up" if per else \
             f"{head['requests']:,} requests ({head['warmup']:,} warm-up)"
-        lines.append(f"simulated client: {load}, {count} against {head['engine']}'s "
-                     "scheduler; TTFT and TPOT are the run's means")
+        if head.get("length_spread"):
+            count += (f", each request's lengths drawn within {head['length_spread']:.0%} of "
+                      "--isl and --osl")
+        sched = f"{head['engine']}'s scheduler"
+        if head.get("engine_by_client"):
+            sched += (" as the client launches it (chunked prefill, a token budget tuned to "
+                      "the lengths)")
+        lines.append(f"simulated client: {load}, {count} against {sched}; TTFT and TPOT are "
+                     "the run's means")
     lines.append("")
     shown = _shown(result, top)
     lines += _table(shown, range(1, len(shown) + 1))

@@ -135,7 +135,8 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
           tpot_limit: float | None = None, settings=None, request_rate: float | None = None,
           requests: int | None = None, client: str | None = None, engine: str | None = None,
           warmup: int | None = None, collectives: str | None = None,
-          nccl: str | None = None):
+          nccl: str | None = None, length_spread: float | None = None,
+          max_num_tokens: int | None = None, chunked_prefill: bool | None = None):
     """Serve ``model`` (a name or a ``Transformer``) on the first ``gpus``
     GPUs of ``system``: every tp x pp x ep (x attention DP) layout the fixed sizes allow, at
     ``concurrency`` requests in flight ("max": the saturated engine; "sweep": 1, 2, 4, ...),
@@ -153,10 +154,15 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
     client ("genai-perf", "aiperf", "vllm-bench-serve": ``serve_sim.PROTOCOLS``) runs the
     closed loop with that client's defaults (genai-perf: max(10, 2 x concurrency) requests), as
     ``topoc infer --client`` does: the rows' TTFT, TPOT and throughput are the run's means
-    and ``parts`` holds the median and p90. ``collectives`` ("fastest", the default, "nccl"
+    and ``parts`` holds the median and p90; ``length_spread`` R draws each simulated request's
+    lengths within isl and osl x (1 +- R) (``topoc infer --length-spread``);
+    ``max_num_tokens`` and ``chunked_prefill`` replace the engine's token budget per step and
+    its chunking of long prompts (``topoc infer --max-num-tokens``, ``--chunked-prefill``). ``collectives`` ("fastest", the default, "nccl"
     or "engine": the engine's own all-reduce kernels by its rule) is ``topoc infer
     --collectives``; ``nccl`` (a release, "2.20"; default the latest profile) the NCCL the
     engine's NCCL calls run on, ``topoc infer --nccl``."""
+    import attrs
+
     from .compiler.analysis import serve_sim
     from .compiler.analysis.infer import InferError, Settings, default_precision, gpu_of
     from .compiler.analysis.infer import infer as run
@@ -167,6 +173,10 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
         raise InferError(f"client '{client}': one of {', '.join(serve_sim.CLIENT_NAMES)}")
     if warmup is not None and client is None:
         raise InferError("warmup needs client (the simulated run's warm-up)")
+    if length_spread is not None and client is None:
+        raise InferError("length_spread needs client (the simulated run's lengths)")
+    if length_spread is not None and not 0 <= length_spread < 1:
+        raise InferError(f"length_spread {length_spread:g}: from 0 up to (not including) 1")
     arrivals = None
     if request_rate is not None:
         if concurrency != "sweep" and client is None:
@@ -184,7 +194,8 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
         sim = serve_sim.client_for(client, math.inf if request_rate is None
                                    else float(request_rate),
                                    None if requests is None else int(requests),
-                                   None if warmup is None else int(warmup))
+                                   None if warmup is None else int(warmup),
+                                   float(length_spread or 0.0))
         arrivals = None
     from .compiler.lang.derive import find_model
     if isinstance(model, str):
@@ -203,6 +214,20 @@ def infer(system: System, model, isl: int, osl: int, *, gpus: int | None = None,
             raise InferError("collectives and settings: give the chooser in the settings")
     if nccl is not None and settings is not None:
         raise InferError("nccl and settings: give the release in the settings")
+    if max_num_tokens is not None:
+        if not 1 <= int(max_num_tokens) <= 10**9:
+            raise InferError(f"max_num_tokens {max_num_tokens}: 1 to 1,000,000,000")
+        sched = attrs.evolve(sched, max_tokens=int(max_num_tokens))
+        if settings is not None:
+            settings = attrs.evolve(settings, max_tokens=int(max_num_tokens))
+    if chunked_prefill is not None:
+        sched = attrs.evolve(sched, chunked_prefill=bool(chunked_prefill))
+    if sim is not None:
+        # the limits given win over those of an engine the client launches (trtllm-bench)
+        if max_num_tokens is not None:
+            sim = attrs.evolve(sim, tuned=False)
+        if chunked_prefill is not None:
+            sim = attrs.evolve(sim, chunked=None)
     if settings is None:
         chooser = (engine or serve_sim.DEFAULT_ENGINE) if collectives == "engine" \
             else collectives or Settings().collectives

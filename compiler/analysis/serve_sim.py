@@ -29,11 +29,17 @@ that decides, step by step, which requests run:
   (an assumption: the fitted per-request overhead read as serial work; docs/infer.md gives
   its effect on the validation).
 - A request's first token is at the end of the step that finishes its prefill; TTFT is that
-  less its send time. TPOT per request is (end - first token) / (osl - 1),
+  less its send time. TPOT per request is (end - first token) / (its output tokens - 1),
   as `vllm bench serve` computes it; throughput is the measured requests' output tokens over
   the time from the first measured request's send to the last one's end. The first
   ``warmup`` requests are not measured (the clients' default is none: the synchronised first
   wave of a closed loop is in the figures).
+
+Every request has the same prompt and output lengths unless the client spreads them
+(``Client.spread``, `vllm bench serve --random-range-ratio`): with lengths all the same, the
+requests a step admits together end together and are sent again together, so a closed loop
+keeps the cohorts its first wave forms; any spread of the output lengths breaks them up
+(docs/infer.md, "Why the simulated cohorts stay together").
 
 Events, not steps: between two events (a finish, an arrival, a cache that fills) every step is
 the same decode step, so the loop jumps over them; the work is linear in the requests (a few
@@ -102,7 +108,8 @@ def small_gpu(sched: Scheduler, hbm: float) -> Scheduler:
 class Client:
     """A benchmark client's protocol: ``closed`` (``concurrency`` clients) or ``poisson``
     (``rate`` requests/s, ``math.inf``: all at once); ``requests`` sent, the first ``warmup``
-    not measured."""
+    not measured; ``spread``: each request's prompt and output lengths drawn from the
+    integers of [L (1 - spread), L (1 + spread)] around the given ones (``lengths``)."""
 
     kind: str = "closed"
     concurrency: int = 1
@@ -110,6 +117,11 @@ class Client:
     requests: int = DEFAULT_REQUESTS
     warmup: int = DEFAULT_WARMUP
     per_client: int = 0     # a closed loop measures max(requests, per_client x concurrency)
+    spread: float = 0.0     # vllm bench serve's --random-range-ratio (0: every length the same)
+    # the engine the client launches itself (trtllm-bench): its chunking of long prompts
+    # (None: the scheduler's) and its token budget tuned to the run's lengths (``bench_tokens``)
+    chunked: bool | None = None
+    tuned: bool = False
 
     def resolved(self) -> Client:
         """The run at its concurrency: the measured ``requests`` raised to ``per_client`` x
@@ -142,16 +154,21 @@ class Protocol:
     warmup: int              # requests sent first and not measured
     ttft: str                # what its TTFT spans
     source: str              # where the defaults are read
+    chunked: bool | None = None   # the engine it launches chunks long prompts (None: --engine's)
+    tuned: bool = False           # ... with its token budget tuned to the lengths
 
     def client(self, concurrency: int = 1, requests: int | None = None) -> Client:
         """The closed loop this client runs at ``concurrency`` (``requests`` when the run
         states its count; otherwise its default, resolved per row's concurrency)."""
+        engine = {"chunked": self.chunked, "tuned": self.tuned}
         if requests:
-            return Client("closed", concurrency, requests=requests, warmup=self.warmup)
+            return Client("closed", concurrency, requests=requests, warmup=self.warmup,
+                          **engine)
         if self.per_client:
             return Client("closed", concurrency, requests=self.least, warmup=self.warmup,
-                          per_client=self.per_client)
-        return Client("closed", concurrency, requests=self.requests, warmup=self.warmup)
+                          per_client=self.per_client, **engine)
+        return Client("closed", concurrency, requests=self.requests, warmup=self.warmup,
+                      **engine)
 
 
 #: The benchmark clients of the validation rows (docs/infer.md, "Where the TTFT error is").
@@ -184,15 +201,68 @@ PROTOCOLS = {
         "completions: ttft = timestamp of the first chunk - st) and vllm/benchmarks/serve.py "
         "(--num-prompts 1000, --num-warmups 0; --max-concurrency gates the sends with a "
         "semaphore)"),
+    # trtllm-bench throughput --concurrency C --streaming: its --warmup requests (2) run to
+    # the end in a run of their own before the measured one, so the measured run starts on an
+    # idle engine with all C requests at once and nothing of it is left out; it measures its
+    # whole dataset (--num_requests 0: no count of its own; 1,000 here, as vllm bench serve)
+    "trtllm-bench": Protocol(
+        "trtllm-bench", 0, 1, DEFAULT_REQUESTS, 0,
+        "the request's submission to the LLM API once the concurrency semaphore is held "
+        "(request_start_timestamp inside semaphore_guard) to its first streamed output: the "
+        "engine's queue and prefill, no HTTP server (the dataset is tokenized beforehand)",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/bench/benchmark/throughput.py (--warmup 2 run "
+        "through async_benchmark before the measured run; --num_requests 0, the dataset's "
+        "length; --concurrency; --enable_chunked_context default True; --scheduler_policy "
+        "guaranteed_no_evict) and utils/asynchronous.py (LlmManager._process_single_request: "
+        "request_start_timestamp after semaphore_guard, time_on_first_token at the first "
+        "streamed output); the engine's max_num_tokens from tensorrt_llm/bench/build/"
+        "tuning.py finetune_setting unless given (bench_tokens)",
+        chunked=True, tuned=True),
 }
+
+
+def bench_tokens(kv_tokens: float, isl: int, osl: int) -> int:
+    """The token budget trtllm-bench builds its engine with when none is given
+    (NVIDIA/TensorRT-LLM tensorrt_llm/bench/build/tuning.py, ``finetune_setting``): the
+    requests the KV cache holds at these lengths, at most 4,096, times 1 + isl / osl, at most
+    32,768, rounded up to 256 tokens below 4,096 ("Set min to 2048 to ensure Ctx/Gen overlap
+    efficiency"), to 512 below 8,192 and to 1,024 above. ``kv_tokens`` is the engine's KV
+    capacity in tokens (trtllm-bench estimates it from the free memory and 0.95 of it; topoc's
+    is the engine's)."""
+    raw_bs = min(kv_tokens / max(1, isl + osl), 4096)
+    raw = min(raw_bs * (1 + isl / max(1, osl)), 32768)
+    if raw < 4096:
+        return max(2048, 256 * math.ceil(raw / 256))
+    if raw < 8192:
+        return 512 * math.ceil(raw / 512)
+    return 1024 * math.ceil(raw / 1024)
 
 
 #: What ``--client`` takes: the two loops, and the named benchmark clients' closed loops.
 CLIENT_NAMES = CLIENTS + tuple(PROTOCOLS)
 
 
+def lengths(isl: int, osl: int, n: int, spread: float) -> tuple[list[int], list[int]]:
+    """The prompt and output lengths of ``n`` requests: all ``isl`` and ``osl`` without a
+    ``spread``; with one, each drawn uniformly from the integers of [floor(L (1 - spread)),
+    ceil(L (1 + spread))] as `vllm bench serve --dataset-name random --random-range-ratio`
+    draws them (vllm-project/vllm vllm/benchmarks/datasets.py, ``RandomDataset``: "Sample
+    input/output token lengths per request from integer-uniform ranges around configured
+    means", ``get_sampling_params``; its default ratio is 0.0), outputs at least 2 tokens
+    (a TPOT needs two), from a fixed seed: the same run gives the same lengths."""
+    if not spread:
+        return [isl] * n, [osl] * n
+    rng = random.Random(43)
+
+    def draw(length: int, least: int) -> list[int]:
+        lo = max(least, math.floor(length * (1 - spread)))
+        hi = max(lo, math.ceil(length * (1 + spread)))
+        return [rng.randint(lo, hi) for _ in range(n)]
+    return draw(isl, 1), draw(osl, 2)
+
+
 def client_for(name: str, rate: float = math.inf, requests: int | None = None,
-               warmup: int | None = None) -> Client:
+               warmup: int | None = None, spread: float = 0.0) -> Client:
     """``--client NAME``'s run: ``closed`` or ``poisson`` with ``requests`` (default 1,000)
     of which the first ``warmup`` (default 0) are not measured, or a named client's closed
     loop with its defaults (``PROTOCOLS``): ``requests`` then replaces its measured count and
@@ -200,8 +270,8 @@ def client_for(name: str, rate: float = math.inf, requests: int | None = None,
     proto = PROTOCOLS.get(name)
     if proto is None:
         return Client(name, 1, rate, DEFAULT_REQUESTS if requests is None else requests,
-                      DEFAULT_WARMUP if warmup is None else warmup)
-    c = proto.client(1, requests)
+                      DEFAULT_WARMUP if warmup is None else warmup, spread=spread)
+    c = attrs.evolve(proto.client(1, requests), spread=spread)
     w = proto.warmup if warmup is None else warmup
     if c.per_client:
         return attrs.evolve(c, warmup=w)
@@ -218,6 +288,8 @@ def problem(client: Client, disaggregate: bool = False, rate: bool = False) -> s
     if not 1 <= client.requests <= MAX_REQUESTS or not 0 <= client.warmup < room:
         return (f"{client.requests} requests with {client.warmup} warm-up: 1 to "
                 f"{MAX_REQUESTS:,} requests, fewer warm-up than that")
+    if not 0 <= client.spread < 1:
+        return f"length spread {client.spread:g}: from 0 up to (not including) 1"
     if disaggregate:
         return ("a simulated client (--client) runs aggregated replicas; --disaggregate is "
                 "costed without it")
@@ -331,6 +403,11 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler,
     client = client.resolved()
     s = eng.s
     cap = eng.kv_capacity
+    # a client that launches its own engine (trtllm-bench) brings that engine's limits
+    if client.chunked is not None:
+        sched = attrs.evolve(sched, chunked_prefill=client.chunked)
+    if client.tuned:
+        sched = attrs.evolve(sched, max_tokens=bench_tokens(cap, isl, osl))
     ctx = isl + osl / 2
     budget_max = sched.max_tokens
     n_full = max(1, budget_max // max(1, isl))
@@ -356,6 +433,8 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler,
 
     n = client.requests
     arrive = _arrivals(client)
+    # each request's prompt and output tokens (all isl and osl unless the client spreads them)
+    ins, outs = lengths(isl, osl, n, client.spread)
     send = [0.0] * n
     first = [math.nan] * n
     end = [0.0] * n
@@ -417,7 +496,8 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler,
                 send_one(arrive[ai])
                 ai += 1
         while pending and pending[0][0] <= (planned if lag else t):
-            waiting.append([pending.popleft()[1], isl, osl, isl])
+            rid = pending.popleft()[1]
+            waiting.append([rid, ins[rid], outs[rid], ins[rid]])
         most_queued = max(most_queued, len(waiting))
         b = len(running)
         gen = b * k - sum_kstart
@@ -544,11 +624,11 @@ def simulate(eng, isl: int, osl: int, client: Client, sched: Scheduler,
                 finish(rid)
     measured = range(min(client.warmup, n - 1), n)
     ttft = [first[i] - send[i] for i in measured]
-    tpot = [(end[i] - first[i]) / (osl - 1) for i in measured] if osl > 1 else [0.0]
+    tpot = [(end[i] - first[i]) / (outs[i] - 1) for i in measured] if osl > 1 else [0.0]
     start = min(send[i] for i in measured)
     stop = max(end[i] for i in measured)
     window = max(stop - start, 1e-12)
-    return Run(stats(ttft), stats(tpot), len(measured) * osl / window,
+    return Run(stats(ttft), stats(tpot), sum(outs[i] for i in measured) / window,
                area / busy if busy else 0.0, most_queued, preempted, len(measured), window,
                weighted(gaps), sum(cohort[i] for i in measured) / len(measured))
 

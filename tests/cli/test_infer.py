@@ -208,6 +208,29 @@ def test_overlap_scheduler_reaches_the_cli(capsys):
     assert api.rows[0].tpot == pytest.approx(rows["off"]["tpot"])
 
 
+def test_an_engines_build_limits_reach_the_cli_and_the_api(capsys):
+    """``--max-num-tokens`` and ``--chunked-prefill`` replace the engine's token budget and
+    chunking (a prebuilt engine's build limits): the CLI and ``topoc.infer(...,
+    max_num_tokens=, chunked_prefill=)`` agree; in a simulated steady state of 1,000-token
+    prompts a budget of 1,024 admits one prompt a step where 8,192 admits eight, so the
+    cohorts and the TTFT shrink; activation memory follows the budget (more KV tokens)."""
+    argv = ["infer", DGX, "--model", "llama3-70b", "--isl", "1000", "--osl", "1000", "--gpus",
+            "2", "--tp", "2", "--pp", "1", "--ep", "1", "--concurrency", "100", "--client",
+            "closed", "--requests", "1300", "--warmup", "300", "--format", "json"]
+    assert main(argv) == 0
+    wide = json.loads(capsys.readouterr().out)["rows"][0]
+    assert main(argv + ["--max-num-tokens", "1024", "--chunked-prefill", "on"]) == 0
+    narrow = json.loads(capsys.readouterr().out)["rows"][0]
+    assert narrow["ttft"] < wide["ttft"] / 2
+    assert narrow["kv_capacity_tokens"] > wide["kv_capacity_tokens"]
+    api = topoc.infer(topoc.load(DGX), "llama3-70b", 1000, 1000, gpus=2, tp=2, pp=1, ep=1,
+                      concurrency=100, client="closed", requests=1300, warmup=300,
+                      max_num_tokens=1024, chunked_prefill=True).rows[0]
+    assert api.ttft == narrow["ttft"]
+    assert main(argv[:-2] + ["--max-num-tokens", "0"]) == 2
+    assert "--max-num-tokens 0: 1 to" in capsys.readouterr().err
+
+
 def test_the_docs_first_example_is_what_the_cli_prints(capsys):
     """docs/infer.md opens with `topoc infer library/nvidia/gb200_nvl72.topo --model llama3-70b
     --isl 1000 --osl 1000` and its first five rows: they are the CLI's rows today."""

@@ -56,13 +56,19 @@ def add_parser(sub) -> None:
                         "(--concurrency clients, each sending its next request when one ends) "
                         "or poisson (--request-rate); or a named client's closed loop with "
                         "its defaults: genai-perf and aiperf (max(10, 2 x concurrency) "
-                        "requests, no warm-up), vllm-bench-serve (1,000 prompts); TTFT, TPOT "
+                        "requests, no warm-up), vllm-bench-serve (1,000 prompts), "
+                        "trtllm-bench (1,000 requests on the engine it launches: chunked "
+                        "context, max_num_tokens tuned to the lengths); TTFT, TPOT "
                         "and throughput "
                         "are then the run's means, with median and p90 (default: the analytic "
                         "steady state)")
     p.add_argument("--warmup", type=int, metavar="N", help="requests of the simulated run "
                    f"left out of its figures (default {serve_sim.DEFAULT_WARMUP}, as vllm bench "
                    "serve and genai-perf)")
+    p.add_argument("--length-spread", type=float, metavar="R", help="with --client: each "
+                   "request's prompt and output lengths drawn from the integers within "
+                   "--isl and --osl x (1 +- R), as vllm bench serve --random-range-ratio R "
+                   "does (default 0: every request the same lengths); 0 <= R < 1")
     p.add_argument("--engine", choices=tuple(serve_sim.ENGINES),
                    default=serve_sim.DEFAULT_ENGINE,
                    help="the serving engine whose scheduler defaults apply (max batch, tokens "
@@ -77,6 +83,15 @@ def add_parser(sub) -> None:
                    help="the engine hides its per-step host work behind the GPU's next step "
                         "(TensorRT-LLM's PyTorch backend, SGLang: on; NIM's TensorRT engines, "
                         "vLLM without --async-scheduling: off; default: the --engine's)")
+    p.add_argument("--max-num-tokens", type=int, metavar="N",
+                   help="the engine's token budget per step, decodes and prefill together "
+                        "(TensorRT-LLM's max_num_tokens, vLLM's max_num_batched_tokens, "
+                        "SGLang's chunked_prefill_size; default: the --engine's, 8192): what "
+                        "a prebuilt engine was built with")
+    p.add_argument("--chunked-prefill", choices=("on", "off"),
+                   help="whether a prompt longer than the step's budget left runs in chunks "
+                        "(TensorRT-LLM's enable_chunked_prefill, off by default; vLLM and "
+                        "SGLang: on; default: the --engine's)")
     p.add_argument("--collectives", choices=CHOOSERS + ("engine",), default=CHOOSER,
                    help=f"how collectives are costed (docs/cost.md, 'One coster'): fastest, "
                    f"the least predicted time among NCCL's algorithms; nccl, what NCCL's tuner "
@@ -118,6 +133,8 @@ def _client(args, arrivals: Arrivals | None) -> serve_sim.Client | None:
     if args.client is None:
         if args.warmup is not None:
             raise UsageError("--warmup needs --client (the simulated run's warm-up)")
+        if args.length_spread is not None:
+            raise UsageError("--length-spread needs --client (the simulated run's lengths)")
         return None
     if args.disaggregate:
         raise UsageError("--client simulates aggregated replicas; not with --disaggregate")
@@ -128,7 +145,10 @@ def _client(args, arrivals: Arrivals | None) -> serve_sim.Client | None:
     if args.requests is not None and not 1 <= args.requests <= serve_sim.MAX_REQUESTS:
         raise UsageError(f"--requests {args.requests}: give 1 to {serve_sim.MAX_REQUESTS:,}")
     rate = arrivals.rate if arrivals is not None else math.inf
-    client = serve_sim.client_for(args.client, rate, args.requests, args.warmup)
+    spread = 0.0 if args.length_spread is None else args.length_spread
+    if not 0 <= spread < 1:
+        raise UsageError(f"--length-spread {spread:g}: from 0 up to (not including) 1")
+    client = serve_sim.client_for(args.client, rate, args.requests, args.warmup, spread)
     if client.warmup < 0 or not client.per_client and client.warmup >= client.requests:
         raise UsageError(f"--warmup {client.warmup}: 0 to {client.requests - 1:,} (fewer than "
                          "--requests)")
@@ -198,6 +218,19 @@ def run(args) -> int:
         sched = serve_sim.small_gpu(serve_sim.ENGINES[args.engine], gpu_of(system, gpus).hbm)
         if args.overlap_scheduler is not None:
             sched = attrs.evolve(sched, overlap=args.overlap_scheduler == "on")
+        if args.max_num_tokens is not None:
+            if not 1 <= args.max_num_tokens <= MAX_COUNT:
+                raise UsageError(f"--max-num-tokens {shown_number(args.max_num_tokens)}: 1 to "
+                                 f"{MAX_COUNT:,}")
+            sched = attrs.evolve(sched, max_tokens=args.max_num_tokens)
+        if args.chunked_prefill is not None:
+            sched = attrs.evolve(sched, chunked_prefill=args.chunked_prefill == "on")
+        if client is not None:
+            # the limits given win over those of an engine the client launches (trtllm-bench)
+            if args.max_num_tokens is not None:
+                client = attrs.evolve(client, tuned=False)
+            if args.chunked_prefill is not None:
+                client = attrs.evolve(client, chunked=None)
         chooser = args.engine if args.collectives == "engine" else args.collectives
         settings = serve_sim.settings_for(Settings(scheduler_steps=args.scheduler_steps,
                                                    collectives=chooser, nccl=args.nccl),
@@ -213,6 +246,11 @@ def run(args) -> int:
     head["engine"] = args.engine
     if client is not None:
         head.update(client=args.client, requests=client.requests, warmup=client.warmup)
+        if client.spread:
+            head.update(length_spread=client.spread)
+        if client.tuned or client.chunked is not None:
+            # the client launches its own engine (trtllm-bench) with its own limits
+            head.update(engine_by_client=True)
         if client.per_client:
             # a named client's count follows each row's concurrency (its rows' sim_requests)
             head.update(requests_per_client=client.per_client)

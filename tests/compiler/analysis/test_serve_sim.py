@@ -164,6 +164,8 @@ def test_a_named_client_runs_its_own_request_count(node, capsys):
     (["--client", "closed", "--request-rate", "2"], "--client closed takes --concurrency"),
     (["--client", "closed", "--requests", "10", "--warmup", "10"], "--warmup 10: 0 to 9"),
     (["--client", "closed", "--disaggregate"], "not with --disaggregate"),
+    (["--length-spread", "0.1"], "--length-spread needs --client"),
+    (["--client", "closed", "--length-spread", "1"], "--length-spread 1: from 0 up to"),
 ])
 def test_client_usage_errors(argv, why, capsys):
     code = main(["infer", NODE, "--model", "llama3-8b", "--isl", "100", "--osl", "100",
@@ -328,3 +330,111 @@ def test_the_protocol_consistent_ttft_checks_are_those_their_client_can_give():
     kept = [V.simulated_protocol(c, base) / c.measured - 1 for c in ttft.values()
             if V.consistent(c)]
     assert len(kept) >= 40 and S.median_abs(kept) <= 0.25
+
+
+def test_equal_lengths_keep_the_cohorts_a_spread_breaks_them(node):
+    """A closed loop whose requests all have the same lengths keeps the cohorts its first wave
+    forms (those admitted in one step end in one step and come back together), in the steady
+    state too; drawing each request's lengths within 5 % of them (vllm bench serve's
+    --random-range-ratio) breaks the cohorts up, and the steady-state TTFT falls toward one
+    request's prefill."""
+    eng = engine(node)
+    sched = M.ENGINES["trtllm"]
+    steady = M.Client("closed", 64, requests=13 * 64, warmup=3 * 64)
+    same = M.simulate(eng, 1000, 500, steady, sched)
+    mixed = M.simulate(eng, 1000, 500, attrs.evolve(steady, spread=0.05), sched)
+    assert same.cohort > 3 and mixed.cohort < 2
+    assert mixed.ttft.mean < same.ttft.mean / 2
+    # the mean lengths, and so the throughput and TPOT, stay near the unspread run's
+    assert mixed.throughput == pytest.approx(same.throughput, rel=0.1)
+    assert mixed.tpot.mean == pytest.approx(same.tpot.mean, rel=0.1)
+
+
+def test_lengths_are_the_random_datasets():
+    """Integer-uniform in [floor(L (1 - r)), ceil(L (1 + r))], outputs at least 2 tokens, from
+    a fixed seed; without a spread every request has the given lengths."""
+    ins, outs = M.lengths(1000, 10, 4000, 0.5)
+    assert min(ins) == 500 and max(ins) == 1500 and min(outs) == 5 and max(outs) == 15
+    assert abs(sum(ins) / len(ins) - 1000) < 15
+    assert (ins, outs) == M.lengths(1000, 10, 4000, 0.5)
+    assert M.lengths(1000, 10, 3, 0.0) == ([1000] * 3, [10] * 3)
+    assert min(M.lengths(100, 2, 100, 0.9)[1]) == 2
+    assert M.problem(M.Client("closed", 4, spread=1.0)) is not None
+    assert M.problem(M.Client("closed", 4, spread=0.3)) is None
+
+
+def test_the_api_and_the_cli_spread_the_lengths_alike(node, capsys):
+    """``topoc infer --client closed --length-spread 0.1`` and ``topoc.infer(...,
+    length_spread=0.1)`` give the same row; the JSON names the spread, the text says it, and
+    the spread run's TTFT differs from the equal-length run's (its cohorts break up)."""
+    kw = dict(concurrency=64, client="closed", requests=400, **ONE)
+    api = topoc.infer(node, "llama3-8b", 1000, 500, length_spread=0.1, **kw).rows[0]
+    same = topoc.infer(node, "llama3-8b", 1000, 500, **kw).rows[0]
+    argv = ["infer", NODE, "--model", "llama3-8b", "--isl", "1000", "--osl", "500", "--gpus",
+            "1", "--tp", "1", "--pp", "1", "--ep", "1", "--concurrency", "64", "--client",
+            "closed", "--requests", "400", "--length-spread", "0.1"]
+    assert main(argv + ["--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["length_spread"] == 0.1 and doc["rows"][0]["ttft"] == api.ttft
+    assert api.ttft != same.ttft
+    assert main(argv) == 0
+    assert "lengths drawn within 10% of --isl and --osl" in capsys.readouterr().out
+    with pytest.raises(InferError, match="length_spread needs client"):
+        topoc.infer(node, "llama3-8b", 100, 100, length_spread=0.1, **ONE)
+
+
+def test_trtllm_bench_builds_its_token_budget_from_the_kv_cache_and_the_lengths():
+    """trtllm-bench's finetune_setting: the requests the KV cache holds (at most 4,096) x
+    (1 + isl / osl), at most 32,768, at least 2,048, rounded up to 256, 512 or 1,024."""
+    assert M.bench_tokens(502_893, 1000, 1000) == 2048      # 251 requests x 2 = 502: the floor
+    assert M.bench_tokens(3e6, 1000, 1000) == 3072          # 1,500 x 2 = 3,000 -> 256s
+    assert M.bench_tokens(1e7, 128, 128) == 8192            # 4,096 (the cap) x 2
+    assert M.bench_tokens(1e7, 8000, 1000) == 10240         # 1,111 x 9 = 10,000 -> 1,024s
+    assert M.bench_tokens(1e9, 8000, 100) == 32768          # the cap
+
+
+def test_the_trtllm_bench_client_runs_on_the_engine_it_launches(node):
+    """--client trtllm-bench: 1,000 requests with no warm-up in the loop (its --warmup runs
+    before, apart), all C at once, on an engine with chunked context and the tuned budget:
+    the same run as a plain closed loop on that scheduler, and unlike one on the default
+    scheduler (8,192 tokens, whole prompts)."""
+    c = M.client_for("trtllm-bench")
+    assert (c.requests, c.warmup, c.per_client, c.chunked, c.tuned) == (1000, 0, 0, True, True)
+    eng = engine(node)
+    sched = M.ENGINES["trtllm"]
+    bench = M.simulate(eng, 4000, 200, attrs.evolve(c, concurrency=32), sched)
+    built = attrs.evolve(sched, chunked_prefill=True,
+                         max_tokens=M.bench_tokens(eng.kv_capacity, 4000, 200))
+    plain = M.Client("closed", 32, requests=1000)
+    assert bench == M.simulate(eng, 4000, 200, plain, built)
+    assert bench.ttft.mean != M.simulate(eng, 4000, 200, plain, sched).ttft.mean
+
+
+def test_the_cli_says_trtllm_bench_launches_its_engine(node, capsys):
+    argv = ["infer", NODE, "--model", "llama3-8b", "--isl", "2000", "--osl", "200", "--gpus",
+            "1", "--tp", "1", "--pp", "1", "--ep", "1", "--concurrency", "24", "--client",
+            "trtllm-bench"]
+    assert main(argv + ["--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    api = topoc.infer(node, "llama3-8b", 2000, 200, concurrency=24, client="trtllm-bench",
+                      **ONE).rows[0]
+    assert doc["engine_by_client"] is True and doc["rows"][0]["ttft"] == api.ttft
+    assert main(argv) == 0
+    assert "as the client launches it" in capsys.readouterr().out
+
+
+def test_given_build_limits_win_over_trtllm_benchs_own(node, capsys):
+    """--max-num-tokens / --chunked-prefill beside --client trtllm-bench: the limits given
+    are the engine's (a build the user states), in the CLI as in the API, the same run as a
+    plain closed loop of 1,000 requests on those limits."""
+    kw = dict(concurrency=24, **ONE)
+    given = topoc.infer(node, "llama3-8b", 2000, 200, client="trtllm-bench",
+                        max_num_tokens=4096, chunked_prefill=False, **kw).rows[0]
+    plain = topoc.infer(node, "llama3-8b", 2000, 200, client="closed", max_num_tokens=4096,
+                        chunked_prefill=False, **kw).rows[0]
+    assert given.ttft == plain.ttft
+    assert main(["infer", NODE, "--model", "llama3-8b", "--isl", "2000", "--osl", "200",
+                 "--gpus", "1", "--tp", "1", "--pp", "1", "--ep", "1", "--concurrency", "24",
+                 "--client", "trtllm-bench", "--max-num-tokens", "4096", "--chunked-prefill",
+                 "off", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["ttft"] == given.ttft
