@@ -323,7 +323,7 @@ class Row:
     flash: bool
     fa2: bool            # FlashAttention-2 (PyTorch SDPA, flash-attn 2), not a fused kernel
     metric: str
-    value: float
+    value: float | None  # None: measured out of memory (an orderings alternative, no figure)
     memory_gb: float | None
     family: str          # megatron, fsdp, narayanan
 
@@ -606,7 +606,7 @@ def _predict(row: Row, derate: bool, overrides: dict) -> tuple:
                            f"{row.gpu} GPUs"), None, None, None)
     sys_, key = system_for(row, where)
     gpu = gpu_figures(sys_)
-    measured = measured_time(row, gpu.bf16)
+    measured = None if row.value is None else measured_time(row, gpu.bf16)
     if row.gpu.startswith("H100-96GB") and derate:
         gpu = attrs.evolve(gpu, bf16=gpu.bf16 * POWER_500W, fp8=gpu.fp8 * POWER_500W)
     hbm = HBM.get(row.gpu, gpu_hbm(sys_))
