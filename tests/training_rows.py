@@ -719,8 +719,9 @@ def ranking(row: Row, jobs: int = 1, margin: float | None = None) -> Ranking | N
     --distributed-optimizer or --fsdp, runs at the memory of the row's GPU (``HBM``, as
     ``--hbm`` does: an A100 40 GB row is not searched on 80 GB), and leaves out what the row's
     software could not run (``software``). ``margin`` is the search's memory margin (None:
-    ``plan``'s default, ``memory.MEMORY_MARGIN``; 0 off): tight rows rank after the others,
-    the published strategy among them when it is tight itself (``Ranking.published.tight``)."""
+    ``plan``'s default, ``memory.MEMORY_MARGIN``; 0 off): tight rows are marked, those over HBM
+    answered after every row that fits (``PlanRow.rank_key``), and the published strategy is
+    marked when it is tight itself (``Ranking.published.tight``)."""
     from topoc.compiler.analysis.plan import is_tight, plan
     from topoc.compiler.training.memory import MEMORY_MARGIN
     margin = MEMORY_MARGIN if margin is None else margin
@@ -752,7 +753,8 @@ def ranking(row: Row, jobs: int = 1, margin: float | None = None) -> Ranking | N
     published = attrs.evolve(published, tight=is_tight(published.memory_per_gpu, pred.hbm,
                                                        margin))
     same = next((r for r in found if r.candidate.recompute == mode), None)
-    faster = sum(1 for r in found if r.rank_key[:3] < published.rank_key[:3])
+    # ranked ahead of it: every part of the key but the mapping's tie-break
+    faster = sum(1 for r in found if r.rank_key[:-1] < published.rank_key[:-1])
     return Ranking(published, found[0], same, faster + 1, len(found))
 
 
