@@ -22,8 +22,9 @@ def _shown(result: PlanResult, top: int) -> tuple[PlanRow, ...]:
 
 def as_json(result: PlanResult, head: dict, top: int = 0) -> str:
     """``{"schema": "topoc.plan/1", "format": "topoc.plan/1", ..., "rows": [...]}``: rows
-    ranked by step time, fitting ones first and tight ones (within ``memory_margin`` of HBM)
-    after the others; times in seconds, memory in bytes."""
+    ranked by step time, those that fit first (tight ones, within ``memory_margin`` of HBM,
+    marked among them), those over HBM but tight after; times in seconds, memory in
+    bytes."""
     rows = [{"rank": i + 1, **r.as_dict()} for i, r in enumerate(_shown(result, top))]
     doc = {"schema": SCHEMA, "format": SCHEMA, **head, "memory_margin": result.margin,
            "candidates": result.considered,
@@ -62,8 +63,8 @@ def as_text(result: PlanResult, head: dict, top: int = 20) -> str:
         lines.insert(2, f"{result.tight:,} tight ({result.tight_over:,} of them over HBM): "
                         f"inside the memory model's measured uncertainty ({result.margin:.0%}) "
                         "either side of HBM, so they may not fit or may fit though predicted "
-                        "over; answered, ranked after the rest (--memory-margin 0 turns it "
-                        "off)")
+                        "over; answered and marked, those over HBM ranked after every one that "
+                        "fits (--memory-margin 0 turns it off)")
     del fitting
     head_row = ["#", "tp", "cp", "ep", "dp", "pp", "mb", "recompute", "v", "sp", "zero", "step",
                 "compute", "exposed comm", "bubble", "memory/GPU", "MFU", "tokens/s",
@@ -187,8 +188,8 @@ def render_comparison(cmp, head: dict, fmt: str = "text") -> str:
                      f"{cmp.microbatches[1]:<10,}  (a step, per pipeline)")
     if cmp.row.tight and cmp.row.fits:
         lines.append("this strategy is tight: it fits, within the memory model's uncertainty "
-                     "of HBM, which could push it over, so it ranks after every candidate "
-                     "that is not")
+                     "of HBM, which could push it over; ranked by its step time, measure its "
+                     "memory before relying on it")
     elif cmp.row.tight:
         over = (cmp.row.memory_per_gpu - head["hbm_per_gpu"]) / 1e9 \
             if head.get("hbm_per_gpu") else 0.0

@@ -13,8 +13,9 @@ time and memory next to the measured ones as a Markdown table, fit and validatio
          compiler/training/constants.py by hand (the registry holds a fixed point of --fit).
          Without it the table uses the registry's values.
 --margin F  the search's memory margin for --ranks (default memory.MEMORY_MARGIN; 0 off):
-         tight candidates rank after the rest, and the summary counts the published
-         strategies that are tight themselves.
+         tight candidates are marked (those over HBM answered after every one that fits,
+         ``PlanRow.rank_key``), and the summary counts the published strategies that are
+         tight themselves.
 --ranks  also run the free search for each row (at the row's GPU memory, with its framework's
          sharding) and print where its published strategy ranks, how far its predicted step
          is from the search's best and from the best with the row's own recompute mode, and,

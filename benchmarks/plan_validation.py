@@ -27,7 +27,10 @@ and a group's winner is right when the alternative measured fastest is predicted
 alternative topoc refuses counts as ordered wrong in each pair it is in (and its group's
 winner wrong when it is the measured winner); a pair predicted a tie is ordered wrong, and a
 group whose first place is a predicted tie names no winner. Every pair is listed, then the fractions per
-source and overall. With neither flag, both. ``--terms`` prints instead every pair ordered
+source and overall, by the predicted step and as ``plan`` ranks the alternatives
+(``PlanRow.rank_key`` after ``plan.answered``: the one rule, not a copy); then every
+alternative the source measured out of memory, ranked the same way, and how many of them
+``plan`` would rank above their group's measured winner. With neither flag, both. ``--terms`` prints instead every pair ordered
 wrong with both alternatives' terms (ms per sequence: GEMMs, attention, element-wise, gradient
 accumulation, launches, the cost per layer and micro-batch, bubble, each group's exposed
 traffic), their memory and micro-batches, and a count of the wrong pairs by mechanism (what
@@ -135,7 +138,8 @@ PAIR_GAP = 0.10
 def _judged(times: list, at: int) -> tuple[list, str | None, bool]:
     """(pairs over ``PAIR_GAP`` as (faster, slower, gap, its key, the other's key, right),
     the predicted winner, whether it is the measured one), ordering ``times`` (label,
-    measured, step, rank key) by their entry ``at``: 2 the predicted step, 3 plan's rank key."""
+    measured, step, rank key) by their entry ``at``: 2 the predicted step, 3 plan's rank key
+    (``PlanRow.rank_key``; None: refused)."""
     pairs = []
     for i in range(len(times)):
         for j in range(i + 1, len(times)):
@@ -157,13 +161,30 @@ def _judged(times: list, at: int) -> tuple[list, str | None, bool]:
     return pairs, top[0], top[0] == best[0]
 
 
+def plan_rank(row, held: Fitted):
+    """The alternative's key as ``topoc plan`` ranks it (``PlanRow.rank_key`` of the row
+    ``plan.answered`` gives at the row's HBM and the default memory margin, its step scaled to
+    seconds per sequence of its batch so that alternatives of another batch compare), with its
+    memory over HBM; (None, ratio) when ``plan`` would refuse it (over HBM by more than the
+    uncertainty) or the model cannot run it."""
+    import attrs
+    from topoc.compiler.analysis.plan import answered
+    from topoc.compiler.training.memory import MEMORY_MARGIN
+    pred, step, _parts, _mbs = breakdown_with(row, held)
+    if step is None:
+        return None, None
+    step = attrs.evolve(step, step_time=step.step_time / row.batch)
+    shown = answered(step, pred.hbm, MEMORY_MARGIN)
+    return (None if shown is None else shown.rank_key), pred.memory / pred.hbm
+
+
 def ordering_results(start: dict, cache: dict) -> list[dict]:
     """Per group: its source, every alternative's measured and held-out predicted seconds per
     sequence (None: refused), and, ordered by the predicted step and as ``plan`` ranks them
-    (``PlanRow.rank_key``: tight rows, inside the memory model's uncertainty of HBM, after the
-    rest), its pairs over ``PAIR_GAP`` and its winner."""
-    from topoc.compiler.analysis.plan import is_tight
-    from topoc.compiler.training.memory import MEMORY_MARGIN
+    (``plan_rank``: ``PlanRow.rank_key`` after ``plan.answered``), its pairs over
+    ``PAIR_GAP`` and its winner; and each alternative the source measured out of memory
+    (``oom``) as (label, predicted memory over HBM, whether ``plan`` refuses it, whether it
+    ranks it above the measured winner)."""
     out = []
     for g in groups():
         ran = [a for a in g.alternatives if not a.oom]
@@ -173,16 +194,21 @@ def ordering_results(start: dict, cache: dict) -> list[dict]:
         for a in ran:
             p = predicted_with(a.row, held)
             pred = p.predicted / a.row.batch if p.predicted else None
-            rank = None if pred is None else \
-                (is_tight(p.memory, p.hbm, MEMORY_MARGIN), p.memory > p.hbm, pred)
+            rank, _ = plan_rank(a.row, held)
             times.append((a.label, p.measured / a.row.batch, pred, rank))
         best = min(times, key=lambda t: t[1])
         pairs, top, won = _judged(times, 2)
         ranked, top_r, won_r = _judged(times, 3)
+        oom = []
+        for a in g.alternatives:
+            if a.oom:
+                rank, ratio = plan_rank(a.row, held)
+                oom.append((a.label, ratio, rank is None,
+                            rank is not None and (best[3] is None or rank < best[3])))
         out.append(dict(group=g, source=src, times=times, pairs=pairs, winner=best[0],
                         predicted_winner=top, winner_right=won,
                         rank_right=[p[5] for p in ranked], ranked_winner=top_r,
-                        ranked_winner_right=won_r))
+                        ranked_winner_right=won_r, oom=oom))
     return out
 
 
@@ -239,8 +265,21 @@ def orderings(start: dict, cache: dict) -> tuple[float, float]:
     print()
     print(f"{len(res)} groups from {len({r['source'] for r in res})} sources; each predicted "
           "with the curves refitted without its source (targets: 85 % of pairs, 80 % of "
-          "winners); 'as plan ranks': tight rows (within the memory model's uncertainty of "
-          "HBM) after the rest, as topoc plan orders them")
+          "winners); 'as plan ranks': PlanRow.rank_key (the rows that fit by step time, "
+          "tight or not, then the tight ones over HBM; over HBM by more than the memory "
+          "model's uncertainty refused), as topoc plan orders them")
+    print()
+    print("| group | measured out of memory | predicted memory / HBM | as plan ranks |")
+    print("|---|---|---|---|")
+    ooms = [(r, o) for r in res for o in r["oom"]]
+    for r, (label, ratio, refused, above) in ooms:
+        where = "not costed" if ratio is None else f"{ratio:.0%}"
+        verdict = "refused" if refused else "ABOVE the measured winner" if above else \
+            "below the measured winner"
+        print(f"| {r['group'].id} | {label} | {where} | {verdict} |")
+    above = sum(o[3] for _, o in ooms)
+    print(f"measured out-of-memory alternatives ranked above the measured winner: {above} of "
+          f"{len(ooms)}")
     return overall
 
 

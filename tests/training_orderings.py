@@ -111,9 +111,11 @@ PAI_URL = "https://github.com/alibaba/Pai-Megatron-Patch/issues/658"
 @attrs.frozen
 class Alternative:
     """One measured way of running a group's work: its row and a short label of its mapping;
-    ``oom``: the source reports it out of memory (no figure, not in any pair)."""
+    ``oom``: the source reports it out of memory (its row's ``value`` is None: no figure, not
+    in any pair; benchmarks/plan_validation.py ranks it against the group's measured winner
+    as ``topoc plan`` would)."""
 
-    row: Row | None
+    row: Row
     label: str
     oom: bool = False
 
@@ -159,9 +161,6 @@ def _bloom(gid: str, day: str, hidden: int, layers: int, heads: int, gpus: int, 
     for tp, pp, dp, mb, gbs, sec in runs:
         label = f"tp{tp} pp{pp} dp{dp} mb{mb}" + (f" gbs{gbs}" if gbs != 2048 else "")
         assert tp * pp * dp == gpus, (gid, label)
-        if sec is None:
-            alts.append(Alternative(None, label, oom=True))
-            continue
         rid = f"bloom-{gid}-tp{tp}-pp{pp}-mb{mb}-gbs{gbs}"
         MODELS[rid] = m
         # the page: fp16 until 02-27 (gradients accumulated in fp16 by autograd: the fork's
@@ -179,7 +178,7 @@ def _bloom(gid: str, day: str, hidden: int, layers: int, heads: int, gpus: int, 
         alts.append(Alternative(Row(
             rid, BLOOM, "A100-80GB", gpus, m.name, gbs, Shape(tp, 1, 1, dp, pp), mb, 1, "full",
             False, False, False, 1, False, False, "iter_time_s", sec, None, "narayanan"),
-            label))
+            label, oom=sec is None))
     return Group(f"bloom-{gid}", BLOOM, BLOOM_URL,
                  f"{where} ({day}; hidden {hidden}, {layers} layers, {heads} heads)",
                  tuple(alts))
@@ -473,12 +472,10 @@ FLAGPERF_URL = "https://github.com/FlagOpen/FlagPerf/tree/main/training/nvidia"
 
 def _flagperf_row(rid: str, gpu: str, gpus: int, model: Transformer, gbs: int, mb: int,
                   tp: int, pp: int, recompute: str, fp8: bool, fa2: bool, sp: bool,
-                  value: float | None) -> Row | None:
-    """One FlagPerf table row (tokens per GPU per second): Megatron's distributed optimizer,
-    sequence parallelism where the case's script passes it, no overlap of the gradient
-    reduction (no script passes ``--overlap-grad-reduce``)."""
-    if value is None:
-        return None
+                  value: float | None) -> Row:
+    """One FlagPerf table row (tokens per GPU per second; None: out of memory): Megatron's
+    distributed optimizer, sequence parallelism where the case's script passes it, no overlap
+    of the gradient reduction (no script passes ``--overlap-grad-reduce``)."""
     MODELS[rid] = model
     OPTIONS[rid] = dict(overlap=False)
     dp = gpus // (tp * pp)
@@ -497,7 +494,7 @@ def _flagperf_groups() -> list[Group]:
         alts = []
         for rid, label, row_args in runs:
             row = _flagperf_row(rid, *row_args)
-            alts.append(Alternative(row, label, oom=row is None))
+            alts.append(Alternative(row, label, oom=row.value is None))
         out.append(Group(gid, FLAGPERF, FLAGPERF_URL, where, tuple(alts)))
 
     # llama3_8B-megatron/README.md, "A100单机8卡 消融实验" (A100 single node, ablations) and the

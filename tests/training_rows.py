@@ -323,7 +323,7 @@ class Row:
     flash: bool
     fa2: bool            # FlashAttention-2 (PyTorch SDPA, flash-attn 2), not a fused kernel
     metric: str
-    value: float
+    value: float | None  # None: measured out of memory (an orderings alternative, no figure)
     memory_gb: float | None
     family: str          # megatron, fsdp, narayanan
 
@@ -606,7 +606,7 @@ def _predict(row: Row, derate: bool, overrides: dict) -> tuple:
                            f"{row.gpu} GPUs"), None, None, None)
     sys_, key = system_for(row, where)
     gpu = gpu_figures(sys_)
-    measured = measured_time(row, gpu.bf16)
+    measured = None if row.value is None else measured_time(row, gpu.bf16)
     if row.gpu.startswith("H100-96GB") and derate:
         gpu = attrs.evolve(gpu, bf16=gpu.bf16 * POWER_500W, fp8=gpu.fp8 * POWER_500W)
     hbm = HBM.get(row.gpu, gpu_hbm(sys_))
@@ -719,8 +719,9 @@ def ranking(row: Row, jobs: int = 1, margin: float | None = None) -> Ranking | N
     --distributed-optimizer or --fsdp, runs at the memory of the row's GPU (``HBM``, as
     ``--hbm`` does: an A100 40 GB row is not searched on 80 GB), and leaves out what the row's
     software could not run (``software``). ``margin`` is the search's memory margin (None:
-    ``plan``'s default, ``memory.MEMORY_MARGIN``; 0 off): tight rows rank after the others,
-    the published strategy among them when it is tight itself (``Ranking.published.tight``)."""
+    ``plan``'s default, ``memory.MEMORY_MARGIN``; 0 off): tight rows are marked, those over HBM
+    answered after every row that fits (``PlanRow.rank_key``), and the published strategy is
+    marked when it is tight itself (``Ranking.published.tight``)."""
     from topoc.compiler.analysis.plan import is_tight, plan
     from topoc.compiler.training.memory import MEMORY_MARGIN
     margin = MEMORY_MARGIN if margin is None else margin
@@ -752,7 +753,8 @@ def ranking(row: Row, jobs: int = 1, margin: float | None = None) -> Ranking | N
     published = attrs.evolve(published, tight=is_tight(published.memory_per_gpu, pred.hbm,
                                                        margin))
     same = next((r for r in found if r.candidate.recompute == mode), None)
-    faster = sum(1 for r in found if r.rank_key[:3] < published.rank_key[:3])
+    # ranked ahead of it: every part of the key but the mapping's tie-break
+    faster = sum(1 for r in found if r.rank_key[:-1] < published.rank_key[:-1])
     return Ranking(published, found[0], same, faster + 1, len(found))
 
 
@@ -772,9 +774,9 @@ _FOUNDRY = ("llm-foundry's published runs checkpoint every block; the best drops
             "(this one {err} before that charge; benchmarks/foundry_microbatch.py). No source "
             "read gives its seconds (FSDP1's rate-limiter gap, 235 us a gather in PyTorch PR "
             "108234, is about a tenth of it); the search's small micro-batches pay the fitted "
-            "2.75 ms, not llm-foundry's 5; with the memory margin the best fits at most at "
-            "77 % of HBM (six of these rows, whose best sat at 91-99 % without it, rank within "
-            "15 % with it), so memory does not separate the two")
+            "2.75 ms, not llm-foundry's 5; the best drops the recompute at 61-99 % of HBM "
+            "(tight ones marked, ranked by step: docs/plan.md, 'Tight is a mark, not a "
+            "rank'), and with the row's recompute kept the best is within 8 %")
 _A2A = ("expert all-to-all costed fully exposed: the published wide EP pays {ep} s of "
         "{step} s; the row's recipe does not turn on Megatron-Core's EP A2A overlap "
         "({why}), so topoc does not hide it (ep_overlap); what else overlaps it in that run "
@@ -815,13 +817,6 @@ _TITAN_PP = ("a torchtitan feature demonstration (Table 5, 3D FSDP + TP + PP wit
              "bubble, and it checkpoints every block; with tp 8 pp 8 kept the best runs 32 "
              "one-sequence micro-batches on 4 chunks with cp 2 and no recompute at 88 % of "
              "HBM; its tp traffic (2.6 s exposed) ran with AsyncTP, which topoc does not model")
-#: The memory margin's reading of a row whose best once sat at the memory edge: with the
-#: margin (``memory.MEMORY_MARGIN``, from benchmarks/memory_validation.py: torchtitan's and
-#: torchao's peaks are 0.85x-1.41x of topoc's, 1.30x at the 90th percentile) the candidates
-#: within 23 % of HBM rank after the rest, so the best is one with that headroom.
-_MARGIN = ("with the memory margin (candidates within {margin} of HBM, the memory "
-           "validation's 90th-percentile spread, rank after the rest) the best fits at {mem} "
-           "of HBM{own}")
 RANK_MISSES: dict[str, str] = {
     **{f"llmfoundry-{rid}": _FOUNDRY.format(err=err) for rid, err in (
         ("h100-sxm-mpt-30b-s2048-32gpu-bf16", "+20 %"),
@@ -845,18 +840,18 @@ RANK_MISSES: dict[str, str] = {
         ("a100-40gb-mpt-7b-s2048-8gpu-bf16-mb12-ckpt", "-2 %"))},
     **{rid: _NARAYANAN.format(mem=mem, same=same) for rid, mem, same in (
         ("narayanan21-t1-1.7b-32gpu", "76 %", "within 1 % of the best"),
-        ("narayanan21-t1-3.6b-64gpu", "75 %", "4 % from the best (tp 2 -> 1, two pipeline "
-         "stages of three chunks)"),
-        ("narayanan21-t1-7.5b-128gpu", "68 %", "13 % from the best (tp 4 -> 1, four "
-         "pipeline stages of three chunks)"),
-        ("narayanan21-t1-18.4b-256gpu", "73 %", "27 % from the best (tp 8 -> 1, eight "
+        ("narayanan21-t1-3.6b-64gpu", "77 %", "9 % from the best (tp 2 -> 1, dp 64, eight "
+         "sequences a micro-batch)"),
+        ("narayanan21-t1-7.5b-128gpu", "68 %", "19 % from the best (tp 4 -> 1, two "
+         "pipeline stages of six chunks)"),
+        ("narayanan21-t1-18.4b-256gpu", "95 %", "29 % from the best (tp 8 -> 2, four "
          "pipeline stages of five chunks)"),
-        ("narayanan21-t1-39.1b-512gpu", "64 %", "20 % from the best (tp 8 -> 2, eight "
-         "pipeline stages of three chunks)"),
-        ("narayanan21-t2-ptdp-174.6b-384gpu", "75 %", "10 % from the best (tp 8 -> 2, 32 "
-         "pipeline stages of three chunks)"),
-        ("narayanan21-t2-ptdp-174.6b-768gpu", "75 %", "10 % from the best (tp 8 -> 4, 16 "
-         "pipeline stages of three chunks)"))},
+        ("narayanan21-t1-39.1b-512gpu", "98 %", "20 % from the best (tp 8 -> 2, eight "
+         "pipeline stages of six chunks)"),
+        ("narayanan21-t2-ptdp-174.6b-384gpu", "97 %", "14 % from the best (tp 8 -> 2, 24 "
+         "pipeline stages of four chunks)"),
+        ("narayanan21-t2-ptdp-174.6b-768gpu", "97 %", "14 % from the best (tp 8 -> 4, 12 "
+         "pipeline stages of four chunks)"))},
     "mbridge-2511-h100-q235-256-fp8-cs": _A2A_ON.format(ep="9.3", step="19.7", call="2.1",
                                                        seg="0.4-1.1") +
         " (it was 13.0 s without it); the step is predicted 5 % fast, so the published "
@@ -913,22 +908,22 @@ RANK_MISSES: dict[str, str] = {
     "tt24a100-llama2-70b-64gpu-full": (
         "torchtitan's 2024 A100 table runs 1D FSDP; the best adds tp 2 to drop the full "
         "recompute at 80 % of HBM; not explained"),
-    "nemo2407-h100-llama3-8b-8gpu-fp8": _MARGIN.format(
-        margin="23 %", mem="70 %", own=" (tp 2 without recompute, where the best was at 92 % "
-        "without the margin), while the published cp 2 at 87 % is itself tight") +
-        "; with full recompute kept it is within 1 %; not explained further",
-    "mbridge-2511-h100-llama370b-64-fp8-cs": _MARGIN.format(
-        margin="23 %", mem="93 %", own="") +
-        " without the margin, and the published pp 8 x v 5 at 83 % is itself tight; with the "
-        "margin it is within 15 % (the best at 93 % is tight and ranks after it)",
-    "mbridge-2511-gb200-dsv3-256-fp8-mx": _MARGIN.format(
-        margin="23 %", mem="67 %", own=": tp 2 with ep 64 on two pipeline stages (+19 %; "
-        "without the margin, tp 2 with ep 64 and no pipeline at 99 %, +27 %)") +
-        "; the published pp 8 with ep 32 runs at 70 %; what makes the recipe's narrower "
-        "expert parallelism faster is not explained",
-    "mbridge-2602-h100-gptoss-64-bf16": _MARGIN.format(
-        margin="23 %", mem="98 %", own="") + " without the margin, so with it the run is "
-        "within 15 %; with its recipe's module recompute kept the best (pp 2 x v 2) is +13 %",
+    "nemo2407-h100-llama3-8b-8gpu-fp8": (
+        "the best drops the full recompute for tp 2 at 92 % of HBM (tight, marked), and the "
+        "published cp 2 at 87 % is tight itself; with full recompute kept the best (cp 1, dp "
+        "8, at 92 %) is within 1 %; not explained further"),
+    "mbridge-2511-h100-llama370b-64-fp8-cs": (
+        "the best, cp 2 on two pipeline stages at 93 % of HBM (tight, marked), is 16 % faster "
+        "than the published pp 8 x v 5 at 83 % (tight itself); while tight rows ranked after "
+        "the rest it was within 15 %; not explained"),
+    "mbridge-2511-gb200-dsv3-256-fp8-mx": (
+        "the best is tp 2 with ep 64 and no pipeline at 92 % of HBM (tight, marked), +21 %; "
+        "the published pp 8 with ep 32 runs at 66 %; what makes the recipe's narrower expert "
+        "parallelism faster is not explained"),
+    "mbridge-2602-h100-gptoss-64-bf16": (
+        "the best, tp 2 on two pipeline stages at four sequences a micro-batch, sits at 98 % "
+        "of HBM (tight, marked), +17 %; while tight rows ranked after the rest the run was "
+        "within 15 %; not explained"),
     "mbridge-2511-h100-gptoss-64-bf16": (
         "the published pp 4 without interleaving runs 2 micro-batches a pipeline (GA 2): a "
         "1.8 s bubble of 7.0 s, costed with a full recompute its recipe did not run "

@@ -6,7 +6,7 @@ GPU count (``reliability.estimate``: the published failure rates, Daly's checkpo
 for the stated checkpoint cost, the restart time). The fraction depends on what the job runs
 on (GPUs, hosts, compute NICs), so every candidate of one search, which all use the same GPUs,
 shares it: the ranking by goodput then keeps the step-time order and says what each row is
-worth after failures. Rows keep ``plan``'s bands (tight rows after the rest). Across GPU counts
+worth after failures. Rows keep ``plan``'s bands (rows over HBM after those that fit). Across GPU counts
 (``plan --scaling``) the fraction falls as the job grows, so speedup, efficiency and where
 adding GPUs stops paying change (``GoodputCurve``).
 """
@@ -35,10 +35,11 @@ class GoodputRow:
 
     @property
     def rank_key(self) -> tuple:
-        """The plan's bands (not tight first, then tight that fit, then tight over HBM), each
-        by goodput tokens/s, highest first, then by the mapping (deterministic)."""
+        """The plan's bands (``PlanRow.rank_key``: the rows that fit, tight or not, then the
+        tight ones over HBM), each by goodput tokens/s, highest first, then by the mapping
+        (deterministic)."""
         r = self.row
-        return (r.tight, not r.fits, -self.tokens_per_s, r.candidate)
+        return (not r.fits, -self.tokens_per_s, r.candidate)
 
     def as_dict(self) -> dict:
         """The plan row with ``goodput`` (the fraction) and ``goodput_tokens_per_s``."""

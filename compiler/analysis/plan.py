@@ -104,7 +104,7 @@ class PlanRow:
     comm_by_dim: tuple[tuple[str, float], ...]     # exposed seconds per group kind
     links_by_dim: tuple[tuple[str, tuple[str, ...]], ...]
     #: inside the memory model's uncertainty either side of HBM (``is_tight``): it fits but
-    #: could go over, or it is over but could fit; ranked after the candidates that are not
+    #: could go over, or it is over but could fit; a mark, not a rank (``rank_key``)
     tight: bool = False
     #: the largest memory term and its bytes (what is over when the row is)
     largest: tuple[str, float] = ("", 0.0)
@@ -138,10 +138,15 @@ class PlanRow:
 
     @property
     def rank_key(self) -> tuple:
-        """Rows that fit and are not tight first, then tight rows that fit, then tight rows
-        over HBM (``fits`` false: answered, not refused), each by step time, then by the
-        mapping (deterministic)."""
-        return (self.tight, not self.fits, self.step_time, self.candidate)
+        """Rows predicted to fit in HBM first, by step time, tight or not; then the rows
+        predicted over HBM but inside the memory model's uncertainty (tight, ``fits`` false:
+        answered, not refused), by step time; then the mapping (deterministic). Tight is a
+        mark, not a rank: measured winners run close to HBM (FlagPerf's at 92-95 % of it), and on
+        the measured alternatives of benchmarks/plan_validation.py --orderings, ranking the
+        tight rows that fit after the rest lost more measured winners and pairs than the
+        measured out-of-memory alternatives it kept below their group's winner (docs/plan.md,
+        "Tight is a mark, not a rank")."""
+        return (not self.fits, self.step_time, self.candidate)
 
 
 def is_tight(memory: float, hbm: float | None, margin: float) -> bool:
@@ -150,6 +155,17 @@ def is_tight(memory: float, hbm: float | None, margin: float) -> bool:
     is ``memory.MEMORY_MARGIN``, docs/plan.md "Memory"): it may not fit, or it may fit though
     predicted over. Never with ``margin`` 0 or an unknown ``hbm``."""
     return bool(margin > 0 and hbm and fit(memory, hbm, margin) == TIGHT)
+
+
+def answered(row: PlanRow, hbm: float | None, margin: float) -> PlanRow | None:
+    """``row`` as ``plan`` answers it at ``hbm`` and ``margin``: marked tight inside the
+    memory model's uncertainty of HBM (``is_tight``), None when it is over HBM by more than the
+    uncertainty (pruned, counted over memory). The one rule ``plan`` and the orderings check
+    (benchmarks/plan_validation.py, "as plan ranks") both apply before ``rank_key``."""
+    limit = limit_of(hbm, margin)
+    if limit is not None and row.memory_per_gpu > limit:
+        return None
+    return attrs.evolve(row, tight=is_tight(row.memory_per_gpu, hbm, margin))
 
 
 def limit_of(hbm: float | None, margin: float) -> float | None:
@@ -613,11 +629,12 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
     per GPU) replaces the GPUs' declared memory: the same GPU in another memory size (an
     A100 40 GB on a file that declares the 80 GB part, an H200 on the H100's fabric).
     ``margin`` (the memory model's uncertainty, a fraction of HBM; 0 turns it off) marks the
-    rows inside it either side of HBM ``tight`` and ranks them after the others, those that fit
-    first: a candidate predicted over HBM by less than the uncertainty (at most HBM /
-    (1 - margin), ``memory.band``) is costed and answered, ``fits`` false and ``tight``; only
-    one over by more is pruned and counted over memory (``is_tight``; the default is the
-    memory validation's ``MEMORY_MARGIN``)."""
+    rows inside it either side of HBM ``tight``: those predicted to fit rank among the rest by
+    step time (a mark, not a rank: ``PlanRow.rank_key``), and a candidate predicted over HBM
+    by less than the uncertainty (at most HBM / (1 - margin), ``memory.band``) is costed and
+    answered, ``fits`` false and ``tight``, after every row that fits; only one over by more
+    is pruned and counted over memory (``answered``; the default is the memory validation's
+    ``MEMORY_MARGIN``)."""
     if model != base.model:
         raise PlanUsageError(f"the training options are for '{base.model.name}', not "
                              f"'{model.name}'")
@@ -671,8 +688,8 @@ def plan(system: System, model: Transformer, base: Training, gpus: int | None = 
     # a row stored by a run with a wider margin is over this run's limit: counted, not shown
     done = {c: r.memory_per_gpu if isinstance(r, PlanRow) and limit is not None and
             r.memory_per_gpu > limit else r for c, r in done.items()}
-    rows = sorted((attrs.evolve(r, tight=is_tight(r.memory_per_gpu, hbm, margin))
-                   for r in done.values() if isinstance(r, PlanRow)), key=lambda r: r.rank_key)
+    rows = sorted((answered(r, hbm, margin) for r in done.values() if isinstance(r, PlanRow)),
+                  key=lambda r: r.rank_key)
     over = {c: r for c, r in done.items() if isinstance(r, float)}
     over.update(pruned)
     smallest = min(((m, c.key) for c, m in over.items()), default=None)

@@ -91,7 +91,7 @@ def scaling(system: System, model: Transformer, base: Training, lo: int, hi: int
             progress: Callable[[int, int], None] | None = None) -> Curve:
     """The best strategy per GPU count for strong and weak scaling (``hbm``: memory per GPU in
     place of the file's, and ``margin``, the memory margin, as ``plan``'s: the best is the
-    fastest candidate that is not tight when one is). ``progress(done, total)`` is called
+    fastest candidate that fits, tight or not, else the fastest tight one over HBM). ``progress(done, total)`` is called
     with the searches done (two per GPU count) before each and after the last."""
     points = []
     ladder = counts(lo, hi)

@@ -206,7 +206,7 @@ def test_the_page_splits_the_exposed_communication_the_step_pays(tmp_path):
 
 def test_the_plan_table_shows_the_zero_stage_and_tight_rows(page):
     """Rows that differ only in their ZeRO stage looked identical, and a tight row (within the
-    memory margin, ranked after the rest) said only 'fits: yes'."""
+    memory margin, marked, not ranked lower) said only 'fits: yes'."""
     table = page.read_text().split("Other strategies (topoc plan)")[1].split("</table>")[0]
     assert "<th>zero</th>" in table
     heads = table.count("<th>")

@@ -44,8 +44,9 @@ def add_parser(sub) -> None:
     p.add_argument("--memory-margin", type=number(0, 0.99), default=MEMORY_MARGIN,
                    metavar="FRACTION", help="the memory model's uncertainty: candidates "
                    "predicted above (1 - FRACTION) x HBM and up to HBM / (1 - FRACTION) are "
-                   "'tight', answered and ranked after the rest (those under HBM may not fit, "
-                   "those over it may); only a candidate over by more is refused (default "
+                   "'tight' and answered (those under HBM may not fit, ranked by step time "
+                   "among the rest and marked; those over it may fit, ranked after every "
+                   "candidate that fits); only a candidate over by more is refused (default "
                    f"{MEMORY_MARGIN:g}, from benchmarks/memory_validation.py; 0 turns it off)")
     for dim in ("tp", "cp", "ep", "dp", "pp"):
         p.add_argument(f"--{dim}", type=count(1, 10**7), metavar="N", help=f"fix {dim}" + (

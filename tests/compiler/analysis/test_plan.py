@@ -57,7 +57,7 @@ def test_every_divisor_interleave_is_searched(dgx):
     assert interleaves(find_model(dgx, "llama3-405b"), 16) == [1, 2, 4, 8]   # 128 slots
 
 
-def test_rows_are_ranked_fitting_first_then_not_tight_then_by_step_time(dgx):
+def test_rows_are_ranked_fitting_first_then_by_step_time_tight_or_not(dgx):
     m = find_model(dgx, "llama3-8b")
     # batch 48 does not split into micro-batches of 4 or 8 over dp = 8: some are rejected
     result = plan(dgx, m, Training(m, 48, distributed_optimizer=True), use_cache=False)
@@ -66,7 +66,7 @@ def test_rows_are_ranked_fitting_first_then_not_tight_then_by_step_time(dgx):
     assert len(rows) + result.invalid + result.over_memory == result.considered
     # every row fits or is tight (over HBM by less than the memory model's uncertainty)
     assert all(r.fits or r.tight for r in rows) and not all(r.fits for r in rows)
-    keys = [(r.tight, not r.fits, r.step_time) for r in rows]
+    keys = [(not r.fits, r.step_time) for r in rows]
     assert keys == sorted(keys)
     assert result.over_memory > 0                 # some mappings of 8B on 8 GPUs do not fit
     assert result.smallest[0] > result.hbm / (1 - result.margin)
@@ -259,6 +259,39 @@ def test_plan_runs_on_a_local_ray_cluster(ray_cluster, dgx, capsys):
                  "--ray", ray_cluster, "--no-cache", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"]
     shutil.rmtree(Path(os.environ["TOPOC_CACHE"]), ignore_errors=True)
+
+
+def _row(step: float, memory: float, hbm: float, tp: int, margin: float = 0.2):
+    """A PlanRow of ``step`` seconds at ``memory`` bytes a GPU, as ``plan`` answers it."""
+    from topoc.compiler.analysis.plan import Candidate, PlanRow, answered
+    from topoc.compiler.training.model import Shape
+    c = Candidate(Shape(tp, 1, 1, 8 // tp, 1), 1, "none", 1, False, 1)
+    row = PlanRow(c, step, step, 0.0, 0.0, memory, memory <= hbm, 0.5, 1e5, (), ())
+    return answered(row, hbm, margin)
+
+
+def test_a_faster_tight_row_that_fits_ranks_first_and_rows_over_hbm_rank_last():
+    """Tight is a mark, not a rank (``PlanRow.rank_key``): a row predicted to fit inside the
+    memory model's uncertainty of HBM ranks by its step time among the rest, so the fastest
+    that fits is #1 even at 95 % of HBM; a row predicted over HBM but inside the uncertainty
+    is answered and ranks after every row that fits, however fast; one over by more is
+    refused (``plan.answered``)."""
+    hbm = 80e9
+    roomy = _row(10.0, 40e9, hbm, 1)          # 50 % of HBM
+    tight = _row(9.0, 76e9, hbm, 2)           # 95 %: tight, fits, faster
+    over = _row(5.0, 90e9, hbm, 4)            # over HBM, under HBM / 0.8 = 100 GB: tight
+    slow_tight = _row(12.0, 70e9, hbm, 8)     # 87.5 %: tight, fits, slowest
+    assert (tight.tight, tight.fits) == (True, True) and not roomy.tight
+    assert (over.tight, over.fits) == (True, False)
+    ranked = sorted((over, slow_tight, roomy, tight), key=lambda r: r.rank_key)
+    assert ranked == [tight, roomy, slow_tight, over]
+    # over HBM by more than the uncertainty: refused, not ranked
+    assert _row(1.0, 101e9, hbm, 1) is None
+    # with no margin nothing is tight, and the order of the rows that fit is the same
+    assert [r.candidate for r in sorted((_row(9.0, 76e9, hbm, 2, 0.0),
+                                         _row(10.0, 40e9, hbm, 1, 0.0)),
+                                        key=lambda r: r.rank_key)] == \
+        [tight.candidate, roomy.candidate]
 
 
 # ---- --compare and --scaling ----------------------------------------------------------------

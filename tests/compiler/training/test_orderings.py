@@ -116,3 +116,33 @@ def test_export_variants_run_their_nvlink_at_the_cut_rate():
     pp8 = rows["flagperf-a800-l3-8b-pp8dp1tp1"]
     assert abs(predict(pp8).predicted / predict(attrs.evolve(pp8, gpu="A100-80GB")).predicted
                - 1) < slower / 4
+
+
+def test_as_plan_ranks_is_plan_rank_key_and_out_of_memory_alternatives_are_ranked_too(
+        monkeypatch):
+    """The check's 'as plan ranks' orders the alternatives by ``PlanRow.rank_key`` itself,
+    after ``plan.answered`` (the one rule, not a copy): with the key reversed, its ranked
+    winner becomes the alternative predicted slowest. An alternative the source measured out
+    of memory carries its mapping and is ranked the same way against the group's measured
+    winner (FlagPerf's A800 table: pp1 dp8 tp1 ran out of memory)."""
+    import plan_validation as pv
+    from topoc.compiler.analysis.plan import PlanRow
+    from topoc.compiler.training import gemm
+    start = {gen: gemm.CURVES[gen] for gen in pv.GENERATIONS}
+    (g,) = [g for g in groups() if g.id == "flagperf-llama3-8b-a800-8"]
+    monkeypatch.setattr(pv, "groups", lambda: (g,))
+    cache: dict = {}
+    (r,) = pv.ordering_results(start, cache)
+    (oom,) = [a for a in g.alternatives if a.oom]
+    assert oom.row is not None and oom.row.value is None
+    assert [o[0] for o in r["oom"]] == [oom.label]
+    _label, ratio, refused, above = r["oom"][0]
+    held, _ = pv.curves_without(r["source"], start, cache)
+    key, _ = pv.plan_rank(oom.row, held)
+    winner = dict((t[0], t[3]) for t in r["times"])[r["winner"]]
+    assert ratio > 0 and refused is (key is None)
+    assert above == (key is not None and key < winner)
+    slowest = max(r["times"], key=lambda t: t[2])[0]
+    monkeypatch.setattr(PlanRow, "rank_key", property(lambda row: (-row.step_time,)))
+    (rev,) = pv.ordering_results(start, cache)
+    assert rev["ranked_winner"] == slowest != r["ranked_winner"]

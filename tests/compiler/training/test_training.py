@@ -596,7 +596,8 @@ def test_composers_backward_post_fsdp_costs_the_small_microbatches_llm_foundry_m
     one-sequence micro-batches the search prefers for MPT-70B on 64 GPUs stop being 31 %
     faster than the published checkpointed micro-batch of 8, on H100 and on A100 (without the
     memory margin the published one is the best on H100, the one-sequence one on A100; with
-    it that one, at 99 % of HBM, is tight and the best is the published one)."""
+    it the best is the same, and the A100's one-sequence best, at 99 % of HBM, is marked
+    tight: a mark, not a rank, ``PlanRow.rank_key``)."""
     from tests.training_rows import ranking
     monkeypatch.setenv("TOPOC_CACHE", str(tmp_path))
     by_id = {r.id: r for r in rows()}
@@ -617,8 +618,9 @@ def test_composers_backward_post_fsdp_costs_the_small_microbatches_llm_foundry_m
         best = {"h100-sxm": (8, "full"), "a100-80gb": (1, "none")}[gpu]
         assert (rk.best.candidate.microbatch, rk.best.candidate.recompute) == best
         tight = ranking(row)
-        assert tight.gap <= 0.15 and not tight.best.tight
-        assert (tight.best.candidate.microbatch, tight.best.candidate.recompute) == (8, "full")
+        assert tight.best.candidate == rk.best.candidate
+        assert tight.gap == pytest.approx(rk.gap)
+        assert tight.best.tight == (gpu == "a100-80gb")
 
 
 def test_llm_foundrys_large_scale_runs_prefetch_their_backward_gathers():
