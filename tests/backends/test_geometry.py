@@ -17,7 +17,7 @@ import pytest
 import topoc
 from topoc.backends import render as r
 
-from ..conftest import LIBRARY, library_file
+from ..conftest import LIBRARY, ROOT, library_file
 from . import geometry
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
@@ -292,3 +292,15 @@ def test_rack_uplinks_cross_the_nvlink_bar_off_its_whole_text(name):
     boxes, lines, _, _ = geometry.read(svg)
     assert any(b.endswith("nvlink_fabric") for b in geometry.bar_texts(svg))
     assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
+
+
+@pytest.mark.parametrize("name", ["tests/fixtures/render/gb300_cx8_bf3.topo",
+                                  "library/nvidia/gb300_nvl72.topo"])
+def test_an_asked_for_racks_view_of_a_crowded_rack_is_legible_on_a_slide(name):
+    """A GB300 NVL72 rack with each ConnectX-8's PCIe switch and a BlueField-3 a Grace: its
+    trays' counts on one line made the racks view, asked for by name, 2,747 px wide (its
+    text 7.5 px on a slide); the counts go on lines of two, as the default picture's do."""
+    svg, view = r.render(topoc.load(ROOT / name), "svg", r.Options(view="racks"))
+    m = measure(svg)
+    assert view == "racks" and m["label_px"] >= MIN_LABEL_PX, m
+    assert m["overlapping"] == 0 and m["crossing"] == 0, m
