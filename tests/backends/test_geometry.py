@@ -304,3 +304,29 @@ def test_an_asked_for_racks_view_of_a_crowded_rack_is_legible_on_a_slide(name):
     m = measure(svg)
     assert view == "racks" and m["label_px"] >= MIN_LABEL_PX, m
     assert m["overlapping"] == 0 and m["crossing"] == 0, m
+
+
+@pytest.mark.parametrize("name,nics", [("aws_p5.topo", 4), ("aws_p5en.topo", 2)])
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_aws_p5_keeps_each_gpu_under_its_own_pcie_switch_and_its_efas(name, nics, view):
+    """AWS p5: eight PCIe switches, four EFAs and one GPU each. Drawn with each switch's
+    EFAs beside it, the row wrapped in two (switches 0-3 over 4-7) and each GPU stood
+    under another switch than its own: pcie0-gpu0 ran along pcie4-gpu4, cpu0-pcie0 along
+    cpu1-pcie4 (4 and 5 pairs of unrelated lines drawn along each other in the logical and
+    physical views; p5en, two EFAs a switch, 5 logical). Now each switch stands under its
+    EFAs, two a row, and over its GPU: each GPU's and each EFA's nearest switch across is
+    its own, and no two unrelated lines are drawn along each other."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    at = {name.rpartition("node0.")[2]: _centre(b) for name, b in boxes.items()
+          if ".node0." in name}
+    switches = [f"pcie{i}" for i in range(8)]
+    own = {f"gpu{i}": f"pcie{i}" for i in range(8)} | \
+        {f"efa{i}": f"pcie{i // nics}" for i in range(8 * nics)}
+    for box, switch in own.items():
+        nearest = min(switches, key=lambda s: abs(at[s][0] - at[box][0]))
+        assert nearest == switch, (view, box, nearest)
+        above = box.startswith("efa")          # SVG: y grows downwards
+        assert (at[box][1] < at[switch][1]) == above, (view, box)
+    assert geometry.overlapping_lines(lines) == []
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
