@@ -548,8 +548,9 @@ def dot_source(system: System, opts: Options = Options(),
     elif opts.view == "racks" and slide_px(pic, page) < SLIDE_PX:
         # asked for by name: the same two-line counts when one line is not legible on the
         # page (a GB300 NVL72 rack with CX8 PCIe switches and BlueField-3s: 7.5 -> 10.7 px)
-        nodes, _ = frame_leaves(system, racks(system, 2)[0])
-        narrow = _picture(system, view, nodes, edges, opts, None)
+        framed, bare = frame_leaves(system, racks(system, 2)[0])
+        # the leaves framed or in a row as chosen above
+        narrow = _picture(system, view, bare if nodes == plain else framed, edges, opts, None)
         if slide_px(narrow, page) > slide_px(pic, page) and _fits(narrow, page):
             pic = narrow
     if check and not _fits(pic, page):

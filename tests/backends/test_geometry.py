@@ -330,3 +330,33 @@ def test_aws_p5_keeps_each_gpu_under_its_own_pcie_switch_and_its_efas(name, nics
         assert (at[box][1] < at[switch][1]) == above, (view, box)
     assert geometry.overlapping_lines(lines) == []
     assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
+
+
+@pytest.mark.parametrize("name", ["nvl72_cluster.topo", "nvl72_fourtier.topo"])
+def test_a_row_of_leaves_lines_pass_through_has_room_for_their_lanes(name):
+    """The racks view of an NVL72 cluster wraps its leaves into two rows: the planes' (or
+    pods') lines to the lower row pass between the upper row's leaves, the upper row's
+    lines to the racks between the lower row's. Three thick lines through one 18 pt gap
+    had no lanes to move to (nvl72_cluster 10 pairs of unrelated lines drawn along each
+    other, nvl72_fourtier 21); such rows now stand THROUGH pt further apart, and no two
+    unrelated lines run along each other."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view="racks"))
+    m = measure(svg)
+    assert m["overlapping"] == 0 and m["crossing"] == 0, m
+
+
+@pytest.mark.parametrize("name", ["nvl72_cluster.topo", "nvl72_superpod.topo",
+                                  "nvl72_fourtier.topo"])
+def test_a_rack_uplink_never_climbs_along_a_switch_chips_stub(name):
+    """The physical view of a cluster's first NVL72 rack: the gap between compute trays 11
+    and 12 (and 14 and 15) lines up with a switch chip's middle above the lower mesh bar,
+    and the lane of one uplink climbing it ran 12 pt up the chip's stub onto the bar (2
+    pairs of unrelated lines drawn along each other in each of the three files). The stub
+    moves aside along the chip's edge; nothing runs along anything unrelated."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view="physical"))
+    boxes, lines, _, _ = geometry.read(svg)
+    assert geometry.overlapping_lines(lines) == []
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
+    stubs = [pts for a, b, pts in lines if a.startswith("mesh/") and ".chip" in b
+             or b.startswith("mesh/") and ".chip" in a]
+    assert stubs and all(abs(p[0] - pts[0][0]) < 0.1 for pts in stubs for p in pts)

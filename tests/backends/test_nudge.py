@@ -78,17 +78,17 @@ def test_a_turn_out_of_a_box_never_runs_along_another_lines_turn_into_the_box_be
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
 @pytest.mark.parametrize("name,view,most", [("a100_superpod.topo", "racks", 0),
-                                            ("nvl72_cluster.topo", "racks", 10),
-                                            ("nvl72_fourtier.topo", "racks", 21),
+                                            ("nvl72_cluster.topo", "racks", 0),
+                                            ("nvl72_fourtier.topo", "racks", 0),
                                             ("h100_fourtier.topo", "racks", 8),
-                                            ("aws_p5.topo", "logical", 5)])
+                                            ("aws_p5.topo", "logical", 0)])
 def test_detours_of_unrelated_lines_are_not_drawn_as_one_trunk(name, view, most):
     """Pairs of unrelated lines drawn along each other in views that route detours through
-    shared gaps: a100_superpod racks 20, nvl72_cluster racks 123, nvl72_fourtier racks 479
-    (33 before a moved piece kept its neighbours off unrelated lines' ends), h100_fourtier
-    racks 126, aws_p5 logical 22 before. What is left: corners where one line's column ends where
-    another's begins, and slanted straight lines (a CPU's fan to its PCIe switches)
-    crossing a detour's run at a few degrees."""
+    shared gaps: a100_superpod racks 20, nvl72_cluster racks 123 (10 before the rows of
+    leaves that lines pass through stood further apart), nvl72_fourtier racks 479 (33
+    before a moved piece kept its neighbours off unrelated lines' ends, 21 before the
+    rows moved apart), h100_fourtier racks 126, aws_p5 logical 22 (4 before its PCIe
+    switches stood in blocks over their GPUs) before: none now."""
     svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view=view))
     _, lines, _, _ = geometry.read(svg)
     assert len(geometry.overlapping_lines(lines)) <= most
