@@ -121,13 +121,20 @@ def check_drawing(svg: bytes, what: str, switch: dict[str, str] | None = None) -
 def check_geometry(svg: bytes, system, what: str, share: float = 0.05) -> None:
     """Issue 28's limits: at most ``share`` of lines through boxes they do not join (5 %;
     issue 46: none in a library file's views, where the NVL72 clusters' logical views had 4
-    uplinks through the NVLink bar's text), no side beyond MAX_SIDE, and no NIC on a line
-    between a GPU and the NVLink switches."""
+    uplinks through the NVLink bar's text, and there no two lines with no box in common
+    drawn along each other: nvl72_fourtier racks had 33, nvl72_cluster racks 10, aws_p5
+    logical and physical 4 and 5, aws_p5en logical 5, the NVL72 clusters' physical views 2
+    each), no side beyond MAX_SIDE, and no NIC on a line between a GPU and the NVLink
+    switches."""
     boxes, lines, width, height = geometry.read(svg)
     assert max(width, height) <= r.MAX_SIDE * 1.02, f"{what}: {width:.0f} x {height:.0f} pt"
     crossing = geometry.crossing(boxes, lines, geometry.bar_texts(svg))
     assert len(crossing) <= share * len(lines), \
         f"{what}: {len(crossing)}/{len(lines)} {crossing[:3]}"
+    if share == 0.0:        # a library file's view: no two unrelated lines as one trunk
+        along = geometry.overlapping_lines(lines)
+        assert not along, f"{what}: {len(along)} pairs of unrelated lines along each other " \
+            f"{along[:3]}"
     kind = {d.id: d.kind for d in system.devices}
     nics = [b for n, b in boxes.items() if kind.get(n) == "nic"]
     nvlink = lambda n: kind.get(n) == "switch" or n.endswith("nvlink_fabric") \
