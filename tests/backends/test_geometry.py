@@ -360,3 +360,28 @@ def test_a_rack_uplink_never_climbs_along_a_switch_chips_stub(name):
     stubs = [pts for a, b, pts in lines if a.startswith("mesh/") and ".chip" in b
              or b.startswith("mesh/") and ".chip" in a]
     assert stubs and all(abs(p[0] - pts[0][0]) < 0.1 for pts in stubs for p in pts)
+
+
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_a_gb300_trays_cx8_switches_stand_over_their_superchips(view):
+    """A GB300 tray with each ConnectX-8's PCIe switch (Grace - CX8 switch - GPU) and a
+    BlueField-3 a Grace: the switches stood in a row under the Superchips, between the
+    GPUs and the NVLink spine, each GPU's NVLink line passing between them. A PCIe switch
+    joining a CPU to a GPU framed apart from it (in its Superchip) now stands above the
+    frame with its NIC beside it, as a GB300's own CX8 NIC does: every CX8 switch of a tray
+    is above both its Superchips (below them in the upside-down lower trays), and no line
+    runs through a box or along an unrelated line."""
+    svg, _ = r.render(topoc.load(ROOT / "tests/fixtures/render/gb300_cx8_bf3.topo"), "svg",
+                      r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    frames = geometry.frames(svg)
+    for t in range(18):
+        tray = f"rack.tray{t}"
+        upper = t < 10                          # trays 10-17 are drawn upside down
+        for i in range(4):
+            sw = boxes[f"{tray}.cx8sw{i}"]
+            for sc in ("sc0", "sc1"):
+                f = frames[f"{tray}.{sc}"]
+                assert (sw[3] < f[1]) if upper else (sw[1] > f[3]), (view, tray, i, sc)
+    assert geometry.overlapping_lines(lines) == []
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
