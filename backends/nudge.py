@@ -12,10 +12,14 @@ boxes) are taken in order and each kept where it is, or moved sideways by STEP, 
 no parallel piece of a line it shares no box with (closer than STEP, or than their half
 widths and GAP, over more than OVERLAP points), enters no box (nor a bar's text) its old
 place did not (each piece and its neighbours checked on their own), and its neighbouring
-pieces keep their direction. Lines sharing a box may share a lane (a bundle into one
-switch stays one bundle); lines that only cross stay put. Horizontal pieces are moved
-first, then vertical ones (moving a piece lengthens or shortens its neighbours, which stay
-perpendicular to it).
+pieces keep their direction; first where those neighbouring pieces, lengthened or
+shortened, run along no unrelated line's end (or, moving vertical pieces once the
+horizontal ones are placed, along no unrelated horizontal piece) either: a line turning
+out of a box's gap ran along another's drop into the box right below it. A piece within
+CLEAR of a box's edge may stay so, never move further into it. Lines sharing a box may
+share a lane (a bundle into one switch stays one bundle); lines that only cross stay put.
+Horizontal pieces are moved first, then vertical ones (moving a piece lengthens or
+shortens its neighbours, which stay perpendicular to it).
 """
 
 from __future__ import annotations
@@ -203,7 +207,8 @@ def apart(routed: list[tuple], rects: dict, fixed: set[int] = frozenset()) -> li
                     continue
                 if sides and not all(_clear_along(across, new, j, 1 - axis, ends[k],
                                                   widths[k], loose)
-                                     for j in (i - 1, i + 1) if axis == 1 or j in (0, len(new) - 2)):
+                                     for j in (i - 1, i + 1)
+                                     if axis == 1 or j in (0, len(new) - 2)):
                     continue
                 if d and not all(boxes.entered(new[j], new[j + 1]) <= old
                                  for j, old in zip(near, was)):
