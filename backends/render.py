@@ -98,6 +98,7 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
                     cluster.get(a) not in ("", None):
                 framed_gpu.add(a)
     above = kind_tier("cpu") - 1
+    framed_here = {cluster[a]: True for a in framed_gpu}
     out = []
     for n in nodes:
         if n.kind == "net_switch":      # the fabric above the machines, leaves nearest
@@ -118,8 +119,10 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
                 n = attrs.evolve(n, tier=kind_tier("pcie_switch"))
             elif host_kinds & {"cpu", "gpu"}:
                 # on a CPU, or on a GPU (GB300's CX8): above the host, never between the
-                # GPUs and their NVLink switches
-                n = attrs.evolve(n, tier=kind_tier("cpu") - 1)
+                # GPUs and their NVLink switches; above the switches over a framed GPU
+                # (a GB300 tray's BlueField-3 over its CX8 switches), whose lines to their
+                # GPUs are the more
+                n = attrs.evolve(n, tier=above - 1 if framed_here.get(n.cluster) else above)
         out.append(n)
     return out
 

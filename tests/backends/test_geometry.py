@@ -369,8 +369,8 @@ def test_a_gb300_trays_cx8_switches_stand_over_their_superchips(view):
     GPUs and the NVLink spine, each GPU's NVLink line passing between them. A PCIe switch
     joining a CPU to a GPU framed apart from it (in its Superchip) now stands above the
     frame with its NIC beside it, as a GB300's own CX8 NIC does: every CX8 switch of a tray
-    is above both its Superchips (below them in the upside-down lower trays), and no line
-    runs through a box or along an unrelated line."""
+    is above both its Superchips (below them in the upside-down lower trays), the tray's
+    BlueField-3s beyond them, and no line runs through a box or along an unrelated line."""
     svg, _ = r.render(topoc.load(ROOT / "tests/fixtures/render/gb300_cx8_bf3.topo"), "svg",
                       r.Options(view=view))
     boxes, lines, _, _ = geometry.read(svg)
@@ -383,5 +383,8 @@ def test_a_gb300_trays_cx8_switches_stand_over_their_superchips(view):
             for sc in ("sc0", "sc1"):
                 f = frames[f"{tray}.{sc}"]
                 assert (sw[3] < f[1]) if upper else (sw[1] > f[3]), (view, tray, i, sc)
+            for d in ("dpu0", "dpu1"):   # the BlueField-3s beyond them: the switches' lines
+                dpu = boxes[f"{tray}.{d}"]   # to their GPUs pass no row
+                assert (dpu[3] < sw[1]) if upper else (dpu[1] > sw[3]), (view, tray, i, d)
     assert geometry.overlapping_lines(lines) == []
     assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
