@@ -21,7 +21,7 @@ from .route import (BAND_H, Band, Labels, Rows, Segments, arc, detour, label_siz
                     polyline, rect, route, spline)
 from .nudge import apart
 from .trunks import on_tracks, room as trunk_room
-from .uplinks import bar_label, climb_out, room
+from .uplinks import bar_label, climb_out, room, stubs_aside
 from .style import (CLASS_COLOR, RING_COLOR, kind_name, kind_style, legend_name, Edge, Node,
                     Options, box, penwidth, short, text_color, tier)
 
@@ -221,11 +221,12 @@ def _align(nodes: dict[str, Node], pos: dict, sizes: dict, edges: list[Edge]) ->
         for n in row:
             ns = [pos[m][0] for m in nbrs[n] if towards(pos[m][1])]
             want.append(sum(ns) / len(ns) if ns else pos[n][0])
+        gap = GAP_X + (THROUGH if _passed(row, nodes, pos, sizes, edges) else 0.0)
         xs = []
         for i, n in enumerate(row):
             x = want[i]
             if xs:
-                x = max(x, xs[-1] + (sizes[row[i - 1]][0] + sizes[n][0]) / 2 + GAP_X)
+                x = max(x, xs[-1] + (sizes[row[i - 1]][0] + sizes[n][0]) / 2 + gap)
             xs.append(x)
         shift = sum(w - x for w, x in zip(want, xs)) / len(xs)
         for n, x in zip(row, xs):
@@ -237,6 +238,29 @@ def _align(nodes: dict[str, Node], pos: dict, sizes: dict, edges: list[Edge]) ->
     left = min(pos[n][0] - sizes[n][0] / 2 for n in pos)
     for n in pos:
         pos[n] = (pos[n][0] - left, pos[n][1])
+
+
+#: Points more between the boxes of a row of switches that thick lines pass through (a
+#: cluster's second row of leaves under the first): three lanes of thick lines.
+THROUGH = 18.0
+
+
+def _passed(row: list[str], nodes: dict[str, Node], pos: dict, sizes: dict,
+            edges: list[Edge]) -> bool:
+    """Whether a row of network switches has lines passing through it, between a box
+    above it and one below (a cluster's racks view with its leaves wrapped in two rows:
+    the planes' lines to the lower row pass the upper one, the upper row's lines to the
+    racks the lower one; three thick lines through one 18 pt gap were one trunk)."""
+    if not row or any(nodes[n].kind not in ("net_switch", "netunit") for n in row):
+        return False
+    y = pos[row[0]][1]
+    half = max(sizes[n][1] for n in row) / 2
+    for e in edges:
+        a, b = pos.get(e.src), pos.get(e.dst)
+        if a is not None and b is not None and \
+                min(a[1], b[1]) < y - half and max(a[1], b[1]) > y + half:
+            return True
+    return False
 
 
 def _grown(nodes, pos: dict, sizes: dict) -> dict:
@@ -424,6 +448,7 @@ def picture(name: str, view: str, nodes: list[Node], edges: list[Edge], opts: Op
     bars.update((n.id, n.label + _per_member(n.id, edges)) for n in nodes if n.kind == "fabric")
     first = _route_all(name, edges, nodes, by_id, pos, rects, bands, band_of)
     routed = climb_out(on_tracks(first, by_id, rects, frames), name, by_id, rects, frames, bars)
+    routed = stubs_aside(routed, bars, rects, by_id)
     # detours drawn on top of unrelated ones moved apart; the lines on tracks and climbs
     # (laid out in lanes of their own) stay
     routed = apart(routed, {**rects, **{f"text:{b}": bar_label(rects[b], text)

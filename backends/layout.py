@@ -44,6 +44,7 @@ class Item:
     gpus: bool = False          # holds GPUs (a compute unit), for the switch sandwich
     top: bool = False           # aligned to the top of its row (a summary box beside a machine)
     anchor: str | None = None   # drawn just after this sibling, in its row (a NIC by its switch)
+    pad: tuple[float, float] = (0.0, 0.0)   # empty points before and after it in its row
 
 
 @attrs.define
@@ -166,8 +167,107 @@ def _per_row(group: list[Item], width: float) -> int:
 
 
 def _rows(items: Sequence[Item], width: float) -> list[list[Item]]:
-    """Every group wrapped into even rows no wider than ``width`` (or one item, if wider)."""
-    return [row for g in _groups(items) for row in _balanced(g, _per_row(g, width))]
+    """Every group wrapped into even rows no wider than ``width`` (or one item, if wider);
+    a row of switches with their NICs beside them that would wrap, or whose next group has
+    one box a switch, is drawn as blocks instead (``_blocks``), and that group (the GPUs)
+    in the blocks' columns."""
+    out: list[list[Item]] = []
+    groups = _groups(items)
+    columns = None
+    for k, g in enumerate(groups):
+        if columns is not None and len(g) == sum(len(c) for c in columns[1]):
+            out += _in_columns(_sorted(g), *columns)
+            columns = None
+            continue
+        columns = None
+        blocks = _blocks(g)
+        # blocks when the row would wrap, or when the next group has one box a switch
+        # (a GPU each: under its switch, not in a row of its own far narrower)
+        if blocks and (_per_row(g, width) < len(g) or
+                       k + 1 < len(groups) and len(groups[k + 1]) == len(blocks)):
+            rows, columns = _block_rows(blocks, width)
+            out += rows
+            continue
+        out += _balanced(g, _per_row(g, width))
+    return out
+
+
+#: NICs a row of a switch's block (two: a block no wider than two NICs side by side).
+BLOCK_COLS = 2
+
+
+def _blocks(group: list[Item]) -> list[tuple[Item, list[Item]]] | None:
+    """(switch, its NICs) in index order when ``group`` is switches each with two or more
+    NICs anchored to it and nothing else (AWS p5's PCIe switches, four EFAs each), else
+    None."""
+    anchored: dict[str, list[Item]] = defaultdict(list)
+    for it in group:
+        if it.anchor:
+            anchored[it.anchor].append(it)
+    own = [it for it in group if not it.anchor]
+    if not own or any(len(anchored.get(it.id, ())) < 2 for it in own) or \
+            len(own) + sum(len(v) for v in anchored.values()) != len(group):
+        return None
+    own.sort(key=lambda it: natural(it.id))
+    return [(it, sorted(anchored[it.id], key=lambda i: natural(i.id))) for it in own]
+
+
+def _block_width(blocks: list[tuple[Item, list[Item]]]) -> float:
+    nic = max(it.width for _sw, nics in blocks for it in nics)
+    return max(max(sw.width for sw, _ in blocks), BLOCK_COLS * nic + (BLOCK_COLS - 1) * GAP_X)
+
+
+def _padded(cells: list[list[Item]], slot: float) -> list[Item]:
+    """One row of cells side by side, each centred in a slot ``slot`` wide (empty points
+    before its first item and after its last)."""
+    row = []
+    for cell in cells:
+        used = sum(it.width for it in cell) + GAP_X * (len(cell) - 1) if cell else 0.0
+        side = (slot - used) / 2
+        if not cell:        # an empty cell: its slot kept by the next one's padding
+            continue
+        for j, it in enumerate(cell):
+            row.append(attrs.evolve(it, pad=(side if j == 0 else 0.0,
+                                             side if j == len(cell) - 1 else 0.0)))
+    return row
+
+
+def _block_rows(blocks: list[tuple[Item, list[Item]]], width: float) \
+        -> tuple[list[list[Item]], tuple[float, list[list[Item]]]]:
+    """Each switch with its NICs in a block: the NICs BLOCK_COLS a row above the switch,
+    the switch under them, blocks side by side in the columns of a grid as wide as
+    ``width`` allows (AWS p5: EFAs 0-3 in two rows of two over PCIe switch 0, each GPU then
+    under its switch, where one row of NICs and switches beside each other wrapped into
+    two and each switch's GPU stood under another switch's). The rows, and (the slot
+    width, the switches by grid row) for the group drawn in the same columns."""
+    slot = _block_width(blocks)
+    per = max(1, int((width + GAP_X + 0.01) // (slot + GAP_X)))
+    out: list[list[Item]] = []
+    grid: list[list[Item]] = []
+    for line in _balanced_pairs(blocks, per):
+        depth = max(-(-len(nics) // BLOCK_COLS) for _sw, nics in line)
+        for r in range(depth):
+            out.append(_padded([nics[r * BLOCK_COLS:(r + 1) * BLOCK_COLS] for _sw, nics in line],
+                               slot))
+        out.append(_padded([[sw] for sw, _nics in line], slot))
+        grid.append([sw for sw, _nics in line])
+    return [r for r in out if r], (slot, grid)
+
+
+def _balanced_pairs(blocks: list, wrap: int) -> list[list]:
+    lines = -(-len(blocks) // wrap)
+    per = -(-len(blocks) // lines)
+    return [blocks[i:i + per] for i in range(0, len(blocks), per)]
+
+
+def _in_columns(group: list[Item], slot: float, grid: list[list[Item]]) -> list[list[Item]]:
+    """``group`` (as many as the blocks above: a GPU a switch) in the blocks' columns, one
+    under each block, in index order."""
+    out, i = [], 0
+    for line in grid:
+        out.append(_padded([[it] for it in group[i:i + len(line)]], slot))
+        i += len(line)
+    return out
 
 
 def _sandwich(items: Sequence[Item]) -> list[list[Item]] | None:
@@ -186,7 +286,8 @@ def _sandwich(items: Sequence[Item]) -> list[list[Item]] | None:
 def _arrange(rows: list[list[Item]]) -> Placed:
     """Rows top to bottom, each centred in the widest."""
     rows = [r for r in rows if r]
-    widths = [sum(it.width for it in r) + GAP_X * (len(r) - 1) for r in rows]
+    widths = [sum(it.width + it.pad[0] + it.pad[1] for it in r) + GAP_X * (len(r) - 1)
+              for r in rows]
     inner_w = max(widths, default=0.0)
     nodes: dict[str, tuple[float, float]] = {}
     clusters: dict[str, tuple[float, float, float, float]] = {}
@@ -195,12 +296,13 @@ def _arrange(rows: list[list[Item]]) -> Placed:
         height = max(it.height for it in row)
         x = (inner_w - w) / 2
         for it in row:
+            x += it.pad[0]
             top = y if it.top else y + (height - it.height) / 2
             if it.cluster:
                 clusters[it.id] = (x, top, x + it.width, top + it.height)
             else:
                 nodes[it.id] = (x + it.width / 2, top + it.height / 2)
-            x += it.width + GAP_X
+            x += it.width + it.pad[1] + GAP_X
         y += height + GAP_Y
     ragged = any(len(b) < len(a) and _stem(a[0].id) == _stem(b[0].id) and a[0].tier == b[0].tier
                  for a, b in zip(rows, rows[1:]))

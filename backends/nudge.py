@@ -12,10 +12,14 @@ boxes) are taken in order and each kept where it is, or moved sideways by STEP, 
 no parallel piece of a line it shares no box with (closer than STEP, or than their half
 widths and GAP, over more than OVERLAP points), enters no box (nor a bar's text) its old
 place did not (each piece and its neighbours checked on their own), and its neighbouring
-pieces keep their direction. Lines sharing a box may share a lane (a bundle into one
-switch stays one bundle); lines that only cross stay put. Horizontal pieces are moved
-first, then vertical ones (moving a piece lengthens or shortens its neighbours, which stay
-perpendicular to it).
+pieces keep their direction; first where those neighbouring pieces, lengthened or
+shortened, run along no unrelated line's end (or, moving vertical pieces once the
+horizontal ones are placed, along no unrelated horizontal piece) either: a line turning
+out of a box's gap ran along another's drop into the box right below it. A piece within
+CLEAR of a box's edge may stay so, never move further into it. Lines sharing a box may
+share a lane (a bundle into one switch stays one bundle); lines that only cross stay put.
+Horizontal pieces are moved first, then vertical ones (moving a piece lengthens or
+shortens its neighbours, which stay perpendicular to it).
 """
 
 from __future__ import annotations
@@ -47,8 +51,10 @@ class _Boxes:
                 for cy in range(int(y0 // CELL), int(y1 // CELL) + 1):
                     self.cells[cx, cy].append(k)
 
-    def entered(self, p: Point, q: Point) -> set[int]:
-        """The boxes an axis-parallel segment p..q passes inside of (CLEAR pt grown)."""
+    def entered(self, p: Point, q: Point) -> set[tuple[int, bool]]:
+        """The boxes an axis-parallel segment p..q passes inside of (CLEAR pt grown), each
+        with whether it passes CLEAR pt inside the box: a piece within CLEAR of a box's
+        edge may stay so, never move into it."""
         x0, x1 = sorted((p[0], q[0]))
         y0, y1 = sorted((p[1], q[1]))
         out = set()
@@ -58,7 +64,10 @@ class _Boxes:
                     r = self.rects[k]
                     if x0 < r[2] + CLEAR and r[0] - CLEAR < x1 and \
                             y0 < r[3] + CLEAR and r[1] - CLEAR < y1:
-                        out.add(k)
+                        out.add((k, False))
+                        if x0 < r[2] - CLEAR and r[0] + CLEAR < x1 and \
+                                y0 < r[3] - CLEAR and r[1] + CLEAR < y1:
+                            out.add((k, True))
         return out
 
 
@@ -67,11 +76,19 @@ class _Lanes:
     of a vertical one) in STEP-wide buckets: whether a new one would run along one."""
 
     def __init__(self):
-        self.buckets: dict[int, list[tuple[float, float, float, frozenset, float]]] = \
+        self.buckets: dict[int, list[tuple[float, float, float, frozenset, float, int]]] = \
             defaultdict(list)
+        self.of_line: dict[int, set[int]] = defaultdict(set)
 
-    def add(self, at: float, lo: float, hi: float, ends: frozenset, width: float) -> None:
-        self.buckets[int(at // STEP)].append((at, lo, hi, ends, width))
+    def add(self, at: float, lo: float, hi: float, ends: frozenset, width: float,
+            line: int = -1) -> None:
+        self.buckets[int(at // STEP)].append((at, lo, hi, ends, width, line))
+        self.of_line[line].add(int(at // STEP))
+
+    def drop(self, line: int) -> None:
+        """Every piece of ``line`` taken out (its pieces move with it)."""
+        for b in self.of_line.pop(line, ()):
+            self.buckets[b] = [it for it in self.buckets[b] if it[5] != line]
 
     def clear(self, at: float, lo: float, hi: float, ends: frozenset, width: float,
               loose: bool = False) -> bool:
@@ -81,7 +98,7 @@ class _Lanes:
         b = int(at // STEP)
         reach = int((WIDEST + width / 2 + GAP) // STEP) + 1
         for k in range(b - reach, b + reach + 1):
-            for a, l0, h0, e, w in self.buckets.get(k, ()):
+            for a, l0, h0, e, w, _line in self.buckets.get(k, ()):
                 if abs(a - at) < max(STEP, 0 if loose else (w + width) / 2 + GAP) - 0.01 and \
                         min(hi, h0) - max(lo, l0) > OVERLAP and not (e & ends):
                     return False
@@ -119,6 +136,28 @@ def _keeps_shape(old: list[Point], new: list[Point], i: int) -> bool:
     return True
 
 
+def _add_pieces(index: _Lanes, k: int, path: list[Point], axis: int, ends: frozenset,
+                width: float, settled: bool = True) -> None:
+    """Every piece of line ``k`` along ``axis`` into ``index``; unless ``settled``, only its
+    first and last (its inner ones may still move)."""
+    for i, (p, q) in enumerate(zip(path, path[1:])):
+        if not settled and 0 < i < len(path) - 2:
+            continue
+        if _axis(p, q) == axis:
+            lo, hi = sorted((p[axis], q[axis]))
+            index.add(p[1 - axis], lo, hi, ends, width, k)
+
+
+def _clear_along(index: _Lanes, path: list[Point], j: int, axis: int, ends: frozenset,
+                 width: float, loose: bool) -> bool:
+    """Piece j of ``path`` (when it exists and runs along ``axis``) runs along no unrelated
+    piece of ``index``."""
+    if j < 0 or j >= len(path) - 1 or _axis(path[j], path[j + 1]) != axis:
+        return True
+    lo, hi = sorted((path[j][axis], path[j + 1][axis]))
+    return index.clear(path[j][1 - axis], lo, hi, ends, width, loose)
+
+
 def apart(routed: list[tuple], rects: dict, fixed: set[int] = frozenset()) -> list[tuple]:
     """``routed`` (edge, start, end, path) with inner pieces moved off unrelated lines, as the
     module says; a line's ends never move, nor do the lines ``fixed`` (indices: laid out in
@@ -129,6 +168,11 @@ def apart(routed: list[tuple], rects: dict, fixed: set[int] = frozenset()) -> li
     ends = [frozenset((e.src, e.dst)) for e, *_ in routed]
     for axis in (0, 1):
         lanes = _Lanes()
+        # the pieces the other way that stay as they are now: a line's ends and a fixed
+        # line's pieces, and once the horizontal pieces are placed, every horizontal one
+        across = _Lanes()
+        for k, path in enumerate(paths):
+            _add_pieces(across, k, path, 1 - axis, ends[k], widths[k], axis == 1 or k in fixed)
         inner: list[tuple[int, int]] = []
         for k, path in enumerate(paths):        # the pieces that stay: ends and straight lines
             for i, (p, q) in enumerate(zip(path, path[1:])):
@@ -148,13 +192,23 @@ def apart(routed: list[tuple], rects: dict, fixed: set[int] = frozenset()) -> li
             chosen = None
             n = int(max(REACH, 3 * (widths[k] + GAP)) // STEP)
             # a lane clear by the lines' widths, else one whose middle is clear (thick lines
-            # touching, still two lines), else where the router put it
-            for loose, d in ((loose, d) for loose in (False, True) for d in
-                             (0.0, *(s * STEP * m for m in range(1, n + 1) for s in (1, -1)))):
+            # touching, still two lines), else where the router put it; first where the
+            # neighbouring pieces, lengthened or shortened, run along no unrelated line
+            # either (a line turning out of a box's gap along another's end into the box
+            # below it), then where the piece itself does
+            for sides, loose, d in ((sides, loose, d) for sides in (True, False)
+                                    for loose in (False, True) for d in
+                                    (0.0, *(s * STEP * m for m in range(1, n + 1)
+                                            for s in (1, -1)))):
                 new = _moved(path, i, axis, d) if d else path
                 if not lanes.clear(p[1 - axis] + d, lo, hi, ends[k], widths[k], loose):
                     continue
                 if d and not _keeps_shape(path, new, i):
+                    continue
+                if sides and not all(_clear_along(across, new, j, 1 - axis, ends[k],
+                                                  widths[k], loose)
+                                     for j in (i - 1, i + 1)
+                                     if axis == 1 or j in (0, len(new) - 2)):
                     continue
                 if d and not all(boxes.entered(new[j], new[j + 1]) <= old
                                  for j, old in zip(near, was)):
@@ -163,6 +217,9 @@ def apart(routed: list[tuple], rects: dict, fixed: set[int] = frozenset()) -> li
                 break
             if chosen is None:
                 chosen = path       # nowhere free within REACH: left where the router put it
+            if chosen is not path:
+                across.drop(k)
+                _add_pieces(across, k, chosen, 1 - axis, ends[k], widths[k], axis == 1)
             paths[k] = chosen
             lanes.add(chosen[i][1 - axis], lo, hi, ends[k], widths[k])
     return [(e, path[0], path[-1], path) for (e, _p, _q, _old), path in zip(routed, paths)]

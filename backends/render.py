@@ -86,16 +86,32 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
             if is_endpoint(kind.get(a, "")) and kind.get(b) in ("pcie_switch", "cpu", "gpu"):
                 hosts[a].append(b)
     level = scaleout_levels(system) if any(n.kind == "net_switch" for n in nodes) else {}
+    # a PCIe switch between a CPU and a GPU framed apart from it (a GB300 tray's ConnectX-8
+    # switch over its Superchip's GPU): above the frame, on the host side, as the NIC on a
+    # GB300's GPU is; under the frame it stood in the way of the GPUs' NVLink lines and
+    # apart from its GPU
+    framed_gpu: set[str] = set()
+    for link in system.links:
+        for a, b in ((link.src, link.dst), (link.dst, link.src)):
+            if kind.get(a) == "pcie_switch" and kind.get(b) == "gpu" and \
+                    cluster.get(b, "").startswith(cluster.get(a, "") + ".") and \
+                    cluster.get(a) not in ("", None):
+                framed_gpu.add(a)
+    above = kind_tier("cpu") - 1
+    framed_here = {cluster[a]: True for a in framed_gpu}
     out = []
     for n in nodes:
         if n.kind == "net_switch":      # the fabric above the machines, leaves nearest
             n = attrs.evolve(n, tier=-level.get(n.id, 1))
+        if n.id in framed_gpu:
+            n = attrs.evolve(n, tier=above)
         if is_endpoint(n.kind) and hosts.get(n.id):
             switch = [h for h in sorted(hosts[n.id]) if kind[h] == "pcie_switch"
                       and cluster[h] == n.cluster]
             host_kinds = {kind[h] for h in hosts[n.id]}
             if switch:
-                n = attrs.evolve(n, tier=kind_tier("pcie_switch"), anchor=switch[0])
+                n = attrs.evolve(n, tier=above if switch[0] in framed_gpu
+                                 else kind_tier("pcie_switch"), anchor=switch[0])
             elif {"cpu", "gpu"} <= host_kinds:
                 # between a CPU and a GPU, it is that GPU's PCIe switch (HGX B300's CX8 with
                 # its built-in switch): in the PCIe switch row, over its GPU, so each GPU
@@ -103,8 +119,10 @@ def _host_side(system: System, nodes: list[Node]) -> list[Node]:
                 n = attrs.evolve(n, tier=kind_tier("pcie_switch"))
             elif host_kinds & {"cpu", "gpu"}:
                 # on a CPU, or on a GPU (GB300's CX8): above the host, never between the
-                # GPUs and their NVLink switches
-                n = attrs.evolve(n, tier=kind_tier("cpu") - 1)
+                # GPUs and their NVLink switches; above the switches over a framed GPU
+                # (a GB300 tray's BlueField-3 over its CX8 switches), whose lines to their
+                # GPUs are the more
+                n = attrs.evolve(n, tier=above - 1 if framed_here.get(n.cluster) else above)
         out.append(n)
     return out
 
@@ -545,6 +563,14 @@ def dot_source(system: System, opts: Options = Options(),
             pic = _picture(system, view, nodes, edges, opts, notes)
             if slide_px(pic, page) >= SLIDE_PX:
                 break
+    elif opts.view == "racks" and slide_px(pic, page) < SLIDE_PX:
+        # asked for by name: the same two-line counts when one line is not legible on the
+        # page (a GB300 NVL72 rack with CX8 PCIe switches and BlueField-3s: 7.5 -> 10.7 px)
+        framed, bare = frame_leaves(system, racks(system, 2)[0])
+        # the leaves framed or in a row as chosen above
+        narrow = _picture(system, view, bare if nodes == plain else framed, edges, opts, None)
+        if slide_px(narrow, page) > slide_px(pic, page) and _fits(narrow, page):
+            pic = narrow
     if check and not _fits(pic, page):
         instead = ("--view racks" if view != "racks" and racks_apply(system)
                    else "a smaller system (-D)")

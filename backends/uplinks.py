@@ -415,3 +415,48 @@ def _lanes(out: list[tuple], climbs: dict) -> None:
     for k, pts in paths.items():
         e = out[k][0]
         out[k] = (e, pts[0], pts[-1], pts)
+
+
+def stubs_aside(routed: list[tuple], bars: dict[str, str], rects: dict, by_id: dict) \
+        -> list[tuple]:
+    """``routed`` with each switch's stub onto a bar (a switch chip's drop onto a folded
+    mesh) moved sideways along the switch's edge, within its middle half, when a climb or
+    another unrelated line runs along it: an NVL72 rack's lower trays' uplinks climb the
+    gap between two trays, which may line up with a chip's middle above the bar (tray12
+    nic0's uplink ran 12 pt up switch tray 2 chip 0's stub in nvl72_cluster's physical
+    view). A stub stays where it is unless moving clears it."""
+    verticals = []          # (line, x, lo, hi, width, ends) of every vertical piece
+    for k, (e, _p, _q, path) in enumerate(routed):
+        w = penwidth(e.bandwidth)
+        for p, q in zip(path, path[1:]):
+            if abs(p[0] - q[0]) < 0.05 and abs(p[1] - q[1]) > 0.05:
+                verticals.append((k, p[0], min(p[1], q[1]), max(p[1], q[1]), w,
+                                  {e.src, e.dst}))
+    out = list(routed)
+    for k, (e, _p, _q, path) in enumerate(routed):
+        bar = e.src if e.src in bars else e.dst if e.dst in bars else None
+        other = by_id.get(e.dst if bar == e.src else e.src)
+        if bar is None or other is None or other.id not in rects or len(path) != 2 or \
+                abs(path[0][0] - path[1][0]) > 0.05 or other.kind in ("gpu", "cpu") or \
+                is_endpoint(other.kind):
+            continue
+        w = penwidth(e.bandwidth)
+        lo, hi = sorted((path[0][1], path[1][1]))
+        ends = {e.src, e.dst}
+
+        def clear(x: float) -> bool:
+            return not any(j != k and not (ends & e2) and abs(x2 - x) < (w + w2) / 2 + 1.5
+                           and min(hi, h2) - max(lo, l2) > 2.0
+                           for j, x2, l2, h2, w2, e2 in verticals)
+        x = path[0][0]
+        if clear(x):
+            continue
+        box, b = rects[other.id], rects[bar]
+        quarter = (box[2] - box[0]) / 4
+        for d in (s * LANE * m for m in range(1, 12) for s in (1, -1)):
+            nx = x + d
+            if abs(nx - (box[0] + box[2]) / 2) <= quarter and b[0] < nx < b[2] and clear(nx):
+                new = [(nx, path[0][1]), (nx, path[1][1])]
+                out[k] = (e, new[0], new[1], new)
+                break
+    return out

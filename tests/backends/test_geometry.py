@@ -17,7 +17,7 @@ import pytest
 import topoc
 from topoc.backends import render as r
 
-from ..conftest import LIBRARY, library_file
+from ..conftest import LIBRARY, ROOT, library_file
 from . import geometry
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
@@ -291,4 +291,100 @@ def test_rack_uplinks_cross_the_nvlink_bar_off_its_whole_text(name):
     svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view="logical"))
     boxes, lines, _, _ = geometry.read(svg)
     assert any(b.endswith("nvlink_fabric") for b in geometry.bar_texts(svg))
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
+
+
+@pytest.mark.parametrize("name", ["tests/fixtures/render/gb300_cx8_bf3.topo",
+                                  "library/nvidia/gb300_nvl72.topo"])
+def test_an_asked_for_racks_view_of_a_crowded_rack_is_legible_on_a_slide(name):
+    """A GB300 NVL72 rack with each ConnectX-8's PCIe switch and a BlueField-3 a Grace: its
+    trays' counts on one line made the racks view, asked for by name, 2,747 px wide (its
+    text 7.5 px on a slide); the counts go on lines of two, as the default picture's do."""
+    svg, view = r.render(topoc.load(ROOT / name), "svg", r.Options(view="racks"))
+    m = measure(svg)
+    assert view == "racks" and m["label_px"] >= MIN_LABEL_PX, m
+    assert m["overlapping"] == 0 and m["crossing"] == 0, m
+
+
+@pytest.mark.parametrize("name,nics", [("aws_p5.topo", 4), ("aws_p5en.topo", 2)])
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_aws_p5_keeps_each_gpu_under_its_own_pcie_switch_and_its_efas(name, nics, view):
+    """AWS p5: eight PCIe switches, four EFAs and one GPU each. Drawn with each switch's
+    EFAs beside it, the row wrapped in two (switches 0-3 over 4-7) and each GPU stood
+    under another switch than its own: pcie0-gpu0 ran along pcie4-gpu4, cpu0-pcie0 along
+    cpu1-pcie4 (4 and 5 pairs of unrelated lines drawn along each other in the logical and
+    physical views; p5en, two EFAs a switch, 5 logical). Now each switch stands under its
+    EFAs, two a row, and over its GPU: each GPU's and each EFA's nearest switch across is
+    its own, and no two unrelated lines are drawn along each other."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    at = {name.rpartition("node0.")[2]: _centre(b) for name, b in boxes.items()
+          if ".node0." in name}
+    switches = [f"pcie{i}" for i in range(8)]
+    own = {f"gpu{i}": f"pcie{i}" for i in range(8)} | \
+        {f"efa{i}": f"pcie{i // nics}" for i in range(8 * nics)}
+    for box, switch in own.items():
+        nearest = min(switches, key=lambda s: abs(at[s][0] - at[box][0]))
+        assert nearest == switch, (view, box, nearest)
+        above = box.startswith("efa")          # SVG: y grows downwards
+        assert (at[box][1] < at[switch][1]) == above, (view, box)
+    assert geometry.overlapping_lines(lines) == []
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
+
+
+@pytest.mark.parametrize("name", ["nvl72_cluster.topo", "nvl72_fourtier.topo"])
+def test_a_row_of_leaves_lines_pass_through_has_room_for_their_lanes(name):
+    """The racks view of an NVL72 cluster wraps its leaves into two rows: the planes' (or
+    pods') lines to the lower row pass between the upper row's leaves, the upper row's
+    lines to the racks between the lower row's. Three thick lines through one 18 pt gap
+    had no lanes to move to (nvl72_cluster 10 pairs of unrelated lines drawn along each
+    other, nvl72_fourtier 21); such rows now stand THROUGH pt further apart, and no two
+    unrelated lines run along each other."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view="racks"))
+    m = measure(svg)
+    assert m["overlapping"] == 0 and m["crossing"] == 0, m
+
+
+@pytest.mark.parametrize("name", ["nvl72_cluster.topo", "nvl72_superpod.topo",
+                                  "nvl72_fourtier.topo"])
+def test_a_rack_uplink_never_climbs_along_a_switch_chips_stub(name):
+    """The physical view of a cluster's first NVL72 rack: the gap between compute trays 11
+    and 12 (and 14 and 15) lines up with a switch chip's middle above the lower mesh bar,
+    and the lane of one uplink climbing it ran 12 pt up the chip's stub onto the bar (2
+    pairs of unrelated lines drawn along each other in each of the three files). The stub
+    moves aside along the chip's edge; nothing runs along anything unrelated."""
+    svg, _ = r.render(topoc.load(library_file(name)), "svg", r.Options(view="physical"))
+    boxes, lines, _, _ = geometry.read(svg)
+    assert geometry.overlapping_lines(lines) == []
+    assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []
+    stubs = [pts for a, b, pts in lines if a.startswith("mesh/") and ".chip" in b
+             or b.startswith("mesh/") and ".chip" in a]
+    assert stubs and all(abs(p[0] - pts[0][0]) < 0.1 for pts in stubs for p in pts)
+
+
+@pytest.mark.parametrize("view", ["logical", "physical"])
+def test_a_gb300_trays_cx8_switches_stand_over_their_superchips(view):
+    """A GB300 tray with each ConnectX-8's PCIe switch (Grace - CX8 switch - GPU) and a
+    BlueField-3 a Grace: the switches stood in a row under the Superchips, between the
+    GPUs and the NVLink spine, each GPU's NVLink line passing between them. A PCIe switch
+    joining a CPU to a GPU framed apart from it (in its Superchip) now stands above the
+    frame with its NIC beside it, as a GB300's own CX8 NIC does: every CX8 switch of a tray
+    is above both its Superchips (below them in the upside-down lower trays), the tray's
+    BlueField-3s beyond them, and no line runs through a box or along an unrelated line."""
+    svg, _ = r.render(topoc.load(ROOT / "tests/fixtures/render/gb300_cx8_bf3.topo"), "svg",
+                      r.Options(view=view))
+    boxes, lines, _, _ = geometry.read(svg)
+    frames = geometry.frames(svg)
+    for t in range(18):
+        tray = f"rack.tray{t}"
+        upper = t < 10                          # trays 10-17 are drawn upside down
+        for i in range(4):
+            sw = boxes[f"{tray}.cx8sw{i}"]
+            for sc in ("sc0", "sc1"):
+                f = frames[f"{tray}.{sc}"]
+                assert (sw[3] < f[1]) if upper else (sw[1] > f[3]), (view, tray, i, sc)
+            for d in ("dpu0", "dpu1"):   # the BlueField-3s beyond them: the switches' lines
+                dpu = boxes[f"{tray}.{d}"]   # to their GPUs pass no row
+                assert (dpu[3] < sw[1]) if upper else (dpu[1] > sw[3]), (view, tray, i, d)
+    assert geometry.overlapping_lines(lines) == []
     assert geometry.crossing(boxes, lines, geometry.bar_texts(svg)) == []

@@ -78,14 +78,41 @@ def _siblings(ids) -> dict[tuple[str, str], list[tuple[int, str]]]:
     return groups
 
 
-def check_drawing(svg: bytes, what: str) -> None:
-    """Reading order for every sibling group and the aspect ratio."""
+def switch_of(system) -> dict[str, str]:
+    """Each NIC's one PCIe switch, for the NICs hanging off one (AWS p5's EFAs)."""
+    kind = {d.id: d.kind for d in system.devices}
+    out: dict[str, set[str]] = defaultdict(set)
+    for link in system.links:
+        for a, b in ((link.src, link.dst), (link.dst, link.src)):
+            if kind.get(a) == "nic" and kind.get(b) == "pcie_switch":
+                out[a].add(b)
+    return {n: next(iter(s)) for n, s in out.items() if len(s) == 1}
+
+
+def check_drawing(svg: bytes, what: str, switch: dict[str, str] | None = None) -> None:
+    """Reading order for every sibling group and the aspect ratio. NICs of two PCIe
+    switches (``switch_of``) drawn above the switches' row read in their switches' order:
+    each switch's NICs are a block over it (two a row), blocks left to right, as the
+    switches are (NICs beside their switches read as any siblings)."""
     centres, aspect, tops = _centres(svg)
+    switch = switch or {}
     assert MIN_ASPECT <= aspect <= MAX_ASPECT, f"{what}: aspect {aspect:.2f}"
     for key, members in _siblings(centres).items():
         members.sort()
         for (ia, a), (ib, b) in zip(members, members[1:]):
             (xa, ya), (xb, yb) = centres[a], centres[b]
+            sa, sb = switch.get(a), switch.get(b)
+            if sa and sb and sa != sb and sa in centres and sb in centres and \
+                    abs(centres[sa][1] - centres[sb][1]) < 2 and \
+                    min(ya, yb) < centres[sa][1] - 2:
+                # in two switches' blocks: the blocks (their switches) in reading order,
+                # the NICs each over their own switch
+                assert centres[sa][0] < centres[sb][0], f"{what}: {sa} after {sb}"
+                assert ya < centres[sa][1] and yb < centres[sb][1] and \
+                    abs(xa - centres[sa][0]) < abs(xa - centres[sb][0]) and \
+                    abs(xb - centres[sb][0]) < abs(xb - centres[sa][0]), \
+                    f"{what}: {a} and {b} are not over their switches {sa}, {sb}"
+                continue
             same_row = abs(ya - yb) < 2 or abs(tops[a] - tops[b]) < 2
             assert (same_row and xa < xb) or yb > ya + 2, \
                 f"{what}: {a} ({xa:.0f},{ya:.0f}) is not read before {b} ({xb:.0f},{yb:.0f})"
@@ -94,13 +121,20 @@ def check_drawing(svg: bytes, what: str) -> None:
 def check_geometry(svg: bytes, system, what: str, share: float = 0.05) -> None:
     """Issue 28's limits: at most ``share`` of lines through boxes they do not join (5 %;
     issue 46: none in a library file's views, where the NVL72 clusters' logical views had 4
-    uplinks through the NVLink bar's text), no side beyond MAX_SIDE, and no NIC on a line
-    between a GPU and the NVLink switches."""
+    uplinks through the NVLink bar's text, and there no two lines with no box in common
+    drawn along each other: nvl72_fourtier racks had 33, nvl72_cluster racks 10, aws_p5
+    logical and physical 4 and 5, aws_p5en logical 5, the NVL72 clusters' physical views 2
+    each), no side beyond MAX_SIDE, and no NIC on a line between a GPU and the NVLink
+    switches."""
     boxes, lines, width, height = geometry.read(svg)
     assert max(width, height) <= r.MAX_SIDE * 1.02, f"{what}: {width:.0f} x {height:.0f} pt"
     crossing = geometry.crossing(boxes, lines, geometry.bar_texts(svg))
     assert len(crossing) <= share * len(lines), \
         f"{what}: {len(crossing)}/{len(lines)} {crossing[:3]}"
+    if share == 0.0:        # a library file's view: no two unrelated lines as one trunk
+        along = geometry.overlapping_lines(lines)
+        assert not along, f"{what}: {len(along)} pairs of unrelated lines along each other " \
+            f"{along[:3]}"
     kind = {d.id: d.kind for d in system.devices}
     nics = [b for n, b in boxes.items() if kind.get(n) == "nic"]
     nvlink = lambda n: kind.get(n) == "switch" or n.endswith("nvlink_fabric") \
@@ -139,7 +173,7 @@ def test_library_drawings_keep_index_order_shape_and_clear_lines(path):
         if svg is None:
             continue
         drawn_any = True
-        check_drawing(svg, f"{path.stem} {drawn}")
+        check_drawing(svg, f"{path.stem} {drawn}", switch_of(system))
         check_geometry(svg, system, f"{path.stem} {drawn}", share=0.0)
         check_titles(svg, system, f"{path.stem} {drawn}")
         check_texts(svg, f"{path.stem} {drawn}")
