@@ -43,7 +43,7 @@ from ..base.version import VERSION
 from ..ir.incidence import Ends
 from ..ir.links import Links
 from ..ir.modelcodes import model_numbers
-from ..ir.system import Device, System
+from ..ir.system import System, make_devices
 
 FORMAT = 1
 MAGIC = b"topoc-system-cache"
@@ -278,8 +278,10 @@ def load(entry_key: str) -> tuple[System | None, str | None]:
             return None, _note(path, "its checksum does not match (damaged?)")
         unpickler = _Unpickler(io.BytesIO(payload))
         ids, m, s, models, spans = unpickler.load()
-        devices = tuple(map(Device, ids.split("\n") if ids else (), map(models.__getitem__, m),
-                            map(spans.__getitem__, s)))
+        ids = ids.split("\n") if ids else []
+        if not len(ids) == len(m) == len(s):
+            return None, _note(path, "its device columns differ in length")
+        devices = tuple(make_devices(ids, map(models.__getitem__, m), map(spans.__getitem__, s)))
         unpickler.devices = devices
         system, memo = unpickler.load()
         if not isinstance(system, System) or not isinstance(memo, dict) \
