@@ -21,6 +21,7 @@ from . import fastconn, hints, layout
 from .exprs import EvalError, check_requirement, evaluate, evaluate_fast, variables
 from ..base.gcpause import gc_paused
 from .hosts import check_patterns, nested_host
+from ..ir.hosts import HOST_RANGES
 from ..ir.incidence import Ends
 from ..ir.links import Links
 from ..ir.kinds import KINDS
@@ -749,7 +750,7 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
         layout.ambiguous(x) for x in elab.cache.values() if x is not None)
     if by_layout:
         # every link is a row of its template's layout: the whole system from the layouts
-        devices, hosts, sites, found, row_table, row = layout.instantiate(
+        devices, hosts, sites, found, row_table, row, host_ranges = layout.instantiate(
             t, f"{decl.name}.", f"{decl.name}.")
     else:
         _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts,
@@ -777,4 +778,6 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
                  hosts=tuple(hosts))
     if found is not None:
         out.memo["ends"] = found
+    if by_layout:
+        out.memo[HOST_RANGES] = host_ranges
     return out

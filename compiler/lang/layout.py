@@ -136,8 +136,8 @@ def tuples(t, memo: dict | None = None):
 @attrs.define(slots=True)
 class Layout:
     """One template's instance, relative to its first device: device names, models and spans
-    in order, hosts as (name, index chain, pattern, span), sites by member path, and the links
-    as int32 columns (ends' offsets, type codes, lanes, row numbers)."""
+    in order, hosts as (name, index chain, pattern, span, first device, devices), sites by
+    member path, and the links as int32 columns (ends' offsets, type codes, lanes, rows)."""
 
     names: list
     models: list
@@ -182,26 +182,28 @@ class _Builder:
                 models.extend([m.model] * count)
                 spans.extend([m.span] * count)
                 if m.host:
-                    hosts.extend((prefix + n, ((m.name, i),), m.hostname, m.span)
-                                 for n, i in zip(elements, indices))
+                    hosts.extend((prefix + n, ((m.name, i),), m.hostname, m.span, m.start + k, 1)
+                                 for k, (n, i) in enumerate(zip(elements, indices)))
                 continue
             inner = self.layout(m.template)
-            for n, i in zip(elements, indices):
+            unit = len(inner.names)
+            for k, (n, i) in enumerate(zip(elements, indices)):
                 pre = f"{prefix}{n}."
+                first = m.start + k * unit
                 if m.host:
-                    hosts.append((prefix + n, ((m.name, i),), m.hostname, m.span))
+                    hosts.append((prefix + n, ((m.name, i),), m.hostname, m.span, first, unit))
                 names_.extend(map(pre.__add__, inner.names))
                 if inner.hosts:
                     step = (m.name, i)
-                    hosts.extend((pre + h, (step, *chain), pattern, span)
-                                 for h, chain, pattern, span in inner.hosts)
+                    hosts.extend((pre + h, (step, *chain), pattern, span, first + at, size)
+                                 for h, chain, pattern, span, at, size in inner.hosts)
             models.extend(inner.models * count)
             spans.extend(inner.spans * count)
             for k, v in inner.sites.items():
                 sites.setdefault(f"{stem}{m.name}.{k}", v)
             if inner.links is not None:
                 src, dst, code, lanes, row = inner.links
-                firsts = m.start + np.arange(count, dtype=np.int32) * np.int32(len(inner.names))
+                firsts = m.start + np.arange(count, dtype=np.int32) * np.int32(unit)
                 parts.append((np.add.outer(firsts, src).ravel(), np.add.outer(firsts, dst).ravel(),
                               np.tile(code, count), np.tile(lanes, count), np.tile(row, count)))
         for chunk in t.links:
@@ -235,7 +237,8 @@ def _array(typecode: str, column) -> array:
 def instantiate(t, prefix: str, stem: str):
     """The system ``t`` makes at ``prefix`` (sites under ``stem``): (devices, hosts, sites,
     ``Ends``, the (duplex, span) of each connection statement of a template, each link's
-    entry there), as the walk makes them for a system whose links are all rows
+    entry there, and each host's first device and device count as two arrays
+    (``ir.hosts.HOST_RANGES``)), as the walk makes them for a system whose links are all rows
     (``elaborate``); the walk numbers one row per link of a template, this one per statement
     (the same ``Link`` objects, and no 1.9 M-entry table for 8,192 racks' own wiring)."""
     import numpy as np
@@ -243,7 +246,9 @@ def instantiate(t, prefix: str, stem: str):
     b = _Builder()
     root = b.compose(t, prefix, stem)
     devices = make_devices(root.names, root.models, root.spans)
-    hosts = [Host(h, chain, pattern, span) for h, chain, pattern, span in root.hosts]
+    hosts = [Host(h, chain, pattern, span) for h, chain, pattern, span, _, _ in root.hosts]
+    # each host's devices, a run of the layout (``ir.hosts``: no look-up by id prefix)
+    ranges = (array("i", [h[4] for h in root.hosts]), array("i", [h[5] for h in root.hosts]))
     if root.links is None:
         src = dst = lanes = row = np.zeros(0, dtype=np.int32)
         code = np.zeros(0, dtype=np.uint16)
@@ -254,7 +259,8 @@ def instantiate(t, prefix: str, stem: str):
                 _array("B", code.astype(np.uint8)) if len(types) <= 256 else
                 _array("H", code.astype(np.uint16)),
                 types, _array("i", lanes.astype(np.int32)))
-    return devices, hosts, root.sites, ends, b.row_table, _array("i", row.astype(np.int32))
+    return devices, hosts, root.sites, ends, b.row_table, _array("i", row.astype(np.int32)), \
+        ranges
 
 
 _ELEMENT = re.compile(r"(.*?)(\d+)")

@@ -42,6 +42,7 @@ from ..base.cachefile import Bad, cache_dir, code_hash, open_regular, write_atom
 from ..base.gcpause import gc_paused
 from ..base import limits
 from ..base.version import VERSION
+from ..ir.hosts import HOST_RANGES
 from ..ir.incidence import Ends
 from ..ir.links import Links
 from ..ir.modelcodes import model_numbers
@@ -59,10 +60,10 @@ MAX_BYTES = 2 * 2**30
 KEEP_ENTRIES = 16
 KEEP_BYTES = 4 * 2**30
 #: The memo entries stored with the System: elaborate's integer ends (``System.ends``),
-#: verify's findings (none: only clean systems are stored) and each device's distance from
+#: verify's findings (none: only clean systems are stored), each device's distance from
 #: the NICs (``summary.level_array``, which compile's summary, lint and the cost model read;
-#: stored as bytes). Each device's model number is rebuilt from the device columns.
-MEMO = ("ends", "verify", "level_array")
+#: stored as bytes) and each host's run of devices (``ir.hosts.HOST_RANGES``). Each device's model number is rebuilt from the device columns.
+MEMO = ("ends", "verify", "level_array", HOST_RANGES)
 #: Standard callables an entry may name, besides classes of ``topoc.compiler``.
 _STANDARD = {("builtins", n) for n in ("tuple", "list", "dict", "set", "frozenset", "complex",
                                        "bytearray", "slice", "range")} | \
@@ -377,6 +378,9 @@ def _restore_memo(system: System, memo: dict, m: array, models: list) -> None:
             if not isinstance(v, array) or len(v) != len(system.devices):
                 continue
             v = np.frombuffer(v, dtype=np.int8).astype(np.int64)
+        elif k == HOST_RANGES and not (isinstance(v, tuple) and len(v) == 2 and
+                                       all(isinstance(x, array) for x in v)):
+            continue
         system.memo[k] = v
     if models and len(m) == len(system.devices):
         numbers = np.frombuffer(m, dtype=np.int32) if m.itemsize == 4 else \
