@@ -750,7 +750,7 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
         layout.ambiguous(x) for x in elab.cache.values() if x is not None)
     if by_layout:
         # every link is a row of its template's layout: the whole system from the layouts
-        devices, hosts, sites, found, row_table, row, host_ranges = layout.instantiate(
+        devices, hosts, sites, found, row_table, row, host_ranges, models = layout.instantiate(
             t, f"{decl.name}.", f"{decl.name}.")
     else:
         _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts,
@@ -780,4 +780,5 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
         out.memo["ends"] = found
     if by_layout:
         out.memo[HOST_RANGES] = host_ranges
+        out.memo.update(models)
     return out

@@ -226,6 +226,22 @@ class _Builder:
         return Layout(names_, models, spans, hosts, sites, links)
 
 
+def _model_memo(models: list) -> dict:
+    """``ir.modelcodes``' memo entries (``model_ids``, ``model_numbers``) from the devices'
+    models: the distinct models found once per object (a dictionary over the list, in C)
+    rather than by an id per device in numpy and a sort of 1.7 M of them. Numbered as
+    ``model_ids`` numbers them: in order of the models' ``id``."""
+    import numpy as np
+
+    distinct = sorted({id(m): m for m in models}.values(), key=id)
+    number = {id(m): k for k, m in enumerate(distinct)}
+    numbers = np.fromiter(map(number.__getitem__, map(id, models)), dtype=np.int32,
+                          count=len(models))
+    ids = np.array([id(m) for m in distinct], dtype=np.int64)
+    return {"model_ids": (ids[numbers], {id(m): m for m in distinct}),
+            "model_numbers": (numbers, distinct)}
+
+
 def _array(typecode: str, column) -> array:
     import numpy as np
 
@@ -237,8 +253,8 @@ def _array(typecode: str, column) -> array:
 def instantiate(t, prefix: str, stem: str):
     """The system ``t`` makes at ``prefix`` (sites under ``stem``): (devices, hosts, sites,
     ``Ends``, the (duplex, span) of each connection statement of a template, each link's
-    entry there, and each host's first device and device count as two arrays
-    (``ir.hosts.HOST_RANGES``)), as the walk makes them for a system whose links are all rows
+    entry there, each host's first device and device count as two arrays
+    (``ir.hosts.HOST_RANGES``), and the model memo entries (``_model_memo``)), as the walk makes them for a system whose links are all rows
     (``elaborate``); the walk numbers one row per link of a template, this one per statement
     (the same ``Link`` objects, and no 1.9 M-entry table for 8,192 racks' own wiring)."""
     import numpy as np
@@ -246,6 +262,7 @@ def instantiate(t, prefix: str, stem: str):
     b = _Builder()
     root = b.compose(t, prefix, stem)
     devices = make_devices(root.names, root.models, root.spans)
+    memo = _model_memo(root.models)
     hosts = [Host(h, chain, pattern, span) for h, chain, pattern, span, _, _ in root.hosts]
     # each host's devices, a run of the layout (``ir.hosts``: no look-up by id prefix)
     ranges = (array("i", [h[4] for h in root.hosts]), array("i", [h[5] for h in root.hosts]))
@@ -260,7 +277,7 @@ def instantiate(t, prefix: str, stem: str):
                 _array("H", code.astype(np.uint16)),
                 types, _array("i", lanes.astype(np.int32)))
     return devices, hosts, root.sites, ends, b.row_table, _array("i", row.astype(np.int32)), \
-        ranges
+        ranges, memo
 
 
 _ELEMENT = re.compile(r"(.*?)(\d+)")

@@ -204,8 +204,9 @@ def ranks(program: Program, system: System, lenient: bool = False) -> System:
     out = attrs.evolve(system, parallels=tuple(strategies),
                        models=tuple(program.models[k] for k in sorted(program.models)),
                        skipped=tuple(skipped or ()), notes=program.notes)
-    # the same devices, links and hosts: elaborate's integer arrays and hosts' device runs
-    for key in ("ends", HOST_RANGES):
+    # the same devices, links and hosts: elaborate's integer arrays, hosts' device runs and
+    # models' numbers
+    for key in ("ends", HOST_RANGES, "model_ids", "model_numbers"):
         if key in system.memo:
             out.memo[key] = system.memo[key]
     return out

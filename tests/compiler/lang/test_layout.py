@@ -2,7 +2,8 @@
 makes: the same devices (ids, models, spans), hosts, sites and links in the same order, on
 every library file and on groups whose connections take each path (numpy offsets, the loop,
 links that merge, member names one of which is another's and digits); each host's run of devices
-is the one the id-prefix search finds; the offset checks (merges, port budgets) answer as the
+is the one the id-prefix search finds, each model's number the one a pass over the devices
+gives; the offset checks (merges, port budgets) answer as the
 name checks."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 import topoc
 from topoc.compiler.base.diagnostics import CompileError
 from topoc.compiler.ir import hosts as ir_hosts
+from topoc.compiler.ir.modelcodes import model_ids, model_numbers
 from topoc.compiler.ir.system import Device, Host, make_devices, make_hosts
 from topoc.compiler.lang import elaborate, layout
 
@@ -56,6 +58,14 @@ def test_library_files_alike(path, monkeypatch):
         assert getattr(by_layout.ends, column) == getattr(walked.ends, column), column
     # each host's devices: the layout's runs, as the search by id prefix finds them
     assert ir_hosts.host_members(by_layout) == ir_hosts.host_members(walked)
+    # the models' numbers: the layout's, as a pass over the devices numbers them
+    layout_ids, layout_numbers = (by_layout.memo.pop(k) for k in ("model_ids", "model_numbers"))
+    ids, models = model_ids(by_layout)
+    numbers, listed = model_numbers(by_layout)
+    assert layout_ids[0].tolist() == ids.tolist()
+    assert list(layout_ids[1].items()) == list(models.items())
+    assert layout_numbers[0].tolist() == numbers.tolist()
+    assert layout_numbers[1] == listed
 
 
 GROUPS = H + ("group Node { host cpu : Grace  g[2] : H100  nic[2] : CX7  sw : PEX89104\n"
