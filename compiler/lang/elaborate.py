@@ -9,7 +9,6 @@ once per instance. Sizes are known before anything is expanded, so limits are ch
 from __future__ import annotations
 
 import itertools
-import re
 from array import array
 from collections.abc import Mapping
 
