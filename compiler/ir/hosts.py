@@ -168,8 +168,32 @@ def _inferred(system: System) -> list[tuple[str, list[int]]]:
     return out
 
 
+#: ``System.memo`` key of each marked host's devices as a run of device indices: (first
+#: indices, counts), two ``array("i")`` in ``System.hosts`` order. Elaborate's layout knows
+#: them (an instance's devices are consecutive); a system made otherwise has none.
+HOST_RANGES = "host_ranges"
+
+
+def _ranges(system: System) -> list[list[int]] | None:
+    """Each marked host's device indices from ``HOST_RANGES``, when the memo holds them for
+    these hosts and devices."""
+    found = system.memo.get(HOST_RANGES)
+    if found is None:
+        return None
+    import numpy as np
+
+    firsts, counts = (np.asarray(x, dtype=np.int64) for x in found)
+    if len(firsts) != len(system.hosts) or len(counts) != len(firsts) or len(firsts) and (
+            firsts.min() < 0 or counts.min() < 0 or (firsts + counts).max() > len(system.devices)):
+        return None
+    return list(map(list, map(range, firsts.tolist(), (firsts + counts).tolist())))
+
+
 def _groups(system: System) -> list[tuple[str, tuple, str | None, list[int]]]:
     """(host id, index steps, own pattern, member device indices in device order) per host."""
+    ranges = _ranges(system) if system.hosts else None
+    if ranges is not None:
+        return [(h.id, h.indices, h.pattern, r) for h, r in zip(system.hosts, ranges)]
     if system.hosts:
         by_prefix: dict[str, list[int]] = {h.id: [] for h in system.hosts}
         # Hosts do not nest, so a device belongs to the host whose id is a prefix of its id

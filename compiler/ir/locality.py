@@ -399,6 +399,9 @@ class Locality:
         again only the host parts its failure touches (``relocate``)."""
         import numpy as np
 
+        #: each rank's socket as a device index (-1: none), what ``_keys_by_index`` numbers
+        #: sockets by (None: not known here, read through the id index)
+        self._socket_index = None
         patched = relocate.gpu_hosts(self, nearest_by_bfs)
         if patched is not None:
             base = self.system.memo["locality.base"]
@@ -413,6 +416,7 @@ class Locality:
         nearest: list[tuple[str, ...]] = [()] * n
         #: each rank's own NIC as a device index (-1: none), for passes in numpy
         self._nic_index = np.full(n, -1, dtype=np.int64)
+        self._socket_index = np.full(n, -1, dtype=np.int64)
         ids = None
         for members, edges, copies in host_shapes(self):
             # the searches, once per shape, on the representative's offsets
@@ -486,6 +490,7 @@ class Locality:
             ranks = np.searchsorted(self.gpu_index, firsts + o)
             if cpu_order:
                 socket[ranks] = ids[firsts + cpu_order[0]]
+                self._socket_index[ranks] = firsts + cpu_order[0]
             if not nic_order:
                 continue
             for r, near in zip(ranks.tolist(), zip(*(ids[firsts + x].tolist()
@@ -511,6 +516,8 @@ class Locality:
                 sock = min(ids[first + x] for x in cpus) if cpus else ""
                 near = tuple(sorted(ids[first + x] for x in nics))
                 socket[r], nearest[r] = sock, near
+                if sock:
+                    self._socket_index[r] = index[sock]
                 if near:
                     sharing[near].append(r)
                 rows.append((r, near))
@@ -674,7 +681,7 @@ class Locality:
         import numpy as np
 
         n = len(sockets)
-        index, devices = self.index, self.system.devices
+        devices = self.system.devices
         island = np.asarray(self.island, dtype=np.int64)
         span = len(devices) + 1
         columns = []
@@ -684,8 +691,10 @@ class Locality:
                 columns.append((np.zeros(n, dtype=np.int64), 1))
                 continue
             at = relocate.key_devices(self, c, names)
+            if at is None and c == 0 and self._socket_index is not None:
+                at = self._socket_index     # gpu_hosts found them by index: no id look-up
             if at is None:
-                at = np.fromiter((index[x] if x else -1 for x in names), dtype=np.int64,
+                at = np.fromiter((self.index[x] if x else -1 for x in names), dtype=np.int64,
                                  count=n)
             unique, first, number = np.unique(island * span + at + 1, return_index=True,
                                               return_inverse=True)
@@ -720,9 +729,15 @@ class Locality:
         if len(roots) != 1 or None in roots:
             return None
         switches = self.domain_switches.get(roots.pop(), ())
-        if not switches or not all(self.system.device(s).model.attr("reduction") for s in switches):
+        if not switches:
             return None
-        return switches
+        # once per set of switches (each group asked again looked up every switch by id)
+        reduces = self.memo.setdefault("nvlink_agents", {})
+        ok = reduces.get(switches)
+        if ok is None:
+            ok = reduces[switches] = all(self.system.device(s).model.attr("reduction")
+                                         for s in switches)
+        return switches if ok else None
 
 
 system.VIEWS["locality"] = Locality

@@ -43,7 +43,11 @@ def _level_array(system: System):
     a, b, _ = arrays_in(system, SCALEOUT_CLASSES)
     devices = system.devices
     level = np.full(len(devices), -1, dtype=np.int64)
-    touched = np.unique(np.concatenate((a, b)))
+    # the devices on a scale-out link, in index order (a mask: np.unique hashed 1.2 M ends)
+    mark = np.zeros(len(devices), dtype=np.bool_)
+    mark[a] = True
+    mark[b] = True
+    touched = np.flatnonzero(mark)
     # the endpoints among them, each model's kind tested once (no test per device)
     starts = touched[model_flags(system, lambda m: is_endpoint(m.kind))[touched]]
     level[starts] = 0

@@ -261,6 +261,37 @@ class Host:
     span: Span = field(eq=False, repr=False, default=None)
 
 
+def make_devices(ids, models, spans) -> list[Device]:
+    """``[Device(i, m, s) for i, m, s in zip(ids, models, spans)]``, made column by column in
+    C (``_by_columns``): the constructor's Python frame per device took about a second at
+    8,192 NVL72 racks (1.7 M devices), in elaborate and again in every read of the
+    compiled-system cache; this takes about a third of it."""
+    return _by_columns(Device, ids, (("id", ids), ("model", models), ("span", spans)))
+
+
+def make_hosts(ids, indices, patterns, spans) -> list[Host]:
+    """``Host(id, indices, pattern, span)`` for each row of these columns, as
+    ``make_devices``."""
+    return _by_columns(Host, ids, (("id", ids), ("indices", indices), ("pattern", patterns),
+                                   ("span", spans)))
+
+
+def _by_columns(cls, ids, columns) -> list:
+    """Objects of the frozen attrs class ``cls``, one per element of ``ids``: each allocated,
+    then each slot filled by its descriptor over its whole column (``columns``: every field,
+    by name, each as long as ``ids``). Equal to the constructor's objects, which apply no
+    validator, converter or default here."""
+    import collections
+    import itertools
+
+    assert [name for name, _ in columns] == [f.name for f in attrs.fields(cls)], cls
+    out = list(map(object.__new__, itertools.repeat(cls, len(ids))))
+    consume = collections.deque(maxlen=0).extend
+    for name, column in columns:
+        consume(map(cls.__dict__[name].__set__, out, column))
+    return out
+
+
 def device_indices(system: System) -> dict[str, int]:
     """Device id -> its index in ``system.devices``, made once per system and shared by the
     views that key integer passes by id (incidence, locality, ``System.device``)."""

@@ -9,7 +9,6 @@ once per instance. Sizes are known before anything is expanded, so limits are ch
 from __future__ import annotations
 
 import itertools
-import re
 from array import array
 from collections.abc import Mapping
 
@@ -17,10 +16,11 @@ import attrs
 
 from . import syntax as s
 from ..base.diagnostics import Collector, CompileError, Note, Span, error, suggest
-from . import fastconn, hints
+from . import fastconn, hints, layout
 from .exprs import EvalError, check_requirement, evaluate, evaluate_fast, variables
 from ..base.gcpause import gc_paused
 from .hosts import check_patterns, nested_host
+from ..ir.hosts import HOST_RANGES
 from ..ir.incidence import Ends
 from ..ir.links import Links
 from ..ir.kinds import KINDS
@@ -47,6 +47,9 @@ class Member:
     span: Span
     host: bool = False
     hostname: str | None = None
+    #: The member's first device in its template's layout (``layout``): an element's devices
+    #: follow one another, so ``start + i * devices of one element`` is element i's first.
+    start: int = 0
 
 
 @attrs.define
@@ -55,12 +58,18 @@ class Template:
 
     name: str
     members: dict[str, Member]
-    links: list[tuple[str, str, LinkType, int, bool, Span]]
+    #: one ``layout.Chunk`` per connection statement that made links, in statement order
+    links: list[layout.Chunk]
     devices: int
     total_links: int
     params: dict[str, int] = attrs.Factory(dict)
     #: Device-model parameters (``group HGX(G: gpu = H100)``) by name.
     models: dict[str, DeviceModel] = attrs.Factory(dict)
+    #: Whether two members could name an element alike (``layout.ambiguous``; None: not yet
+    #: asked).
+    ambiguous: bool | None = None
+    #: The links as named tuples, made when the per-instance walk needs them (``_named``).
+    named: list | None = None
 
 
 class _Elaborator:
@@ -294,6 +303,7 @@ class _Elaborator:
                 return
             member.template = child
             devices, links = count * child.devices, count * child.total_links
+        member.start = t.devices
         t.devices += devices
         t.total_links += links
         if t.devices > LIMITS.devices:
@@ -343,7 +353,7 @@ class _Elaborator:
         # ranges over the values for which every selector using it stays in range.
         free: dict[str, int] = {}
         for side in sides:
-            for _, sel, size, _ in side:
+            for _, sel, size, _, _, _ in side:
                 if isinstance(sel, s.Index):
                     for v in sorted(variables(sel.expr)):
                         if v not in env and v not in named:
@@ -372,26 +382,44 @@ class _Elaborator:
         made = 0
         # each selected segment with its element names, so a path joins listed names
         plans = [tuple((name, sel, size, var, _element_names(name, size)
-                        if sel is not None and size <= _NAMES_MAX else None)
-                       for name, sel, size, var in side) for side in sides]
-        fast = fastconn.expand(plans, axes, free, env) if total >= _FAST_LINKS else None
+                        if sel is not None and size <= _NAMES_MAX else None, start, unit)
+                       for name, sel, size, var, start, unit in side) for side in sides]
+        by_name = layout.ambiguous(t)
+        fast = fastconn.expand(plans, axes, free, env, by_name) if total >= _FAST_LINKS \
+            else None
         if fast is not None:
             made = len(fast[0])
-            t.links.extend(zip(*fast, itertools.repeat(link_type), itertools.repeat(lanes),
-                               itertools.repeat(not stmt.directed), itertools.repeat(stmt.span)))
-        for combo in () if fast is not None else itertools.product(*(dom for _, dom in axes)):
-            scope.update(zip(names, combo))
-            a = self.path(plans[0], scope, stmt, free)
-            b = self.path(plans[1], scope, stmt, free)
-            if a is None or b is None:
-                continue
-            if a == b:
-                raise EvalError(error("E215", f"connects '{a}' to itself", stmt.span))
-            t.links.append((a, b, link_type, lanes, not stmt.directed, stmt.span))
-            made += 1
+            if made:
+                t.links.append(layout.Chunk(None, None, fast, link_type, lanes,
+                                            not stmt.directed, stmt.span) if by_name else
+                               layout.Chunk(*fast, None, link_type, lanes, not stmt.directed,
+                                            stmt.span))
+        a_names: list[str] = []
+        b_names: list[str] = []
+        a_offsets: list[int] = []
+        b_offsets: list[int] = []
+        try:
+            for combo in () if fast is not None else \
+                    itertools.product(*(dom for _, dom in axes)):
+                scope.update(zip(names, combo))
+                a = self.path(plans[0], scope, stmt, free)
+                b = self.path(plans[1], scope, stmt, free)
+                if a is None or b is None:
+                    continue
+                if a[0] == b[0]:
+                    raise EvalError(error("E215", f"connects '{a[0]}' to itself", stmt.span))
+                a_names.append(a[0])
+                b_names.append(b[0])
+                a_offsets.append(a[1])
+                b_offsets.append(b[1])
+                made += 1
+        finally:
+            if a_names:     # the links before an error too, as they were kept before
+                t.links.append(layout.Chunk(a_offsets, b_offsets, (a_names, b_names),
+                                            link_type, lanes, not stmt.directed, stmt.span))
         if free and not made:
             v = names[first_free]
-            sel = next(sel for side in sides for _, sel, _, _ in side
+            sel = next(sel for side in sides for _, sel, *_ in side
                        if isinstance(sel, s.Index) and v in variables(sel.expr))
             raise EvalError(error(
                 "E213", f"index '{v}' takes no value that keeps every selector in range: bind it "
@@ -399,7 +427,8 @@ class _Elaborator:
         t.total_links -= total - made
 
     def walk(self, t: Template, path: s.Path, env, axes, named):
-        """Check a path against the template; return per segment (name, selector, size, var)."""
+        """Check a path against the template; return per segment (name, selector, size, var,
+        the member's first device in its template, the devices of one element)."""
         out = []
         node: Template | None = t
         for i, seg in enumerate(path.segments):
@@ -436,22 +465,27 @@ class _Elaborator:
             if i == len(path.segments) - 1 and m.model is None and m.template is not None:
                 raise EvalError(error("E212", f"'{seg.name}' is a group ({m.template.name}), not a "
                                       "device; name a device inside it", seg.span))
-            out.append((seg.name, sel, m.size, var))
+            out.append((seg.name, sel, m.size, var, m.start,
+                        1 if m.template is None else m.template.devices))
             node = m.template
         return out
 
     @staticmethod
-    def path(side, scope, stmt, free=()) -> str | None:
-        """The element path for one binding; None when an index ranging over its inferred
-        domain (``free``) falls outside an array here, so the binding makes no link."""
+    def path(side, scope, stmt, free=()) -> tuple[str, int] | None:
+        """The element path for one binding and its device's offset in the template's layout;
+        None when an index ranging over its inferred domain (``free``) falls outside an array
+        here, so the binding makes no link."""
         parts = []
-        for name, sel, size, var, elements in side:
+        offset = 0
+        for name, sel, size, var, elements, start, unit in side:
+            offset += start
             if sel is None:
                 parts.append(name)
                 continue
             idx = scope[var] if var is not None else evaluate_fast(sel.expr, scope)
             if 0 <= idx < size:
                 parts.append(elements[idx] if elements is not None else f"{name}{idx}")
+                offset += idx * unit
                 continue
             if free and variables(sel.expr) & set(free):
                 return None
@@ -461,10 +495,7 @@ class _Elaborator:
                 raise EvalError(error("E210", f"selects {name}[{idx}]"
                                       + (f" (when {bound})" if bound else "")
                                       + f", but '{name}' has elements 0..{size - 1}", sel.span))
-        return ".".join(parts)
-
-
-_ELEMENT = re.compile(r"(.*?)(\d+)")
+        return ".".join(parts), offset
 
 
 def _text(path: s.Path) -> str:
@@ -485,27 +516,8 @@ def _end_model(t: Template, path: s.Path) -> DeviceModel | None:
     return None
 
 
-def _over_budget(t: Template) -> bool:
-    """Whether the template's own links give one of its direct device members more lanes of a
-    class than the member's model has ports for. Links only add lanes, so the finished system
-    then fails verify's port-budget check (E220) whatever the groups above add."""
-    used: dict[tuple[str, str], int] = {}
-    for a, b, lt, lanes, _, _ in t.links:
-        for end in (a, b):
-            if "." not in end:
-                key = (end, lt.cls)
-                used[key] = used.get(key, 0) + lanes
-    for (end, cls), lanes in used.items():
-        member = t.members.get(end)
-        if member is None:
-            m = _ELEMENT.fullmatch(end)
-            member = t.members.get(m.group(1)) if m else None
-        if member is None or member.model is None:
-            continue
-        budget = member.model.port_budget(cls)
-        if budget is not None and lanes > budget:
-            return True
-    return False
+#: Whether a template's own links overrun a direct device's port budget (``layout``).
+_over_budget = layout.over_budget
 
 
 def _values(expr, env: Mapping[str, int]) -> str:
@@ -515,20 +527,17 @@ def _values(expr, env: Mapping[str, int]) -> str:
     return f" (with {', '.join(f'{v} = {env[v]}' for v in names)})" if names else ""
 
 
-_NAMES: dict[tuple[str, int | None], list[str]] = {}
 #: The largest array whose element names a connection lists (``connection``, ``path``).
 _NAMES_MAX = 65536
+_element_names = layout.element_names
 
 
-def _element_names(name: str, size: int | None) -> list[str]:
-    """The element names of a member (``tray0`` .. ``tray17``), made once per name and size
-    rather than once per instance (a list of f-strings for each of 147,456 trays)."""
-    key = (name, size)
-    found = _NAMES.get(key)
+def _named(t: Template) -> list[tuple]:
+    """The template's links as (src, dst, type, lanes, duplex, span) with names relative to
+    an instance, made once per template: what the per-instance walk reads."""
+    found = t.named
     if found is None:
-        found = [name] if size is None else [f"{name}{i}" for i in range(size)]
-        if len(_NAMES) < 4096 and len(found) <= 4096:       # a bounded memo
-            _NAMES[key] = found
+        found = t.named = list(layout.tuples(t))
     return found
 
 
@@ -582,13 +591,13 @@ def _instantiate(t: Template, prefix: str, devices: list[Device],
     if type(links) is list:
         if ends is not None and ends.compact and t.links:
             ends.to_objects(links, devices)     # links from here on are objects: keep order
-        for a, b, lt, lanes, duplex, span in t.links:
+        for a, b, lt, lanes, duplex, span in _named(t):
             si, di = ids.get(src := prefix + a), ids.get(dst := prefix + b)
             if si is not None and di is not None:
                 src, dst = devices[si].id, devices[di].id
             links.append(Link(None, src, dst, lt, lanes, duplex, span))   # id: src<->dst:type
         return
-    for a, b, lt, lanes, duplex, span in t.links:
+    for a, b, lt, lanes, duplex, span in _named(t):
         si, di = ids.get(src := prefix + a), ids.get(dst := prefix + b)
         if si is not None and di is not None:
             src, dst = devices[si].id, devices[di].id
@@ -630,7 +639,7 @@ class _EndsBuilder:
         first instance at ``prefix``; None (the slow path, and no ``System.ends`` from here)
         when an end is not a device of the instance."""
         out = []
-        for a, b, lt, lanes, duplex, span in t.links:
+        for a, b, lt, lanes, duplex, span in _named(t):
             si, di = ids.get(prefix + a), ids.get(prefix + b)
             if si is None or di is None:
                 self.ok = False
@@ -692,25 +701,8 @@ class _EndsBuilder:
         return Ends(self.src, self.dst, self.type, tuple(self.types), self.lanes)
 
 
-def _may_merge(templates) -> bool:
-    """True when two links of the system could join the same pair with one link type (and so
-    be merged into one link of more lanes). Links of different instances can only coincide
-    when a group wires two devices inside one element of a member (``tray3.gpu0 <->
-    tray3.gpu1``), so without such a connection and without a pair wired twice by one group,
-    instantiation appends links and keeps no key per link."""
-    for t in templates:
-        if t is None:
-            continue
-        links = t.links
-        # one element's two devices: ``a`` has a dot and ``b`` starts with ``a``'s first
-        # part and its dot (comprehensions: a system's top group holds millions of links)
-        if any(b.startswith(a[:a.find(".") + 1]) for a, b, *_ in links if "." in a):
-            return True
-        keys = {((a, b, lt.name, True) if a < b else (b, a, lt.name, True)) if duplex
-                else (a, b, lt.name, False) for a, b, lt, _, duplex, _ in links}
-        if len(keys) != len(links):
-            return True
-    return False
+#: Whether two links of the system could coincide and merge (``layout.may_merge``).
+_may_merge = layout.may_merge
 
 
 @gc_paused()
@@ -753,8 +745,15 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
     sites: dict[str, Span] = {}
     hosts: list[Host] = []
     recorded = _EndsBuilder() if isinstance(links, list) else None
-    _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts,
-                 ends=recorded)
+    by_layout = recorded is not None and recorded.compact and not any(
+        layout.ambiguous(x) for x in elab.cache.values() if x is not None)
+    if by_layout:
+        # every link is a row of its template's layout: the whole system from the layouts
+        devices, hosts, sites, found, row_table, row, host_ranges, models = layout.instantiate(
+            t, f"{decl.name}.", f"{decl.name}.")
+    else:
+        _instantiate(t, f"{decl.name}.", devices, links, sites, f"{decl.name}.", hosts,
+                     ends=recorded)
     nested = nested_host(hosts)
     if nested is not None:
         inner, outer = nested
@@ -763,7 +762,9 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
                                   Note("the outer host is marked here", outer.span))])
     check_patterns(hosts)
     devices_t = tuple(devices)
-    if recorded is not None and recorded.compact:
+    if by_layout:
+        flat = Links(devices_t, found, row_table, row)
+    elif recorded is not None and recorded.compact:
         # still compact means every link is a row (``rows`` failing leaves the compact form
         # at once, ``_instantiate``), so the arrays are all the links
         found = recorded.done(len(recorded.src))
@@ -776,4 +777,7 @@ def elaborate(program: Program, overrides: Mapping[str, int] | None = None) -> S
                  hosts=tuple(hosts))
     if found is not None:
         out.memo["ends"] = found
+    if by_layout:
+        out.memo[HOST_RANGES] = host_ranges
+        out.memo.update(models)
     return out

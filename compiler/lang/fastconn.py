@@ -5,7 +5,11 @@ thousands of links each (``node[m].nic[n] <-> leaf[8 * (m / 32) + n]``): enumera
 binding at a time, each link cost an environment update, two selector evaluations and two
 string joins in Python (1.2 s of a 6 s compile at 32,768 DGX nodes). Here every axis is an
 array over all bindings at once (in ``itertools.product`` order, so the links come out in the
-same order), each selector is evaluated over those arrays, and the paths are joined by ``map``.
+same order) and each selector is evaluated over those arrays. The ends come out as device
+offsets in the group's layout (a member's first device plus each selected index times the
+size of one element, ``elaborate.Member.start``): no name is made, the links stay integer
+rows up to ``System.ends`` (``compiler.lang.layout``). Only when the group's member names could
+spell one element two ways (``l2[5]`` and ``l[25]``) are the paths joined as names, by ``map``.
 
 Only the ordinary case is taken: every selector an integer expression of the axes and the
 group's parameters, every value in range (or out of range only where an index ranging over
@@ -72,11 +76,12 @@ def _magnitude(value) -> int:
 
 
 def expand(plans, axes: list[tuple[str, range]], free: Mapping[str, int],
-           env: Mapping[str, object]) -> tuple[list[str], list[str]] | None:
-    """The two ends' paths of every link of a connection, in the loop's order, or None when
-    the loop must run (module docstring). ``plans`` are the two sides' segments as
-    ``connection`` lays them out: (name, selector, size, axis variable or None, element
-    names or None)."""
+           env: Mapping[str, object], names: bool = False) -> tuple | None:
+    """The two ends of every link of a connection, in the loop's order, or None when the loop
+    must run (module docstring): two int64 arrays of device offsets in the group's layout, or
+    with ``names`` two lists of paths. ``plans`` are the two sides' segments as ``connection``
+    lays them out: (name, selector, size, axis variable or None, element names or None, the
+    member's first device, the devices of one element)."""
     import numpy as np
 
     sizes = [len(dom) for _, dom in axes]
@@ -87,8 +92,8 @@ def expand(plans, axes: list[tuple[str, range]], free: Mapping[str, int],
     # per side and segment: is it a constant name, a selector of an axis, or an expression;
     # and may an out-of-range value drop the binding (an index over its inferred domain)
     drops = [[sel is not None and var is None and bool(variables(sel.expr) & free_names)
-              for _, sel, _, var, _ in side] for side in plans]
-    ends: list[list[str]] = [[], []]
+              for _, sel, _, var, _, _, _ in side] for side in plans]
+    ends: list[list] = [[], []]
     with np.errstate(all="ignore"):
         for lo in range(0, total, CHUNK):
             flat = np.arange(lo, min(total, lo + CHUNK), dtype=np.int64)
@@ -101,7 +106,7 @@ def expand(plans, axes: list[tuple[str, range]], free: Mapping[str, int],
             columns = []
             for side, side_drops in zip(plans, drops):
                 cols = []
-                for (name, sel, size, var, _), drop in zip(side, side_drops):
+                for (name, sel, size, var, _, _, _), drop in zip(side, side_drops):
                     if sel is None:
                         cols.append(None)
                         continue
@@ -119,8 +124,16 @@ def expand(plans, axes: list[tuple[str, range]], free: Mapping[str, int],
                 columns.append(cols)
             count = len(flat) if keep is None else int(keep.sum())
             for k, (side, cols) in enumerate(zip(plans, columns)):
+                if not names:
+                    # offset: each member's first device plus index times element size
+                    offset = np.full(count, sum(seg[5] for seg in side), dtype=np.int64)
+                    for (_, _, _, _, _, _, unit), idx in zip(side, cols):
+                        if idx is not None:
+                            offset += (idx if keep is None else idx[keep]) * unit
+                    ends[k].append(offset)
+                    continue
                 parts = []
-                for (name, sel, size, var, elements), idx in zip(side, cols):
+                for (name, sel, size, var, elements, _, _), idx in zip(side, cols):
                     if idx is None:
                         parts.append(itertools.repeat(name, count))
                         continue
@@ -128,6 +141,12 @@ def expand(plans, axes: list[tuple[str, range]], free: Mapping[str, int],
                     parts.append(map(elements.__getitem__, values) if elements is not None
                                  else map(f"{name}{{}}".format, values))
                 ends[k].extend(parts[0] if len(parts) == 1 else map(".".join, zip(*parts)))
+    if not names:
+        a, b = (side[0] if len(side) == 1 else np.concatenate(side) if side else
+                np.zeros(0, dtype=np.int64) for side in ends)
+        if bool(np.any(a == b)):
+            return None                         # the loop's E215
+        return a, b
     a, b = ends
     if any(map(operator.eq, a, b)):
         return None                             # the loop's E215

@@ -18,6 +18,7 @@ from ..base.gcpause import gc_paused
 from ..ir.system import (COLLECTIVES, DEFAULT_ORDER, GROUP_KINDS, PARALLEL_DIMS, ParallelStrategy, System,
                  TrafficFlow)
 from .resolve import Program, unique
+from ..ir.hosts import HOST_RANGES
 from .derive import TRAINING_SETTINGS, derive
 from ..base.units import BYTES, NUMBER, SECONDS
 
@@ -203,6 +204,9 @@ def ranks(program: Program, system: System, lenient: bool = False) -> System:
     out = attrs.evolve(system, parallels=tuple(strategies),
                        models=tuple(program.models[k] for k in sorted(program.models)),
                        skipped=tuple(skipped or ()), notes=program.notes)
-    if "ends" in system.memo:       # the same devices and links: elaborate's integer arrays
-        out.memo["ends"] = system.memo["ends"]
+    # the same devices, links and hosts: elaborate's integer arrays, hosts' device runs and
+    # models' numbers
+    for key in ("ends", HOST_RANGES, "model_ids", "model_numbers"):
+        if key in system.memo:
+            out.memo[key] = system.memo[key]
     return out

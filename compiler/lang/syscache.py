@@ -10,8 +10,9 @@ compile in well under a second. Entries live in ``cache_dir()/systems`` (``$TOPO
 default ``~/.cache/topoc``); the newest ``KEEP_ENTRIES`` within ``KEEP_BYTES`` are kept.
 
 An entry is a header line (format, key, payload length, CRC-32) and two pickles: the devices
-as columns (ids, model and span codes) and the rest of the System with its compact links'
-arrays. It is opened only as a regular file of at most ``MAX_BYTES`` (no symbolic link, no
+and the hosts as columns (ids, model, span and pattern codes, each host's index chain as its
+members' names once per shape and the indices in one array) and the rest of the System with
+its compact links' arrays. It is opened only as a regular file of at most ``MAX_BYTES`` (no symbolic link, no
 FIFO: ``base.cachefile``), its length and checksum are checked before anything is unpickled,
 and the unpickler builds only topoc's own IR classes and a few standard containers, so a
 file that is not an entry (damaged, edited, of another key) is ignored with a note and the
@@ -25,6 +26,7 @@ from __future__ import annotations
 import copyreg
 import hashlib
 import io
+import itertools
 import os
 import pickle
 import sys
@@ -40,12 +42,13 @@ from ..base.cachefile import Bad, cache_dir, code_hash, open_regular, write_atom
 from ..base.gcpause import gc_paused
 from ..base import limits
 from ..base.version import VERSION
+from ..ir.hosts import HOST_RANGES
 from ..ir.incidence import Ends
 from ..ir.links import Links
 from ..ir.modelcodes import model_numbers
-from ..ir.system import Device, System
+from ..ir.system import System, make_devices, make_hosts
 
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"topoc-system-cache"
 #: Systems with fewer links are not stored (a 72-rack NVL72 cluster, 120 k links, compiles in
 #: about 0.3 s; the cache pays from a few hundred racks up); ``$TOPOC_SYSTEM_CACHE_MIN_LINKS``
@@ -57,10 +60,10 @@ MAX_BYTES = 2 * 2**30
 KEEP_ENTRIES = 16
 KEEP_BYTES = 4 * 2**30
 #: The memo entries stored with the System: elaborate's integer ends (``System.ends``),
-#: verify's findings (none: only clean systems are stored) and each device's distance from
+#: verify's findings (none: only clean systems are stored), each device's distance from
 #: the NICs (``summary.level_array``, which compile's summary, lint and the cost model read;
-#: stored as bytes). Each device's model number is rebuilt from the device columns.
-MEMO = ("ends", "verify", "level_array")
+#: stored as bytes) and each host's run of devices (``ir.hosts.HOST_RANGES``). Each device's model number is rebuilt from the device columns.
+MEMO = ("ends", "verify", "level_array", HOST_RANGES)
 #: Standard callables an entry may name, besides classes of ``topoc.compiler``.
 _STANDARD = {("builtins", n) for n in ("tuple", "list", "dict", "set", "frozenset", "complex",
                                        "bytearray", "slice", "range")} | \
@@ -116,16 +119,19 @@ class _Pickler(pickle.Pickler):
     and its compact links as their arrays; refuses to name any callable ``_Unpickler`` would
     refuse to build, so every entry written can be read."""
 
-    def __init__(self, file, devices):
+    def __init__(self, file, devices, hosts):
         super().__init__(file, protocol=5)
         self._devices = devices
+        self._hosts = hosts
         self.dispatch_table = copyreg.dispatch_table.copy()
         self.dispatch_table[Links] = lambda lk: (Links, (lk._devices, lk._ends, lk._rows,
                                                          lk._row))
         self.dispatch_table[Ends] = lambda e: (Ends, (e.src, e.dst, e.type, e.types, e.lanes))
 
     def persistent_id(self, obj):
-        return "devices" if obj is self._devices else None
+        if obj is self._devices:
+            return "devices"
+        return "hosts" if obj is self._hosts and obj else None
 
     def reducer_override(self, obj):
         if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
@@ -142,6 +148,7 @@ class _Unpickler(pickle.Unpickler):
     def __init__(self, file):
         super().__init__(file)
         self.devices = None         # set between the two loads
+        self.hosts = None
 
     def find_class(self, module, name):
         if not _allowed(module, name):
@@ -152,9 +159,11 @@ class _Unpickler(pickle.Unpickler):
         return found
 
     def persistent_load(self, pid):
-        if pid != "devices" or self.devices is None:
-            raise pickle.UnpicklingError("it refers to an unknown object")
-        return self.devices
+        if pid == "devices" and self.devices is not None:
+            return self.devices
+        if pid == "hosts" and self.hosts is not None:
+            return self.hosts
+        raise pickle.UnpicklingError("it refers to an unknown object")
 
 
 def _device_columns(system: System) -> tuple | None:
@@ -175,6 +184,60 @@ def _device_columns(system: System) -> tuple | None:
     span_list = [devices[i].span for i in first.tolist()]
     s = array("i", codes.reshape(-1).astype(np.int32).tobytes())
     return ids, m, s, list(model_list), span_list
+
+
+def _host_columns(hosts) -> tuple | None:
+    """The hosts as (ids joined by newlines, shape codes, shapes: each the member names of an
+    index chain, every chain's indices in one array (-1 for a member that is not an array),
+    pattern codes, patterns, span codes, spans); None when an id holds a newline. Pickled as
+    objects, each host cost a Python ``__getstate__`` (1.5 s for 147,456 trays) and as much
+    again to load."""
+    ids = "\n".join([h.id for h in hosts])
+    if ids.count("\n") != max(len(hosts) - 1, 0):
+        return None
+    shapes: dict[tuple, int] = {}
+    patterns: dict = {}
+    spans: dict[int, tuple] = {}
+    shape_codes, pattern_codes, span_codes, flat = array("i"), array("i"), array("i"), \
+        array("q")
+    for h in hosts:
+        names = tuple([n for n, _ in h.indices])
+        shape_codes.append(shapes.setdefault(names, len(shapes)))
+        flat.extend([-1 if i is None else i for _, i in h.indices])
+        pattern_codes.append(patterns.setdefault(h.pattern, len(patterns)))
+        span_codes.append(spans.setdefault(id(h.span), (len(spans), h.span))[0])
+    return (ids, shape_codes, list(shapes), flat, pattern_codes, list(patterns), span_codes,
+            [span for _, span in spans.values()])
+
+
+def _hosts(columns) -> tuple:
+    """The hosts ``_host_columns`` stored (a ``Bad`` entry when the columns disagree)."""
+    ids, shape_codes, shapes, flat, pattern_codes, patterns, span_codes, spans = columns
+    ids = ids.split("\n") if ids else []
+    if not len(ids) == len(shape_codes) == len(pattern_codes) == len(span_codes):
+        raise Bad("its host columns differ in length")
+    flat = flat.tolist()
+    if min(flat, default=0) < 0:
+        flat = [None if i < 0 else i for i in flat]
+    depths = {len(names) for names in shapes}
+    if len(depths) == 1:
+        # every chain as deep: the indices cut into rows and zipped with the names in C
+        depth = depths.pop()
+        if depth * len(ids) != len(flat):
+            raise Bad("its host columns differ in length")
+        rows = zip(*[iter(flat)] * depth) if depth else itertools.repeat((), len(ids))
+        chains = list(map(tuple, map(zip, map(shapes.__getitem__, shape_codes), rows)))
+    else:
+        chains = []
+        at = 0
+        for code in shape_codes.tolist():
+            names = shapes[code]
+            chains.append(tuple(zip(names, flat[at:at + len(names)])))
+            at += len(names)
+        if at != len(flat):
+            raise Bad("its host columns differ in length")
+    return tuple(make_hosts(ids, chains, map(patterns.__getitem__, pattern_codes),
+                            map(spans.__getitem__, span_codes)))
 
 
 class _Crc:
@@ -201,7 +264,8 @@ def save(entry_key: str, system: System) -> bool:
     if len(system.links) < min_links():
         return False
     columns = _device_columns(system)
-    if columns is None:
+    hosts = _host_columns(system.hosts)
+    if columns is None or hosts is None:
         return False
     from ..ir.summary import level_array
     memo = {k: system.memo[k] for k in MEMO if k in system.memo and k != "level_array"}
@@ -215,8 +279,8 @@ def save(entry_key: str, system: System) -> bool:
         out = _Crc(f)
         # one pickler for both, so the second shares the first's objects (spans, sources:
         # lint compares sources by identity)
-        pickler = _Pickler(out, system.devices)
-        pickler.dump(columns)
+        pickler = _Pickler(out, system.devices, system.hosts)
+        pickler.dump((*columns, hosts))
         pickler.dump((system, memo))
         f.seek(0)
         f.write(_header(entry_key, out.n, out.crc))
@@ -277,13 +341,16 @@ def load(entry_key: str) -> tuple[System | None, str | None]:
         if zlib.crc32(payload) != crc:
             return None, _note(path, "its checksum does not match (damaged?)")
         unpickler = _Unpickler(io.BytesIO(payload))
-        ids, m, s, models, spans = unpickler.load()
-        devices = tuple(map(Device, ids.split("\n") if ids else (), map(models.__getitem__, m),
-                            map(spans.__getitem__, s)))
+        ids, m, s, models, spans, host_columns = unpickler.load()
+        ids = ids.split("\n") if ids else []
+        if not len(ids) == len(m) == len(s):
+            return None, _note(path, "its device columns differ in length")
+        devices = tuple(make_devices(ids, map(models.__getitem__, m), map(spans.__getitem__, s)))
         unpickler.devices = devices
+        unpickler.hosts = hosts = _hosts(host_columns)
         system, memo = unpickler.load()
         if not isinstance(system, System) or not isinstance(memo, dict) \
-                or system.devices is not devices:
+                or system.devices is not devices or (hosts and system.hosts is not hosts):
             return None, _note(path, "it does not hold a system")
     except Bad as exc:
         return None, _note(path, str(exc))
@@ -311,6 +378,9 @@ def _restore_memo(system: System, memo: dict, m: array, models: list) -> None:
             if not isinstance(v, array) or len(v) != len(system.devices):
                 continue
             v = np.frombuffer(v, dtype=np.int8).astype(np.int64)
+        elif k == HOST_RANGES and not (isinstance(v, tuple) and len(v) == 2 and
+                                       all(isinstance(x, array) for x in v)):
+            continue
         system.memo[k] = v
     if models and len(m) == len(system.devices):
         numbers = np.frombuffer(m, dtype=np.int32) if m.itemsize == 4 else \

@@ -160,7 +160,8 @@ def _recompiled_with_note(monkeypatch, why: str):
     (lambda b: b[:-10] + bytes(x ^ 0xFF for x in b[-10:]), "checksum"),
     (lambda b: b"not a cache at all\n", "not a system cache entry"),
     (lambda b: b"", "not a system cache entry"),
-    (lambda b: b.replace(b" 1 ", b" 9 ", 1), "other input or by other code"),
+    (lambda b: b.replace(f" {syscache.FORMAT} ".encode(), b" 99 ", 1),
+     "other input or by other code"),
 ])
 def test_a_damaged_entry_is_ignored_with_a_note(damage, why, monkeypatch):
     entry = _stored()
