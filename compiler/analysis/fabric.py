@@ -539,6 +539,9 @@ def wiring(fab: Fabric, ports: Mapping[tuple[str, str], Sequence[tuple[int, int]
     if ports is None:
         # no dump to follow: each end's ports from 1 in cable order (one pass, no lookups of
         # given pairs: 786,432 wires at 32,768 DGX nodes)
+        columns = wire_ends(fab)
+        if columns is not None:
+            return _wires_of(fab, *columns)
         out = []
         for c in fab.cables:
             a, b = c.a, c.b
@@ -571,3 +574,54 @@ def wiring(fab: Fabric, ports: Mapping[tuple[str, str], Sequence[tuple[int, int]
                 pa, pb = free(c.a), free(c.b)
             out.append(Wire(c.a, pa, c.b, pb, c.rate, c.cls))
     return tuple(out)
+
+
+def wire_ends(fab: Fabric):
+    """``wiring(fab)`` as columns, for exporters that write a line per cable end: every
+    wire end (each cable's ``count`` wires, in cable order, each wire its first end then its
+    second) grouped by end, the ends in the fabric's order (``switches``, then ``hcas``),
+    each end's wires in port order. Returns (per wire end: its end, its port, its peer, the
+    peer's port, its cable's row; all positions in ``table.names`` or rows of ``table``)
+    and the index in those columns where each end's run starts; None where the fabric's
+    ports are not numbered so (a cable with one end at both, a cable end that is no HCA or
+    switch of the fabric): ``wiring`` then numbers them one at a time."""
+    import numpy as np
+
+    t = fab.table
+    hca_at, switch_at = fab.end_positions
+    if np.any(t.a == t.b):
+        return None
+    row = np.repeat(np.arange(len(t), dtype=np.int64), t.count)
+    end = np.empty(2 * len(row), dtype=np.int64)
+    end[0::2], end[1::2] = t.a[row], t.b[row]
+    place = np.where(switch_at >= 0, switch_at, len(fab.switches) + hca_at)
+    if np.any((switch_at < 0) & (hca_at < 0) & np.isin(np.arange(len(t.names)), end)):
+        return None
+    order = np.argsort(place[end], kind="stable")     # by end, each end's in wire order
+    mine = end[order]
+    starts = np.flatnonzero(np.r_[True, mine[1:] != mine[:-1]]) if len(mine) else \
+        np.zeros(0, dtype=np.int64)
+    # each end numbers its wires from 1 in wire order: the position in its run, plus one
+    port = np.empty(len(end), dtype=np.int64)
+    port[order] = np.arange(len(end)) - np.repeat(starts, np.diff(np.r_[starts, len(end)])) + 1
+    peer_of = order ^ 1                 # the wire's other end (ends of a wire are 2w, 2w + 1)
+    return (mine, port[order], end[peer_of], port[peer_of], row[order >> 1]), starts
+
+
+def _wires_of(fab: Fabric, columns, starts) -> tuple[Wire, ...]:
+    """``Wire`` objects from ``wire_ends``' columns, in wire order."""
+    import numpy as np
+
+    end, port, peer, peer_port, row = columns
+    # a wire's first end is its cable's first end (the two differ); wire order is row order
+    # then the wire's place in its cable, which the first end's port keeps
+    t = fab.table
+    is_first = t.a[row] == end
+    first = np.flatnonzero(is_first)
+    first = first[np.lexsort((port[first], row[first]))]
+    names, kinds = t.names, t.kinds
+    rate = [kinds[k][1] for k in t.kind[row[first]].tolist()]
+    cls = [kinds[k][0] for k in t.kind[row[first]].tolist()]
+    return tuple(map(Wire, map(names.__getitem__, end[first].tolist()), port[first].tolist(),
+                     map(names.__getitem__, peer[first].tolist()),
+                     peer_port[first].tolist(), rate, cls))
