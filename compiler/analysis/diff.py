@@ -28,6 +28,7 @@ from ..ir.alike import alike, model_codes
 from ..ir.hosts import HostInfo
 from ..ir.system import System, device_indices
 from ..ir.locality import natural
+from ..base.arrays import unique
 from ..base.gcpause import gc_paused
 from .fabric import Cable, CableTable, Fabric, Hca, fabric
 from .host_facts import by_kind, gpu_facts, nic_facts
@@ -539,7 +540,7 @@ def _loose_nics(system: System, fab: Fabric) -> int:
         loose[[index[d] for h in fab.hosts for d in h.devices]] = False
         switch[[index[s.device] for s in fab.switches]] = True
     src, dst = system.ends.arrays()
-    return len(np.unique(np.concatenate((src[loose[src] & switch[dst]],
+    return len(unique(np.concatenate((src[loose[src] & switch[dst]],
                                          dst[loose[dst] & switch[src]]))))
 
 

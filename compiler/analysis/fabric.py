@@ -20,6 +20,7 @@ from operator import itemgetter
 
 import attrs
 
+from ..base.arrays import unique
 from ..base.gcpause import gc_paused
 from ..ir.hosts import HostInfo, hosts_and_members
 from ..ir.modelcodes import model_flags
@@ -214,7 +215,7 @@ class Fabric:
         up = np.concatenate((t.a, t.b))
         down = np.concatenate((t.b, t.a))
         keep = is_switch[up] & (~is_switch[down] | (tier[down] == tier[up] - 1))
-        pair = np.unique(up[keep] * max(1, len(t.names)) + down[keep])
+        pair = unique(up[keep] * max(1, len(t.names)) + down[keep])
         return np.divmod(pair, max(1, len(t.names)))
 
     def children(self) -> dict[str, tuple[str, ...]]:
@@ -281,13 +282,8 @@ def fabric(system: System, pattern: str | None = None,
     src, dst, codes, lanes = system.ends.arrays(lambda t: t.cls in SCALEOUT_CLASSES,
                                                 ("src", "dst", "type", "lanes"))
     devices, types = system.devices, system.ends.types
-    net = np.unique(np.concatenate((src, dst)))     # in device order
-    hcas: list[Hca] = []
+    net = unique(np.concatenate((src, dst)))     # in device order
     ends: dict[int, str] = {}           # device index -> its end name (HCAs, switches)
-    # Each end name's natural sort key (``_natural_text``), an HCA's from its host's, made
-    # once per host (a name with NUL is sorted by ``_natural`` instead: None).
-    plain = not any("\0" in h.name for h in host_infos)
-    keys: dict[str, str] | None = {} if plain else None
     # compute NICs on a host, each host's in device order, hosts in order of their first
     # (the models tested once each, not a property per device: 282,624 ends at 32,768 nodes)
     nics = net[model_flags(system, _compute_nic)[net] & (host_at[net] >= 0)]
@@ -295,31 +291,40 @@ def fabric(system: System, pattern: str | None = None,
     for i, k in zip(nics.tolist(), host_at[nics].tolist()):
         per_host[k].append(i)
     hca_at: list[int] = []
-    token = {}
+    hca_host: list[int] = []
+    hca_index: list[int] = []
+    shapes: dict[tuple[str, ...], tuple[int, ...]] = {}     # NICs' own names -> identities
     for k, members in per_host.items():
-        h = host_infos[k].name
-        head = _natural_text(h) + "/" if plain else ""
-        for i, index in zip(members, hca_indices([devices[i].id for i in members])):
-            d = devices[i]
-            hcas.append(Hca(h, index, d.id, d.model.name))
-            hca_at.append(i)
-            name = ends[i] = f"{h}/{index}"
-            if plain:
-                # what ``_natural_text(name)`` gives: '/' ends the host's last run of digits
-                tail = token.get(index)
-                if tail is None:
-                    tail = token[index] = _natural_text(str(index))
-                keys[name] = head + tail
-    hca_order = np.argsort(np.array(hca_at, dtype=np.int64), kind="stable")
-    hcas = [hcas[k] for k in hca_order.tolist()]
+        own = tuple(devices[i].id.rpartition(".")[2] for i in members)
+        found = shapes.get(own)
+        if found is None:
+            found = shapes[own] = hca_indices(own)
+        hca_at += members
+        hca_host += [k] * len(members)
+        hca_index += found
+    hostnames = [h.name for h in host_infos]
+    hca_name = list(map(hostnames.__getitem__, hca_host))
+    ends.update(zip(hca_at, map("{}/{}".format, hca_name, hca_index)))
+    hca_order = np.argsort(np.array(hca_at, dtype=np.int64), kind="stable").tolist()
+    hca_dev = [devices[hca_at[k]] for k in hca_order]
+    hcas = list(map(Hca, map(hca_name.__getitem__, hca_order),
+                    map(hca_index.__getitem__, hca_order), map(_ID, hca_dev),
+                    [d.model.name for d in hca_dev]))
     switch_at = net[model_flags(system, lambda m: m.kind == "net_switch")[net]].tolist()
-    for i in switch_at:
-        name = ends[i] = end_name(system, devices[i].id)
-        if keys is not None:
-            if "\0" in name:
-                keys = None
-            else:
-                keys[name] = _natural_text(name)
+    switch_names = [end_name(system, devices[i].id) for i in switch_at]
+    ends.update(zip(switch_at, switch_names))
+    # Each end name's natural sort key (``_natural_text``), an HCA's from its host's: what
+    # ``_natural_text(name)`` gives, as '/' ends the host's last run of digits (None: a name
+    # holds NUL, and ``_natural`` sorts them all)
+    keys: dict[str, str] | None = None
+    host_keys = _natural_texts(hostnames)
+    switch_keys = _natural_texts(switch_names)
+    if host_keys is not None and switch_keys is not None:
+        index_key = {n: _natural_text(str(n)) for n in set(hca_index)}
+        keys = dict(zip(map(ends.__getitem__, hca_at),
+                        map("{}/{}".format, map(host_keys.__getitem__, hca_host),
+                            map(index_key.__getitem__, hca_index))))
+        keys.update(zip(switch_names, switch_keys))
     tier = _tiers(len(devices), src, dst, hca_at, switch_at)
     switches = tuple(Switch(ends[i], devices[i].id, devices[i].model.name, tier[i],
                             devices[i].model.port_budget("infiniband")
@@ -331,7 +336,7 @@ def fabric(system: System, pattern: str | None = None,
     kept[switch_kept] = True
     if cables:
         table = _cables(ends, keys, src, dst, codes, lanes, types, kept,
-                        np.array(hca_at, dtype=np.int64)[hca_order],
+                        np.array(hca_at, dtype=np.int64)[np.array(hca_order, dtype=np.int64)],
                         np.array(switch_kept, dtype=np.int64))
     else:
         none = np.zeros(0, dtype=np.int64)
@@ -375,14 +380,14 @@ def _tiers(n: int, src, dst, hca_at: list[int], switch_at: list[int]) -> list[in
     a = np.concatenate((src[both], dst[both]))
     b = np.concatenate((dst[both], src[both]))
     tier = np.zeros(n, dtype=np.int64)
-    frontier = np.unique(b[is_hca[a] & is_switch[b]])
+    frontier = unique(b[is_hca[a] & is_switch[b]])
     level = 1
     while len(frontier):
         tier[frontier] = level
         reached = np.zeros(n, dtype=np.bool_)
         reached[frontier] = True
         step = b[reached[a] & is_switch[b]]
-        frontier = np.unique(step[tier[step] == 0])
+        frontier = unique(step[tier[step] == 0])
         level += 1
     return tier.tolist()
 
@@ -435,6 +440,9 @@ def _cables(ends: dict[int, str], keys: dict[str, str] | None, src, dst, codes, 
                       tuple(kind_list), True, hca, switch)
 
 
+_ID = operator.attrgetter("id")
+
+
 def _digits_token(m: re.Match) -> str:
     digits = str(int(m.group()))
     return f"\0{chr(len(digits) + 1)}{digits}"
@@ -451,6 +459,11 @@ def _natural_text(name: str) -> str:
 
 
 _DIGIT_RUN = re.compile(r"\d+")
+
+
+def _natural_texts(names: Sequence[str]) -> list[str] | None:
+    """``_natural_text`` of each name; None when one holds NUL (``_natural`` sorts them)."""
+    return None if any("\0" in n for n in names) else list(map(_natural_text, names))
 
 
 def _cables_by_name(ends: dict[int, str], src, dst, codes, lanes, types,
