@@ -58,21 +58,24 @@ def hostlist(names: Sequence[str]) -> str:
     """Slurm hostlist ranges: ``node[0-3,7],gb-01-[01-18]``; prefixes in order of first
     appearance, numbers sorted, zero padding kept (a range's width is its first number's, as
     Slurm reads ``[09-11]``; ``9`` and ``09`` never share a range)."""
-    groups: dict[str, list[str]] = {}
+    # dictionaries for what was seen, in first-seen order (a scan of a list per name was
+    # quadratic: a spine's 2,048 children)
+    groups: dict[str, dict[str, None]] = {}
     order: list[str] = []
-    plain: list[str] = []
+    plain: set[str] = set()
     for n in names:
         m = _TAIL.match(n)
         if not m:
             if n not in plain:
-                plain.append(n)
+                plain.add(n)
                 order.append("\0" + n)
             continue
-        if m.group(1) not in groups:
-            groups[m.group(1)] = []
-            order.append(m.group(1))
-        if m.group(2) not in groups[m.group(1)]:
-            groups[m.group(1)].append(m.group(2))
+        head, digits = m.groups()
+        found = groups.get(head)
+        if found is None:
+            found = groups[head] = {}
+            order.append(head)
+        found[digits] = None
     out = []
     for key in order:
         if key.startswith("\0"):
