@@ -158,12 +158,19 @@ def _end_names(fab: Fabric) -> tuple[list[str | None], list[str | None]]:
 
 
 def _runs(lines: list[str], heads: list[str], body: list[str], starts) -> None:
-    """``lines`` += each end's head, its run of ``body`` (from ``starts``) and a blank."""
-    cuts = starts.tolist() + [len(body)]
-    for head, a, b in zip(heads, cuts, cuts[1:]):
-        lines.append(head)
-        lines += body[a:b]
-        lines.append("")
+    """``lines`` += each end's head, its run of ``body`` (from ``starts``) and a blank: each
+    line put at its place in one array (677,000 ends at 8,192 NVL72 racks, no Python step
+    per end)."""
+    import numpy as np
+
+    n = len(starts)
+    out = np.empty(len(body) + 2 * n, dtype=object)
+    run = np.repeat(np.arange(n), np.diff(np.r_[starts, len(body)]))
+    # end k's head goes after k heads and k blanks and the k runs before it
+    out[np.asarray(starts, dtype=np.int64) + 2 * np.arange(n)] = heads
+    out[np.arange(len(body)) + 2 * run + 1] = body
+    out[np.r_[starts[1:], len(body)].astype(np.int64) + 2 * np.arange(n) + 1] = ""
+    lines += out.tolist()
 
 
 def _ibsim_columns(fab: Fabric, source: str, columns, starts) -> str:

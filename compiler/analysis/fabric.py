@@ -287,20 +287,28 @@ def fabric(system: System, pattern: str | None = None,
     # compute NICs on a host, each host's in device order, hosts in order of their first
     # (the models tested once each, not a property per device: 282,624 ends at 32,768 nodes)
     nics = net[model_flags(system, _compute_nic)[net] & (host_at[net] >= 0)]
-    per_host: dict[int, list[int]] = defaultdict(list)
-    for i, k in zip(nics.tolist(), host_at[nics].tolist()):
-        per_host[k].append(i)
-    hca_at: list[int] = []
-    hca_host: list[int] = []
-    hca_index: list[int] = []
+    # each host's NICs (in device order), hosts in order of their first NIC: one stable sort
+    owner = host_at[nics]
+    hosts_seen, first = np.unique(owner, return_index=True)
+    rank = np.empty(max(1, len(host_infos)), dtype=np.int64)
+    rank[hosts_seen[np.argsort(first, kind="stable")]] = np.arange(len(hosts_seen))
+    by_host = np.argsort(rank[owner], kind="stable")
+    hca_at: list[int] = nics[by_host].tolist()
+    hca_host: list[int] = owner[by_host].tolist()
+    # each NIC's own name (the last part of its id), made by map, and the identities per
+    # host from them, once per distinct tuple of names (every copy of a node has one)
+    own = list(map(itemgetter(2), map(str.rpartition, map(_ID, map(devices.__getitem__,
+                                                                    hca_at)),
+                                      itertools.repeat("."))))
+    cuts = np.flatnonzero(np.diff(rank[owner][by_host])) + 1 if len(nics) else nics
+    bounds = [0, *cuts.tolist(), len(hca_at)] if len(nics) else [0]
     shapes: dict[tuple[str, ...], tuple[int, ...]] = {}     # NICs' own names -> identities
-    for k, members in per_host.items():
-        own = tuple(devices[i].id.rpartition(".")[2] for i in members)
-        found = shapes.get(own)
+    hca_index: list[int] = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        names = tuple(own[lo:hi])
+        found = shapes.get(names)
         if found is None:
-            found = shapes[own] = hca_indices(own)
-        hca_at += members
-        hca_host += [k] * len(members)
+            found = shapes[names] = hca_indices(names)
         hca_index += found
     hostnames = [h.name for h in host_infos]
     hca_name = list(map(hostnames.__getitem__, hca_host))
@@ -462,8 +470,21 @@ _DIGIT_RUN = re.compile(r"\d+")
 
 
 def _natural_texts(names: Sequence[str]) -> list[str] | None:
-    """``_natural_text`` of each name; None when one holds NUL (``_natural`` sorts them)."""
-    return None if any("\0" in n for n in names) else list(map(_natural_text, names))
+    """``_natural_text`` of each name; None when one holds NUL (``_natural`` sorts them).
+    The names are joined by U+0001 and split at their runs of digits once (no Python call
+    per run: 235,000 names at 8,192 NVL72 racks), each run made as ``_digits_token`` makes
+    it; names that hold U+0001 are made one by one."""
+    text = "\x01".join(names)
+    if "\0" in text:
+        return None
+    if text.count("\x01") != max(0, len(names) - 1):
+        return list(map(_natural_text, names))
+    parts = _DIGIT_SPLIT.split(text)
+    parts[1::2] = [f"\0{chr(len(d) + 1)}{d}" for d in map(str, map(int, parts[1::2]))]
+    return "".join(parts).split("\x01") if names else []
+
+
+_DIGIT_SPLIT = re.compile(r"(\d+)")
 
 
 def _cables_by_name(ends: dict[int, str], src, dst, codes, lanes, types,

@@ -53,7 +53,11 @@ CLUSTER = ("slurm", "k8s", "ibdiagnet", "ibsim")
 
 def _cluster(system, args) -> str:
     """The text of a cluster tool's file."""
-    fab = fabric_of(system, args)
+    # the NVLink domains are read by Kubernetes' labels and Slurm's blocks (the yaml file
+    # holds both topologies), not by a topology/tree file, ibsim or ibdiagnet
+    blocks = args.format == "k8s" or (args.format == "slurm" and (
+        args.topology == "block" or args.file_format == "yaml"))
+    fab = fabric_of(system, args, blocks)
     version = None
     if args.slurm_version:
         try:
