@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import topoc
-from topoc.backends import ibsim, k8s
+from topoc.backends import ibsim, k8s, slurm
 from topoc.compiler.analysis import fabric as fab_mod
 from topoc.compiler.analysis.diff import diff
 
@@ -121,6 +121,8 @@ def test_a_table_made_from_cables_reads_as_they_do(system):
     assert other.children() == fab.children()
     assert fab_mod.wiring(other) == fab_mod.wiring(fab)
     assert k8s.render(other, "f") == k8s.render(fab, "f")
+    if fab.switches:
+        assert slurm.render(other, "tree") == slurm.render(fab, "tree")
 
 
 def test_diff_of_a_system_with_itself_makes_no_cables_and_finds_none(system):
