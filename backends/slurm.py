@@ -16,11 +16,13 @@ appear (``compiler.analysis.fabric`` keeps them out).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
 from ..compiler.analysis.fabric import Fabric
 from ..compiler.ir.locality import natural
+from ..compiler.base.arrays import unique
 from ..compiler.base.gcpause import gc_paused
 from ..compiler.base.text import visible
 from . import names
@@ -58,40 +60,45 @@ def hostlist(names: Sequence[str]) -> str:
     """Slurm hostlist ranges: ``node[0-3,7],gb-01-[01-18]``; prefixes in order of first
     appearance, numbers sorted, zero padding kept (a range's width is its first number's, as
     Slurm reads ``[09-11]``; ``9`` and ``09`` never share a range)."""
-    groups: dict[str, list[str]] = {}
+    # dictionaries for what was seen, in first-seen order (a scan of a list per name was
+    # quadratic: a spine's 2,048 children)
+    groups: dict[str, dict[str, None]] = {}
     order: list[str] = []
-    plain: list[str] = []
+    plain: set[str] = set()
     for n in names:
         m = _TAIL.match(n)
         if not m:
             if n not in plain:
-                plain.append(n)
+                plain.add(n)
                 order.append("\0" + n)
             continue
-        if m.group(1) not in groups:
-            groups[m.group(1)] = []
-            order.append(m.group(1))
-        if m.group(2) not in groups[m.group(1)]:
-            groups[m.group(1)].append(m.group(2))
+        head, digits = m.groups()
+        found = groups.get(head)
+        if found is None:
+            found = groups[head] = {}
+            order.append(head)
+        found[digits] = None
     out = []
     for key in order:
         if key.startswith("\0"):
             out.append(key[1:])
             continue
         nums = sorted(groups[key], key=lambda d: (int(d), len(d)))
-        runs: list[list[str]] = []
-        for d in nums:
-            run = runs[-1] if runs else None
-            if run is not None and int(d) == int(run[-1]) + 1 and _fits(run[0], d):
-                run.append(d)
-            else:
-                runs.append([d])
         if len(nums) == 1:
             out.append(key + nums[0])
             continue
-        parts = [r[0] if len(r) == 1 else
-                 f"{r[0]}-{int(r[-1]):0{len(r[0])}d}" if _padded(r[0]) else f"{r[0]}-{r[-1]}"
-                 for r in runs]
+        # runs of consecutive numbers with the same zero padding as their first (``_fits``),
+        # each number's value read once (16,914 lists at 8,192 NVL72 racks)
+        values = list(map(int, nums))
+        parts = []
+        first = 0
+        for j in range(1, len(nums) + 1):
+            if j < len(nums) and values[j] == values[j - 1] + 1 and _fits(nums[first], nums[j]):
+                continue
+            a, b = nums[first], nums[j - 1]
+            parts.append(a if j - 1 == first else
+                         f"{a}-{values[j - 1]:0{len(a)}d}" if _padded(a) else f"{a}-{b}")
+            first = j
         out.append(f"{key}[{','.join(parts)}]")
     return ",".join(out)
 
@@ -131,24 +138,16 @@ def _tree(fab: Fabric) -> tuple[list[tuple[str, str, str]], dict[str, tuple[str,
     if unplaced:
         raise ExportError(f"host '{unplaced[0]}' has no compute NIC cabled to a switch; Slurm "
                           "needs every node under one (topology.conf(5))")
-    children = fab.children()
-    order = {h.name: i for i, h in enumerate(fab.hosts)}
+    keys = _Keys(fab)
     out: list[tuple[str, str, str]] = []
     merged: dict[str, tuple[str, ...]] = {}
     rename: dict[str, str] = {}          # switch -> the switch it was merged into
     for tier in sorted({s.tier for s in fab.switches}):
         kept: dict[tuple[str, ...], list[str]] = {}
+        of = keys.of(tier, rename)
         for s in fab.switches:            # in the fabric's order: the first of a set keeps it
-            if s.tier != tier:
-                continue
-            below = children.get(s.name, ())
-            if tier == 1:
-                key = tuple(sorted({c.split("/", 1)[0] for c in below if "/" in c},
-                                   key=order.get))
-            else:
-                key = tuple(sorted({rename.get(c, c) for c in below if "/" not in c},
-                                   key=natural))
-            kept.setdefault(key, []).append(s.name)
+            if s.tier == tier:
+                kept.setdefault(of(s.name), []).append(s.name)
         for key, members in kept.items():
             for n in members:
                 rename[n] = members[0]
@@ -156,6 +155,72 @@ def _tree(fab: Fabric) -> tuple[list[tuple[str, str, str]], dict[str, tuple[str,
                 merged[members[0]] = tuple(members)
             out.append((members[0], "Nodes" if tier == 1 else "Switches", hostlist(list(key))))
     return out, merged
+
+
+class _Keys:
+    """What ``_tree`` merges switches by: a leaf's hosts (in host order), a higher switch's
+    children as the switches they were merged into (in natural order). From the fabric's
+    down-links in numpy when its cable ends are its own (``Fabric.down_links``), a sorted
+    set of positions per switch; else from ``Fabric.children`` one name at a time."""
+
+    def __init__(self, fab: Fabric):
+        self.fab = fab
+        found = None if any("/" in h.name for h in fab.hosts) else fab.down_links()
+        self.children = fab.children() if found is None else None
+        self.at: dict[str, int] | None = None        # name -> position, made when needed
+        self.order = {h.name: i for i, h in enumerate(fab.hosts)}
+        if found is not None:
+            import numpy as np
+
+            self.up, self.down = found
+            self.hca_at, self.switch_at = fab.end_positions
+            self.host_of = np.array([self.order[x.host] for x in fab.hcas], dtype=np.int64)
+            self.tier = np.zeros(len(fab.table.names), dtype=np.int64)
+            on = self.switch_at >= 0
+            self.tier[on] = np.array([s.tier for s in fab.switches],
+                                     dtype=np.int64)[self.switch_at[on]]
+
+    def of(self, tier: int, rename: dict[str, str]):
+        """The key of each switch of ``tier`` by name, once the tiers below are merged
+        (``rename``)."""
+        if self.children is not None:
+            return functools.partial(self._by_name, tier, rename)
+        import numpy as np
+
+        up, down, names = self.up, self.down, self.fab.table.names
+        mine = self.tier[up] == tier
+        if tier == 1:
+            sel = mine & (self.hca_at[down] >= 0)
+            below = self.host_of[self.hca_at[down[sel]]]
+            labels = [h.name for h in self.fab.hosts]
+        else:
+            sel = mine & (self.switch_at[down] >= 0)
+            # each child as the name it was merged into (positions in the names' natural
+            # order, so a sort of positions is a natural sort of names)
+            merged_into = np.arange(len(names), dtype=np.int64)
+            moved = [(a, b) for a, b in rename.items() if a != b]
+            if moved:
+                if self.at is None:
+                    self.at = {n: i for i, n in enumerate(names)}
+                moved = [(self.at[a], self.at[b]) for a, b in moved]
+                merged_into[[a for a, _ in moved]] = [b for _, b in moved]
+            below = merged_into[down[sel]]
+            labels = names
+        width = max(1, len(labels))
+        pairs = unique(up[sel] * width + below)
+        head, item = np.divmod(pairs, width)
+        cuts = (np.flatnonzero(head[1:] != head[:-1]) + 1).tolist()
+        flat = list(map(labels.__getitem__, item.tolist()))
+        keys = {names[h]: tuple(flat[a:b]) for h, a, b in zip(
+            head[[0, *cuts]].tolist() if len(head) else [], [0, *cuts], [*cuts, len(flat)])}
+        return lambda name: keys.get(name, ())
+
+    def _by_name(self, tier: int, rename: dict[str, str], name: str) -> tuple[str, ...]:
+        below = self.children.get(name, ())
+        if tier == 1:
+            return tuple(sorted({c.split("/", 1)[0] for c in below if "/" in c},
+                                key=self.order.get))
+        return tuple(sorted({rename.get(c, c) for c in below if "/" not in c}, key=natural))
 
 
 def block_sizes(fab: Fabric, version: tuple[int, int] | None = None

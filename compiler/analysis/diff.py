@@ -28,8 +28,9 @@ from ..ir.alike import alike, model_codes
 from ..ir.hosts import HostInfo
 from ..ir.system import System, device_indices
 from ..ir.locality import natural
+from ..base.arrays import unique
 from ..base.gcpause import gc_paused
-from .fabric import Cable, Fabric, Hca, fabric
+from .fabric import Cable, CableTable, Fabric, Hca, fabric
 from .host_facts import by_kind, gpu_facts, nic_facts
 
 
@@ -115,7 +116,9 @@ def diff(a: System, b: System, host: str | None = None,
     differ is compared item by item; the result is the same."""
     if b is not a and alike(a, b):
         b = a
-    fa = fabric(a, blocks=False)        # (the NVLink domains are not compared from here)
+    # The NVLink domains are not compared from here; a system against itself compares no
+    # cable (one fabric: every cable is itself), so its view has none.
+    fa = fabric(a, blocks=False, cables=b is not a or host is not None)
     fb = fa if b is a else fabric(b, blocks=False)
     notes: list[str] = []
     found: list[Finding] = []
@@ -420,7 +423,7 @@ def _match_hcas(fa: Fabric, fb: Fabric, pairs) -> tuple[Fabric, list[tuple[str, 
         if natural(b) < natural(a):
             a, b = b, a
         cables.append(Cable(a, b, c.cls, c.rate, c.count, c.link_type))
-    return attrs.evolve(fb, cables=tuple(cables)), only
+    return attrs.evolve(fb, table=CableTable.of(cables)), only
 
 
 def _peers(fab: Fabric) -> dict[str, frozenset]:
@@ -537,7 +540,7 @@ def _loose_nics(system: System, fab: Fabric) -> int:
         loose[[index[d] for h in fab.hosts for d in h.devices]] = False
         switch[[index[s.device] for s in fab.switches]] = True
     src, dst = system.ends.arrays()
-    return len(np.unique(np.concatenate((src[loose[src] & switch[dst]],
+    return len(unique(np.concatenate((src[loose[src] & switch[dst]],
                                          dst[loose[dst] & switch[src]]))))
 
 

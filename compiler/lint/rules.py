@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 import attrs
 
 from . import plausible
+from ..base.arrays import unique
 from ..base.diagnostics import Span, plural
 from ..ir.system import SCALEOUT_CLASSES, Device, System, device_indices
 from ..ir.groups import rank_groups
@@ -105,7 +106,7 @@ def no_p2p(system: System, opts) -> Iterable[Finding]:
     label = loc.p2p_labels[loc.gpu_index].astype(np.int64)
     island = np.asarray(loc.island, dtype=np.int64)
     width = len(system.devices) + 1
-    pairs = np.unique(island * width + label)
+    pairs = unique(island * width + label)
     split = np.flatnonzero(np.bincount(pairs // width) >= 2).tolist() if len(pairs) else []
     islands: dict[int, dict[int, list]] = {}
     for i in split:
@@ -479,7 +480,7 @@ def _one_switch_arrays(system: System, hosts) -> dict[str, list[str]] | None:
     a = np.concatenate((src, dst)).astype(np.int64)
     b = np.concatenate((dst, src)).astype(np.int64)
     keep = nic[a] & switch[b] & (host_of[a] >= 0)
-    pairs = np.unique(host_of[a[keep]] * len(devices) + b[keep])
+    pairs = unique(host_of[a[keep]] * len(devices) + b[keep])
     host, sw = np.divmod(pairs, len(devices))
     per_host = np.bincount(host, minlength=len(hosts))
     alone = (per_host == 1) & (counts >= 2)
@@ -576,7 +577,7 @@ def one_spine(system: System, opts) -> Iterable[Finding]:
     # a leaf is a tier-1 switch (one hop above the NICs), its uplinks its links to tier 2
     up = ((lv[a] == 1) & (lv[b] == 2)) | ((lv[a] == 2) & (lv[b] == 1))
     low, high = np.where(lv[a] == 1, a, b)[up], np.where(lv[a] == 1, b, a)[up]
-    switch = [i for i in np.unique(low).tolist() if devices[i].kind == "net_switch"]
+    switch = [i for i in unique(low).tolist() if devices[i].kind == "net_switch"]
     spines = {i for i in high.tolist() if devices[i].kind == "net_switch"}
     if len(switch) < 2 or len(spines) != 1:
         return

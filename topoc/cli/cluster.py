@@ -36,11 +36,12 @@ def hostnames(args) -> tuple[str | None, dict[str, str] | None]:
     return value, None
 
 
-def fabric_of(system: System, args) -> Fabric:
+def fabric_of(system: System, args, blocks: bool = True) -> Fabric:
     """The fabric view with the options' hostnames; a pattern the hosts cannot fill is a
-    usage error."""
+    usage error. ``blocks`` False leaves the NVLink domains out (a file that does not list
+    them: the locality table they come from is seconds at 8,192 racks)."""
     pattern, mapping = hostnames(args)
     try:
-        return fabric(system, pattern, mapping)
+        return fabric(system, pattern, mapping, blocks=blocks)
     except HostnameError as exc:
         raise UsageError(f"{args.file}: {exc}") from None

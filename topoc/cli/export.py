@@ -4,6 +4,7 @@ cluster tools' files: ``topoc export slurm|k8s|ibdiagnet|ibsim FILE -o OUT`` (do
 from __future__ import annotations
 
 from ..backends import ibsim, k8s, names, nccl_graph, nccl_topo, slurm
+from ..compiler.base.gcpause import gc_paused
 from ..compiler.collectives.orders import MAX_GRAPH_CHANNELS
 from .cluster import add_hostnames, fabric_of
 from .common import (EXIT_OK, UsageError, add_common, add_group_options, count, fail, load, read_text,
@@ -53,7 +54,11 @@ CLUSTER = ("slurm", "k8s", "ibdiagnet", "ibsim")
 
 def _cluster(system, args) -> str:
     """The text of a cluster tool's file."""
-    fab = fabric_of(system, args)
+    # the NVLink domains are read by Kubernetes' labels and Slurm's blocks (the yaml file
+    # holds both topologies), not by a topology/tree file, ibsim or ibdiagnet
+    blocks = args.format == "k8s" or (args.format == "slurm" and (
+        args.topology == "block" or args.file_format == "yaml"))
+    fab = fabric_of(system, args, blocks)
     version = None
     if args.slurm_version:
         try:
@@ -116,7 +121,10 @@ def run(args) -> int:
     system = load(args)
     if args.format in CLUSTER:
         try:
-            text = _cluster(system, args)
+            # the view and the text are millions of objects at 8,192 racks that live until
+            # the file is written: no collector pass between the stages walks them
+            with gc_paused():
+                text = _cluster(system, args)
         except _Unservable as exc:
             return fail(args.file, exc)
         write_output(text, args.output)

@@ -33,3 +33,14 @@ def test_wiring_without_a_dump_numbers_ports_as_with_an_empty_one():
     fab = fab_mod.fabric(topoc.load(library_file("h100_fourtier.topo"), defines={"nodes": 96}))
     assert fab_mod.wiring(fab) == fab_mod.wiring(fab, {})
     assert len(fab_mod.wiring(fab)) == sum(c.count for c in fab.cables)
+
+
+def test_text_keys_of_many_names_are_each_names_key():
+    """``_natural_texts`` (the names joined and split once) against ``_natural_text`` one
+    name at a time, with U+0001 (the joint) and NUL (no text keys) in some."""
+    rng = random.Random(45)
+    for _ in range(5000):
+        names = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 9)))
+                 for _ in range(rng.randint(0, 6))]
+        assert fab_mod._natural_texts(names) == list(map(fab_mod._natural_text, names))
+    assert fab_mod._natural_texts(["a1", "b\x002"]) is None
