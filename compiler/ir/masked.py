@@ -38,7 +38,8 @@ from .system import SCALEOUT_CLASSES, System
 #: The healthy system's views a degraded system made by ``isolate`` shares: cached properties
 #: (set on the new instance) and memo entries.
 SHARED_VIEWS = ("locality", "levels", "gpus", "gpu_models")
-SHARED_MEMO = ("device_indices", "gpu_ids", "island_period", "level_array")
+SHARED_MEMO = ("device_indices", "gpu_ids", "island_period", "level_array", "model_ids",
+               "model_numbers")
 
 
 def isolate(system: System, m: Mask) -> Degraded | None:

@@ -224,4 +224,8 @@ def key_checked(loc, column: int, unique, first, span: int):
     survivors = np.flatnonzero(alive)
     device = unique % span - 1
     device = np.where(device >= 0, survivors[np.maximum(device, 0)], -1)
-    return np.isin(island * (len(healthy.system.devices) + 1) + device + 1, old[1])
+    # ``old[1]`` is the healthy column's sorted distinct entries: a binary search each
+    # (``isin`` sorted both sides)
+    wanted = island * (len(healthy.system.devices) + 1) + device + 1
+    at = np.minimum(np.searchsorted(old[1], wanted), max(len(old[1]) - 1, 0))
+    return (old[1][at] == wanted) if len(old[1]) else np.zeros(len(wanted), dtype=np.bool_)

@@ -43,7 +43,10 @@ def _level_array(system: System):
     a, b, _ = arrays_in(system, SCALEOUT_CLASSES)
     devices = system.devices
     level = np.full(len(devices), -1, dtype=np.int64)
-    touched = np.unique(np.concatenate((a, b)))
+    on = np.zeros(len(devices), dtype=np.bool_)     # the links' ends, ascending (a unique)
+    on[a] = True
+    on[b] = True
+    touched = np.flatnonzero(on)
     # the endpoints among them, each model's kind tested once (no test per device)
     starts = touched[model_flags(system, lambda m: is_endpoint(m.kind))[touched]]
     level[starts] = 0
@@ -99,7 +102,7 @@ def scaleout_tiers(system: System) -> dict[int, float]:
     keep = (level[a] >= 0) & (level[b] >= 0)
     tier = np.minimum(level[a[keep]], level[b[keep]]) + 1
     sums = np.bincount(tier, weights=bandwidth[keep])
-    return {t: sums[t].item() for t in np.unique(tier).tolist()}
+    return {t: sums[t].item() for t in np.flatnonzero(np.bincount(tier)).tolist()}
 
 
 def _scaleup_arrays(system: System):
