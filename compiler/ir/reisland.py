@@ -53,11 +53,12 @@ def _healthy(system: System):
 
 
 def _codes(e):
-    """Per link type: 2 an NVLink, 1 another link inside a machine, 0 a scale-out link."""
+    """Per link type: 2 an NVLink, 3 a PCIe link, 1 another link inside a machine, 0 a
+    scale-out link."""
     import numpy as np
 
-    return np.array([2 if t.cls == "nvlink" else 0 if t.cls in SCALEOUT_CLASSES else 1
-                     for t in e.types], dtype=np.int8)
+    return np.array([2 if t.cls == "nvlink" else 3 if t.cls == "pcie" else
+                     0 if t.cls in SCALEOUT_CLASSES else 1 for t in e.types], dtype=np.int8)
 
 
 def patched(healthy: System, out: System, failed: tuple[int, ...], lost):
@@ -97,6 +98,8 @@ def patched(healthy: System, out: System, failed: tuple[int, ...], lost):
     # links but scale-out ones), joined again in local numbering
     keep = touched[src] & ~lost & (cls[code] > 0)
     la, lb, lc = src[keep], dst[keep], cls[code[keep]]
+    cpu = model_flags(healthy, lambda m: m.kind == "cpu")
+    below = (lc == 3) & ~(cpu[la] | cpu[lb])      # PCIe below the CPUs (``Locality.p2p``)
     local = np.full(n_old, -1, np.int32)
     local[region_old] = np.arange(len(region_old), dtype=np.int32)
     la, lb = local[la], local[lb]
@@ -109,6 +112,12 @@ def patched(healthy: System, out: System, failed: tuple[int, ...], lost):
     in_domain[region] = False
     in_domain[region[la[nv]]] = True
     in_domain[region[lb[nv]]] = True
+    p2p = None
+    if "p2p_labels" in old.__dict__:
+        # the peer-to-peer sets (NVLink domains joined by PCIe below the CPUs) lie inside
+        # the islands: the healthy ones renumbered, the touched islands' joined again
+        p2p = renumber[old.p2p_labels][alive]
+        p2p[region] = region[_components(dom_local.copy(), la[below], lb[below])]
 
     loc = Locality.__new__(Locality)
     loc.system = out
@@ -164,6 +173,8 @@ def patched(healthy: System, out: System, failed: tuple[int, ...], lost):
     table.update((name, switches) for _, name, switches in rows)
     loc.domain_switches = table
     loc.__dict__["rank_of"] = ShiftedRanks(old.rank_of, gpu_alive, healthy)
+    if p2p is not None:
+        loc.__dict__["p2p_labels"] = p2p
     return loc
 
 
