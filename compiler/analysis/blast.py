@@ -178,6 +178,27 @@ def _splits(before: dict[str, int], after: System) -> bool:
     return len(set(now.values())) > len({before[g] for g in now})
 
 
+#: The views a system caches on itself (``System``'s cached properties).
+_VIEWS = ("graph", "locality", "incidence", "adjacency", "ends", "levels", "gpus",
+          "gpu_models")
+
+
+def _release(healthy: System, after: System) -> None:
+    """Drop what the degraded system ``after`` cached on itself (its views and memo, which
+    point back at it: cycles only the collector frees), so that reference counting frees it
+    when the class is done; the collector's pass after the class then walks only what is
+    left, not the degraded system's tables of every GPU (a second a class at 8,192 racks,
+    reading each table's every item). The healthy system's own views, which a degraded
+    system may share, are only let go of, never changed."""
+    if after is healthy:
+        return
+    if after.memo is not healthy.memo:
+        after.memo.clear()
+    for name in _VIEWS:
+        if after.has_view(name):
+            object.__delattr__(after, name)
+
+
 def _blast(system: System, parallel: str | None, size: int, gc) -> list[Domain]:
     """``blast``'s classes, unranked. On a system already split into parts (two Superchips
     of a GB200 tray that share no link) no world collective runs; a class is marked
@@ -206,6 +227,7 @@ def _blast(system: System, parallel: str | None, size: int, gc) -> list[Domain]:
                           connected, before, time_after, step_before,
                           None if replan else _step(after, parallel), replan, total,
                           tuple(members), count))
+        _release(system, after)
         del result, after
         gc.collect(0)
     return out

@@ -12,6 +12,7 @@ Python took seconds.
 
 from __future__ import annotations
 
+from ..base.arrays import unique
 from ..base.gcpause import gc_paused
 from ..ir.hosts import HostnameError, hosts as host_list
 from ..ir.instances import Instances, instances
@@ -40,7 +41,7 @@ def classes(system: System) -> dict[tuple[str, tuple], list[str]]:
     bit = np.array([1 << c for c in range(len(models))], dtype=dtype)
     held_by = tree.holder >= 0
     m = max(1, len(models))
-    pairs = np.unique(tree.holder[held_by] * m + code[held_by])
+    pairs = unique(tree.holder[held_by] * m + code[held_by])
     mask = np.zeros(len(tree.names), dtype=dtype)
     if len(pairs):
         np.bitwise_or.at(mask, pairs // m, bit[pairs % m])
@@ -100,9 +101,13 @@ def _device_classes(system: System, code, models, out: dict) -> None:
     degree = np.bincount(src, weights=lanes, minlength=len(devices)) + \
         np.bincount(dst, weights=lanes, minlength=len(devices))
     level = level_array(system)
-    rows = np.stack((code[at].astype(np.int64), level[at], degree[at].astype(np.int64)),
-                    axis=1)
-    _, where, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    # (model, level, degree) as one integer (a row unique over 1.7 M devices sorted them as
+    # records, seconds); classes only need each distinct row's first device and members
+    deg = degree[at].astype(np.int64)
+    lv = level[at] + 1
+    rows = (code[at].astype(np.int64) * (int(lv.max(initial=0)) + 1) + lv) * \
+        (int(deg.max(initial=0)) + 1) + deg
+    _, where, inverse = np.unique(rows, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
     order = np.argsort(where, kind="stable")
     members = at[np.argsort(inverse, kind="stable")]

@@ -80,11 +80,10 @@ def _sample(system: System, ranks: Sequence[int]) -> tuple[int, ...]:
 def _gpu_facts(system: System, ranks: Sequence[int]) -> tuple[int | None, int]:
     """Compute capability and NVLink lanes of the group's first GPU (groups are uniform)."""
     first = system.gpus[ranks[0]]
-    if "cost.nvlink_lanes" not in system.memo and "faults" in system.memo and \
-            system.has_view("incidence"):
-        # a degraded system (blast makes one per failure class) with the incidence it shares
-        # with the healthy one: one GPU's links, not a pass over every link (a self-loop is
-        # listed once, as the array counts it)
+    if "cost.nvlink_lanes" not in system.memo and system.has_view("incidence"):
+        # a system whose incidence is made (the routers make it before the first group is
+        # costed; a degraded one shares the healthy one's): one GPU's links, not a pass over
+        # every link (a self-loop is listed once, as the array counts it)
         return first.model.attr("sm"), sum(x.lanes for x in system.incidence.get(first.id, ())
                                            if x.cls == "nvlink")
     loc = system.locality

@@ -19,7 +19,7 @@ from itertools import count
 
 import networkx as nx
 
-from ..ir.locality import reach_labels
+from ..ir.degrade import reach_bound
 from ..ir.system import SCALEOUT_CLASSES, System, device_indices
 
 # Cost of one hop per link class; a transit GPU or CPU adds its own penalty on top.
@@ -101,7 +101,7 @@ class Router:
         i, j = index.get(src), index.get(dst)
         if i is not None and j is not None:
             if self._reach is None:
-                self._reach = reach_labels(self._system, self.classes)
+                self._reach = reach_bound(self._system, self.classes)
             if self._reach[i] != self._reach[j]:
                 raise NoRoute(f"no path from {src} to {dst}")
         known = self._weights.setdefault(bucket, {})
@@ -426,7 +426,7 @@ class RailRouter:
         found = self._hops.get(key)
         if found is None:
             loc, index = self.system.locality, device_indices(self.system)
-            label = reach_labels(self.system, SCALEOUT_CLASSES)
+            label = reach_bound(self.system, SCALEOUT_CLASSES)
             mine = label[index[nic]]
             found = {}
             for r in members:

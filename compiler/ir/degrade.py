@@ -34,7 +34,7 @@ import attrs
 
 from ..base.diagnostics import CompileError, Source, Span, error, plural, suggest
 from ..base.units import RATE, Quantity, human
-from . import relocate
+from . import reisland, relocate
 from .incidence import Ends, MaskedIncidence
 from .links import Links
 from .summary import LEVELS_BASE
@@ -335,7 +335,12 @@ def degrade_mask(system: System, m: Mask, slow: Sequence = ()) -> Degraded:
         out.memo["device_indices"] = ShiftedIndex(
             system.memo["device_indices"], sorted(failed),
             {system.devices[i].id for i in failed}) if failed else system.memo["device_indices"]
+    _share_models(system, out, m.devices)
     _share_views(system, out, m, lost, retyped)
+    if not retyped and not isinstance(out.links, tuple):
+        loc = reisland.patched(system, out, m.devices, m.lost)
+        if loc is not None:
+            object.__setattr__(out, "locality", loc)
     # The instances that hold a fault (a failed device, an end of a failed or slow link): the
     # cost model samples a few islands of a large group as alike, and must sample these too.
     touched = [system.devices[i].id for i in sorted(failed)] + \
@@ -344,6 +349,24 @@ def degrade_mask(system: System, m: Mask, slow: Sequence = ()) -> Degraded:
     fault_ranks(system, out, m.devices)
     return Degraded(out, tuple(system.devices[i].id for i in sorted(failed)), tuple(lost),
                     degraded, tuple(dropped), len(system.gpus))
+
+
+def _share_models(system: System, out: System, failed: tuple[int, ...]) -> None:
+    """The degraded system's device models by number (``modelcodes``): the healthy arrays
+    less the failed devices, when every model keeps a device (else its model list would
+    name one it lacks: it is made again when asked)."""
+    import numpy as np
+
+    if "model_ids" not in system.memo or "model_numbers" not in system.memo:
+        return
+    (ids, by_id), (numbers, models) = system.memo["model_ids"], system.memo["model_numbers"]
+    if failed:
+        at = list(failed)
+        ids, numbers = np.delete(ids, at), np.delete(numbers, at)
+        if not np.bincount(numbers, minlength=len(models)).all():
+            return
+    out.memo["model_ids"] = (ids, by_id)
+    out.memo["model_numbers"] = (numbers, models)
 
 
 def _share_views(system: System, out: System, m: Mask, lost: list[Link],
@@ -390,6 +413,37 @@ def _share_views(system: System, out: System, m: Mask, lost: list[Link],
         # every link classes' labels (``locality.reach_labels``), the failed devices' left out
         out.memo[key] = np.delete(system.memo[key], list(m.devices)) if m.devices \
             else system.memo[key]
+    out.memo[REACH_BASE] = (system, tuple(m.devices))
+
+
+#: A degraded system's memo entry: (the healthy system, the failed device indices), whose
+#: reach labels bound the degraded one's (``reach_bound``).
+REACH_BASE = "reach_labels.base"
+
+
+def reach_bound(system: System, classes: tuple[str, ...] | None):
+    """``locality.reach_labels`` where a router reads them, or on a degraded system the
+    healthy system's less the failed devices (made there once, for every degraded copy):
+    links taken away join nothing, so labels that differ still mean no path, and equal ones
+    send the router to search, which answers NoRoute itself. A router on a degraded system
+    asked for labels of link classes the healthy system never needed (a leaf's loss sends a
+    search where none went before) joined every link of the degraded system, a second at
+    8,192 racks, per failure class."""
+    from .locality import reach_labels
+
+    key = ("reach_labels", classes)
+    found = system.memo.get(key)
+    if found is not None:
+        return found
+    base = system.memo.get(REACH_BASE)
+    if base is None:
+        return reach_labels(system, classes)
+    import numpy as np
+
+    healthy, failed = base
+    found = reach_bound(healthy, classes)
+    found = system.memo[key] = np.delete(found, list(failed)) if failed else found
+    return found
 
 
 def _kept_links(system: System, devices: tuple, m: Mask, retyped: dict[int, LinkType]):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 
+from ..base.arrays import unique
 from .system import System
 
 
@@ -68,7 +69,7 @@ class Instances:
             if not len(live):
                 break
             inst = walk[live]
-            for d in np.unique(self.depth[inst]).tolist():
+            for d in unique(self.depth[inst]).tolist():
                 pick = self.depth[inst] == d
                 self.at[d][live[pick]] = inst[pick]
             walk[live] = self.up[inst]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import attrs
 
-from .degrade import Degraded, Mask, column_array, fault_ranks, holders_of
+from .degrade import REACH_BASE, Degraded, Mask, column_array, fault_ranks, holders_of
 from .incidence import Ends, MaskedIncidence
 from .links import Links
 from .system import SCALEOUT_CLASSES, System
@@ -38,7 +38,8 @@ from .system import SCALEOUT_CLASSES, System
 #: The healthy system's views a degraded system made by ``isolate`` shares: cached properties
 #: (set on the new instance) and memo entries.
 SHARED_VIEWS = ("locality", "levels", "gpus", "gpu_models")
-SHARED_MEMO = ("device_indices", "gpu_ids", "island_period", "level_array")
+SHARED_MEMO = ("device_indices", "gpu_ids", "island_period", "level_array", "model_ids",
+               "model_numbers")
 
 
 def isolate(system: System, m: Mask) -> Degraded | None:
@@ -92,6 +93,7 @@ def isolate(system: System, m: Mask) -> Degraded | None:
         # away join nothing, so labels that differ still mean no path; equal ones send the
         # router to search, which answers NoRoute itself (``locality.reach_labels``)
         out.memo[key] = system.memo[key]
+    out.memo[REACH_BASE] = (system, ())
     touched = [devices[i].id for i in m.devices] + [e for link in lost
                                                     for e in (link.src, link.dst)]
     out.memo["faults"] = frozenset(p for d in touched for p in holders_of(d))

@@ -20,8 +20,12 @@ def model_ids(system):
     if found is None:
         devices = system.devices
         ids = np.fromiter(map(id, map(_MODEL, devices)), dtype=np.int64, count=len(devices))
+        # each model's first device is the first of a run of one model: the runs' heads
+        # (a few per instance) are sorted, not every device
+        heads = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else ids
         models = {id(d.model): d.model for d in
-                  (devices[i] for i in np.unique(ids, return_index=True)[1].tolist())}
+                  (devices[i] for i in heads[np.unique(ids[heads],
+                                                       return_index=True)[1]].tolist())}
         found = system.memo["model_ids"] = (ids, models)
     return found
 

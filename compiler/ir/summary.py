@@ -103,7 +103,7 @@ def scaleout_tiers(system: System) -> dict[int, float]:
     keep = (level[a] >= 0) & (level[b] >= 0)
     tier = np.minimum(level[a[keep]], level[b[keep]]) + 1
     sums = np.bincount(tier, weights=bandwidth[keep])
-    return {t: sums[t].item() for t in np.unique(tier).tolist()}
+    return {t: sums[t].item() for t in np.flatnonzero(np.bincount(tier)).tolist()}
 
 
 def _scaleup_arrays(system: System):

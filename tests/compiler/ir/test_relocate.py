@@ -83,3 +83,17 @@ def test_order_keys_start_from_the_healthy_systems(monkeypatch):
     assert relocate.key_devices(after.locality, 0, after.locality.gpu_hosts[0]) is not None
     assert all(".node2." in a + b for a, b in compared)
     assert len(keys) == len(healthy_keys) - 1
+
+
+@pytest.mark.parametrize("name,defines", FILES, ids=[c[0] for c in FILES])
+def test_every_ranks_pcie_switch_at_once_is_the_rank_by_rank_search(name, defines):
+    """``relocate.pcie_switches`` on a healthy system (the host links' ends in numpy) gives
+    each rank the switch ``Locality.pcie_switch`` finds by its host search."""
+    from topoc.compiler.ir import relocate
+
+    system = topoc.load(library_file(name), defines)
+    loc = system.locality
+    found = relocate.pcie_switches(loc, loc._ids("pcie_switch"))
+    assert found == [loc.pcie_switch(r) for r in range(len(system.gpus))]
+    if loc._has_pcie_switches:
+        assert any(found)
