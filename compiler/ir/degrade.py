@@ -21,13 +21,12 @@ rings, trees, NVLS groups, the tuner, lint) reads the degraded system as it read
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import fnmatch
 import itertools
 import re
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -490,35 +489,9 @@ def column_array(typecode: str, column) -> array:
     return out
 
 
-class ShiftedIndex(Mapping):
-    """A degraded system's device id -> index (``system.device_indices``) read from the
-    healthy system's: the failed ids are not keys and every other index moves down by the
-    failed devices before it (the survivors keep their order), so no dict of 1.7 M ids is
-    made per degraded system."""
-
-    def __init__(self, healthy: Mapping[str, int], failed: list[int], gone: set[str]):
-        self._healthy, self._failed, self._gone = healthy, failed, gone
-
-    def __getitem__(self, device_id: str) -> int:
-        i = self._healthy[device_id]
-        if device_id in self._gone:
-            raise KeyError(device_id)
-        return i - bisect.bisect_left(self._failed, i)
-
-    def get(self, device_id, default=None):
-        i = self._healthy.get(device_id)
-        if i is None or device_id in self._gone:
-            return default
-        return i - bisect.bisect_left(self._failed, i)
-
-    def __contains__(self, device_id: object) -> bool:
-        return device_id in self._healthy and device_id not in self._gone
-
-    def __iter__(self):
-        return (d for d in self._healthy if d not in self._gone)
-
-    def __len__(self) -> int:
-        return len(self._healthy) - len(self._gone)
+#: A degraded system's device id -> index (``system.device_indices``) read from the healthy
+#: system's, the failed ids left out and the rest moved down (``reisland.Shifted``).
+ShiftedIndex = reisland.Shifted
 
 
 def _flags(n: int, indices):

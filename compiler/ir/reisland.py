@@ -203,36 +203,45 @@ def _first_switches(system: System) -> dict[str, int]:
     return found
 
 
-class ShiftedRanks(Mapping):
-    """A degraded system's GPU id -> rank (``Locality.rank_of``) read from the healthy
-    one's: the failed GPUs are not keys, and every other rank moves down by the failed GPUs
-    ranked before it (the survivors keep their order), so no dict of every GPU is made."""
+class Shifted(Mapping):
+    """A degraded system's id -> position read from the healthy system's: the failed ids
+    are not keys, and every other position moves down by the failed ones before it (the
+    survivors keep their order), so no dict of every id is made per degraded system. Device
+    indices (``system.device_indices``, ``degrade``) and GPU ranks (``Locality.rank_of``,
+    ``ShiftedRanks``) both read this way."""
+
+    def __init__(self, healthy: Mapping[str, int], failed: list[int], gone: set[str]):
+        self._healthy, self._failed, self._gone = healthy, failed, gone
+
+    def __getitem__(self, key: str) -> int:
+        if key in self._gone:
+            raise KeyError(key)
+        i = self._healthy[key]
+        return i - bisect.bisect_left(self._failed, i)
+
+    def get(self, key, default=None):
+        i = self._healthy.get(key)
+        if i is None or key in self._gone:
+            return default
+        return i - bisect.bisect_left(self._failed, i)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._healthy and key not in self._gone
+
+    def __iter__(self):
+        return (k for k in self._healthy if k not in self._gone)
+
+    def __len__(self) -> int:
+        return len(self._healthy) - len(self._gone)
+
+
+class ShiftedRanks(Shifted):
+    """A degraded system's GPU id -> rank (``Locality.rank_of``): the healthy ranks less the
+    failed GPUs ranked before each (``alive``: a flag per healthy rank)."""
 
     def __init__(self, healthy: Mapping[str, int], alive, system: System):
         import numpy as np
 
-        self._healthy = healthy
-        self._failed = np.flatnonzero(~alive).tolist()
+        failed = np.flatnonzero(~alive).tolist()
         gpus = system.gpus
-        self._gone = {gpus[r].id for r in self._failed}
-
-    def __getitem__(self, gpu_id: str) -> int:
-        if gpu_id in self._gone:
-            raise KeyError(gpu_id)
-        r = self._healthy[gpu_id]
-        return r - bisect.bisect_left(self._failed, r)
-
-    def get(self, gpu_id, default=None):
-        r = self._healthy.get(gpu_id)
-        if r is None or gpu_id in self._gone:
-            return default
-        return r - bisect.bisect_left(self._failed, r)
-
-    def __contains__(self, gpu_id: object) -> bool:
-        return gpu_id in self._healthy and gpu_id not in self._gone
-
-    def __iter__(self):
-        return (g for g in self._healthy if g not in self._gone)
-
-    def __len__(self) -> int:
-        return len(self._healthy) - len(self._gone)
+        super().__init__(healthy, failed, {gpus[r].id for r in failed})
