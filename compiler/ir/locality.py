@@ -11,6 +11,7 @@ import functools
 import re
 from collections import defaultdict
 
+from ..base.arrays import unique
 from ..base.gcpause import gc_paused
 from . import relocate, system
 from .system import SCALEOUT_CLASSES, System
@@ -179,7 +180,7 @@ def island_period(system: System) -> int:
         s = int(starts[0]) if len(starts) else size
         found = 0
         if s and size % s == 0 and np.array_equal(starts, np.arange(s, size, s)) and \
-                len(np.unique(island)) == size // s:
+                len(unique(island)) == size // s:
             found = s
         system.memo["island_period"] = found
     return found
@@ -219,7 +220,7 @@ def host_shapes(loc: "Locality"):
     devices = loc.system.devices
     a, b = loc._host_ends
     label = loc.host_labels
-    roots = np.unique(label[loc.gpu_index])
+    roots = unique(label[loc.gpu_index])
     keep = np.isin(label, roots)
     members = np.flatnonzero(keep)
     members = members[np.argsort(label[members], kind="stable")]

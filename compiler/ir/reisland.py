@@ -23,6 +23,7 @@ import bisect
 from collections import defaultdict
 from collections.abc import Mapping
 
+from ..base.arrays import unique
 from .modelcodes import model_flags
 from .relocate import _HOST_CLASSES
 from .system import SCALEOUT_CLASSES, System
@@ -83,9 +84,7 @@ def patched(healthy: System, out: System, failed: tuple[int, ...], lost):
     inside = cls[code[lost_at]] > 0
     hit = np.concatenate((islands[list(failed)], islands[src[lost_at[inside]]],
                           islands[dst[lost_at[inside]]]))
-    touched = np.zeros(n_old, np.bool_)
-    for label in np.unique(hit).tolist():
-        touched |= islands == label
+    touched = np.isin(islands, unique(hit))     # one pass, not one per touched island
     renumber = (np.cumsum(~gone) - 1).astype(np.int32)
     alive = ~gone
     domains = renumber[old._domains][alive]

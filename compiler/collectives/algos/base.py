@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from ...base.arrays import unique
 from ...ir.system import System
 from .. import orders
 from ..loads import Loads, Resources
@@ -188,7 +189,7 @@ def hosts(system: System, ranks: Sequence[int]) -> int:
         import numpy as np
 
         index = loc.gpu_index[np.asarray(ranks, dtype=np.int64)] if len(ranks) else []
-        return len(np.unique(loc.host_labels[index])) if len(ranks) else 0
+        return len(unique(loc.host_labels[index])) if len(ranks) else 0
     return hosts_by_search(system, ranks)
 
 
