@@ -184,22 +184,20 @@ def build(system: System, node: str | None = None,
 
     def pci(parent: ET.Element, dev: Device, via) -> None:
         placed.add(dev.id)
-        if dev.kind == "nic" and below(dev):
+        downstream = below(dev) if dev.kind == "nic" else []
+        if downstream:
             # A NIC with devices behind it (ConnectX-8's built-in PCIe switch carries its GPU
             # and the host link) is, to the PCI tree, a Mellanox bridge holding the NIC
             # function and those devices; NCCL then finds the GPU and its NIC one switch apart
             # (PIX), as on the machine.
             bridge = ET.SubElement(parent, "pci", {
-                "busid": bridge_bus(dev.id),
-                "class": BRIDGE_CLASS, "vendor": "0x15b3",
+                "busid": bridge_bus(dev.id), "class": BRIDGE_CLASS, "vendor": "0x15b3",
                 "link_speed": PCIE_SPEED[_generation(via)],
                 "link_width": str(via.type.attr("width") or 16)})
-            downstream = below(dev)
-            placed.update(other.id for _, other in downstream)
-            element(bridge, dev, via)
+            element(bridge, dev, via)           # a NIC's element holds no further devices
             for link, other in downstream:
-                placed.discard(other.id)
-                pci(bridge, other, link)
+                if other.id not in placed:      # an earlier one's subtree may hold it
+                    pci(bridge, other, link)
             return
         element(parent, dev, via)
 
